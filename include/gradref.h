@@ -1,0 +1,187 @@
+/*
+ * gradref: a C99 CPU library of neural-network backward operators.
+ *
+ * This is the only public header. Everything here is C99, extern "C", and depends only on
+ * <stddef.h> and <stdint.h>. The conventions (descriptors, dtypes, errors, threads, workspace,
+ * determinism, accuracy) are described in docs/api.md; each operator has its own page in docs/.
+ *
+ * SPDX-License-Identifier: Apache-2.0
+ */
+#ifndef GRADREF_H
+#define GRADREF_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GRADREF_VERSION_MAJOR 0
+#define GRADREF_VERSION_MINOR 1
+#define GRADREF_VERSION_PATCH 0
+#define GRADREF_VERSION_NUMBER \
+    (GRADREF_VERSION_MAJOR * 10000 + GRADREF_VERSION_MINOR * 100 + GRADREF_VERSION_PATCH)
+#define GRADREF_VERSION_STRING "0.1.0"
+
+#if defined(_WIN32) && !defined(GRADREF_STATIC)
+#  ifdef GRADREF_BUILDING_LIBRARY
+#    define GRADREF_API __declspec(dllexport)
+#  else
+#    define GRADREF_API __declspec(dllimport)
+#  endif
+#elif defined(__GNUC__) && __GNUC__ >= 4
+#  define GRADREF_API __attribute__((visibility("default")))
+#else
+#  define GRADREF_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------------------------ */
+/* Core types                                                                                  */
+/* ------------------------------------------------------------------------------------------ */
+
+#define GRADREF_MAX_DIMS 8
+
+/* Element types. Values are fixed and never renumbered. */
+typedef enum gradref_dtype {
+    GRADREF_F32 = 0,
+    GRADREF_F64 = 1,
+    GRADREF_F16 = 2,  /* IEEE binary16 */
+    GRADREF_BF16 = 3, /* bfloat16: the upper half of an f32 */
+    GRADREF_I8 = 4,
+    GRADREF_I32 = 5,
+    GRADREF_I64 = 6
+} gradref_dtype;
+
+/* A tensor: logical shape plus element strides (as DLPack and PyTorch). Dimensions run
+ * outermost first; each operator documents its logical order (e.g. N,C,D,H,W). A layout such
+ * as NDHWC is just another set of strides over the same logical shape. The struct holds no
+ * pointer but `data`, so a descriptor is a plain value. */
+typedef struct gradref_tensor {
+    void *data;                        /* element [0,...,0]; inputs are only read */
+    int32_t dtype;                     /* gradref_dtype */
+    int32_t ndim;                      /* 0..GRADREF_MAX_DIMS */
+    int64_t shape[GRADREF_MAX_DIMS];
+    int64_t strides[GRADREF_MAX_DIMS]; /* in elements, >= 0 */
+} gradref_tensor;
+
+/* Status codes. GRADREF_OK is 0; values are fixed and never renumbered. On failure
+ * gradref_last_error() tells the operator, the argument and the values. */
+typedef enum gradref_status {
+    GRADREF_OK = 0,
+    GRADREF_ERR_NULL = 1,      /* a required pointer is NULL */
+    GRADREF_ERR_DTYPE = 2,     /* unsupported dtype or dtypes that do not match */
+    GRADREF_ERR_RANK = 3,      /* wrong number of dimensions */
+    GRADREF_ERR_SHAPE = 4,     /* negative, inconsistent or mismatched sizes */
+    GRADREF_ERR_STRIDE = 5,    /* negative stride, or an output whose elements overlap */
+    GRADREF_ERR_PARAM = 6,     /* an attribute out of range (mode, stride, pad, seq_lens, ...) */
+    GRADREF_ERR_OVERFLOW = 7,  /* a size or offset does not fit in int64 / size_t */
+    GRADREF_ERR_ALIAS = 8,     /* an output overlaps an input or another output */
+    GRADREF_ERR_NO_MEMORY = 9,
+    GRADREF_ERR_WORKSPACE = 10 /* workspace given but smaller than required */
+} gradref_status;
+
+typedef enum gradref_precision {
+    GRADREF_PRECISION_DEFAULT = 0, /* f16/bf16/f32 accumulate in f32, f64 in f64, ints in i32 */
+    GRADREF_PRECISION_HIGH = 1     /* every float dtype accumulates in f64 */
+} gradref_precision;
+
+/* Execution options for one call. A NULL gradref_exec* means all defaults (zero-initialised). */
+typedef struct gradref_exec {
+    void *workspace;        /* caller scratch, or NULL: the call makes one allocation if needed */
+    size_t workspace_bytes; /* size of workspace; see gradref_<op>_workspace_size() */
+    int32_t num_threads;    /* 0: OpenMP default (OMP_NUM_THREADS); 1: serial; < 0: error */
+    int32_t precision;      /* gradref_precision */
+} gradref_exec;
+
+/* "GRADREF_OK", "GRADREF_ERR_SHAPE", ...; "GRADREF_ERR_UNKNOWN" for other values. Never NULL. */
+GRADREF_API const char *gradref_status_string(gradref_status s);
+
+/* The calling thread's message for its last failed call ("" if none). Successful calls leave
+ * it as it was. The pointer stays valid until this thread's next failed call. */
+GRADREF_API const char *gradref_last_error(void);
+
+/* The library's version, "MAJOR.MINOR.PATCH" (compare with GRADREF_VERSION_STRING). */
+GRADREF_API const char *gradref_version(void);
+
+/* ------------------------------------------------------------------------------------------ */
+/* Tensor helpers                                                                              */
+/* ------------------------------------------------------------------------------------------ */
+
+/* Fill *t as a contiguous (row-major) tensor of the given shape.
+ * Errors: NULL (t, or shape with ndim > 0), RANK (ndim outside 0..8), DTYPE, SHAPE (negative
+ * size), OVERFLOW (element count or byte size does not fit). *t is untouched on error. */
+GRADREF_API gradref_status gradref_tensor_init(gradref_tensor *t, void *data, gradref_dtype dtype,
+                                               int32_t ndim, const int64_t *shape);
+
+typedef enum gradref_format {
+    GRADREF_FORMAT_NCHW = 0,
+    GRADREF_FORMAT_NHWC = 1,
+    GRADREF_FORMAT_NCDHW = 2,
+    GRADREF_FORMAT_NDHWC = 3,
+    GRADREF_FORMAT_DHWCN = 4,
+    GRADREF_FORMAT_HWCN = 5
+} gradref_format;
+
+/* Fill *t with the logical shape (N,C,H,W) for the 2-D formats or (N,C,D,H,W) for the 3-D ones
+ * (4 or 5 entries of `shape`) and the strides of the memory order the format names. For a
+ * filter, read N as the output channels and C as the input channels: DHWCN is TF's DHWIO.
+ * Errors as gradref_tensor_init, plus PARAM for an unknown format. */
+GRADREF_API gradref_status gradref_tensor_init_format(gradref_tensor *t, void *data,
+                                                      gradref_dtype dtype, gradref_format format,
+                                                      const int64_t *shape);
+
+/* dst[i] = src[i] for every logical index i: any two layouts of the same shape, converting the
+ * dtype. Float to float and integer to float round to nearest even (once); integer to a wider
+ * integer is exact. Float to integer and integer narrowing are DTYPE errors. Equal dtypes copy
+ * bits (NaN payloads and -0 survive).
+ * Errors: NULL, DTYPE, RANK/SHAPE (shapes differ), STRIDE (dst overlaps itself), OVERFLOW,
+ * ALIAS (dst overlaps src), PARAM (bad exec). dst is untouched on error. */
+GRADREF_API gradref_status gradref_copy(const gradref_tensor *src, const gradref_tensor *dst,
+                                        const gradref_exec *exec);
+
+/* ------------------------------------------------------------------------------------------ */
+/* recat: FBGEMM recat_embedding_grad_output* (docs/recat.md)                                  */
+/* ------------------------------------------------------------------------------------------ */
+/* For rank r with column width ds_r starting at column C_r = ds_0 + ... + ds_{r-1} of a
+ * (B, G) gradient:  out[B*C_r + b*ds_r + d] = grad_output[b, C_r + d].
+ * out is 1-D with numel(grad_output) elements and the same dtype. Every dtype is moved as bits.
+ * grad_output and out may have any strides. Stricter than FBGEMM: num_ranks >= 1, every entry
+ * >= 0 and the entries sum to the row width (PARAM otherwise).
+ * Errors: NULL, DTYPE (out's dtype differs), RANK, SHAPE (out.shape[0] != numel), PARAM,
+ * STRIDE, OVERFLOW, ALIAS. out is untouched on error. No workspace is used. */
+
+/* Fixed D: grad_output (B, T, D); rank r owns num_features_per_rank[r] features, so
+ * ds_r = num_features_per_rank[r] * D; the entries sum to T. */
+GRADREF_API gradref_status gradref_recat_embedding_grad_output(
+    const gradref_tensor *grad_output, const int64_t *num_features_per_rank, int32_t num_ranks,
+    const gradref_tensor *out, const gradref_exec *exec);
+GRADREF_API gradref_status gradref_recat_embedding_grad_output_workspace_size(
+    const gradref_tensor *grad_output, const int64_t *num_features_per_rank, int32_t num_ranks,
+    const gradref_tensor *out, size_t *bytes);
+
+/* Mixed D: grad_output (B, sumD); ds_r = dim_sum_per_rank[r]; the entries sum to sumD. */
+GRADREF_API gradref_status gradref_recat_embedding_grad_output_mixed_d(
+    const gradref_tensor *grad_output, const int64_t *dim_sum_per_rank, int32_t num_ranks,
+    const gradref_tensor *out, const gradref_exec *exec);
+GRADREF_API gradref_status gradref_recat_embedding_grad_output_mixed_d_workspace_size(
+    const gradref_tensor *grad_output, const int64_t *dim_sum_per_rank, int32_t num_ranks,
+    const gradref_tensor *out, size_t *bytes);
+
+/* Mixed D with the split given as tensors: dim_sum_per_rank and cumsum_dim_sum_per_rank are
+ * I64, 1-D, of length W >= 1 (any stride); cumsum must be the EXCLUSIVE prefix sum of
+ * dim_sum_per_rank (C_0 = 0). An inclusive or I32 prefix, as torchrec builds, is rejected
+ * (PARAM or DTYPE) with a message saying so. */
+GRADREF_API gradref_status gradref_recat_embedding_grad_output_mixed_d_batch(
+    const gradref_tensor *grad_output, const gradref_tensor *dim_sum_per_rank,
+    const gradref_tensor *cumsum_dim_sum_per_rank, const gradref_tensor *out,
+    const gradref_exec *exec);
+GRADREF_API gradref_status gradref_recat_embedding_grad_output_mixed_d_batch_workspace_size(
+    const gradref_tensor *grad_output, const gradref_tensor *dim_sum_per_rank,
+    const gradref_tensor *cumsum_dim_sum_per_rank, const gradref_tensor *out, size_t *bytes);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GRADREF_H */

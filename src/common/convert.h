@@ -1,0 +1,80 @@
+/* Scalar conversions between the float dtypes, all round-to-nearest-even, subnormals exact.
+ * NaN stays NaN with as much of its payload as fits (the quiet bit is set only when the kept
+ * payload would otherwise read as infinity); nothing depends on the FPU rounding mode. */
+#ifndef GRADREF_COMMON_CONVERT_H
+#define GRADREF_COMMON_CONVERT_H
+
+#include <stdint.h>
+#include <string.h>
+
+static inline uint32_t gradref__f32_bits(float f) {
+    uint32_t x;
+    memcpy(&x, &f, sizeof x);
+    return x;
+}
+
+static inline float gradref__f32_from_bits(uint32_t x) {
+    float f;
+    memcpy(&f, &x, sizeof f);
+    return f;
+}
+
+static inline float gradref__f16_to_f32(uint16_t h) {
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t man = h & 0x3ffu;
+    if (exp == 0x1fu) return gradref__f32_from_bits(sign | 0x7f800000u | (man << 13));
+    if (exp != 0) return gradref__f32_from_bits(sign | ((exp + 112u) << 23) | (man << 13));
+    /* zero or subnormal: man * 2^-24, exact in f32 */
+    float mag = (float)man * 0x1p-24f;
+    return sign ? -mag : mag;
+}
+
+static inline uint16_t gradref__f32_to_f16(float f) {
+    uint32_t x = gradref__f32_bits(f);
+    uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    uint32_t ax = x & 0x7fffffffu;
+    if (ax >= 0x7f800000u) {
+        if (ax == 0x7f800000u) return (uint16_t)(sign | 0x7c00u);
+        uint32_t m = (ax >> 13) & 0x3ffu;
+        return (uint16_t)(sign | 0x7c00u | (m ? m : 0x200u));
+    }
+    if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 rounds to inf */
+    if (ax < 0x38800000u) {                                    /* below 2^-14: f16 subnormal */
+        if (ax <= 0x33000000u) return sign;                    /* <= 2^-25 ties to zero */
+        uint32_t e = ax >> 23;
+        uint32_t m = (ax & 0x7fffffu) | 0x800000u;
+        uint32_t shift = 126u - e; /* 14..24: q = value * 2^24 */
+        uint32_t q = m >> shift;
+        uint32_t rem = m & ((1u << shift) - 1u);
+        uint32_t half = 1u << (shift - 1u);
+        if (rem > half || (rem == half && (q & 1u))) q++;
+        return (uint16_t)(sign | q);
+    }
+    uint32_t r = ax - 0x38000000u; /* rebias the exponent from 127 to 15 */
+    uint32_t q = r >> 13, rem = r & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (q & 1u))) q++;
+    return (uint16_t)(sign | q);
+}
+
+static inline float gradref__bf16_to_f32(uint16_t h) {
+    return gradref__f32_from_bits((uint32_t)h << 16);
+}
+
+static inline uint16_t gradref__f32_to_bf16(float f) {
+    uint32_t x = gradref__f32_bits(f);
+    if ((x & 0x7fffffffu) > 0x7f800000u) {
+        uint16_t h = (uint16_t)(x >> 16);
+        return (uint16_t)((h & 0x7fu) ? h : (h | 0x40u));
+    }
+    x += 0x7fffu + ((x >> 16) & 1u);
+    return (uint16_t)(x >> 16);
+}
+
+/* Single roundings from f64 and from integers (a detour through f32 would round twice). */
+uint16_t gradref__f64_to_f16(double d);
+uint16_t gradref__f64_to_bf16(double d);
+uint16_t gradref__i64_to_f16(int64_t v);
+uint16_t gradref__i64_to_bf16(int64_t v);
+
+#endif

@@ -1,0 +1,154 @@
+/* gradref_copy: element-wise copy between any two layouts, with dtype conversion. */
+#include <string.h>
+
+#include "convert.h"
+#include "exec.h"
+#include "tensor.h"
+
+static const char OP[] = "copy";
+
+static int integer_rank(int32_t dtype) {
+    return dtype == GRADREF_I8 ? 1 : dtype == GRADREF_I32 ? 2 : dtype == GRADREF_I64 ? 3 : 0;
+}
+
+static int conversion_allowed(int32_t from, int32_t to) {
+    if (from == to) return 1;
+    if (gradref__dtype_is_float(to)) return 1; /* float->float, int->float */
+    return integer_rank(from) && integer_rank(to) > integer_rank(from);
+}
+
+static void convert_one(const char *s, int32_t sdt, char *d, int32_t ddt) {
+    if (gradref__dtype_is_float(sdt)) {
+        double wide = 0;
+        float narrow = 0;
+        int is_wide = 0;
+        switch (sdt) {
+        case GRADREF_F32: memcpy(&narrow, s, 4); break;
+        case GRADREF_F16: { uint16_t h; memcpy(&h, s, 2); narrow = gradref__f16_to_f32(h); } break;
+        case GRADREF_BF16: { uint16_t h; memcpy(&h, s, 2); narrow = gradref__bf16_to_f32(h); } break;
+        default: memcpy(&wide, s, 8); is_wide = 1; break;
+        }
+        switch (ddt) {
+        case GRADREF_F64: { double v = is_wide ? wide : (double)narrow; memcpy(d, &v, 8); } break;
+        case GRADREF_F32: { float v = is_wide ? (float)wide : narrow; memcpy(d, &v, 4); } break;
+        case GRADREF_F16: {
+            uint16_t h = is_wide ? gradref__f64_to_f16(wide) : gradref__f32_to_f16(narrow);
+            memcpy(d, &h, 2);
+        } break;
+        default: {
+            uint16_t h = is_wide ? gradref__f64_to_bf16(wide) : gradref__f32_to_bf16(narrow);
+            memcpy(d, &h, 2);
+        } break;
+        }
+        return;
+    }
+    int64_t v;
+    switch (sdt) {
+    case GRADREF_I8: { int8_t x; memcpy(&x, s, 1); v = x; } break;
+    case GRADREF_I32: { int32_t x; memcpy(&x, s, 4); v = x; } break;
+    default: memcpy(&v, s, 8); break;
+    }
+    switch (ddt) {
+    case GRADREF_F64: { double x = (double)v; memcpy(d, &x, 8); } break;
+    case GRADREF_F32: { float x = (float)v; memcpy(d, &x, 4); } break;
+    case GRADREF_F16: { uint16_t h = gradref__i64_to_f16(v); memcpy(d, &h, 2); } break;
+    case GRADREF_BF16: { uint16_t h = gradref__i64_to_bf16(v); memcpy(d, &h, 2); } break;
+    case GRADREF_I32: { int32_t x = (int32_t)v; memcpy(d, &x, 4); } break; /* widening only */
+    default: memcpy(d, &v, 8); break;
+    }
+}
+
+static void copy_row(const char *s, int64_t ss, int32_t sdt, char *d, int64_t ds, int32_t ddt,
+                     int64_t n) {
+    size_t sz = gradref__dtype_size(sdt), dz = gradref__dtype_size(ddt);
+    if (sdt == ddt) {
+        if (ss == 1 && ds == 1) {
+            memcpy(d, s, (size_t)n * sz);
+            return;
+        }
+        for (int64_t i = 0; i < n; i++) memcpy(d + (size_t)(i * ds) * dz, s + (size_t)(i * ss) * sz, sz);
+        return;
+    }
+    for (int64_t i = 0; i < n; i++)
+        convert_one(s + (size_t)(i * ss) * sz, sdt, d + (size_t)(i * ds) * dz, ddt);
+}
+
+gradref_status gradref_copy(const gradref_tensor *src, const gradref_tensor *dst,
+                            const gradref_exec *exec) {
+    gradref__ctx ctx;
+    gradref__extent se, de;
+    gradref_status s;
+    if ((s = gradref__exec_resolve(OP, exec, &ctx)) != GRADREF_OK) return s;
+    if ((s = gradref__check_tensor(OP, "src", src, &se)) != GRADREF_OK) return s;
+    if ((s = gradref__check_output(OP, "dst", dst, &de)) != GRADREF_OK) return s;
+    if (!conversion_allowed(src->dtype, dst->dtype))
+        return gradref__fail(GRADREF_ERR_DTYPE, OP,
+                             "cannot convert src.dtype %s to dst.dtype %s (float to integer and "
+                             "integer narrowing are not supported)",
+                             gradref__dtype_name(src->dtype), gradref__dtype_name(dst->dtype));
+    if (src->ndim != dst->ndim)
+        return gradref__fail(GRADREF_ERR_RANK, OP, "src.ndim is %d but dst.ndim is %d",
+                             (int)src->ndim, (int)dst->ndim);
+    for (int i = 0; i < src->ndim; i++)
+        if (src->shape[i] != dst->shape[i])
+            return gradref__fail(GRADREF_ERR_SHAPE, OP, "src.shape[%d] is %lld but dst.shape[%d] is %lld",
+                                 i, (long long)src->shape[i], i, (long long)dst->shape[i]);
+    if ((s = gradref__check_disjoint(OP, "dst", &de, "src", &se)) != GRADREF_OK) return s;
+    if (de.numel == 0) return GRADREF_OK;
+
+    /* Iterate in dst memory order (outermost = largest dst stride) with dims merged where both
+     * tensors are dense across them, so the inner loop is as long and as linear as it can be. */
+    int64_t shape[GRADREF_MAX_DIMS], ss[GRADREF_MAX_DIMS], ds[GRADREF_MAX_DIMS];
+    int n = 0;
+    for (int i = 0; i < dst->ndim; i++) {
+        if (dst->shape[i] == 1) continue;
+        int j = n++;
+        while (j > 0 && ds[j - 1] < dst->strides[i]) {
+            shape[j] = shape[j - 1];
+            ss[j] = ss[j - 1];
+            ds[j] = ds[j - 1];
+            j--;
+        }
+        shape[j] = dst->shape[i];
+        ss[j] = src->strides[i];
+        ds[j] = dst->strides[i];
+    }
+    int m = 0;
+    for (int k = 0; k < n; k++) {
+        if (m > 0 && ds[m - 1] == ds[k] * shape[k] && ss[m - 1] == ss[k] * shape[k]) {
+            shape[m - 1] *= shape[k];
+            ss[m - 1] = ss[k];
+            ds[m - 1] = ds[k];
+        } else {
+            shape[m] = shape[k];
+            ss[m] = ss[k];
+            ds[m] = ds[k];
+            m++;
+        }
+    }
+    if (m == 0) { /* a single element */
+        shape[0] = 1;
+        ss[0] = ds[0] = 1;
+        m = 1;
+    }
+    int64_t inner = shape[m - 1];
+    int64_t rows = de.numel / inner;
+    const char *sbase = (const char *)src->data;
+    char *dbase = (char *)dst->data;
+    size_t sz = gradref__dtype_size(src->dtype), dz = gradref__dtype_size(dst->dtype);
+    int threads = de.numel >= (INT64_C(1) << 16) ? ctx.num_threads : 1;
+    (void)threads;
+    GRADREF_OMP(omp parallel for num_threads(threads) schedule(static))
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t rest = r, so = 0, dof = 0;
+        for (int k = m - 2; k >= 0; k--) {
+            int64_t idx = rest % shape[k];
+            rest /= shape[k];
+            so += idx * ss[k];
+            dof += idx * ds[k];
+        }
+        copy_row(sbase + (size_t)so * sz, ss[m - 1], src->dtype, dbase + (size_t)dof * dz,
+                 ds[m - 1], dst->dtype, inner);
+    }
+    return GRADREF_OK;
+}

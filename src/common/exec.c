@@ -1,0 +1,65 @@
+#include <stdint.h>
+#include <stdlib.h>
+
+#include "exec.h"
+
+gradref_status gradref__exec_resolve(const char *op, const gradref_exec *exec, gradref__ctx *ctx) {
+    gradref_exec defaults = {NULL, 0, 0, GRADREF_PRECISION_DEFAULT};
+    if (exec == NULL) exec = &defaults;
+    if (exec->num_threads < 0)
+        return gradref__fail(GRADREF_ERR_PARAM, op, "exec.num_threads is %d, below 0",
+                             (int)exec->num_threads);
+    if (exec->precision != GRADREF_PRECISION_DEFAULT && exec->precision != GRADREF_PRECISION_HIGH)
+        return gradref__fail(GRADREF_ERR_PARAM, op, "exec.precision is %d, not a gradref_precision",
+                             (int)exec->precision);
+    int threads = exec->num_threads;
+#ifdef _OPENMP
+    if (threads == 0) threads = omp_get_max_threads();
+#else
+    threads = 1;
+#endif
+    ctx->num_threads = threads > 0 ? threads : 1;
+    ctx->precision = exec->precision;
+    ctx->workspace = exec->workspace;
+    ctx->workspace_bytes = exec->workspace ? exec->workspace_bytes : 0;
+    return GRADREF_OK;
+}
+
+size_t gradref__workspace_bytes(size_t need) {
+    if (need == 0) return 0;
+    if (need > SIZE_MAX - GRADREF_WORKSPACE_ALIGN) return SIZE_MAX;
+    return need + GRADREF_WORKSPACE_ALIGN;
+}
+
+static void *align_up(void *p) {
+    uintptr_t a = ((uintptr_t)p + GRADREF_WORKSPACE_ALIGN - 1) & ~(uintptr_t)(GRADREF_WORKSPACE_ALIGN - 1);
+    return (void *)a;
+}
+
+gradref_status gradref__workspace_acquire(const char *op, const gradref__ctx *ctx, size_t need,
+                                          void **ptr, void **owned) {
+    *ptr = NULL;
+    *owned = NULL;
+    if (need == 0) return GRADREF_OK;
+    size_t total = gradref__workspace_bytes(need);
+    if (total == SIZE_MAX)
+        return gradref__fail(GRADREF_ERR_OVERFLOW, op, "a workspace of %zu bytes is too large",
+                             need);
+    if (ctx->workspace != NULL) {
+        if (ctx->workspace_bytes < total)
+            return gradref__fail(GRADREF_ERR_WORKSPACE, op,
+                                 "exec.workspace_bytes is %zu but %zu are required",
+                                 ctx->workspace_bytes, total);
+        *ptr = align_up(ctx->workspace);
+        return GRADREF_OK;
+    }
+    void *block = malloc(total);
+    if (block == NULL)
+        return gradref__fail(GRADREF_ERR_NO_MEMORY, op, "cannot allocate a %zu-byte workspace",
+                             total);
+    *owned = block;
+    *ptr = align_up(block);
+    return GRADREF_OK;
+}
+
+void gradref__workspace_release(void *owned) { free(owned); }

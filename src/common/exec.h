@@ -1,0 +1,32 @@
+/* The exec plumbing: defaults for a NULL exec, thread count, precision, workspace. */
+#ifndef GRADREF_COMMON_EXEC_H
+#define GRADREF_COMMON_EXEC_H
+
+#include <stddef.h>
+
+#include "internal.h"
+
+typedef struct gradref__ctx {
+    int num_threads; /* >= 1: resolved from exec->num_threads and the OpenMP default */
+    int precision;   /* gradref_precision */
+    void *workspace; /* caller's, or NULL */
+    size_t workspace_bytes;
+} gradref__ctx;
+
+/* Bytes added to every workspace size so the usable part can be aligned to this. */
+#define GRADREF_WORKSPACE_ALIGN 64
+
+/* Validates exec (num_threads >= 0, a known precision) and resolves the defaults. */
+gradref_status gradref__exec_resolve(const char *op, const gradref_exec *exec, gradref__ctx *ctx);
+
+/* What an operator's _workspace_size reports for `need` usable bytes (0 stays 0). */
+size_t gradref__workspace_bytes(size_t need);
+
+/* Provides `need` bytes aligned to GRADREF_WORKSPACE_ALIGN: from the caller's workspace (WORKSPACE
+ * if it is smaller than gradref__workspace_bytes(need)) or from one malloc, which the caller
+ * frees with gradref__workspace_release(*owned). *ptr is NULL when need is 0. */
+gradref_status gradref__workspace_acquire(const char *op, const gradref__ctx *ctx, size_t need,
+                                          void **ptr, void **owned);
+void gradref__workspace_release(void *owned);
+
+#endif

@@ -1,0 +1,56 @@
+/* Private declarations shared by every module: errors, checked arithmetic, OpenMP glue.
+ * Internal symbols use the gradref__ prefix and are hidden from the shared library. */
+#ifndef GRADREF_COMMON_INTERNAL_H
+#define GRADREF_COMMON_INTERNAL_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "gradref.h"
+
+#if defined(__GNUC__)
+#  define GRADREF_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#else
+#  define GRADREF_PRINTF(f, a)
+#endif
+
+/* Records "<op>: <formatted text>" as this thread's last error and returns s. */
+gradref_status gradref__fail(gradref_status s, const char *op, const char *fmt, ...)
+    GRADREF_PRINTF(3, 4);
+
+/* Checked arithmetic on int64_t; each returns nonzero on overflow (and leaves *r unspecified). */
+static inline int gradref__add_ovf(int64_t a, int64_t b, int64_t *r) {
+#if defined(__GNUC__)
+    return __builtin_add_overflow(a, b, r);
+#else
+    if ((b > 0 && a > INT64_MAX - b) || (b < 0 && a < INT64_MIN - b)) return 1;
+    *r = a + b;
+    return 0;
+#endif
+}
+
+static inline int gradref__mul_ovf(int64_t a, int64_t b, int64_t *r) {
+#if defined(__GNUC__)
+    return __builtin_mul_overflow(a, b, r);
+#else
+    if (a != 0 && b != 0) {
+        if (a > 0 ? (b > 0 ? a > INT64_MAX / b : b < INT64_MIN / a)
+                  : (b > 0 ? a < INT64_MIN / b : a < INT64_MAX / b))
+            return 1;
+    }
+    *r = a * b;
+    return 0;
+#endif
+}
+
+/* OpenMP glue: GRADREF_OMP(omp parallel for ...) is a pragma with OpenMP and nothing without,
+ * so serial builds stay free of unknown-pragma warnings. */
+#ifdef _OPENMP
+#  include <omp.h>
+#  define GRADREF_PRAGMA(x) _Pragma(#x)
+#  define GRADREF_OMP(x) GRADREF_PRAGMA(x)
+#else
+#  define GRADREF_OMP(x)
+#endif
+
+#endif

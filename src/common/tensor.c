@@ -1,0 +1,208 @@
+/* Descriptor validation and the public descriptor helpers. */
+#include <string.h>
+
+#include "tensor.h"
+
+size_t gradref__dtype_size(int32_t dtype) {
+    switch (dtype) {
+    case GRADREF_F32: return 4;
+    case GRADREF_F64: return 8;
+    case GRADREF_F16: return 2;
+    case GRADREF_BF16: return 2;
+    case GRADREF_I8: return 1;
+    case GRADREF_I32: return 4;
+    case GRADREF_I64: return 8;
+    default: return 0;
+    }
+}
+
+const char *gradref__dtype_name(int32_t dtype) {
+    switch (dtype) {
+    case GRADREF_F32: return "F32";
+    case GRADREF_F64: return "F64";
+    case GRADREF_F16: return "F16";
+    case GRADREF_BF16: return "BF16";
+    case GRADREF_I8: return "I8";
+    case GRADREF_I32: return "I32";
+    case GRADREF_I64: return "I64";
+    default: return "?";
+    }
+}
+
+int gradref__dtype_is_float(int32_t dtype) {
+    return dtype == GRADREF_F32 || dtype == GRADREF_F64 || dtype == GRADREF_F16 ||
+           dtype == GRADREF_BF16;
+}
+
+/* Everything but the data pointer: also used by the init helpers, whose data may be NULL. */
+static gradref_status check_layout(const char *op, const char *name, const gradref_tensor *t,
+                                   int64_t *numel_out, int64_t *bytes_out) {
+    size_t esz = gradref__dtype_size(t->dtype);
+    if (esz == 0)
+        return gradref__fail(GRADREF_ERR_DTYPE, op, "%s.dtype is %d, not a gradref_dtype", name,
+                             (int)t->dtype);
+    if (t->ndim < 0 || t->ndim > GRADREF_MAX_DIMS)
+        return gradref__fail(GRADREF_ERR_RANK, op, "%s.ndim is %d, outside 0..%d", name,
+                             (int)t->ndim, GRADREF_MAX_DIMS);
+    int empty = 0;
+    for (int i = 0; i < t->ndim; i++) {
+        if (t->shape[i] < 0)
+            return gradref__fail(GRADREF_ERR_SHAPE, op, "%s.shape[%d] is %lld, below 0", name, i,
+                                 (long long)t->shape[i]);
+        if (t->strides[i] < 0)
+            return gradref__fail(GRADREF_ERR_STRIDE, op, "%s.strides[%d] is %lld, below 0", name,
+                                 i, (long long)t->strides[i]);
+        if (t->shape[i] == 0) empty = 1;
+    }
+    int64_t numel = 1, span = 1, bytes;
+    if (empty) {
+        numel = 0;
+        span = 0;
+    } else {
+        for (int i = 0; i < t->ndim; i++) {
+            int64_t reach;
+            if (gradref__mul_ovf(numel, t->shape[i], &numel) ||
+                gradref__mul_ovf(t->strides[i], t->shape[i] - 1, &reach) ||
+                gradref__add_ovf(span, reach, &span))
+                return gradref__fail(GRADREF_ERR_OVERFLOW, op,
+                                     "%s: element count or offset of dim %d exceeds int64", name,
+                                     i);
+        }
+    }
+    /* bytes covers both the strided span and a dense copy of the elements */
+    int64_t larger = numel > span ? numel : span;
+    if (gradref__mul_ovf(larger, (int64_t)esz, &bytes) || (uint64_t)bytes > (uint64_t)SIZE_MAX)
+        return gradref__fail(GRADREF_ERR_OVERFLOW, op,
+                             "%s: %lld elements of %zu bytes exceed the address space", name,
+                             (long long)larger, esz);
+    *numel_out = numel;
+    *bytes_out = span * (int64_t)esz;
+    return GRADREF_OK;
+}
+
+gradref_status gradref__check_tensor(const char *op, const char *name, const gradref_tensor *t,
+                                     gradref__extent *ext) {
+    if (t == NULL) return gradref__fail(GRADREF_ERR_NULL, op, "%s is NULL", name);
+    int64_t numel = 0, bytes = 0;
+    gradref_status s = check_layout(op, name, t, &numel, &bytes);
+    if (s != GRADREF_OK) return s;
+    if (numel > 0 && t->data == NULL)
+        return gradref__fail(GRADREF_ERR_NULL, op, "%s.data is NULL but it has %lld elements",
+                             name, (long long)numel);
+    uintptr_t lo = (uintptr_t)t->data;
+    if (numel > 0 && (uintptr_t)bytes > UINTPTR_MAX - lo)
+        return gradref__fail(GRADREF_ERR_OVERFLOW, op,
+                             "%s: its %lld bytes run past the end of the address space", name,
+                             (long long)bytes);
+    if (ext) {
+        ext->numel = numel;
+        ext->lo = lo;
+        ext->hi = numel > 0 ? lo + (uintptr_t)bytes : lo;
+    }
+    return GRADREF_OK;
+}
+
+gradref_status gradref__check_output(const char *op, const char *name, const gradref_tensor *t,
+                                     gradref__extent *ext) {
+    gradref__extent e;
+    gradref_status s = gradref__check_tensor(op, name, t, &e);
+    if (s != GRADREF_OK) return s;
+    if (ext) *ext = e;
+    if (e.numel == 0) return GRADREF_OK;
+    int dims[GRADREF_MAX_DIMS], n = 0;
+    for (int i = 0; i < t->ndim; i++) {
+        if (t->shape[i] == 1) continue;
+        int j = n++; /* insertion sort by stride */
+        while (j > 0 && t->strides[dims[j - 1]] > t->strides[i]) {
+            dims[j] = dims[j - 1];
+            j--;
+        }
+        dims[j] = i;
+    }
+    int64_t reach = 0;
+    for (int k = 0; k < n; k++) {
+        int i = dims[k];
+        if (t->strides[i] <= reach)
+            return gradref__fail(GRADREF_ERR_STRIDE, op,
+                                 "%s has overlapping elements: strides[%d] is %lld but the "
+                                 "smaller dims reach offset %lld",
+                                 name, i, (long long)t->strides[i], (long long)reach);
+        reach += t->strides[i] * (t->shape[i] - 1); /* cannot overflow: checked above */
+    }
+    return GRADREF_OK;
+}
+
+gradref_status gradref__check_disjoint(const char *op, const char *out_name,
+                                       const gradref__extent *out, const char *other_name,
+                                       const gradref__extent *other) {
+    if (out->numel == 0 || other->numel == 0) return GRADREF_OK;
+    if (out->lo < other->hi && other->lo < out->hi)
+        return gradref__fail(GRADREF_ERR_ALIAS, op, "%s overlaps %s in memory", out_name,
+                             other_name);
+    return GRADREF_OK;
+}
+
+gradref_status gradref__check_rank(const char *op, const char *name, const gradref_tensor *t,
+                                   int32_t ndim) {
+    if (t->ndim != ndim)
+        return gradref__fail(GRADREF_ERR_RANK, op, "%s.ndim is %d but must be %d", name,
+                             (int)t->ndim, (int)ndim);
+    return GRADREF_OK;
+}
+
+/* Strides of a dense layout whose memory order, outermost first, is order[0..ndim). A size-0
+ * dim counts as 1, as PyTorch does, so strides stay meaningful for empty tensors. */
+static gradref_status init_dense(const char *op, gradref_tensor *t, void *data,
+                                 gradref_dtype dtype, int32_t ndim, const int64_t *shape,
+                                 const int *order) {
+    if (t == NULL) return gradref__fail(GRADREF_ERR_NULL, op, "t is NULL");
+    if (ndim < 0 || ndim > GRADREF_MAX_DIMS)
+        return gradref__fail(GRADREF_ERR_RANK, op, "ndim is %d, outside 0..%d", (int)ndim,
+                             GRADREF_MAX_DIMS);
+    if (ndim > 0 && shape == NULL) return gradref__fail(GRADREF_ERR_NULL, op, "shape is NULL");
+    gradref_tensor r;
+    memset(&r, 0, sizeof r);
+    r.data = data;
+    r.dtype = (int32_t)dtype;
+    r.ndim = ndim;
+    int64_t running = 1;
+    for (int k = ndim - 1; k >= 0; k--) {
+        int i = order[k];
+        r.shape[i] = shape[i];
+        r.strides[i] = running;
+        if (shape[i] < 0)
+            return gradref__fail(GRADREF_ERR_SHAPE, op, "shape[%d] is %lld, below 0", i,
+                                 (long long)shape[i]);
+        if (gradref__mul_ovf(running, shape[i] > 1 ? shape[i] : 1, &running))
+            return gradref__fail(GRADREF_ERR_OVERFLOW, op, "the size of shape exceeds int64");
+    }
+    int64_t numel, bytes;
+    gradref_status s = check_layout(op, "t", &r, &numel, &bytes);
+    if (s != GRADREF_OK) return s;
+    *t = r;
+    return GRADREF_OK;
+}
+
+gradref_status gradref_tensor_init(gradref_tensor *t, void *data, gradref_dtype dtype,
+                                   int32_t ndim, const int64_t *shape) {
+    static const int identity[GRADREF_MAX_DIMS] = {0, 1, 2, 3, 4, 5, 6, 7};
+    return init_dense("tensor_init", t, data, dtype, ndim, shape, identity);
+}
+
+gradref_status gradref_tensor_init_format(gradref_tensor *t, void *data, gradref_dtype dtype,
+                                          gradref_format format, const int64_t *shape) {
+    /* memory order, outermost first, as indices of the logical (N,C,[D,]H,W) shape */
+    static const int orders[6][5] = {
+        {0, 1, 2, 3, -1}, /* NCHW */
+        {0, 2, 3, 1, -1}, /* NHWC */
+        {0, 1, 2, 3, 4},  /* NCDHW */
+        {0, 2, 3, 4, 1},  /* NDHWC */
+        {2, 3, 4, 1, 0},  /* DHWCN */
+        {2, 3, 1, 0, -1}, /* HWCN */
+    };
+    if ((int)format < 0 || (int)format > 5)
+        return gradref__fail(GRADREF_ERR_PARAM, "tensor_init_format",
+                             "format is %d, not a gradref_format", (int)format);
+    int32_t ndim = orders[format][4] < 0 ? 4 : 5;
+    return init_dense("tensor_init_format", t, data, dtype, ndim, shape, orders[format]);
+}

@@ -1,0 +1,42 @@
+/* Descriptor validation shared by every operator (docs/api.md, "Validation"). */
+#ifndef GRADREF_COMMON_TENSOR_H
+#define GRADREF_COMMON_TENSOR_H
+
+#include <stdint.h>
+
+#include "internal.h"
+
+/* What a validated tensor covers. */
+typedef struct gradref__extent {
+    int64_t numel;
+    uintptr_t lo, hi; /* the bytes [lo, hi) holding its elements; lo == hi when numel == 0 */
+} gradref__extent;
+
+/* Bytes per element, 0 for a value that is not a gradref_dtype. */
+size_t gradref__dtype_size(int32_t dtype);
+/* "F32", "BF16", ...; "?" for a value that is not a gradref_dtype. */
+const char *gradref__dtype_name(int32_t dtype);
+int gradref__dtype_is_float(int32_t dtype);
+
+/* A descriptor that can be read: t != NULL, a known dtype, 0 <= ndim <= 8, sizes and strides
+ * >= 0, element count and byte span within int64_t/size_t/the address space, and data != NULL
+ * when it has elements. Fills *ext (may be NULL). */
+gradref_status gradref__check_tensor(const char *op, const char *name, const gradref_tensor *t,
+                                     gradref__extent *ext);
+
+/* As gradref__check_tensor, then the output rule: no two elements share memory. Dims of size 1
+ * are ignored; sorted by stride, each stride must exceed the largest offset its smaller dims
+ * reach (every permutation of a dense layout, and every slice of one, passes). */
+gradref_status gradref__check_output(const char *op, const char *name, const gradref_tensor *t,
+                                     gradref__extent *ext);
+
+/* ALIAS when the byte ranges of an output and another tensor intersect (empty ones never do). */
+gradref_status gradref__check_disjoint(const char *op, const char *out_name,
+                                       const gradref__extent *out, const char *other_name,
+                                       const gradref__extent *other);
+
+/* Requires t->ndim == ndim (RANK otherwise). */
+gradref_status gradref__check_rank(const char *op, const char *name, const gradref_tensor *t,
+                                   int32_t ndim);
+
+#endif

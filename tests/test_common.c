@@ -1,0 +1,732 @@
+/* The common core: status strings, messages, descriptors and their validation, dtype
+ * conversions (against independent rounding routines), gradref_copy, the exec plumbing. */
+#define _POSIX_C_SOURCE 200809L
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+
+#include "common/convert.h"
+#include "common/exec.h"
+#include "common/tensor.h"
+
+/* ---------------------------------------------------------------- status, version, messages */
+
+static void test_status_strings(void **state) {
+    (void)state;
+    for (int a = 0; a <= GRADREF_ERR_WORKSPACE; a++) {
+        const char *sa = gradref_status_string((gradref_status)a);
+        assert_non_null(sa);
+        assert_true(strncmp(sa, "GRADREF_", 8) == 0);
+        for (int b = 0; b < a; b++) assert_string_not_equal(sa, gradref_status_string((gradref_status)b));
+    }
+    assert_string_equal(gradref_status_string(GRADREF_ERR_SHAPE), "GRADREF_ERR_SHAPE");
+    assert_string_equal(gradref_status_string((gradref_status)99), "GRADREF_ERR_UNKNOWN");
+    assert_string_equal(gradref_status_string((gradref_status)-1), "GRADREF_ERR_UNKNOWN");
+}
+
+static void test_version(void **state) {
+    (void)state;
+    char expect[32];
+    snprintf(expect, sizeof expect, "%d.%d.%d", GRADREF_VERSION_MAJOR, GRADREF_VERSION_MINOR,
+             GRADREF_VERSION_PATCH);
+    assert_string_equal(gradref_version(), expect);
+    assert_string_equal(GRADREF_VERSION_STRING, expect);
+    assert_int_equal(GRADREF_VERSION_NUMBER,
+                     GRADREF_VERSION_MAJOR * 10000 + GRADREF_VERSION_MINOR * 100 + GRADREF_VERSION_PATCH);
+}
+
+static void test_message_format_and_persistence(void **state) {
+    (void)state;
+    gradref_tensor t;
+    int64_t shape[2] = {3, -4};
+    assert_int_equal(gradref_tensor_init(&t, NULL, GRADREF_F32, 2, shape), GRADREF_ERR_SHAPE);
+    assert_string_equal(gradref_last_error(), "tensor_init: shape[1] is -4, below 0");
+    shape[1] = 4; /* a success leaves the last message in place */
+    assert_int_equal(gradref_tensor_init(&t, NULL, GRADREF_F32, 2, shape), GRADREF_OK);
+    assert_string_equal(gradref_last_error(), "tensor_init: shape[1] is -4, below 0");
+}
+
+typedef struct message_worker {
+    int64_t size; /* a distinct negative size per thread */
+    int mixed;
+} message_worker;
+
+static void *message_thread(void *arg) {
+    message_worker *w = arg;
+    char expect[128];
+    snprintf(expect, sizeof expect, "tensor_init: shape[0] is %lld, below 0", (long long)w->size);
+    for (int i = 0; i < 20000; i++) {
+        gradref_tensor t;
+        if (gradref_tensor_init(&t, NULL, GRADREF_F32, 1, &w->size) != GRADREF_ERR_SHAPE ||
+            strcmp(gradref_last_error(), expect) != 0)
+            w->mixed = 1;
+    }
+    return NULL;
+}
+
+static void test_messages_are_per_thread(void **state) {
+    (void)state;
+    message_worker w[2] = {{-11, 0}, {-22222, 0}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&th[i], NULL, message_thread, &w[i]), 0);
+    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    assert_false(w[0].mixed);
+    assert_false(w[1].mixed);
+}
+
+/* ---------------------------------------------------------------- descriptors */
+
+static void test_tensor_init(void **state) {
+    (void)state;
+    gradref_tensor t;
+    int64_t shape[4] = {2, 3, 0, 5};
+    assert_int_equal(gradref_tensor_init(&t, NULL, GRADREF_BF16, 4, shape), GRADREF_OK);
+    const int64_t strides[4] = {15, 5, 5, 1}; /* a size-0 dim counts as 1 */
+    for (int i = 0; i < 4; i++) {
+        assert_int_equal(t.shape[i], shape[i]);
+        assert_int_equal(t.strides[i], strides[i]);
+    }
+    assert_int_equal(t.dtype, GRADREF_BF16);
+    assert_int_equal(t.ndim, 4);
+    assert_int_equal(gradref_tensor_init(&t, NULL, GRADREF_F32, 0, NULL), GRADREF_OK);
+    assert_int_equal(t.ndim, 0);
+
+    /* errors leave *t untouched */
+    gradref_tensor before;
+    memset(&t, 0x5a, sizeof t);
+    before = t;
+    int64_t big[2] = {INT64_C(1) << 62, 4};
+    assert_int_equal(gradref_tensor_init(&t, NULL, GRADREF_F32, 2, big), GRADREF_ERR_OVERFLOW);
+    int64_t bytes_too_big[1] = {INT64_C(1) << 61};
+    assert_int_equal(gradref_tensor_init(&t, NULL, GRADREF_F64, 1, bytes_too_big), GRADREF_ERR_OVERFLOW);
+    assert_int_equal(gradref_tensor_init(&t, NULL, GRADREF_F32, 9, shape), GRADREF_ERR_RANK);
+    assert_int_equal(gradref_tensor_init(&t, NULL, GRADREF_F32, -1, shape), GRADREF_ERR_RANK);
+    assert_int_equal(gradref_tensor_init(&t, NULL, (gradref_dtype)7, 1, shape), GRADREF_ERR_DTYPE);
+    assert_int_equal(gradref_tensor_init(&t, NULL, GRADREF_F32, 2, NULL), GRADREF_ERR_NULL);
+    assert_memory_equal(&t, &before, sizeof t);
+    assert_int_equal(gradref_tensor_init(NULL, NULL, GRADREF_F32, 1, shape), GRADREF_ERR_NULL);
+}
+
+static void test_tensor_init_format(void **state) {
+    (void)state;
+    static const struct {
+        gradref_format format;
+        int64_t strides[5];
+    } cases[] = {
+        /* 2-D shape (N,C,H,W) = (2,3,4,5); 3-D shape (N,C,D,H,W) = (2,3,4,5,6) */
+        {GRADREF_FORMAT_NCHW, {60, 20, 5, 1, 0}},
+        {GRADREF_FORMAT_NHWC, {60, 1, 15, 3, 0}},
+        {GRADREF_FORMAT_HWCN, {1, 2, 30, 6, 0}},
+        {GRADREF_FORMAT_NCDHW, {360, 120, 30, 6, 1}},
+        {GRADREF_FORMAT_NDHWC, {360, 1, 90, 18, 3}},
+        {GRADREF_FORMAT_DHWCN, {1, 2, 180, 36, 6}},
+    };
+    int64_t shape[5] = {2, 3, 4, 5, 6};
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        gradref_tensor t;
+        assert_int_equal(gradref_tensor_init_format(&t, NULL, GRADREF_F32, cases[c].format, shape), GRADREF_OK);
+        int nd = (cases[c].format == GRADREF_FORMAT_NCHW || cases[c].format == GRADREF_FORMAT_NHWC ||
+                  cases[c].format == GRADREF_FORMAT_HWCN) ? 4 : 5;
+        assert_int_equal(t.ndim, nd);
+        for (int i = 0; i < nd; i++) {
+            assert_int_equal(t.shape[i], shape[i]);
+            assert_int_equal(t.strides[i], cases[c].strides[i]);
+        }
+    }
+    gradref_tensor t;
+    assert_int_equal(gradref_tensor_init_format(&t, NULL, GRADREF_F32, (gradref_format)6, shape), GRADREF_ERR_PARAM);
+    assert_int_equal(gradref_tensor_init_format(&t, NULL, GRADREF_F32, GRADREF_FORMAT_NCDHW, NULL), GRADREF_ERR_NULL);
+}
+
+static gradref_tensor desc(void *data, int32_t dtype, int32_t ndim, const int64_t *shape,
+                           const int64_t *strides) {
+    gradref_tensor t;
+    memset(&t, 0, sizeof t);
+    t.data = data;
+    t.dtype = dtype;
+    t.ndim = ndim;
+    for (int i = 0; i < ndim; i++) {
+        t.shape[i] = shape[i];
+        t.strides[i] = strides[i];
+    }
+    return t;
+}
+
+static gradref_status check(const gradref_tensor *t) { return gradref__check_tensor("op", "x", t, NULL); }
+static gradref_status check_out(const gradref_tensor *t) { return gradref__check_output("op", "y", t, NULL); }
+
+static void test_validation(void **state) {
+    (void)state;
+    static float buf[64];
+    int64_t s2[2] = {4, 4}, st2[2] = {4, 1};
+    gradref_tensor t = desc(buf, GRADREF_F32, 2, s2, st2);
+    assert_int_equal(check(&t), GRADREF_OK);
+    assert_int_equal(gradref__check_tensor("op", "x", NULL, NULL), GRADREF_ERR_NULL);
+    assert_string_equal(gradref_last_error(), "op: x is NULL");
+
+    gradref_tensor bad = t;
+    bad.dtype = 12;
+    assert_int_equal(check(&bad), GRADREF_ERR_DTYPE);
+    assert_string_equal(gradref_last_error(), "op: x.dtype is 12, not a gradref_dtype");
+    bad = t;
+    bad.ndim = 9;
+    assert_int_equal(check(&bad), GRADREF_ERR_RANK);
+    bad = t;
+    bad.shape[1] = -1;
+    assert_int_equal(check(&bad), GRADREF_ERR_SHAPE);
+    assert_string_equal(gradref_last_error(), "op: x.shape[1] is -1, below 0");
+    bad = t;
+    bad.strides[0] = -4;
+    assert_int_equal(check(&bad), GRADREF_ERR_STRIDE);
+    bad = t;
+    bad.data = NULL;
+    assert_int_equal(check(&bad), GRADREF_ERR_NULL);
+    bad.shape[0] = 0; /* empty: NULL data is fine */
+    assert_int_equal(check(&bad), GRADREF_OK);
+
+    /* overflow: element count, offset span, bytes, address space */
+    int64_t huge[2] = {INT64_C(1) << 32, INT64_C(1) << 32}, one[2] = {1, 1};
+    bad = desc(buf, GRADREF_F32, 2, huge, one);
+    assert_int_equal(check(&bad), GRADREF_ERR_OVERFLOW);
+    int64_t span_shape[2] = {3, 2}, span_strides[2] = {INT64_C(1) << 62, 1};
+    bad = desc(buf, GRADREF_F32, 2, span_shape, span_strides);
+    assert_int_equal(check(&bad), GRADREF_ERR_OVERFLOW);
+    int64_t byte_shape[1] = {INT64_C(1) << 61}, unit[1] = {1};
+    bad = desc(buf, GRADREF_F64, 1, byte_shape, unit);
+    assert_int_equal(check(&bad), GRADREF_ERR_OVERFLOW);
+    int64_t broadcast_shape[1] = {INT64_C(1) << 61}, zero[1] = {0}; /* dense copy would not fit */
+    bad = desc(buf, GRADREF_F64, 1, broadcast_shape, zero);
+    assert_int_equal(check(&bad), GRADREF_ERR_OVERFLOW);
+    int64_t wrap_shape[1] = {100};
+    bad = desc((void *)(UINTPTR_MAX - 64), GRADREF_F32, 1, wrap_shape, unit);
+    assert_int_equal(check(&bad), GRADREF_ERR_OVERFLOW);
+    /* a zero extent makes everything else legal */
+    int64_t empty_huge[3] = {0, INT64_C(1) << 40, INT64_C(1) << 40}, st3[3] = {1, 1, 1};
+    bad = desc(NULL, GRADREF_F32, 3, empty_huge, st3);
+    assert_int_equal(check(&bad), GRADREF_OK);
+    gradref__extent e;
+    assert_int_equal(gradref__check_tensor("op", "x", &t, &e), GRADREF_OK);
+    assert_int_equal(e.numel, 16);
+    assert_true(e.hi - e.lo == 16 * sizeof(float));
+}
+
+static void test_output_self_overlap(void **state) {
+    (void)state;
+    static double buf[1024];
+    struct {
+        int ndim;
+        int64_t shape[4], strides[4];
+        gradref_status expect;
+    } cases[] = {
+        {2, {4, 5}, {5, 1}, GRADREF_OK},                  /* dense */
+        {2, {4, 5}, {1, 4}, GRADREF_OK},                  /* transposed */
+        {4, {2, 3, 4, 5}, {60, 1, 15, 3}, GRADREF_OK},    /* NHWC */
+        {2, {4, 5}, {10, 2}, GRADREF_OK},                 /* strided slice */
+        {3, {4, 1, 5}, {5, 0, 1}, GRADREF_OK},            /* size-1 dims are ignored */
+        {2, {4, 5}, {0, 1}, GRADREF_ERR_STRIDE},          /* broadcast output */
+        {2, {4, 5}, {4, 1}, GRADREF_ERR_STRIDE},          /* rows overlap by one */
+        {2, {2, 2}, {1, 1}, GRADREF_ERR_STRIDE},          /* equal strides */
+        {2, {3, 2}, {2, 3}, GRADREF_ERR_STRIDE},          /* interleaved: rejected by the rule */
+        {2, {0, 5}, {0, 0}, GRADREF_OK},                  /* empty */
+        {0, {0}, {0}, GRADREF_OK},                        /* scalar */
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        gradref_tensor t = desc(buf, GRADREF_F64, cases[c].ndim, cases[c].shape, cases[c].strides);
+        assert_int_equal(check_out(&t), cases[c].expect);
+    }
+}
+
+static void test_alias_detection(void **state) {
+    (void)state;
+    static float buf[100];
+    int64_t shape[1] = {10}, unit[1] = {1}, two[1] = {2};
+    gradref_tensor a = desc(buf, GRADREF_F32, 1, shape, unit);
+    gradref_tensor b = desc(buf + 10, GRADREF_F32, 1, shape, unit);
+    gradref_tensor c = desc(buf + 9, GRADREF_F32, 1, shape, unit);
+    gradref_tensor odd = desc(buf + 1, GRADREF_F32, 1, shape, two); /* interleaved with an even view */
+    gradref__extent ea, eb, ec, eo;
+    assert_int_equal(gradref__check_tensor("op", "a", &a, &ea), GRADREF_OK);
+    assert_int_equal(gradref__check_tensor("op", "b", &b, &eb), GRADREF_OK);
+    assert_int_equal(gradref__check_tensor("op", "c", &c, &ec), GRADREF_OK);
+    assert_int_equal(gradref__check_tensor("op", "odd", &odd, &eo), GRADREF_OK);
+    assert_int_equal(gradref__check_disjoint("op", "a", &ea, "b", &eb), GRADREF_OK);
+    assert_int_equal(gradref__check_disjoint("op", "a", &ea, "c", &ec), GRADREF_ERR_ALIAS);
+    assert_string_equal(gradref_last_error(), "op: a overlaps c in memory");
+    assert_int_equal(gradref__check_disjoint("op", "c", &ec, "a", &ea), GRADREF_ERR_ALIAS);
+    assert_int_equal(gradref__check_disjoint("op", "a", &ea, "odd", &eo), GRADREF_ERR_ALIAS);
+    shape[0] = 0;
+    gradref_tensor empty = desc(buf, GRADREF_F32, 1, shape, unit);
+    gradref__extent ee;
+    assert_int_equal(gradref__check_tensor("op", "e", &empty, &ee), GRADREF_OK);
+    assert_int_equal(gradref__check_disjoint("op", "e", &ee, "a", &ea), GRADREF_OK);
+}
+
+/* ---------------------------------------------------------------- conversions */
+
+/* Independent references: every finite f16 value, sorted, and rounding by comparing with the
+ * exact midpoint of the two neighbours (exact in double for all of them). */
+static double f16_value(uint16_t h) {
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 31 ? INFINITY : e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+static uint16_t ref_round_f16(double x) {
+    if (isnan(x)) return 0x7e00;
+    uint16_t sign = signbit(x) ? 0x8000 : 0;
+    double a = fabs(x);
+    /* positive f16 bit patterns are ordered like their values */
+    uint16_t lo = 0, hi = 0x7c00; /* 0x7c00 stands for 65536 (what overflow rounds to) */
+    while (hi - lo > 1) {
+        uint16_t mid = (uint16_t)((lo + hi) / 2);
+        if (f16_value(mid) <= a) lo = mid; else hi = mid;
+    }
+    double vlo = f16_value(lo), vhi = hi == 0x7c00 ? 65536.0 : f16_value(hi);
+    if (a == vlo) return sign | lo;
+    double midpoint = (vlo + vhi) / 2;
+    uint16_t r = a < midpoint ? lo : a > midpoint ? hi : ((lo & 1) ? hi : lo);
+    if (a >= 65536.0) r = 0x7c00;
+    return sign | r;
+}
+
+static double bf16_value(uint16_t h) { return (double)gradref__f32_from_bits((uint32_t)h << 16); }
+
+static uint16_t ref_round_bf16(double x) {
+    if (isnan(x)) return 0x7fc0;
+    uint16_t sign = signbit(x) ? 0x8000 : 0;
+    double a = fabs(x);
+    uint16_t lo = 0, hi = 0x7f80; /* 0x7f80 stands for 2^128 */
+    while (hi - lo > 1) {
+        uint16_t mid = (uint16_t)((lo + hi) / 2);
+        if (bf16_value(mid) <= a) lo = mid; else hi = mid;
+    }
+    double vlo = bf16_value(lo), vhi = hi == 0x7f80 ? ldexp(1, 128) : bf16_value(hi);
+    if (a == vlo) return sign | lo;
+    double midpoint = (vlo + vhi) / 2;
+    uint16_t r = a < midpoint ? lo : a > midpoint ? hi : ((lo & 1) ? hi : lo);
+    if (a >= ldexp(1, 128)) r = 0x7f80;
+    return sign | r;
+}
+
+static void test_f16_all_patterns(void **state) {
+    (void)state;
+    for (uint32_t h = 0; h < 65536; h++) {
+        float f = gradref__f16_to_f32((uint16_t)h);
+        int nan = ((h >> 10) & 31) == 31 && (h & 1023);
+        if (nan) {
+            assert_true(isnan(f));
+            assert_int_equal(signbit(f) != 0, (h & 0x8000) != 0);
+        } else {
+            assert_true((double)f == f16_value((uint16_t)h));
+            assert_int_equal(signbit(f) != 0, (h & 0x8000) != 0);
+        }
+        assert_int_equal(gradref__f32_to_f16(f), h); /* exact round trip, payloads too */
+        /* (double)f quiets a signalling NaN, so through f64 only the quiet ones keep all bits */
+        if (!nan || (h & 0x200)) assert_int_equal(gradref__f64_to_f16((double)f), h);
+    }
+}
+
+static void test_bf16_all_patterns(void **state) {
+    (void)state;
+    for (uint32_t h = 0; h < 65536; h++) {
+        float f = gradref__bf16_to_f32((uint16_t)h);
+        assert_int_equal(gradref__f32_bits(f), h << 16);
+        assert_int_equal(gradref__f32_to_bf16(f), h);
+        int nan = ((h >> 7) & 0xff) == 0xff && (h & 0x7f);
+        if (!nan || (h & 0x40)) assert_int_equal(gradref__f64_to_bf16((double)f), h);
+    }
+}
+
+static void check_f16(double x) {
+    uint16_t want = ref_round_f16(x);
+    uint16_t got64 = gradref__f64_to_f16(x);
+    if (got64 != want) fail_msg("f64_to_f16(%a) = 0x%04x, want 0x%04x", x, got64, want);
+    float f = (float)x;
+    if ((double)f == x) {
+        uint16_t got32 = gradref__f32_to_f16(f);
+        if (got32 != want) fail_msg("f32_to_f16(%a) = 0x%04x, want 0x%04x", x, got32, want);
+    }
+}
+
+static void check_bf16(double x) {
+    uint16_t want = ref_round_bf16(x);
+    uint16_t got64 = gradref__f64_to_bf16(x);
+    if (got64 != want) fail_msg("f64_to_bf16(%a) = 0x%04x, want 0x%04x", x, got64, want);
+    float f = (float)x;
+    if ((double)f == x) {
+        uint16_t got32 = gradref__f32_to_bf16(f);
+        if (got32 != want) fail_msg("f32_to_bf16(%a) = 0x%04x, want 0x%04x", x, got32, want);
+    }
+}
+
+/* Every tie point between neighbouring values, and the nearest floats and doubles on either
+ * side of it: the cases where a wrong rounding (or a double rounding through f32) shows. */
+static void test_rounding_ties(void **state) {
+    (void)state;
+    for (uint32_t h = 0; h < 0x7c00; h++) {
+        double lo = f16_value((uint16_t)h), hi = h + 1 == 0x7c00 ? 65536.0 : f16_value((uint16_t)(h + 1));
+        double mid = (lo + hi) / 2;
+        double probes[] = {mid, nextafter(mid, 0), nextafter(mid, INFINITY),
+                           (double)nextafterf((float)mid, 0), (double)nextafterf((float)mid, INFINITY), lo};
+        for (size_t k = 0; k < sizeof probes / sizeof probes[0]; k++) {
+            check_f16(probes[k]);
+            check_f16(-probes[k]);
+        }
+    }
+    for (uint32_t h = 0; h < 0x7f80; h++) {
+        double lo = bf16_value((uint16_t)h), hi = h + 1 == 0x7f80 ? ldexp(1, 128) : bf16_value((uint16_t)(h + 1));
+        double mid = (lo + hi) / 2;
+        double probes[] = {mid, nextafter(mid, 0), nextafter(mid, INFINITY),
+                           (double)nextafterf((float)mid, 0), (double)nextafterf((float)mid, INFINITY), lo};
+        for (size_t k = 0; k < sizeof probes / sizeof probes[0]; k++) {
+            check_bf16(probes[k]);
+            check_bf16(-probes[k]);
+        }
+    }
+    check_f16(INFINITY);
+    check_f16(-INFINITY);
+    check_bf16(INFINITY);
+    check_f16(1e300);
+    check_bf16(-1e300);
+    check_f16(4.9e-324);
+    check_bf16(-4.9e-324);
+}
+
+static void test_rounding_random(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(1);
+    for (int i = 0; i < 400000; i++) {
+        float f = gradref__f32_from_bits((uint32_t)tu_next(&r));
+        if (isnan(f)) continue;
+        check_f16((double)f);
+        check_bf16((double)f);
+        /* doubles near the f16/bf16 range, with bits below f32 precision */
+        double d = ldexp(1.0 + tu_uniform(&r), (int)tu_range(&r, -140, 130)) * (tu_next(&r) & 1 ? -1 : 1);
+        check_f16(d);
+        check_bf16(d);
+    }
+}
+
+static void test_nan_stays_nan(void **state) {
+    (void)state;
+    /* payload bits that do not fit: the quiet bit keeps it a NaN */
+    float low_payload = gradref__f32_from_bits(0x7f800001u);
+    assert_int_equal(gradref__f32_to_f16(low_payload), 0x7e00);
+    assert_int_equal(gradref__f32_to_bf16(low_payload), 0x7fc0);
+    assert_int_equal(gradref__f32_to_bf16(gradref__f32_from_bits(0xff812345u)), 0xff81);
+    assert_int_equal(gradref__f32_to_f16(gradref__f32_from_bits(0xffc00000u)), 0xfe00);
+    double dnan;
+    uint64_t bits = UINT64_C(0x7ff0000000000001);
+    memcpy(&dnan, &bits, sizeof dnan);
+    assert_int_equal(gradref__f64_to_f16(dnan), 0x7e00);
+    assert_int_equal(gradref__f64_to_bf16(dnan), 0x7fc0);
+}
+
+static void test_integer_to_half(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(2);
+    for (int i = 0; i < 200000; i++) {
+        int64_t v = (int64_t)(tu_next(&r) >> (11 + tu_range(&r, 0, 52))) * (tu_next(&r) & 1 ? -1 : 1);
+        assert_int_equal(gradref__i64_to_f16(v), ref_round_f16((double)v)); /* |v| < 2^53: exact */
+        assert_int_equal(gradref__i64_to_bf16(v), ref_round_bf16((double)v));
+    }
+    /* beyond 2^53, where a conversion through double or f32 would round twice */
+    int64_t above_tie = (INT64_C(1) << 62) + (INT64_C(1) << 54) + 1; /* just above a bf16 tie */
+    assert_int_equal(gradref__i64_to_bf16(above_tie), gradref__f32_to_bf16(0x1.02p62f));
+    assert_int_equal(gradref__i64_to_bf16((INT64_C(1) << 24) + (INT64_C(1) << 16) + 1),
+                     gradref__f32_to_bf16(0x1.02p24f));
+    assert_int_equal(gradref__i64_to_bf16(INT64_MIN), 0xdf00);
+    assert_int_equal(gradref__i64_to_bf16(INT64_MAX), 0x5f00);
+    assert_int_equal(gradref__i64_to_f16(INT64_MAX), 0x7c00);
+    assert_int_equal(gradref__i64_to_f16(-65519), 0xfbff);
+    assert_int_equal(gradref__i64_to_f16(65520), 0x7c00);
+}
+
+/* ---------------------------------------------------------------- gradref_copy */
+
+static double read_value(const gradref_tensor *t, const int64_t *idx) {
+    const char *p = (const char *)t->data + tu_offset(t, idx);
+    switch (t->dtype) {
+    case GRADREF_F32: { float v; memcpy(&v, p, 4); return v; }
+    case GRADREF_F64: { double v; memcpy(&v, p, 8); return v; }
+    case GRADREF_F16: { uint16_t v; memcpy(&v, p, 2); return f16_value(v); }
+    case GRADREF_BF16: { uint16_t v; memcpy(&v, p, 2); return bf16_value(v); }
+    case GRADREF_I8: { int8_t v; memcpy(&v, p, 1); return v; }
+    case GRADREF_I32: { int32_t v; memcpy(&v, p, 4); return v; }
+    default: { int64_t v; memcpy(&v, p, 8); return (double)v; }
+    }
+}
+
+/* What dst must hold for a src value, by the independent routines. */
+static void expect_bits(int32_t sdt, const void *s, int32_t ddt, void *out) {
+    size_t dz = tu_dtype_size(ddt);
+    if (sdt == ddt) {
+        memcpy(out, s, dz);
+        return;
+    }
+    gradref_tensor one;
+    memset(&one, 0, sizeof one);
+    one.data = (void *)s;
+    one.dtype = sdt;
+    double v = read_value(&one, NULL);
+    switch (ddt) {
+    case GRADREF_F64: memcpy(out, &v, 8); break;
+    case GRADREF_F32: {
+        float f = (float)v;
+        if (sdt == GRADREF_I64) { int64_t i; memcpy(&i, s, 8); f = (float)i; }
+        memcpy(out, &f, 4);
+    } break;
+    case GRADREF_F16: { uint16_t h = ref_round_f16(v); memcpy(out, &h, 2); } break;
+    case GRADREF_BF16: { uint16_t h = ref_round_bf16(v); memcpy(out, &h, 2); } break;
+    case GRADREF_I32: { int32_t i = (int32_t)v; memcpy(out, &i, 4); } break;
+    default: { int64_t i; if (sdt == GRADREF_I8) { int8_t c; memcpy(&c, s, 1); i = c; } else { int32_t w; memcpy(&w, s, 4); i = w; } memcpy(out, &i, 8); } break;
+    }
+}
+
+static int allowed(int32_t s, int32_t d) {
+    int sf = s <= GRADREF_BF16, df = d <= GRADREF_BF16;
+    if (s == d || df) return 1;
+    if (sf) return 0;
+    static const int rank[7] = {0, 0, 0, 0, 1, 2, 3};
+    return rank[d] > rank[s];
+}
+
+/* Random values each dtype can hold and a conversion can be checked on (no NaN: the
+ * independent routines read values, not payloads; same-dtype copies check bits elsewhere). */
+static void fill_values(gradref_tensor *t, size_t bytes, tu_rng *r) {
+    size_t esz = tu_dtype_size(t->dtype);
+    for (size_t off = 0; off + esz <= bytes; off += esz) {
+        char *p = (char *)t->data + off;
+        double v = (tu_uniform(r) - 0.5) * ldexp(1, (int)tu_range(r, -30, 20));
+        switch (t->dtype) {
+        case GRADREF_F32: { float f = (float)v; memcpy(p, &f, 4); } break;
+        case GRADREF_F64: memcpy(p, &v, 8); break;
+        case GRADREF_F16: { uint16_t h = (uint16_t)(tu_next(r) & 0x7bff); memcpy(p, &h, 2); } break;
+        case GRADREF_BF16: { uint16_t h = (uint16_t)(tu_next(r) & 0xff7f); memcpy(p, &h, 2); } break;
+        case GRADREF_I8: { int8_t c = (int8_t)tu_next(r); memcpy(p, &c, 1); } break;
+        case GRADREF_I32: { int32_t i = (int32_t)tu_next(r); memcpy(p, &i, 4); } break;
+        default: { int64_t i = (int64_t)tu_next(r); memcpy(p, &i, 8); } break;
+        }
+    }
+}
+
+static void test_copy_layouts_and_dtypes(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(3);
+    for (int iter = 0; iter < 600; iter++) {
+        int32_t nd = (int32_t)tu_range(&r, 0, 4);
+        int64_t shape[4];
+        int sperm[4] = {0, 1, 2, 3}, dperm[4] = {0, 1, 2, 3};
+        int64_t spad[4], dpad[4];
+        for (int i = 0; i < nd; i++) {
+            shape[i] = tu_range(&r, iter % 50 == 0 ? 0 : 1, 6);
+            spad[i] = tu_range(&r, 0, 2);
+            dpad[i] = tu_range(&r, 0, 2);
+        }
+        for (int i = nd - 1; i > 0; i--) { /* random memory orders */
+            int j = (int)tu_range(&r, 0, i), k = (int)tu_range(&r, 0, i), x;
+            x = sperm[i]; sperm[i] = sperm[j]; sperm[j] = x;
+            x = dperm[i]; dperm[i] = dperm[k]; dperm[k] = x;
+        }
+        int32_t sdt, ddt;
+        do {
+            sdt = (int32_t)tu_range(&r, 0, 6);
+            ddt = (int32_t)tu_range(&r, 0, 6);
+        } while (!allowed(sdt, ddt));
+        gradref_tensor src, dst;
+        size_t sbytes, dbytes;
+        void *sbuf = tu_make_tensor(&src, sdt, nd, shape, sperm, spad, &sbytes, &r);
+        void *dbuf = tu_make_tensor(&dst, ddt, nd, shape, dperm, dpad, &dbytes, &r);
+        fill_values(&src, sbytes, &r);
+        if (nd > 0 && iter % 7 == 0) src.strides[0] = 0; /* a broadcast input */
+        void *before = malloc(dbytes ? dbytes : 1);
+        memcpy(before, dbuf, dbytes);
+        gradref_exec exec = {NULL, 0, (int32_t)(iter % 3 + 1), 0};
+        assert_int_equal(gradref_copy(&src, &dst, &exec), GRADREF_OK);
+
+        /* every logical element converted; the padding between them untouched */
+        char *mask = calloc(dbytes ? dbytes : 1, 1);
+        int64_t numel = 1, idx[4] = {0, 0, 0, 0};
+        for (int i = 0; i < nd; i++) numel *= shape[i];
+        for (int64_t e = 0; e < numel; e++) {
+            int64_t rest = e;
+            for (int i = nd - 1; i >= 0; i--) {
+                idx[i] = rest % shape[i];
+                rest /= shape[i];
+            }
+            unsigned char want[8];
+            size_t so = tu_offset(&src, idx), d0 = tu_offset(&dst, idx), dz = tu_dtype_size(ddt);
+            expect_bits(sdt, (char *)sbuf + so, ddt, want);
+            if (memcmp((char *)dbuf + d0, want, dz) != 0)
+                fail_msg("copy %d->%d iter %d element %lld differs", sdt, ddt, iter, (long long)e);
+            memset(mask + d0, 1, dz);
+        }
+        for (size_t b = 0; b < dbytes; b++)
+            if (!mask[b]) assert_int_equal(((unsigned char *)dbuf)[b], ((unsigned char *)before)[b]);
+        free(mask);
+        free(before);
+        free(sbuf);
+        free(dbuf);
+    }
+}
+
+static void test_copy_bits_and_threads(void **state) {
+    (void)state;
+    /* same dtype: every bit survives (NaN payloads, -0, subnormals), in any layout and at any
+     * thread count; large enough to run in parallel */
+    tu_rng r = tu_rng_make(4);
+    int64_t shape[3] = {37, 45, 61};
+    int perm[3] = {2, 0, 1};
+    gradref_tensor src, dst;
+    size_t sb, db;
+    void *s = tu_make_tensor(&src, GRADREF_F16, 3, shape, NULL, NULL, &sb, &r);
+    void *d = tu_make_tensor(&dst, GRADREF_F16, 3, shape, perm, NULL, &db, &r);
+    int counts[] = TU_THREAD_COUNTS;
+    void *first = NULL;
+    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+        gradref_exec exec = {NULL, 0, counts[k], 0};
+        memset(d, 0, db);
+        assert_int_equal(gradref_copy(&src, &dst, &exec), GRADREF_OK);
+        if (!first) {
+            first = malloc(db);
+            memcpy(first, d, db);
+        } else {
+            assert_memory_equal(first, d, db);
+        }
+    }
+    for (int64_t i = 0; i < shape[0]; i++)
+        for (int64_t j = 0; j < shape[1]; j++)
+            for (int64_t k = 0; k < shape[2]; k++) {
+                int64_t idx[3] = {i, j, k};
+                assert_memory_equal((char *)s + tu_offset(&src, idx), (char *)d + tu_offset(&dst, idx), 2);
+            }
+    /* f32 -> bf16 over many threads matches the scalar routine */
+    gradref_tensor f, b;
+    void *fb = tu_make_tensor(&f, GRADREF_F32, 3, shape, NULL, NULL, NULL, &r);
+    void *bb = tu_make_tensor(&b, GRADREF_BF16, 3, shape, NULL, NULL, NULL, &r);
+    gradref_exec exec = {NULL, 0, 3, 0};
+    assert_int_equal(gradref_copy(&f, &b, &exec), GRADREF_OK);
+    for (int64_t i = 0; i < shape[0] * shape[1] * shape[2]; i++)
+        assert_int_equal(((uint16_t *)bb)[i], gradref__f32_to_bf16(((float *)fb)[i]));
+    free(fb);
+    free(bb);
+    free(first);
+    free(s);
+    free(d);
+}
+
+static void test_copy_errors(void **state) {
+    (void)state;
+    static float a[64], b[64];
+    static int32_t ia[64];
+    int64_t shape[2] = {4, 4}, other[2] = {4, 5}, st[2] = {4, 1}, st5[2] = {5, 1};
+    gradref_tensor src = desc(a, GRADREF_F32, 2, shape, st), dst = desc(b, GRADREF_F32, 2, shape, st);
+    for (int i = 0; i < 64; i++) b[i] = -1.0f;
+    struct {
+        gradref_tensor s, d;
+        gradref_status expect;
+    } cases[] = {
+        {src, desc(b, GRADREF_F32, 2, other, st5), GRADREF_ERR_SHAPE},
+        {src, desc(b, GRADREF_F32, 1, shape, st), GRADREF_ERR_RANK},
+        {src, desc(ia, GRADREF_I32, 2, shape, st), GRADREF_ERR_DTYPE},            /* float -> int */
+        {desc(ia, GRADREF_I32, 2, shape, st), desc(b, GRADREF_I8, 2, shape, st), GRADREF_ERR_DTYPE},
+        {src, desc(a + 8, GRADREF_F32, 2, shape, st), GRADREF_ERR_ALIAS},
+        {src, desc(b, GRADREF_F32, 2, shape, (int64_t[]){1, 1}), GRADREF_ERR_STRIDE},
+        {src, desc(b, 9, 2, shape, st), GRADREF_ERR_DTYPE},
+    };
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        assert_int_equal(gradref_copy(&cases[c].s, &cases[c].d, NULL), cases[c].expect);
+        assert_true(strncmp(gradref_last_error(), "copy: ", 6) == 0);
+        for (int i = 0; i < 64; i++) assert_true(b[i] == -1.0f);
+    }
+    assert_int_equal(gradref_copy(NULL, &dst, NULL), GRADREF_ERR_NULL);
+    assert_int_equal(gradref_copy(&src, NULL, NULL), GRADREF_ERR_NULL);
+    gradref_exec bad = {NULL, 0, -2, 0};
+    assert_int_equal(gradref_copy(&src, &dst, &bad), GRADREF_ERR_PARAM);
+    bad.num_threads = 1;
+    bad.precision = 2;
+    assert_int_equal(gradref_copy(&src, &dst, &bad), GRADREF_ERR_PARAM);
+    for (int i = 0; i < 64; i++) assert_true(b[i] == -1.0f);
+    /* int -> wider int and int -> float are exact or rounded once */
+    int64_t wide[16];
+    ia[0] = -7;
+    ia[1] = INT32_MAX;
+    gradref_tensor is = desc(ia, GRADREF_I32, 2, shape, st), ws = desc(wide, GRADREF_I64, 2, shape, st);
+    assert_int_equal(gradref_copy(&is, &ws, NULL), GRADREF_OK);
+    assert_int_equal(wide[0], -7);
+    assert_int_equal(wide[1], INT32_MAX);
+}
+
+/* ---------------------------------------------------------------- exec and workspace */
+
+static void test_exec_and_workspace(void **state) {
+    (void)state;
+    gradref__ctx ctx;
+    assert_int_equal(gradref__exec_resolve("op", NULL, &ctx), GRADREF_OK);
+    assert_true(ctx.num_threads >= 1);
+    assert_int_equal(ctx.precision, GRADREF_PRECISION_DEFAULT);
+    assert_null(ctx.workspace);
+    gradref_exec e = {NULL, 0, 2, GRADREF_PRECISION_HIGH};
+    assert_int_equal(gradref__exec_resolve("op", &e, &ctx), GRADREF_OK);
+    assert_int_equal(ctx.precision, GRADREF_PRECISION_HIGH);
+#ifdef _OPENMP
+    assert_int_equal(ctx.num_threads, 2);
+#else
+    assert_int_equal(ctx.num_threads, 1);
+#endif
+    e.num_threads = -1;
+    assert_int_equal(gradref__exec_resolve("op", &e, &ctx), GRADREF_ERR_PARAM);
+    assert_string_equal(gradref_last_error(), "op: exec.num_threads is -1, below 0");
+
+    assert_int_equal(gradref__workspace_bytes(0), 0);
+    assert_int_equal(gradref__workspace_bytes(100), 100 + GRADREF_WORKSPACE_ALIGN);
+    static unsigned char buf[1024];
+    gradref_exec given = {buf + 3, 100 + GRADREF_WORKSPACE_ALIGN, 1, 0};
+    void *ptr, *owned;
+    assert_int_equal(gradref__exec_resolve("op", &given, &ctx), GRADREF_OK);
+    assert_int_equal(gradref__workspace_acquire("op", &ctx, 100, &ptr, &owned), GRADREF_OK);
+    assert_null(owned);
+    assert_true((uintptr_t)ptr % GRADREF_WORKSPACE_ALIGN == 0);
+    assert_true((unsigned char *)ptr >= buf + 3 && (unsigned char *)ptr + 100 <= buf + 3 + given.workspace_bytes);
+    assert_int_equal(gradref__workspace_acquire("op", &ctx, 101, &ptr, &owned), GRADREF_ERR_WORKSPACE);
+    assert_string_equal(gradref_last_error(), "op: exec.workspace_bytes is 164 but 165 are required");
+    assert_int_equal(gradref__workspace_acquire("op", &ctx, 0, &ptr, &owned), GRADREF_OK);
+    assert_null(ptr);
+    assert_int_equal(gradref__exec_resolve("op", NULL, &ctx), GRADREF_OK);
+    assert_int_equal(gradref__workspace_acquire("op", &ctx, 1000, &ptr, &owned), GRADREF_OK);
+    assert_non_null(owned);
+    assert_true((uintptr_t)ptr % GRADREF_WORKSPACE_ALIGN == 0);
+    memset(ptr, 0, 1000);
+    gradref__workspace_release(owned);
+    assert_int_equal(gradref__workspace_acquire("op", &ctx, SIZE_MAX - 8, &ptr, &owned), GRADREF_ERR_OVERFLOW);
+}
+
+int main(void) {
+    tu_seed();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_status_strings),
+        cmocka_unit_test(test_version),
+        cmocka_unit_test(test_message_format_and_persistence),
+        cmocka_unit_test(test_messages_are_per_thread),
+        cmocka_unit_test(test_tensor_init),
+        cmocka_unit_test(test_tensor_init_format),
+        cmocka_unit_test(test_validation),
+        cmocka_unit_test(test_output_self_overlap),
+        cmocka_unit_test(test_alias_detection),
+        cmocka_unit_test(test_f16_all_patterns),
+        cmocka_unit_test(test_bf16_all_patterns),
+        cmocka_unit_test(test_rounding_ties),
+        cmocka_unit_test(test_rounding_random),
+        cmocka_unit_test(test_nan_stays_nan),
+        cmocka_unit_test(test_integer_to_half),
+        cmocka_unit_test(test_copy_layouts_and_dtypes),
+        cmocka_unit_test(test_copy_bits_and_threads),
+        cmocka_unit_test(test_copy_errors),
+        cmocka_unit_test(test_exec_and_workspace),
+    };
+    return cmocka_run_group_tests_name("common", tests, NULL, NULL);
+}

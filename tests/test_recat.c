@@ -1,0 +1,491 @@
+/* recat: FBGEMM's worked example, the seed's examples, edge cases, every error path, the
+ * three variants against each other, the fast path against the reference loop on every dtype
+ * and layout (and on every bench problem), and thread invariance. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "test_util.h"
+
+#include "../bench/problem.h"
+#include "recat/recat_internal.h"
+
+/* ------------------------------------------------------------ helpers */
+
+typedef enum variant { FIXED, MIXED, BATCH } variant;
+
+/* A recat problem with owned buffers: grad_output (B, T, D) — for MIXED/BATCH read as
+ * (B, T*D) through a 2-D view — and out. */
+typedef struct problem_buf {
+    gradref_tensor go3, go2, out;
+    void *go_buf, *out_buf;
+    size_t out_bytes;
+    int64_t ranks[64];
+    int32_t num_ranks;
+    int64_t width;
+} problem_buf;
+
+/* Column widths per rank in elements of the 2-D view. */
+static void widths(const problem_buf *p, int64_t *ds, int64_t *cum) {
+    int64_t c = 0;
+    for (int r = 0; r < p->num_ranks; r++) {
+        ds[r] = p->ranks[r] * p->width;
+        cum[r] = c;
+        c += ds[r];
+    }
+}
+
+static gradref_status run_variant(problem_buf *p, variant v, const gradref_exec *exec) {
+    int64_t ds[64], cum[64];
+    widths(p, ds, cum);
+    if (v == FIXED) return gradref_recat_embedding_grad_output(&p->go3, p->ranks, p->num_ranks, &p->out, exec);
+    if (v == MIXED) return gradref_recat_embedding_grad_output_mixed_d(&p->go2, ds, p->num_ranks, &p->out, exec);
+    gradref_tensor dt, ct;
+    int64_t w = p->num_ranks;
+    gradref_tensor_init(&dt, ds, GRADREF_I64, 1, &w);
+    gradref_tensor_init(&ct, cum, GRADREF_I64, 1, &w);
+    return gradref_recat_embedding_grad_output_mixed_d_batch(&p->go2, &dt, &ct, &p->out, exec);
+}
+
+/* Builds a problem: grad_output laid out contiguously, or (strided) as a slice of a larger
+ * buffer with its feature and width dims swapped in memory; out contiguous or with stride 2. */
+static void make_problem(problem_buf *p, int32_t dtype, int64_t B, int64_t D, const int64_t *ranks,
+                         int32_t num_ranks, int strided, tu_rng *r) {
+    memset(p, 0, sizeof *p);
+    int64_t T = 0;
+    for (int i = 0; i < num_ranks; i++) {
+        p->ranks[i] = ranks[i];
+        T += ranks[i];
+    }
+    p->num_ranks = num_ranks;
+    p->width = D;
+    int64_t shape[3] = {B, T, D};
+    int perm[3] = {0, 2, 1};
+    int64_t pad[3] = {1, 2, 0};
+    p->go_buf = tu_make_tensor(&p->go3, dtype, 3, shape, strided ? perm : NULL, strided ? pad : NULL, NULL, r);
+    int64_t n = B * T * D;
+    p->out_buf = tu_make_tensor(&p->out, dtype, 1, &n, NULL, NULL, &p->out_bytes, r);
+    if (strided) {
+        free(p->out_buf);
+        p->out_bytes = (size_t)(2 * n + 1) * tu_dtype_size(dtype);
+        p->out_buf = malloc(p->out_bytes);
+        tu_fill_random(p->out_buf, p->out_bytes, r);
+        p->out.data = p->out_buf;
+        p->out.strides[0] = 2;
+    }
+    /* the 2-D (B, T*D) view exists when (t, d) flatten: D == 1 or dense rows */
+    p->go2 = p->go3;
+    p->go2.ndim = 2;
+    p->go2.shape[1] = T * D;
+    p->go2.strides[1] = D == 1 ? p->go3.strides[1] : p->go3.strides[2];
+    if (D > 1 && p->go3.strides[1] != D * p->go3.strides[2]) p->go2.ndim = 0; /* no such view */
+}
+
+static void free_problem(problem_buf *p) {
+    free(p->go_buf);
+    free(p->out_buf);
+}
+
+/* What the upstream test computes: cat over ranks of grad_output[:, C_r : C_r + ds_r] flattened. */
+static void expected_bits(const problem_buf *p, unsigned char *want) {
+    size_t esz = tu_dtype_size(p->go3.dtype);
+    int64_t B = p->go3.shape[0], D = p->width, k = 0, first = 0;
+    for (int rk = 0; rk < p->num_ranks; rk++) {
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t t = first; t < first + p->ranks[rk]; t++)
+                for (int64_t d = 0; d < D; d++, k++) {
+                    int64_t idx[3] = {b, t, d};
+                    memcpy(want + (size_t)k * esz, (char *)p->go3.data + tu_offset(&p->go3, idx), esz);
+                }
+        first += p->ranks[rk];
+    }
+}
+
+static void assert_out_equals(const problem_buf *p, const unsigned char *want) {
+    size_t esz = tu_dtype_size(p->out.dtype);
+    for (int64_t i = 0; i < p->out.shape[0]; i++)
+        if (memcmp((char *)p->out.data + (size_t)(i * p->out.strides[0]) * esz, want + (size_t)i * esz, esz))
+            fail_msg("out[%lld] differs", (long long)i);
+}
+
+/* ------------------------------------------------------------ known values */
+
+static void test_fbgemm_worked_example(void **state) {
+    (void)state;
+    /* fbgemm_gpu/test/layout_transform_ops_test.py: B=4, dims [3,5,2], go = arange(40) */
+    float go[40], out[40];
+    for (int i = 0; i < 40; i++) go[i] = (float)i;
+    static const float want[40] = {0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32,
+                                   3, 4, 5, 6, 7, 13, 14, 15, 16, 17, 23, 24, 25, 26, 27, 33, 34, 35, 36, 37,
+                                   8, 9, 18, 19, 28, 29, 38, 39};
+    int64_t dims[3] = {3, 5, 2}, cum[3] = {0, 3, 8}, w = 3, n = 40;
+    int64_t s2[2] = {4, 10}, s3[3] = {4, 10, 1};
+    gradref_tensor g2, g3, o, dt, ct;
+    gradref_tensor_init(&g2, go, GRADREF_F32, 2, s2);
+    gradref_tensor_init(&g3, go, GRADREF_F32, 3, s3);
+    gradref_tensor_init(&o, out, GRADREF_F32, 1, &n);
+    gradref_tensor_init(&dt, dims, GRADREF_I64, 1, &w);
+    gradref_tensor_init(&ct, cum, GRADREF_I64, 1, &w);
+
+    memset(out, 0, sizeof out);
+    assert_int_equal(gradref_recat_embedding_grad_output_mixed_d(&g2, dims, 3, &o, NULL), GRADREF_OK);
+    assert_memory_equal(out, want, sizeof want);
+    memset(out, 0, sizeof out);
+    assert_int_equal(gradref_recat_embedding_grad_output_mixed_d_batch(&g2, &dt, &ct, &o, NULL), GRADREF_OK);
+    assert_memory_equal(out, want, sizeof want);
+    memset(out, 0, sizeof out);
+    assert_int_equal(gradref_recat_embedding_grad_output(&g3, dims, 3, &o, NULL), GRADREF_OK);
+    assert_memory_equal(out, want, sizeof want);
+}
+
+static void test_seed_examples(void **state) {
+    (void)state;
+    /* fixed D: B=2, T=5, D=2, num_features_per_rank [2,3] */
+    float go3[20], out[20];
+    for (int i = 0; i < 20; i++) go3[i] = (float)(i + 1);
+    static const float want3[20] = {1, 2, 3, 4, 11, 12, 13, 14, 5, 6, 7, 8, 9, 10, 15, 16, 17, 18, 19, 20};
+    int64_t shape3[3] = {2, 5, 2}, n = 20, nf[2] = {2, 3};
+    gradref_tensor g, o;
+    gradref_tensor_init(&g, go3, GRADREF_F32, 3, shape3);
+    gradref_tensor_init(&o, out, GRADREF_F32, 1, &n);
+    assert_int_equal(gradref_recat_embedding_grad_output(&g, nf, 2, &o, NULL), GRADREF_OK);
+    assert_memory_equal(out, want3, sizeof want3);
+
+    /* mixed D: B=2, sumD=5, dim_sum_per_rank [2,3] */
+    float go2[10] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10}, out2[10];
+    static const float want2[10] = {1, 2, 6, 7, 3, 4, 5, 8, 9, 10};
+    int64_t shape2[2] = {2, 5}, n2 = 10, ds[2] = {2, 3}, cum[2] = {0, 2}, w = 2;
+    gradref_tensor g2, o2, dt, ct;
+    gradref_tensor_init(&g2, go2, GRADREF_F32, 2, shape2);
+    gradref_tensor_init(&o2, out2, GRADREF_F32, 1, &n2);
+    gradref_tensor_init(&dt, ds, GRADREF_I64, 1, &w);
+    gradref_tensor_init(&ct, cum, GRADREF_I64, 1, &w);
+    assert_int_equal(gradref_recat_embedding_grad_output_mixed_d(&g2, ds, 2, &o2, NULL), GRADREF_OK);
+    assert_memory_equal(out2, want2, sizeof want2);
+    memset(out2, 0, sizeof out2);
+    assert_int_equal(gradref_recat_embedding_grad_output_mixed_d_batch(&g2, &dt, &ct, &o2, NULL), GRADREF_OK);
+    assert_memory_equal(out2, want2, sizeof want2);
+}
+
+/* Edge cases, each through all three variants against the upstream split+cat formula. */
+static void test_edge_cases(void **state) {
+    (void)state;
+    static const struct {
+        int64_t B, D;
+        int32_t num_ranks;
+        int64_t ranks[5];
+    } cases[] = {
+        {3, 2, 3, {0, 2, 1}},    /* empty rank first */
+        {3, 2, 3, {2, 0, 1}},    /* empty rank in the middle */
+        {3, 2, 3, {1, 2, 0}},    /* empty rank last */
+        {4, 3, 1, {5}},          /* one rank: a flatten */
+        {1, 4, 2, {1, 2}},       /* B = 1 */
+        {0, 2, 2, {1, 2}},       /* B = 0 */
+        {3, 2, 2, {0, 0}},       /* row width 0 */
+        {3, 0, 2, {1, 2}},       /* D = 0 */
+        {2, 1, 5, {0, 0, 3, 0, 0}},
+    };
+    tu_rng r = tu_rng_make(10);
+    for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++)
+        for (int strided = 0; strided < 2; strided++)
+            for (int v = FIXED; v <= BATCH; v++) {
+                problem_buf p;
+                make_problem(&p, GRADREF_F32, cases[c].B, cases[c].D, cases[c].ranks, cases[c].num_ranks, strided, &r);
+                if (v != FIXED && p.go2.ndim == 0) {
+                    free_problem(&p);
+                    continue;
+                }
+                size_t n = (size_t)p.out.shape[0] * 4;
+                unsigned char *want = malloc(n + 1);
+                expected_bits(&p, want);
+                assert_int_equal(run_variant(&p, (variant)v, NULL), GRADREF_OK);
+                assert_out_equals(&p, want);
+                free(want);
+                free_problem(&p);
+            }
+}
+
+/* ------------------------------------------------------------ reference vs fast, variants */
+
+static gradref__recat_plan plan_of(const problem_buf *p) {
+    gradref__recat_plan plan;
+    plan.src = p->go3.data;
+    plan.dst = p->out.data;
+    plan.elem_size = tu_dtype_size(p->go3.dtype);
+    plan.batch = p->go3.shape[0];
+    plan.features = p->go3.shape[1];
+    plan.width = p->go3.shape[2];
+    for (int i = 0; i < 3; i++) plan.src_stride[i] = p->go3.strides[i];
+    plan.dst_stride = p->out.strides[0];
+    plan.num_ranks = p->num_ranks;
+    plan.rank_features = p->ranks;
+    plan.rank_features_stride = 1;
+    return plan;
+}
+
+/* Runs the fast path through every variant and thread count, and the reference loop, on one
+ * problem; all outputs (including the bytes between strided elements) must be identical. */
+static void check_problem(problem_buf *p) {
+    unsigned char *ref = malloc(p->out_bytes + 1), *want = malloc((size_t)p->out.shape[0] * 8 + 1);
+    memset(p->out_buf, 0xa5, p->out_bytes);
+    gradref__recat_plan plan = plan_of(p);
+    gradref__recat_ref(&plan);
+    memcpy(ref, p->out_buf, p->out_bytes);
+    expected_bits(p, want);
+    assert_out_equals(p, want);
+    int counts[] = TU_THREAD_COUNTS;
+    for (int v = FIXED; v <= BATCH; v++) {
+        if (v != FIXED && p->go2.ndim == 0) continue;
+        for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+            gradref_exec exec = {NULL, 0, counts[k], 0};
+            memset(p->out_buf, 0xa5, p->out_bytes);
+            assert_int_equal(run_variant(p, (variant)v, &exec), GRADREF_OK);
+            if (memcmp(ref, p->out_buf, p->out_bytes) != 0)
+                fail_msg("variant %d at %d threads differs from the reference", v, counts[k]);
+        }
+    }
+    free(ref);
+    free(want);
+}
+
+static void test_fast_matches_reference(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(11);
+    for (int iter = 0; iter < 300; iter++) {
+        int32_t dtype = (int32_t)(iter % 7);
+        int64_t B = tu_range(&r, 0, 9), D = tu_range(&r, 1, 40);
+        int32_t W = (int32_t)tu_range(&r, 1, 8);
+        int64_t ranks[8];
+        for (int i = 0; i < W; i++) ranks[i] = tu_range(&r, 0, 4) == 0 ? 0 : tu_range(&r, 1, 6);
+        problem_buf p;
+        make_problem(&p, dtype, B, D, ranks, W, iter % 3 == 1, &r);
+        check_problem(&p);
+        free_problem(&p);
+    }
+}
+
+/* Large enough that the fast path really runs on several threads, with narrow and wide
+ * segments; random bits, so f16/bf16 NaN payloads, -0 and subnormals must survive. */
+static void test_threads_bitwise_equal(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(12);
+    const int64_t ranks[6] = {3, 0, 17, 1, 64, 5};
+    for (int32_t dtype = 0; dtype < 7; dtype++)
+        for (int strided = 0; strided < 2; strided++) {
+            problem_buf p;
+            make_problem(&p, dtype, 1500, dtype == GRADREF_I8 ? 4 : 1, ranks, 6, strided, &r);
+            check_problem(&p);
+            free_problem(&p);
+        }
+}
+
+static void test_bench_problems(void **state) {
+    (void)state;
+    problem *list;
+    char err[256];
+    int n = problem_load(GRADREF_BENCH_PROBLEMS, &list, err, sizeof err);
+    if (n < 0) fail_msg("%s", err);
+    tu_rng r = tu_rng_make(13);
+    int ran = 0;
+    for (int i = 0; i < n; i++) {
+        if (strcmp(list[i].op, "recat") != 0) continue;
+        problem_buf p;
+        int64_t B = list[i].batch < 37 ? list[i].batch : 37;
+        make_problem(&p, list[i].dtype, B, list[i].width > 0 ? list[i].width : 1, list[i].dims,
+                     list[i].num_dims, 0, &r);
+        check_problem(&p);
+        free_problem(&p);
+        ran++;
+    }
+    assert_true(ran > 0);
+    free(list);
+}
+
+/* ------------------------------------------------------------ errors */
+
+#define OUT_N 24
+
+typedef struct error_fixture {
+    float go[OUT_N];
+    float out[OUT_N];
+    int64_t ds[3], cum[3], w;
+    gradref_tensor go2, go3, o, dt, ct;
+} error_fixture;
+
+static void fixture_init(error_fixture *f) {
+    for (int i = 0; i < OUT_N; i++) {
+        f->go[i] = (float)i;
+        f->out[i] = -1.0f;
+    }
+    int64_t s2[2] = {4, 6}, s3[3] = {4, 3, 2}, n = OUT_N;
+    f->ds[0] = 2; f->ds[1] = 4; f->ds[2] = 0;
+    f->cum[0] = 0; f->cum[1] = 2; f->cum[2] = 6;
+    f->w = 3;
+    gradref_tensor_init(&f->go2, f->go, GRADREF_F32, 2, s2);
+    gradref_tensor_init(&f->go3, f->go, GRADREF_F32, 3, s3);
+    gradref_tensor_init(&f->o, f->out, GRADREF_F32, 1, &n);
+    gradref_tensor_init(&f->dt, f->ds, GRADREF_I64, 1, &f->w);
+    gradref_tensor_init(&f->ct, f->cum, GRADREF_I64, 1, &f->w);
+}
+
+static void expect_error(error_fixture *f, gradref_status got, gradref_status want, const char *op,
+                         const char *fragment) {
+    if (got != want)
+        fail_msg("got %s, want %s (%s)", gradref_status_string(got), gradref_status_string(want), gradref_last_error());
+    const char *msg = gradref_last_error();
+    if (strncmp(msg, op, strlen(op)) != 0 || msg[strlen(op)] != ':' || !strstr(msg, fragment))
+        fail_msg("message '%s' lacks '%s: ...%s'", msg, op, fragment);
+    for (int i = 0; i < OUT_N; i++)
+        if (f->out[i] != -1.0f) fail_msg("out[%d] was written", i);
+}
+
+static void test_errors_mixed(void **state) {
+    (void)state;
+    const char *op = "recat_embedding_grad_output_mixed_d";
+    error_fixture f;
+    fixture_init(&f);
+    gradref_tensor t;
+    int64_t bad[3];
+    assert_int_equal(gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 3, &f.o, NULL), GRADREF_OK);
+    fixture_init(&f);
+
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(NULL, f.ds, 3, &f.o, NULL), GRADREF_ERR_NULL, op, "grad_output is NULL");
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 3, NULL, NULL), GRADREF_ERR_NULL, op, "out is NULL");
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, NULL, 3, &f.o, NULL), GRADREF_ERR_NULL, op, "dim_sum_per_rank is NULL");
+    t = f.go2; t.data = NULL;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&t, f.ds, 3, &f.o, NULL), GRADREF_ERR_NULL, op, "grad_output.data");
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 0, &f.o, NULL), GRADREF_ERR_PARAM, op, "num_ranks is 0");
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, -2, &f.o, NULL), GRADREF_ERR_PARAM, op, "num_ranks is -2");
+    bad[0] = 3; bad[1] = -1; bad[2] = 4;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, bad, 3, &f.o, NULL), GRADREF_ERR_PARAM, op, "dim_sum_per_rank[1] is -1");
+    bad[0] = 2; bad[1] = 3; bad[2] = 0;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, bad, 3, &f.o, NULL), GRADREF_ERR_PARAM, op, "sum to 5 but grad_output.shape[1] is 6");
+    bad[0] = INT64_MAX; bad[1] = 4; bad[2] = 0;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, bad, 3, &f.o, NULL), GRADREF_ERR_OVERFLOW, op, "overflow");
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go3, f.ds, 3, &f.o, NULL), GRADREF_ERR_RANK, op, "grad_output.ndim is 3");
+    t = f.o; t.ndim = 2; t.shape[1] = 1; t.strides[1] = 1;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 3, &t, NULL), GRADREF_ERR_RANK, op, "out.ndim is 2");
+    t = f.o; t.dtype = GRADREF_I32;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 3, &t, NULL), GRADREF_ERR_DTYPE, op, "out.dtype is I32");
+    t = f.go2; t.dtype = 42;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&t, f.ds, 3, &f.o, NULL), GRADREF_ERR_DTYPE, op, "grad_output.dtype is 42");
+    t = f.o; t.shape[0] = OUT_N - 1;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 3, &t, NULL), GRADREF_ERR_SHAPE, op, "out.shape[0] is 23");
+    t = f.go2; t.shape[0] = -4;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&t, f.ds, 3, &f.o, NULL), GRADREF_ERR_SHAPE, op, "grad_output.shape[0] is -4");
+    t = f.o; t.strides[0] = 0;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 3, &t, NULL), GRADREF_ERR_STRIDE, op, "overlapping");
+    t = f.go2; t.strides[1] = -1;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&t, f.ds, 3, &f.o, NULL), GRADREF_ERR_STRIDE, op, "grad_output.strides[1]");
+    t = f.go2; t.data = f.out; /* out overlaps grad_output */
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&t, f.ds, 3, &f.o, NULL), GRADREF_ERR_ALIAS, op, "out overlaps grad_output");
+    t = f.go2; t.shape[0] = INT64_C(1) << 40; t.strides[0] = INT64_C(1) << 40;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&t, f.ds, 3, &f.o, NULL), GRADREF_ERR_OVERFLOW, op, "grad_output");
+    gradref_exec e = {NULL, 0, -1, 0};
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 3, &f.o, &e), GRADREF_ERR_PARAM, op, "exec.num_threads");
+    e.num_threads = 1;
+    e.precision = 5;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 3, &f.o, &e), GRADREF_ERR_PARAM, op, "exec.precision");
+
+    size_t bytes = 99;
+    assert_int_equal(gradref_recat_embedding_grad_output_mixed_d_workspace_size(&f.go2, f.ds, 3, &f.o, &bytes), GRADREF_OK);
+    assert_int_equal(bytes, 0);
+    bytes = 99;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_workspace_size(&f.go2, f.ds, 0, &f.o, &bytes), GRADREF_ERR_PARAM, op, "num_ranks");
+    assert_int_equal(bytes, 99);
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_workspace_size(&f.go2, f.ds, 3, &f.o, NULL), GRADREF_ERR_NULL, op, "bytes is NULL");
+}
+
+static void test_errors_fixed(void **state) {
+    (void)state;
+    const char *op = "recat_embedding_grad_output";
+    error_fixture f;
+    fixture_init(&f);
+    int64_t nf[2] = {1, 2}, bad[2] = {1, 1};
+    gradref_tensor t;
+    assert_int_equal(gradref_recat_embedding_grad_output(&f.go3, nf, 2, &f.o, NULL), GRADREF_OK);
+    fixture_init(&f);
+    expect_error(&f, gradref_recat_embedding_grad_output(&f.go3, bad, 2, &f.o, NULL), GRADREF_ERR_PARAM, op, "sum to 2 but grad_output.shape[1] (T) is 3");
+    expect_error(&f, gradref_recat_embedding_grad_output(&f.go2, nf, 2, &f.o, NULL), GRADREF_ERR_RANK, op, "grad_output.ndim is 2 but must be 3");
+    expect_error(&f, gradref_recat_embedding_grad_output(&f.go3, NULL, 2, &f.o, NULL), GRADREF_ERR_NULL, op, "num_features_per_rank is NULL");
+    t = f.o; t.data = f.go + 1;
+    expect_error(&f, gradref_recat_embedding_grad_output(&f.go3, nf, 2, &t, NULL), GRADREF_ERR_ALIAS, op, "out overlaps grad_output");
+    size_t bytes = 7;
+    assert_int_equal(gradref_recat_embedding_grad_output_workspace_size(&f.go3, nf, 2, &f.o, &bytes), GRADREF_OK);
+    assert_int_equal(bytes, 0);
+}
+
+static void test_errors_batch(void **state) {
+    (void)state;
+    const char *op = "recat_embedding_grad_output_mixed_d_batch";
+    error_fixture f;
+    fixture_init(&f);
+    gradref_tensor t;
+    assert_int_equal(gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &f.dt, &f.ct, &f.o, NULL), GRADREF_OK);
+    fixture_init(&f);
+
+    /* torchrec's buffers: inclusive prefix, int32 */
+    int64_t inclusive[3] = {2, 6, 6};
+    int32_t cum32[3] = {0, 2, 6};
+    gradref_tensor inc = f.ct, c32 = f.ct;
+    inc.data = inclusive;
+    c32.data = cum32;
+    c32.dtype = GRADREF_I32;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &f.dt, &inc, &f.o, NULL), GRADREF_ERR_PARAM, op, "inclusive prefix sum");
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &f.dt, &c32, &f.o, NULL), GRADREF_ERR_DTYPE, op, "cumsum_dim_sum_per_rank.dtype is I32");
+    assert_non_null(strstr(gradref_last_error(), "torchrec"));
+    int64_t wrong[3] = {0, 3, 6};
+    t = f.ct; t.data = wrong;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &f.dt, &t, &f.o, NULL), GRADREF_ERR_PARAM, op, "cumsum_dim_sum_per_rank[1] is 3 but the exclusive prefix sum of dim_sum_per_rank gives 2");
+    int64_t bad_ds[3] = {2, 5, -1};
+    t = f.dt; t.data = bad_ds;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &t, &f.ct, &f.o, NULL), GRADREF_ERR_PARAM, op, "dim_sum_per_rank[2] is -1");
+    t = f.ct; t.shape[0] = 2;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &f.dt, &t, &f.o, NULL), GRADREF_ERR_SHAPE, op, "cumsum_dim_sum_per_rank.shape[0] is 2");
+    t = f.dt; t.shape[0] = 0;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &t, &f.ct, &f.o, NULL), GRADREF_ERR_SHAPE, op, "at least 1 rank");
+    t = f.dt; t.ndim = 2; t.shape[1] = 1; t.strides[1] = 1;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &t, &f.ct, &f.o, NULL), GRADREF_ERR_RANK, op, "dim_sum_per_rank.ndim is 2");
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, NULL, &f.ct, &f.o, NULL), GRADREF_ERR_NULL, op, "dim_sum_per_rank is NULL");
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &f.dt, NULL, &f.o, NULL), GRADREF_ERR_NULL, op, "cumsum_dim_sum_per_rank is NULL");
+    /* out must not overlap the index tensors either */
+    int64_t shared[OUT_N + 3];
+    memcpy(shared, f.ds, sizeof f.ds);
+    t = f.dt; t.data = shared;
+    gradref_tensor o64 = f.o;
+    o64.data = shared + 1;
+    o64.dtype = GRADREF_I64;
+    gradref_tensor g64 = f.go2;
+    int64_t go64[OUT_N];
+    g64.data = go64;
+    g64.dtype = GRADREF_I64;
+    memset(go64, 0, sizeof go64);
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_batch(&g64, &t, &f.ct, &o64, NULL), GRADREF_ERR_ALIAS, op, "out overlaps dim_sum_per_rank");
+
+    /* strided index tensors are read through their strides */
+    int64_t spaced_ds[6] = {2, -9, 4, -9, 0, -9}, spaced_cum[6] = {0, -9, 2, -9, 6, -9};
+    gradref_tensor sd = f.dt, sc = f.ct;
+    sd.data = spaced_ds;
+    sd.strides[0] = 2;
+    sc.data = spaced_cum;
+    sc.strides[0] = 2;
+    assert_int_equal(gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &sd, &sc, &f.o, NULL), GRADREF_OK);
+    static const float want[OUT_N] = {0, 1, 6, 7, 12, 13, 18, 19, 2, 3, 4, 5, 8, 9, 10, 11, 14, 15, 16, 17, 20, 21, 22, 23};
+    assert_memory_equal(f.out, want, sizeof want);
+}
+
+int main(void) {
+    tu_seed();
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_fbgemm_worked_example),
+        cmocka_unit_test(test_seed_examples),
+        cmocka_unit_test(test_edge_cases),
+        cmocka_unit_test(test_fast_matches_reference),
+        cmocka_unit_test(test_threads_bitwise_equal),
+        cmocka_unit_test(test_bench_problems),
+        cmocka_unit_test(test_errors_mixed),
+        cmocka_unit_test(test_errors_fixed),
+        cmocka_unit_test(test_errors_batch),
+    };
+    return cmocka_run_group_tests_name("recat", tests, NULL, NULL);
+}

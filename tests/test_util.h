@@ -1,0 +1,42 @@
+/* Helpers shared by the cmocka suites: a seeded generator (GRADREF_TEST_SEED, printed), canary
+ * buffers, and descriptor builders. */
+#ifndef GRADREF_TEST_UTIL_H
+#define GRADREF_TEST_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <setjmp.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "gradref.h"
+
+typedef struct tu_rng {
+    uint64_t state;
+} tu_rng;
+
+/* The suite's seed: GRADREF_TEST_SEED if set, else a fixed default; printed once. */
+uint64_t tu_seed(void);
+tu_rng tu_rng_make(uint64_t salt);
+uint64_t tu_next(tu_rng *r);
+/* Uniform in [lo, hi]. */
+int64_t tu_range(tu_rng *r, int64_t lo, int64_t hi);
+double tu_uniform(tu_rng *r); /* [0, 1) */
+void tu_fill_random(void *p, size_t bytes, tu_rng *r);
+
+size_t tu_dtype_size(int32_t dtype);
+
+/* A tensor of `shape` laid out in the dim order `perm` (outermost first) inside a buffer that
+ * may be padded: each dim gets pad[i] extra elements of room (a sliced view). The buffer,
+ * of *bytes bytes, is malloc'd and filled with random bits. */
+void *tu_make_tensor(gradref_tensor *t, int32_t dtype, int32_t ndim, const int64_t *shape,
+                     const int *perm, const int64_t *pad, size_t *bytes, tu_rng *r);
+
+/* Byte offset of a logical index. */
+size_t tu_offset(const gradref_tensor *t, const int64_t *index);
+
+/* Thread counts the thread-invariance tests compare. */
+#define TU_THREAD_COUNTS {1, 2, 3}
+
+#endif
