@@ -1,0 +1,23 @@
+#!/bin/sh
+# Installs the Debian packages gradref's build needs, when they are missing.
+#   scripts/deps.sh examples   -> compiler, cmake
+#   scripts/deps.sh test       -> also cmocka, pkg-config, clang, g++ (header test), binutils
+set -eu
+want="gcc make cmake libc6-dev"
+if [ "${1:-examples}" = test ]; then
+  want="$want libcmocka-dev pkg-config clang g++ binutils"
+fi
+missing=""
+for pkg in $want; do
+  dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "ok installed" || missing="$missing $pkg"
+done
+[ -z "$missing" ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+  echo "gradref needs these Debian packages:$missing (run as root, or install them)" >&2
+  exit 1
+fi
+echo "installing:$missing"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -q
+# shellcheck disable=SC2086
+apt-get install -y -q --no-install-recommends $missing

@@ -1,0 +1,40 @@
+#!/bin/sh
+# The whole test suite: every cmocka suite, example and packaging check, built three ways
+# (gcc Release with OpenMP; gcc with ASan+UBSan; clang without OpenMP), all warnings as errors,
+# then a consumer project built against the installed package (CMake and pkg-config).
+set -eu
+cd "$(dirname "$0")/.."
+sh scripts/deps.sh test
+jobs=$(nproc 2>/dev/null || echo 2)
+out=build-test
+
+suite() {
+  dir=$out/$1
+  shift
+  echo "== $dir"
+  cmake -S . -B "$dir" -DGRADREF_WERROR=ON "$@" >"$dir.configure.log" 2>&1 || { cat "$dir.configure.log"; exit 1; }
+  cmake --build "$dir" -j "$jobs"
+  (cd "$dir" && ctest --output-on-failure -j "$jobs")
+}
+
+mkdir -p $out
+suite release -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Release
+ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
+  suite sanitize -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Debug -DGRADREF_SANITIZE=ON
+suite clang-serial -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRADREF_WITH_OPENMP=OFF
+
+echo "== consumer of the installed package"
+prefix=$(pwd)/$out/prefix
+rm -rf "$prefix" $out/consumer
+cmake --install $out/release --prefix "$prefix" >/dev/null
+libdir=$(ls -d "$prefix"/lib*/ | head -n 1)
+cmake -S tests/consumer -B $out/consumer -DCMAKE_PREFIX_PATH="$prefix" >/dev/null
+cmake --build $out/consumer
+LD_LIBRARY_PATH="$libdir" $out/consumer/consumer
+$out/consumer/consumer_static
+PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --exists --print-errors 'gradref >= 0.1'
+# shellcheck disable=SC2046
+cc -std=c99 -Wall -Werror tests/consumer/main.c -o $out/consumer/consumer_pc \
+  $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs gradref)
+LD_LIBRARY_PATH="$libdir" $out/consumer/consumer_pc
+echo "all gradref test builds passed"
