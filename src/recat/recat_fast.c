@@ -11,6 +11,7 @@
 #include "recat_internal.h"
 
 #define SMALL_SEGMENT_BYTES 64
+/* Shorter segments are not worth a streaming store's partial lines at both ends. */
 #define STREAM_SEGMENT_BYTES 256
 /* Rows per block: about this many bytes of grad_output. */
 #define BLOCK_BYTES 32768
@@ -48,22 +49,24 @@ static void copy_item(const gradref__recat_plan *p, int64_t first, int64_t n, in
     const int64_t *st = p->src_stride;
     const int dense = p->dst_stride == 1 && (D == 1 || st[2] == 1) && (n <= 1 || st[1] == D);
     const size_t bytes = (size_t)len * esz;
-    for (int64_t b = b0; b < b1; b++) {
-        const char *src = p->src + (size_t)(b * st[0] + first * st[1]) * esz;
-        char *dst = p->dst + (size_t)((p->batch * first * D + b * len) * p->dst_stride) * esz;
-        if (dense) {
-            if (bytes < SMALL_SEGMENT_BYTES)
-                copy_small(dst, src, bytes);
-            else if (stream && bytes >= STREAM_SEGMENT_BYTES)
+    const char *src = p->src + (size_t)(b0 * st[0] + first * st[1]) * esz;
+    char *dst = p->dst + (size_t)((p->batch * first * D + b0 * len) * p->dst_stride) * esz;
+    const size_t src_pitch = (size_t)st[0] * esz;
+    if (dense) { /* out's rows of this item are adjacent: dst advances by one segment */
+        if (bytes < SMALL_SEGMENT_BYTES) {
+            for (int64_t b = b0; b < b1; b++, src += src_pitch, dst += bytes) copy_small(dst, src, bytes);
+        } else if (stream && bytes >= STREAM_SEGMENT_BYTES) {
+            for (int64_t b = b0; b < b1; b++, src += src_pitch, dst += bytes)
                 gradref__copy_stream(dst, src, bytes);
-            else
-                memcpy(dst, src, bytes);
-            continue;
+        } else {
+            for (int64_t b = b0; b < b1; b++, src += src_pitch, dst += bytes) memcpy(dst, src, bytes);
         }
+        return;
+    }
+    for (int64_t b = b0; b < b1; b++, src += src_pitch)
         for (int64_t t = 0; t < n; t++)
             for (int64_t d = 0; d < D; d++, dst += (size_t)p->dst_stride * esz)
                 memcpy(dst, src + (size_t)(t * st[1] + d * st[2]) * esz, esz);
-    }
 }
 
 void gradref__recat_fast(const gradref__recat_plan *p, int num_threads) {
