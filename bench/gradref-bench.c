@@ -11,7 +11,7 @@
 #include <string.h>
 #include <time.h>
 #ifdef _OPENMP
-#include <omp.h>
+#  include <omp.h>
 #endif
 
 #include "common/stream.h"
@@ -36,8 +36,10 @@ static double median(double *v, int n) {
 
 static size_t dtype_size(gradref_dtype d) {
     switch (d) {
-    case GRADREF_F64: case GRADREF_I64: return 8;
-    case GRADREF_F16: case GRADREF_BF16: return 2;
+    case GRADREF_F64:
+    case GRADREF_I64: return 8;
+    case GRADREF_F16:
+    case GRADREF_BF16: return 2;
     case GRADREF_I8: return 1;
     default: return 4;
     }
@@ -47,7 +49,7 @@ static size_t dtype_size(gradref_dtype d) {
  * one contiguous block per thread, by memcpy or with streaming stores (the faster one counts). */
 static void parallel_copy(char *dst, const char *src, size_t bytes, int threads, int streaming) {
 #ifdef _OPENMP
-#pragma omp parallel num_threads(threads)
+#  pragma omp parallel num_threads(threads)
     {
         size_t team = (size_t)omp_get_num_threads(), me = (size_t)omp_get_thread_num();
         size_t begin = bytes * me / team, end = bytes * (me + 1) / team;
@@ -60,8 +62,10 @@ static void parallel_copy(char *dst, const char *src, size_t bytes, int threads,
     }
 #else
     (void)threads;
-    if (streaming) gradref__copy_stream(dst, src, bytes);
-    else memcpy(dst, src, bytes);
+    if (streaming)
+        gradref__copy_stream(dst, src, bytes);
+    else
+        memcpy(dst, src, bytes);
 #endif
 }
 
@@ -73,7 +77,8 @@ typedef struct timing {
 static int run_recat(const problem *p, int threads, int repeats, timing *t) {
     int64_t B = p->batch, cols = 0;
     int64_t width = p->width > 0 ? p->width : 1;
-    for (int i = 0; i < p->num_dims; i++) cols += p->dims[i] * width;
+    for (int i = 0; i < p->num_dims; i++)
+        cols += p->dims[i] * width;
     size_t esz = dtype_size(p->dtype), bytes = (size_t)(B * cols) * esz;
     char *src = malloc(bytes ? bytes : 1), *dst = malloc(bytes ? bytes : 1);
     if (!src || !dst) {
@@ -82,7 +87,8 @@ static int run_recat(const problem *p, int threads, int repeats, timing *t) {
         free(dst);
         return 1;
     }
-    for (size_t i = 0; i < bytes; i++) src[i] = (char)(i * 131u + 7u);
+    for (size_t i = 0; i < bytes; i++)
+        src[i] = (char)(i * 131u + 7u);
     memset(dst, 0, bytes); /* fault every page in before timing */
 
     gradref_tensor go, out;
@@ -92,13 +98,16 @@ static int run_recat(const problem *p, int threads, int repeats, timing *t) {
     gradref_tensor_init(&out, dst, p->dtype, 1, &flat);
     gradref_exec exec = {NULL, 0, threads, GRADREF_PRECISION_DEFAULT};
 
-    double *op = malloc(sizeof(double) * (size_t)repeats), *cp = malloc(sizeof(double) * (size_t)repeats);
+    double *op = malloc(sizeof(double) * (size_t)repeats),
+           *cp = malloc(sizeof(double) * (size_t)repeats);
     int rc = 0;
     for (int r = -1; r < repeats && rc == 0; r++) { /* r = -1 warms up */
         double t0 = now_seconds();
-        gradref_status s = p->width > 0
-            ? gradref_recat_embedding_grad_output(&go, p->dims, p->num_dims, &out, &exec)
-            : gradref_recat_embedding_grad_output_mixed_d(&go, p->dims, p->num_dims, &out, &exec);
+        gradref_status s =
+            p->width > 0
+                ? gradref_recat_embedding_grad_output(&go, p->dims, p->num_dims, &out, &exec)
+                : gradref_recat_embedding_grad_output_mixed_d(&go, p->dims, p->num_dims, &out,
+                                                              &exec);
         double t1 = now_seconds();
         parallel_copy(dst, src, bytes, threads, 0);
         double t2 = now_seconds();
@@ -125,18 +134,25 @@ static int run_recat(const problem *p, int threads, int repeats, timing *t) {
 }
 
 static void usage(void) {
-    fprintf(stderr, "usage: gradref-bench [-t threads] [-r repeats] [-f problems.txt] [substring]\n");
+    fprintf(stderr,
+            "usage: gradref-bench [-t threads] [-r repeats] [-f problems.txt] [substring]\n");
 }
 
 int main(int argc, char **argv) {
     int threads = 0, repeats = 11;
     const char *path = GRADREF_BENCH_PROBLEMS, *filter = NULL;
     for (int i = 1; i < argc; i++) {
-        if (strcmp(argv[i], "-t") == 0 && i + 1 < argc) threads = atoi(argv[++i]);
-        else if (strcmp(argv[i], "-r") == 0 && i + 1 < argc) repeats = atoi(argv[++i]);
-        else if (strcmp(argv[i], "-f") == 0 && i + 1 < argc) path = argv[++i];
-        else if (argv[i][0] == '-') { usage(); return 2; }
-        else filter = argv[i];
+        if (strcmp(argv[i], "-t") == 0 && i + 1 < argc)
+            threads = atoi(argv[++i]);
+        else if (strcmp(argv[i], "-r") == 0 && i + 1 < argc)
+            repeats = atoi(argv[++i]);
+        else if (strcmp(argv[i], "-f") == 0 && i + 1 < argc)
+            path = argv[++i];
+        else if (argv[i][0] == '-') {
+            usage();
+            return 2;
+        } else
+            filter = argv[i];
     }
     if (repeats < 1) repeats = 1;
 #ifdef _OPENMP
@@ -169,8 +185,10 @@ int main(int argc, char **argv) {
             failed = 1;
             continue;
         }
-        double gbs = t.bytes_moved / t.op_seconds * 1e-9, copy = t.bytes_moved / t.copy_seconds * 1e-9;
-        printf("%-56s %10.3f %10.2f %10.2f %7.2f\n", p->text, t.op_seconds * 1e3, gbs, copy, gbs / copy);
+        double gbs = t.bytes_moved / t.op_seconds * 1e-9,
+               copy = t.bytes_moved / t.copy_seconds * 1e-9;
+        printf("%-56s %10.3f %10.2f %10.2f %7.2f\n", p->text, t.op_seconds * 1e3, gbs, copy,
+               gbs / copy);
     }
     free(list);
     return failed;

@@ -6,9 +6,12 @@
 #include <string.h>
 
 static int parse_dtype(const char *s, gradref_dtype *d) {
-    static const struct { const char *name; gradref_dtype dtype; } names[] = {
-        {"f32", GRADREF_F32}, {"f64", GRADREF_F64}, {"f16", GRADREF_F16}, {"bf16", GRADREF_BF16},
-        {"i8", GRADREF_I8}, {"i32", GRADREF_I32}, {"i64", GRADREF_I64}};
+    static const struct {
+        const char *name;
+        gradref_dtype dtype;
+    } names[] = {{"f32", GRADREF_F32},   {"f64", GRADREF_F64}, {"f16", GRADREF_F16},
+                 {"bf16", GRADREF_BF16}, {"i8", GRADREF_I8},   {"i32", GRADREF_I32},
+                 {"i64", GRADREF_I64}};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (strcmp(s, names[i].name) == 0) {
             *d = names[i].dtype;
@@ -35,7 +38,8 @@ int problem_parse(const char *line, problem *p, char *err, int err_size) {
     }
     memcpy(buf, line, n);
     buf[n] = '\0';
-    while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\t')) buf[--n] = '\0';
+    while (n > 0 && (buf[n - 1] == ' ' || buf[n - 1] == '\t'))
+        buf[--n] = '\0';
     memset(p, 0, sizeof *p);
     memcpy(p->text, buf, n + 1);
     p->batch = -1;

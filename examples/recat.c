@@ -24,7 +24,8 @@ int main(void) {
         return 1;
     }
     printf("out =");
-    for (int i = 0; i < 10; i++) printf(" %g", out[i]);
+    for (int i = 0; i < 10; i++)
+        printf(" %g", out[i]);
     printf("\n");
 
     /* A bad split is reported, not crashed on, and leaves out as it was. */

@@ -16,8 +16,8 @@
 #define GRADREF_VERSION_MAJOR 0
 #define GRADREF_VERSION_MINOR 1
 #define GRADREF_VERSION_PATCH 0
-#define GRADREF_VERSION_NUMBER \
-    (GRADREF_VERSION_MAJOR * 10000 + GRADREF_VERSION_MINOR * 100 + GRADREF_VERSION_PATCH)
+#define GRADREF_VERSION_NUMBER                                                                     \
+  (GRADREF_VERSION_MAJOR * 10000 + GRADREF_VERSION_MINOR * 100 + GRADREF_VERSION_PATCH)
 #define GRADREF_VERSION_STRING "0.1.0"
 
 #if defined(_WIN32) && !defined(GRADREF_STATIC)
@@ -58,9 +58,9 @@ typedef enum gradref_dtype {
  * as NDHWC is just another set of strides over the same logical shape. The struct holds no
  * pointer but `data`, so a descriptor is a plain value. */
 typedef struct gradref_tensor {
-    void *data;                        /* element [0,...,0]; inputs are only read */
-    int32_t dtype;                     /* gradref_dtype */
-    int32_t ndim;                      /* 0..GRADREF_MAX_DIMS */
+    void *data;    /* element [0,...,0]; inputs are only read */
+    int32_t dtype; /* gradref_dtype */
+    int32_t ndim;  /* 0..GRADREF_MAX_DIMS */
     int64_t shape[GRADREF_MAX_DIMS];
     int64_t strides[GRADREF_MAX_DIMS]; /* in elements, >= 0 */
 } gradref_tensor;
@@ -69,14 +69,14 @@ typedef struct gradref_tensor {
  * gradref_last_error() tells the operator, the argument and the values. */
 typedef enum gradref_status {
     GRADREF_OK = 0,
-    GRADREF_ERR_NULL = 1,      /* a required pointer is NULL */
-    GRADREF_ERR_DTYPE = 2,     /* unsupported dtype or dtypes that do not match */
-    GRADREF_ERR_RANK = 3,      /* wrong number of dimensions */
-    GRADREF_ERR_SHAPE = 4,     /* negative, inconsistent or mismatched sizes */
-    GRADREF_ERR_STRIDE = 5,    /* negative stride, or an output whose elements overlap */
-    GRADREF_ERR_PARAM = 6,     /* an attribute out of range (mode, stride, pad, seq_lens, ...) */
-    GRADREF_ERR_OVERFLOW = 7,  /* a size or offset does not fit in int64 / size_t */
-    GRADREF_ERR_ALIAS = 8,     /* an output overlaps an input or another output */
+    GRADREF_ERR_NULL = 1,     /* a required pointer is NULL */
+    GRADREF_ERR_DTYPE = 2,    /* unsupported dtype or dtypes that do not match */
+    GRADREF_ERR_RANK = 3,     /* wrong number of dimensions */
+    GRADREF_ERR_SHAPE = 4,    /* negative, inconsistent or mismatched sizes */
+    GRADREF_ERR_STRIDE = 5,   /* negative stride, or an output whose elements overlap */
+    GRADREF_ERR_PARAM = 6,    /* an attribute out of range (mode, stride, pad, seq_lens, ...) */
+    GRADREF_ERR_OVERFLOW = 7, /* a size or offset does not fit in int64 / size_t */
+    GRADREF_ERR_ALIAS = 8,    /* an output overlaps an input or another output */
     GRADREF_ERR_NO_MEMORY = 9,
     GRADREF_ERR_WORKSPACE = 10 /* workspace given but smaller than required */
 } gradref_status;
@@ -153,9 +153,11 @@ GRADREF_API gradref_status gradref_copy(const gradref_tensor *src, const gradref
 
 /* Fixed D: grad_output (B, T, D); rank r owns num_features_per_rank[r] features, so
  * ds_r = num_features_per_rank[r] * D; the entries sum to T. */
-GRADREF_API gradref_status gradref_recat_embedding_grad_output(
-    const gradref_tensor *grad_output, const int64_t *num_features_per_rank, int32_t num_ranks,
-    const gradref_tensor *out, const gradref_exec *exec);
+GRADREF_API gradref_status gradref_recat_embedding_grad_output(const gradref_tensor *grad_output,
+                                                               const int64_t *num_features_per_rank,
+                                                               int32_t num_ranks,
+                                                               const gradref_tensor *out,
+                                                               const gradref_exec *exec);
 GRADREF_API gradref_status gradref_recat_embedding_grad_output_workspace_size(
     const gradref_tensor *grad_output, const int64_t *num_features_per_rank, int32_t num_ranks,
     const gradref_tensor *out, size_t *bytes);

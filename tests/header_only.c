@@ -2,4 +2,6 @@
 #include "gradref.h"
 
 int gradref_header_only_probe(void);
-int gradref_header_only_probe(void) { return GRADREF_VERSION_NUMBER > 0 && GRADREF_MAX_DIMS == 8; }
+int gradref_header_only_probe(void) {
+    return GRADREF_VERSION_NUMBER > 0 && GRADREF_MAX_DIMS == 8;
+}

@@ -21,7 +21,8 @@ static void test_status_strings(void **state) {
         const char *sa = gradref_status_string((gradref_status)a);
         assert_non_null(sa);
         assert_true(strncmp(sa, "GRADREF_", 8) == 0);
-        for (int b = 0; b < a; b++) assert_string_not_equal(sa, gradref_status_string((gradref_status)b));
+        for (int b = 0; b < a; b++)
+            assert_string_not_equal(sa, gradref_status_string((gradref_status)b));
     }
     assert_string_equal(gradref_status_string(GRADREF_ERR_SHAPE), "GRADREF_ERR_SHAPE");
     assert_string_equal(gradref_status_string((gradref_status)99), "GRADREF_ERR_UNKNOWN");
@@ -35,8 +36,9 @@ static void test_version(void **state) {
              GRADREF_VERSION_PATCH);
     assert_string_equal(gradref_version(), expect);
     assert_string_equal(GRADREF_VERSION_STRING, expect);
-    assert_int_equal(GRADREF_VERSION_NUMBER,
-                     GRADREF_VERSION_MAJOR * 10000 + GRADREF_VERSION_MINOR * 100 + GRADREF_VERSION_PATCH);
+    assert_int_equal(GRADREF_VERSION_NUMBER, GRADREF_VERSION_MAJOR * 10000 +
+                                                 GRADREF_VERSION_MINOR * 100 +
+                                                 GRADREF_VERSION_PATCH);
 }
 
 static void test_message_format_and_persistence(void **state) {
@@ -72,8 +74,10 @@ static void test_messages_are_per_thread(void **state) {
     (void)state;
     message_worker w[2] = {{-11, 0}, {-22222, 0}};
     pthread_t th[2];
-    for (int i = 0; i < 2; i++) assert_int_equal(pthread_create(&th[i], NULL, message_thread, &w[i]), 0);
-    for (int i = 0; i < 2; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, message_thread, &w[i]), 0);
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
     assert_false(w[0].mixed);
     assert_false(w[1].mixed);
 }
@@ -102,7 +106,8 @@ static void test_tensor_init(void **state) {
     int64_t big[2] = {INT64_C(1) << 62, 4};
     assert_int_equal(gradref_tensor_init(&t, NULL, GRADREF_F32, 2, big), GRADREF_ERR_OVERFLOW);
     int64_t bytes_too_big[1] = {INT64_C(1) << 61};
-    assert_int_equal(gradref_tensor_init(&t, NULL, GRADREF_F64, 1, bytes_too_big), GRADREF_ERR_OVERFLOW);
+    assert_int_equal(gradref_tensor_init(&t, NULL, GRADREF_F64, 1, bytes_too_big),
+                     GRADREF_ERR_OVERFLOW);
     assert_int_equal(gradref_tensor_init(&t, NULL, GRADREF_F32, 9, shape), GRADREF_ERR_RANK);
     assert_int_equal(gradref_tensor_init(&t, NULL, GRADREF_F32, -1, shape), GRADREF_ERR_RANK);
     assert_int_equal(gradref_tensor_init(&t, NULL, (gradref_dtype)7, 1, shape), GRADREF_ERR_DTYPE);
@@ -118,19 +123,19 @@ static void test_tensor_init_format(void **state) {
         int64_t strides[5];
     } cases[] = {
         /* 2-D shape (N,C,H,W) = (2,3,4,5); 3-D shape (N,C,D,H,W) = (2,3,4,5,6) */
-        {GRADREF_FORMAT_NCHW, {60, 20, 5, 1, 0}},
-        {GRADREF_FORMAT_NHWC, {60, 1, 15, 3, 0}},
-        {GRADREF_FORMAT_HWCN, {1, 2, 30, 6, 0}},
-        {GRADREF_FORMAT_NCDHW, {360, 120, 30, 6, 1}},
-        {GRADREF_FORMAT_NDHWC, {360, 1, 90, 18, 3}},
-        {GRADREF_FORMAT_DHWCN, {1, 2, 180, 36, 6}},
+        {GRADREF_FORMAT_NCHW, {60, 20, 5, 1, 0}},    {GRADREF_FORMAT_NHWC, {60, 1, 15, 3, 0}},
+        {GRADREF_FORMAT_HWCN, {1, 2, 30, 6, 0}},     {GRADREF_FORMAT_NCDHW, {360, 120, 30, 6, 1}},
+        {GRADREF_FORMAT_NDHWC, {360, 1, 90, 18, 3}}, {GRADREF_FORMAT_DHWCN, {1, 2, 180, 36, 6}},
     };
     int64_t shape[5] = {2, 3, 4, 5, 6};
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         gradref_tensor t;
-        assert_int_equal(gradref_tensor_init_format(&t, NULL, GRADREF_F32, cases[c].format, shape), GRADREF_OK);
-        int nd = (cases[c].format == GRADREF_FORMAT_NCHW || cases[c].format == GRADREF_FORMAT_NHWC ||
-                  cases[c].format == GRADREF_FORMAT_HWCN) ? 4 : 5;
+        assert_int_equal(gradref_tensor_init_format(&t, NULL, GRADREF_F32, cases[c].format, shape),
+                         GRADREF_OK);
+        int nd = (cases[c].format == GRADREF_FORMAT_NCHW ||
+                  cases[c].format == GRADREF_FORMAT_NHWC || cases[c].format == GRADREF_FORMAT_HWCN)
+                     ? 4
+                     : 5;
         assert_int_equal(t.ndim, nd);
         for (int i = 0; i < nd; i++) {
             assert_int_equal(t.shape[i], shape[i]);
@@ -138,8 +143,10 @@ static void test_tensor_init_format(void **state) {
         }
     }
     gradref_tensor t;
-    assert_int_equal(gradref_tensor_init_format(&t, NULL, GRADREF_F32, (gradref_format)6, shape), GRADREF_ERR_PARAM);
-    assert_int_equal(gradref_tensor_init_format(&t, NULL, GRADREF_F32, GRADREF_FORMAT_NCDHW, NULL), GRADREF_ERR_NULL);
+    assert_int_equal(gradref_tensor_init_format(&t, NULL, GRADREF_F32, (gradref_format)6, shape),
+                     GRADREF_ERR_PARAM);
+    assert_int_equal(gradref_tensor_init_format(&t, NULL, GRADREF_F32, GRADREF_FORMAT_NCDHW, NULL),
+                     GRADREF_ERR_NULL);
 }
 
 static gradref_tensor desc(void *data, int32_t dtype, int32_t ndim, const int64_t *shape,
@@ -156,8 +163,12 @@ static gradref_tensor desc(void *data, int32_t dtype, int32_t ndim, const int64_
     return t;
 }
 
-static gradref_status check(const gradref_tensor *t) { return gradref__check_tensor("op", "x", t, NULL); }
-static gradref_status check_out(const gradref_tensor *t) { return gradref__check_output("op", "y", t, NULL); }
+static gradref_status check(const gradref_tensor *t) {
+    return gradref__check_tensor("op", "x", t, NULL);
+}
+static gradref_status check_out(const gradref_tensor *t) {
+    return gradref__check_output("op", "y", t, NULL);
+}
 
 static void test_validation(void **state) {
     (void)state;
@@ -222,17 +233,17 @@ static void test_output_self_overlap(void **state) {
         int64_t shape[4], strides[4];
         gradref_status expect;
     } cases[] = {
-        {2, {4, 5}, {5, 1}, GRADREF_OK},                  /* dense */
-        {2, {4, 5}, {1, 4}, GRADREF_OK},                  /* transposed */
-        {4, {2, 3, 4, 5}, {60, 1, 15, 3}, GRADREF_OK},    /* NHWC */
-        {2, {4, 5}, {10, 2}, GRADREF_OK},                 /* strided slice */
-        {3, {4, 1, 5}, {5, 0, 1}, GRADREF_OK},            /* size-1 dims are ignored */
-        {2, {4, 5}, {0, 1}, GRADREF_ERR_STRIDE},          /* broadcast output */
-        {2, {4, 5}, {4, 1}, GRADREF_ERR_STRIDE},          /* rows overlap by one */
-        {2, {2, 2}, {1, 1}, GRADREF_ERR_STRIDE},          /* equal strides */
-        {2, {3, 2}, {2, 3}, GRADREF_ERR_STRIDE},          /* interleaved: rejected by the rule */
-        {2, {0, 5}, {0, 0}, GRADREF_OK},                  /* empty */
-        {0, {0}, {0}, GRADREF_OK},                        /* scalar */
+        {2, {4, 5}, {5, 1}, GRADREF_OK},               /* dense */
+        {2, {4, 5}, {1, 4}, GRADREF_OK},               /* transposed */
+        {4, {2, 3, 4, 5}, {60, 1, 15, 3}, GRADREF_OK}, /* NHWC */
+        {2, {4, 5}, {10, 2}, GRADREF_OK},              /* strided slice */
+        {3, {4, 1, 5}, {5, 0, 1}, GRADREF_OK},         /* size-1 dims are ignored */
+        {2, {4, 5}, {0, 1}, GRADREF_ERR_STRIDE},       /* broadcast output */
+        {2, {4, 5}, {4, 1}, GRADREF_ERR_STRIDE},       /* rows overlap by one */
+        {2, {2, 2}, {1, 1}, GRADREF_ERR_STRIDE},       /* equal strides */
+        {2, {3, 2}, {2, 3}, GRADREF_ERR_STRIDE},       /* interleaved: rejected by the rule */
+        {2, {0, 5}, {0, 0}, GRADREF_OK},               /* empty */
+        {0, {0}, {0}, GRADREF_OK},                     /* scalar */
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         gradref_tensor t = desc(buf, GRADREF_F64, cases[c].ndim, cases[c].shape, cases[c].strides);
@@ -247,7 +258,8 @@ static void test_alias_detection(void **state) {
     gradref_tensor a = desc(buf, GRADREF_F32, 1, shape, unit);
     gradref_tensor b = desc(buf + 10, GRADREF_F32, 1, shape, unit);
     gradref_tensor c = desc(buf + 9, GRADREF_F32, 1, shape, unit);
-    gradref_tensor odd = desc(buf + 1, GRADREF_F32, 1, shape, two); /* interleaved with an even view */
+    gradref_tensor odd =
+        desc(buf + 1, GRADREF_F32, 1, shape, two); /* interleaved with an even view */
     gradref__extent ea, eb, ec, eo;
     assert_int_equal(gradref__check_tensor("op", "a", &a, &ea), GRADREF_OK);
     assert_int_equal(gradref__check_tensor("op", "b", &b, &eb), GRADREF_OK);
@@ -283,7 +295,10 @@ static uint16_t ref_round_f16(double x) {
     uint16_t lo = 0, hi = 0x7c00; /* 0x7c00 stands for 65536 (what overflow rounds to) */
     while (hi - lo > 1) {
         uint16_t mid = (uint16_t)((lo + hi) / 2);
-        if (f16_value(mid) <= a) lo = mid; else hi = mid;
+        if (f16_value(mid) <= a)
+            lo = mid;
+        else
+            hi = mid;
     }
     double vlo = f16_value(lo), vhi = hi == 0x7c00 ? 65536.0 : f16_value(hi);
     if (a == vlo) return sign | lo;
@@ -293,7 +308,9 @@ static uint16_t ref_round_f16(double x) {
     return sign | r;
 }
 
-static double bf16_value(uint16_t h) { return (double)gradref__f32_from_bits((uint32_t)h << 16); }
+static double bf16_value(uint16_t h) {
+    return (double)gradref__f32_from_bits((uint32_t)h << 16);
+}
 
 static uint16_t ref_round_bf16(double x) {
     if (isnan(x)) return 0x7fc0;
@@ -302,7 +319,10 @@ static uint16_t ref_round_bf16(double x) {
     uint16_t lo = 0, hi = 0x7f80; /* 0x7f80 stands for 2^128 */
     while (hi - lo > 1) {
         uint16_t mid = (uint16_t)((lo + hi) / 2);
-        if (bf16_value(mid) <= a) lo = mid; else hi = mid;
+        if (bf16_value(mid) <= a)
+            lo = mid;
+        else
+            hi = mid;
     }
     double vlo = bf16_value(lo), vhi = hi == 0x7f80 ? ldexp(1, 128) : bf16_value(hi);
     if (a == vlo) return sign | lo;
@@ -368,20 +388,30 @@ static void check_bf16(double x) {
 static void test_rounding_ties(void **state) {
     (void)state;
     for (uint32_t h = 0; h < 0x7c00; h++) {
-        double lo = f16_value((uint16_t)h), hi = h + 1 == 0x7c00 ? 65536.0 : f16_value((uint16_t)(h + 1));
+        double lo = f16_value((uint16_t)h),
+               hi = h + 1 == 0x7c00 ? 65536.0 : f16_value((uint16_t)(h + 1));
         double mid = (lo + hi) / 2;
-        double probes[] = {mid, nextafter(mid, 0), nextafter(mid, INFINITY),
-                           (double)nextafterf((float)mid, 0), (double)nextafterf((float)mid, INFINITY), lo};
+        double probes[] = {mid,
+                           nextafter(mid, 0),
+                           nextafter(mid, INFINITY),
+                           (double)nextafterf((float)mid, 0),
+                           (double)nextafterf((float)mid, INFINITY),
+                           lo};
         for (size_t k = 0; k < sizeof probes / sizeof probes[0]; k++) {
             check_f16(probes[k]);
             check_f16(-probes[k]);
         }
     }
     for (uint32_t h = 0; h < 0x7f80; h++) {
-        double lo = bf16_value((uint16_t)h), hi = h + 1 == 0x7f80 ? ldexp(1, 128) : bf16_value((uint16_t)(h + 1));
+        double lo = bf16_value((uint16_t)h),
+               hi = h + 1 == 0x7f80 ? ldexp(1, 128) : bf16_value((uint16_t)(h + 1));
         double mid = (lo + hi) / 2;
-        double probes[] = {mid, nextafter(mid, 0), nextafter(mid, INFINITY),
-                           (double)nextafterf((float)mid, 0), (double)nextafterf((float)mid, INFINITY), lo};
+        double probes[] = {mid,
+                           nextafter(mid, 0),
+                           nextafter(mid, INFINITY),
+                           (double)nextafterf((float)mid, 0),
+                           (double)nextafterf((float)mid, INFINITY),
+                           lo};
         for (size_t k = 0; k < sizeof probes / sizeof probes[0]; k++) {
             check_bf16(probes[k]);
             check_bf16(-probes[k]);
@@ -405,7 +435,8 @@ static void test_rounding_random(void **state) {
         check_f16((double)f);
         check_bf16((double)f);
         /* doubles near the f16/bf16 range, with bits below f32 precision */
-        double d = ldexp(1.0 + tu_uniform(&r), (int)tu_range(&r, -140, 130)) * (tu_next(&r) & 1 ? -1 : 1);
+        double d =
+            ldexp(1.0 + tu_uniform(&r), (int)tu_range(&r, -140, 130)) * (tu_next(&r) & 1 ? -1 : 1);
         check_f16(d);
         check_bf16(d);
     }
@@ -430,7 +461,8 @@ static void test_integer_to_half(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(2);
     for (int i = 0; i < 200000; i++) {
-        int64_t v = (int64_t)(tu_next(&r) >> (11 + tu_range(&r, 0, 52))) * (tu_next(&r) & 1 ? -1 : 1);
+        int64_t v =
+            (int64_t)(tu_next(&r) >> (11 + tu_range(&r, 0, 52))) * (tu_next(&r) & 1 ? -1 : 1);
         assert_int_equal(gradref__i64_to_f16(v), ref_round_f16((double)v)); /* |v| < 2^53: exact */
         assert_int_equal(gradref__i64_to_bf16(v), ref_round_bf16((double)v));
     }
@@ -451,13 +483,41 @@ static void test_integer_to_half(void **state) {
 static double read_value(const gradref_tensor *t, const int64_t *idx) {
     const char *p = (const char *)t->data + tu_offset(t, idx);
     switch (t->dtype) {
-    case GRADREF_F32: { float v; memcpy(&v, p, 4); return v; }
-    case GRADREF_F64: { double v; memcpy(&v, p, 8); return v; }
-    case GRADREF_F16: { uint16_t v; memcpy(&v, p, 2); return f16_value(v); }
-    case GRADREF_BF16: { uint16_t v; memcpy(&v, p, 2); return bf16_value(v); }
-    case GRADREF_I8: { int8_t v; memcpy(&v, p, 1); return v; }
-    case GRADREF_I32: { int32_t v; memcpy(&v, p, 4); return v; }
-    default: { int64_t v; memcpy(&v, p, 8); return (double)v; }
+    case GRADREF_F32: {
+        float v;
+        memcpy(&v, p, 4);
+        return v;
+    }
+    case GRADREF_F64: {
+        double v;
+        memcpy(&v, p, 8);
+        return v;
+    }
+    case GRADREF_F16: {
+        uint16_t v;
+        memcpy(&v, p, 2);
+        return f16_value(v);
+    }
+    case GRADREF_BF16: {
+        uint16_t v;
+        memcpy(&v, p, 2);
+        return bf16_value(v);
+    }
+    case GRADREF_I8: {
+        int8_t v;
+        memcpy(&v, p, 1);
+        return v;
+    }
+    case GRADREF_I32: {
+        int32_t v;
+        memcpy(&v, p, 4);
+        return v;
+    }
+    default: {
+        int64_t v;
+        memcpy(&v, p, 8);
+        return (double)v;
+    }
     }
 }
 
@@ -477,13 +537,38 @@ static void expect_bits(int32_t sdt, const void *s, int32_t ddt, void *out) {
     case GRADREF_F64: memcpy(out, &v, 8); break;
     case GRADREF_F32: {
         float f = (float)v;
-        if (sdt == GRADREF_I64) { int64_t i; memcpy(&i, s, 8); f = (float)i; }
+        if (sdt == GRADREF_I64) {
+            int64_t i;
+            memcpy(&i, s, 8);
+            f = (float)i;
+        }
         memcpy(out, &f, 4);
     } break;
-    case GRADREF_F16: { uint16_t h = ref_round_f16(v); memcpy(out, &h, 2); } break;
-    case GRADREF_BF16: { uint16_t h = ref_round_bf16(v); memcpy(out, &h, 2); } break;
-    case GRADREF_I32: { int32_t i = (int32_t)v; memcpy(out, &i, 4); } break;
-    default: { int64_t i; if (sdt == GRADREF_I8) { int8_t c; memcpy(&c, s, 1); i = c; } else { int32_t w; memcpy(&w, s, 4); i = w; } memcpy(out, &i, 8); } break;
+    case GRADREF_F16: {
+        uint16_t h = ref_round_f16(v);
+        memcpy(out, &h, 2);
+    } break;
+    case GRADREF_BF16: {
+        uint16_t h = ref_round_bf16(v);
+        memcpy(out, &h, 2);
+    } break;
+    case GRADREF_I32: {
+        int32_t i = (int32_t)v;
+        memcpy(out, &i, 4);
+    } break;
+    default: {
+        int64_t i;
+        if (sdt == GRADREF_I8) {
+            int8_t c;
+            memcpy(&c, s, 1);
+            i = c;
+        } else {
+            int32_t w;
+            memcpy(&w, s, 4);
+            i = w;
+        }
+        memcpy(out, &i, 8);
+    } break;
     }
 }
 
@@ -503,13 +588,31 @@ static void fill_values(gradref_tensor *t, size_t bytes, tu_rng *r) {
         char *p = (char *)t->data + off;
         double v = (tu_uniform(r) - 0.5) * ldexp(1, (int)tu_range(r, -30, 20));
         switch (t->dtype) {
-        case GRADREF_F32: { float f = (float)v; memcpy(p, &f, 4); } break;
+        case GRADREF_F32: {
+            float f = (float)v;
+            memcpy(p, &f, 4);
+        } break;
         case GRADREF_F64: memcpy(p, &v, 8); break;
-        case GRADREF_F16: { uint16_t h = (uint16_t)(tu_next(r) & 0x7bff); memcpy(p, &h, 2); } break;
-        case GRADREF_BF16: { uint16_t h = (uint16_t)(tu_next(r) & 0xff7f); memcpy(p, &h, 2); } break;
-        case GRADREF_I8: { int8_t c = (int8_t)tu_next(r); memcpy(p, &c, 1); } break;
-        case GRADREF_I32: { int32_t i = (int32_t)tu_next(r); memcpy(p, &i, 4); } break;
-        default: { int64_t i = (int64_t)tu_next(r); memcpy(p, &i, 8); } break;
+        case GRADREF_F16: {
+            uint16_t h = (uint16_t)(tu_next(r) & 0x7bff);
+            memcpy(p, &h, 2);
+        } break;
+        case GRADREF_BF16: {
+            uint16_t h = (uint16_t)(tu_next(r) & 0xff7f);
+            memcpy(p, &h, 2);
+        } break;
+        case GRADREF_I8: {
+            int8_t c = (int8_t)tu_next(r);
+            memcpy(p, &c, 1);
+        } break;
+        case GRADREF_I32: {
+            int32_t i = (int32_t)tu_next(r);
+            memcpy(p, &i, 4);
+        } break;
+        default: {
+            int64_t i = (int64_t)tu_next(r);
+            memcpy(p, &i, 8);
+        } break;
         }
     }
 }
@@ -529,8 +632,12 @@ static void test_copy_layouts_and_dtypes(void **state) {
         }
         for (int i = nd - 1; i > 0; i--) { /* random memory orders */
             int j = (int)tu_range(&r, 0, i), k = (int)tu_range(&r, 0, i), x;
-            x = sperm[i]; sperm[i] = sperm[j]; sperm[j] = x;
-            x = dperm[i]; dperm[i] = dperm[k]; dperm[k] = x;
+            x = sperm[i];
+            sperm[i] = sperm[j];
+            sperm[j] = x;
+            x = dperm[i];
+            dperm[i] = dperm[k];
+            dperm[k] = x;
         }
         int32_t sdt, ddt;
         do {
@@ -551,7 +658,8 @@ static void test_copy_layouts_and_dtypes(void **state) {
         /* every logical element converted; the padding between them untouched */
         char *mask = calloc(dbytes ? dbytes : 1, 1);
         int64_t numel = 1, idx[4] = {0, 0, 0, 0};
-        for (int i = 0; i < nd; i++) numel *= shape[i];
+        for (int i = 0; i < nd; i++)
+            numel *= shape[i];
         for (int64_t e = 0; e < numel; e++) {
             int64_t rest = e;
             for (int i = nd - 1; i >= 0; i--) {
@@ -566,7 +674,8 @@ static void test_copy_layouts_and_dtypes(void **state) {
             memset(mask + d0, 1, dz);
         }
         for (size_t b = 0; b < dbytes; b++)
-            if (!mask[b]) assert_int_equal(((unsigned char *)dbuf)[b], ((unsigned char *)before)[b]);
+            if (!mask[b])
+                assert_int_equal(((unsigned char *)dbuf)[b], ((unsigned char *)before)[b]);
         free(mask);
         free(before);
         free(sbuf);
@@ -602,7 +711,8 @@ static void test_copy_bits_and_threads(void **state) {
         for (int64_t j = 0; j < shape[1]; j++)
             for (int64_t k = 0; k < shape[2]; k++) {
                 int64_t idx[3] = {i, j, k};
-                assert_memory_equal((char *)s + tu_offset(&src, idx), (char *)d + tu_offset(&dst, idx), 2);
+                assert_memory_equal((char *)s + tu_offset(&src, idx),
+                                    (char *)d + tu_offset(&dst, idx), 2);
             }
     /* f32 -> bf16 over many threads matches the scalar routine */
     gradref_tensor f, b;
@@ -624,15 +734,17 @@ static void test_copy_errors(void **state) {
     static float a[64], b[64];
     static int32_t ia[64];
     int64_t shape[2] = {4, 4}, other[2] = {4, 5}, st[2] = {4, 1}, st5[2] = {5, 1};
-    gradref_tensor src = desc(a, GRADREF_F32, 2, shape, st), dst = desc(b, GRADREF_F32, 2, shape, st);
-    for (int i = 0; i < 64; i++) b[i] = -1.0f;
+    gradref_tensor src = desc(a, GRADREF_F32, 2, shape, st),
+                   dst = desc(b, GRADREF_F32, 2, shape, st);
+    for (int i = 0; i < 64; i++)
+        b[i] = -1.0f;
     struct {
         gradref_tensor s, d;
         gradref_status expect;
     } cases[] = {
         {src, desc(b, GRADREF_F32, 2, other, st5), GRADREF_ERR_SHAPE},
         {src, desc(b, GRADREF_F32, 1, shape, st), GRADREF_ERR_RANK},
-        {src, desc(ia, GRADREF_I32, 2, shape, st), GRADREF_ERR_DTYPE},            /* float -> int */
+        {src, desc(ia, GRADREF_I32, 2, shape, st), GRADREF_ERR_DTYPE}, /* float -> int */
         {desc(ia, GRADREF_I32, 2, shape, st), desc(b, GRADREF_I8, 2, shape, st), GRADREF_ERR_DTYPE},
         {src, desc(a + 8, GRADREF_F32, 2, shape, st), GRADREF_ERR_ALIAS},
         {src, desc(b, GRADREF_F32, 2, shape, (int64_t[]){1, 1}), GRADREF_ERR_STRIDE},
@@ -641,7 +753,8 @@ static void test_copy_errors(void **state) {
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         assert_int_equal(gradref_copy(&cases[c].s, &cases[c].d, NULL), cases[c].expect);
         assert_true(strncmp(gradref_last_error(), "copy: ", 6) == 0);
-        for (int i = 0; i < 64; i++) assert_true(b[i] == -1.0f);
+        for (int i = 0; i < 64; i++)
+            assert_true(b[i] == -1.0f);
     }
     assert_int_equal(gradref_copy(NULL, &dst, NULL), GRADREF_ERR_NULL);
     assert_int_equal(gradref_copy(&src, NULL, NULL), GRADREF_ERR_NULL);
@@ -650,12 +763,14 @@ static void test_copy_errors(void **state) {
     bad.num_threads = 1;
     bad.precision = 2;
     assert_int_equal(gradref_copy(&src, &dst, &bad), GRADREF_ERR_PARAM);
-    for (int i = 0; i < 64; i++) assert_true(b[i] == -1.0f);
+    for (int i = 0; i < 64; i++)
+        assert_true(b[i] == -1.0f);
     /* int -> wider int and int -> float are exact or rounded once */
     int64_t wide[16];
     ia[0] = -7;
     ia[1] = INT32_MAX;
-    gradref_tensor is = desc(ia, GRADREF_I32, 2, shape, st), ws = desc(wide, GRADREF_I64, 2, shape, st);
+    gradref_tensor is = desc(ia, GRADREF_I32, 2, shape, st),
+                   ws = desc(wide, GRADREF_I64, 2, shape, st);
     assert_int_equal(gradref_copy(&is, &ws, NULL), GRADREF_OK);
     assert_int_equal(wide[0], -7);
     assert_int_equal(wide[1], INT32_MAX);
@@ -691,9 +806,12 @@ static void test_exec_and_workspace(void **state) {
     assert_int_equal(gradref__workspace_acquire("op", &ctx, 100, &ptr, &owned), GRADREF_OK);
     assert_null(owned);
     assert_true((uintptr_t)ptr % GRADREF_WORKSPACE_ALIGN == 0);
-    assert_true((unsigned char *)ptr >= buf + 3 && (unsigned char *)ptr + 100 <= buf + 3 + given.workspace_bytes);
-    assert_int_equal(gradref__workspace_acquire("op", &ctx, 101, &ptr, &owned), GRADREF_ERR_WORKSPACE);
-    assert_string_equal(gradref_last_error(), "op: exec.workspace_bytes is 164 but 165 are required");
+    assert_true((unsigned char *)ptr >= buf + 3 &&
+                (unsigned char *)ptr + 100 <= buf + 3 + given.workspace_bytes);
+    assert_int_equal(gradref__workspace_acquire("op", &ctx, 101, &ptr, &owned),
+                     GRADREF_ERR_WORKSPACE);
+    assert_string_equal(gradref_last_error(),
+                        "op: exec.workspace_bytes is 164 but 165 are required");
     assert_int_equal(gradref__workspace_acquire("op", &ctx, 0, &ptr, &owned), GRADREF_OK);
     assert_null(ptr);
     assert_int_equal(gradref__exec_resolve("op", NULL, &ctx), GRADREF_OK);
@@ -702,7 +820,8 @@ static void test_exec_and_workspace(void **state) {
     assert_true((uintptr_t)ptr % GRADREF_WORKSPACE_ALIGN == 0);
     memset(ptr, 0, 1000);
     gradref__workspace_release(owned);
-    assert_int_equal(gradref__workspace_acquire("op", &ctx, SIZE_MAX - 8, &ptr, &owned), GRADREF_ERR_OVERFLOW);
+    assert_int_equal(gradref__workspace_acquire("op", &ctx, SIZE_MAX - 8, &ptr, &owned),
+                     GRADREF_ERR_OVERFLOW);
 }
 
 int main(void) {

@@ -38,8 +38,11 @@ static void widths(const problem_buf *p, int64_t *ds, int64_t *cum) {
 static gradref_status run_variant(problem_buf *p, variant v, const gradref_exec *exec) {
     int64_t ds[64], cum[64];
     widths(p, ds, cum);
-    if (v == FIXED) return gradref_recat_embedding_grad_output(&p->go3, p->ranks, p->num_ranks, &p->out, exec);
-    if (v == MIXED) return gradref_recat_embedding_grad_output_mixed_d(&p->go2, ds, p->num_ranks, &p->out, exec);
+    if (v == FIXED)
+        return gradref_recat_embedding_grad_output(&p->go3, p->ranks, p->num_ranks, &p->out, exec);
+    if (v == MIXED)
+        return gradref_recat_embedding_grad_output_mixed_d(&p->go2, ds, p->num_ranks, &p->out,
+                                                           exec);
     gradref_tensor dt, ct;
     int64_t w = p->num_ranks;
     gradref_tensor_init(&dt, ds, GRADREF_I64, 1, &w);
@@ -62,7 +65,8 @@ static void make_problem(problem_buf *p, int32_t dtype, int64_t B, int64_t D, co
     int64_t shape[3] = {B, T, D};
     int perm[3] = {0, 2, 1};
     int64_t pad[3] = {1, 2, 0};
-    p->go_buf = tu_make_tensor(&p->go3, dtype, 3, shape, strided ? perm : NULL, strided ? pad : NULL, NULL, r);
+    p->go_buf = tu_make_tensor(&p->go3, dtype, 3, shape, strided ? perm : NULL,
+                               strided ? pad : NULL, NULL, r);
     int64_t n = B * T * D;
     p->out_buf = tu_make_tensor(&p->out, dtype, 1, &n, NULL, NULL, &p->out_bytes, r);
     if (strided) {
@@ -95,7 +99,8 @@ static void expected_bits(const problem_buf *p, unsigned char *want) {
             for (int64_t t = first; t < first + p->ranks[rk]; t++)
                 for (int64_t d = 0; d < D; d++, k++) {
                     int64_t idx[3] = {b, t, d};
-                    memcpy(want + (size_t)k * esz, (char *)p->go3.data + tu_offset(&p->go3, idx), esz);
+                    memcpy(want + (size_t)k * esz, (char *)p->go3.data + tu_offset(&p->go3, idx),
+                           esz);
                 }
         first += p->ranks[rk];
     }
@@ -104,7 +109,8 @@ static void expected_bits(const problem_buf *p, unsigned char *want) {
 static void assert_out_equals(const problem_buf *p, const unsigned char *want) {
     size_t esz = tu_dtype_size(p->out.dtype);
     for (int64_t i = 0; i < p->out.shape[0]; i++)
-        if (memcmp((char *)p->out.data + (size_t)(i * p->out.strides[0]) * esz, want + (size_t)i * esz, esz))
+        if (memcmp((char *)p->out.data + (size_t)(i * p->out.strides[0]) * esz,
+                   want + (size_t)i * esz, esz))
             fail_msg("out[%lld] differs", (long long)i);
 }
 
@@ -114,10 +120,11 @@ static void test_fbgemm_worked_example(void **state) {
     (void)state;
     /* fbgemm_gpu/test/layout_transform_ops_test.py: B=4, dims [3,5,2], go = arange(40) */
     float go[40], out[40];
-    for (int i = 0; i < 40; i++) go[i] = (float)i;
-    static const float want[40] = {0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32,
-                                   3, 4, 5, 6, 7, 13, 14, 15, 16, 17, 23, 24, 25, 26, 27, 33, 34, 35, 36, 37,
-                                   8, 9, 18, 19, 28, 29, 38, 39};
+    for (int i = 0; i < 40; i++)
+        go[i] = (float)i;
+    static const float want[40] = {0,  1,  2,  10, 11, 12, 20, 21, 22, 30, 31, 32, 3,  4,
+                                   5,  6,  7,  13, 14, 15, 16, 17, 23, 24, 25, 26, 27, 33,
+                                   34, 35, 36, 37, 8,  9,  18, 19, 28, 29, 38, 39};
     int64_t dims[3] = {3, 5, 2}, cum[3] = {0, 3, 8}, w = 3, n = 40;
     int64_t s2[2] = {4, 10}, s3[3] = {4, 10, 1};
     gradref_tensor g2, g3, o, dt, ct;
@@ -128,10 +135,12 @@ static void test_fbgemm_worked_example(void **state) {
     gradref_tensor_init(&ct, cum, GRADREF_I64, 1, &w);
 
     memset(out, 0, sizeof out);
-    assert_int_equal(gradref_recat_embedding_grad_output_mixed_d(&g2, dims, 3, &o, NULL), GRADREF_OK);
+    assert_int_equal(gradref_recat_embedding_grad_output_mixed_d(&g2, dims, 3, &o, NULL),
+                     GRADREF_OK);
     assert_memory_equal(out, want, sizeof want);
     memset(out, 0, sizeof out);
-    assert_int_equal(gradref_recat_embedding_grad_output_mixed_d_batch(&g2, &dt, &ct, &o, NULL), GRADREF_OK);
+    assert_int_equal(gradref_recat_embedding_grad_output_mixed_d_batch(&g2, &dt, &ct, &o, NULL),
+                     GRADREF_OK);
     assert_memory_equal(out, want, sizeof want);
     memset(out, 0, sizeof out);
     assert_int_equal(gradref_recat_embedding_grad_output(&g3, dims, 3, &o, NULL), GRADREF_OK);
@@ -142,8 +151,10 @@ static void test_seed_examples(void **state) {
     (void)state;
     /* fixed D: B=2, T=5, D=2, num_features_per_rank [2,3] */
     float go3[20], out[20];
-    for (int i = 0; i < 20; i++) go3[i] = (float)(i + 1);
-    static const float want3[20] = {1, 2, 3, 4, 11, 12, 13, 14, 5, 6, 7, 8, 9, 10, 15, 16, 17, 18, 19, 20};
+    for (int i = 0; i < 20; i++)
+        go3[i] = (float)(i + 1);
+    static const float want3[20] = {1, 2, 3, 4,  11, 12, 13, 14, 5,  6,
+                                    7, 8, 9, 10, 15, 16, 17, 18, 19, 20};
     int64_t shape3[3] = {2, 5, 2}, n = 20, nf[2] = {2, 3};
     gradref_tensor g, o;
     gradref_tensor_init(&g, go3, GRADREF_F32, 3, shape3);
@@ -160,10 +171,12 @@ static void test_seed_examples(void **state) {
     gradref_tensor_init(&o2, out2, GRADREF_F32, 1, &n2);
     gradref_tensor_init(&dt, ds, GRADREF_I64, 1, &w);
     gradref_tensor_init(&ct, cum, GRADREF_I64, 1, &w);
-    assert_int_equal(gradref_recat_embedding_grad_output_mixed_d(&g2, ds, 2, &o2, NULL), GRADREF_OK);
+    assert_int_equal(gradref_recat_embedding_grad_output_mixed_d(&g2, ds, 2, &o2, NULL),
+                     GRADREF_OK);
     assert_memory_equal(out2, want2, sizeof want2);
     memset(out2, 0, sizeof out2);
-    assert_int_equal(gradref_recat_embedding_grad_output_mixed_d_batch(&g2, &dt, &ct, &o2, NULL), GRADREF_OK);
+    assert_int_equal(gradref_recat_embedding_grad_output_mixed_d_batch(&g2, &dt, &ct, &o2, NULL),
+                     GRADREF_OK);
     assert_memory_equal(out2, want2, sizeof want2);
 }
 
@@ -175,14 +188,14 @@ static void test_edge_cases(void **state) {
         int32_t num_ranks;
         int64_t ranks[5];
     } cases[] = {
-        {3, 2, 3, {0, 2, 1}},    /* empty rank first */
-        {3, 2, 3, {2, 0, 1}},    /* empty rank in the middle */
-        {3, 2, 3, {1, 2, 0}},    /* empty rank last */
-        {4, 3, 1, {5}},          /* one rank: a flatten */
-        {1, 4, 2, {1, 2}},       /* B = 1 */
-        {0, 2, 2, {1, 2}},       /* B = 0 */
-        {3, 2, 2, {0, 0}},       /* row width 0 */
-        {3, 0, 2, {1, 2}},       /* D = 0 */
+        {3, 2, 3, {0, 2, 1}}, /* empty rank first */
+        {3, 2, 3, {2, 0, 1}}, /* empty rank in the middle */
+        {3, 2, 3, {1, 2, 0}}, /* empty rank last */
+        {4, 3, 1, {5}},       /* one rank: a flatten */
+        {1, 4, 2, {1, 2}},    /* B = 1 */
+        {0, 2, 2, {1, 2}},    /* B = 0 */
+        {3, 2, 2, {0, 0}},    /* row width 0 */
+        {3, 0, 2, {1, 2}},    /* D = 0 */
         {2, 1, 5, {0, 0, 3, 0, 0}},
     };
     tu_rng r = tu_rng_make(10);
@@ -190,7 +203,8 @@ static void test_edge_cases(void **state) {
         for (int strided = 0; strided < 2; strided++)
             for (int v = FIXED; v <= BATCH; v++) {
                 problem_buf p;
-                make_problem(&p, GRADREF_F32, cases[c].B, cases[c].D, cases[c].ranks, cases[c].num_ranks, strided, &r);
+                make_problem(&p, GRADREF_F32, cases[c].B, cases[c].D, cases[c].ranks,
+                             cases[c].num_ranks, strided, &r);
                 if (v != FIXED && p.go2.ndim == 0) {
                     free_problem(&p);
                     continue;
@@ -215,7 +229,8 @@ static gradref__recat_plan plan_of(const problem_buf *p) {
     plan.batch = p->go3.shape[0];
     plan.features = p->go3.shape[1];
     plan.width = p->go3.shape[2];
-    for (int i = 0; i < 3; i++) plan.src_stride[i] = p->go3.strides[i];
+    for (int i = 0; i < 3; i++)
+        plan.src_stride[i] = p->go3.strides[i];
     plan.dst_stride = p->out.strides[0];
     plan.num_ranks = p->num_ranks;
     plan.rank_features = p->ranks;
@@ -256,7 +271,8 @@ static void test_fast_matches_reference(void **state) {
         int64_t B = tu_range(&r, 0, 9), D = tu_range(&r, 1, 40);
         int32_t W = (int32_t)tu_range(&r, 1, 8);
         int64_t ranks[8];
-        for (int i = 0; i < W; i++) ranks[i] = tu_range(&r, 0, 4) == 0 ? 0 : tu_range(&r, 1, 6);
+        for (int i = 0; i < W; i++)
+            ranks[i] = tu_range(&r, 0, 4) == 0 ? 0 : tu_range(&r, 1, 6);
         problem_buf p;
         make_problem(&p, dtype, B, D, ranks, W, iter % 3 == 1, &r);
         check_problem(&p);
@@ -318,8 +334,12 @@ static void fixture_init(error_fixture *f) {
         f->out[i] = -1.0f;
     }
     int64_t s2[2] = {4, 6}, s3[3] = {4, 3, 2}, n = OUT_N;
-    f->ds[0] = 2; f->ds[1] = 4; f->ds[2] = 0;
-    f->cum[0] = 0; f->cum[1] = 2; f->cum[2] = 6;
+    f->ds[0] = 2;
+    f->ds[1] = 4;
+    f->ds[2] = 0;
+    f->cum[0] = 0;
+    f->cum[1] = 2;
+    f->cum[2] = 6;
     f->w = 3;
     gradref_tensor_init(&f->go2, f->go, GRADREF_F32, 2, s2);
     gradref_tensor_init(&f->go3, f->go, GRADREF_F32, 3, s3);
@@ -331,7 +351,8 @@ static void fixture_init(error_fixture *f) {
 static void expect_error(error_fixture *f, gradref_status got, gradref_status want, const char *op,
                          const char *fragment) {
     if (got != want)
-        fail_msg("got %s, want %s (%s)", gradref_status_string(got), gradref_status_string(want), gradref_last_error());
+        fail_msg("got %s, want %s (%s)", gradref_status_string(got), gradref_status_string(want),
+                 gradref_last_error());
     const char *msg = gradref_last_error();
     if (strncmp(msg, op, strlen(op)) != 0 || msg[strlen(op)] != ':' || !strstr(msg, fragment))
         fail_msg("message '%s' lacks '%s: ...%s'", msg, op, fragment);
@@ -346,54 +367,102 @@ static void test_errors_mixed(void **state) {
     fixture_init(&f);
     gradref_tensor t;
     int64_t bad[3];
-    assert_int_equal(gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 3, &f.o, NULL), GRADREF_OK);
+    assert_int_equal(gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 3, &f.o, NULL),
+                     GRADREF_OK);
     fixture_init(&f);
 
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(NULL, f.ds, 3, &f.o, NULL), GRADREF_ERR_NULL, op, "grad_output is NULL");
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 3, NULL, NULL), GRADREF_ERR_NULL, op, "out is NULL");
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, NULL, 3, &f.o, NULL), GRADREF_ERR_NULL, op, "dim_sum_per_rank is NULL");
-    t = f.go2; t.data = NULL;
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&t, f.ds, 3, &f.o, NULL), GRADREF_ERR_NULL, op, "grad_output.data");
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 0, &f.o, NULL), GRADREF_ERR_PARAM, op, "num_ranks is 0");
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, -2, &f.o, NULL), GRADREF_ERR_PARAM, op, "num_ranks is -2");
-    bad[0] = 3; bad[1] = -1; bad[2] = 4;
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, bad, 3, &f.o, NULL), GRADREF_ERR_PARAM, op, "dim_sum_per_rank[1] is -1");
-    bad[0] = 2; bad[1] = 3; bad[2] = 0;
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, bad, 3, &f.o, NULL), GRADREF_ERR_PARAM, op, "sum to 5 but grad_output.shape[1] is 6");
-    bad[0] = INT64_MAX; bad[1] = 4; bad[2] = 0;
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, bad, 3, &f.o, NULL), GRADREF_ERR_OVERFLOW, op, "overflow");
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go3, f.ds, 3, &f.o, NULL), GRADREF_ERR_RANK, op, "grad_output.ndim is 3");
-    t = f.o; t.ndim = 2; t.shape[1] = 1; t.strides[1] = 1;
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 3, &t, NULL), GRADREF_ERR_RANK, op, "out.ndim is 2");
-    t = f.o; t.dtype = GRADREF_I32;
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 3, &t, NULL), GRADREF_ERR_DTYPE, op, "out.dtype is I32");
-    t = f.go2; t.dtype = 42;
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&t, f.ds, 3, &f.o, NULL), GRADREF_ERR_DTYPE, op, "grad_output.dtype is 42");
-    t = f.o; t.shape[0] = OUT_N - 1;
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 3, &t, NULL), GRADREF_ERR_SHAPE, op, "out.shape[0] is 23");
-    t = f.go2; t.shape[0] = -4;
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&t, f.ds, 3, &f.o, NULL), GRADREF_ERR_SHAPE, op, "grad_output.shape[0] is -4");
-    t = f.o; t.strides[0] = 0;
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 3, &t, NULL), GRADREF_ERR_STRIDE, op, "overlapping");
-    t = f.go2; t.strides[1] = -1;
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&t, f.ds, 3, &f.o, NULL), GRADREF_ERR_STRIDE, op, "grad_output.strides[1]");
-    t = f.go2; t.data = f.out; /* out overlaps grad_output */
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&t, f.ds, 3, &f.o, NULL), GRADREF_ERR_ALIAS, op, "out overlaps grad_output");
-    t = f.go2; t.shape[0] = INT64_C(1) << 40; t.strides[0] = INT64_C(1) << 40;
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&t, f.ds, 3, &f.o, NULL), GRADREF_ERR_OVERFLOW, op, "grad_output");
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(NULL, f.ds, 3, &f.o, NULL),
+                 GRADREF_ERR_NULL, op, "grad_output is NULL");
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 3, NULL, NULL),
+                 GRADREF_ERR_NULL, op, "out is NULL");
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, NULL, 3, &f.o, NULL),
+                 GRADREF_ERR_NULL, op, "dim_sum_per_rank is NULL");
+    t = f.go2;
+    t.data = NULL;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&t, f.ds, 3, &f.o, NULL),
+                 GRADREF_ERR_NULL, op, "grad_output.data");
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 0, &f.o, NULL),
+                 GRADREF_ERR_PARAM, op, "num_ranks is 0");
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, -2, &f.o, NULL),
+                 GRADREF_ERR_PARAM, op, "num_ranks is -2");
+    bad[0] = 3;
+    bad[1] = -1;
+    bad[2] = 4;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, bad, 3, &f.o, NULL),
+                 GRADREF_ERR_PARAM, op, "dim_sum_per_rank[1] is -1");
+    bad[0] = 2;
+    bad[1] = 3;
+    bad[2] = 0;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, bad, 3, &f.o, NULL),
+                 GRADREF_ERR_PARAM, op, "sum to 5 but grad_output.shape[1] is 6");
+    bad[0] = INT64_MAX;
+    bad[1] = 4;
+    bad[2] = 0;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, bad, 3, &f.o, NULL),
+                 GRADREF_ERR_OVERFLOW, op, "overflow");
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go3, f.ds, 3, &f.o, NULL),
+                 GRADREF_ERR_RANK, op, "grad_output.ndim is 3");
+    t = f.o;
+    t.ndim = 2;
+    t.shape[1] = 1;
+    t.strides[1] = 1;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 3, &t, NULL),
+                 GRADREF_ERR_RANK, op, "out.ndim is 2");
+    t = f.o;
+    t.dtype = GRADREF_I32;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 3, &t, NULL),
+                 GRADREF_ERR_DTYPE, op, "out.dtype is I32");
+    t = f.go2;
+    t.dtype = 42;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&t, f.ds, 3, &f.o, NULL),
+                 GRADREF_ERR_DTYPE, op, "grad_output.dtype is 42");
+    t = f.o;
+    t.shape[0] = OUT_N - 1;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 3, &t, NULL),
+                 GRADREF_ERR_SHAPE, op, "out.shape[0] is 23");
+    t = f.go2;
+    t.shape[0] = -4;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&t, f.ds, 3, &f.o, NULL),
+                 GRADREF_ERR_SHAPE, op, "grad_output.shape[0] is -4");
+    t = f.o;
+    t.strides[0] = 0;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 3, &t, NULL),
+                 GRADREF_ERR_STRIDE, op, "overlapping");
+    t = f.go2;
+    t.strides[1] = -1;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&t, f.ds, 3, &f.o, NULL),
+                 GRADREF_ERR_STRIDE, op, "grad_output.strides[1]");
+    t = f.go2;
+    t.data = f.out; /* out overlaps grad_output */
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&t, f.ds, 3, &f.o, NULL),
+                 GRADREF_ERR_ALIAS, op, "out overlaps grad_output");
+    t = f.go2;
+    t.shape[0] = INT64_C(1) << 40;
+    t.strides[0] = INT64_C(1) << 40;
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&t, f.ds, 3, &f.o, NULL),
+                 GRADREF_ERR_OVERFLOW, op, "grad_output");
     gradref_exec e = {NULL, 0, -1, 0};
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 3, &f.o, &e), GRADREF_ERR_PARAM, op, "exec.num_threads");
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 3, &f.o, &e),
+                 GRADREF_ERR_PARAM, op, "exec.num_threads");
     e.num_threads = 1;
     e.precision = 5;
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 3, &f.o, &e), GRADREF_ERR_PARAM, op, "exec.precision");
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d(&f.go2, f.ds, 3, &f.o, &e),
+                 GRADREF_ERR_PARAM, op, "exec.precision");
 
     size_t bytes = 99;
-    assert_int_equal(gradref_recat_embedding_grad_output_mixed_d_workspace_size(&f.go2, f.ds, 3, &f.o, &bytes), GRADREF_OK);
+    assert_int_equal(
+        gradref_recat_embedding_grad_output_mixed_d_workspace_size(&f.go2, f.ds, 3, &f.o, &bytes),
+        GRADREF_OK);
     assert_int_equal(bytes, 0);
     bytes = 99;
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_workspace_size(&f.go2, f.ds, 0, &f.o, &bytes), GRADREF_ERR_PARAM, op, "num_ranks");
+    expect_error(
+        &f,
+        gradref_recat_embedding_grad_output_mixed_d_workspace_size(&f.go2, f.ds, 0, &f.o, &bytes),
+        GRADREF_ERR_PARAM, op, "num_ranks");
     assert_int_equal(bytes, 99);
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_workspace_size(&f.go2, f.ds, 3, &f.o, NULL), GRADREF_ERR_NULL, op, "bytes is NULL");
+    expect_error(
+        &f, gradref_recat_embedding_grad_output_mixed_d_workspace_size(&f.go2, f.ds, 3, &f.o, NULL),
+        GRADREF_ERR_NULL, op, "bytes is NULL");
 }
 
 static void test_errors_fixed(void **state) {
@@ -405,13 +474,20 @@ static void test_errors_fixed(void **state) {
     gradref_tensor t;
     assert_int_equal(gradref_recat_embedding_grad_output(&f.go3, nf, 2, &f.o, NULL), GRADREF_OK);
     fixture_init(&f);
-    expect_error(&f, gradref_recat_embedding_grad_output(&f.go3, bad, 2, &f.o, NULL), GRADREF_ERR_PARAM, op, "sum to 2 but grad_output.shape[1] (T) is 3");
-    expect_error(&f, gradref_recat_embedding_grad_output(&f.go2, nf, 2, &f.o, NULL), GRADREF_ERR_RANK, op, "grad_output.ndim is 2 but must be 3");
-    expect_error(&f, gradref_recat_embedding_grad_output(&f.go3, NULL, 2, &f.o, NULL), GRADREF_ERR_NULL, op, "num_features_per_rank is NULL");
-    t = f.o; t.data = f.go + 1;
-    expect_error(&f, gradref_recat_embedding_grad_output(&f.go3, nf, 2, &t, NULL), GRADREF_ERR_ALIAS, op, "out overlaps grad_output");
+    expect_error(&f, gradref_recat_embedding_grad_output(&f.go3, bad, 2, &f.o, NULL),
+                 GRADREF_ERR_PARAM, op, "sum to 2 but grad_output.shape[1] (T) is 3");
+    expect_error(&f, gradref_recat_embedding_grad_output(&f.go2, nf, 2, &f.o, NULL),
+                 GRADREF_ERR_RANK, op, "grad_output.ndim is 2 but must be 3");
+    expect_error(&f, gradref_recat_embedding_grad_output(&f.go3, NULL, 2, &f.o, NULL),
+                 GRADREF_ERR_NULL, op, "num_features_per_rank is NULL");
+    t = f.o;
+    t.data = f.go + 1;
+    expect_error(&f, gradref_recat_embedding_grad_output(&f.go3, nf, 2, &t, NULL),
+                 GRADREF_ERR_ALIAS, op, "out overlaps grad_output");
     size_t bytes = 7;
-    assert_int_equal(gradref_recat_embedding_grad_output_workspace_size(&f.go3, nf, 2, &f.o, &bytes), GRADREF_OK);
+    assert_int_equal(
+        gradref_recat_embedding_grad_output_workspace_size(&f.go3, nf, 2, &f.o, &bytes),
+        GRADREF_OK);
     assert_int_equal(bytes, 0);
 }
 
@@ -421,7 +497,9 @@ static void test_errors_batch(void **state) {
     error_fixture f;
     fixture_init(&f);
     gradref_tensor t;
-    assert_int_equal(gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &f.dt, &f.ct, &f.o, NULL), GRADREF_OK);
+    assert_int_equal(
+        gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &f.dt, &f.ct, &f.o, NULL),
+        GRADREF_OK);
     fixture_init(&f);
 
     /* torchrec's buffers: inclusive prefix, int32 */
@@ -431,27 +509,54 @@ static void test_errors_batch(void **state) {
     inc.data = inclusive;
     c32.data = cum32;
     c32.dtype = GRADREF_I32;
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &f.dt, &inc, &f.o, NULL), GRADREF_ERR_PARAM, op, "inclusive prefix sum");
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &f.dt, &c32, &f.o, NULL), GRADREF_ERR_DTYPE, op, "cumsum_dim_sum_per_rank.dtype is I32");
+    expect_error(&f,
+                 gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &f.dt, &inc, &f.o, NULL),
+                 GRADREF_ERR_PARAM, op, "inclusive prefix sum");
+    expect_error(&f,
+                 gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &f.dt, &c32, &f.o, NULL),
+                 GRADREF_ERR_DTYPE, op, "cumsum_dim_sum_per_rank.dtype is I32");
     assert_non_null(strstr(gradref_last_error(), "torchrec"));
     int64_t wrong[3] = {0, 3, 6};
-    t = f.ct; t.data = wrong;
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &f.dt, &t, &f.o, NULL), GRADREF_ERR_PARAM, op, "cumsum_dim_sum_per_rank[1] is 3 but the exclusive prefix sum of dim_sum_per_rank gives 2");
+    t = f.ct;
+    t.data = wrong;
+    expect_error(
+        &f, gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &f.dt, &t, &f.o, NULL),
+        GRADREF_ERR_PARAM, op,
+        "cumsum_dim_sum_per_rank[1] is 3 but the exclusive prefix sum of dim_sum_per_rank gives 2");
     int64_t bad_ds[3] = {2, 5, -1};
-    t = f.dt; t.data = bad_ds;
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &t, &f.ct, &f.o, NULL), GRADREF_ERR_PARAM, op, "dim_sum_per_rank[2] is -1");
-    t = f.ct; t.shape[0] = 2;
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &f.dt, &t, &f.o, NULL), GRADREF_ERR_SHAPE, op, "cumsum_dim_sum_per_rank.shape[0] is 2");
-    t = f.dt; t.shape[0] = 0;
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &t, &f.ct, &f.o, NULL), GRADREF_ERR_SHAPE, op, "at least 1 rank");
-    t = f.dt; t.ndim = 2; t.shape[1] = 1; t.strides[1] = 1;
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &t, &f.ct, &f.o, NULL), GRADREF_ERR_RANK, op, "dim_sum_per_rank.ndim is 2");
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, NULL, &f.ct, &f.o, NULL), GRADREF_ERR_NULL, op, "dim_sum_per_rank is NULL");
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &f.dt, NULL, &f.o, NULL), GRADREF_ERR_NULL, op, "cumsum_dim_sum_per_rank is NULL");
+    t = f.dt;
+    t.data = bad_ds;
+    expect_error(&f,
+                 gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &t, &f.ct, &f.o, NULL),
+                 GRADREF_ERR_PARAM, op, "dim_sum_per_rank[2] is -1");
+    t = f.ct;
+    t.shape[0] = 2;
+    expect_error(&f,
+                 gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &f.dt, &t, &f.o, NULL),
+                 GRADREF_ERR_SHAPE, op, "cumsum_dim_sum_per_rank.shape[0] is 2");
+    t = f.dt;
+    t.shape[0] = 0;
+    expect_error(&f,
+                 gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &t, &f.ct, &f.o, NULL),
+                 GRADREF_ERR_SHAPE, op, "at least 1 rank");
+    t = f.dt;
+    t.ndim = 2;
+    t.shape[1] = 1;
+    t.strides[1] = 1;
+    expect_error(&f,
+                 gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &t, &f.ct, &f.o, NULL),
+                 GRADREF_ERR_RANK, op, "dim_sum_per_rank.ndim is 2");
+    expect_error(&f,
+                 gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, NULL, &f.ct, &f.o, NULL),
+                 GRADREF_ERR_NULL, op, "dim_sum_per_rank is NULL");
+    expect_error(&f,
+                 gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &f.dt, NULL, &f.o, NULL),
+                 GRADREF_ERR_NULL, op, "cumsum_dim_sum_per_rank is NULL");
     /* out must not overlap the index tensors either */
     int64_t shared[OUT_N + 3];
     memcpy(shared, f.ds, sizeof f.ds);
-    t = f.dt; t.data = shared;
+    t = f.dt;
+    t.data = shared;
     gradref_tensor o64 = f.o;
     o64.data = shared + 1;
     o64.dtype = GRADREF_I64;
@@ -460,7 +565,8 @@ static void test_errors_batch(void **state) {
     g64.data = go64;
     g64.dtype = GRADREF_I64;
     memset(go64, 0, sizeof go64);
-    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_batch(&g64, &t, &f.ct, &o64, NULL), GRADREF_ERR_ALIAS, op, "out overlaps dim_sum_per_rank");
+    expect_error(&f, gradref_recat_embedding_grad_output_mixed_d_batch(&g64, &t, &f.ct, &o64, NULL),
+                 GRADREF_ERR_ALIAS, op, "out overlaps dim_sum_per_rank");
 
     /* strided index tensors are read through their strides */
     int64_t spaced_ds[6] = {2, -9, 4, -9, 0, -9}, spaced_cum[6] = {0, -9, 2, -9, 6, -9};
@@ -469,8 +575,11 @@ static void test_errors_batch(void **state) {
     sd.strides[0] = 2;
     sc.data = spaced_cum;
     sc.strides[0] = 2;
-    assert_int_equal(gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &sd, &sc, &f.o, NULL), GRADREF_OK);
-    static const float want[OUT_N] = {0, 1, 6, 7, 12, 13, 18, 19, 2, 3, 4, 5, 8, 9, 10, 11, 14, 15, 16, 17, 20, 21, 22, 23};
+    assert_int_equal(
+        gradref_recat_embedding_grad_output_mixed_d_batch(&f.go2, &sd, &sc, &f.o, NULL),
+        GRADREF_OK);
+    static const float want[OUT_N] = {0, 1, 6,  7,  12, 13, 18, 19, 2,  3,  4,  5,
+                                      8, 9, 10, 11, 14, 15, 16, 17, 20, 21, 22, 23};
     assert_memory_equal(f.out, want, sizeof want);
 }
 

@@ -32,17 +32,22 @@ int64_t tu_range(tu_rng *r, int64_t lo, int64_t hi) {
     return lo + (int64_t)(tu_next(r) % (uint64_t)(hi - lo + 1));
 }
 
-double tu_uniform(tu_rng *r) { return (double)(tu_next(r) >> 11) * 0x1p-53; }
+double tu_uniform(tu_rng *r) {
+    return (double)(tu_next(r) >> 11) * 0x1p-53;
+}
 
 void tu_fill_random(void *p, size_t bytes, tu_rng *r) {
     unsigned char *c = p;
-    for (size_t i = 0; i < bytes; i++) c[i] = (unsigned char)tu_next(r);
+    for (size_t i = 0; i < bytes; i++)
+        c[i] = (unsigned char)tu_next(r);
 }
 
 size_t tu_dtype_size(int32_t dtype) {
     switch (dtype) {
-    case GRADREF_F64: case GRADREF_I64: return 8;
-    case GRADREF_F16: case GRADREF_BF16: return 2;
+    case GRADREF_F64:
+    case GRADREF_I64: return 8;
+    case GRADREF_F16:
+    case GRADREF_BF16: return 2;
     case GRADREF_I8: return 1;
     default: return 4;
     }
@@ -71,6 +76,7 @@ void *tu_make_tensor(gradref_tensor *t, int32_t dtype, int32_t ndim, const int64
 
 size_t tu_offset(const gradref_tensor *t, const int64_t *index) {
     int64_t off = 0;
-    for (int i = 0; i < t->ndim; i++) off += index[i] * t->strides[i];
+    for (int i = 0; i < t->ndim; i++)
+        off += index[i] * t->strides[i];
     return (size_t)off * tu_dtype_size(t->dtype);
 }

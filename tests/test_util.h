@@ -37,6 +37,7 @@ void *tu_make_tensor(gradref_tensor *t, int32_t dtype, int32_t ndim, const int64
 size_t tu_offset(const gradref_tensor *t, const int64_t *index);
 
 /* Thread counts the thread-invariance tests compare. */
-#define TU_THREAD_COUNTS {1, 2, 3}
+#define TU_THREAD_COUNTS                                                                           \
+  { 1, 2, 3 }
 
 #endif

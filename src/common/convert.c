@@ -107,8 +107,8 @@ static uint64_t magnitude(int64_t v) {
 uint16_t gradref__i64_to_f16(int64_t v) {
     uint16_t sign = (uint16_t)(v < 0 ? 0x8000u : 0u);
     if (v == 0) return 0;
-    return (uint16_t)(sign | gradref__f32_to_f16(round_to_format(magnitude(v), 0, F16_SIG_BITS,
-                                                                 F16_MIN_QUANTUM)));
+    return (uint16_t)(sign | gradref__f32_to_f16(
+                                 round_to_format(magnitude(v), 0, F16_SIG_BITS, F16_MIN_QUANTUM)));
 }
 
 uint16_t gradref__i64_to_bf16(int64_t v) {

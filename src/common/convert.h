@@ -40,8 +40,8 @@ static inline uint16_t gradref__f32_to_f16(float f) {
         return (uint16_t)(sign | 0x7c00u | (m ? m : 0x200u));
     }
     if (ax >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u); /* >= 65520 rounds to inf */
-    if (ax < 0x38800000u) {                                    /* below 2^-14: f16 subnormal */
-        if (ax <= 0x33000000u) return sign;                    /* <= 2^-25 ties to zero */
+    if (ax < 0x38800000u) {                                   /* below 2^-14: f16 subnormal */
+        if (ax <= 0x33000000u) return sign;                   /* <= 2^-25 ties to zero */
         uint32_t e = ax >> 23;
         uint32_t m = (ax & 0x7fffffu) | 0x800000u;
         uint32_t shift = 126u - e; /* 14..24: q = value * 2^24 */

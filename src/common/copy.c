@@ -24,13 +24,30 @@ static void convert_one(const char *s, int32_t sdt, char *d, int32_t ddt) {
         int is_wide = 0;
         switch (sdt) {
         case GRADREF_F32: memcpy(&narrow, s, 4); break;
-        case GRADREF_F16: { uint16_t h; memcpy(&h, s, 2); narrow = gradref__f16_to_f32(h); } break;
-        case GRADREF_BF16: { uint16_t h; memcpy(&h, s, 2); narrow = gradref__bf16_to_f32(h); } break;
-        default: memcpy(&wide, s, 8); is_wide = 1; break;
+        case GRADREF_F16: {
+            uint16_t h;
+            memcpy(&h, s, 2);
+            narrow = gradref__f16_to_f32(h);
+        } break;
+        case GRADREF_BF16: {
+            uint16_t h;
+            memcpy(&h, s, 2);
+            narrow = gradref__bf16_to_f32(h);
+        } break;
+        default:
+            memcpy(&wide, s, 8);
+            is_wide = 1;
+            break;
         }
         switch (ddt) {
-        case GRADREF_F64: { double v = is_wide ? wide : (double)narrow; memcpy(d, &v, 8); } break;
-        case GRADREF_F32: { float v = is_wide ? (float)wide : narrow; memcpy(d, &v, 4); } break;
+        case GRADREF_F64: {
+            double v = is_wide ? wide : (double)narrow;
+            memcpy(d, &v, 8);
+        } break;
+        case GRADREF_F32: {
+            float v = is_wide ? (float)wide : narrow;
+            memcpy(d, &v, 4);
+        } break;
         case GRADREF_F16: {
             uint16_t h = is_wide ? gradref__f64_to_f16(wide) : gradref__f32_to_f16(narrow);
             memcpy(d, &h, 2);
@@ -44,16 +61,39 @@ static void convert_one(const char *s, int32_t sdt, char *d, int32_t ddt) {
     }
     int64_t v;
     switch (sdt) {
-    case GRADREF_I8: { int8_t x; memcpy(&x, s, 1); v = x; } break;
-    case GRADREF_I32: { int32_t x; memcpy(&x, s, 4); v = x; } break;
+    case GRADREF_I8: {
+        int8_t x;
+        memcpy(&x, s, 1);
+        v = x;
+    } break;
+    case GRADREF_I32: {
+        int32_t x;
+        memcpy(&x, s, 4);
+        v = x;
+    } break;
     default: memcpy(&v, s, 8); break;
     }
     switch (ddt) {
-    case GRADREF_F64: { double x = (double)v; memcpy(d, &x, 8); } break;
-    case GRADREF_F32: { float x = (float)v; memcpy(d, &x, 4); } break;
-    case GRADREF_F16: { uint16_t h = gradref__i64_to_f16(v); memcpy(d, &h, 2); } break;
-    case GRADREF_BF16: { uint16_t h = gradref__i64_to_bf16(v); memcpy(d, &h, 2); } break;
-    case GRADREF_I32: { int32_t x = (int32_t)v; memcpy(d, &x, 4); } break; /* widening only */
+    case GRADREF_F64: {
+        double x = (double)v;
+        memcpy(d, &x, 8);
+    } break;
+    case GRADREF_F32: {
+        float x = (float)v;
+        memcpy(d, &x, 4);
+    } break;
+    case GRADREF_F16: {
+        uint16_t h = gradref__i64_to_f16(v);
+        memcpy(d, &h, 2);
+    } break;
+    case GRADREF_BF16: {
+        uint16_t h = gradref__i64_to_bf16(v);
+        memcpy(d, &h, 2);
+    } break;
+    case GRADREF_I32: {
+        int32_t x = (int32_t)v;
+        memcpy(d, &x, 4);
+    } break; /* widening only */
     default: memcpy(d, &v, 8); break;
     }
 }
@@ -66,7 +106,8 @@ static void copy_row(const char *s, int64_t ss, int32_t sdt, char *d, int64_t ds
             memcpy(d, s, (size_t)n * sz);
             return;
         }
-        for (int64_t i = 0; i < n; i++) memcpy(d + (size_t)(i * ds) * dz, s + (size_t)(i * ss) * sz, sz);
+        for (int64_t i = 0; i < n; i++)
+            memcpy(d + (size_t)(i * ds) * dz, s + (size_t)(i * ss) * sz, sz);
         return;
     }
     for (int64_t i = 0; i < n; i++)
@@ -91,8 +132,9 @@ gradref_status gradref_copy(const gradref_tensor *src, const gradref_tensor *dst
                              (int)src->ndim, (int)dst->ndim);
     for (int i = 0; i < src->ndim; i++)
         if (src->shape[i] != dst->shape[i])
-            return gradref__fail(GRADREF_ERR_SHAPE, OP, "src.shape[%d] is %lld but dst.shape[%d] is %lld",
-                                 i, (long long)src->shape[i], i, (long long)dst->shape[i]);
+            return gradref__fail(GRADREF_ERR_SHAPE, OP,
+                                 "src.shape[%d] is %lld but dst.shape[%d] is %lld", i,
+                                 (long long)src->shape[i], i, (long long)dst->shape[i]);
     if ((s = gradref__check_disjoint(OP, "dst", &de, "src", &se)) != GRADREF_OK) return s;
     if (de.numel == 0) return GRADREF_OK;
 

@@ -32,7 +32,8 @@ size_t gradref__workspace_bytes(size_t need) {
 }
 
 static void *align_up(void *p) {
-    uintptr_t a = ((uintptr_t)p + GRADREF_WORKSPACE_ALIGN - 1) & ~(uintptr_t)(GRADREF_WORKSPACE_ALIGN - 1);
+    uintptr_t a =
+        ((uintptr_t)p + GRADREF_WORKSPACE_ALIGN - 1) & ~(uintptr_t)(GRADREF_WORKSPACE_ALIGN - 1);
     return (void *)a;
 }
 
@@ -62,4 +63,6 @@ gradref_status gradref__workspace_acquire(const char *op, const gradref__ctx *ct
     return GRADREF_OK;
 }
 
-void gradref__workspace_release(void *owned) { free(owned); }
+void gradref__workspace_release(void *owned) {
+    free(owned);
+}

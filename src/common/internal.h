@@ -47,8 +47,8 @@ static inline int gradref__mul_ovf(int64_t a, int64_t b, int64_t *r) {
  * so serial builds stay free of unknown-pragma warnings. */
 #ifdef _OPENMP
 #  include <omp.h>
-#  define GRADREF_PRAGMA(x) _Pragma(#x)
-#  define GRADREF_OMP(x) GRADREF_PRAGMA(x)
+#  define GRADREF_PRAGMA(x) _Pragma(#  x)
+#  define GRADREF_OMP(x)    GRADREF_PRAGMA(x)
 #else
 #  define GRADREF_OMP(x)
 #endif

@@ -31,9 +31,13 @@ const char *gradref_status_string(gradref_status s) {
     return "GRADREF_ERR_UNKNOWN";
 }
 
-const char *gradref_last_error(void) { return last_error; }
+const char *gradref_last_error(void) {
+    return last_error;
+}
 
-const char *gradref_version(void) { return GRADREF_VERSION_STRING; }
+const char *gradref_version(void) {
+    return GRADREF_VERSION_STRING;
+}
 
 gradref_status gradref__fail(gradref_status s, const char *op, const char *fmt, ...) {
     int n = snprintf(last_error, sizeof last_error, "%s: ", op);

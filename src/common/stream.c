@@ -4,7 +4,7 @@
 #include <string.h>
 
 #if defined(__SSE2__)
-#include <emmintrin.h>
+#  include <emmintrin.h>
 
 void gradref__copy_stream(void *dst, const void *src, size_t bytes) {
     char *d = dst;
@@ -31,11 +31,15 @@ void gradref__copy_stream(void *dst, const void *src, size_t bytes) {
     memcpy(d + i, s + i, bytes - i);
 }
 
-void gradref__stream_fence(void) { _mm_sfence(); }
+void gradref__stream_fence(void) {
+    _mm_sfence();
+}
 
 #else
 
-void gradref__copy_stream(void *dst, const void *src, size_t bytes) { memcpy(dst, src, bytes); }
+void gradref__copy_stream(void *dst, const void *src, size_t bytes) {
+    memcpy(dst, src, bytes);
+}
 void gradref__stream_fence(void) {}
 
 #endif

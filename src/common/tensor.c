@@ -50,8 +50,8 @@ static gradref_status check_layout(const char *op, const char *name, const gradr
             return gradref__fail(GRADREF_ERR_SHAPE, op, "%s.shape[%d] is %lld, below 0", name, i,
                                  (long long)t->shape[i]);
         if (t->strides[i] < 0)
-            return gradref__fail(GRADREF_ERR_STRIDE, op, "%s.strides[%d] is %lld, below 0", name,
-                                 i, (long long)t->strides[i]);
+            return gradref__fail(GRADREF_ERR_STRIDE, op, "%s.strides[%d] is %lld, below 0", name, i,
+                                 (long long)t->strides[i]);
         if (t->shape[i] == 0) empty = 1;
     }
     int64_t numel = 1, span = 1, bytes;
@@ -87,8 +87,8 @@ gradref_status gradref__check_tensor(const char *op, const char *name, const gra
     gradref_status s = check_layout(op, name, t, &numel, &bytes);
     if (s != GRADREF_OK) return s;
     if (numel > 0 && t->data == NULL)
-        return gradref__fail(GRADREF_ERR_NULL, op, "%s.data is NULL but it has %lld elements",
-                             name, (long long)numel);
+        return gradref__fail(GRADREF_ERR_NULL, op, "%s.data is NULL but it has %lld elements", name,
+                             (long long)numel);
     uintptr_t lo = (uintptr_t)t->data;
     if (numel > 0 && (uintptr_t)bytes > UINTPTR_MAX - lo)
         return gradref__fail(GRADREF_ERR_OVERFLOW, op,
@@ -152,9 +152,8 @@ gradref_status gradref__check_rank(const char *op, const char *name, const gradr
 
 /* Strides of a dense layout whose memory order, outermost first, is order[0..ndim). A size-0
  * dim counts as 1, as PyTorch does, so strides stay meaningful for empty tensors. */
-static gradref_status init_dense(const char *op, gradref_tensor *t, void *data,
-                                 gradref_dtype dtype, int32_t ndim, const int64_t *shape,
-                                 const int *order) {
+static gradref_status init_dense(const char *op, gradref_tensor *t, void *data, gradref_dtype dtype,
+                                 int32_t ndim, const int64_t *shape, const int *order) {
     if (t == NULL) return gradref__fail(GRADREF_ERR_NULL, op, "t is NULL");
     if (ndim < 0 || ndim > GRADREF_MAX_DIMS)
         return gradref__fail(GRADREF_ERR_RANK, op, "ndim is %d, outside 0..%d", (int)ndim,
@@ -183,8 +182,8 @@ static gradref_status init_dense(const char *op, gradref_tensor *t, void *data,
     return GRADREF_OK;
 }
 
-gradref_status gradref_tensor_init(gradref_tensor *t, void *data, gradref_dtype dtype,
-                                   int32_t ndim, const int64_t *shape) {
+gradref_status gradref_tensor_init(gradref_tensor *t, void *data, gradref_dtype dtype, int32_t ndim,
+                                   const int64_t *shape) {
     static const int identity[GRADREF_MAX_DIMS] = {0, 1, 2, 3, 4, 5, 6, 7};
     return init_dense("tensor_init", t, data, dtype, ndim, shape, identity);
 }

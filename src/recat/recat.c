@@ -20,9 +20,9 @@ static gradref_status check_tensors(recat_args *a, int32_t go_ndim) {
     if ((s = gradref__check_output(a->op, "out", a->out, &a->out_ext)) != GRADREF_OK) return s;
     if ((s = gradref__check_rank(a->op, "out", a->out, 1)) != GRADREF_OK) return s;
     if (a->out->dtype != a->grad_output->dtype)
-        return gradref__fail(GRADREF_ERR_DTYPE, a->op, "out.dtype is %s but grad_output.dtype is %s",
-                             gradref__dtype_name(a->out->dtype),
-                             gradref__dtype_name(a->grad_output->dtype));
+        return gradref__fail(
+            GRADREF_ERR_DTYPE, a->op, "out.dtype is %s but grad_output.dtype is %s",
+            gradref__dtype_name(a->out->dtype), gradref__dtype_name(a->grad_output->dtype));
     if (a->out->shape[0] != a->go_ext.numel)
         return gradref__fail(GRADREF_ERR_SHAPE, a->op,
                              "out.shape[0] is %lld but grad_output has %lld elements",
@@ -31,8 +31,9 @@ static gradref_status check_tensors(recat_args *a, int32_t go_ndim) {
 }
 
 /* n_r >= 0 for every rank and sum n_r == total. */
-static gradref_status check_split(const char *op, const char *name, const int64_t *n, int64_t stride,
-                                  int64_t num_ranks, int64_t total, const char *total_name) {
+static gradref_status check_split(const char *op, const char *name, const int64_t *n,
+                                  int64_t stride, int64_t num_ranks, int64_t total,
+                                  const char *total_name) {
     int64_t sum = 0;
     for (int64_t r = 0; r < num_ranks; r++) {
         int64_t v = n[r * stride];
@@ -50,7 +51,8 @@ static gradref_status check_split(const char *op, const char *name, const int64_
 }
 
 static void fill_plan(gradref__recat_plan *p, const recat_args *a, int64_t features, int64_t width,
-                      const int64_t *strides, const int64_t *n, int64_t n_stride, int64_t num_ranks) {
+                      const int64_t *strides, const int64_t *n, int64_t n_stride,
+                      int64_t num_ranks) {
     p->src = (const char *)a->grad_output->data;
     p->dst = (char *)a->out->data;
     p->elem_size = gradref__dtype_size(a->grad_output->dtype);
@@ -67,7 +69,8 @@ static void fill_plan(gradref__recat_plan *p, const recat_args *a, int64_t featu
 }
 
 static gradref_status validate_list(recat_args *a, int32_t go_ndim, const int64_t *n,
-                                    int32_t num_ranks, const char *list_name, gradref__recat_plan *p) {
+                                    int32_t num_ranks, const char *list_name,
+                                    gradref__recat_plan *p) {
     gradref_status s;
     if ((s = check_tensors(a, go_ndim)) != GRADREF_OK) return s;
     if (num_ranks < 1)
@@ -96,8 +99,8 @@ static gradref_status check_index_tensor(const recat_args *a, const char *name,
                              name, gradref__dtype_name(t->dtype));
     if ((s = gradref__check_rank(a->op, name, t, 1)) != GRADREF_OK) return s;
     if (t->shape[0] < 1)
-        return gradref__fail(GRADREF_ERR_SHAPE, a->op, "%s.shape[0] is 0; at least 1 rank is required",
-                             name);
+        return gradref__fail(GRADREF_ERR_SHAPE, a->op,
+                             "%s.shape[0] is 0; at least 1 rank is required", name);
     return gradref__check_disjoint(a->op, "out", &a->out_ext, name, ext);
 }
 
@@ -107,13 +110,13 @@ static gradref_status validate_batch(recat_args *a, const gradref_tensor *dims,
     gradref__extent de, ce;
     if ((s = check_tensors(a, 2)) != GRADREF_OK) return s;
     if ((s = check_index_tensor(a, "dim_sum_per_rank", dims, &de)) != GRADREF_OK) return s;
-    if ((s = check_index_tensor(a, "cumsum_dim_sum_per_rank", cumsum, &ce)) != GRADREF_OK)
-        return s;
+    if ((s = check_index_tensor(a, "cumsum_dim_sum_per_rank", cumsum, &ce)) != GRADREF_OK) return s;
     int64_t W = dims->shape[0];
     if (cumsum->shape[0] != W)
-        return gradref__fail(GRADREF_ERR_SHAPE, a->op,
-                             "cumsum_dim_sum_per_rank.shape[0] is %lld but dim_sum_per_rank.shape[0] is %lld",
-                             (long long)cumsum->shape[0], (long long)W);
+        return gradref__fail(
+            GRADREF_ERR_SHAPE, a->op,
+            "cumsum_dim_sum_per_rank.shape[0] is %lld but dim_sum_per_rank.shape[0] is %lld",
+            (long long)cumsum->shape[0], (long long)W);
     const int64_t *n = (const int64_t *)dims->data, *c = (const int64_t *)cumsum->data;
     int64_t ns = dims->strides[0], cs = cumsum->strides[0];
     if ((s = check_split(a->op, "dim_sum_per_rank", n, ns, W, a->grad_output->shape[1],
@@ -149,8 +152,8 @@ static gradref_status validate_batch(recat_args *a, const gradref_tensor *dims,
 #define OP_MIXED "recat_embedding_grad_output_mixed_d"
 #define OP_BATCH "recat_embedding_grad_output_mixed_d_batch"
 
-static gradref_status execute(const char *op, gradref_status validated, const gradref__recat_plan *p,
-                              const gradref_exec *exec) {
+static gradref_status execute(const char *op, gradref_status validated,
+                              const gradref__recat_plan *p, const gradref_exec *exec) {
     gradref__ctx ctx;
     gradref_status s = gradref__exec_resolve(op, exec, &ctx);
     if (s != GRADREF_OK) return s;
@@ -197,9 +200,8 @@ gradref_status gradref_recat_embedding_grad_output_workspace_size(
     const gradref_tensor *grad_output, const int64_t *num_features_per_rank, int32_t num_ranks,
     const gradref_tensor *out, size_t *bytes) {
     gradref__recat_plan p;
-    return report_workspace(OP_FIXED,
-                            validate_fixed(grad_output, num_features_per_rank, num_ranks, out, &p),
-                            bytes);
+    return report_workspace(
+        OP_FIXED, validate_fixed(grad_output, num_features_per_rank, num_ranks, out, &p), bytes);
 }
 
 gradref_status gradref_recat_embedding_grad_output_mixed_d(const gradref_tensor *grad_output,
@@ -216,9 +218,8 @@ gradref_status gradref_recat_embedding_grad_output_mixed_d_workspace_size(
     const gradref_tensor *grad_output, const int64_t *dim_sum_per_rank, int32_t num_ranks,
     const gradref_tensor *out, size_t *bytes) {
     gradref__recat_plan p;
-    return report_workspace(OP_MIXED,
-                            validate_mixed(grad_output, dim_sum_per_rank, num_ranks, out, &p),
-                            bytes);
+    return report_workspace(
+        OP_MIXED, validate_mixed(grad_output, dim_sum_per_rank, num_ranks, out, &p), bytes);
 }
 
 gradref_status gradref_recat_embedding_grad_output_mixed_d_batch(
@@ -226,18 +227,18 @@ gradref_status gradref_recat_embedding_grad_output_mixed_d_batch(
     const gradref_tensor *cumsum_dim_sum_per_rank, const gradref_tensor *out,
     const gradref_exec *exec) {
     gradref__recat_plan p;
-    return execute(OP_BATCH,
-                   validate_mixed_batch(grad_output, dim_sum_per_rank, cumsum_dim_sum_per_rank,
-                                        out, &p),
-                   &p, exec);
+    return execute(
+        OP_BATCH,
+        validate_mixed_batch(grad_output, dim_sum_per_rank, cumsum_dim_sum_per_rank, out, &p), &p,
+        exec);
 }
 
 gradref_status gradref_recat_embedding_grad_output_mixed_d_batch_workspace_size(
     const gradref_tensor *grad_output, const gradref_tensor *dim_sum_per_rank,
     const gradref_tensor *cumsum_dim_sum_per_rank, const gradref_tensor *out, size_t *bytes) {
     gradref__recat_plan p;
-    return report_workspace(OP_BATCH,
-                            validate_mixed_batch(grad_output, dim_sum_per_rank,
-                                                 cumsum_dim_sum_per_rank, out, &p),
-                            bytes);
+    return report_workspace(
+        OP_BATCH,
+        validate_mixed_batch(grad_output, dim_sum_per_rank, cumsum_dim_sum_per_rank, out, &p),
+        bytes);
 }

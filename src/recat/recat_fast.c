@@ -37,7 +37,8 @@ static void copy_small(char *dst, const char *src, size_t bytes) {
         memcpy(dst, &a, 4);
         memcpy(dst + bytes - 4, &b, 4);
     } else {
-        for (size_t i = 0; i < bytes; i++) dst[i] = src[i];
+        for (size_t i = 0; i < bytes; i++)
+            dst[i] = src[i];
     }
 }
 
@@ -54,12 +55,14 @@ static void copy_item(const gradref__recat_plan *p, int64_t first, int64_t n, in
     const size_t src_pitch = (size_t)st[0] * esz;
     if (dense) { /* out's rows of this item are adjacent: dst advances by one segment */
         if (bytes < SMALL_SEGMENT_BYTES) {
-            for (int64_t b = b0; b < b1; b++, src += src_pitch, dst += bytes) copy_small(dst, src, bytes);
+            for (int64_t b = b0; b < b1; b++, src += src_pitch, dst += bytes)
+                copy_small(dst, src, bytes);
         } else if (stream && bytes >= STREAM_SEGMENT_BYTES) {
             for (int64_t b = b0; b < b1; b++, src += src_pitch, dst += bytes)
                 gradref__copy_stream(dst, src, bytes);
         } else {
-            for (int64_t b = b0; b < b1; b++, src += src_pitch, dst += bytes) memcpy(dst, src, bytes);
+            for (int64_t b = b0; b < b1; b++, src += src_pitch, dst += bytes)
+                memcpy(dst, src, bytes);
         }
         return;
     }
@@ -81,8 +84,7 @@ void gradref__recat_fast(const gradref__recat_plan *p, int num_threads) {
     int threads = total_bytes >= PARALLEL_MIN_BYTES ? num_threads : 1;
     if ((int64_t)threads > items) threads = (int)items;
     (void)threads;
-    GRADREF_OMP(omp parallel num_threads(threads))
-    {
+    GRADREF_OMP(omp parallel num_threads(threads)) {
         int64_t team = 1, me = 0;
 #ifdef _OPENMP
         team = omp_get_num_threads();
@@ -92,7 +94,8 @@ void gradref__recat_fast(const gradref__recat_plan *p, int num_threads) {
         if (begin < end) {
             int64_t k = begin / W, r = begin % W;
             int64_t first = 0; /* F_r: the features of the ranks before r */
-            for (int64_t q = 0; q < r; q++) first += p->rank_features[q * p->rank_features_stride];
+            for (int64_t q = 0; q < r; q++)
+                first += p->rank_features[q * p->rank_features_stride];
             for (int64_t i = begin; i < end; i++) {
                 int64_t n = p->rank_features[r * p->rank_features_stride];
                 int64_t b0 = k * block, b1 = b0 + block < B ? b0 + block : B;

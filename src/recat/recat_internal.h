@@ -11,12 +11,12 @@ typedef struct gradref__recat_plan {
     const char *src;
     char *dst;
     size_t elem_size;
-    int64_t batch;         /* B */
-    int64_t features;      /* T */
-    int64_t width;         /* D */
-    int64_t src_stride[3]; /* element strides of b, t, d */
-    int64_t dst_stride;    /* element stride of out */
-    int64_t num_ranks;     /* W >= 1 */
+    int64_t batch;                /* B */
+    int64_t features;             /* T */
+    int64_t width;                /* D */
+    int64_t src_stride[3];        /* element strides of b, t, d */
+    int64_t dst_stride;           /* element stride of out */
+    int64_t num_ranks;            /* W >= 1 */
     const int64_t *rank_features; /* n_r = rank_features[r * rank_features_stride] */
     int64_t rank_features_stride;
 } gradref__recat_plan;
