@@ -8,6 +8,7 @@
 #include "test_util.h"
 
 #include "../bench/problem.h"
+#include "golden.h"
 #include "recat/recat_internal.h"
 
 /* ------------------------------------------------------------ helpers */
@@ -178,6 +179,61 @@ static void test_seed_examples(void **state) {
     assert_int_equal(gradref_recat_embedding_grad_output_mixed_d_batch(&g2, &dt, &ct, &o2, NULL),
                      GRADREF_OK);
     assert_memory_equal(out2, want2, sizeof want2);
+}
+
+static int32_t dtype_from_name(const char *s) {
+    static const char *names[] = {"f32", "f64", "f16", "bf16", "i8", "i32", "i64"};
+    for (int32_t d = 0; d < 7; d++)
+        if (strcmp(s, names[d]) == 0) return d;
+    fail_msg("unknown dtype '%s'", s);
+    return -1;
+}
+
+/* Fixtures from PyTorch's split+cat (tests/golden/generate.py): f16/bf16/f32 special bit
+ * patterns (NaN payloads, signalling NaNs, -0, subnormals, inf) through every variant. */
+static void test_golden_pytorch(void **state) {
+    (void)state;
+    int count;
+    golden_case *cases = golden_load(GRADREF_GOLDEN_DIR "/recat.txt", &count);
+    assert_true(count >= 3);
+    for (int c = 0; c < count; c++) {
+        const golden_case *g = &cases[c];
+        int32_t dtype = dtype_from_name(golden_get(g, "dtype"));
+        size_t esz = tu_dtype_size(dtype);
+        int64_t shape[3], split[64], cum[64];
+        int nd = golden_ints(g, "shape", shape, 3), w = golden_ints(g, "split", split, 64);
+        int64_t numel = 1;
+        for (int i = 0; i < nd; i++)
+            numel *= shape[i];
+        unsigned char *in = malloc((size_t)numel * esz), *want = malloc((size_t)numel * esz),
+                      *out = calloc((size_t)numel, esz);
+        assert_int_equal(golden_bits(g, "input", in, esz, (size_t)numel), numel);
+        assert_int_equal(golden_bits(g, "expected", want, esz, (size_t)numel), numel);
+        gradref_tensor go, o, dt, ct;
+        int64_t w64 = w;
+        gradref_tensor_init(&go, in, dtype, nd, shape);
+        gradref_tensor_init(&o, out, dtype, 1, &numel);
+        const char *variant = golden_get(g, "variant");
+        gradref_status s;
+        if (strcmp(variant, "fixed") == 0) {
+            s = gradref_recat_embedding_grad_output(&go, split, w, &o, NULL);
+        } else if (strcmp(variant, "mixed") == 0) {
+            s = gradref_recat_embedding_grad_output_mixed_d(&go, split, w, &o, NULL);
+        } else {
+            for (int r = 0, acc = 0; r < w; acc += (int)split[r], r++)
+                cum[r] = acc;
+            gradref_tensor_init(&dt, split, GRADREF_I64, 1, &w64);
+            gradref_tensor_init(&ct, cum, GRADREF_I64, 1, &w64);
+            s = gradref_recat_embedding_grad_output_mixed_d_batch(&go, &dt, &ct, &o, NULL);
+        }
+        if (s != GRADREF_OK) fail_msg("%s: %s", g->name, gradref_last_error());
+        if (memcmp(out, want, (size_t)numel * esz) != 0)
+            fail_msg("%s differs from PyTorch", g->name);
+        free(in);
+        free(want);
+        free(out);
+    }
+    golden_free(cases, count);
 }
 
 /* Edge cases, each through all three variants against the upstream split+cat formula. */
@@ -586,15 +642,11 @@ static void test_errors_batch(void **state) {
 int main(void) {
     tu_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_fbgemm_worked_example),
-        cmocka_unit_test(test_seed_examples),
-        cmocka_unit_test(test_edge_cases),
-        cmocka_unit_test(test_fast_matches_reference),
-        cmocka_unit_test(test_threads_bitwise_equal),
-        cmocka_unit_test(test_bench_problems),
-        cmocka_unit_test(test_errors_mixed),
-        cmocka_unit_test(test_errors_fixed),
-        cmocka_unit_test(test_errors_batch),
+        cmocka_unit_test(test_fbgemm_worked_example),  cmocka_unit_test(test_seed_examples),
+        cmocka_unit_test(test_golden_pytorch),         cmocka_unit_test(test_edge_cases),
+        cmocka_unit_test(test_fast_matches_reference), cmocka_unit_test(test_threads_bitwise_equal),
+        cmocka_unit_test(test_bench_problems),         cmocka_unit_test(test_errors_mixed),
+        cmocka_unit_test(test_errors_fixed),           cmocka_unit_test(test_errors_batch),
     };
     return cmocka_run_group_tests_name("recat", tests, NULL, NULL);
 }

@@ -1,0 +1,88 @@
+#!/usr/bin/python3
+"""Writes the golden fixtures under tests/golden/ from PyTorch (Debian: python3-torch).
+
+CI never runs this: the fixtures are committed. Rerun it after changing a case:
+    /usr/bin/python3 tests/golden/generate.py
+
+Format (read by tests/golden.c): records of
+    case <name>
+    <key> <value> <value> ...      (integers, or element bits in hex for data keys)
+    end
+"""
+import os
+
+import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BITS = {torch.float32: torch.int32, torch.float16: torch.int16, torch.bfloat16: torch.int16,
+        torch.float64: torch.int64}
+NAMES = {torch.float32: "f32", torch.float16: "f16", torch.bfloat16: "bf16", torch.float64: "f64"}
+
+
+def hex_bits(t):
+    width = t.element_size() * 2
+    mask = (1 << (width * 4)) - 1
+    return " ".join(format(int(v) & mask, "0%dx" % width) for v in t.reshape(-1).view(BITS[t.dtype]).tolist())
+
+
+def special_values(n, dtype, gen):
+    """Random values with the bit patterns a copy must keep: NaN payloads, -0, subnormals, inf."""
+    x = torch.randn(n, generator=gen).to(dtype)
+    bits = x.view(BITS[dtype])
+    if dtype == torch.float16:
+        specials = [0x7E01, 0xFC00, 0x8000, 0x0001, 0x7C01, 0x83FF]
+    elif dtype == torch.bfloat16:
+        specials = [0x7FC1, 0xFF80, 0x8000, 0x0001, 0x7F81, 0xFF81]
+    else:
+        specials = [0x7FC00001, 0xFF800000, 0x80000000, 0x00000001, 0x7F800001]
+    width = 8 * x.element_size()
+    for i, s in enumerate(specials):
+        s &= (1 << width) - 1
+        bits[(i * 7) % n] = s - (1 << width) if s >= 1 << (width - 1) else s  # as signed
+    return x
+
+
+def recat_reference(go2d, widths):
+    """fbgemm_gpu's test reference: split(dim=1), flatten, cat."""
+    return torch.cat([b.contiguous().view(-1) for b in go2d.split(widths, dim=1)])
+
+
+def recat_cases(gen):
+    out = []
+    # mixed D, f16, an empty rank in the middle
+    dims = [2, 0, 3, 1]
+    go = special_values(3 * sum(dims), torch.float16, gen).view(3, sum(dims))
+    out.append(("recat_mixed_f16", "mixed", go, dims, 1, recat_reference(go, dims)))
+    # fixed D, f32: (B, T, D) = (2, 4, 3), features per rank [1, 0, 3]
+    features = [1, 0, 3]
+    go = special_values(2 * 4 * 3, torch.float32, gen).view(2, 4, 3)
+    out.append(("recat_fixed_f32", "fixed", go, features, 3,
+                recat_reference(go.view(2, 12), [f * 3 for f in features])))
+    # batch variant, bf16, empty rank last
+    dims = [1, 2, 5, 0]
+    go = special_values(4 * sum(dims), torch.bfloat16, gen).view(4, sum(dims))
+    out.append(("recat_batch_bf16", "batch", go, dims, 1, recat_reference(go, dims)))
+    return out
+
+
+def write_recat(path, cases):
+    with open(path, "w") as f:
+        f.write("# recat golden fixtures: PyTorch %s split+cat (tests/golden/generate.py)\n" % torch.__version__)
+        for name, variant, go, dims, width, expected in cases:
+            f.write("case %s\n" % name)
+            f.write("variant %s\n" % variant)
+            f.write("dtype %s\n" % NAMES[go.dtype])
+            f.write("shape %s\n" % " ".join(str(s) for s in go.shape))
+            f.write("split %s\n" % " ".join(str(d) for d in dims))
+            f.write("input %s\n" % hex_bits(go))
+            f.write("expected %s\n" % hex_bits(expected))
+            f.write("end\n")
+
+
+def main():
+    gen = torch.Generator().manual_seed(20261129)
+    write_recat(os.path.join(HERE, "recat.txt"), recat_cases(gen))
+
+
+if __name__ == "__main__":
+    main()
