@@ -383,40 +383,31 @@ static void check_bf16(double x) {
     }
 }
 
-/* Every tie point between neighbouring values, and the nearest floats and doubles on either
+/* Every tie point between neighbouring values of a 16-bit format (bit patterns below `top`,
+ * whose next value is `beyond` past the largest), and the nearest floats and doubles on either
  * side of it: the cases where a wrong rounding (or a double rounding through f32) shows. */
+static void probe_ties(double (*value)(uint16_t), uint32_t top, double beyond,
+                       void (*check)(double)) {
+    for (uint32_t h = 0; h < top; h++) {
+        double lo = value((uint16_t)h), hi = h + 1 == top ? beyond : value((uint16_t)(h + 1));
+        double mid = (lo + hi) / 2;
+        double probes[] = {mid,
+                           nextafter(mid, 0),
+                           nextafter(mid, INFINITY),
+                           (double)nextafterf((float)mid, 0),
+                           (double)nextafterf((float)mid, INFINITY),
+                           lo};
+        for (size_t k = 0; k < sizeof probes / sizeof probes[0]; k++) {
+            check(probes[k]);
+            check(-probes[k]);
+        }
+    }
+}
+
 static void test_rounding_ties(void **state) {
     (void)state;
-    for (uint32_t h = 0; h < 0x7c00; h++) {
-        double lo = f16_value((uint16_t)h),
-               hi = h + 1 == 0x7c00 ? 65536.0 : f16_value((uint16_t)(h + 1));
-        double mid = (lo + hi) / 2;
-        double probes[] = {mid,
-                           nextafter(mid, 0),
-                           nextafter(mid, INFINITY),
-                           (double)nextafterf((float)mid, 0),
-                           (double)nextafterf((float)mid, INFINITY),
-                           lo};
-        for (size_t k = 0; k < sizeof probes / sizeof probes[0]; k++) {
-            check_f16(probes[k]);
-            check_f16(-probes[k]);
-        }
-    }
-    for (uint32_t h = 0; h < 0x7f80; h++) {
-        double lo = bf16_value((uint16_t)h),
-               hi = h + 1 == 0x7f80 ? ldexp(1, 128) : bf16_value((uint16_t)(h + 1));
-        double mid = (lo + hi) / 2;
-        double probes[] = {mid,
-                           nextafter(mid, 0),
-                           nextafter(mid, INFINITY),
-                           (double)nextafterf((float)mid, 0),
-                           (double)nextafterf((float)mid, INFINITY),
-                           lo};
-        for (size_t k = 0; k < sizeof probes / sizeof probes[0]; k++) {
-            check_bf16(probes[k]);
-            check_bf16(-probes[k]);
-        }
-    }
+    probe_ties(f16_value, 0x7c00, 65536.0, check_f16);
+    probe_ties(bf16_value, 0x7f80, ldexp(1, 128), check_bf16);
     check_f16(INFINITY);
     check_f16(-INFINITY);
     check_bf16(INFINITY);

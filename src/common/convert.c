@@ -74,46 +74,50 @@ static f64_parts split_f64(double d) {
     return p;
 }
 
+/* What differs between the two 16-bit formats. */
+typedef struct half_format {
+    int sig_bits, min_quantum;
+    uint16_t inf, quiet;
+    int payload_shift; /* f64 fraction bits dropped to keep the top of a NaN payload */
+    uint16_t (*from_exact_f32)(float);
+} half_format;
+
+static const half_format F16 = {F16_SIG_BITS, F16_MIN_QUANTUM,    0x7c00u, 0x200u,
+                                42,           gradref__f32_to_f16};
+static const half_format BF16 = {BF16_SIG_BITS,       BF16_MIN_QUANTUM, 0x7f80u, 0x40u, 45,
+                                 gradref__f32_to_bf16};
+
+static uint16_t f64_to_half(double d, const half_format *f) {
+    f64_parts p = split_f64(d);
+    uint16_t sign = (uint16_t)(p.negative ? 0x8000u : 0u);
+    if (p.kind == 3) {
+        uint16_t m = (uint16_t)(p.payload >> f->payload_shift);
+        return (uint16_t)(sign | f->inf | (m ? m : f->quiet));
+    }
+    if (p.kind == 2) return (uint16_t)(sign | f->inf);
+    if (p.kind == 0) return sign;
+    /* the rounded value is exact in f32 (or past the format's range, which gives inf) */
+    return (uint16_t)(sign |
+                      f->from_exact_f32(round_to_format(p.m, p.e, f->sig_bits, f->min_quantum)));
+}
+
+static uint16_t i64_to_half(int64_t v, const half_format *f) {
+    if (v == 0) return 0;
+    uint16_t sign = (uint16_t)(v < 0 ? 0x8000u : 0u);
+    uint64_t magnitude = v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
+    return (uint16_t)(sign | f->from_exact_f32(
+                                 round_to_format(magnitude, 0, f->sig_bits, f->min_quantum)));
+}
+
 uint16_t gradref__f64_to_f16(double d) {
-    f64_parts p = split_f64(d);
-    uint16_t sign = (uint16_t)(p.negative ? 0x8000u : 0u);
-    if (p.kind == 3) {
-        uint16_t m = (uint16_t)(p.payload >> 42);
-        return (uint16_t)(sign | 0x7c00u | (m ? m : 0x200u));
-    }
-    if (p.kind == 2) return (uint16_t)(sign | 0x7c00u);
-    if (p.kind == 0) return sign;
-    float r = round_to_format(p.m, p.e, F16_SIG_BITS, F16_MIN_QUANTUM);
-    return (uint16_t)(sign | gradref__f32_to_f16(r)); /* exact, or inf past 65504 */
+    return f64_to_half(d, &F16);
 }
-
 uint16_t gradref__f64_to_bf16(double d) {
-    f64_parts p = split_f64(d);
-    uint16_t sign = (uint16_t)(p.negative ? 0x8000u : 0u);
-    if (p.kind == 3) {
-        uint16_t m = (uint16_t)(p.payload >> 45);
-        return (uint16_t)(sign | 0x7f80u | (m ? m : 0x40u));
-    }
-    if (p.kind == 2) return (uint16_t)(sign | 0x7f80u);
-    if (p.kind == 0) return sign;
-    float r = round_to_format(p.m, p.e, BF16_SIG_BITS, BF16_MIN_QUANTUM);
-    return (uint16_t)(sign | gradref__f32_to_bf16(r));
+    return f64_to_half(d, &BF16);
 }
-
-static uint64_t magnitude(int64_t v) {
-    return v < 0 ? (uint64_t)0 - (uint64_t)v : (uint64_t)v;
-}
-
 uint16_t gradref__i64_to_f16(int64_t v) {
-    uint16_t sign = (uint16_t)(v < 0 ? 0x8000u : 0u);
-    if (v == 0) return 0;
-    return (uint16_t)(sign | gradref__f32_to_f16(
-                                 round_to_format(magnitude(v), 0, F16_SIG_BITS, F16_MIN_QUANTUM)));
+    return i64_to_half(v, &F16);
 }
-
 uint16_t gradref__i64_to_bf16(int64_t v) {
-    uint16_t sign = (uint16_t)(v < 0 ? 0x8000u : 0u);
-    if (v == 0) return 0;
-    return (uint16_t)(sign | gradref__f32_to_bf16(round_to_format(magnitude(v), 0, BF16_SIG_BITS,
-                                                                  BF16_MIN_QUANTUM)));
+    return i64_to_half(v, &BF16);
 }

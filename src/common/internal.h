@@ -43,6 +43,15 @@ static inline int gradref__mul_ovf(int64_t a, int64_t b, int64_t *r) {
 #endif
 }
 
+/* The part [*begin, *end) of [0, n) that member `me` of a team of `team` takes: contiguous,
+ * in order, sizes differing by at most one, no intermediate overflow. */
+static inline void gradref__split_range(int64_t n, int64_t team, int64_t me, int64_t *begin,
+                                        int64_t *end) {
+    int64_t base = n / team, extra = n % team;
+    *begin = me * base + (me < extra ? me : extra);
+    *end = *begin + base + (me < extra ? 1 : 0);
+}
+
 /* OpenMP glue: GRADREF_OMP(omp parallel for ...) is a pragma with OpenMP and nothing without,
  * so serial builds stay free of unknown-pragma warnings. */
 #ifdef _OPENMP

@@ -79,33 +79,36 @@ void gradref__recat_fast(const gradref__recat_plan *p, int num_threads) {
     int64_t block = BLOCK_BYTES / row_bytes;
     if (block < 1) block = 1;
     if (block > B) block = B;
-    const int64_t items = (B + block - 1) / block * W;
+    const int64_t blocks = (B + block - 1) / block;
+    int64_t items;
     const int stream = p->dst_stride == 1 && (size_t)total_bytes >= GRADREF_STREAM_MIN_BYTES;
     int threads = total_bytes >= PARALLEL_MIN_BYTES ? num_threads : 1;
+    if (gradref__mul_ovf(blocks, W, &items)) { /* absurdly many empty ranks: one thread walks all */
+        items = INT64_MAX;
+        threads = 1;
+    }
     if ((int64_t)threads > items) threads = (int)items;
     (void)threads;
     GRADREF_OMP(omp parallel num_threads(threads)) {
-        int64_t team = 1, me = 0;
+        int64_t team = 1, me = 0, begin, end;
 #ifdef _OPENMP
         team = omp_get_num_threads();
         me = omp_get_thread_num();
 #endif
-        int64_t begin = items * me / team, end = items * (me + 1) / team;
-        if (begin < end) {
-            int64_t k = begin / W, r = begin % W;
-            int64_t first = 0; /* F_r: the features of the ranks before r */
-            for (int64_t q = 0; q < r; q++)
-                first += p->rank_features[q * p->rank_features_stride];
-            for (int64_t i = begin; i < end; i++) {
-                int64_t n = p->rank_features[r * p->rank_features_stride];
-                int64_t b0 = k * block, b1 = b0 + block < B ? b0 + block : B;
-                if (n > 0) copy_item(p, first, n, b0, b1, stream);
-                first += n;
-                if (++r == W) {
-                    r = 0;
-                    first = 0;
-                    k++;
-                }
+        gradref__split_range(items, team, me, &begin, &end);
+        int64_t k = begin / W, r = begin % W;
+        int64_t first = 0; /* F_r: the features of the ranks before r */
+        for (int64_t q = 0; q < r; q++)
+            first += p->rank_features[q * p->rank_features_stride];
+        for (int64_t i = begin; i < end && k < blocks; i++) {
+            int64_t n = p->rank_features[r * p->rank_features_stride];
+            int64_t b0 = k * block, b1 = b0 + block < B ? b0 + block : B;
+            if (n > 0) copy_item(p, first, n, b0, b1, stream);
+            first += n;
+            if (++r == W) {
+                r = 0;
+                first = 0;
+                k++;
             }
         }
         if (stream) gradref__stream_fence();
