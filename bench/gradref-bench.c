@@ -14,6 +14,7 @@
 #  include <omp.h>
 #endif
 
+#include "common/convert.h"
 #include "common/stream.h"
 #include "gradref.h"
 #include "problem.h"
@@ -74,40 +75,33 @@ typedef struct timing {
     double bytes_moved; /* read + written by the operator */
 } timing;
 
-static int run_recat(const problem *p, int threads, int repeats, timing *t) {
-    int64_t B = p->batch, cols = 0;
-    int64_t width = p->width > 0 ? p->width : 1;
-    for (int i = 0; i < p->num_dims; i++)
-        cols += p->dims[i] * width;
-    size_t esz = dtype_size(p->dtype), bytes = (size_t)(B * cols) * esz;
+/* Runs the operator once; returns its status. */
+typedef gradref_status (*op_fn)(void *ctx, int threads);
+
+static void fill_bytes(char *p, size_t n) {
+    for (size_t i = 0; i < n; i++)
+        p[i] = (char)(i * 131u + 7u);
+}
+
+/* Times fn (after one warm-up call) and, after each call, a copy of half of bytes_moved (what
+ * the operator reads, it also writes) on the same threads. */
+static int measure(const problem *p, op_fn fn, void *ctx, double bytes_moved, int threads,
+                   int repeats, timing *t) {
+    size_t bytes = (size_t)(bytes_moved / 2);
     char *src = malloc(bytes ? bytes : 1), *dst = malloc(bytes ? bytes : 1);
-    if (!src || !dst) {
-        fprintf(stderr, "out of memory for %s\n", p->text);
-        free(src);
-        free(dst);
-        return 1;
-    }
-    for (size_t i = 0; i < bytes; i++)
-        src[i] = (char)(i * 131u + 7u);
-    memset(dst, 0, bytes); /* fault every page in before timing */
-
-    gradref_tensor go, out;
-    int64_t shape3[3] = {B, p->width > 0 ? cols / width : cols, width};
-    int64_t flat = B * cols;
-    gradref_tensor_init(&go, src, p->dtype, p->width > 0 ? 3 : 2, shape3);
-    gradref_tensor_init(&out, dst, p->dtype, 1, &flat);
-    gradref_exec exec = {NULL, 0, threads, GRADREF_PRECISION_DEFAULT};
-
     double *op = malloc(sizeof(double) * (size_t)repeats),
            *cp = malloc(sizeof(double) * (size_t)repeats);
     int rc = 0;
+    if (!src || !dst || !op || !cp) {
+        fprintf(stderr, "out of memory for %s\n", p->text);
+        rc = 1;
+    } else {
+        fill_bytes(src, bytes);
+        memset(dst, 0, bytes); /* fault every page in before timing */
+    }
     for (int r = -1; r < repeats && rc == 0; r++) { /* r = -1 warms up */
         double t0 = now_seconds();
-        gradref_status s =
-            p->width > 0
-                ? gradref_recat_embedding_grad_output(&go, p->dims, p->num_dims, &out, &exec)
-                : gradref_recat_embedding_grad_output_mixed_d(&go, p->dims, p->num_dims, &out,
-                                                              &exec);
+        gradref_status s = fn(ctx, threads);
         double t1 = now_seconds();
         parallel_copy(dst, src, bytes, threads, 0);
         double t2 = now_seconds();
@@ -124,12 +118,136 @@ static int run_recat(const problem *p, int threads, int repeats, timing *t) {
     if (rc == 0) {
         t->op_seconds = median(op, repeats);
         t->copy_seconds = median(cp, repeats);
-        t->bytes_moved = 2.0 * (double)bytes;
+        t->bytes_moved = bytes_moved;
     }
     free(op);
     free(cp);
     free(src);
     free(dst);
+    return rc;
+}
+
+/* ---- recat ---- */
+
+typedef struct recat_ctx {
+    const problem *p;
+    gradref_tensor go, out;
+} recat_ctx;
+
+static gradref_status recat_once(void *arg, int threads) {
+    recat_ctx *c = arg;
+    gradref_exec exec = {NULL, 0, threads, GRADREF_PRECISION_DEFAULT};
+    if (problem_get(c->p, "D", 0) > 0)
+        return gradref_recat_embedding_grad_output(&c->go, c->p->dims, c->p->num_dims, &c->out,
+                                                   &exec);
+    return gradref_recat_embedding_grad_output_mixed_d(&c->go, c->p->dims, c->p->num_dims, &c->out,
+                                                       &exec);
+}
+
+static int run_recat(const problem *p, int threads, int repeats, timing *t) {
+    int64_t B = problem_get(p, "B", 1), D = problem_get(p, "D", 0), cols = 0;
+    int64_t width = D > 0 ? D : 1;
+    for (int i = 0; i < p->num_dims; i++)
+        cols += p->dims[i] * width;
+    size_t esz = dtype_size(p->dtype), bytes = (size_t)(B * cols) * esz;
+    char *src = malloc(bytes ? bytes : 1), *dst = malloc(bytes ? bytes : 1);
+    int rc = 1;
+    if (src && dst) {
+        fill_bytes(src, bytes);
+        memset(dst, 0, bytes);
+        recat_ctx c;
+        c.p = p;
+        int64_t shape3[3] = {B, D > 0 ? cols / width : cols, width}, flat = B * cols;
+        gradref_tensor_init(&c.go, src, p->dtype, D > 0 ? 3 : 2, shape3);
+        gradref_tensor_init(&c.out, dst, p->dtype, 1, &flat);
+        rc = measure(p, recat_once, &c, 2.0 * (double)bytes, threads, repeats, t);
+    }
+    free(src);
+    free(dst);
+    return rc;
+}
+
+/* ---- rope ---- */
+
+/* Values in [-1, 1) of the dtype: no subnormal, so no slow microcode paths. */
+static void fill_values(gradref_dtype dtype, void *dst, int64_t n, unsigned seed) {
+    uint32_t state = 2463534242u + seed;
+    for (int64_t i = 0; i < n; i++) {
+        state ^= state << 13;
+        state ^= state >> 17;
+        state ^= state << 5;
+        float v = (float)(state >> 8) * 0x1p-23f - 1.0f;
+        if (dtype == GRADREF_F64)
+            ((double *)dst)[i] = v;
+        else if (dtype == GRADREF_F16)
+            ((uint16_t *)dst)[i] = gradref__f32_to_f16(v);
+        else if (dtype == GRADREF_BF16)
+            ((uint16_t *)dst)[i] = gradref__f32_to_bf16(v);
+        else
+            ((float *)dst)[i] = v;
+    }
+}
+
+typedef struct rope_ctx {
+    gradref_rope_params params;
+    gradref_tensor q, k, cos, sin, dq, dk;
+} rope_ctx;
+
+static gradref_status rope_once(void *arg, int threads) {
+    rope_ctx *c = arg;
+    gradref_exec exec = {NULL, 0, threads, GRADREF_PRECISION_DEFAULT};
+    return gradref_rope_grad(&c->params, &c->q, &c->k, &c->cos, &c->sin, &c->dq, &c->dk, &exec);
+}
+
+/* rope T<tokens> Hq<q width> Hk<k width> D<head_dim> [N<sequences, default 16>] dtype mode:
+ * N equal sequences, cos/sin with as many rows as one sequence. */
+static int run_rope(const problem *p, int threads, int repeats, timing *t) {
+    int64_t T = problem_get(p, "T", 1), Hq = problem_get(p, "Hq", 128),
+            Hk = problem_get(p, "Hk", 128);
+    int64_t D = problem_get(p, "D", 128), N = problem_get(p, "N", 16);
+    if (N < 1 || T % N != 0) {
+        fprintf(stderr, "%s: T must be a multiple of N\n", p->text);
+        return 1;
+    }
+    int32_t mode = strcmp(p->mode, "half") == 0          ? GRADREF_ROPE_HALF
+                   : strcmp(p->mode, "interleaved") == 0 ? GRADREF_ROPE_INTERLEAVED
+                                                         : GRADREF_ROPE_ATB;
+    size_t esz = dtype_size(p->dtype);
+    int64_t S = T / N;
+    int32_t *lens = malloc(sizeof(int32_t) * (size_t)N);
+    char *q = malloc((size_t)(T * Hq) * esz), *k = malloc((size_t)(T * Hk) * esz);
+    char *dq = malloc((size_t)(T * Hq) * esz), *dk = malloc((size_t)(T * Hk) * esz);
+    char *cs = malloc((size_t)(S * D) * esz), *sn = malloc((size_t)(S * D) * esz);
+    int rc = 1;
+    if (lens && q && k && dq && dk && cs && sn) {
+        for (int64_t i = 0; i < N; i++)
+            lens[i] = (int32_t)S;
+        fill_values(p->dtype, q, T * Hq, 1);
+        fill_values(p->dtype, k, T * Hk, 2);
+        fill_values(p->dtype, cs, S * D, 3);
+        fill_values(p->dtype, sn, S * D, 4);
+        memset(dq, 0, (size_t)(T * Hq) * esz);
+        memset(dk, 0, (size_t)(T * Hk) * esz);
+        rope_ctx c;
+        gradref_rope_params params = {mode, (int32_t)D, 0, (int32_t)N, lens, NULL};
+        c.params = params;
+        int64_t qs[2] = {T, Hq}, ks[2] = {T, Hk}, ts[2] = {S, D};
+        gradref_tensor_init(&c.q, q, p->dtype, 2, qs);
+        gradref_tensor_init(&c.k, k, p->dtype, 2, ks);
+        gradref_tensor_init(&c.dq, dq, p->dtype, 2, qs);
+        gradref_tensor_init(&c.dk, dk, p->dtype, 2, ks);
+        gradref_tensor_init(&c.cos, cs, p->dtype, 2, ts);
+        gradref_tensor_init(&c.sin, sn, p->dtype, 2, ts);
+        rc = measure(p, rope_once, &c, 2.0 * (double)(T * (Hq + Hk)) * (double)esz, threads,
+                     repeats, t);
+    }
+    free(lens);
+    free(q);
+    free(k);
+    free(dq);
+    free(dk);
+    free(cs);
+    free(sn);
     return rc;
 }
 
@@ -177,6 +295,8 @@ int main(int argc, char **argv) {
         int rc;
         if (strcmp(p->op, "recat") == 0) {
             rc = run_recat(p, threads, repeats, &t);
+        } else if (strcmp(p->op, "rope") == 0) {
+            rc = run_rope(p, threads, repeats, &t);
         } else {
             fprintf(stderr, "gradref-bench: unknown operator '%s'\n", p->op);
             rc = 1;

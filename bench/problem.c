@@ -29,6 +29,12 @@ static int parse_int(const char *s, int64_t *v) {
     return 1;
 }
 
+int64_t problem_get(const problem *p, const char *key, int64_t fallback) {
+    for (int i = 0; i < p->num_keys; i++)
+        if (strcmp(p->keys[i], key) == 0) return p->values[i];
+    return fallback;
+}
+
 int problem_parse(const char *line, problem *p, char *err, int err_size) {
     char buf[256];
     size_t n = strcspn(line, "#\r\n");
@@ -42,14 +48,14 @@ int problem_parse(const char *line, problem *p, char *err, int err_size) {
         buf[--n] = '\0';
     memset(p, 0, sizeof *p);
     memcpy(p->text, buf, n + 1);
-    p->batch = -1;
     p->dtype = GRADREF_F32;
     char *save = NULL, *tok = strtok_r(buf, " \t", &save);
     if (tok == NULL) return 0;
     snprintf(p->op, sizeof p->op, "%s", tok);
-    int have_dims = 0;
     while ((tok = strtok_r(NULL, " \t", &save)) != NULL) {
-        if (strncmp(tok, "dims", 4) == 0) {
+        size_t alpha = strspn(tok, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz");
+        int64_t value;
+        if (strncmp(tok, "dims", 4) == 0 && alpha == 4) {
             char *s2 = NULL, *item = strtok_r(tok + 4, ",", &s2);
             for (; item; item = strtok_r(NULL, ",", &s2)) {
                 if (p->num_dims == PROBLEM_MAX_DIMS || !parse_int(item, &p->dims[p->num_dims])) {
@@ -58,17 +64,22 @@ int problem_parse(const char *line, problem *p, char *err, int err_size) {
                 }
                 p->num_dims++;
             }
-            have_dims = 1;
-        } else if (tok[0] == 'B' && parse_int(tok + 1, &p->batch)) {
-        } else if (tok[0] == 'D' && parse_int(tok + 1, &p->width)) {
-        } else if (!parse_dtype(tok, &p->dtype)) {
+        } else if (parse_dtype(tok, &p->dtype)) {
+        } else if (alpha > 0 && alpha < sizeof p->keys[0] && tok[alpha] != '\0' &&
+                   parse_int(tok + alpha, &value)) {
+            if (p->num_keys == PROBLEM_MAX_KEYS) {
+                snprintf(err, (size_t)err_size, "too many settings");
+                return -1;
+            }
+            memcpy(p->keys[p->num_keys], tok, alpha);
+            p->keys[p->num_keys][alpha] = '\0';
+            p->values[p->num_keys++] = value;
+        } else if (tok[alpha] == '\0' && alpha < sizeof p->mode && p->mode[0] == '\0') {
+            memcpy(p->mode, tok, alpha + 1);
+        } else {
             snprintf(err, (size_t)err_size, "unknown token '%s'", tok);
             return -1;
         }
-    }
-    if (p->batch < 0 || !have_dims) {
-        snprintf(err, (size_t)err_size, "'%s' needs B<batch> and dims<list>", p->text);
-        return -1;
     }
     return 1;
 }

@@ -1,10 +1,11 @@
 /* One benchmark problem per line, shared by gradref-bench and the tests:
  *
  *   recat B16384 dims128,256,64,512,0,128,256,64 f32
- *   recat B4096 D16 dims8,0,24 bf16          (fixed D: dims are features per rank)
+ *   recat B8192 D64 dims6,7,6,7 f32          (fixed D: dims are features per rank)
+ *   rope T16384 Hq4096 Hk1024 D128 f16 atb
  *
- * Tokens after the operator name: B<batch>, D<width> (optional), dims<list>, a dtype
- * (f32 f64 f16 bf16 i8 i32 i64). '#' starts a comment. */
+ * After the operator name: <key><number> settings (B, D, T, Hq, ...), dims<list>, a dtype
+ * (f32 f64 f16 bf16 i8 i32 i64) and at most one bare word (a mode). '#' starts a comment. */
 #ifndef GRADREF_BENCH_PROBLEM_H
 #define GRADREF_BENCH_PROBLEM_H
 
@@ -13,16 +14,22 @@
 #include "gradref.h"
 
 #define PROBLEM_MAX_DIMS 64
+#define PROBLEM_MAX_KEYS 16
 
 typedef struct problem {
     char op[32];
     char text[256]; /* the line as written, without comment and newline */
-    int64_t batch;
-    int64_t width; /* 0 when the line has no D token */
+    int num_keys;
+    char keys[PROBLEM_MAX_KEYS][8];
+    int64_t values[PROBLEM_MAX_KEYS];
     int32_t num_dims;
     int64_t dims[PROBLEM_MAX_DIMS];
     gradref_dtype dtype;
+    char mode[16]; /* "" when the line has none */
 } problem;
+
+/* The value of key, or fallback when the line does not set it. */
+int64_t problem_get(const problem *p, const char *key, int64_t fallback);
 
 /* Parses one line. Returns 1 for a problem, 0 for a blank or comment line, -1 on an error
  * (with a message in err). */

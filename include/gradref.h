@@ -182,6 +182,46 @@ GRADREF_API gradref_status gradref_recat_embedding_grad_output_mixed_d_batch_wor
     const gradref_tensor *grad_output, const gradref_tensor *dim_sum_per_rank,
     const gradref_tensor *cumsum_dim_sum_per_rank, const gradref_tensor *out, size_t *bytes);
 
+/* ------------------------------------------------------------------------------------------ */
+/* rope_grad: ATB RopeGrad and the exact RoPE adjoints (docs/rope_grad.md)                    */
+/* ------------------------------------------------------------------------------------------ */
+/* q_embed_grad (T, Hq) and k_embed_grad (T, Hk) are the gradients at the rotated q and k, with
+ * Hq and Hk multiples of head_dim (Hq != Hk is GQA); cos and sin are (S_max, head_dim); q_grad
+ * and k_grad are outputs shaped like their inputs. Token rows are the sequences of seq_lens
+ * concatenated; token t of sequence b sits at position start_positions[b] + t (0 + t when
+ * start_positions is NULL) and uses that row of cos and sin. Every head of q and k is done.
+ * Dtypes: F32, F64, F16, BF16, all six tensors alike.
+ * Errors: NULL, DTYPE, RANK (a tensor not 2-D), SHAPE (sizes that disagree), PARAM (mode,
+ * head_dim, rotary_dim, num_seqs, seq_lens, start_positions, exec), STRIDE, OVERFLOW, ALIAS.
+ * Outputs are untouched on error. */
+typedef enum {
+    GRADREF_ROPE_ATB = 0,        /* ATB RopeGrad's formula, bit for bit: NOT the adjoint of RoPE */
+    GRADREF_ROPE_HALF = 1,       /* exact adjoint of rotate_half RoPE (NeoX, LLaMA) */
+    GRADREF_ROPE_INTERLEAVED = 2 /* exact adjoint of interleaved RoPE (GPT-J) */
+} gradref_rope_mode;
+
+typedef struct gradref_rope_params {
+    int32_t mode;                   /* gradref_rope_mode; see docs/rope_grad.md */
+    int32_t head_dim;               /* even, >= 2 (ATB uses 128) */
+    int32_t rotary_dim;             /* 0 = head_dim; else even < head_dim, rest passes through */
+    int32_t num_seqs;               /* entries of seq_lens (ATB qSeqLen), >= 1 */
+    const int32_t *seq_lens;        /* each > 0; their sum must equal T */
+    const int64_t *start_positions; /* NULL or num_seqs offsets into cos/sin rows */
+} gradref_rope_params;
+
+GRADREF_API gradref_status gradref_rope_grad(const gradref_rope_params *p,
+                                             const gradref_tensor *q_embed_grad,
+                                             const gradref_tensor *k_embed_grad,
+                                             const gradref_tensor *cos, const gradref_tensor *sin,
+                                             const gradref_tensor *q_grad,
+                                             const gradref_tensor *k_grad,
+                                             const gradref_exec *exec);
+/* Reports 0 bytes: rope_grad needs no workspace. Validates like gradref_rope_grad. */
+GRADREF_API gradref_status gradref_rope_grad_workspace_size(
+    const gradref_rope_params *p, const gradref_tensor *q_embed_grad,
+    const gradref_tensor *k_embed_grad, const gradref_tensor *cos, const gradref_tensor *sin,
+    const gradref_tensor *q_grad, const gradref_tensor *k_grad, size_t *bytes);
+
 #ifdef __cplusplus
 }
 #endif

@@ -279,59 +279,6 @@ static void test_alias_detection(void **state) {
 
 /* ---------------------------------------------------------------- conversions */
 
-/* Independent references: every finite f16 value, sorted, and rounding by comparing with the
- * exact midpoint of the two neighbours (exact in double for all of them). */
-static double f16_value(uint16_t h) {
-    int e = (h >> 10) & 31, m = h & 1023;
-    double v = e == 31 ? INFINITY : e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
-    return (h & 0x8000) ? -v : v;
-}
-
-static uint16_t ref_round_f16(double x) {
-    if (isnan(x)) return 0x7e00;
-    uint16_t sign = signbit(x) ? 0x8000 : 0;
-    double a = fabs(x);
-    /* positive f16 bit patterns are ordered like their values */
-    uint16_t lo = 0, hi = 0x7c00; /* 0x7c00 stands for 65536 (what overflow rounds to) */
-    while (hi - lo > 1) {
-        uint16_t mid = (uint16_t)((lo + hi) / 2);
-        if (f16_value(mid) <= a)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    double vlo = f16_value(lo), vhi = hi == 0x7c00 ? 65536.0 : f16_value(hi);
-    if (a == vlo) return sign | lo;
-    double midpoint = (vlo + vhi) / 2;
-    uint16_t r = a < midpoint ? lo : a > midpoint ? hi : ((lo & 1) ? hi : lo);
-    if (a >= 65536.0) r = 0x7c00;
-    return sign | r;
-}
-
-static double bf16_value(uint16_t h) {
-    return (double)gradref__f32_from_bits((uint32_t)h << 16);
-}
-
-static uint16_t ref_round_bf16(double x) {
-    if (isnan(x)) return 0x7fc0;
-    uint16_t sign = signbit(x) ? 0x8000 : 0;
-    double a = fabs(x);
-    uint16_t lo = 0, hi = 0x7f80; /* 0x7f80 stands for 2^128 */
-    while (hi - lo > 1) {
-        uint16_t mid = (uint16_t)((lo + hi) / 2);
-        if (bf16_value(mid) <= a)
-            lo = mid;
-        else
-            hi = mid;
-    }
-    double vlo = bf16_value(lo), vhi = hi == 0x7f80 ? ldexp(1, 128) : bf16_value(hi);
-    if (a == vlo) return sign | lo;
-    double midpoint = (vlo + vhi) / 2;
-    uint16_t r = a < midpoint ? lo : a > midpoint ? hi : ((lo & 1) ? hi : lo);
-    if (a >= ldexp(1, 128)) r = 0x7f80;
-    return sign | r;
-}
-
 static void test_f16_all_patterns(void **state) {
     (void)state;
     for (uint32_t h = 0; h < 65536; h++) {
@@ -341,7 +288,7 @@ static void test_f16_all_patterns(void **state) {
             assert_true(isnan(f));
             assert_int_equal(signbit(f) != 0, (h & 0x8000) != 0);
         } else {
-            assert_true((double)f == f16_value((uint16_t)h));
+            assert_true((double)f == tu_f16_value((uint16_t)h));
             assert_int_equal(signbit(f) != 0, (h & 0x8000) != 0);
         }
         assert_int_equal(gradref__f32_to_f16(f), h); /* exact round trip, payloads too */
@@ -362,7 +309,7 @@ static void test_bf16_all_patterns(void **state) {
 }
 
 static void check_f16(double x) {
-    uint16_t want = ref_round_f16(x);
+    uint16_t want = tu_round_f16(x);
     uint16_t got64 = gradref__f64_to_f16(x);
     if (got64 != want) fail_msg("f64_to_f16(%a) = 0x%04x, want 0x%04x", x, got64, want);
     float f = (float)x;
@@ -373,7 +320,7 @@ static void check_f16(double x) {
 }
 
 static void check_bf16(double x) {
-    uint16_t want = ref_round_bf16(x);
+    uint16_t want = tu_round_bf16(x);
     uint16_t got64 = gradref__f64_to_bf16(x);
     if (got64 != want) fail_msg("f64_to_bf16(%a) = 0x%04x, want 0x%04x", x, got64, want);
     float f = (float)x;
@@ -406,8 +353,8 @@ static void probe_ties(double (*value)(uint16_t), uint32_t top, double beyond,
 
 static void test_rounding_ties(void **state) {
     (void)state;
-    probe_ties(f16_value, 0x7c00, 65536.0, check_f16);
-    probe_ties(bf16_value, 0x7f80, ldexp(1, 128), check_bf16);
+    probe_ties(tu_f16_value, 0x7c00, 65536.0, check_f16);
+    probe_ties(tu_bf16_value, 0x7f80, ldexp(1, 128), check_bf16);
     check_f16(INFINITY);
     check_f16(-INFINITY);
     check_bf16(INFINITY);
@@ -454,8 +401,8 @@ static void test_integer_to_half(void **state) {
     for (int i = 0; i < 200000; i++) {
         int64_t v =
             (int64_t)(tu_next(&r) >> (11 + tu_range(&r, 0, 52))) * (tu_next(&r) & 1 ? -1 : 1);
-        assert_int_equal(gradref__i64_to_f16(v), ref_round_f16((double)v)); /* |v| < 2^53: exact */
-        assert_int_equal(gradref__i64_to_bf16(v), ref_round_bf16((double)v));
+        assert_int_equal(gradref__i64_to_f16(v), tu_round_f16((double)v)); /* |v| < 2^53: exact */
+        assert_int_equal(gradref__i64_to_bf16(v), tu_round_bf16((double)v));
     }
     /* beyond 2^53, where a conversion through double or f32 would round twice */
     int64_t above_tie = (INT64_C(1) << 62) + (INT64_C(1) << 54) + 1; /* just above a bf16 tie */
@@ -487,12 +434,12 @@ static double read_value(const gradref_tensor *t, const int64_t *idx) {
     case GRADREF_F16: {
         uint16_t v;
         memcpy(&v, p, 2);
-        return f16_value(v);
+        return tu_f16_value(v);
     }
     case GRADREF_BF16: {
         uint16_t v;
         memcpy(&v, p, 2);
-        return bf16_value(v);
+        return tu_bf16_value(v);
     }
     case GRADREF_I8: {
         int8_t v;
@@ -536,11 +483,11 @@ static void expect_bits(int32_t sdt, const void *s, int32_t ddt, void *out) {
         memcpy(out, &f, 4);
     } break;
     case GRADREF_F16: {
-        uint16_t h = ref_round_f16(v);
+        uint16_t h = tu_round_f16(v);
         memcpy(out, &h, 2);
     } break;
     case GRADREF_BF16: {
-        uint16_t h = ref_round_bf16(v);
+        uint16_t h = tu_round_bf16(v);
         memcpy(out, &h, 2);
     } break;
     case GRADREF_I32: {

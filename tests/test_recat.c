@@ -362,9 +362,8 @@ static void test_bench_problems(void **state) {
     for (int i = 0; i < n; i++) {
         if (strcmp(list[i].op, "recat") != 0) continue;
         problem_buf p;
-        int64_t B = list[i].batch < 37 ? list[i].batch : 37;
-        make_problem(&p, list[i].dtype, B, list[i].width > 0 ? list[i].width : 1, list[i].dims,
-                     list[i].num_dims, 0, &r);
+        int64_t B = problem_get(&list[i], "B", 1), D = problem_get(&list[i], "D", 1);
+        make_problem(&p, list[i].dtype, B < 37 ? B : 37, D, list[i].dims, list[i].num_dims, 0, &r);
         check_problem(&p);
         free_problem(&p);
         ran++;

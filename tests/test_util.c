@@ -1,5 +1,6 @@
 #include "test_util.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,4 +80,49 @@ size_t tu_offset(const gradref_tensor *t, const int64_t *index) {
     for (int i = 0; i < t->ndim; i++)
         off += index[i] * t->strides[i];
     return (size_t)off * tu_dtype_size(t->dtype);
+}
+
+/* Independent rounding references: the value of every 16-bit pattern from its fields, and
+ * rounding by binary search plus an exact midpoint comparison (midpoints are exact in double). */
+double tu_f16_value(uint16_t h) {
+    int e = (h >> 10) & 31, m = h & 1023;
+    double v = e == 31 ? INFINITY : e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
+    return (h & 0x8000) ? -v : v;
+}
+
+double tu_bf16_value(uint16_t h) {
+    int e = (h >> 7) & 255, m = h & 127;
+    double v = e == 255 ? INFINITY : e == 0 ? ldexp(m, -133) : ldexp(128 + m, e - 134);
+    return (h & 0x8000) ? -v : v;
+}
+
+/* Positive patterns below `top` (the infinity pattern) are ordered like their values; `beyond`
+ * is what rounding past the largest finite value reaches. */
+static uint16_t round_by_search(double x, double (*value)(uint16_t), uint16_t top, double beyond,
+                                uint16_t quiet_nan) {
+    if (isnan(x)) return quiet_nan;
+    uint16_t sign = signbit(x) ? 0x8000 : 0;
+    double a = fabs(x);
+    uint16_t lo = 0, hi = top;
+    while (hi - lo > 1) {
+        uint16_t mid = (uint16_t)((lo + hi) / 2);
+        if (value(mid) <= a)
+            lo = mid;
+        else
+            hi = mid;
+    }
+    double vlo = value(lo), vhi = hi == top ? beyond : value(hi);
+    if (a == vlo) return sign | lo;
+    double midpoint = (vlo + vhi) / 2;
+    uint16_t r = a < midpoint ? lo : a > midpoint ? hi : ((lo & 1) ? hi : lo);
+    if (a >= beyond) r = top;
+    return sign | r;
+}
+
+uint16_t tu_round_f16(double x) {
+    return round_by_search(x, tu_f16_value, 0x7c00, 65536.0, 0x7e00);
+}
+
+uint16_t tu_round_bf16(double x) {
+    return round_by_search(x, tu_bf16_value, 0x7f80, ldexp(1, 128), 0x7fc0);
 }

@@ -36,6 +36,13 @@ void *tu_make_tensor(gradref_tensor *t, int32_t dtype, int32_t ndim, const int64
 /* Byte offset of a logical index. */
 size_t tu_offset(const gradref_tensor *t, const int64_t *index);
 
+/* Independent 16-bit float references (no library code): exact values of bit patterns, and
+ * round-to-nearest-even of a double. */
+double tu_f16_value(uint16_t h);
+double tu_bf16_value(uint16_t h);
+uint16_t tu_round_f16(double x);
+uint16_t tu_round_bf16(double x);
+
 /* Thread counts the thread-invariance tests compare. */
 #define TU_THREAD_COUNTS                                                                           \
   { 1, 2, 3 }

@@ -1,0 +1,176 @@
+/* rope_grad entry points: validation (everything before any write), then dispatch. */
+#include "common/exec.h"
+#include "common/tensor.h"
+#include "rope_grad_internal.h"
+
+static const char OP[] = "rope_grad";
+
+static gradref_status check_params(const gradref_rope_params *p) {
+    if (p->mode < GRADREF_ROPE_ATB || p->mode > GRADREF_ROPE_INTERLEAVED)
+        return gradref__fail(GRADREF_ERR_PARAM, OP, "p.mode is %d, not a gradref_rope_mode",
+                             (int)p->mode);
+    if (p->head_dim < 2 || p->head_dim % 2 != 0)
+        return gradref__fail(GRADREF_ERR_PARAM, OP, "p.head_dim is %d; it must be even and >= 2",
+                             (int)p->head_dim);
+    if (p->rotary_dim != 0) {
+        if (p->mode == GRADREF_ROPE_ATB && p->rotary_dim != p->head_dim)
+            return gradref__fail(GRADREF_ERR_PARAM, OP,
+                                 "p.rotary_dim is %d; ATB mode rotates the whole head (0 or "
+                                 "head_dim %d)",
+                                 (int)p->rotary_dim, (int)p->head_dim);
+        if (p->rotary_dim < 2 || p->rotary_dim % 2 != 0 || p->rotary_dim > p->head_dim)
+            return gradref__fail(GRADREF_ERR_PARAM, OP,
+                                 "p.rotary_dim is %d; it must be 0 or even in 2..head_dim (%d)",
+                                 (int)p->rotary_dim, (int)p->head_dim);
+    }
+    if (p->num_seqs < 1)
+        return gradref__fail(GRADREF_ERR_PARAM, OP, "p.num_seqs is %d; at least 1 is required",
+                             (int)p->num_seqs);
+    if (p->seq_lens == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "p.seq_lens is NULL");
+    for (int32_t b = 0; b < p->num_seqs; b++)
+        if (p->seq_lens[b] <= 0)
+            return gradref__fail(GRADREF_ERR_PARAM, OP, "p.seq_lens[%d] is %d; it must be > 0",
+                                 (int)b, (int)p->seq_lens[b]);
+    return GRADREF_OK;
+}
+
+static gradref_status check_shape(const char *name, const gradref_tensor *t, int64_t rows,
+                                  int64_t cols) {
+    if (t->shape[0] != rows || t->shape[1] != cols)
+        return gradref__fail(GRADREF_ERR_SHAPE, OP, "%s is (%lld, %lld) but must be (%lld, %lld)",
+                             name, (long long)t->shape[0], (long long)t->shape[1], (long long)rows,
+                             (long long)cols);
+    return GRADREF_OK;
+}
+
+static gradref_status validate(const gradref_rope_params *p, const gradref_tensor *q,
+                               const gradref_tensor *k, const gradref_tensor *cos,
+                               const gradref_tensor *sin, const gradref_tensor *dq,
+                               const gradref_tensor *dk, gradref__rope_plan *plan) {
+    gradref_status s;
+    if (p == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "p is NULL");
+    if ((s = check_params(p)) != GRADREF_OK) return s;
+    const char *in_names[4] = {"q_embed_grad", "k_embed_grad", "cos", "sin"};
+    const gradref_tensor *in[4] = {q, k, cos, sin};
+    gradref__extent in_ext[4], out_ext[2];
+    for (int i = 0; i < 4; i++) {
+        if ((s = gradref__check_tensor(OP, in_names[i], in[i], &in_ext[i])) != GRADREF_OK) return s;
+        if ((s = gradref__check_rank(OP, in_names[i], in[i], 2)) != GRADREF_OK) return s;
+    }
+    const char *out_names[2] = {"q_grad", "k_grad"};
+    const gradref_tensor *out[2] = {dq, dk};
+    for (int i = 0; i < 2; i++) {
+        if ((s = gradref__check_output(OP, out_names[i], out[i], &out_ext[i])) != GRADREF_OK)
+            return s;
+        if ((s = gradref__check_rank(OP, out_names[i], out[i], 2)) != GRADREF_OK) return s;
+    }
+    const int32_t dtype = q->dtype;
+    if (!gradref__dtype_is_float(dtype))
+        return gradref__fail(GRADREF_ERR_DTYPE, OP,
+                             "q_embed_grad.dtype is %s; rope_grad takes F32, F64, F16 or BF16",
+                             gradref__dtype_name(dtype));
+    const gradref_tensor *all[6] = {q, k, cos, sin, dq, dk};
+    const char *all_names[6] = {"q_embed_grad", "k_embed_grad", "cos", "sin", "q_grad", "k_grad"};
+    for (int i = 1; i < 6; i++)
+        if (all[i]->dtype != dtype)
+            return gradref__fail(GRADREF_ERR_DTYPE, OP,
+                                 "%s.dtype is %s but q_embed_grad.dtype is %s", all_names[i],
+                                 gradref__dtype_name(all[i]->dtype), gradref__dtype_name(dtype));
+
+    const int64_t D = p->head_dim, T = q->shape[0];
+    int64_t sum = 0;
+    for (int32_t b = 0; b < p->num_seqs; b++)
+        sum += p->seq_lens[b]; /* < 2^31 * 2^31 */
+    if (sum != T)
+        return gradref__fail(GRADREF_ERR_PARAM, OP,
+                             "p.seq_lens sum to %lld but q_embed_grad has %lld rows",
+                             (long long)sum, (long long)T);
+    if (q->shape[1] % D != 0)
+        return gradref__fail(GRADREF_ERR_SHAPE, OP,
+                             "q_embed_grad.shape[1] is %lld, not a multiple of head_dim %lld",
+                             (long long)q->shape[1], (long long)D);
+    if ((s = check_shape("k_embed_grad", k, T, k->shape[1])) != GRADREF_OK) return s;
+    if (k->shape[1] % D != 0)
+        return gradref__fail(GRADREF_ERR_SHAPE, OP,
+                             "k_embed_grad.shape[1] is %lld, not a multiple of head_dim %lld",
+                             (long long)k->shape[1], (long long)D);
+    const int64_t S = cos->shape[0];
+    if ((s = check_shape("cos", cos, S, D)) != GRADREF_OK) return s;
+    if ((s = check_shape("sin", sin, S, D)) != GRADREF_OK) return s;
+    if ((s = check_shape("q_grad", dq, T, q->shape[1])) != GRADREF_OK) return s;
+    if ((s = check_shape("k_grad", dk, T, k->shape[1])) != GRADREF_OK) return s;
+    for (int32_t b = 0; b < p->num_seqs; b++) {
+        int64_t start = p->start_positions ? p->start_positions[b] : 0;
+        if (start < 0 || start > S - p->seq_lens[b])
+            return gradref__fail(GRADREF_ERR_PARAM, OP,
+                                 "sequence %d covers positions %lld..%lld but cos and sin have "
+                                 "%lld rows",
+                                 (int)b, (long long)start, (long long)start + p->seq_lens[b] - 1,
+                                 (long long)S);
+    }
+    for (int o = 0; o < 2; o++) {
+        for (int i = 0; i < 4; i++)
+            if ((s = gradref__check_disjoint(OP, out_names[o], &out_ext[o], in_names[i],
+                                             &in_ext[i])) != GRADREF_OK)
+                return s;
+    }
+    if ((s = gradref__check_disjoint(OP, "k_grad", &out_ext[1], "q_grad", &out_ext[0])) !=
+        GRADREF_OK)
+        return s;
+
+    plan->mode = p->mode;
+    plan->dtype = dtype;
+    plan->precision = GRADREF_PRECISION_DEFAULT;
+    plan->elem_size = gradref__dtype_size(dtype);
+    plan->head_dim = D;
+    plan->rotary_dim = p->rotary_dim ? p->rotary_dim : D;
+    plan->tokens = T;
+    plan->num_seqs = p->num_seqs;
+    plan->seq_lens = p->seq_lens;
+    plan->start_positions = p->start_positions;
+    for (int i = 0; i < 2; i++) {
+        const gradref_tensor *src = i ? k : q, *dst = i ? dk : dq;
+        gradref__rope_stream *st = &plan->stream[i];
+        st->in = (const char *)src->data;
+        st->out = (char *)dst->data;
+        st->heads = src->shape[1] / D;
+        st->in_stride[0] = src->strides[0];
+        st->in_stride[1] = src->strides[1];
+        st->out_stride[0] = dst->strides[0];
+        st->out_stride[1] = dst->strides[1];
+    }
+    plan->cos = (const char *)cos->data;
+    plan->sin = (const char *)sin->data;
+    plan->cos_stride[0] = cos->strides[0];
+    plan->cos_stride[1] = cos->strides[1];
+    plan->sin_stride[0] = sin->strides[0];
+    plan->sin_stride[1] = sin->strides[1];
+    return GRADREF_OK;
+}
+
+gradref_status gradref_rope_grad(const gradref_rope_params *p, const gradref_tensor *q_embed_grad,
+                                 const gradref_tensor *k_embed_grad, const gradref_tensor *cos,
+                                 const gradref_tensor *sin, const gradref_tensor *q_grad,
+                                 const gradref_tensor *k_grad, const gradref_exec *exec) {
+    gradref__ctx ctx;
+    gradref__rope_plan plan;
+    gradref_status s = gradref__exec_resolve(OP, exec, &ctx);
+    if (s != GRADREF_OK) return s;
+    s = validate(p, q_embed_grad, k_embed_grad, cos, sin, q_grad, k_grad, &plan);
+    if (s != GRADREF_OK) return s;
+    plan.precision = ctx.precision;
+    gradref__rope_grad_fast(&plan, ctx.num_threads);
+    return GRADREF_OK;
+}
+
+gradref_status
+gradref_rope_grad_workspace_size(const gradref_rope_params *p, const gradref_tensor *q_embed_grad,
+                                 const gradref_tensor *k_embed_grad, const gradref_tensor *cos,
+                                 const gradref_tensor *sin, const gradref_tensor *q_grad,
+                                 const gradref_tensor *k_grad, size_t *bytes) {
+    gradref__rope_plan plan;
+    if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "bytes is NULL");
+    gradref_status s = validate(p, q_embed_grad, k_embed_grad, cos, sin, q_grad, k_grad, &plan);
+    if (s == GRADREF_OK) *bytes = 0;
+    return s;
+}

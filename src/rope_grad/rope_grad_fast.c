@@ -1,0 +1,270 @@
+/* The fast path. Threads own contiguous token ranges (the work per token is the same). For
+ * each token the cos/sin row is turned into weights once, in chunks of up to CHUNK pairs, and
+ * every head of q and k streams through them: 16-bit rows are widened to f32 (F16C where the
+ * CPU has it), computed with exactly the operations of the reference loop, and narrowed once.
+ * F64, GRADREF_PRECISION_HIGH and tensors whose rows are not dense take the reference loop on
+ * the same token ranges. */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "common/convert.h"
+#include "common/convert_array.h"
+#include "common/internal.h"
+#include "common/stream.h"
+#include "gradref.h"
+#include "rope_grad_internal.h"
+#include "rope_grad_simd.h"
+
+#define CHUNK                 128                /* pairs of weights built at a time */
+#define PARALLEL_MIN_ELEMENTS (INT64_C(1) << 15) /* smaller problems run on one thread */
+
+static void widen(int32_t dtype, const char *src, float *dst, int64_t n) {
+    if (dtype == GRADREF_F16)
+        gradref__f16_to_f32_array((const uint16_t *)(const void *)src, dst, (size_t)n);
+    else if (dtype == GRADREF_BF16)
+        gradref__bf16_to_f32_array((const uint16_t *)(const void *)src, dst, (size_t)n);
+    else
+        memcpy(dst, src, (size_t)n * sizeof(float));
+}
+
+static void narrow(int32_t dtype, const float *src, char *dst, int64_t n) {
+    if (dtype == GRADREF_F16)
+        gradref__f32_to_f16_array(src, (uint16_t *)(void *)dst, (size_t)n);
+    else if (dtype == GRADREF_BF16)
+        gradref__f32_to_bf16_array(src, (uint16_t *)(void *)dst, (size_t)n);
+    else
+        memcpy(dst, src, (size_t)n * sizeof(float));
+}
+
+/* ATB: the weight w = c +/- s' rounded to the dtype, as an f32. */
+static void atb_weights(int32_t dtype, const float *c, const float *s, float *w, int64_t n,
+                        int front) {
+    for (int64_t i = 0; i < n; i++)
+        w[i] = front ? c[i] + s[i] : c[i] - s[i];
+    if (dtype != GRADREF_F32) { /* round through the 16-bit type: exact for F16/BF16 sums */
+        uint16_t rounded[CHUNK];
+        narrow(dtype, w, (char *)rounded, n);
+        widen(dtype, (const char *)rounded, w, n);
+    }
+}
+
+/* Products g*w for ATB. For F16 the f32 product is exact; for BF16 it is exact unless it
+ * falls below FLT_MIN, where emit_narrow redoes it in f64 so it is rounded only once. */
+static void atb_products(const float *g, const float *w, float *prod, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        prod[i] = g[i] * w[i];
+}
+
+typedef struct token_ctx {
+    const gradref__rope_plan *p;
+    int64_t row, pos;
+    int stream; /* write outputs with streaming stores */
+    int simd;   /* use the AVX2/F16C row kernels */
+} token_ctx;
+
+/* Rounds n f32 results to the dtype and writes them to dst. For ATB in BF16, g and w are the
+ * factors of each result, for the exact redo of products that underflowed in f32. */
+static void emit_narrow(const token_ctx *tc, const float *v, char *dst, int64_t n, const float *g,
+                        const float *w) {
+    const int32_t dt = tc->p->dtype;
+    uint16_t half[2 * CHUNK];
+    const void *bytes = v;
+    if (dt != GRADREF_F32) {
+        narrow(dt, v, (char *)half, n);
+        if (dt == GRADREF_BF16 && g)
+            for (int64_t i = 0; i < n; i++)
+                if (v[i] != 0.0f && fabsf(v[i]) < FLT_MIN)
+                    half[i] = gradref__f64_to_bf16((double)g[i] * (double)w[i]);
+        bytes = half;
+    }
+    size_t size = (size_t)n * tc->p->elem_size;
+    if (tc->stream)
+        gradref__copy_stream(dst, bytes, size);
+    else
+        memcpy(dst, bytes, size);
+}
+
+/* The f32 view of n elements at src: the elements themselves for F32, else widened into buf. */
+static const float *as_f32(int32_t dtype, const char *src, float *buf, int64_t n) {
+    if (dtype == GRADREF_F32) return (const float *)(const void *)src;
+    widen(dtype, src, buf, n);
+    return buf;
+}
+
+/* Pointer to element (row, col) of a stream's input or output, for dense rows. */
+static const char *in_at(const gradref__rope_plan *p, const gradref__rope_stream *st, int64_t row,
+                         int64_t col) {
+    return st->in + (size_t)(row * st->in_stride[0] + col) * p->elem_size;
+}
+
+static char *out_at(const gradref__rope_plan *p, const gradref__rope_stream *st, int64_t row,
+                    int64_t col) {
+    return st->out + (size_t)(row * st->out_stride[0] + col) * p->elem_size;
+}
+
+/* One token, rotate_half and ATB: pairs (j, j + H) for j < H = R/2. */
+static void token_half(const token_ctx *tc) {
+    const gradref__rope_plan *p = tc->p;
+    const int32_t dt = p->dtype;
+    const int atb = p->mode == GRADREF_ROPE_ATB;
+    const int64_t D = p->head_dim, R = p->rotary_dim, H = R / 2;
+    const char *crow = p->cos + (size_t)(tc->pos * p->cos_stride[0]) * p->elem_size;
+    const char *srow = p->sin + (size_t)(tc->pos * p->sin_stride[0]) * p->elem_size;
+    float cf[CHUNK], cb[CHUNK], sf[CHUNK], sb[CHUNK]; /* c[j], c[j+H], s[j], s[j+H] */
+    float gf_buf[CHUNK], gb_buf[CHUNK], of[CHUNK], ob[CHUNK];
+    for (int64_t j0 = 0; j0 < H; j0 += CHUNK) {
+        const int64_t L = H - j0 < CHUNK ? H - j0 : CHUNK;
+        widen(dt, crow + (size_t)j0 * p->elem_size, cf, L);
+        widen(dt, crow + (size_t)(j0 + H) * p->elem_size, cb, L);
+        widen(dt, srow + (size_t)j0 * p->elem_size, sf, L);
+        widen(dt, srow + (size_t)(j0 + H) * p->elem_size, sb, L);
+        if (atb) {
+            atb_weights(dt, cf, sb, cf, L, 1); /* front: c[j] + s[j+H] */
+            atb_weights(dt, cb, sf, cb, L, 0); /* back:  c[j+H] - s[j] */
+        }
+        for (int s = 0; s < 2; s++) {
+            const gradref__rope_stream *st = &p->stream[s];
+            for (int64_t n = 0; n < st->heads; n++) {
+#ifdef GRADREF_ROPE_SIMD
+                if (tc->simd) {
+                    const char *in_f = in_at(p, st, tc->row, n * D + j0);
+                    const char *in_b = in_at(p, st, tc->row, n * D + j0 + H);
+                    char *out_f = out_at(p, st, tc->row, n * D + j0);
+                    char *out_b = out_at(p, st, tc->row, n * D + j0 + H);
+                    if (atb) {
+                        gradref__rope_atb_row(dt, in_f, out_f, cf, L, tc->stream);
+                        gradref__rope_atb_row(dt, in_b, out_b, cb, L, tc->stream);
+                    } else {
+                        gradref__rope_half_row(dt, in_f, in_b, out_f, out_b, cf, sb, cb, sf, L,
+                                               tc->stream);
+                    }
+                    continue;
+                }
+#endif
+                const float *gf = as_f32(dt, in_at(p, st, tc->row, n * D + j0), gf_buf, L);
+                const float *gb = as_f32(dt, in_at(p, st, tc->row, n * D + j0 + H), gb_buf, L);
+                if (atb) {
+                    atb_products(gf, cf, of, L);
+                    atb_products(gb, cb, ob, L);
+                } else {
+                    for (int64_t i = 0; i < L; i++) {
+                        float front = cf[i] * gf[i], front_partner = sb[i] * gb[i];
+                        float back = cb[i] * gb[i], back_partner = sf[i] * gf[i];
+                        of[i] = front + front_partner;
+                        ob[i] = back - back_partner;
+                    }
+                }
+                emit_narrow(tc, of, out_at(p, st, tc->row, n * D + j0), L, atb ? gf : NULL, cf);
+                emit_narrow(tc, ob, out_at(p, st, tc->row, n * D + j0 + H), L, atb ? gb : NULL, cb);
+            }
+        }
+    }
+}
+
+/* One token, interleaved: pairs (2i, 2i + 1). */
+static void token_interleaved(const token_ctx *tc) {
+    const gradref__rope_plan *p = tc->p;
+    const int32_t dt = p->dtype;
+    const int64_t D = p->head_dim, R = p->rotary_dim;
+    const char *crow = p->cos + (size_t)(tc->pos * p->cos_stride[0]) * p->elem_size;
+    const char *srow = p->sin + (size_t)(tc->pos * p->sin_stride[0]) * p->elem_size;
+    float c[2 * CHUNK], sn[2 * CHUNK], g_buf[2 * CHUNK], o[2 * CHUNK];
+    for (int64_t j0 = 0; j0 < R; j0 += 2 * CHUNK) {
+        const int64_t L = R - j0 < 2 * CHUNK ? R - j0 : 2 * CHUNK; /* even */
+        widen(dt, crow + (size_t)j0 * p->elem_size, c, L);
+        widen(dt, srow + (size_t)j0 * p->elem_size, sn, L);
+        for (int s = 0; s < 2; s++) {
+            const gradref__rope_stream *st = &p->stream[s];
+            for (int64_t n = 0; n < st->heads; n++) {
+#ifdef GRADREF_ROPE_SIMD
+                if (tc->simd) {
+                    gradref__rope_interleaved_row(dt, in_at(p, st, tc->row, n * D + j0),
+                                                  out_at(p, st, tc->row, n * D + j0), c, sn, L,
+                                                  tc->stream);
+                    continue;
+                }
+#endif
+                const float *g = as_f32(dt, in_at(p, st, tc->row, n * D + j0), g_buf, L);
+                for (int64_t i = 0; i < L; i += 2) {
+                    float even = c[i] * g[i], even_partner = sn[i + 1] * g[i + 1];
+                    float odd = c[i + 1] * g[i + 1], odd_partner = sn[i] * g[i];
+                    o[i] = even + even_partner;
+                    o[i + 1] = odd - odd_partner;
+                }
+                emit_narrow(tc, o, out_at(p, st, tc->row, n * D + j0), L, NULL, NULL);
+            }
+        }
+    }
+}
+
+/* Columns past rotary_dim: the gradient passes through, bit for bit. */
+static void token_pass_through(const token_ctx *tc) {
+    const gradref__rope_plan *p = tc->p;
+    const int64_t D = p->head_dim, R = p->rotary_dim;
+    if (R == D) return;
+    for (int s = 0; s < 2; s++) {
+        const gradref__rope_stream *st = &p->stream[s];
+        for (int64_t n = 0; n < st->heads; n++)
+            memcpy(out_at(p, st, tc->row, n * D + R), in_at(p, st, tc->row, n * D + R),
+                   (size_t)(D - R) * p->elem_size);
+    }
+}
+
+static int dense_rows(const gradref__rope_plan *p) {
+    for (int s = 0; s < 2; s++)
+        if (p->stream[s].in_stride[1] != 1 || p->stream[s].out_stride[1] != 1) return 0;
+    return p->cos_stride[1] == 1 && p->sin_stride[1] == 1;
+}
+
+static void rows_fast(const gradref__rope_plan *p, int64_t row_begin, int64_t row_end, int stream,
+                      int simd) {
+    token_ctx tc = {p, 0, 0, stream, simd};
+    int64_t row = 0;
+    for (int64_t b = 0; b < p->num_seqs && row < row_end; b++) {
+        const int64_t len = p->seq_lens[b];
+        const int64_t start = p->start_positions ? p->start_positions[b] : 0;
+        int64_t t0 = row_begin > row ? row_begin - row : 0;
+        int64_t t1 = row_end - row < len ? row_end - row : len;
+        for (int64_t t = t0; t < t1; t++) {
+            tc.row = row + t;
+            tc.pos = start + t;
+            if (p->mode == GRADREF_ROPE_INTERLEAVED)
+                token_interleaved(&tc);
+            else
+                token_half(&tc);
+            token_pass_through(&tc);
+        }
+        row += len;
+    }
+}
+
+void gradref__rope_grad_fast(const gradref__rope_plan *p, int num_threads) {
+    const int fast = dense_rows(p) && p->dtype != GRADREF_F64 &&
+                     (p->precision == GRADREF_PRECISION_DEFAULT || p->mode == GRADREF_ROPE_ATB);
+    const int64_t T = p->tokens;
+    const int64_t per_token = (p->stream[0].heads + p->stream[1].heads) * p->head_dim;
+    const int stream = fast && (size_t)(T * per_token) * p->elem_size >= GRADREF_STREAM_MIN_BYTES;
+    int simd = 0;
+#ifdef GRADREF_ROPE_SIMD
+    simd = gradref__rope_simd_available();
+#endif
+    int threads = T * per_token >= PARALLEL_MIN_ELEMENTS ? num_threads : 1;
+    if ((int64_t)threads > T) threads = (int)T;
+    (void)threads;
+    GRADREF_OMP(omp parallel num_threads(threads)) {
+        int64_t team = 1, me = 0, begin, end;
+#ifdef _OPENMP
+        team = omp_get_num_threads();
+        me = omp_get_thread_num();
+#endif
+        gradref__split_range(T, team, me, &begin, &end);
+        if (begin < end) {
+            if (fast)
+                rows_fast(p, begin, end, stream, simd);
+            else
+                gradref__rope_grad_ref_rows(p, begin, end);
+        }
+        if (stream) gradref__stream_fence();
+    }
+}

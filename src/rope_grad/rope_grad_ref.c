@@ -1,0 +1,140 @@
+/* The reference loop: each output element straight from its formula (docs/rope_grad.md).
+ * ATB mode rounds every operation to the tensors' dtype, as the Ascend kernel does: sums and
+ * products are formed exactly in f64 and rounded once to F16/BF16 (for F32 and F64 the
+ * operations run in that precision). The adjoint modes compute in f32 (f64 for F64 or
+ * GRADREF_PRECISION_HIGH) and round once at the end. */
+#include <string.h>
+
+#include "common/convert.h"
+#include "gradref.h"
+#include "rope_grad_internal.h"
+
+static double load(int32_t dtype, const char *p) {
+    switch (dtype) {
+    case GRADREF_F32: {
+        float v;
+        memcpy(&v, p, 4);
+        return v;
+    }
+    case GRADREF_F64: {
+        double v;
+        memcpy(&v, p, 8);
+        return v;
+    }
+    case GRADREF_F16: {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        return gradref__f16_to_f32(h);
+    }
+    default: {
+        uint16_t h;
+        memcpy(&h, p, 2);
+        return gradref__bf16_to_f32(h);
+    }
+    }
+}
+
+/* Rounds v once to the dtype. */
+static void store(int32_t dtype, char *p, double v) {
+    switch (dtype) {
+    case GRADREF_F32: {
+        float f = (float)v;
+        memcpy(p, &f, 4);
+    } break;
+    case GRADREF_F64: memcpy(p, &v, 8); break;
+    case GRADREF_F16: {
+        uint16_t h = gradref__f64_to_f16(v);
+        memcpy(p, &h, 2);
+    } break;
+    default: {
+        uint16_t h = gradref__f64_to_bf16(v);
+        memcpy(p, &h, 2);
+    } break;
+    }
+}
+
+/* The value v as the dtype would round it (identity for F64). */
+static double round_to(int32_t dtype, double v) {
+    char buf[8];
+    store(dtype, buf, v);
+    return load(dtype, buf);
+}
+
+/* ATB: g * (c + s'), each operation rounded to the dtype. */
+static double atb_element(int32_t dtype, double g, double c, double s_partner, int front) {
+    if (dtype == GRADREF_F32) {
+        float w = front ? (float)c + (float)s_partner : (float)c - (float)s_partner;
+        return (float)g * w;
+    }
+    double w = round_to(dtype, front ? c + s_partner : c - s_partner);
+    return round_to(dtype, g * w);
+}
+
+/* Adjoint modes: c*g + s_partner*g_partner (front) or c*g - s_partner*g_partner (back). */
+static double adjoint_element(int wide, double g, double c, double s_partner, double g_partner,
+                              int front) {
+    if (wide) return front ? c * g + s_partner * g_partner : c * g - s_partner * g_partner;
+    float a = (float)c * (float)g, b = (float)s_partner * (float)g_partner;
+    return front ? a + b : a - b;
+}
+
+void gradref__rope_grad_ref(const gradref__rope_plan *p) {
+    gradref__rope_grad_ref_rows(p, 0, p->tokens);
+}
+
+void gradref__rope_grad_ref_rows(const gradref__rope_plan *p, int64_t row_begin, int64_t row_end) {
+    const int32_t dt = p->dtype;
+    const size_t esz = p->elem_size;
+    const int64_t D = p->head_dim, R = p->rotary_dim;
+    const int wide = dt == GRADREF_F64 || p->precision == GRADREF_PRECISION_HIGH;
+    int64_t row = 0;
+    for (int64_t b = 0; b < p->num_seqs && row < row_end; b++) {
+        if (row + p->seq_lens[b] <= row_begin) {
+            row += p->seq_lens[b];
+            continue;
+        }
+        int64_t start = p->start_positions ? p->start_positions[b] : 0;
+        for (int64_t t = 0; t < p->seq_lens[b] && row < row_end; t++, row++) {
+            if (row < row_begin) continue;
+            int64_t pos = start + t;
+            for (int s = 0; s < 2; s++) {
+                const gradref__rope_stream *st = &p->stream[s];
+                for (int64_t n = 0; n < st->heads; n++) {
+                    for (int64_t j = 0; j < D; j++) {
+                        const char *in = st->in + (size_t)(row * st->in_stride[0]) * esz;
+                        char *out = st->out + (size_t)(row * st->out_stride[0] +
+                                                       (n * D + j) * st->out_stride[1]) *
+                                                  esz;
+                        if (j >= R) { /* pass-through: the gradient itself, bit for bit */
+                            memcpy(out, in + (size_t)((n * D + j) * st->in_stride[1]) * esz, esz);
+                            continue;
+                        }
+                        /* partner: the other member of j's pair, and whether j is its front */
+                        int64_t partner;
+                        int front;
+                        if (p->mode == GRADREF_ROPE_INTERLEAVED) {
+                            front = j % 2 == 0;
+                            partner = front ? j + 1 : j - 1;
+                        } else {
+                            front = j < R / 2;
+                            partner = front ? j + R / 2 : j - R / 2;
+                        }
+                        double g = load(dt, in + (size_t)((n * D + j) * st->in_stride[1]) * esz);
+                        double gp =
+                            load(dt, in + (size_t)((n * D + partner) * st->in_stride[1]) * esz);
+                        double c = load(
+                            dt,
+                            p->cos + (size_t)(pos * p->cos_stride[0] + j * p->cos_stride[1]) * esz);
+                        double sp = load(dt, p->sin + (size_t)(pos * p->sin_stride[0] +
+                                                               partner * p->sin_stride[1]) *
+                                                          esz);
+                        double v = p->mode == GRADREF_ROPE_ATB
+                                       ? atb_element(dt, g, c, sp, front)
+                                       : adjoint_element(wide, g, c, sp, gp, front);
+                        store(dt, out, v);
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,186 @@
+#include "rope_grad_simd.h"
+
+#ifdef GRADREF_ROPE_SIMD
+
+#  include <float.h>
+#  include <immintrin.h>
+#  include <math.h>
+#  include <string.h>
+
+#  include "common/convert.h"
+#  include "gradref.h"
+
+#  define TARGET __attribute__((target("avx2,f16c")))
+
+int gradref__rope_simd_available(void) {
+    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+}
+
+/* ---- 8-lane loads and stores of each dtype ---- */
+
+TARGET static inline __m256 load8(int32_t dt, const void *p) {
+    if (dt == GRADREF_F32) return _mm256_loadu_ps((const float *)p);
+    __m128i h = _mm_loadu_si128((const __m128i *)p);
+    if (dt == GRADREF_F16) return _mm256_cvtph_ps(h);
+    return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
+}
+
+/* f32 -> bf16 bits, round to nearest even, NaN kept NaN (as gradref__f32_to_bf16). */
+TARGET static inline __m128i to_bf16(__m256 v) {
+    __m256i x = _mm256_castps_si256(v);
+    __m256i hi = _mm256_srli_epi32(x, 16);
+    __m256i lsb = _mm256_and_si256(hi, _mm256_set1_epi32(1));
+    __m256i rounded = _mm256_srli_epi32(
+        _mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
+    __m256i abs = _mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff));
+    __m256i is_nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7f800000));
+    __m256i payload_lost =
+        _mm256_cmpeq_epi32(_mm256_and_si256(hi, _mm256_set1_epi32(0x7f)), _mm256_setzero_si256());
+    __m256i nan = _mm256_or_si256(hi, _mm256_and_si256(payload_lost, _mm256_set1_epi32(0x40)));
+    __m256i r = _mm256_blendv_epi8(rounded, nan, is_nan);
+    r = _mm256_packus_epi32(r, r); /* per 128-bit lane: [a0..a3 a0..a3 | a4..a7 a4..a7] */
+    r = _mm256_permute4x64_epi64(r, 0x08);
+    return _mm256_castsi256_si128(r);
+}
+
+/* Inputs are read this far ahead with software prefetches: the hardware prefetcher alone leaves
+ * a read-compute-stream loop well short of copy bandwidth. */
+#  define PREFETCH_BYTES 2048
+
+static inline void prefetch(const void *p) {
+    _mm_prefetch((const char *)p + PREFETCH_BYTES, _MM_HINT_T0);
+}
+
+TARGET static inline void store8(int32_t dt, void *p, __m256 v, int stream) {
+    if (dt == GRADREF_F32) {
+        if (stream && ((uintptr_t)p & 31u) == 0) {
+            _mm256_stream_ps((float *)p, v);
+        } else if (stream) {
+            _mm_stream_ps((float *)p, _mm256_castps256_ps128(v));
+            _mm_stream_ps((float *)p + 4, _mm256_extractf128_ps(v, 1));
+        } else {
+            _mm256_storeu_ps((float *)p, v);
+        }
+        return;
+    }
+    __m128i h = dt == GRADREF_F16 ? _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT) : to_bf16(v);
+    if (stream)
+        _mm_stream_si128((__m128i *)p, h);
+    else
+        _mm_storeu_si128((__m128i *)p, h);
+}
+
+static inline size_t esize(int32_t dt) {
+    return dt == GRADREF_F32 ? 4 : 2;
+}
+
+static inline float load1(int32_t dt, const void *p, int64_t i) {
+    if (dt == GRADREF_F32) return ((const float *)p)[i];
+    uint16_t h = ((const uint16_t *)p)[i];
+    return dt == GRADREF_F16 ? gradref__f16_to_f32(h) : gradref__bf16_to_f32(h);
+}
+
+static inline void store1(int32_t dt, void *p, int64_t i, float v) {
+    if (dt == GRADREF_F32)
+        ((float *)p)[i] = v;
+    else
+        ((uint16_t *)p)[i] = dt == GRADREF_F16 ? gradref__f32_to_f16(v) : gradref__f32_to_bf16(v);
+}
+
+static inline int aligned16(const void *p) {
+    return ((uintptr_t)p & 15u) == 0;
+}
+
+/* ---- ATB ---- */
+
+/* One ATB product rounded to the dtype; BF16 products below FLT_MIN are redone in f64 so they
+ * are rounded once (the f32 product is exact everywhere else). */
+static void atb_one(int32_t dt, const void *g, void *out, const float *w, int64_t i) {
+    float gi = load1(dt, g, i), prod = gi * w[i];
+    if (dt == GRADREF_BF16 && prod != 0.0f && fabsf(prod) < FLT_MIN)
+        ((uint16_t *)out)[i] = gradref__f64_to_bf16((double)gi * (double)w[i]);
+    else
+        store1(dt, out, i, prod);
+}
+
+TARGET void gradref__rope_atb_row(int32_t dt, const void *g, void *out, const float *w, int64_t n,
+                                  int stream) {
+    const size_t es = esize(dt);
+    stream = stream && aligned16(out);
+    const __m256 tiny = _mm256_set1_ps(FLT_MIN), sign = _mm256_set1_ps(-0.0f);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        prefetch((const char *)g + i * es);
+        __m256 prod = _mm256_mul_ps(load8(dt, (const char *)g + i * es), _mm256_loadu_ps(w + i));
+        if (dt == GRADREF_BF16) {
+            __m256 mag = _mm256_andnot_ps(sign, prod);
+            __m256 sub = _mm256_and_ps(_mm256_cmp_ps(mag, tiny, _CMP_LT_OQ),
+                                       _mm256_cmp_ps(mag, _mm256_setzero_ps(), _CMP_NEQ_OQ));
+            if (_mm256_movemask_ps(sub)) { /* rare: an f32 product in the subnormal range */
+                for (int64_t k = i; k < i + 8; k++)
+                    atb_one(dt, g, out, w, k);
+                continue;
+            }
+        }
+        store8(dt, (char *)out + i * es, prod, stream);
+    }
+    for (; i < n; i++)
+        atb_one(dt, g, out, w, i);
+}
+
+/* ---- rotate_half ---- */
+
+TARGET void gradref__rope_half_row(int32_t dt, const void *gf, const void *gb, void *out_f,
+                                   void *out_b, const float *cf, const float *sb, const float *cb,
+                                   const float *sf, int64_t n, int stream) {
+    const size_t es = esize(dt);
+    stream = stream && aligned16(out_f) && aligned16(out_b);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        prefetch((const char *)gf + i * es);
+        prefetch((const char *)gb + i * es);
+        __m256 f = load8(dt, (const char *)gf + i * es), b = load8(dt, (const char *)gb + i * es);
+        __m256 front = _mm256_mul_ps(_mm256_loadu_ps(cf + i), f);
+        __m256 front_partner = _mm256_mul_ps(_mm256_loadu_ps(sb + i), b);
+        __m256 back = _mm256_mul_ps(_mm256_loadu_ps(cb + i), b);
+        __m256 back_partner = _mm256_mul_ps(_mm256_loadu_ps(sf + i), f);
+        store8(dt, (char *)out_f + i * es, _mm256_add_ps(front, front_partner), stream);
+        store8(dt, (char *)out_b + i * es, _mm256_sub_ps(back, back_partner), stream);
+    }
+    for (; i < n; i++) {
+        float f = load1(dt, gf, i), b = load1(dt, gb, i);
+        float front = cf[i] * f, front_partner = sb[i] * b;
+        float back = cb[i] * b, back_partner = sf[i] * f;
+        store1(dt, out_f, i, front + front_partner);
+        store1(dt, out_b, i, back - back_partner);
+    }
+}
+
+/* ---- interleaved ---- */
+
+TARGET void gradref__rope_interleaved_row(int32_t dt, const void *g, void *out, const float *c,
+                                          const float *s, int64_t n, int stream) {
+    const size_t es = esize(dt);
+    stream = stream && aligned16(out);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        prefetch((const char *)g + i * es);
+        __m256 gv = load8(dt, (const char *)g + i * es);
+        __m256 partner_g = _mm256_permute_ps(gv, 0xb1); /* swap each pair */
+        __m256 partner_s = _mm256_permute_ps(_mm256_loadu_ps(s + i), 0xb1);
+        __m256 own = _mm256_mul_ps(_mm256_loadu_ps(c + i), gv);
+        __m256 cross = _mm256_mul_ps(partner_s, partner_g);
+        /* even lanes own + cross, odd lanes own - cross */
+        __m256 r = _mm256_blend_ps(_mm256_add_ps(own, cross), _mm256_sub_ps(own, cross), 0xaa);
+        store8(dt, (char *)out + i * es, r, stream);
+    }
+    for (; i < n; i += 2) {
+        float g0 = load1(dt, g, i), g1 = load1(dt, g, i + 1);
+        float even = c[i] * g0, even_partner = s[i + 1] * g1;
+        float odd = c[i + 1] * g1, odd_partner = s[i] * g0;
+        store1(dt, out, i, even + even_partner);
+        store1(dt, out, i + 1, odd - odd_partner);
+    }
+}
+
+#endif

@@ -1,0 +1,30 @@
+/* AVX2 + F16C row kernels of the rope_grad fast path (x86-64 with GCC or Clang). Each computes
+ * exactly the operations of the reference loop on 8 lanes at a time and stores straight to the
+ * output, with streaming stores when asked and the destination is 16-byte aligned. */
+#ifndef GRADREF_ROPE_GRAD_SIMD_H
+#define GRADREF_ROPE_GRAD_SIMD_H
+
+#include <stdint.h>
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#  define GRADREF_ROPE_SIMD 1
+
+/* 1 when the CPU has AVX2 and F16C. */
+int gradref__rope_simd_available(void);
+
+/* ATB: out = round(g * w). F16/BF16 rows are 16-bit, F32 rows float; w is f32. */
+void gradref__rope_atb_row(int32_t dtype, const void *g, void *out, const float *w, int64_t n,
+                           int stream);
+
+/* rotate_half adjoint on one pair of half rows: out_f = cf*gf + sb*gb, out_b = cb*gb - sf*gf. */
+void gradref__rope_half_row(int32_t dtype, const void *gf, const void *gb, void *out_f, void *out_b,
+                            const float *cf, const float *sb, const float *cb, const float *sf,
+                            int64_t n, int stream);
+
+/* interleaved adjoint on n (even) elements: even i: c*g + s[i+1]*g[i+1]; odd i: c*g -
+ * s[i-1]*g[i-1]. */
+void gradref__rope_interleaved_row(int32_t dtype, const void *g, void *out, const float *c,
+                                   const float *s, int64_t n, int stream);
+#endif
+
+#endif
