@@ -86,13 +86,13 @@ size_t tu_offset(const gradref_tensor *t, const int64_t *index) {
  * rounding by binary search plus an exact midpoint comparison (midpoints are exact in double). */
 double tu_f16_value(uint16_t h) {
     int e = (h >> 10) & 31, m = h & 1023;
-    double v = e == 31 ? INFINITY : e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
+    double v = e == 31 ? (m ? NAN : INFINITY) : e == 0 ? ldexp(m, -24) : ldexp(1024 + m, e - 25);
     return (h & 0x8000) ? -v : v;
 }
 
 double tu_bf16_value(uint16_t h) {
     int e = (h >> 7) & 255, m = h & 127;
-    double v = e == 255 ? INFINITY : e == 0 ? ldexp(m, -133) : ldexp(128 + m, e - 134);
+    double v = e == 255 ? (m ? NAN : INFINITY) : e == 0 ? ldexp(m, -133) : ldexp(128 + m, e - 134);
     return (h & 0x8000) ? -v : v;
 }
 

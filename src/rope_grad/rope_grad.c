@@ -43,10 +43,10 @@ static gradref_status check_shape(const char *name, const gradref_tensor *t, int
     return GRADREF_OK;
 }
 
-static gradref_status validate(const gradref_rope_params *p, const gradref_tensor *q,
-                               const gradref_tensor *k, const gradref_tensor *cos,
-                               const gradref_tensor *sin, const gradref_tensor *dq,
-                               const gradref_tensor *dk, gradref__rope_plan *plan) {
+gradref_status gradref__rope_grad_validate(const gradref_rope_params *p, const gradref_tensor *q,
+                                           const gradref_tensor *k, const gradref_tensor *cos,
+                                           const gradref_tensor *sin, const gradref_tensor *dq,
+                                           const gradref_tensor *dk, gradref__rope_plan *plan) {
     gradref_status s;
     if (p == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "p is NULL");
     if ((s = check_params(p)) != GRADREF_OK) return s;
@@ -121,6 +121,7 @@ static gradref_status validate(const gradref_rope_params *p, const gradref_tenso
     plan->mode = p->mode;
     plan->dtype = dtype;
     plan->precision = GRADREF_PRECISION_DEFAULT;
+    plan->allow_simd = 1;
     plan->elem_size = gradref__dtype_size(dtype);
     plan->head_dim = D;
     plan->rotary_dim = p->rotary_dim ? p->rotary_dim : D;
@@ -156,7 +157,7 @@ gradref_status gradref_rope_grad(const gradref_rope_params *p, const gradref_ten
     gradref__rope_plan plan;
     gradref_status s = gradref__exec_resolve(OP, exec, &ctx);
     if (s != GRADREF_OK) return s;
-    s = validate(p, q_embed_grad, k_embed_grad, cos, sin, q_grad, k_grad, &plan);
+    s = gradref__rope_grad_validate(p, q_embed_grad, k_embed_grad, cos, sin, q_grad, k_grad, &plan);
     if (s != GRADREF_OK) return s;
     plan.precision = ctx.precision;
     gradref__rope_grad_fast(&plan, ctx.num_threads);
@@ -170,7 +171,8 @@ gradref_rope_grad_workspace_size(const gradref_rope_params *p, const gradref_ten
                                  const gradref_tensor *k_grad, size_t *bytes) {
     gradref__rope_plan plan;
     if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "bytes is NULL");
-    gradref_status s = validate(p, q_embed_grad, k_embed_grad, cos, sin, q_grad, k_grad, &plan);
+    gradref_status s =
+        gradref__rope_grad_validate(p, q_embed_grad, k_embed_grad, cos, sin, q_grad, k_grad, &plan);
     if (s == GRADREF_OK) *bytes = 0;
     return s;
 }

@@ -4,8 +4,6 @@
  * CPU has it), computed with exactly the operations of the reference loop, and narrowed once.
  * F64, GRADREF_PRECISION_HIGH and tensors whose rows are not dense take the reference loop on
  * the same token ranges. */
-#include <float.h>
-#include <math.h>
 #include <string.h>
 
 #include "common/convert.h"
@@ -49,8 +47,7 @@ static void atb_weights(int32_t dtype, const float *c, const float *s, float *w,
     }
 }
 
-/* Products g*w for ATB. For F16 the f32 product is exact; for BF16 it is exact unless it
- * falls below FLT_MIN, where emit_narrow redoes it in f64 so it is rounded only once. */
+/* Products g*w for ATB, rounded once when stored: exact ATB (see rope_grad_simd.c). */
 static void atb_products(const float *g, const float *w, float *prod, int64_t n) {
     for (int64_t i = 0; i < n; i++)
         prod[i] = g[i] * w[i];
@@ -63,19 +60,13 @@ typedef struct token_ctx {
     int simd;   /* use the AVX2/F16C row kernels */
 } token_ctx;
 
-/* Rounds n f32 results to the dtype and writes them to dst. For ATB in BF16, g and w are the
- * factors of each result, for the exact redo of products that underflowed in f32. */
-static void emit_narrow(const token_ctx *tc, const float *v, char *dst, int64_t n, const float *g,
-                        const float *w) {
+/* Rounds n f32 results to the dtype and writes them to dst. */
+static void emit_narrow(const token_ctx *tc, const float *v, char *dst, int64_t n) {
     const int32_t dt = tc->p->dtype;
     uint16_t half[2 * CHUNK];
     const void *bytes = v;
     if (dt != GRADREF_F32) {
         narrow(dt, v, (char *)half, n);
-        if (dt == GRADREF_BF16 && g)
-            for (int64_t i = 0; i < n; i++)
-                if (v[i] != 0.0f && fabsf(v[i]) < FLT_MIN)
-                    half[i] = gradref__f64_to_bf16((double)g[i] * (double)w[i]);
         bytes = half;
     }
     size_t size = (size_t)n * tc->p->elem_size;
@@ -155,8 +146,8 @@ static void token_half(const token_ctx *tc) {
                         ob[i] = back - back_partner;
                     }
                 }
-                emit_narrow(tc, of, out_at(p, st, tc->row, n * D + j0), L, atb ? gf : NULL, cf);
-                emit_narrow(tc, ob, out_at(p, st, tc->row, n * D + j0 + H), L, atb ? gb : NULL, cb);
+                emit_narrow(tc, of, out_at(p, st, tc->row, n * D + j0), L);
+                emit_narrow(tc, ob, out_at(p, st, tc->row, n * D + j0 + H), L);
             }
         }
     }
@@ -192,7 +183,7 @@ static void token_interleaved(const token_ctx *tc) {
                     o[i] = even + even_partner;
                     o[i + 1] = odd - odd_partner;
                 }
-                emit_narrow(tc, o, out_at(p, st, tc->row, n * D + j0), L, NULL, NULL);
+                emit_narrow(tc, o, out_at(p, st, tc->row, n * D + j0), L);
             }
         }
     }
@@ -247,7 +238,7 @@ void gradref__rope_grad_fast(const gradref__rope_plan *p, int num_threads) {
     const int stream = fast && (size_t)(T * per_token) * p->elem_size >= GRADREF_STREAM_MIN_BYTES;
     int simd = 0;
 #ifdef GRADREF_ROPE_SIMD
-    simd = gradref__rope_simd_available();
+    simd = p->allow_simd && gradref__rope_simd_available();
 #endif
     int threads = T * per_token >= PARALLEL_MIN_ELEMENTS ? num_threads : 1;
     if ((int64_t)threads > T) threads = (int)T;

@@ -6,6 +6,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "gradref.h"
+
 /* One of q and k: `heads` heads of head_dim elements per token row. */
 typedef struct gradref__rope_stream {
     const char *in;
@@ -18,6 +20,7 @@ typedef struct gradref__rope_plan {
     int32_t mode;      /* gradref_rope_mode */
     int32_t dtype;     /* of all six tensors */
     int32_t precision; /* gradref_precision */
+    int32_t allow_simd; /* 1: the fast path may use the AVX2/F16C kernels (tests clear it) */
     size_t elem_size;
     int64_t head_dim;   /* D */
     int64_t rotary_dim; /* resolved: D when the parameter is 0 */
@@ -29,6 +32,12 @@ typedef struct gradref__rope_plan {
     const char *cos, *sin;
     int64_t cos_stride[2], sin_stride[2];
 } gradref__rope_plan;
+
+/* Validates every argument (before anything is written) and fills *plan. */
+gradref_status gradref__rope_grad_validate(const gradref_rope_params *p, const gradref_tensor *q,
+                                           const gradref_tensor *k, const gradref_tensor *cos,
+                                           const gradref_tensor *sin, const gradref_tensor *dq,
+                                           const gradref_tensor *dk, gradref__rope_plan *plan);
 
 /* The formulas of docs/rope_grad.md, element by element (the oracle). */
 void gradref__rope_grad_ref(const gradref__rope_plan *plan);

@@ -2,9 +2,7 @@
 
 #ifdef GRADREF_ROPE_SIMD
 
-#  include <float.h>
 #  include <immintrin.h>
-#  include <math.h>
 #  include <string.h>
 
 #  include "common/convert.h"
@@ -93,39 +91,21 @@ static inline int aligned16(const void *p) {
 
 /* ---- ATB ---- */
 
-/* One ATB product rounded to the dtype; BF16 products below FLT_MIN are redone in f64 so they
- * are rounded once (the f32 product is exact everywhere else). */
-static void atb_one(int32_t dt, const void *g, void *out, const float *w, int64_t i) {
-    float gi = load1(dt, g, i), prod = gi * w[i];
-    if (dt == GRADREF_BF16 && prod != 0.0f && fabsf(prod) < FLT_MIN)
-        ((uint16_t *)out)[i] = gradref__f64_to_bf16((double)gi * (double)w[i]);
-    else
-        store1(dt, out, i, prod);
-}
-
+/* The f32 product of two F16 or BF16 values is exact except when it lies below 2^-134 (its at
+ * most 16 significant bits then reach under f32's 2^-149 grid), and there both the exact and
+ * the f32 value round to zero in BF16; so rounding the f32 product once is exact ATB. */
 TARGET void gradref__rope_atb_row(int32_t dt, const void *g, void *out, const float *w, int64_t n,
                                   int stream) {
     const size_t es = esize(dt);
     stream = stream && aligned16(out);
-    const __m256 tiny = _mm256_set1_ps(FLT_MIN), sign = _mm256_set1_ps(-0.0f);
     int64_t i = 0;
     for (; i + 8 <= n; i += 8) {
         prefetch((const char *)g + i * es);
         __m256 prod = _mm256_mul_ps(load8(dt, (const char *)g + i * es), _mm256_loadu_ps(w + i));
-        if (dt == GRADREF_BF16) {
-            __m256 mag = _mm256_andnot_ps(sign, prod);
-            __m256 sub = _mm256_and_ps(_mm256_cmp_ps(mag, tiny, _CMP_LT_OQ),
-                                       _mm256_cmp_ps(mag, _mm256_setzero_ps(), _CMP_NEQ_OQ));
-            if (_mm256_movemask_ps(sub)) { /* rare: an f32 product in the subnormal range */
-                for (int64_t k = i; k < i + 8; k++)
-                    atb_one(dt, g, out, w, k);
-                continue;
-            }
-        }
         store8(dt, (char *)out + i * es, prod, stream);
     }
     for (; i < n; i++)
-        atb_one(dt, g, out, w, i);
+        store1(dt, out, i, load1(dt, g, i) * w[i]);
 }
 
 /* ---- rotate_half ---- */

@@ -79,9 +79,77 @@ def write_recat(path, cases):
             f.write("end\n")
 
 
+def positions(seq_lens, starts):
+    return torch.cat([torch.arange(n) + s for n, s in zip(seq_lens, starts)])
+
+
+def rope_forward(x, c, s, mode, rotary):
+    """Forward RoPE on (T, heads*D) rows with per-token tables c, s of shape (T, D)."""
+    T, width = x.shape
+    D = c.shape[1]
+    x = x.view(T, width // D, D)
+    c, s = c[:, None, :rotary], s[:, None, :rotary]
+    xr, rest = x[..., :rotary], x[..., rotary:]
+    if mode == 1:  # rotate_half (NeoX / LLaMA)
+        h = rotary // 2
+        rotated = torch.cat([-xr[..., h:], xr[..., :h]], dim=-1)
+    else:  # interleaved (GPT-J rotate_every_two)
+        rotated = torch.stack([-xr[..., 1::2], xr[..., ::2]], dim=-1).flatten(-2)
+    return torch.cat([xr * c + rotated * s, rest], dim=-1).view(T, width)
+
+
+def rope_case(name, gen, dtype, mode, seq_lens, starts, Hq, Hk, S, D, rotary):
+    T = sum(seq_lens)
+    q = torch.randn(T, Hq, generator=gen, dtype=torch.float64).to(dtype)
+    k = torch.randn(T, Hk, generator=gen, dtype=torch.float64).to(dtype)
+    cos = torch.rand(S, D, generator=gen, dtype=torch.float64).to(dtype)
+    sin = torch.rand(S, D, generator=gen, dtype=torch.float64).to(dtype)  # halves differ
+    pos = positions(seq_lens, starts)
+    if mode == 0:  # ATB's golden: every operation in the 16-bit type
+        h = D // 2
+        w = cos + torch.cat([sin[:, h:], -sin[:, :h]], dim=1)
+        wq = w[pos].repeat(1, Hq // D)
+        wk = w[pos].repeat(1, Hk // D)
+        dq, dk = q * wq, k * wk
+    else:  # the exact adjoint, by autograd through the forward
+        grads = []
+        for g in (q, k):
+            x = torch.zeros_like(g, requires_grad=True)
+            rope_forward(x, cos[pos], sin[pos], mode, rotary).backward(g)
+            grads.append(x.grad)
+        dq, dk = grads
+    return (name, dtype, mode, seq_lens, starts, (T, Hq, Hk, S, D, rotary),
+            {"q_embed_grad": q, "k_embed_grad": k, "cos": cos, "sin": sin, "q_grad": dq, "k_grad": dk})
+
+
+def rope_cases(gen):
+    return [
+        rope_case("rope_atb_f16", gen, torch.float16, 0, [2, 1, 3], [0, 0, 0], 16, 8, 4, 8, 8),
+        rope_case("rope_atb_bf16", gen, torch.bfloat16, 0, [3, 2], [0, 0], 8, 16, 3, 8, 8),
+        rope_case("rope_half_f64_partial", gen, torch.float64, 1, [2, 1, 3], [1, 0, 2], 16, 8, 6, 8, 6),
+        rope_case("rope_interleaved_f32", gen, torch.float32, 2, [4, 2], [0, 3], 8, 8, 6, 8, 8),
+    ]
+
+
+def write_rope(path, cases):
+    with open(path, "w") as f:
+        f.write("# rope_grad golden fixtures: PyTorch %s (tests/golden/generate.py)\n" % torch.__version__)
+        for name, dtype, mode, seq_lens, starts, dims, tensors in cases:
+            f.write("case %s\n" % name)
+            f.write("dtype %s\n" % NAMES[dtype])
+            f.write("mode %d\n" % mode)
+            f.write("dims %s\n" % " ".join(str(d) for d in dims))
+            f.write("seq_lens %s\n" % " ".join(str(n) for n in seq_lens))
+            f.write("start_positions %s\n" % " ".join(str(s) for s in starts))
+            for key, t in tensors.items():
+                f.write("%s %s\n" % (key, hex_bits(t.detach().contiguous())))
+            f.write("end\n")
+
+
 def main():
     gen = torch.Generator().manual_seed(20261129)
     write_recat(os.path.join(HERE, "recat.txt"), recat_cases(gen))
+    write_rope(os.path.join(HERE, "rope_grad.txt"), rope_cases(gen))
 
 
 if __name__ == "__main__":
