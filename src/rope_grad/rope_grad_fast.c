@@ -102,10 +102,13 @@ static void token_half(const token_ctx *tc) {
     const int64_t D = p->head_dim, R = p->rotary_dim, H = R / 2;
     const char *crow = p->cos + (size_t)(tc->pos * p->cos_stride[0]) * p->elem_size;
     const char *srow = p->sin + (size_t)(tc->pos * p->sin_stride[0]) * p->elem_size;
-    float cf[CHUNK], cb[CHUNK], sf[CHUNK], sb[CHUNK]; /* c[j], c[j+H], s[j], s[j+H] */
+    /* c[j] then c[j+H] side by side, so that when one chunk covers the head (L == H) the ATB
+     * weights of the whole row are one array */
+    float c_both[2 * CHUNK], sf[CHUNK], sb[CHUNK]; /* s[j], s[j+H] */
     float gf_buf[CHUNK], gb_buf[CHUNK], of[CHUNK], ob[CHUNK];
     for (int64_t j0 = 0; j0 < H; j0 += CHUNK) {
         const int64_t L = H - j0 < CHUNK ? H - j0 : CHUNK;
+        float *cf = c_both, *cb = c_both + L;
         widen(dt, crow + (size_t)j0 * p->elem_size, cf, L);
         widen(dt, crow + (size_t)(j0 + H) * p->elem_size, cb, L);
         widen(dt, srow + (size_t)j0 * p->elem_size, sf, L);
@@ -123,7 +126,9 @@ static void token_half(const token_ctx *tc) {
                     const char *in_b = in_at(p, st, tc->row, n * D + j0 + H);
                     char *out_f = out_at(p, st, tc->row, n * D + j0);
                     char *out_b = out_at(p, st, tc->row, n * D + j0 + H);
-                    if (atb) {
+                    if (atb && L == H) { /* the whole head row in one pass */
+                        gradref__rope_atb_row(dt, in_f, out_f, c_both, 2 * L, tc->stream);
+                    } else if (atb) {
                         gradref__rope_atb_row(dt, in_f, out_f, cf, L, tc->stream);
                         gradref__rope_atb_row(dt, in_b, out_b, cb, L, tc->stream);
                     } else {
