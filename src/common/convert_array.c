@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "convert.h"
+#include "cpu.h"
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #  define GRADREF_HAVE_F16C_KERNELS 1
@@ -28,7 +29,7 @@ __attribute__((target("avx,f16c"))) static void f32_to_f16_f16c(const float *src
 }
 
 static int have_f16c(void) {
-    return __builtin_cpu_supports("avx") && __builtin_cpu_supports("f16c");
+    return gradref__cpu_has_avx_f16c();
 }
 #endif
 

@@ -6,12 +6,13 @@
 #  include <string.h>
 
 #  include "common/convert.h"
+#  include "common/cpu.h"
 #  include "gradref.h"
 
 #  define TARGET __attribute__((target("avx2,f16c")))
 
 int gradref__rope_simd_available(void) {
-    return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+    return gradref__cpu_has_avx2_f16c();
 }
 
 /* ---- 8-lane loads and stores of each dtype ---- */
