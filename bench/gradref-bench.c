@@ -16,6 +16,7 @@
 
 #include "common/convert.h"
 #include "common/stream.h"
+#include "common/tensor.h"
 #include "gradref.h"
 #include "problem.h"
 
@@ -33,17 +34,6 @@ static int compare_doubles(const void *a, const void *b) {
 static double median(double *v, int n) {
     qsort(v, (size_t)n, sizeof *v, compare_doubles);
     return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
-static size_t dtype_size(gradref_dtype d) {
-    switch (d) {
-    case GRADREF_F64:
-    case GRADREF_I64: return 8;
-    case GRADREF_F16:
-    case GRADREF_BF16: return 2;
-    case GRADREF_I8: return 1;
-    default: return 4;
-    }
 }
 
 /* The copy every streaming operator is measured against: the same bytes, the same threads,
@@ -83,29 +73,40 @@ static void fill_bytes(char *p, size_t n) {
         p[i] = (char)(i * 131u + 7u);
 }
 
-/* Times fn (after one warm-up call) and, after each call, a copy of half of bytes_moved (what
- * the operator reads, it also writes) on the same threads. */
-static int measure(const problem *p, op_fn fn, void *ctx, double bytes_moved, int threads,
-                   int repeats, timing *t) {
-    size_t bytes = (size_t)(bytes_moved / 2);
-    char *src = malloc(bytes ? bytes : 1), *dst = malloc(bytes ? bytes : 1);
+/* A block the baseline copies: the operator's own input to its own output, so the copy meets
+ * the same cache state as the operator. */
+typedef struct copy_pair {
+    char *dst;
+    const char *src;
+    size_t bytes;
+} copy_pair;
+
+static void copy_pairs(const copy_pair *pairs, int n, int threads, int streaming) {
+    for (int i = 0; i < n; i++)
+        parallel_copy(pairs[i].dst, pairs[i].src, pairs[i].bytes, threads, streaming);
+}
+
+/* Times fn (after one warm-up call) and, after each call, copies of the operator's inputs onto
+ * its outputs (pairs) on the same threads, by memcpy and with streaming stores. */
+static int measure(const problem *p, op_fn fn, void *ctx, const copy_pair *pairs, int num_pairs,
+                   int threads, int repeats, timing *t) {
     double *op = malloc(sizeof(double) * (size_t)repeats),
            *cp = malloc(sizeof(double) * (size_t)repeats);
+    double moved = 0;
+    for (int i = 0; i < num_pairs; i++)
+        moved += 2.0 * (double)pairs[i].bytes;
     int rc = 0;
-    if (!src || !dst || !op || !cp) {
+    if (!op || !cp) {
         fprintf(stderr, "out of memory for %s\n", p->text);
         rc = 1;
-    } else {
-        fill_bytes(src, bytes);
-        memset(dst, 0, bytes); /* fault every page in before timing */
     }
     for (int r = -1; r < repeats && rc == 0; r++) { /* r = -1 warms up */
         double t0 = now_seconds();
         gradref_status s = fn(ctx, threads);
         double t1 = now_seconds();
-        parallel_copy(dst, src, bytes, threads, 0);
+        copy_pairs(pairs, num_pairs, threads, 0);
         double t2 = now_seconds();
-        parallel_copy(dst, src, bytes, threads, 1);
+        copy_pairs(pairs, num_pairs, threads, 1);
         double t3 = now_seconds();
         if (s != GRADREF_OK) {
             fprintf(stderr, "%s: %s\n", p->text, gradref_last_error());
@@ -118,12 +119,10 @@ static int measure(const problem *p, op_fn fn, void *ctx, double bytes_moved, in
     if (rc == 0) {
         t->op_seconds = median(op, repeats);
         t->copy_seconds = median(cp, repeats);
-        t->bytes_moved = bytes_moved;
+        t->bytes_moved = moved;
     }
     free(op);
     free(cp);
-    free(src);
-    free(dst);
     return rc;
 }
 
@@ -149,7 +148,7 @@ static int run_recat(const problem *p, int threads, int repeats, timing *t) {
     int64_t width = D > 0 ? D : 1;
     for (int i = 0; i < p->num_dims; i++)
         cols += p->dims[i] * width;
-    size_t esz = dtype_size(p->dtype), bytes = (size_t)(B * cols) * esz;
+    size_t esz = gradref__dtype_size(p->dtype), bytes = (size_t)(B * cols) * esz;
     char *src = malloc(bytes ? bytes : 1), *dst = malloc(bytes ? bytes : 1);
     int rc = 1;
     if (src && dst) {
@@ -160,7 +159,8 @@ static int run_recat(const problem *p, int threads, int repeats, timing *t) {
         int64_t shape3[3] = {B, D > 0 ? cols / width : cols, width}, flat = B * cols;
         gradref_tensor_init(&c.go, src, p->dtype, D > 0 ? 3 : 2, shape3);
         gradref_tensor_init(&c.out, dst, p->dtype, 1, &flat);
-        rc = measure(p, recat_once, &c, 2.0 * (double)bytes, threads, repeats, t);
+        copy_pair pair = {dst, src, bytes};
+        rc = measure(p, recat_once, &c, &pair, 1, threads, repeats, t);
     }
     free(src);
     free(dst);
@@ -212,7 +212,7 @@ static int run_rope(const problem *p, int threads, int repeats, timing *t) {
     int32_t mode = strcmp(p->mode, "half") == 0          ? GRADREF_ROPE_HALF
                    : strcmp(p->mode, "interleaved") == 0 ? GRADREF_ROPE_INTERLEAVED
                                                          : GRADREF_ROPE_ATB;
-    size_t esz = dtype_size(p->dtype);
+    size_t esz = gradref__dtype_size(p->dtype);
     int64_t S = T / N;
     int32_t *lens = malloc(sizeof(int32_t) * (size_t)N);
     char *q = malloc((size_t)(T * Hq) * esz), *k = malloc((size_t)(T * Hk) * esz);
@@ -238,8 +238,8 @@ static int run_rope(const problem *p, int threads, int repeats, timing *t) {
         gradref_tensor_init(&c.dk, dk, p->dtype, 2, ks);
         gradref_tensor_init(&c.cos, cs, p->dtype, 2, ts);
         gradref_tensor_init(&c.sin, sn, p->dtype, 2, ts);
-        rc = measure(p, rope_once, &c, 2.0 * (double)(T * (Hq + Hk)) * (double)esz, threads,
-                     repeats, t);
+        copy_pair pairs[2] = {{dq, q, (size_t)(T * Hq) * esz}, {dk, k, (size_t)(T * Hk) * esz}};
+        rc = measure(p, rope_once, &c, pairs, 2, threads, repeats, t);
     }
     free(lens);
     free(q);

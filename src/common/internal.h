@@ -62,4 +62,14 @@ static inline void gradref__split_range(int64_t n, int64_t team, int64_t me, int
 #  define GRADREF_OMP(x)
 #endif
 
+/* Inside a parallel region (or outside one, as a team of one): this thread's part of [0, n). */
+static inline void gradref__my_range(int64_t n, int64_t *begin, int64_t *end) {
+    int64_t team = 1, me = 0;
+#ifdef _OPENMP
+    team = omp_get_num_threads();
+    me = omp_get_thread_num();
+#endif
+    gradref__split_range(n, team, me, begin, end);
+}
+
 #endif

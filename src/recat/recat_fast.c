@@ -90,12 +90,8 @@ void gradref__recat_fast(const gradref__recat_plan *p, int num_threads) {
     if ((int64_t)threads > items) threads = (int)items;
     (void)threads;
     GRADREF_OMP(omp parallel num_threads(threads)) {
-        int64_t team = 1, me = 0, begin, end;
-#ifdef _OPENMP
-        team = omp_get_num_threads();
-        me = omp_get_thread_num();
-#endif
-        gradref__split_range(items, team, me, &begin, &end);
+        int64_t begin, end;
+        gradref__my_range(items, &begin, &end);
         int64_t k = begin / W, r = begin % W;
         int64_t first = 0; /* F_r: the features of the ranks before r */
         for (int64_t q = 0; q < r; q++)

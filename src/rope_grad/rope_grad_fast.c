@@ -249,12 +249,8 @@ void gradref__rope_grad_fast(const gradref__rope_plan *p, int num_threads) {
     if ((int64_t)threads > T) threads = (int)T;
     (void)threads;
     GRADREF_OMP(omp parallel num_threads(threads)) {
-        int64_t team = 1, me = 0, begin, end;
-#ifdef _OPENMP
-        team = omp_get_num_threads();
-        me = omp_get_thread_num();
-#endif
-        gradref__split_range(T, team, me, &begin, &end);
+        int64_t begin, end;
+        gradref__my_range(T, &begin, &end);
         if (begin < end) {
             if (fast)
                 rows_fast(p, begin, end, stream, simd);
