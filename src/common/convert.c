@@ -4,6 +4,8 @@
 
 #include "convert.h"
 
+#include "gradref.h"
+
 enum { F16_SIG_BITS = 11, F16_MIN_QUANTUM = -24, BF16_SIG_BITS = 8, BF16_MIN_QUANTUM = -133 };
 
 static int bit_length(uint64_t m) {
@@ -120,4 +122,40 @@ uint16_t gradref__i64_to_f16(int64_t v) {
 }
 uint16_t gradref__i64_to_bf16(int64_t v) {
     return i64_to_half(v, &BF16);
+}
+
+double gradref__load_float(int32_t dtype, const void *p) {
+    uint16_t h;
+    switch (dtype) {
+    case GRADREF_F32: {
+        float v;
+        memcpy(&v, p, sizeof v);
+        return v;
+    }
+    case GRADREF_F64: {
+        double v;
+        memcpy(&v, p, sizeof v);
+        return v;
+    }
+    case GRADREF_F16: memcpy(&h, p, 2); return gradref__f16_to_f32(h);
+    default: memcpy(&h, p, 2); return gradref__bf16_to_f32(h);
+    }
+}
+
+void gradref__store_float(int32_t dtype, void *p, double v) {
+    switch (dtype) {
+    case GRADREF_F32: {
+        float f = (float)v;
+        memcpy(p, &f, sizeof f);
+    } break;
+    case GRADREF_F64: memcpy(p, &v, sizeof v); break;
+    case GRADREF_F16: {
+        uint16_t h = gradref__f64_to_f16(v);
+        memcpy(p, &h, 2);
+    } break;
+    default: {
+        uint16_t h = gradref__f64_to_bf16(v);
+        memcpy(p, &h, 2);
+    } break;
+    }
 }

@@ -77,4 +77,9 @@ uint16_t gradref__f64_to_bf16(double d);
 uint16_t gradref__i64_to_f16(int64_t v);
 uint16_t gradref__i64_to_bf16(int64_t v);
 
+/* Reference-loop helpers: a float element of any float dtype read exactly as an f64, and an
+ * f64 rounded once into an element of any float dtype. */
+double gradref__load_float(int32_t dtype, const void *p);
+void gradref__store_float(int32_t dtype, void *p, double v);
+
 #endif

@@ -10,47 +10,11 @@
 #include "rope_grad_internal.h"
 
 static double load(int32_t dtype, const char *p) {
-    switch (dtype) {
-    case GRADREF_F32: {
-        float v;
-        memcpy(&v, p, 4);
-        return v;
-    }
-    case GRADREF_F64: {
-        double v;
-        memcpy(&v, p, 8);
-        return v;
-    }
-    case GRADREF_F16: {
-        uint16_t h;
-        memcpy(&h, p, 2);
-        return gradref__f16_to_f32(h);
-    }
-    default: {
-        uint16_t h;
-        memcpy(&h, p, 2);
-        return gradref__bf16_to_f32(h);
-    }
-    }
+    return gradref__load_float(dtype, p);
 }
 
-/* Rounds v once to the dtype. */
 static void store(int32_t dtype, char *p, double v) {
-    switch (dtype) {
-    case GRADREF_F32: {
-        float f = (float)v;
-        memcpy(p, &f, 4);
-    } break;
-    case GRADREF_F64: memcpy(p, &v, 8); break;
-    case GRADREF_F16: {
-        uint16_t h = gradref__f64_to_f16(v);
-        memcpy(p, &h, 2);
-    } break;
-    default: {
-        uint16_t h = gradref__f64_to_bf16(v);
-        memcpy(p, &h, 2);
-    } break;
-    }
+    gradref__store_float(dtype, p, v);
 }
 
 /* The value v as the dtype would round it (identity for F64). */
