@@ -9,19 +9,11 @@
 #include "gradref.h"
 #include "rope_grad_internal.h"
 
-static double load(int32_t dtype, const char *p) {
-    return gradref__load_float(dtype, p);
-}
-
-static void store(int32_t dtype, char *p, double v) {
-    gradref__store_float(dtype, p, v);
-}
-
 /* The value v as the dtype would round it (identity for F64). */
 static double round_to(int32_t dtype, double v) {
     char buf[8];
-    store(dtype, buf, v);
-    return load(dtype, buf);
+    gradref__store_float(dtype, buf, v);
+    return gradref__load_float(dtype, buf);
 }
 
 /* ATB: g * (c + s'), each operation rounded to the dtype. */
@@ -83,19 +75,21 @@ void gradref__rope_grad_ref_rows(const gradref__rope_plan *p, int64_t row_begin,
                             front = j < R / 2;
                             partner = front ? j + R / 2 : j - R / 2;
                         }
-                        double g = load(dt, in + (size_t)((n * D + j) * st->in_stride[1]) * esz);
-                        double gp =
-                            load(dt, in + (size_t)((n * D + partner) * st->in_stride[1]) * esz);
-                        double c = load(
+                        double g = gradref__load_float(
+                            dt, in + (size_t)((n * D + j) * st->in_stride[1]) * esz);
+                        double gp = gradref__load_float(
+                            dt, in + (size_t)((n * D + partner) * st->in_stride[1]) * esz);
+                        double c = gradref__load_float(
                             dt,
                             p->cos + (size_t)(pos * p->cos_stride[0] + j * p->cos_stride[1]) * esz);
-                        double sp = load(dt, p->sin + (size_t)(pos * p->sin_stride[0] +
-                                                               partner * p->sin_stride[1]) *
-                                                          esz);
+                        double sp =
+                            gradref__load_float(dt, p->sin + (size_t)(pos * p->sin_stride[0] +
+                                                                      partner * p->sin_stride[1]) *
+                                                                 esz);
                         double v = p->mode == GRADREF_ROPE_ATB
                                        ? atb_element(dt, g, c, sp, front)
                                        : adjoint_element(wide, g, c, sp, gp, front);
-                        store(dt, out, v);
+                        gradref__store_float(dt, out, v);
                     }
                 }
             }
