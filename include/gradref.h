@@ -141,6 +141,44 @@ GRADREF_API gradref_status gradref_copy(const gradref_tensor *src, const gradref
                                         const gradref_exec *exec);
 
 /* ------------------------------------------------------------------------------------------ */
+/* grid_sampler3d_grad: backward of 3-D grid_sample (docs/grid_sampler3d_grad.md)              */
+/* ------------------------------------------------------------------------------------------ */
+/* PyTorch grid_sampler_3d_backward / CANN GridSampler3DGrad. grad (N,C,Do,Ho,Wo) is dL/d(output),
+ * x (N,C,Di,Hi,Wi) the sampled input, grid (N,Do,Ho,Wo,3) the sampling points (x->W, y->H,
+ * z->D, normalised to [-1, 1]). dx (like x) and dgrid (like grid) are outputs; either may be
+ * NULL to skip it. Any strides (NCDHW, NDHWC, views, zero-stride inputs). Dtypes F32, F64,
+ * F16, BF16, all alike; F16/BF16 are computed in f32 and rounded once. A grid coordinate that
+ * is NaN, infinite or beyond the int32 range after padding counts as out of bounds.
+ * Errors: NULL, DTYPE, RANK, SHAPE, PARAM, STRIDE, OVERFLOW, ALIAS, NO_MEMORY, WORKSPACE.
+ * Outputs are untouched on error. */
+typedef enum { GRADREF_INTERP_BILINEAR = 0, GRADREF_INTERP_NEAREST = 1 } gradref_interp;
+typedef enum {
+    GRADREF_PAD_ZEROS = 0,
+    GRADREF_PAD_BORDER = 1,
+    GRADREF_PAD_REFLECTION = 2
+} gradref_padding;
+
+typedef struct gradref_grid_sampler3d_params {
+    int32_t interpolation; /* gradref_interp: BILINEAR is trilinear on 3-D data */
+    int32_t padding;       /* gradref_padding */
+    int32_t align_corners; /* 0 or 1 */
+} gradref_grid_sampler3d_params;
+
+GRADREF_API gradref_status gradref_grid_sampler3d_grad(const gradref_grid_sampler3d_params *p,
+                                                       const gradref_tensor *grad,
+                                                       const gradref_tensor *x,
+                                                       const gradref_tensor *grid,
+                                                       const gradref_tensor *dx,
+                                                       const gradref_tensor *dgrid,
+                                                       const gradref_exec *exec);
+/* The workspace a call with these arguments may use, for either precision and any thread
+ * count. Validates like gradref_grid_sampler3d_grad. */
+GRADREF_API gradref_status gradref_grid_sampler3d_grad_workspace_size(
+    const gradref_grid_sampler3d_params *p, const gradref_tensor *grad, const gradref_tensor *x,
+    const gradref_tensor *grid, const gradref_tensor *dx, const gradref_tensor *dgrid,
+    size_t *bytes);
+
+/* ------------------------------------------------------------------------------------------ */
 /* recat: FBGEMM recat_embedding_grad_output* (docs/recat.md)                                  */
 /* ------------------------------------------------------------------------------------------ */
 /* For rank r with column width ds_r starting at column C_r = ds_0 + ... + ds_{r-1} of a

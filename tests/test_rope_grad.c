@@ -24,32 +24,14 @@ typedef struct rope_case {
     size_t bytes[6];
 } rope_case;
 
-static double value_of(int32_t dtype, const void *p) {
-    switch (dtype) {
-    case GRADREF_F32: return *(const float *)p;
-    case GRADREF_F64: return *(const double *)p;
-    case GRADREF_F16: return tu_f16_value(*(const uint16_t *)p);
-    default: return tu_bf16_value(*(const uint16_t *)p);
-    }
-}
-
-static void set_value(int32_t dtype, void *p, double v) {
-    switch (dtype) {
-    case GRADREF_F32: *(float *)p = (float)v; break;
-    case GRADREF_F64: *(double *)p = v; break;
-    case GRADREF_F16: *(uint16_t *)p = tu_round_f16(v); break;
-    default: *(uint16_t *)p = tu_round_bf16(v); break;
-    }
-}
-
 static double at(const gradref_tensor *t, int64_t i, int64_t j) {
     int64_t idx[2] = {i, j};
-    return value_of(t->dtype, (const char *)t->data + tu_offset(t, idx));
+    return tu_get(t, idx);
 }
 
 static void put(const gradref_tensor *t, int64_t i, int64_t j, double v) {
     int64_t idx[2] = {i, j};
-    set_value(t->dtype, (char *)t->data + tu_offset(t, idx), v);
+    tu_put(t, idx, v);
 }
 
 /* Random values in [-scale, scale] in every element of t (finite, in the dtype). */
@@ -366,7 +348,8 @@ static void test_non_finite(void **state) {
             for (int64_t i = 0; i < 40 * 256; i++)
                 want[i] = at(&c.dq, i / 256, i % 256);
             if (!isnan(want[11 * 256 + 2]) || !isinf(want[3 * 256 + 5]))
-                fail_msg("dtype %d mode %d: %g %g", dtype, mode, want[11 * 256 + 2], want[3 * 256 + 5]);
+                fail_msg("dtype %d mode %d: %g %g", dtype, mode, want[11 * 256 + 2],
+                         want[3 * 256 + 5]);
             assert_int_equal(run(&c, NULL), GRADREF_OK);
             for (int64_t i = 0; i < 40 * 256; i++) {
                 double got = at(&c.dq, i / 256, i % 256);
@@ -638,11 +621,15 @@ static void test_errors(void **state) {
 int main(void) {
     tu_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_atb_positive_case), cmocka_unit_test(test_worked_example),
-        cmocka_unit_test(test_adjoint_identity),  cmocka_unit_test(test_fast_matches_reference),
+        cmocka_unit_test(test_atb_positive_case),
+        cmocka_unit_test(test_worked_example),
+        cmocka_unit_test(test_adjoint_identity),
+        cmocka_unit_test(test_fast_matches_reference),
         cmocka_unit_test(test_bf16_tiny_products),
-        cmocka_unit_test(test_non_finite),        cmocka_unit_test(test_bench_problems),
-        cmocka_unit_test(test_golden_pytorch),    cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_non_finite),
+        cmocka_unit_test(test_bench_problems),
+        cmocka_unit_test(test_golden_pytorch),
+        cmocka_unit_test(test_errors),
     };
     return cmocka_run_group_tests_name("rope_grad", tests, NULL, NULL);
 }

@@ -82,6 +82,32 @@ size_t tu_offset(const gradref_tensor *t, const int64_t *index) {
     return (size_t)off * tu_dtype_size(t->dtype);
 }
 
+double tu_value(int32_t dtype, const void *p) {
+    switch (dtype) {
+    case GRADREF_F32: return *(const float *)p;
+    case GRADREF_F64: return *(const double *)p;
+    case GRADREF_F16: return tu_f16_value(*(const uint16_t *)p);
+    default: return tu_bf16_value(*(const uint16_t *)p);
+    }
+}
+
+void tu_set_value(int32_t dtype, void *p, double v) {
+    switch (dtype) {
+    case GRADREF_F32: *(float *)p = (float)v; break;
+    case GRADREF_F64: *(double *)p = v; break;
+    case GRADREF_F16: *(uint16_t *)p = tu_round_f16(v); break;
+    default: *(uint16_t *)p = tu_round_bf16(v); break;
+    }
+}
+
+double tu_get(const gradref_tensor *t, const int64_t *index) {
+    return tu_value(t->dtype, (const char *)t->data + tu_offset(t, index));
+}
+
+void tu_put(const gradref_tensor *t, const int64_t *index, double v) {
+    tu_set_value(t->dtype, (char *)t->data + tu_offset(t, index), v);
+}
+
 /* Independent rounding references: the value of every 16-bit pattern from its fields, and
  * rounding by binary search plus an exact midpoint comparison (midpoints are exact in double). */
 double tu_f16_value(uint16_t h) {

@@ -43,6 +43,14 @@ double tu_bf16_value(uint16_t h);
 uint16_t tu_round_f16(double x);
 uint16_t tu_round_bf16(double x);
 
+/* The value of one element of any float dtype (tu_f16_value/tu_bf16_value for 16-bit), and
+ * storing a double into one (rounded with tu_round_f16/tu_round_bf16). */
+double tu_value(int32_t dtype, const void *p);
+void tu_set_value(int32_t dtype, void *p, double v);
+/* Element `index` of t, read or written the same way. */
+double tu_get(const gradref_tensor *t, const int64_t *index);
+void tu_put(const gradref_tensor *t, const int64_t *index, double v);
+
 /* Thread counts the thread-invariance tests compare. */
 #define TU_THREAD_COUNTS                                                                           \
   { 1, 2, 3 }

@@ -17,9 +17,9 @@ typedef struct gradref__rope_stream {
 } gradref__rope_stream;
 
 typedef struct gradref__rope_plan {
-    int32_t mode;      /* gradref_rope_mode */
-    int32_t dtype;     /* of all six tensors */
-    int32_t precision; /* gradref_precision */
+    int32_t mode;       /* gradref_rope_mode */
+    int32_t dtype;      /* of all six tensors */
+    int32_t precision;  /* gradref_precision */
     int32_t allow_simd; /* 1: the fast path may use the AVX2/F16C kernels (tests clear it) */
     size_t elem_size;
     int64_t head_dim;   /* D */

@@ -146,10 +146,49 @@ def write_rope(path, cases):
             f.write("end\n")
 
 
+def grid_case(name, gen, dtype, modes, dims, reach):
+    N, C, D, H, W, Do, Ho, Wo = dims
+    x = (torch.rand(N, C, D, H, W, generator=gen, dtype=torch.float64) * 2 - 1).to(dtype)
+    grad = (torch.rand(N, C, Do, Ho, Wo, generator=gen, dtype=torch.float64) * 2 - 1).to(dtype)
+    grid = ((torch.rand(N, Do, Ho, Wo, 3, generator=gen, dtype=torch.float64) * 2 - 1) * reach).to(dtype)
+    interp, padding, align = modes
+    dx, dgrid = torch.ops.aten.grid_sampler_3d_backward(grad, x, grid, interp, padding, bool(align),
+                                                        [True, True])
+    return (name, dtype, modes, dims, {"grad": grad, "x": x, "grid": grid, "dx": dx, "dgrid": dgrid})
+
+
+def grid_cases(gen):
+    """aten's CPU kernel in the tensors' own dtype: F32 must match bit for bit."""
+    return [
+        grid_case("gs_bilinear_zeros_f32", gen, torch.float32, (0, 0, 0), (2, 3, 4, 5, 6, 3, 4, 5), 1.3),
+        grid_case("gs_bilinear_reflection_ac_f32", gen, torch.float32, (0, 2, 1), (1, 2, 3, 4, 5, 4, 3, 5), 2.5),
+        grid_case("gs_bilinear_border_f32", gen, torch.float32, (0, 1, 0), (2, 2, 5, 3, 4, 2, 3, 3), 1.5),
+        grid_case("gs_bilinear_reflection_f64_ones", gen, torch.float64, (0, 2, 0), (1, 2, 1, 4, 1, 3, 2, 4), 3.0),
+        grid_case("gs_bilinear_zeros_ac_f64", gen, torch.float64, (0, 0, 1), (2, 3, 3, 3, 3, 2, 2, 3), 1.2),
+        grid_case("gs_nearest_border_ac_f64", gen, torch.float64, (1, 1, 1), (1, 3, 4, 4, 4, 3, 3, 3), 1.4),
+        grid_case("gs_nearest_zeros_f32", gen, torch.float32, (1, 0, 0), (2, 2, 3, 5, 4, 2, 4, 3), 1.1),
+    ]
+
+
+def write_grid(path, cases):
+    with open(path, "w") as f:
+        f.write("# grid_sampler3d_grad golden fixtures: PyTorch %s aten.grid_sampler_3d_backward "
+                "(tests/golden/generate.py)\n" % torch.__version__)
+        for name, dtype, modes, dims, tensors in cases:
+            f.write("case %s\n" % name)
+            f.write("dtype %s\n" % NAMES[dtype])
+            f.write("modes %s\n" % " ".join(str(m) for m in modes))
+            f.write("dims %s\n" % " ".join(str(d) for d in dims))
+            for key, t in tensors.items():
+                f.write("%s %s\n" % (key, hex_bits(t.detach().contiguous())))
+            f.write("end\n")
+
+
 def main():
     gen = torch.Generator().manual_seed(20261129)
     write_recat(os.path.join(HERE, "recat.txt"), recat_cases(gen))
     write_rope(os.path.join(HERE, "rope_grad.txt"), rope_cases(gen))
+    write_grid(os.path.join(HERE, "grid_sampler3d_grad.txt"), grid_cases(gen))
 
 
 if __name__ == "__main__":

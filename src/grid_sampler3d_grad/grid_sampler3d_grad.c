@@ -1,0 +1,161 @@
+/* grid_sampler3d_grad entry points: validation (everything before any write), workspace,
+ * dispatch to the fast path. */
+#include <string.h>
+
+#include "common/exec.h"
+#include "common/tensor.h"
+#include "gs3d_internal.h"
+
+static const char OP[] = "grid_sampler3d_grad";
+
+static gradref_status check_params(const gradref_grid_sampler3d_params *p) {
+    if (p == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "p is NULL");
+    if (p->interpolation != GRADREF_INTERP_BILINEAR && p->interpolation != GRADREF_INTERP_NEAREST)
+        return gradref__fail(GRADREF_ERR_PARAM, OP,
+                             "p.interpolation is %d, not a gradref_interp (0 bilinear, 1 nearest)",
+                             (int)p->interpolation);
+    if (p->padding < GRADREF_PAD_ZEROS || p->padding > GRADREF_PAD_REFLECTION)
+        return gradref__fail(GRADREF_ERR_PARAM, OP,
+                             "p.padding is %d, not a gradref_padding (0 zeros, 1 border, "
+                             "2 reflection)",
+                             (int)p->padding);
+    if (p->align_corners != 0 && p->align_corners != 1)
+        return gradref__fail(GRADREF_ERR_PARAM, OP, "p.align_corners is %d; it must be 0 or 1",
+                             (int)p->align_corners);
+    return GRADREF_OK;
+}
+
+static gradref_status check_dim(const char *name, const gradref_tensor *t, int dim, int64_t want,
+                                const char *what) {
+    if (t->shape[dim] != want)
+        return gradref__fail(GRADREF_ERR_SHAPE, OP, "%s.shape[%d] is %lld but %s is %lld", name,
+                             dim, (long long)t->shape[dim], what, (long long)want);
+    return GRADREF_OK;
+}
+
+static void view_of(gradref__gs3d_view *v, const gradref_tensor *t) {
+    v->data = t ? (char *)t->data : NULL;
+    for (int i = 0; i < 5; i++)
+        v->s[i] = t ? t->strides[i] : 0;
+}
+
+gradref_status gradref__gs3d_validate(const gradref_grid_sampler3d_params *p,
+                                      const gradref_tensor *grad, const gradref_tensor *x,
+                                      const gradref_tensor *grid, const gradref_tensor *dx,
+                                      const gradref_tensor *dgrid, gradref__gs3d_plan *plan) {
+    gradref_status s;
+    if ((s = check_params(p)) != GRADREF_OK) return s;
+    const char *in_names[3] = {"grad", "x", "grid"};
+    const gradref_tensor *in[3] = {grad, x, grid};
+    gradref__extent in_ext[3], out_ext[2] = {{0, 0, 0}, {0, 0, 0}};
+    for (int i = 0; i < 3; i++) {
+        if ((s = gradref__check_tensor(OP, in_names[i], in[i], &in_ext[i])) != GRADREF_OK) return s;
+        if ((s = gradref__check_rank(OP, in_names[i], in[i], 5)) != GRADREF_OK) return s;
+    }
+    const char *out_names[2] = {"dx", "dgrid"};
+    const gradref_tensor *out[2] = {dx, dgrid};
+    for (int i = 0; i < 2; i++) {
+        if (out[i] == NULL) continue;
+        if ((s = gradref__check_output(OP, out_names[i], out[i], &out_ext[i])) != GRADREF_OK)
+            return s;
+        if ((s = gradref__check_rank(OP, out_names[i], out[i], 5)) != GRADREF_OK) return s;
+    }
+    const int32_t dtype = grad->dtype;
+    if (!gradref__dtype_is_float(dtype))
+        return gradref__fail(GRADREF_ERR_DTYPE, OP,
+                             "grad.dtype is %s; grid_sampler3d_grad takes F32, F64, F16 or BF16",
+                             gradref__dtype_name(dtype));
+    const gradref_tensor *all[5] = {grad, x, grid, dx, dgrid};
+    const char *all_names[5] = {"grad", "x", "grid", "dx", "dgrid"};
+    for (int i = 1; i < 5; i++)
+        if (all[i] != NULL && all[i]->dtype != dtype)
+            return gradref__fail(GRADREF_ERR_DTYPE, OP, "%s.dtype is %s but grad.dtype is %s",
+                                 all_names[i], gradref__dtype_name(all[i]->dtype),
+                                 gradref__dtype_name(dtype));
+
+    const int64_t N = x->shape[0], C = x->shape[1];
+    if ((s = check_dim("grad", grad, 0, N, "x.shape[0]")) != GRADREF_OK) return s;
+    if ((s = check_dim("grid", grid, 0, N, "x.shape[0]")) != GRADREF_OK) return s;
+    if ((s = check_dim("grad", grad, 1, C, "x.shape[1]")) != GRADREF_OK) return s;
+    if ((s = check_dim("grid", grid, 4, 3, "the number of spatial dims")) != GRADREF_OK) return s;
+    for (int d = 0; d < 3; d++)
+        if ((s = check_dim("grid", grid, 1 + d, grad->shape[2 + d], "the grad size")) != GRADREF_OK)
+            return s;
+    for (int d = 2; d < 5; d++)
+        if (x->shape[d] == 0)
+            return gradref__fail(GRADREF_ERR_SHAPE, OP,
+                                 "x.shape[%d] is 0; x must have non-empty spatial dims", d);
+    for (int d = 0; d < 5; d++) {
+        if (dx != NULL && (s = check_dim("dx", dx, d, x->shape[d], "x's")) != GRADREF_OK) return s;
+        if (dgrid != NULL &&
+            (s = check_dim("dgrid", dgrid, d, grid->shape[d], "grid's")) != GRADREF_OK)
+            return s;
+    }
+    for (int o = 0; o < 2; o++) {
+        if (out[o] == NULL) continue;
+        for (int i = 0; i < 3; i++)
+            if ((s = gradref__check_disjoint(OP, out_names[o], &out_ext[o], in_names[i],
+                                             &in_ext[i])) != GRADREF_OK)
+                return s;
+    }
+    if (dx != NULL && dgrid != NULL &&
+        (s = gradref__check_disjoint(OP, "dgrid", &out_ext[1], "dx", &out_ext[0])) != GRADREF_OK)
+        return s;
+
+    memset(plan, 0, sizeof *plan);
+    plan->interp = p->interpolation;
+    plan->padding = p->padding;
+    plan->align_corners = p->align_corners;
+    plan->dtype = dtype;
+    plan->precision = GRADREF_PRECISION_DEFAULT;
+    plan->allow_simd = 1;
+    plan->elem_size = gradref__dtype_size(dtype);
+    plan->N = N;
+    plan->C = C;
+    plan->D = x->shape[2];
+    plan->H = x->shape[3];
+    plan->W = x->shape[4];
+    plan->Do = grad->shape[2];
+    plan->Ho = grad->shape[3];
+    plan->Wo = grad->shape[4];
+    view_of(&plan->grad, grad);
+    view_of(&plan->x, x);
+    view_of(&plan->grid, grid);
+    view_of(&plan->dx, dx);
+    view_of(&plan->dgrid, dgrid);
+    return GRADREF_OK;
+}
+
+gradref_status gradref_grid_sampler3d_grad(const gradref_grid_sampler3d_params *p,
+                                           const gradref_tensor *grad, const gradref_tensor *x,
+                                           const gradref_tensor *grid, const gradref_tensor *dx,
+                                           const gradref_tensor *dgrid, const gradref_exec *exec) {
+    gradref__ctx ctx;
+    gradref__gs3d_plan plan;
+    gradref_status s = gradref__exec_resolve(OP, exec, &ctx);
+    if (s != GRADREF_OK) return s;
+    if ((s = gradref__gs3d_validate(p, grad, x, grid, dx, dgrid, &plan)) != GRADREF_OK) return s;
+    plan.precision = ctx.precision;
+    void *ws, *owned;
+    s = gradref__workspace_acquire(OP, &ctx, gradref__gs3d_fast_workspace(&plan, ctx.precision),
+                                   &ws, &owned);
+    if (s != GRADREF_OK) return s;
+    gradref__gs3d_fast(&plan, ws, ctx.num_threads);
+    gradref__workspace_release(owned);
+    return GRADREF_OK;
+}
+
+gradref_status
+gradref_grid_sampler3d_grad_workspace_size(const gradref_grid_sampler3d_params *p,
+                                           const gradref_tensor *grad, const gradref_tensor *x,
+                                           const gradref_tensor *grid, const gradref_tensor *dx,
+                                           const gradref_tensor *dgrid, size_t *bytes) {
+    gradref__gs3d_plan plan;
+    if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "bytes is NULL");
+    gradref_status s = gradref__gs3d_validate(p, grad, x, grid, dx, dgrid, &plan);
+    if (s != GRADREF_OK) return s;
+    size_t a = gradref__gs3d_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT);
+    size_t b = gradref__gs3d_fast_workspace(&plan, GRADREF_PRECISION_HIGH);
+    *bytes = gradref__workspace_bytes(a > b ? a : b);
+    return GRADREF_OK;
+}

@@ -1,0 +1,294 @@
+/* The fast path's driver: workspace layout, staging of 16-bit inputs, the three passes over
+ * OpenMP (gs3d_fast.h), and the final rounding of the dx accumulator. */
+#include <math.h>
+#include <string.h>
+
+#include "common/convert.h"
+#include "common/tensor.h"
+#include "gs3d_fast.h"
+#include "gs3d_simd.h"
+
+#define GS_T     float
+#define GS_A     float
+#define GS_FN(f) f##_ff
+#include "gs3d_fast_impl.h"
+#undef GS_T
+#undef GS_A
+#undef GS_FN
+
+#define GS_T     float
+#define GS_A     double
+#define GS_FN(f) f##_fd
+#include "gs3d_fast_impl.h"
+#undef GS_T
+#undef GS_A
+#undef GS_FN
+
+#define GS_T     double
+#define GS_A     double
+#define GS_FN(f) f##_dd
+#include "gs3d_fast_impl.h"
+#undef GS_T
+#undef GS_A
+#undef GS_FN
+
+/* Below this many point-channels one thread does it all. */
+#define PARALLEL_MIN_WORK (INT64_C(1) << 15)
+/* Channels per dx work item when channels are innermost. */
+#define CHANNEL_BLOCK 16
+
+enum { PAIR_FF, PAIR_FD, PAIR_DD };
+
+/* Byte offsets of each workspace part (all 64-byte aligned). */
+typedef struct ws_layout {
+    size_t w, dist, mult, offx, offa, offg, mask; /* geometry */
+    size_t x32, grad32;                           /* f32 copies of F16/BF16 inputs */
+    size_t acc;                                   /* dx accumulator, when dx is not used */
+    size_t total;
+    int pair, acc_buffer, stage_x;
+} ws_layout;
+
+static size_t take(size_t *at, size_t bytes) {
+    size_t here = *at;
+    *at += (bytes + 63) & ~(size_t)63;
+    return here;
+}
+
+static int64_t numel5(const int64_t *shape) {
+    return shape[0] * shape[1] * shape[2] * shape[3] * shape[4];
+}
+
+static void x_shape(const gradref__gs3d_plan *p, int64_t *s) {
+    s[0] = p->N, s[1] = p->C, s[2] = p->D, s[3] = p->H, s[4] = p->W;
+}
+
+static void grad_shape(const gradref__gs3d_plan *p, int64_t *s) {
+    s[0] = p->N, s[1] = p->C, s[2] = p->Do, s[3] = p->Ho, s[4] = p->Wo;
+}
+
+static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision) {
+    ws_layout L;
+    memset(&L, 0, sizeof L);
+    const int wide = p->dtype == GRADREF_F64 || precision == GRADREF_PRECISION_HIGH;
+    L.pair = p->dtype == GRADREF_F64 ? PAIR_DD : wide ? PAIR_FD : PAIR_FF;
+    const int64_t NP = p->N * p->Do * p->Ho * p->Wo;
+    if ((p->dx.data == NULL && p->dgrid.data == NULL) || NP == 0 || p->C == 0) return L;
+    const size_t t = L.pair == PAIR_DD ? 8 : 4, a = wide ? 8 : 4, np = (size_t)NP;
+    size_t at = 0;
+    L.w = take(&at, np * 8 * t);
+    L.dist = take(&at, np * 6 * t);
+    L.mult = take(&at, np * 3 * t);
+    L.offx = take(&at, np * 8);
+    L.offa = take(&at, np * 8);
+    L.offg = take(&at, np * 8);
+    L.mask = take(&at, np + 8); /* the AVX2 kernel reads 8 masks at a time */
+    int64_t xs[5], gs[5];
+    x_shape(p, xs);
+    grad_shape(p, gs);
+    if (p->dtype == GRADREF_F16 || p->dtype == GRADREF_BF16) {
+        L.stage_x = p->dgrid.data != NULL && p->interp == GRADREF_INTERP_BILINEAR;
+        if (L.stage_x) L.x32 = take(&at, (size_t)numel5(xs) * 4);
+        L.grad32 = take(&at, (size_t)numel5(gs) * 4);
+    }
+    L.acc_buffer =
+        p->dx.data != NULL && !(p->dtype == GRADREF_F32 && !wide) && p->dtype != GRADREF_F64;
+    if (L.acc_buffer) L.acc = take(&at, (size_t)numel5(xs) * a);
+    L.total = at;
+    return L;
+}
+
+size_t gradref__gs3d_fast_workspace(const gradref__gs3d_plan *p, int32_t precision) {
+    return layout_of(p, precision).total;
+}
+
+static void make_tensor(gradref_tensor *t, void *data, int32_t dtype, const int64_t *shape,
+                        const int64_t *strides) {
+    memset(t, 0, sizeof *t);
+    t->data = data;
+    t->dtype = dtype;
+    t->ndim = 5;
+    for (int i = 0; i < 5; i++) {
+        t->shape[i] = shape[i];
+        t->strides[i] = strides[i];
+    }
+}
+
+/* dst (dtype, shape, strides) = src; both descriptors were validated. */
+static void copy5(const void *src, int32_t sdt, const int64_t *ss, void *dst, int32_t ddt,
+                  const int64_t *ds, const int64_t *shape, int num_threads) {
+    gradref_tensor s, d;
+    gradref_exec e = {NULL, 0, num_threads, GRADREF_PRECISION_DEFAULT};
+    make_tensor(&s, (void *)src, sdt, shape, ss);
+    make_tensor(&d, dst, ddt, shape, ds);
+    (void)gradref_copy(&s, &d, &e);
+}
+
+static void zero_fill(const gradref__gs3d_view *v, int32_t dtype, const int64_t *shape,
+                      int num_threads) {
+    const double zero64 = 0.0;
+    char zero[8];
+    gradref__store_float(dtype, zero, zero64);
+    const int64_t none[5] = {0, 0, 0, 0, 0};
+    copy5(zero, dtype, none, v->data, dtype, v->s, shape, num_threads);
+}
+
+#ifdef GRADREF_GS3D_SIMD
+/* Every offset an AVX2 gather forms fits in int32. */
+static int gather_offsets_fit(const gs3d_run *r) {
+    const gradref__gs3d_plan *p = r->p;
+    const int64_t limit = INT64_C(0x7fffffff);
+    int64_t xreach = (p->D - 1) * r->xs[2] + (p->H - 1) * r->xs[3] + (p->W - 1) * r->xs[4];
+    int64_t corner = r->xs[2] + r->xs[3] + r->xs[4];
+    int64_t greach = (p->Do - 1) * r->gs[2] + (p->Ho - 1) * r->gs[3] + (p->Wo - 1) * r->gs[4];
+    return xreach + corner < limit && greach < limit;
+}
+#endif
+
+static void run_geometry(const gs3d_run *r, int pair, int64_t b, int64_t e) {
+    if (pair == PAIR_FF)
+        geometry_ff(r, b, e);
+    else if (pair == PAIR_FD)
+        geometry_fd(r, b, e);
+    else
+        geometry_dd(r, b, e);
+}
+
+static void run_dgrid(const gs3d_run *r, int pair, int simd, int64_t n, int64_t q0, int64_t q1) {
+    int64_t q = q0;
+#ifdef GRADREF_GS3D_SIMD
+    if (simd) q += gradref__gs3d_simd_dgrid(r, n, q0, q1);
+#else
+    (void)simd;
+#endif
+    for (; q < q1; q++) {
+        if (pair == PAIR_FF)
+            dgrid_point_ff(r, n, q);
+        else if (pair == PAIR_FD)
+            dgrid_point_fd(r, n, q);
+        else
+            dgrid_point_dd(r, n, q);
+    }
+}
+
+static void run_dx(const gs3d_run *r, int pair, int simd, int64_t n, int64_t c0, int64_t c1) {
+    if (pair == PAIR_FF) {
+        zero_acc_ff(r, n, c0, c1);
+#ifdef GRADREF_GS3D_SIMD
+        if (simd) {
+            gradref__gs3d_simd_dx(r, n, c0, c1);
+            return;
+        }
+#else
+        (void)simd;
+#endif
+        dx_item_ff(r, n, c0, c1);
+    } else if (pair == PAIR_FD) {
+        zero_acc_fd(r, n, c0, c1);
+        dx_item_fd(r, n, c0, c1);
+    } else {
+        zero_acc_dd(r, n, c0, c1);
+        dx_item_dd(r, n, c0, c1);
+    }
+}
+
+void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) {
+    if (p->dx.data == NULL && p->dgrid.data == NULL) return;
+    int64_t xsh[5], gsh[5], gridsh[5];
+    x_shape(p, xsh);
+    grad_shape(p, gsh);
+    gridsh[0] = p->N, gridsh[1] = p->Do, gridsh[2] = p->Ho, gridsh[3] = p->Wo, gridsh[4] = 3;
+    gs3d_run r;
+    memset(&r, 0, sizeof r);
+    r.p = p;
+    r.P = p->Do * p->Ho * p->Wo;
+    const int64_t NP = p->N * r.P;
+    if (NP == 0 || p->C == 0) { /* nothing reaches dx; PyTorch zero-fills dgrid here */
+        if (p->dx.data != NULL && numel5(xsh) > 0) zero_fill(&p->dx, p->dtype, xsh, num_threads);
+        if (p->dgrid.data != NULL && NP > 0) zero_fill(&p->dgrid, p->dtype, gridsh, num_threads);
+        return;
+    }
+    const ws_layout L = layout_of(p, p->precision);
+    char *base = (char *)ws;
+    r.g.w = base + L.w;
+    r.g.dist = base + L.dist;
+    r.g.mult = base + L.mult;
+    r.g.offx = (int64_t *)(base + L.offx);
+    r.g.offa = (int64_t *)(base + L.offa);
+    r.g.offg = (int64_t *)(base + L.offg);
+    r.g.mask = (uint8_t *)(base + L.mask);
+    memset(r.g.mask + NP, 0, 8);
+
+    r.x = p->x.data;
+    r.grad = p->grad.data;
+    memcpy(r.xs, p->x.s, sizeof r.xs);
+    memcpy(r.gs, p->grad.s, sizeof r.gs);
+    if (p->dtype == GRADREF_F16 || p->dtype == GRADREF_BF16) {
+        if (L.stage_x) {
+            gradref__dense_strides_like(5, xsh, p->x.s, r.xs);
+            copy5(p->x.data, p->dtype, p->x.s, base + L.x32, GRADREF_F32, r.xs, xsh, num_threads);
+            r.x = base + L.x32;
+        }
+        gradref__dense_strides_like(5, gsh, p->grad.s, r.gs);
+        copy5(p->grad.data, p->dtype, p->grad.s, base + L.grad32, GRADREF_F32, r.gs, gsh,
+              num_threads);
+        r.grad = base + L.grad32;
+    }
+    if (p->dx.data != NULL) {
+        if (L.acc_buffer) {
+            gradref__dense_strides_like(5, xsh, p->dx.s, r.as);
+            r.acc = base + L.acc;
+        } else {
+            memcpy(r.as, p->dx.s, sizeof r.as);
+            r.acc = p->dx.data;
+        }
+    }
+    for (int k = 0; k < 8; k++) {
+        int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
+        r.dx_corner[k] = dz * r.xs[2] + dy * r.xs[3] + dx * r.xs[4];
+        r.da_corner[k] = dz * r.as[2] + dy * r.as[3] + dx * r.as[4];
+    }
+
+    const int pair = L.pair;
+    const int bilinear = p->interp == GRADREF_INTERP_BILINEAR;
+    int simd_dgrid = 0, simd_dx = 0;
+#ifdef GRADREF_GS3D_SIMD
+    if (pair == PAIR_FF && p->allow_simd && gradref__gs3d_simd_available()) {
+        simd_dgrid = bilinear && gather_offsets_fit(&r);
+        simd_dx = r.as[1] == 1 && r.gs[1] == 1;
+    }
+#endif
+    const int channels_inner = r.as[1] == 1 && p->C > 1;
+    const int64_t cblock = channels_inner ? CHANNEL_BLOCK : 1;
+    const int64_t dx_per_image = (p->C + cblock - 1) / cblock;
+    const int64_t dx_items = p->dx.data != NULL ? p->N * dx_per_image : 0;
+    const int64_t dgrid_per_image = (r.P + GS3D_POINT_BLOCK - 1) / GS3D_POINT_BLOCK;
+    const int64_t dgrid_items = p->dgrid.data != NULL ? p->N * dgrid_per_image : 0;
+    int threads = NP * p->C >= PARALLEL_MIN_WORK ? num_threads : 1;
+    (void)threads;
+
+    GRADREF_OMP(omp parallel num_threads(threads)) {
+        int64_t b, e;
+        gradref__my_range(NP, &b, &e);
+        run_geometry(&r, pair, b, e);
+        GRADREF_OMP(omp barrier)
+        if (bilinear) {
+            gradref__my_range(dgrid_items, &b, &e);
+            for (int64_t it = b; it < e; it++) {
+                int64_t n = it / dgrid_per_image, blk = it % dgrid_per_image;
+                int64_t q0 = blk * GS3D_POINT_BLOCK;
+                int64_t q1 = q0 + GS3D_POINT_BLOCK < r.P ? q0 + GS3D_POINT_BLOCK : r.P;
+                run_dgrid(&r, pair, simd_dgrid, n, q0, q1);
+            }
+        }
+        gradref__my_range(dx_items, &b, &e);
+        for (int64_t it = b; it < e; it++) {
+            int64_t n = it / dx_per_image, c0 = it % dx_per_image * cblock;
+            int64_t c1 = c0 + cblock < p->C ? c0 + cblock : p->C;
+            run_dx(&r, pair, simd_dx, n, c0, c1);
+        }
+    }
+    if (p->dgrid.data != NULL && !bilinear) zero_fill(&p->dgrid, p->dtype, gridsh, num_threads);
+    if (L.acc_buffer)
+        copy5(r.acc, pair == PAIR_FF ? GRADREF_F32 : GRADREF_F64, r.as, p->dx.data, p->dtype,
+              p->dx.s, xsh, num_threads);
+}

@@ -1,0 +1,240 @@
+/* The portable passes of the fast path, for one pair of types. gs3d_fast.c includes this once
+ * per pair with
+ *   GS_T      the type the geometry is computed in (float, or double for F64),
+ *   GS_A      the type sums run in (GS_T, or double under GRADREF_PRECISION_HIGH),
+ *   GS_FN(f)  f with a suffix naming the pair.
+ * The operations and their order are those of the reference loop (gs3d_ref.c). */
+
+/* clip_coordinates_set_grad */
+static GS_T GS_FN(clip)(GS_T in, int64_t size, GS_T *g) {
+    if (in <= 0) {
+        *g = 0;
+        return 0;
+    }
+    GS_T max = (GS_T)(size - 1);
+    if (in >= max) {
+        *g = 0;
+        return max;
+    }
+    *g = 1;
+    return in;
+}
+
+/* reflect_coordinates_set_grad with x86's int conversion of the flip count */
+static GS_T GS_FN(reflect)(GS_T in, int64_t twice_low, int64_t twice_high, GS_T *g) {
+    if (twice_low == twice_high) {
+        *g = 0;
+        return 0;
+    }
+    GS_T min = (GS_T)twice_low / 2;
+    GS_T span = (GS_T)(twice_high - twice_low) / 2;
+    in = in - min;
+    GS_T sign = 1;
+    if (in < 0) {
+        sign = -1;
+        in = -in;
+    }
+    GS_T extra = (GS_T)fmod(in, span);
+    GS_T quotient = in / span;
+    double flips = floor((double)quotient);
+    int odd = flips < 2147483648.0 ? (int)((int64_t)flips & 1) : 0;
+    if (!odd) {
+        *g = sign;
+        return extra + min;
+    }
+    *g = -sign;
+    return span - extra + min;
+}
+
+static GS_T GS_FN(source_index)(int padding, int align, GS_T coord, int64_t size, GS_T *mult) {
+    if (align) {
+        *mult = (GS_T)(size - 1) / 2;
+        coord = ((coord + 1) / 2) * (GS_T)(size - 1);
+    } else {
+        *mult = (GS_T)size / 2;
+        coord = ((coord + 1) * (GS_T)size - 1) / 2;
+    }
+    GS_T g_clip, g_refl;
+    if (padding == GRADREF_PAD_BORDER) {
+        coord = GS_FN(clip)(coord, size, &g_clip);
+        *mult = *mult * g_clip;
+    } else if (padding == GRADREF_PAD_REFLECTION) {
+        if (align)
+            coord = GS_FN(reflect)(coord, 0, 2 * (size - 1), &g_refl);
+        else
+            coord = GS_FN(reflect)(coord, -1, 2 * size - 1, &g_refl);
+        coord = GS_FN(clip)(coord, size, &g_clip);
+        *mult = *mult * g_refl * g_clip;
+    }
+    if (!isfinite(coord) || coord > (GS_T)2147483646.0 || coord < (GS_T)-2147483648.0) coord = -100;
+    return coord;
+}
+
+/* Pass 1: the geometry of points [begin, end) of all N*P. */
+static void GS_FN(geometry)(const gs3d_run *r, int64_t begin, int64_t end) {
+    const gradref__gs3d_plan *p = r->p;
+    const gradref__gs3d_view *gv = &p->grid;
+    const int64_t NP = p->N * r->P, HWo = p->Ho * p->Wo;
+    GS_T *w = (GS_T *)r->g.w, *dist = (GS_T *)r->g.dist, *mult = (GS_T *)r->g.mult;
+    for (int64_t i = begin; i < end; i++) {
+        int64_t n = i / r->P, q = i % r->P;
+        int64_t od = q / HWo, oh = q / p->Wo % p->Ho, ow = q % p->Wo;
+        r->g.offg[i] = od * r->gs[2] + oh * r->gs[3] + ow * r->gs[4];
+        const char *pt =
+            gv->data +
+            (size_t)(n * gv->s[0] + od * gv->s[1] + oh * gv->s[2] + ow * gv->s[3]) * p->elem_size;
+        GS_T coord[3], m[3];
+        const int64_t size[3] = {p->W, p->H, p->D};
+        for (int k = 0; k < 3; k++)
+            coord[k] = GS_FN(source_index)(
+                p->padding, p->align_corners,
+                (GS_T)gradref__load_float(p->dtype, pt + (size_t)(k * gv->s[4]) * p->elem_size),
+                size[k], &m[k]);
+        uint8_t mask = 0;
+        int64_t offx = 0, offa = 0;
+        if (p->interp == GRADREF_INTERP_NEAREST) {
+            int64_t x = (int64_t)nearbyint(coord[0]), y = (int64_t)nearbyint(coord[1]),
+                    z = (int64_t)nearbyint(coord[2]);
+            if (x >= 0 && x < p->W && y >= 0 && y < p->H && z >= 0 && z < p->D) {
+                mask = 1;
+                offa = z * r->as[2] + y * r->as[3] + x * r->as[4];
+            }
+        } else {
+            GS_T ix = coord[0], iy = coord[1], iz = coord[2];
+            int64_t x0 = (int64_t)floor(ix), y0 = (int64_t)floor(iy), z0 = (int64_t)floor(iz);
+            GS_T d[6] = {(GS_T)(x0 + 1) - ix, ix - (GS_T)x0,       (GS_T)(y0 + 1) - iy,
+                         iy - (GS_T)y0,       (GS_T)(z0 + 1) - iz, iz - (GS_T)z0};
+            for (int k = 0; k < 8; k++) {
+                int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
+                int64_t x = x0 + dx, y = y0 + dy, z = z0 + dz;
+                if (x >= 0 && x < p->W && y >= 0 && y < p->H && z >= 0 && z < p->D)
+                    mask |= (uint8_t)(1u << k);
+                w[i * 8 + k] = d[dx] * d[2 + dy] * d[4 + dz];
+            }
+            for (int k = 0; k < 6; k++)
+                dist[k * NP + i] = d[k];
+            for (int k = 0; k < 3; k++)
+                mult[k * NP + i] = m[k];
+            if (mask) {
+                offx = z0 * r->xs[2] + y0 * r->xs[3] + x0 * r->xs[4];
+                offa = z0 * r->as[2] + y0 * r->as[3] + x0 * r->as[4];
+            }
+        }
+        r->g.mask[i] = mask;
+        r->g.offx[i] = offx;
+        r->g.offa[i] = offa;
+    }
+}
+
+/* Pass 2 for one point: dgrid[n, q, :] from every channel, corners in order. */
+static void GS_FN(dgrid_point)(const gs3d_run *r, int64_t n, int64_t q) {
+    const gradref__gs3d_plan *p = r->p;
+    const int64_t NP = p->N * r->P, i = n * r->P + q;
+    const GS_T *dist = (const GS_T *)r->g.dist, *mult = (const GS_T *)r->g.mult;
+    const unsigned mask = r->g.mask[i];
+    const int nearest = p->interp == GRADREF_INTERP_NEAREST;
+    GS_A gix = 0, giy = 0, giz = 0;
+    if (mask && !nearest) {
+        const GS_A w[2] = {dist[i], dist[NP + i]}, h[2] = {dist[2 * NP + i], dist[3 * NP + i]},
+                   d[2] = {dist[4 * NP + i], dist[5 * NP + i]};
+        const GS_T *xn = (const GS_T *)r->x + n * r->xs[0] + r->g.offx[i];
+        const GS_T *gn = (const GS_T *)r->grad + n * r->gs[0] + r->g.offg[i];
+        for (int64_t c = 0; c < p->C; c++) {
+            const GS_A g = gn[c * r->gs[1]];
+            const GS_T *xc = xn + c * r->xs[1];
+            for (int k = 0; k < 8; k++) {
+                if (!((mask >> k) & 1u)) continue;
+                const int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
+                const GS_A v = xc[r->dx_corner[k]];
+                const GS_A tx = v * h[dy] * d[dz] * g;
+                const GS_A ty = v * w[dx] * d[dz] * g;
+                const GS_A tz = v * w[dx] * h[dy] * g;
+                gix = dx ? gix + tx : gix - tx;
+                giy = dy ? giy + ty : giy - ty;
+                giz = dz ? giz + tz : giz - tz;
+            }
+        }
+    }
+    const gradref__gs3d_view *dv = &p->dgrid;
+    int64_t od = q / (p->Ho * p->Wo), oh = q / p->Wo % p->Ho, ow = q % p->Wo;
+    char *out = dv->data + (size_t)(n * dv->s[0] + od * dv->s[1] + oh * dv->s[2] + ow * dv->s[3]) *
+                               p->elem_size;
+    const GS_A gi[3] = {gix, giy, giz};
+    for (int k = 0; k < 3; k++) {
+        GS_A v = nearest ? 0 : (GS_A)mult[k * NP + i] * gi[k];
+        gradref__store_float(p->dtype, out + (size_t)(k * dv->s[4]) * p->elem_size, (double)v);
+    }
+}
+
+/* acc[n, c0..c1) = 0 */
+static void GS_FN(zero_acc)(const gs3d_run *r, int64_t n, int64_t c0, int64_t c1) {
+    const gradref__gs3d_plan *p = r->p;
+    GS_A *a = (GS_A *)r->acc + n * r->as[0];
+    for (int64_t c = c0; c < c1; c++)
+        for (int64_t z = 0; z < p->D; z++)
+            for (int64_t y = 0; y < p->H; y++) {
+                GS_A *row = a + c * r->as[1] + z * r->as[2] + y * r->as[3];
+                if (r->as[4] == 1)
+                    memset(row, 0, (size_t)p->W * sizeof *row);
+                else
+                    for (int64_t x = 0; x < p->W; x++)
+                        row[x * r->as[4]] = 0;
+            }
+}
+
+/* Pass 3 for channels [c0, c1) of image n: every point, in order, adds weight * grad to the
+ * in-bounds corners. Channels innermost when they are adjacent in memory, else points. */
+static void GS_FN(dx_item)(const gs3d_run *r, int64_t n, int64_t c0, int64_t c1) {
+    const gradref__gs3d_plan *p = r->p;
+    GS_FN(zero_acc)(r, n, c0, c1);
+    const GS_T *w = (const GS_T *)r->g.w;
+    const GS_T *gn = (const GS_T *)r->grad + n * r->gs[0];
+    GS_A *an = (GS_A *)r->acc + n * r->as[0];
+    const int nearest = p->interp == GRADREF_INTERP_NEAREST;
+    const int channels_inner = r->as[1] == 1 && p->C > 1;
+    const int64_t base = n * r->P;
+    if (channels_inner) {
+        for (int64_t q = 0; q < r->P; q++) {
+            const int64_t i = base + q;
+            const unsigned mask = r->g.mask[i];
+            if (!mask) continue;
+            const GS_T *g = gn + r->g.offg[i];
+            GS_A *a = an + r->g.offa[i];
+            for (int k = 0; k < 8; k++) {
+                if (!((mask >> k) & 1u)) continue;
+                GS_A *ak = a + r->da_corner[k];
+                if (nearest) {
+                    for (int64_t c = c0; c < c1; c++)
+                        ak[c * r->as[1]] += (GS_A)g[c * r->gs[1]];
+                } else {
+                    const GS_A wk = w[i * 8 + k];
+                    for (int64_t c = c0; c < c1; c++)
+                        ak[c * r->as[1]] += wk * (GS_A)g[c * r->gs[1]];
+                }
+            }
+        }
+        return;
+    }
+    for (int64_t c = c0; c < c1; c++) {
+        const GS_T *gc = gn + c * r->gs[1];
+        GS_A *ac = an + c * r->as[1];
+        for (int64_t q = 0; q < r->P; q++) {
+            const int64_t i = base + q;
+            const unsigned mask = r->g.mask[i];
+            if (!mask) continue;
+            const GS_A g = gc[r->g.offg[i]];
+            GS_A *a = ac + r->g.offa[i];
+            if (nearest) {
+                *a += g;
+            } else if (mask == 0xffu) {
+                const GS_T *wi = w + i * 8;
+                for (int k = 0; k < 8; k++)
+                    a[r->da_corner[k]] += (GS_A)wi[k] * g;
+            } else {
+                const GS_T *wi = w + i * 8;
+                for (int k = 0; k < 8; k++)
+                    if ((mask >> k) & 1u) a[r->da_corner[k]] += (GS_A)wi[k] * g;
+            }
+        }
+    }
+}

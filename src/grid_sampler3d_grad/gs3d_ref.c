@@ -1,0 +1,198 @@
+/* The reference loop: PyTorch's grid_sampler_3d_backward, point by point, in its order
+ * (docs/grid_sampler3d_grad.md). Every value is held in a double and rounded after each
+ * operation to the precision the formula runs in: f32 for F32/F16/BF16 (f32 operations
+ * computed in f64 and rounded once are exact f32 operations), f64 for F64. Sums (dx and the
+ * dgrid components) round to f32, or stay f64 for F64 and GRADREF_PRECISION_HIGH. */
+#include <math.h>
+#include <stdlib.h>
+
+#include "common/convert.h"
+#include "gs3d_internal.h"
+
+typedef struct ref_ctx {
+    int narrow;     /* the formula runs in f32 */
+    int narrow_acc; /* sums round to f32 */
+} ref_ctx;
+
+static double rnd(int narrow, double v) {
+    return narrow ? (double)(float)v : v;
+}
+
+static double load(const gradref__gs3d_plan *p, const gradref__gs3d_view *v, int64_t i0, int64_t i1,
+                   int64_t i2, int64_t i3, int64_t i4) {
+    int64_t off = i0 * v->s[0] + i1 * v->s[1] + i2 * v->s[2] + i3 * v->s[3] + i4 * v->s[4];
+    return gradref__load_float(p->dtype, v->data + (size_t)off * p->elem_size);
+}
+
+/* clip_coordinates_set_grad: the gradient is 0 on the borders too. */
+static double clip_set_grad(const ref_ctx *c, double in, int64_t size, double *g) {
+    if (in <= 0) {
+        *g = 0;
+        return 0;
+    }
+    double max = rnd(c->narrow, (double)(size - 1));
+    if (in >= max) {
+        *g = 0;
+        return max;
+    }
+    *g = 1;
+    return in;
+}
+
+/* reflect_coordinates_set_grad; the flip count converts to int as x86 does (a value beyond
+ * the int range, or NaN, becomes INT_MIN, which is even). */
+static double reflect_set_grad(const ref_ctx *c, double in, int64_t twice_low, int64_t twice_high,
+                               double *g) {
+    if (twice_low == twice_high) {
+        *g = 0;
+        return 0;
+    }
+    double min = rnd(c->narrow, rnd(c->narrow, (double)twice_low) / 2);
+    double span = rnd(c->narrow, rnd(c->narrow, (double)(twice_high - twice_low)) / 2);
+    in = rnd(c->narrow, in - min);
+    double sign = 1;
+    if (in < 0) {
+        sign = -1;
+        in = -in;
+    }
+    double extra = fmod(in, span);
+    double flips = floor(rnd(c->narrow, in / span));
+    int odd = flips < 2147483648.0 ? (int)((int64_t)flips & 1) : 0;
+    if (!odd) {
+        *g = sign;
+        return rnd(c->narrow, extra + min);
+    }
+    *g = -sign;
+    return rnd(c->narrow, rnd(c->narrow, span - extra) + min);
+}
+
+/* grid_sampler_compute_source_index_set_grad, then CUDA's safe_downgrade_to_int_range. */
+static double source_index(const ref_ctx *c, int padding, int align, double coord, int64_t size,
+                           double *mult) {
+    const int n = c->narrow;
+    double fsize = rnd(n, (double)size), fsize1 = rnd(n, (double)(size - 1));
+    if (align) {
+        *mult = rnd(n, fsize1 / 2);
+        coord = rnd(n, rnd(n, rnd(n, coord + 1) / 2) * fsize1);
+    } else {
+        *mult = rnd(n, fsize / 2);
+        coord = rnd(n, rnd(n, rnd(n, rnd(n, coord + 1) * fsize) - 1) / 2);
+    }
+    double g_clip, g_refl;
+    if (padding == GRADREF_PAD_BORDER) {
+        coord = clip_set_grad(c, coord, size, &g_clip);
+        *mult = rnd(n, *mult * g_clip);
+    } else if (padding == GRADREF_PAD_REFLECTION) {
+        if (align)
+            coord = reflect_set_grad(c, coord, 0, 2 * (size - 1), &g_refl);
+        else
+            coord = reflect_set_grad(c, coord, -1, 2 * size - 1, &g_refl);
+        coord = clip_set_grad(c, coord, size, &g_clip);
+        *mult = rnd(n, rnd(n, *mult * g_refl) * g_clip);
+    }
+    if (!isfinite(coord) || coord > rnd(n, 2147483646.0) || coord < -2147483648.0) coord = -100;
+    return coord;
+}
+
+static int in_bounds(const gradref__gs3d_plan *p, int64_t z, int64_t y, int64_t x) {
+    return z >= 0 && z < p->D && y >= 0 && y < p->H && x >= 0 && x < p->W;
+}
+
+/* Accumulator element (n, c, z, y, x), NCDHW. */
+static double *acc_at(const gradref__gs3d_plan *p, double *acc, int64_t n, int64_t c, int64_t z,
+                      int64_t y, int64_t x) {
+    return acc + (((n * p->C + c) * p->D + z) * p->H + y) * p->W + x;
+}
+
+static void store(const gradref__gs3d_plan *p, const gradref__gs3d_view *v, int64_t i0, int64_t i1,
+                  int64_t i2, int64_t i3, int64_t i4, double value) {
+    int64_t off = i0 * v->s[0] + i1 * v->s[1] + i2 * v->s[2] + i3 * v->s[3] + i4 * v->s[4];
+    gradref__store_float(p->dtype, v->data + (size_t)off * p->elem_size, value);
+}
+
+gradref_status gradref__gs3d_ref(const gradref__gs3d_plan *p) {
+    ref_ctx c;
+    c.narrow = p->dtype != GRADREF_F64;
+    c.narrow_acc = c.narrow && p->precision != GRADREF_PRECISION_HIGH;
+    const int na = c.narrow_acc;
+    const int64_t xnumel = p->N * p->C * p->D * p->H * p->W;
+    double *acc = NULL;
+    if (p->dx.data != NULL && xnumel > 0) {
+        acc = calloc((size_t)xnumel, sizeof *acc);
+        if (acc == NULL) return GRADREF_ERR_NO_MEMORY;
+    }
+    for (int64_t n = 0; n < p->N; n++)
+        for (int64_t od = 0; od < p->Do; od++)
+            for (int64_t oh = 0; oh < p->Ho; oh++)
+                for (int64_t ow = 0; ow < p->Wo; ow++) {
+                    double mx, my, mz;
+                    const int pad = p->padding, al = p->align_corners;
+                    double ix =
+                        source_index(&c, pad, al, load(p, &p->grid, n, od, oh, ow, 0), p->W, &mx);
+                    double iy =
+                        source_index(&c, pad, al, load(p, &p->grid, n, od, oh, ow, 1), p->H, &my);
+                    double iz =
+                        source_index(&c, pad, al, load(p, &p->grid, n, od, oh, ow, 2), p->D, &mz);
+                    double gix = 0, giy = 0, giz = 0;
+                    if (p->interp == GRADREF_INTERP_NEAREST) {
+                        int64_t xn = (int64_t)nearbyint(ix), yn = (int64_t)nearbyint(iy),
+                                zn = (int64_t)nearbyint(iz);
+                        if (acc != NULL && in_bounds(p, zn, yn, xn))
+                            for (int64_t ch = 0; ch < p->C; ch++) {
+                                double *a = acc_at(p, acc, n, ch, zn, yn, xn);
+                                *a = rnd(na, *a + load(p, &p->grad, n, ch, od, oh, ow));
+                            }
+                        if (p->dgrid.data != NULL)
+                            for (int k = 0; k < 3; k++)
+                                store(p, &p->dgrid, n, od, oh, ow, k, 0.0);
+                        continue;
+                    }
+                    const int nr = c.narrow;
+                    int64_t x0 = (int64_t)floor(ix), y0 = (int64_t)floor(iy),
+                            z0 = (int64_t)floor(iz);
+                    /* distances to the far corner ("west weight" = x1 - ix, ...) */
+                    double xw = rnd(nr, rnd(nr, (double)(x0 + 1)) - ix);
+                    double xe = rnd(nr, ix - rnd(nr, (double)x0));
+                    double yn = rnd(nr, rnd(nr, (double)(y0 + 1)) - iy);
+                    double ys = rnd(nr, iy - rnd(nr, (double)y0));
+                    double zt = rnd(nr, rnd(nr, (double)(z0 + 1)) - iz);
+                    double zb = rnd(nr, iz - rnd(nr, (double)z0));
+                    /* corners tnw, tne, tsw, tse, bnw, bne, bsw, bse: (dz, dy, dx) bits */
+                    for (int64_t ch = 0; ch < p->C; ch++) {
+                        double g = load(p, &p->grad, n, ch, od, oh, ow);
+                        for (int k = 0; k < 8; k++) {
+                            int dz = k >> 2, dy = (k >> 1) & 1, dxk = k & 1;
+                            int64_t z = z0 + dz, y = y0 + dy, xx = x0 + dxk;
+                            if (!in_bounds(p, z, y, xx)) continue;
+                            double wx = dxk ? xe : xw, wy = dy ? ys : yn, wz = dz ? zb : zt;
+                            if (acc != NULL) {
+                                double w = rnd(nr, rnd(nr, wx * wy) * wz);
+                                double *a = acc_at(p, acc, n, ch, z, y, xx);
+                                *a = rnd(na, *a + rnd(na, w * g));
+                            }
+                            double v = load(p, &p->x, n, ch, z, y, xx);
+                            double tx = rnd(na, rnd(na, rnd(na, v * wy) * wz) * g);
+                            double ty = rnd(na, rnd(na, rnd(na, v * wx) * wz) * g);
+                            double tz = rnd(na, rnd(na, rnd(na, v * wx) * wy) * g);
+                            gix = rnd(na, dxk ? gix + tx : gix - tx);
+                            giy = rnd(na, dy ? giy + ty : giy - ty);
+                            giz = rnd(na, dz ? giz + tz : giz - tz);
+                        }
+                    }
+                    if (p->dgrid.data != NULL) {
+                        int empty = p->C == 0; /* PyTorch zero-fills dgrid for an empty x */
+                        store(p, &p->dgrid, n, od, oh, ow, 0, empty ? 0.0 : rnd(na, mx * gix));
+                        store(p, &p->dgrid, n, od, oh, ow, 1, empty ? 0.0 : rnd(na, my * giy));
+                        store(p, &p->dgrid, n, od, oh, ow, 2, empty ? 0.0 : rnd(na, mz * giz));
+                    }
+                }
+    if (p->dx.data != NULL)
+        for (int64_t n = 0; n < p->N; n++)
+            for (int64_t ch = 0; ch < p->C; ch++)
+                for (int64_t z = 0; z < p->D; z++)
+                    for (int64_t y = 0; y < p->H; y++)
+                        for (int64_t xx = 0; xx < p->W; xx++)
+                            store(p, &p->dx, n, ch, z, y, xx, *acc_at(p, acc, n, ch, z, y, xx));
+    free(acc);
+    return GRADREF_OK;
+}
