@@ -61,8 +61,11 @@ static void parallel_copy(char *dst, const char *src, size_t bytes, int threads,
 }
 
 typedef struct timing {
-    double op_seconds, copy_seconds;
-    double bytes_moved; /* read + written by the operator */
+    double op_seconds, copy_seconds; /* copy_seconds is 0 when no copy baseline was run */
+    double bytes_moved;              /* read + written by the operator */
+    double work;                     /* compute operators: units of work per call, else 0 */
+    const char *unit;                /* "Mpc/s" (million point-channels), "GFLOP/s" */
+    double unit_scale;               /* work/second times this gives the unit */
 } timing;
 
 /* Runs the operator once; returns its status. */
@@ -104,10 +107,13 @@ static int measure(const problem *p, op_fn fn, void *ctx, const copy_pair *pairs
         double t0 = now_seconds();
         gradref_status s = fn(ctx, threads);
         double t1 = now_seconds();
-        copy_pairs(pairs, num_pairs, threads, 0);
-        double t2 = now_seconds();
-        copy_pairs(pairs, num_pairs, threads, 1);
-        double t3 = now_seconds();
+        double t2 = t1, t3 = t1;
+        if (num_pairs > 0) {
+            copy_pairs(pairs, num_pairs, threads, 0);
+            t2 = now_seconds();
+            copy_pairs(pairs, num_pairs, threads, 1);
+            t3 = now_seconds();
+        }
         if (s != GRADREF_OK) {
             fprintf(stderr, "%s: %s\n", p->text, gradref_last_error());
             rc = 1;
@@ -118,7 +124,7 @@ static int measure(const problem *p, op_fn fn, void *ctx, const copy_pair *pairs
     }
     if (rc == 0) {
         t->op_seconds = median(op, repeats);
-        t->copy_seconds = median(cp, repeats);
+        t->copy_seconds = num_pairs > 0 ? median(cp, repeats) : 0;
         t->bytes_moved = moved;
     }
     free(op);
@@ -170,13 +176,16 @@ static int run_recat(const problem *p, int threads, int repeats, timing *t) {
 /* ---- rope ---- */
 
 /* Values in [-1, 1) of the dtype: no subnormal, so no slow microcode paths. */
+/* Uniform values in [-1, 1) from splitmix64 (consecutive xorshift32 outputs are correlated
+ * enough to put grid points on planes, which changes grid_sampler's memory pattern). */
 static void fill_values(gradref_dtype dtype, void *dst, int64_t n, unsigned seed) {
-    uint32_t state = 2463534242u + seed;
+    uint64_t state = 0x9e3779b97f4a7c15u * (seed + 1);
     for (int64_t i = 0; i < n; i++) {
-        state ^= state << 13;
-        state ^= state >> 17;
-        state ^= state << 5;
-        float v = (float)(state >> 8) * 0x1p-23f - 1.0f;
+        uint64_t z = (state += 0x9e3779b97f4a7c15u);
+        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9u;
+        z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
+        z ^= z >> 31;
+        float v = (float)(z >> 40) * 0x1p-23f - 1.0f;
         if (dtype == GRADREF_F64)
             ((double *)dst)[i] = v;
         else if (dtype == GRADREF_F16)
@@ -251,6 +260,65 @@ static int run_rope(const problem *p, int threads, int repeats, timing *t) {
     return rc;
 }
 
+/* ---- grid_sampler3d_grad ---- */
+
+typedef struct gs3d_ctx {
+    gradref_grid_sampler3d_params params;
+    gradref_tensor grad, x, grid, dx, dgrid;
+} gs3d_ctx;
+
+static gradref_status gs3d_once(void *arg, int threads) {
+    gs3d_ctx *c = arg;
+    gradref_exec exec = {NULL, 0, threads, GRADREF_PRECISION_DEFAULT};
+    return gradref_grid_sampler3d_grad(&c->params, &c->grad, &c->x, &c->grid, &c->dx, &c->dgrid,
+                                       &exec);
+}
+
+/* grid_sampler3d_grad N C D H W [Do Ho Wo, default D H W] interp pad ac dtype ncdhw|ndhwc:
+ * grid uniform in [-1, 1]; both outputs. Work: N*C*Do*Ho*Wo point-channels. */
+static int run_gs3d(const problem *p, int threads, int repeats, timing *t) {
+    const int64_t N = problem_get(p, "N", 1), C = problem_get(p, "C", 1);
+    const int64_t D = problem_get(p, "D", 1), H = problem_get(p, "H", 1),
+                  W = problem_get(p, "W", 1);
+    const int64_t Do = problem_get(p, "Do", D), Ho = problem_get(p, "Ho", H),
+                  Wo = problem_get(p, "Wo", W);
+    const gradref_format fmt =
+        strcmp(p->mode, "ndhwc") == 0 ? GRADREF_FORMAT_NDHWC : GRADREF_FORMAT_NCDHW;
+    const size_t esz = gradref__dtype_size(p->dtype);
+    const int64_t xn = N * C * D * H * W, gn = N * C * Do * Ho * Wo, grn = N * Do * Ho * Wo * 3;
+    char *x = malloc((size_t)xn * esz), *dx = malloc((size_t)xn * esz);
+    char *g = malloc((size_t)gn * esz), *grid = malloc((size_t)grn * esz),
+         *dgrid = malloc((size_t)grn * esz);
+    int rc = 1;
+    if (x && dx && g && grid && dgrid) {
+        fill_values(p->dtype, x, xn, 1);
+        fill_values(p->dtype, g, gn, 2);
+        fill_values(p->dtype, grid, grn, 3);
+        gs3d_ctx c;
+        gradref_grid_sampler3d_params params = {(int32_t)problem_get(p, "interp", 0),
+                                                (int32_t)problem_get(p, "pad", 0),
+                                                (int32_t)problem_get(p, "ac", 0)};
+        c.params = params;
+        const int64_t xs[5] = {N, C, D, H, W}, gs[5] = {N, C, Do, Ho, Wo},
+                      grs[5] = {N, Do, Ho, Wo, 3};
+        gradref_tensor_init_format(&c.x, x, p->dtype, fmt, xs);
+        gradref_tensor_init_format(&c.dx, dx, p->dtype, fmt, xs);
+        gradref_tensor_init_format(&c.grad, g, p->dtype, fmt, gs);
+        gradref_tensor_init(&c.grid, grid, p->dtype, 5, grs);
+        gradref_tensor_init(&c.dgrid, dgrid, p->dtype, 5, grs);
+        rc = measure(p, gs3d_once, &c, NULL, 0, threads, repeats, t);
+        t->work = (double)gn;
+        t->unit = "Mpc/s";
+        t->unit_scale = 1e-6;
+    }
+    free(x);
+    free(dx);
+    free(g);
+    free(grid);
+    free(dgrid);
+    return rc;
+}
+
 static void usage(void) {
     fprintf(stderr,
             "usage: gradref-bench [-t threads] [-r repeats] [-f problems.txt] [substring]\n");
@@ -286,17 +354,21 @@ int main(int argc, char **argv) {
         return 2;
     }
     printf("gradref %s, %d thread(s), median of %d runs\n", gradref_version(), threads, repeats);
-    printf("%-56s %10s %10s %10s %7s\n", "problem", "ms", "GB/s", "copy GB/s", "ratio");
+    printf("%-56s %10s %10s %-8s %10s %7s\n", "problem", "ms", "rate", "unit", "copy GB/s",
+           "ratio");
     int failed = 0;
     for (int i = 0; i < n; i++) {
         const problem *p = &list[i];
         if (filter && !strstr(p->text, filter)) continue;
         timing t;
+        memset(&t, 0, sizeof t);
         int rc;
         if (strcmp(p->op, "recat") == 0) {
             rc = run_recat(p, threads, repeats, &t);
         } else if (strcmp(p->op, "rope") == 0) {
             rc = run_rope(p, threads, repeats, &t);
+        } else if (strcmp(p->op, "grid_sampler3d_grad") == 0) {
+            rc = run_gs3d(p, threads, repeats, &t);
         } else {
             fprintf(stderr, "gradref-bench: unknown operator '%s'\n", p->op);
             rc = 1;
@@ -305,10 +377,15 @@ int main(int argc, char **argv) {
             failed = 1;
             continue;
         }
+        if (t.work > 0) { /* compute-bound: a rate, no copy baseline */
+            printf("%-56s %10.3f %10.2f %-8s\n", p->text, t.op_seconds * 1e3,
+                   t.work / t.op_seconds * t.unit_scale, t.unit);
+            continue;
+        }
         double gbs = t.bytes_moved / t.op_seconds * 1e-9,
                copy = t.bytes_moved / t.copy_seconds * 1e-9;
-        printf("%-56s %10.3f %10.2f %10.2f %7.2f\n", p->text, t.op_seconds * 1e3, gbs, copy,
-               gbs / copy);
+        printf("%-56s %10.3f %10.2f %-8s %10.2f %7.2f\n", p->text, t.op_seconds * 1e3, gbs, "GB/s",
+               copy, gbs / copy);
     }
     free(list);
     return failed;

@@ -106,9 +106,25 @@ static void copy_row(const char *s, int64_t ss, int32_t sdt, char *d, int64_t ds
             memcpy(d, s, (size_t)n * sz);
             return;
         }
-        for (int64_t i = 0; i < n; i++)
-            memcpy(d + (size_t)(i * ds) * dz, s + (size_t)(i * ss) * sz, sz);
-        return;
+        /* typed moves keep the bits (no float register involved) */
+        switch (sz) {
+        case 8:
+            for (int64_t i = 0; i < n; i++)
+                ((uint64_t *)d)[i * ds] = ((const uint64_t *)s)[i * ss];
+            return;
+        case 4:
+            for (int64_t i = 0; i < n; i++)
+                ((uint32_t *)d)[i * ds] = ((const uint32_t *)s)[i * ss];
+            return;
+        case 2:
+            for (int64_t i = 0; i < n; i++)
+                ((uint16_t *)d)[i * ds] = ((const uint16_t *)s)[i * ss];
+            return;
+        default:
+            for (int64_t i = 0; i < n; i++)
+                d[i * ds] = s[i * ss];
+            return;
+        }
     }
     for (int64_t i = 0; i < n; i++)
         convert_one(s + (size_t)(i * ss) * sz, sdt, d + (size_t)(i * ds) * dz, ddt);

@@ -24,11 +24,32 @@ static int detect_avx2_f16c(void) {
     return (b >> 5) & 1u;
 }
 
-static int has_avx_f16c, has_avx2_f16c;
+/* AVX-512 F, DQ, BW and VL, with the OS saving the opmask and ZMM state. */
+static int detect_avx512(void) {
+    unsigned a, b, c, d;
+    if (!detect_avx2_f16c() || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+    const unsigned f = 1u << 16, dq = 1u << 17, bw = 1u << 30, vl = 1u << 31;
+    if ((b & (f | dq | bw | vl)) != (f | dq | bw | vl)) return 0;
+    unsigned lo, hi;
+    __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
+    (void)hi;
+    return (lo & 0xe6u) == 0xe6u;
+}
+
+/* FMA3 (for kernels whose contract allows fused multiply-adds). */
+static int detect_fma(void) {
+    unsigned a, b, c, d;
+    if (!detect_avx_f16c() || !__get_cpuid(1, &a, &b, &c, &d)) return 0;
+    return (c >> 12) & 1u;
+}
+
+static int has_avx_f16c, has_avx2_f16c, has_avx512, has_fma;
 
 __attribute__((constructor)) static void detect_features(void) {
     has_avx_f16c = detect_avx_f16c();
     has_avx2_f16c = detect_avx2_f16c();
+    has_avx512 = detect_avx512();
+    has_fma = detect_fma();
 }
 
 int gradref__cpu_has_avx_f16c(void) {
@@ -37,6 +58,12 @@ int gradref__cpu_has_avx_f16c(void) {
 int gradref__cpu_has_avx2_f16c(void) {
     return has_avx2_f16c;
 }
+int gradref__cpu_has_avx512(void) {
+    return has_avx512;
+}
+int gradref__cpu_has_fma(void) {
+    return has_fma;
+}
 
 #else
 
@@ -44,6 +71,12 @@ int gradref__cpu_has_avx_f16c(void) {
     return 0;
 }
 int gradref__cpu_has_avx2_f16c(void) {
+    return 0;
+}
+int gradref__cpu_has_avx512(void) {
+    return 0;
+}
+int gradref__cpu_has_fma(void) {
     return 0;
 }
 

@@ -11,10 +11,15 @@
 #define GS_T     float
 #define GS_A     float
 #define GS_FN(f) f##_ff
+#define GS_REC   gs3d_record_f
+#ifdef GRADREF_GS3D_SIMD
+#  define GS_PLANE_KERNEL gradref__gs3d_dx_plane_f32
+#endif
 #include "gs3d_fast_impl.h"
 #undef GS_T
 #undef GS_A
 #undef GS_FN
+#undef GS_PLANE_KERNEL
 
 #define GS_T     float
 #define GS_A     double
@@ -24,26 +29,30 @@
 #undef GS_A
 #undef GS_FN
 
+#undef GS_REC
 #define GS_T     double
 #define GS_A     double
 #define GS_FN(f) f##_dd
+#define GS_REC   gs3d_record_d
 #include "gs3d_fast_impl.h"
 #undef GS_T
 #undef GS_A
 #undef GS_FN
+#undef GS_REC
 
 /* Below this many point-channels one thread does it all. */
 #define PARALLEL_MIN_WORK (INT64_C(1) << 15)
-/* Channels per dx work item when channels are innermost. */
-#define CHANNEL_BLOCK 16
+/* Channels per dx work item when there are enough items without blocking. */
+#define CHANNEL_BLOCK 4
 
 enum { PAIR_FF, PAIR_FD, PAIR_DD };
 
 /* Byte offsets of each workspace part (all 64-byte aligned). */
 typedef struct ws_layout {
-    size_t w, dist, mult, offx, offa, offg, mask; /* geometry */
-    size_t x32, grad32;                           /* f32 copies of F16/BF16 inputs */
-    size_t acc;                                   /* dx accumulator, when dx is not used */
+    size_t w, dist, mult, offx, offa, zplane, offg, mask; /* geometry */
+    size_t records, start, cursor;                        /* dx buckets */
+    size_t x32, grad32;                                   /* f32 copies of inputs */
+    size_t acc;                                           /* dx accumulator, when not dx */
     size_t total;
     int pair, acc_buffer, stage_x;
 } ws_layout;
@@ -80,18 +89,32 @@ static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision) {
     L.mult = take(&at, np * 3 * t);
     L.offx = take(&at, np * 8);
     L.offa = take(&at, np * 8);
+    L.zplane = take(&at, np * 8);
     L.offg = take(&at, np * 8);
     L.mask = take(&at, np + 8); /* the AVX2 kernel reads 8 masks at a time */
+    if (p->dx.data != NULL) {
+        size_t rec = L.pair == PAIR_DD ? sizeof(gs3d_record_d) : sizeof(gs3d_record_f);
+        L.records = take(&at, 2 * np * rec);
+        L.start = take(&at, (size_t)(p->N * (p->D + 1)) * 8);
+        L.cursor = take(&at, (size_t)(p->N * p->D) * 8);
+    }
     int64_t xs[5], gs[5];
     x_shape(p, xs);
     grad_shape(p, gs);
-    if (p->dtype == GRADREF_F16 || p->dtype == GRADREF_BF16) {
-        L.stage_x = p->dgrid.data != NULL && p->interp == GRADREF_INTERP_BILINEAR;
+    const int narrow = p->dtype == GRADREF_F16 || p->dtype == GRADREF_BF16;
+    /* dgrid reads the 8 corners of a point in every channel: channels-last keeps them in a
+     * few cache lines, so x is copied that way unless it already is */
+    if (p->dgrid.data != NULL && p->interp == GRADREF_INTERP_BILINEAR) {
+        int channels_last = p->C == 1 || p->x.s[1] == 1;
+        L.stage_x = narrow || (p->dtype == GRADREF_F32 && !channels_last);
         if (L.stage_x) L.x32 = take(&at, (size_t)numel5(xs) * 4);
-        L.grad32 = take(&at, (size_t)numel5(gs) * 4);
     }
+    if (narrow) L.grad32 = take(&at, (size_t)numel5(gs) * 4);
+    /* dx accumulates in place when its type is the sum type and its rows are dense (the
+     * plane-by-plane updates then stay in cache); otherwise in a dense NCDHW buffer */
+    const int rows_dense = p->dx.s[4] == 1 && p->dx.s[3] == p->W;
     L.acc_buffer =
-        p->dx.data != NULL && !(p->dtype == GRADREF_F32 && !wide) && p->dtype != GRADREF_F64;
+        p->dx.data != NULL && (narrow || (p->dtype == GRADREF_F32 && wide) || !rows_dense);
     if (L.acc_buffer) L.acc = take(&at, (size_t)numel5(xs) * a);
     L.total = at;
     return L;
@@ -156,7 +179,8 @@ static void run_geometry(const gs3d_run *r, int pair, int64_t b, int64_t e) {
 static void run_dgrid(const gs3d_run *r, int pair, int simd, int64_t n, int64_t q0, int64_t q1) {
     int64_t q = q0;
 #ifdef GRADREF_GS3D_SIMD
-    if (simd) q += gradref__gs3d_simd_dgrid(r, n, q0, q1);
+    if (simd == 2) q += gradref__gs3d_avx512_dgrid(r, n, q, q1);
+    if (simd) q += gradref__gs3d_simd_dgrid(r, n, q, q1);
 #else
     (void)simd;
 #endif
@@ -170,25 +194,22 @@ static void run_dgrid(const gs3d_run *r, int pair, int simd, int64_t n, int64_t 
     }
 }
 
-static void run_dx(const gs3d_run *r, int pair, int simd, int64_t n, int64_t c0, int64_t c1) {
-    if (pair == PAIR_FF) {
-        zero_acc_ff(r, n, c0, c1);
-#ifdef GRADREF_GS3D_SIMD
-        if (simd) {
-            gradref__gs3d_simd_dx(r, n, c0, c1);
-            return;
-        }
-#else
-        (void)simd;
-#endif
+static void run_bucket(const gs3d_run *r, int pair, int64_t n) {
+    if (pair == PAIR_DD)
+        bucket_dd(r, n);
+    else if (pair == PAIR_FD)
+        bucket_fd(r, n);
+    else
+        bucket_ff(r, n);
+}
+
+static void run_dx(const gs3d_run *r, int pair, int64_t n, int64_t c0, int64_t c1) {
+    if (pair == PAIR_FF)
         dx_item_ff(r, n, c0, c1);
-    } else if (pair == PAIR_FD) {
-        zero_acc_fd(r, n, c0, c1);
+    else if (pair == PAIR_FD)
         dx_item_fd(r, n, c0, c1);
-    } else {
-        zero_acc_dd(r, n, c0, c1);
+    else
         dx_item_dd(r, n, c0, c1);
-    }
 }
 
 void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) {
@@ -214,6 +235,10 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
     r.g.mult = base + L.mult;
     r.g.offx = (int64_t *)(base + L.offx);
     r.g.offa = (int64_t *)(base + L.offa);
+    r.g.zplane = (int64_t *)(base + L.zplane);
+    r.b.records = base + L.records;
+    r.b.start = (int64_t *)(base + L.start);
+    r.b.cursor = (int64_t *)(base + L.cursor);
     r.g.offg = (int64_t *)(base + L.offg);
     r.g.mask = (uint8_t *)(base + L.mask);
     memset(r.g.mask + NP, 0, 8);
@@ -222,20 +247,23 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
     r.grad = p->grad.data;
     memcpy(r.xs, p->x.s, sizeof r.xs);
     memcpy(r.gs, p->grad.s, sizeof r.gs);
+    if (L.stage_x) {
+        r.xs[1] = 1, r.xs[4] = p->C, r.xs[3] = p->W * p->C, r.xs[2] = p->H * r.xs[3];
+        r.xs[0] = p->D * r.xs[2];
+        copy5(p->x.data, p->dtype, p->x.s, base + L.x32, GRADREF_F32, r.xs, xsh, num_threads);
+        r.x = base + L.x32;
+    }
     if (p->dtype == GRADREF_F16 || p->dtype == GRADREF_BF16) {
-        if (L.stage_x) {
-            gradref__dense_strides_like(5, xsh, p->x.s, r.xs);
-            copy5(p->x.data, p->dtype, p->x.s, base + L.x32, GRADREF_F32, r.xs, xsh, num_threads);
-            r.x = base + L.x32;
-        }
         gradref__dense_strides_like(5, gsh, p->grad.s, r.gs);
         copy5(p->grad.data, p->dtype, p->grad.s, base + L.grad32, GRADREF_F32, r.gs, gsh,
               num_threads);
         r.grad = base + L.grad32;
     }
+    r.grad_points_dense = r.gs[4] == 1 && r.gs[3] == p->Wo && r.gs[2] == p->Ho * p->Wo;
     if (p->dx.data != NULL) {
         if (L.acc_buffer) {
-            gradref__dense_strides_like(5, xsh, p->dx.s, r.as);
+            r.as[4] = 1, r.as[3] = p->W, r.as[2] = p->H * p->W, r.as[1] = p->D * r.as[2];
+            r.as[0] = p->C * r.as[1];
             r.acc = base + L.acc;
         } else {
             memcpy(r.as, p->dx.s, sizeof r.as);
@@ -245,25 +273,24 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
     for (int k = 0; k < 8; k++) {
         int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
         r.dx_corner[k] = dz * r.xs[2] + dy * r.xs[3] + dx * r.xs[4];
-        r.da_corner[k] = dz * r.as[2] + dy * r.as[3] + dx * r.as[4];
     }
+    for (int j = 0; j < 4; j++)
+        r.da_plane[j] = (j >> 1) * r.as[3] + (j & 1) * r.as[4];
 
     const int pair = L.pair;
     const int bilinear = p->interp == GRADREF_INTERP_BILINEAR;
-    int simd_dgrid = 0, simd_dx = 0;
+    int simd_dgrid = 0;
 #ifdef GRADREF_GS3D_SIMD
-    if (pair == PAIR_FF && p->allow_simd && gradref__gs3d_simd_available()) {
-        simd_dgrid = bilinear && gather_offsets_fit(&r);
-        simd_dx = r.as[1] == 1 && r.gs[1] == 1;
-    }
+    if (pair == PAIR_FF && p->allow_simd && gradref__gs3d_simd_available())
+        simd_dgrid = bilinear && gather_offsets_fit(&r) ? gradref__gs3d_simd_available() : 0;
 #endif
-    const int channels_inner = r.as[1] == 1 && p->C > 1;
-    const int64_t cblock = channels_inner ? CHANNEL_BLOCK : 1;
+    int threads = NP * p->C >= PARALLEL_MIN_WORK ? num_threads : 1;
+    const int64_t cblock =
+        p->N * ((p->C + CHANNEL_BLOCK - 1) / CHANNEL_BLOCK) >= 4 * threads ? CHANNEL_BLOCK : 1;
     const int64_t dx_per_image = (p->C + cblock - 1) / cblock;
     const int64_t dx_items = p->dx.data != NULL ? p->N * dx_per_image : 0;
     const int64_t dgrid_per_image = (r.P + GS3D_POINT_BLOCK - 1) / GS3D_POINT_BLOCK;
-    const int64_t dgrid_items = p->dgrid.data != NULL ? p->N * dgrid_per_image : 0;
-    int threads = NP * p->C >= PARALLEL_MIN_WORK ? num_threads : 1;
+    const int64_t dgrid_items = p->dgrid.data != NULL && bilinear ? p->N * dgrid_per_image : 0;
     (void)threads;
 
     GRADREF_OMP(omp parallel num_threads(threads)) {
@@ -271,20 +298,22 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
         gradref__my_range(NP, &b, &e);
         run_geometry(&r, pair, b, e);
         GRADREF_OMP(omp barrier)
-        if (bilinear) {
-            gradref__my_range(dgrid_items, &b, &e);
-            for (int64_t it = b; it < e; it++) {
-                int64_t n = it / dgrid_per_image, blk = it % dgrid_per_image;
-                int64_t q0 = blk * GS3D_POINT_BLOCK;
-                int64_t q1 = q0 + GS3D_POINT_BLOCK < r.P ? q0 + GS3D_POINT_BLOCK : r.P;
-                run_dgrid(&r, pair, simd_dgrid, n, q0, q1);
-            }
+        gradref__my_range(dx_items > 0 ? p->N : 0, &b, &e);
+        for (int64_t n = b; n < e; n++)
+            run_bucket(&r, pair, n);
+        gradref__my_range(dgrid_items, &b, &e);
+        for (int64_t it = b; it < e; it++) {
+            int64_t n = it / dgrid_per_image, blk = it % dgrid_per_image;
+            int64_t q0 = blk * GS3D_POINT_BLOCK;
+            int64_t q1 = q0 + GS3D_POINT_BLOCK < r.P ? q0 + GS3D_POINT_BLOCK : r.P;
+            run_dgrid(&r, pair, simd_dgrid, n, q0, q1);
         }
+        GRADREF_OMP(omp barrier)
         gradref__my_range(dx_items, &b, &e);
         for (int64_t it = b; it < e; it++) {
             int64_t n = it / dx_per_image, c0 = it % dx_per_image * cblock;
             int64_t c1 = c0 + cblock < p->C ? c0 + cblock : p->C;
-            run_dx(&r, pair, simd_dx, n, c0, c1);
+            run_dx(&r, pair, n, c0, c1);
         }
     }
     if (p->dgrid.data != NULL && !bilinear) zero_fill(&p->dgrid, p->dtype, gridsh, num_threads);

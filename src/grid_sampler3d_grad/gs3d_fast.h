@@ -15,25 +15,52 @@
 
 /* Per point p of all N*P points (index n*P + q); T is float or double as the pass's type. */
 typedef struct gs3d_geom {
-    void *w;       /* T[N*P][8]: corner weights tnw..bse */
-    void *dist;    /* T[6][N*P]: x1-ix, ix-x0, y1-iy, iy-y0, z1-iz, iz-z0 */
-    void *mult;    /* T[3][N*P]: d(index)/d(grid) for x, y, z */
-    int64_t *offx; /* corner tnw's element offset in x[n, c] (0 when mask is 0) */
-    int64_t *offa; /* the same in the dx accumulator */
-    int64_t *offg; /* the point's element offset in grad[n, c] */
-    uint8_t *mask; /* bit k: corner k in bounds (nearest: bit 0, the rounded voxel) */
+    void *w;         /* T[N*P][8]: corner weights tnw..bse */
+    void *dist;      /* T[6][N*P]: x1-ix, ix-x0, y1-iy, iy-y0, z1-iz, iz-z0 */
+    void *mult;      /* T[3][N*P]: d(index)/d(grid) for x, y, z */
+    int64_t *offx;   /* corner tnw's element offset in x[n, c] (0 when mask is 0) */
+    int64_t *offa;   /* corner tnw's offset in its z plane of the dx accumulator */
+    int64_t *zplane; /* corner tnw's z (nearest: the voxel's z) */
+    int64_t *offg;   /* the point's element offset in grad[n, c] */
+    uint8_t *mask;   /* bit k: corner k in bounds (nearest: bit 0, the rounded voxel) */
 } gs3d_geom;
+
+/* One point's corners on one accumulator plane (z0 for the top four, z0 + 1 for the bottom
+ * four), for f32 and for f64 weights. */
+typedef struct gs3d_record_f {
+    int64_t a;   /* corner (0, 0)'s offset in the plane */
+    int64_t g;   /* the point's offset in grad[n, c] */
+    float w[4];  /* weights of corners (dy, dx) = 00, 01, 10, 11 */
+    uint32_t on; /* bit j: corner j in bounds */
+} gs3d_record_f;
+
+typedef struct gs3d_record_d {
+    int64_t a, g;
+    double w[4];
+    uint32_t on;
+} gs3d_record_d;
+
+/* dx work is bucketed by destination z plane so that each (channel, plane) of the accumulator
+ * stays in L1 while it is updated. Plane z's bucket holds, in point order, one record per point
+ * with corners on that plane (the point's top or bottom four). */
+typedef struct gs3d_buckets {
+    void *records;   /* per image 2*P records of the pass's record type */
+    int64_t *start;  /* per image D+1 entries: bucket z is [start[z], start[z+1]) */
+    int64_t *cursor; /* per image D entries, scratch for filling */
+} gs3d_buckets;
 
 typedef struct gs3d_run {
     const gradref__gs3d_plan *p;
-    int64_t P;            /* points per image: Do*Ho*Wo */
-    const void *x, *grad; /* T data (the plan's, or f32 copies of F16/BF16 inputs) */
-    int64_t xs[5], gs[5]; /* their strides */
-    void *acc;            /* A data: dx itself, or a dense buffer; NULL: no dx */
-    int64_t as[5];        /* its strides */
-    int64_t dx_corner[8]; /* corner k's offset from tnw in x */
-    int64_t da_corner[8]; /* ... and in acc */
+    int64_t P;             /* points per image: Do*Ho*Wo */
+    const void *x, *grad;  /* T data (the plan's, or f32 copies) */
+    int64_t xs[5], gs[5];  /* their strides */
+    int grad_points_dense; /* grad[n, c] is contiguous over the points */
+    void *acc;             /* A data: dx itself, or a dense NCDHW buffer; NULL: no dx */
+    int64_t as[5];         /* its strides */
+    int64_t dx_corner[8];  /* corner k's offset from tnw in x */
+    int64_t da_plane[4];   /* corner (dy, dx) offset from tnw within an accumulator plane */
     gs3d_geom g;
+    gs3d_buckets b;
 } gs3d_run;
 
 /* Points per dgrid work item. */

@@ -2,7 +2,8 @@
  * per pair with
  *   GS_T      the type the geometry is computed in (float, or double for F64),
  *   GS_A      the type sums run in (GS_T, or double under GRADREF_PRECISION_HIGH),
- *   GS_FN(f)  f with a suffix naming the pair.
+ *   GS_FN(f)  f with a suffix naming the pair,
+ *   GS_REC    gs3d_record_f or gs3d_record_d (weights of type GS_T).
  * The operations and their order are those of the reference loop (gs3d_ref.c). */
 
 /* clip_coordinates_set_grad */
@@ -70,45 +71,56 @@ static GS_T GS_FN(source_index)(int padding, int align, GS_T coord, int64_t size
     return coord;
 }
 
+/* A grid coordinate as T. */
+static GS_T GS_FN(grid_value)(int32_t dtype, const char *e) {
+    if (dtype == GRADREF_F32) return (GS_T) * (const float *)e;
+    if (dtype == GRADREF_F64) return (GS_T) * (const double *)e;
+    return (GS_T)gradref__load_float(dtype, e);
+}
+
 /* Pass 1: the geometry of points [begin, end) of all N*P. */
 static void GS_FN(geometry)(const gs3d_run *r, int64_t begin, int64_t end) {
     const gradref__gs3d_plan *p = r->p;
     const gradref__gs3d_view *gv = &p->grid;
-    const int64_t NP = p->N * r->P, HWo = p->Ho * p->Wo;
+    const int64_t NP = p->N * r->P;
     GS_T *w = (GS_T *)r->g.w, *dist = (GS_T *)r->g.dist, *mult = (GS_T *)r->g.mult;
+    const int64_t size[3] = {p->W, p->H, p->D};
+    if (begin >= end) return;
+    /* (n, od, oh, ow) of `begin`, then stepped without divisions */
+    int64_t n = begin / r->P, q = begin % r->P;
+    int64_t od = q / (p->Ho * p->Wo), oh = q / p->Wo % p->Ho, ow = q % p->Wo;
     for (int64_t i = begin; i < end; i++) {
-        int64_t n = i / r->P, q = i % r->P;
-        int64_t od = q / HWo, oh = q / p->Wo % p->Ho, ow = q % p->Wo;
         r->g.offg[i] = od * r->gs[2] + oh * r->gs[3] + ow * r->gs[4];
         const char *pt =
             gv->data +
             (size_t)(n * gv->s[0] + od * gv->s[1] + oh * gv->s[2] + ow * gv->s[3]) * p->elem_size;
         GS_T coord[3], m[3];
-        const int64_t size[3] = {p->W, p->H, p->D};
         for (int k = 0; k < 3; k++)
             coord[k] = GS_FN(source_index)(
                 p->padding, p->align_corners,
-                (GS_T)gradref__load_float(p->dtype, pt + (size_t)(k * gv->s[4]) * p->elem_size),
-                size[k], &m[k]);
+                GS_FN(grid_value)(p->dtype, pt + (size_t)(k * gv->s[4]) * p->elem_size), size[k],
+                &m[k]);
         uint8_t mask = 0;
-        int64_t offx = 0, offa = 0;
+        int64_t offx = 0, offa = 0, zplane = 0;
         if (p->interp == GRADREF_INTERP_NEAREST) {
             int64_t x = (int64_t)nearbyint(coord[0]), y = (int64_t)nearbyint(coord[1]),
                     z = (int64_t)nearbyint(coord[2]);
             if (x >= 0 && x < p->W && y >= 0 && y < p->H && z >= 0 && z < p->D) {
                 mask = 1;
-                offa = z * r->as[2] + y * r->as[3] + x * r->as[4];
+                offa = y * r->as[3] + x * r->as[4];
+                zplane = z;
             }
         } else {
             GS_T ix = coord[0], iy = coord[1], iz = coord[2];
             int64_t x0 = (int64_t)floor(ix), y0 = (int64_t)floor(iy), z0 = (int64_t)floor(iz);
             GS_T d[6] = {(GS_T)(x0 + 1) - ix, ix - (GS_T)x0,       (GS_T)(y0 + 1) - iy,
                          iy - (GS_T)y0,       (GS_T)(z0 + 1) - iz, iz - (GS_T)z0};
+            const int xin[2] = {x0 >= 0 && x0 < p->W, x0 + 1 >= 0 && x0 + 1 < p->W};
+            const int yin[2] = {y0 >= 0 && y0 < p->H, y0 + 1 >= 0 && y0 + 1 < p->H};
+            const int zin[2] = {z0 >= 0 && z0 < p->D, z0 + 1 >= 0 && z0 + 1 < p->D};
             for (int k = 0; k < 8; k++) {
                 int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
-                int64_t x = x0 + dx, y = y0 + dy, z = z0 + dz;
-                if (x >= 0 && x < p->W && y >= 0 && y < p->H && z >= 0 && z < p->D)
-                    mask |= (uint8_t)(1u << k);
+                if (xin[dx] && yin[dy] && zin[dz]) mask |= (uint8_t)(1u << k);
                 w[i * 8 + k] = d[dx] * d[2 + dy] * d[4 + dz];
             }
             for (int k = 0; k < 6; k++)
@@ -117,12 +129,24 @@ static void GS_FN(geometry)(const gs3d_run *r, int64_t begin, int64_t end) {
                 mult[k * NP + i] = m[k];
             if (mask) {
                 offx = z0 * r->xs[2] + y0 * r->xs[3] + x0 * r->xs[4];
-                offa = z0 * r->as[2] + y0 * r->as[3] + x0 * r->as[4];
+                offa = y0 * r->as[3] + x0 * r->as[4];
+                zplane = z0;
             }
         }
         r->g.mask[i] = mask;
         r->g.offx[i] = offx;
         r->g.offa[i] = offa;
+        r->g.zplane[i] = zplane;
+        if (++ow == p->Wo) {
+            ow = 0;
+            if (++oh == p->Ho) {
+                oh = 0;
+                if (++od == p->Do) {
+                    od = 0;
+                    n++;
+                }
+            }
+        }
     }
 }
 
@@ -182,59 +206,69 @@ static void GS_FN(zero_acc)(const gs3d_run *r, int64_t n, int64_t c0, int64_t c1
             }
 }
 
-/* Pass 3 for channels [c0, c1) of image n: every point, in order, adds weight * grad to the
- * in-bounds corners. Channels innermost when they are adjacent in memory, else points. */
+/* Fills image n's buckets from its geometry, in point order. */
+static void GS_FN(bucket)(const gs3d_run *r, int64_t n) {
+    const gradref__gs3d_plan *p = r->p;
+    const int nearest = p->interp == GRADREF_INTERP_NEAREST;
+    int64_t *start = r->b.start + n * (p->D + 1), *cursor = r->b.cursor + n * p->D;
+    GS_REC *rec = (GS_REC *)r->b.records + n * 2 * r->P;
+    const GS_T *w = (const GS_T *)r->g.w;
+    memset(cursor, 0, (size_t)p->D * sizeof *cursor);
+    for (int64_t i = n * r->P; i < (n + 1) * r->P; i++) {
+        const unsigned m = r->g.mask[i];
+        if (m & 0x0fu) cursor[r->g.zplane[i]]++;
+        if (!nearest && (m & 0xf0u)) cursor[r->g.zplane[i] + 1]++;
+    }
+    start[0] = 0;
+    for (int64_t z = 0; z < p->D; z++) {
+        start[z + 1] = start[z] + cursor[z];
+        cursor[z] = start[z];
+    }
+    for (int64_t i = n * r->P; i < (n + 1) * r->P; i++) {
+        const unsigned m = r->g.mask[i];
+        for (int half = 0; half < 2; half++) {
+            const unsigned on = (m >> (4 * half)) & 15u;
+            if (!on) continue;
+            GS_REC *e = &rec[cursor[r->g.zplane[i] + half]++];
+            e->a = r->g.offa[i];
+            e->g = r->g.offg[i];
+            e->on = on;
+            for (int j = 0; j < 4; j++)
+                e->w[j] = nearest ? 1 : w[i * 8 + 4 * half + j];
+        }
+    }
+}
+
+/* Pass 3 for channels [c0, c1) of image n: plane by plane, every record of the plane's bucket
+ * (point order) adds weight * grad to its in-bounds corners. */
 static void GS_FN(dx_item)(const gs3d_run *r, int64_t n, int64_t c0, int64_t c1) {
     const gradref__gs3d_plan *p = r->p;
     GS_FN(zero_acc)(r, n, c0, c1);
-    const GS_T *w = (const GS_T *)r->g.w;
-    const GS_T *gn = (const GS_T *)r->grad + n * r->gs[0];
-    GS_A *an = (GS_A *)r->acc + n * r->as[0];
     const int nearest = p->interp == GRADREF_INTERP_NEAREST;
-    const int channels_inner = r->as[1] == 1 && p->C > 1;
-    const int64_t base = n * r->P;
-    if (channels_inner) {
-        for (int64_t q = 0; q < r->P; q++) {
-            const int64_t i = base + q;
-            const unsigned mask = r->g.mask[i];
-            if (!mask) continue;
-            const GS_T *g = gn + r->g.offg[i];
-            GS_A *a = an + r->g.offa[i];
-            for (int k = 0; k < 8; k++) {
-                if (!((mask >> k) & 1u)) continue;
-                GS_A *ak = a + r->da_corner[k];
+    const int64_t *start = r->b.start + n * (p->D + 1);
+    const GS_REC *rec = (const GS_REC *)r->b.records + n * 2 * r->P;
+    const int64_t *da = r->da_plane;
+    for (int64_t z = 0; z < p->D; z++)
+        for (int64_t c = c0; c < c1; c++) {
+            GS_A *plane = (GS_A *)r->acc + n * r->as[0] + c * r->as[1] + z * r->as[2];
+            const GS_T *gc = (const GS_T *)r->grad + n * r->gs[0] + c * r->gs[1];
+#ifdef GS_PLANE_KERNEL
+            if (p->allow_simd && GS_PLANE_KERNEL(rec + start[z], start[z + 1] - start[z], plane, gc,
+                                                 r->as[3], nearest))
+                continue;
+#endif
+            for (int64_t e = start[z]; e < start[z + 1]; e++) {
+                const GS_A g = gc[rec[e].g];
+                GS_A *a = plane + rec[e].a;
                 if (nearest) {
-                    for (int64_t c = c0; c < c1; c++)
-                        ak[c * r->as[1]] += (GS_A)g[c * r->gs[1]];
+                    *a += g;
+                } else if (rec[e].on == 15u) {
+                    for (int j = 0; j < 4; j++)
+                        a[da[j]] += (GS_A)rec[e].w[j] * g;
                 } else {
-                    const GS_A wk = w[i * 8 + k];
-                    for (int64_t c = c0; c < c1; c++)
-                        ak[c * r->as[1]] += wk * (GS_A)g[c * r->gs[1]];
+                    for (int j = 0; j < 4; j++)
+                        if ((rec[e].on >> j) & 1u) a[da[j]] += (GS_A)rec[e].w[j] * g;
                 }
             }
         }
-        return;
-    }
-    for (int64_t c = c0; c < c1; c++) {
-        const GS_T *gc = gn + c * r->gs[1];
-        GS_A *ac = an + c * r->as[1];
-        for (int64_t q = 0; q < r->P; q++) {
-            const int64_t i = base + q;
-            const unsigned mask = r->g.mask[i];
-            if (!mask) continue;
-            const GS_A g = gc[r->g.offg[i]];
-            GS_A *a = ac + r->g.offa[i];
-            if (nearest) {
-                *a += g;
-            } else if (mask == 0xffu) {
-                const GS_T *wi = w + i * 8;
-                for (int k = 0; k < 8; k++)
-                    a[r->da_corner[k]] += (GS_A)wi[k] * g;
-            } else {
-                const GS_T *wi = w + i * 8;
-                for (int k = 0; k < 8; k++)
-                    if ((mask >> k) & 1u) a[r->da_corner[k]] += (GS_A)wi[k] * g;
-            }
-        }
-    }
 }

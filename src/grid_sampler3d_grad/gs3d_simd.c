@@ -7,10 +7,38 @@
 #  include "common/convert.h"
 #  include "common/cpu.h"
 
-#  define TARGET __attribute__((target("avx2")))
+#  define TARGET      __attribute__((target("avx2")))
+#  define TARGET_512  __attribute__((target("avx2,avx512f,avx512dq,avx512bw,avx512vl")))
+#  define TARGET_SSE2 __attribute__((target("sse2")))
 
 int gradref__gs3d_simd_available(void) {
-    return gradref__cpu_has_avx2_f16c();
+    return gradref__cpu_has_avx512() ? 2 : gradref__cpu_has_avx2_f16c();
+}
+
+/* dgrid of `count` consecutive points from q: out[k][j] is component k of point q + j. */
+static void store_dgrid(const gs3d_run *r, int64_t n, int64_t q, int count, float out[3][16]) {
+    const gradref__gs3d_plan *p = r->p;
+    const gradref__gs3d_view *dv = &p->dgrid;
+    int64_t od = q / (p->Ho * p->Wo), oh = q / p->Wo % p->Ho, ow = q % p->Wo;
+    for (int j = 0; j < count; j++) {
+        char *o =
+            dv->data +
+            (size_t)(n * dv->s[0] + od * dv->s[1] + oh * dv->s[2] + ow * dv->s[3]) * p->elem_size;
+        for (int k = 0; k < 3; k++) {
+            char *e = o + (size_t)(k * dv->s[4]) * p->elem_size;
+            if (p->dtype == GRADREF_F32)
+                *(float *)e = out[k][j];
+            else
+                gradref__store_float(p->dtype, e, out[k][j]);
+        }
+        if (++ow == p->Wo) {
+            ow = 0;
+            if (++oh == p->Ho) {
+                oh = 0;
+                od++;
+            }
+        }
+    }
 }
 
 /* The low 32 bits of 8 int64 values (they fit: the caller checked). */
@@ -27,7 +55,6 @@ TARGET int64_t gradref__gs3d_simd_dgrid(const gs3d_run *r, int64_t n, int64_t q0
     const float *dist = (const float *)r->g.dist, *mult = (const float *)r->g.mult;
     const float *xn = (const float *)r->x + n * r->xs[0];
     const float *gn = (const float *)r->grad + n * r->gs[0];
-    const gradref__gs3d_view *dv = &p->dgrid;
     __m256i corner[8];
     for (int k = 0; k < 8; k++)
         corner[k] = _mm256_set1_epi32((int32_t)r->dx_corner[k]);
@@ -53,19 +80,20 @@ TARGET int64_t gradref__gs3d_simd_dgrid(const gs3d_run *r, int64_t n, int64_t q0
             }
             for (int64_t c = 0; c < p->C; c++) {
                 const float *xc = xn + c * r->xs[1];
-                const __m256 g = _mm256_i32gather_ps(gn + c * r->gs[1], offg, 4);
+                const float *gc = gn + c * r->gs[1];
+                const __m256 g = r->grad_points_dense ? _mm256_loadu_ps(gc + q)
+                                                      : _mm256_i32gather_ps(gc, offg, 4);
                 for (int k = 0; k < 8; k++) {
                     if (!((live >> k) & 1)) continue;
                     const int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
                     const __m256 on = _mm256_castsi256_ps(lane[k]);
                     const __m256 v =
                         _mm256_mask_i32gather_ps(_mm256_setzero_ps(), xc, idx[k], on, 4);
+                    const __m256 vw = _mm256_mul_ps(v, w[dx]);
                     const __m256 tx =
                         _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(v, h[dy]), d[dz]), g);
-                    const __m256 ty =
-                        _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(v, w[dx]), d[dz]), g);
-                    const __m256 tz =
-                        _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(v, w[dx]), h[dy]), g);
+                    const __m256 ty = _mm256_mul_ps(_mm256_mul_ps(vw, d[dz]), g);
+                    const __m256 tz = _mm256_mul_ps(_mm256_mul_ps(vw, h[dy]), g);
                     gix = _mm256_blendv_ps(
                         gix, dx ? _mm256_add_ps(gix, tx) : _mm256_sub_ps(gix, tx), on);
                     giy = _mm256_blendv_ps(
@@ -75,62 +103,106 @@ TARGET int64_t gradref__gs3d_simd_dgrid(const gs3d_run *r, int64_t n, int64_t q0
                 }
             }
         }
-        float out[3][8];
+        float out[3][16];
         _mm256_storeu_ps(out[0], _mm256_mul_ps(_mm256_loadu_ps(mult + i), gix));
         _mm256_storeu_ps(out[1], _mm256_mul_ps(_mm256_loadu_ps(mult + NP + i), giy));
         _mm256_storeu_ps(out[2], _mm256_mul_ps(_mm256_loadu_ps(mult + 2 * NP + i), giz));
-        for (int j = 0; j < 8; j++) {
-            const int64_t qq = q + j;
-            const int64_t od = qq / (p->Ho * p->Wo), oh = qq / p->Wo % p->Ho, ow = qq % p->Wo;
-            char *o =
-                dv->data + (size_t)(n * dv->s[0] + od * dv->s[1] + oh * dv->s[2] + ow * dv->s[3]) *
-                               p->elem_size;
-            for (int k = 0; k < 3; k++) {
-                char *e = o + (size_t)(k * dv->s[4]) * p->elem_size;
-                if (p->dtype == GRADREF_F32)
-                    *(float *)e = out[k][j];
-                else
-                    gradref__store_float(p->dtype, e, out[k][j]);
-            }
-        }
+        store_dgrid(r, n, q, 8, out);
     }
     return q - q0;
 }
 
-TARGET void gradref__gs3d_simd_dx(const gs3d_run *r, int64_t n, int64_t c0, int64_t c1) {
-    const float *w = (const float *)r->g.w;
-    const float *gn = (const float *)r->grad + n * r->gs[0] + c0;
-    float *an = (float *)r->acc + n * r->as[0] + c0;
-    const int nearest = r->p->interp == GRADREF_INTERP_NEAREST;
-    const int64_t len = c1 - c0;
-    for (int64_t q = 0; q < r->P; q++) {
+/* The low 32 bits of 16 int64 values. */
+TARGET_512 static inline __m512i narrow16(const int64_t *v) {
+    __m256i lo = _mm512_cvtepi64_epi32(_mm512_loadu_si512((const void *)v));
+    __m256i hi = _mm512_cvtepi64_epi32(_mm512_loadu_si512((const void *)(v + 8)));
+    return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
+}
+
+TARGET_512 int64_t gradref__gs3d_avx512_dgrid(const gs3d_run *r, int64_t n, int64_t q0,
+                                              int64_t q1) {
+    const gradref__gs3d_plan *p = r->p;
+    const int64_t NP = p->N * r->P;
+    const float *dist = (const float *)r->g.dist, *mult = (const float *)r->g.mult;
+    const float *xn = (const float *)r->x + n * r->xs[0];
+    const float *gn = (const float *)r->grad + n * r->gs[0];
+    int64_t q = q0;
+    for (; q + 16 <= q1; q += 16) {
         const int64_t i = n * r->P + q;
-        const unsigned mask = r->g.mask[i];
-        if (!mask) continue;
-        const float *g = gn + r->g.offg[i];
-        float *a = an + r->g.offa[i];
+        const __m512i m16 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(r->g.mask + i)));
+        __m512 gix = _mm512_setzero_ps(), giy = gix, giz = gix;
+        __mmask16 lane[8];
+        int live = 0;
         for (int k = 0; k < 8; k++) {
-            if (!((mask >> k) & 1u)) continue;
-            float *ak = a + r->da_corner[k];
-            int64_t c = 0;
-            if (nearest) {
-                for (; c + 8 <= len; c += 8)
-                    _mm256_storeu_ps(
-                        ak + c, _mm256_add_ps(_mm256_loadu_ps(ak + c), _mm256_loadu_ps(g + c)));
-                for (; c < len; c++)
-                    ak[c] += g[c];
-            } else {
-                const float wk = w[i * 8 + k];
-                const __m256 wv = _mm256_set1_ps(wk);
-                for (; c + 8 <= len; c += 8)
-                    _mm256_storeu_ps(ak + c,
-                                     _mm256_add_ps(_mm256_loadu_ps(ak + c),
-                                                   _mm256_mul_ps(wv, _mm256_loadu_ps(g + c))));
-                for (; c < len; c++)
-                    ak[c] += wk * g[c];
+            lane[k] = _mm512_test_epi32_mask(m16, _mm512_set1_epi32(1 << k));
+            if (lane[k]) live |= 1 << k;
+        }
+        if (live) {
+            const __m512i offx = narrow16(r->g.offx + i), offg = narrow16(r->g.offg + i);
+            const __m512 w[2] = {_mm512_loadu_ps(dist + i), _mm512_loadu_ps(dist + NP + i)};
+            const __m512 h[2] = {_mm512_loadu_ps(dist + 2 * NP + i),
+                                 _mm512_loadu_ps(dist + 3 * NP + i)};
+            const __m512 d[2] = {_mm512_loadu_ps(dist + 4 * NP + i),
+                                 _mm512_loadu_ps(dist + 5 * NP + i)};
+            __m512i idx[8];
+            for (int k = 0; k < 8; k++)
+                idx[k] = _mm512_add_epi32(offx, _mm512_set1_epi32((int32_t)r->dx_corner[k]));
+            for (int64_t c = 0; c < p->C; c++) {
+                const float *xc = xn + c * r->xs[1];
+                const float *gc = gn + c * r->gs[1];
+                const __m512 g = r->grad_points_dense ? _mm512_loadu_ps(gc + q)
+                                                      : _mm512_i32gather_ps(offg, gc, 4);
+                for (int k = 0; k < 8; k++) {
+                    if (!((live >> k) & 1)) continue;
+                    const int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
+                    const __mmask16 on = lane[k];
+                    const __m512 v =
+                        _mm512_mask_i32gather_ps(_mm512_setzero_ps(), on, idx[k], xc, 4);
+                    const __m512 vw = _mm512_mul_ps(v, w[dx]);
+                    const __m512 tx =
+                        _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(v, h[dy]), d[dz]), g);
+                    const __m512 ty = _mm512_mul_ps(_mm512_mul_ps(vw, d[dz]), g);
+                    const __m512 tz = _mm512_mul_ps(_mm512_mul_ps(vw, h[dy]), g);
+                    gix = dx ? _mm512_mask_add_ps(gix, on, gix, tx)
+                             : _mm512_mask_sub_ps(gix, on, gix, tx);
+                    giy = dy ? _mm512_mask_add_ps(giy, on, giy, ty)
+                             : _mm512_mask_sub_ps(giy, on, giy, ty);
+                    giz = dz ? _mm512_mask_add_ps(giz, on, giz, tz)
+                             : _mm512_mask_sub_ps(giz, on, giz, tz);
+                }
             }
         }
+        float out[3][16];
+        _mm512_storeu_ps(out[0], _mm512_mul_ps(_mm512_loadu_ps(mult + i), gix));
+        _mm512_storeu_ps(out[1], _mm512_mul_ps(_mm512_loadu_ps(mult + NP + i), giy));
+        _mm512_storeu_ps(out[2], _mm512_mul_ps(_mm512_loadu_ps(mult + 2 * NP + i), giz));
+        store_dgrid(r, n, q, 16, out);
     }
+    return q - q0;
+}
+
+TARGET_SSE2 int gradref__gs3d_dx_plane_f32(const gs3d_record_f *rec, int64_t count, float *plane,
+                                           const float *grad, int64_t row, int nearest) {
+    for (int64_t e = 0; e < count; e++) {
+        const gs3d_record_f *t = &rec[e];
+        float *a = plane + t->a;
+        if (nearest) {
+            *a += grad[t->g];
+            continue;
+        }
+        const float g = grad[t->g];
+        if (t->on == 15u) { /* two adjacent columns per 64-bit step, top row then bottom */
+            const __m128 add = _mm_mul_ps(_mm_loadu_ps(t->w), _mm_set1_ps(g));
+            __m128 top = _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)a);
+            __m128 bottom = _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)(a + row));
+            _mm_storel_pi((__m64 *)a, _mm_add_ps(top, add));
+            _mm_storel_pi((__m64 *)(a + row), _mm_add_ps(bottom, _mm_movehl_ps(add, add)));
+            continue;
+        }
+        for (int j = 0; j < 4; j++)
+            if ((t->on >> j) & 1u) a[(j >> 1) * row + (j & 1)] += t->w[j] * g;
+    }
+    return 1;
 }
 
 #else

@@ -11,17 +11,21 @@
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #  define GRADREF_GS3D_SIMD 1
 
-/* 1 when the CPU has AVX2. */
+/* 1 when the CPU has AVX2; 2 when it has AVX-512 too. */
 int gradref__gs3d_simd_available(void);
 
 /* dgrid of points [q0, q1) of image n, 8 points per step; returns how many it did (the rest,
  * fewer than 8, is left to the caller). Needs trilinear mode and x and grad offsets that fit
  * in int32. */
 int64_t gradref__gs3d_simd_dgrid(const gs3d_run *r, int64_t n, int64_t q0, int64_t q1);
+/* The same, 16 points per step (AVX-512). */
+int64_t gradref__gs3d_avx512_dgrid(const gs3d_run *r, int64_t n, int64_t q0, int64_t q1);
 
-/* dx scatter for channels [c0, c1) of image n when channels are adjacent in both the
- * accumulator and grad (stride 1): every point in order, 8 channels per step. */
-void gradref__gs3d_simd_dx(const gs3d_run *r, int64_t n, int64_t c0, int64_t c1);
+/* dx for one (channel, plane): count records in order, each adding w * grad to its corners,
+ * two adjacent corners per 64-bit operation (SSE2). `row` is the plane's row stride; columns
+ * are adjacent. Returns 1 (it always handles the plane). */
+int gradref__gs3d_dx_plane_f32(const gs3d_record_f *rec, int64_t count, float *plane,
+                               const float *grad, int64_t row, int nearest);
 #endif
 
 #endif
