@@ -265,17 +265,20 @@ static int run_rope(const problem *p, int threads, int repeats, timing *t) {
 typedef struct gs3d_ctx {
     gradref_grid_sampler3d_params params;
     gradref_tensor grad, x, grid, dx, dgrid;
+    void *workspace;
+    size_t workspace_bytes;
 } gs3d_ctx;
 
 static gradref_status gs3d_once(void *arg, int threads) {
     gs3d_ctx *c = arg;
-    gradref_exec exec = {NULL, 0, threads, GRADREF_PRECISION_DEFAULT};
+    gradref_exec exec = {c->workspace, c->workspace_bytes, threads, GRADREF_PRECISION_DEFAULT};
     return gradref_grid_sampler3d_grad(&c->params, &c->grad, &c->x, &c->grid, &c->dx, &c->dgrid,
                                        &exec);
 }
 
 /* grid_sampler3d_grad N C D H W [Do Ho Wo, default D H W] interp pad ac dtype ncdhw|ndhwc:
- * grid uniform in [-1, 1]; both outputs. Work: N*C*Do*Ho*Wo point-channels. */
+ * grid uniform in [-1, 1]; both outputs. Work: N*C*Do*Ho*Wo point-channels. The workspace is
+ * allocated once, as a training loop would (docs/api.md). */
 static int run_gs3d(const problem *p, int threads, int repeats, timing *t) {
     const int64_t N = problem_get(p, "N", 1), C = problem_get(p, "C", 1);
     const int64_t D = problem_get(p, "D", 1), H = problem_get(p, "H", 1),
@@ -306,7 +309,15 @@ static int run_gs3d(const problem *p, int threads, int repeats, timing *t) {
         gradref_tensor_init_format(&c.grad, g, p->dtype, fmt, gs);
         gradref_tensor_init(&c.grid, grid, p->dtype, 5, grs);
         gradref_tensor_init(&c.dgrid, dgrid, p->dtype, 5, grs);
+        c.workspace = NULL;
+        c.workspace_bytes = 0;
+        if (gradref_grid_sampler3d_grad_workspace_size(&c.params, &c.grad, &c.x, &c.grid, &c.dx,
+                                                       &c.dgrid,
+                                                       &c.workspace_bytes) == GRADREF_OK &&
+            c.workspace_bytes > 0)
+            c.workspace = malloc(c.workspace_bytes);
         rc = measure(p, gs3d_once, &c, NULL, 0, threads, repeats, t);
+        free(c.workspace);
         t->work = (double)gn;
         t->unit = "Mpc/s";
         t->unit_scale = 1e-6;

@@ -564,7 +564,7 @@ static void test_copy_layouts_and_dtypes(void **state) {
         int sperm[4] = {0, 1, 2, 3}, dperm[4] = {0, 1, 2, 3};
         int64_t spad[4], dpad[4];
         for (int i = 0; i < nd; i++) {
-            shape[i] = tu_range(&r, iter % 50 == 0 ? 0 : 1, 6);
+            shape[i] = tu_range(&r, iter % 50 == 0 ? 0 : 1, iter % 5 == 0 ? 12 : 6); /* 12: tiled */
             spad[i] = tu_range(&r, 0, 2);
             dpad[i] = tu_range(&r, 0, 2);
         }
@@ -628,30 +628,38 @@ static void test_copy_bits_and_threads(void **state) {
     tu_rng r = tu_rng_make(4);
     int64_t shape[3] = {37, 45, 61};
     int perm[3] = {2, 0, 1};
-    gradref_tensor src, dst;
-    size_t sb, db;
-    void *s = tu_make_tensor(&src, GRADREF_F16, 3, shape, NULL, NULL, &sb, &r);
-    void *d = tu_make_tensor(&dst, GRADREF_F16, 3, shape, perm, NULL, &db, &r);
-    int counts[] = TU_THREAD_COUNTS;
-    void *first = NULL;
-    for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
-        gradref_exec exec = {NULL, 0, counts[k], 0};
-        memset(d, 0, db);
-        assert_int_equal(gradref_copy(&src, &dst, &exec), GRADREF_OK);
-        if (!first) {
-            first = malloc(db);
-            memcpy(first, d, db);
-        } else {
-            assert_memory_equal(first, d, db);
-        }
-    }
-    for (int64_t i = 0; i < shape[0]; i++)
-        for (int64_t j = 0; j < shape[1]; j++)
-            for (int64_t k = 0; k < shape[2]; k++) {
-                int64_t idx[3] = {i, j, k};
-                assert_memory_equal((char *)s + tu_offset(&src, idx),
-                                    (char *)d + tu_offset(&dst, idx), 2);
+    for (int32_t dt = 0; dt < 2; dt++) { /* F16, then F32 (its 8 x 8 block transposes) */
+        const int32_t dtype = dt ? GRADREF_F32 : GRADREF_F16;
+        const size_t esz = tu_dtype_size(dtype);
+        gradref_tensor src, dst;
+        size_t sb, db;
+        void *s = tu_make_tensor(&src, dtype, 3, shape, NULL, NULL, &sb, &r);
+        void *d = tu_make_tensor(&dst, dtype, 3, shape, perm, NULL, &db, &r);
+        int counts[] = TU_THREAD_COUNTS;
+        void *first = NULL;
+        for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+            gradref_exec exec = {NULL, 0, counts[k], 0};
+            memset(d, 0, db);
+            assert_int_equal(gradref_copy(&src, &dst, &exec), GRADREF_OK);
+            if (!first) {
+                first = malloc(db);
+                memcpy(first, d, db);
+            } else {
+                assert_memory_equal(first, d, db);
             }
+        }
+        for (int64_t i = 0; i < shape[0]; i++)
+            for (int64_t j = 0; j < shape[1]; j++)
+                for (int64_t k = 0; k < shape[2]; k++) {
+                    int64_t idx[3] = {i, j, k};
+                    assert_memory_equal((char *)s + tu_offset(&src, idx),
+                                        (char *)d + tu_offset(&dst, idx), esz);
+                }
+        free(first);
+        first = NULL;
+        free(s);
+        free(d);
+    }
     /* f32 -> bf16 over many threads matches the scalar routine */
     gradref_tensor f, b;
     void *fb = tu_make_tensor(&f, GRADREF_F32, 3, shape, NULL, NULL, NULL, &r);
@@ -662,9 +670,6 @@ static void test_copy_bits_and_threads(void **state) {
         assert_int_equal(((uint16_t *)bb)[i], gradref__f32_to_bf16(((float *)fb)[i]));
     free(fb);
     free(bb);
-    free(first);
-    free(s);
-    free(d);
 }
 
 static void test_copy_errors(void **state) {

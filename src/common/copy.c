@@ -2,8 +2,38 @@
 #include <string.h>
 
 #include "convert.h"
+#include "cpu.h"
 #include "exec.h"
 #include "tensor.h"
+
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#  include <immintrin.h>
+#  define GRADREF_COPY_AVX2 1
+
+/* d[i * dstride + j] = s[j * sstride + i] for an 8 x 8 block of 32-bit elements. */
+__attribute__((target("avx2"))) static void transpose8x8_32(const uint32_t *s, int64_t sstride,
+                                                            uint32_t *d, int64_t dstride) {
+    __m256 r[8], t[8];
+    for (int k = 0; k < 8; k++)
+        r[k] = _mm256_loadu_ps((const float *)(s + k * sstride));
+    for (int k = 0; k < 4; k++) {
+        t[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+        t[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+    for (int k = 0; k < 2; k++) {
+        r[4 * k] = _mm256_shuffle_ps(t[4 * k], t[4 * k + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * k + 1] = _mm256_shuffle_ps(t[4 * k], t[4 * k + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        r[4 * k + 2] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * k + 3] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int k = 0; k < 4; k++) {
+        t[k] = _mm256_permute2f128_ps(r[k], r[k + 4], 0x20);
+        t[k + 4] = _mm256_permute2f128_ps(r[k], r[k + 4], 0x31);
+    }
+    for (int k = 0; k < 8; k++)
+        _mm256_storeu_ps((float *)(d + k * dstride), t[k]);
+}
+#endif
 
 static const char OP[] = "copy";
 
@@ -189,13 +219,60 @@ gradref_status gradref_copy(const gradref_tensor *src, const gradref_tensor *dst
         ss[0] = ds[0] = 1;
         m = 1;
     }
-    int64_t inner = shape[m - 1];
-    int64_t rows = de.numel / inner;
     const char *sbase = (const char *)src->data;
     char *dbase = (char *)dst->data;
     size_t sz = gradref__dtype_size(src->dtype), dz = gradref__dtype_size(dst->dtype);
     int threads = de.numel >= (INT64_C(1) << 16) ? ctx.num_threads : 1;
     (void)threads;
+    int64_t inner = shape[m - 1];
+
+    /* A layout change (src's unit-stride dim is not dst's innermost): copy tiles of TILE x TILE
+     * over those two dims so both sides stay within a few cache lines. */
+    int t = -1;
+    for (int k = 0; k < m - 1 && ss[m - 1] != 1; k++)
+        if (ss[k] == 1 && shape[k] >= 8 && inner >= 8) t = k;
+    if (t >= 0) {
+        enum { TILE = 32 };
+        const int64_t ti = (shape[t] + TILE - 1) / TILE, tj = (inner + TILE - 1) / TILE;
+        const int64_t rows = de.numel / (inner * shape[t]);
+        const int64_t items = rows * ti * tj;
+#ifdef GRADREF_COPY_AVX2
+        const int blocks8 =
+            src->dtype == dst->dtype && sz == 4 && ds[m - 1] == 1 && gradref__cpu_has_avx2_f16c();
+#endif
+        GRADREF_OMP(omp parallel for num_threads(threads) schedule(static))
+        for (int64_t it = 0; it < items; it++) {
+            int64_t rest = it / (ti * tj), so = 0, dof = 0;
+            const int64_t i0 = it / tj % ti * TILE, j0 = it % tj * TILE;
+            for (int k = m - 2; k >= 0; k--) {
+                if (k == t) continue;
+                int64_t idx = rest % shape[k];
+                rest /= shape[k];
+                so += idx * ss[k];
+                dof += idx * ds[k];
+            }
+            const int64_t i1 = i0 + TILE < shape[t] ? i0 + TILE : shape[t];
+            const int64_t len = j0 + TILE < inner ? TILE : inner - j0;
+#ifdef GRADREF_COPY_AVX2
+            if (blocks8 && i1 - i0 == TILE && len == TILE) { /* bits moved, 8 x 8 at a time */
+                const uint32_t *sp = (const uint32_t *)sbase + so + j0 * ss[m - 1];
+                uint32_t *dp = (uint32_t *)dbase + dof + j0;
+                for (int64_t i = i0; i < i1; i += 8)
+                    for (int64_t j = 0; j < TILE; j += 8)
+                        transpose8x8_32(sp + j * ss[m - 1] + i, ss[m - 1], dp + i * ds[t] + j,
+                                        ds[t]);
+                continue;
+            }
+#endif
+            for (int64_t i = i0; i < i1; i++)
+                copy_row(sbase + (size_t)(so + i * ss[t] + j0 * ss[m - 1]) * sz, ss[m - 1],
+                         src->dtype, dbase + (size_t)(dof + i * ds[t] + j0 * ds[m - 1]) * dz,
+                         ds[m - 1], dst->dtype, len);
+        }
+        return GRADREF_OK;
+    }
+
+    int64_t rows = de.numel / inner;
     GRADREF_OMP(omp parallel for num_threads(threads) schedule(static))
     for (int64_t r = 0; r < rows; r++) {
         int64_t rest = r, so = 0, dof = 0;

@@ -42,8 +42,6 @@
 
 /* Below this many point-channels one thread does it all. */
 #define PARALLEL_MIN_WORK (INT64_C(1) << 15)
-/* Channels per dx work item when there are enough items without blocking. */
-#define CHANNEL_BLOCK 4
 
 enum { PAIR_FF, PAIR_FD, PAIR_DD };
 
@@ -54,7 +52,7 @@ typedef struct ws_layout {
     size_t x32, grad32;                                   /* f32 copies of inputs */
     size_t acc;                                           /* dx accumulator, when not dx */
     size_t total;
-    int pair, acc_buffer, stage_x;
+    int pair, acc_buffer, stage_x, stage_grad;
 } ws_layout;
 
 static size_t take(size_t *at, size_t bytes) {
@@ -102,19 +100,20 @@ static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision) {
     x_shape(p, xs);
     grad_shape(p, gs);
     const int narrow = p->dtype == GRADREF_F16 || p->dtype == GRADREF_BF16;
-    /* dgrid reads the 8 corners of a point in every channel: channels-last keeps them in a
-     * few cache lines, so x is copied that way unless it already is */
+    /* The passes read and write whole channel rows: dgrid the 8 corners of a point in every
+     * channel, dx a point's gradient into its corners. Channels-last keeps each in one or two
+     * cache lines, so f32 copies are made that way (F16/BF16 are converted anyway). */
     if (p->dgrid.data != NULL && p->interp == GRADREF_INTERP_BILINEAR) {
-        int channels_last = p->C == 1 || p->x.s[1] == 1;
-        L.stage_x = narrow || (p->dtype == GRADREF_F32 && !channels_last);
+        L.stage_x = narrow || (p->dtype == GRADREF_F32 && p->C > 1 && p->x.s[1] != 1);
         if (L.stage_x) L.x32 = take(&at, (size_t)numel5(xs) * 4);
     }
-    if (narrow) L.grad32 = take(&at, (size_t)numel5(gs) * 4);
-    /* dx accumulates in place when its type is the sum type and its rows are dense (the
-     * plane-by-plane updates then stay in cache); otherwise in a dense NCDHW buffer */
-    const int rows_dense = p->dx.s[4] == 1 && p->dx.s[3] == p->W;
+    L.stage_grad = narrow || (p->dtype == GRADREF_F32 && p->C > 1 && p->grad.s[1] != 1);
+    if (L.stage_grad) L.grad32 = take(&at, (size_t)numel5(gs) * 4);
+    /* dx accumulates in place when its type is the sum type and it is channels-last;
+     * otherwise in a dense channels-last buffer copied out at the end */
+    const int dx_channels_last = p->C == 1 || p->dx.s[1] == 1;
     L.acc_buffer =
-        p->dx.data != NULL && (narrow || (p->dtype == GRADREF_F32 && wide) || !rows_dense);
+        p->dx.data != NULL && (narrow || (p->dtype == GRADREF_F32 && wide) || !dx_channels_last);
     if (L.acc_buffer) L.acc = take(&at, (size_t)numel5(xs) * a);
     L.total = at;
     return L;
@@ -203,13 +202,13 @@ static void run_bucket(const gs3d_run *r, int pair, int64_t n) {
         bucket_ff(r, n);
 }
 
-static void run_dx(const gs3d_run *r, int pair, int64_t n, int64_t c0, int64_t c1) {
+static void run_dx(const gs3d_run *r, int pair, int64_t n, int64_t z) {
     if (pair == PAIR_FF)
-        dx_item_ff(r, n, c0, c1);
+        dx_item_ff(r, n, z);
     else if (pair == PAIR_FD)
-        dx_item_fd(r, n, c0, c1);
+        dx_item_fd(r, n, z);
     else
-        dx_item_dd(r, n, c0, c1);
+        dx_item_dd(r, n, z);
 }
 
 void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) {
@@ -253,8 +252,9 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
         copy5(p->x.data, p->dtype, p->x.s, base + L.x32, GRADREF_F32, r.xs, xsh, num_threads);
         r.x = base + L.x32;
     }
-    if (p->dtype == GRADREF_F16 || p->dtype == GRADREF_BF16) {
-        gradref__dense_strides_like(5, gsh, p->grad.s, r.gs);
+    if (L.stage_grad) {
+        r.gs[1] = 1, r.gs[4] = p->C, r.gs[3] = p->Wo * p->C, r.gs[2] = p->Ho * r.gs[3];
+        r.gs[0] = p->Do * r.gs[2];
         copy5(p->grad.data, p->dtype, p->grad.s, base + L.grad32, GRADREF_F32, r.gs, gsh,
               num_threads);
         r.grad = base + L.grad32;
@@ -262,8 +262,8 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
     r.grad_points_dense = r.gs[4] == 1 && r.gs[3] == p->Wo && r.gs[2] == p->Ho * p->Wo;
     if (p->dx.data != NULL) {
         if (L.acc_buffer) {
-            r.as[4] = 1, r.as[3] = p->W, r.as[2] = p->H * p->W, r.as[1] = p->D * r.as[2];
-            r.as[0] = p->C * r.as[1];
+            r.as[1] = 1, r.as[4] = p->C, r.as[3] = p->W * p->C, r.as[2] = p->H * r.as[3];
+            r.as[0] = p->D * r.as[2];
             r.acc = base + L.acc;
         } else {
             memcpy(r.as, p->dx.s, sizeof r.as);
@@ -285,10 +285,7 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
         simd_dgrid = bilinear && gather_offsets_fit(&r) ? gradref__gs3d_simd_available() : 0;
 #endif
     int threads = NP * p->C >= PARALLEL_MIN_WORK ? num_threads : 1;
-    const int64_t cblock =
-        p->N * ((p->C + CHANNEL_BLOCK - 1) / CHANNEL_BLOCK) >= 4 * threads ? CHANNEL_BLOCK : 1;
-    const int64_t dx_per_image = (p->C + cblock - 1) / cblock;
-    const int64_t dx_items = p->dx.data != NULL ? p->N * dx_per_image : 0;
+    const int64_t dx_items = p->dx.data != NULL ? p->N * p->D : 0; /* (image, plane) */
     const int64_t dgrid_per_image = (r.P + GS3D_POINT_BLOCK - 1) / GS3D_POINT_BLOCK;
     const int64_t dgrid_items = p->dgrid.data != NULL && bilinear ? p->N * dgrid_per_image : 0;
     (void)threads;
@@ -310,11 +307,8 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
         }
         GRADREF_OMP(omp barrier)
         gradref__my_range(dx_items, &b, &e);
-        for (int64_t it = b; it < e; it++) {
-            int64_t n = it / dx_per_image, c0 = it % dx_per_image * cblock;
-            int64_t c1 = c0 + cblock < p->C ? c0 + cblock : p->C;
-            run_dx(&r, pair, n, c0, c1);
-        }
+        for (int64_t it = b; it < e; it++)
+            run_dx(&r, pair, it / p->D, it % p->D);
     }
     if (p->dgrid.data != NULL && !bilinear) zero_fill(&p->dgrid, p->dtype, gridsh, num_threads);
     if (L.acc_buffer)

@@ -190,20 +190,18 @@ static void GS_FN(dgrid_point)(const gs3d_run *r, int64_t n, int64_t q) {
     }
 }
 
-/* acc[n, c0..c1) = 0 */
-static void GS_FN(zero_acc)(const gs3d_run *r, int64_t n, int64_t c0, int64_t c1) {
+/* Plane z of image n of the accumulator = 0, every channel. */
+static void GS_FN(zero_plane)(const gs3d_run *r, int64_t n, int64_t z) {
     const gradref__gs3d_plan *p = r->p;
-    GS_A *a = (GS_A *)r->acc + n * r->as[0];
-    for (int64_t c = c0; c < c1; c++)
-        for (int64_t z = 0; z < p->D; z++)
-            for (int64_t y = 0; y < p->H; y++) {
-                GS_A *row = a + c * r->as[1] + z * r->as[2] + y * r->as[3];
-                if (r->as[4] == 1)
-                    memset(row, 0, (size_t)p->W * sizeof *row);
-                else
-                    for (int64_t x = 0; x < p->W; x++)
-                        row[x * r->as[4]] = 0;
-            }
+    GS_A *plane = (GS_A *)r->acc + n * r->as[0] + z * r->as[2];
+    if (r->as[1] == 1 && r->as[4] == p->C && r->as[3] == p->W * p->C) {
+        memset(plane, 0, (size_t)(p->H * p->W * p->C) * sizeof *plane);
+        return;
+    }
+    for (int64_t y = 0; y < p->H; y++)
+        for (int64_t x = 0; x < p->W; x++)
+            for (int64_t c = 0; c < p->C; c++)
+                plane[y * r->as[3] + x * r->as[4] + c * r->as[1]] = 0;
 }
 
 /* Fills image n's buckets from its geometry, in point order. */
@@ -239,36 +237,34 @@ static void GS_FN(bucket)(const gs3d_run *r, int64_t n) {
     }
 }
 
-/* Pass 3 for channels [c0, c1) of image n: plane by plane, every record of the plane's bucket
- * (point order) adds weight * grad to its in-bounds corners. */
-static void GS_FN(dx_item)(const gs3d_run *r, int64_t n, int64_t c0, int64_t c1) {
+/* Pass 3 for plane z of image n: every record of the plane's bucket, in point order, adds
+ * weight * grad to its in-bounds corners, all channels at a time. */
+static void GS_FN(dx_item)(const gs3d_run *r, int64_t n, int64_t z) {
     const gradref__gs3d_plan *p = r->p;
-    GS_FN(zero_acc)(r, n, c0, c1);
+    GS_FN(zero_plane)(r, n, z);
     const int nearest = p->interp == GRADREF_INTERP_NEAREST;
     const int64_t *start = r->b.start + n * (p->D + 1);
-    const GS_REC *rec = (const GS_REC *)r->b.records + n * 2 * r->P;
-    const int64_t *da = r->da_plane;
-    for (int64_t z = 0; z < p->D; z++)
-        for (int64_t c = c0; c < c1; c++) {
-            GS_A *plane = (GS_A *)r->acc + n * r->as[0] + c * r->as[1] + z * r->as[2];
-            const GS_T *gc = (const GS_T *)r->grad + n * r->gs[0] + c * r->gs[1];
+    const GS_REC *rec = (const GS_REC *)r->b.records + n * 2 * r->P + start[z];
+    const int64_t count = start[z + 1] - start[z], C = p->C, as1 = r->as[1], gs1 = r->gs[1];
+    GS_A *plane = (GS_A *)r->acc + n * r->as[0] + z * r->as[2];
+    const GS_T *gn = (const GS_T *)r->grad + n * r->gs[0];
 #ifdef GS_PLANE_KERNEL
-            if (p->allow_simd && GS_PLANE_KERNEL(rec + start[z], start[z + 1] - start[z], plane, gc,
-                                                 r->as[3], nearest))
-                continue;
+    if (p->allow_simd && GS_PLANE_KERNEL(r, rec, count, plane, gn)) return;
 #endif
-            for (int64_t e = start[z]; e < start[z + 1]; e++) {
-                const GS_A g = gc[rec[e].g];
-                GS_A *a = plane + rec[e].a;
-                if (nearest) {
-                    *a += g;
-                } else if (rec[e].on == 15u) {
-                    for (int j = 0; j < 4; j++)
-                        a[da[j]] += (GS_A)rec[e].w[j] * g;
-                } else {
-                    for (int j = 0; j < 4; j++)
-                        if ((rec[e].on >> j) & 1u) a[da[j]] += (GS_A)rec[e].w[j] * g;
-                }
+    for (int64_t e = 0; e < count; e++) {
+        const GS_T *g = gn + rec[e].g;
+        GS_A *a = plane + rec[e].a;
+        for (int j = 0; j < 4; j++) {
+            if (!((rec[e].on >> j) & 1u)) continue;
+            GS_A *aj = a + r->da_plane[j];
+            if (nearest) {
+                for (int64_t c = 0; c < C; c++)
+                    aj[c * as1] += (GS_A)g[c * gs1];
+            } else {
+                const GS_A w = rec[e].w[j];
+                for (int64_t c = 0; c < C; c++)
+                    aj[c * as1] += w * (GS_A)g[c * gs1];
             }
         }
+    }
 }

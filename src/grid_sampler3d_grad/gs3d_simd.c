@@ -7,9 +7,8 @@
 #  include "common/convert.h"
 #  include "common/cpu.h"
 
-#  define TARGET      __attribute__((target("avx2")))
-#  define TARGET_512  __attribute__((target("avx2,avx512f,avx512dq,avx512bw,avx512vl")))
-#  define TARGET_SSE2 __attribute__((target("sse2")))
+#  define TARGET     __attribute__((target("avx2")))
+#  define TARGET_512 __attribute__((target("avx2,avx512f,avx512dq,avx512bw,avx512vl")))
 
 int gradref__gs3d_simd_available(void) {
     return gradref__cpu_has_avx512() ? 2 : gradref__cpu_has_avx2_f16c();
@@ -181,28 +180,73 @@ TARGET_512 int64_t gradref__gs3d_avx512_dgrid(const gs3d_run *r, int64_t n, int6
     return q - q0;
 }
 
-TARGET_SSE2 int gradref__gs3d_dx_plane_f32(const gs3d_record_f *rec, int64_t count, float *plane,
-                                           const float *grad, int64_t row, int nearest) {
-    for (int64_t e = 0; e < count; e++) {
-        const gs3d_record_f *t = &rec[e];
-        float *a = plane + t->a;
-        if (nearest) {
-            *a += grad[t->g];
-            continue;
-        }
-        const float g = grad[t->g];
-        if (t->on == 15u) { /* two adjacent columns per 64-bit step, top row then bottom */
-            const __m128 add = _mm_mul_ps(_mm_loadu_ps(t->w), _mm_set1_ps(g));
-            __m128 top = _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)a);
-            __m128 bottom = _mm_loadl_pi(_mm_setzero_ps(), (const __m64 *)(a + row));
-            _mm_storel_pi((__m64 *)a, _mm_add_ps(top, add));
-            _mm_storel_pi((__m64 *)(a + row), _mm_add_ps(bottom, _mm_movehl_ps(add, add)));
-            continue;
-        }
-        for (int j = 0; j < 4; j++)
-            if ((t->on >> j) & 1u) a[(j >> 1) * row + (j & 1)] += t->w[j] * g;
+/* a[c] += w * g[c] (or a[c] += g[c]) for c < C, 16 lanes, the tail masked. */
+TARGET_512 static inline void axpy512(float *a, const float *g, float w, int64_t C, int scale) {
+    const __m512 wv = _mm512_set1_ps(w);
+    int64_t c = 0;
+    for (; c + 16 <= C; c += 16) {
+        __m512 add = scale ? _mm512_mul_ps(wv, _mm512_loadu_ps(g + c)) : _mm512_loadu_ps(g + c);
+        _mm512_storeu_ps(a + c, _mm512_add_ps(_mm512_loadu_ps(a + c), add));
     }
-    return 1;
+    if (c < C) {
+        const __mmask16 m = (__mmask16)((1u << (C - c)) - 1u);
+        __m512 gv = _mm512_maskz_loadu_ps(m, g + c);
+        __m512 add = scale ? _mm512_mul_ps(wv, gv) : gv;
+        _mm512_mask_storeu_ps(a + c, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, a + c), add));
+    }
+}
+
+TARGET_512 static void dx_plane_512(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,
+                                    float *plane, const float *gn) {
+    const int64_t C = r->p->C;
+    const int scale = r->p->interp != GRADREF_INTERP_NEAREST;
+    for (int64_t e = 0; e < count; e++) {
+        if (e + 8 < count) { /* grad rows are random: fetch ahead */
+            const char *next = (const char *)(gn + rec[e + 8].g);
+            _mm_prefetch(next, _MM_HINT_T0);
+            if (C > 16) _mm_prefetch(next + 64, _MM_HINT_T0);
+        }
+        const float *g = gn + rec[e].g;
+        float *a = plane + rec[e].a;
+        for (int j = 0; j < 4; j++)
+            if ((rec[e].on >> j) & 1u) axpy512(a + r->da_plane[j], g, rec[e].w[j], C, scale);
+    }
+}
+
+TARGET static void dx_plane_avx2(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,
+                                 float *plane, const float *gn) {
+    const int64_t C = r->p->C;
+    const int scale = r->p->interp != GRADREF_INTERP_NEAREST;
+    for (int64_t e = 0; e < count; e++) {
+        if (e + 8 < count) _mm_prefetch((const char *)(gn + rec[e + 8].g), _MM_HINT_T0);
+        const float *g = gn + rec[e].g;
+        float *a = plane + rec[e].a;
+        for (int j = 0; j < 4; j++) {
+            if (!((rec[e].on >> j) & 1u)) continue;
+            float *aj = a + r->da_plane[j];
+            const float w = rec[e].w[j];
+            const __m256 wv = _mm256_set1_ps(w);
+            int64_t c = 0;
+            for (; c + 8 <= C; c += 8) {
+                __m256 gv = _mm256_loadu_ps(g + c);
+                __m256 add = scale ? _mm256_mul_ps(wv, gv) : gv;
+                _mm256_storeu_ps(aj + c, _mm256_add_ps(_mm256_loadu_ps(aj + c), add));
+            }
+            for (; c < C; c++)
+                aj[c] += scale ? w * g[c] : g[c];
+        }
+    }
+}
+
+int gradref__gs3d_dx_plane_f32(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,
+                               float *plane, const float *gn) {
+    if (r->as[1] != 1 || r->gs[1] != 1) return 0;
+    int level = gradref__gs3d_simd_available();
+    if (level == 2)
+        dx_plane_512(r, rec, count, plane, gn);
+    else if (level == 1)
+        dx_plane_avx2(r, rec, count, plane, gn);
+    return level > 0;
 }
 
 #else

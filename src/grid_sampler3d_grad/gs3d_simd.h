@@ -21,11 +21,11 @@ int64_t gradref__gs3d_simd_dgrid(const gs3d_run *r, int64_t n, int64_t q0, int64
 /* The same, 16 points per step (AVX-512). */
 int64_t gradref__gs3d_avx512_dgrid(const gs3d_run *r, int64_t n, int64_t q0, int64_t q1);
 
-/* dx for one (channel, plane): count records in order, each adding w * grad to its corners,
- * two adjacent corners per 64-bit operation (SSE2). `row` is the plane's row stride; columns
- * are adjacent. Returns 1 (it always handles the plane). */
-int gradref__gs3d_dx_plane_f32(const gs3d_record_f *rec, int64_t count, float *plane,
-                               const float *grad, int64_t row, int nearest);
+/* dx for one accumulator plane when channels are adjacent in the accumulator and in grad:
+ * the records in order, each adding w * grad[point, :] to its corners' channel rows. Returns 0
+ * (doing nothing) when those strides are not 1 or the CPU lacks AVX2. */
+int gradref__gs3d_dx_plane_f32(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,
+                               float *plane, const float *gn);
 #endif
 
 #endif
