@@ -24,12 +24,12 @@ static int detect_avx2_f16c(void) {
     return (b >> 5) & 1u;
 }
 
-/* AVX-512 F, DQ, BW and VL, with the OS saving the opmask and ZMM state. */
+/* AVX-512 F, CD, DQ, BW and VL, with the OS saving the opmask and ZMM state. */
 static int detect_avx512(void) {
     unsigned a, b, c, d;
     if (!detect_avx2_f16c() || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
-    const unsigned f = 1u << 16, dq = 1u << 17, bw = 1u << 30, vl = 1u << 31;
-    if ((b & (f | dq | bw | vl)) != (f | dq | bw | vl)) return 0;
+    const unsigned f = 1u << 16, dq = 1u << 17, cd = 1u << 28, bw = 1u << 30, vl = 1u << 31;
+    if ((b & (f | dq | cd | bw | vl)) != (f | dq | cd | bw | vl)) return 0;
     unsigned lo, hi;
     __asm__("xgetbv" : "=a"(lo), "=d"(hi) : "c"(0));
     (void)hi;

@@ -6,7 +6,7 @@
 int gradref__cpu_has_avx_f16c(void);
 /* 1 when AVX2 is available too. */
 int gradref__cpu_has_avx2_f16c(void);
-/* 1 when AVX-512 F, DQ, BW and VL are available and enabled by the OS. */
+/* 1 when AVX-512 F, CD, DQ, BW and VL are available and enabled by the OS. */
 int gradref__cpu_has_avx512(void);
 /* 1 when FMA3 is available (with AVX). */
 int gradref__cpu_has_fma(void);

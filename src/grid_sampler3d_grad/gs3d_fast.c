@@ -52,7 +52,7 @@ typedef struct ws_layout {
     size_t x32, grad32;                                   /* f32 copies of inputs */
     size_t acc;                                           /* dx accumulator, when not dx */
     size_t total;
-    int pair, acc_buffer, stage_x, stage_grad;
+    int pair, acc_buffer, stage_x, stage_grad, scatter;
 } ws_layout;
 
 static size_t take(size_t *at, size_t bytes) {
@@ -71,6 +71,23 @@ static void x_shape(const gradref__gs3d_plan *p, int64_t *s) {
 
 static void grad_shape(const gradref__gs3d_plan *p, int64_t *s) {
     s[0] = p->N, s[1] = p->C, s[2] = p->Do, s[3] = p->Ho, s[4] = p->Wo;
+}
+
+/* Nearest mode's AVX-512 path for channel-major data: dx itself (F32) takes 16 points of a
+ * channel per gather-add-scatter, with no copies and no buckets (gs3d_simd.h). */
+static int nearest_scatter_fits(const gradref__gs3d_plan *p, int32_t precision) {
+#ifdef GRADREF_GS3D_SIMD
+    const int64_t *g = p->grad.s, *d = p->dx.s;
+    const int64_t reach = (p->D - 1) * d[2] + (p->H - 1) * d[3] + (p->W - 1) * d[4];
+    return p->interp == GRADREF_INTERP_NEAREST && p->dx.data != NULL && p->allow_simd &&
+           p->dtype == GRADREF_F32 && precision == GRADREF_PRECISION_DEFAULT && p->C > 1 &&
+           d[1] != 1 && g[4] == 1 && g[3] == p->Wo && g[2] == p->Ho * p->Wo &&
+           reach < INT64_C(0x7fffffff) && gradref__gs3d_simd_available() == 2;
+#else
+    (void)p;
+    (void)precision;
+    return 0;
+#endif
 }
 
 static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision) {
@@ -107,13 +124,15 @@ static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision) {
         L.stage_x = narrow || (p->dtype == GRADREF_F32 && p->C > 1 && p->x.s[1] != 1);
         if (L.stage_x) L.x32 = take(&at, (size_t)numel5(xs) * 4);
     }
-    L.stage_grad = narrow || (p->dtype == GRADREF_F32 && p->C > 1 && p->grad.s[1] != 1);
+    L.scatter = nearest_scatter_fits(p, precision);
+    L.stage_grad =
+        !L.scatter && (narrow || (p->dtype == GRADREF_F32 && p->C > 1 && p->grad.s[1] != 1));
     if (L.stage_grad) L.grad32 = take(&at, (size_t)numel5(gs) * 4);
     /* dx accumulates in place when its type is the sum type and it is channels-last;
      * otherwise in a dense channels-last buffer copied out at the end */
     const int dx_channels_last = p->C == 1 || p->dx.s[1] == 1;
-    L.acc_buffer =
-        p->dx.data != NULL && (narrow || (p->dtype == GRADREF_F32 && wide) || !dx_channels_last);
+    L.acc_buffer = p->dx.data != NULL && !L.scatter &&
+                   (narrow || (p->dtype == GRADREF_F32 && wide) || !dx_channels_last);
     if (L.acc_buffer) L.acc = take(&at, (size_t)numel5(xs) * a);
     L.total = at;
     return L;
@@ -155,6 +174,16 @@ static void zero_fill(const gradref__gs3d_view *v, int32_t dtype, const int64_t 
 }
 
 #ifdef GRADREF_GS3D_SIMD
+/* The AVX-512 geometry kernel's conditions (gs3d_simd.h). */
+static int vector_geometry_fits(const gs3d_run *r) {
+    const gradref__gs3d_plan *p = r->p;
+    const int64_t *s = p->grid.s, limit = INT64_C(1) << 24;
+    return p->dtype == GRADREF_F32 && p->padding != GRADREF_PAD_REFLECTION &&
+           s[2] == p->Wo * s[3] && s[1] == p->Ho * s[2] &&
+           (r->P - 1) * s[3] + 2 * s[4] < INT64_C(0x7fffffff) && r->gs[3] == p->Wo * r->gs[4] &&
+           r->gs[2] == p->Ho * r->gs[3] && p->D < limit && p->H < limit && p->W < limit;
+}
+
 /* Every offset an AVX2 gather forms fits in int32. */
 static int gather_offsets_fit(const gs3d_run *r) {
     const gradref__gs3d_plan *p = r->p;
@@ -166,13 +195,23 @@ static int gather_offsets_fit(const gs3d_run *r) {
 }
 #endif
 
-static void run_geometry(const gs3d_run *r, int pair, int64_t b, int64_t e) {
-    if (pair == PAIR_FF)
-        geometry_ff(r, b, e);
-    else if (pair == PAIR_FD)
-        geometry_fd(r, b, e);
-    else
-        geometry_dd(r, b, e);
+static void run_geometry(const gs3d_run *r, int pair, int simd, int64_t b, int64_t e) {
+    while (b < e) { /* image by image */
+        const int64_t n = b / r->P, end = (n + 1) * r->P < e ? (n + 1) * r->P : e;
+        int64_t i = b;
+#ifdef GRADREF_GS3D_SIMD
+        if (simd) i += gradref__gs3d_avx512_geometry(r, n, b - n * r->P, end - n * r->P);
+#else
+        (void)simd;
+#endif
+        if (pair == PAIR_FF)
+            geometry_ff(r, i, end);
+        else if (pair == PAIR_FD)
+            geometry_fd(r, i, end);
+        else
+            geometry_dd(r, i, end);
+        b = end;
+    }
 }
 
 static void run_dgrid(const gs3d_run *r, int pair, int simd, int64_t n, int64_t q0, int64_t q1) {
@@ -279,13 +318,17 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
 
     const int pair = L.pair;
     const int bilinear = p->interp == GRADREF_INTERP_BILINEAR;
-    int simd_dgrid = 0;
+    int simd_dgrid = 0, simd_geometry = 0;
 #ifdef GRADREF_GS3D_SIMD
-    if (pair == PAIR_FF && p->allow_simd && gradref__gs3d_simd_available())
+    if (pair == PAIR_FF && p->allow_simd && gradref__gs3d_simd_available()) {
         simd_dgrid = bilinear && gather_offsets_fit(&r) ? gradref__gs3d_simd_available() : 0;
+        simd_geometry = gradref__gs3d_simd_available() == 2 && vector_geometry_fits(&r);
+    }
 #endif
     int threads = NP * p->C >= PARALLEL_MIN_WORK ? num_threads : 1;
-    const int64_t dx_items = p->dx.data != NULL ? p->N * p->D : 0; /* (image, plane) */
+    /* dx work: (image, plane) pairs, or (image, channel) pairs for the scatter path */
+    const int64_t dx_per_image = L.scatter ? p->C : p->D;
+    const int64_t dx_items = p->dx.data != NULL ? p->N * dx_per_image : 0;
     const int64_t dgrid_per_image = (r.P + GS3D_POINT_BLOCK - 1) / GS3D_POINT_BLOCK;
     const int64_t dgrid_items = p->dgrid.data != NULL && bilinear ? p->N * dgrid_per_image : 0;
     (void)threads;
@@ -293,9 +336,9 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
     GRADREF_OMP(omp parallel num_threads(threads)) {
         int64_t b, e;
         gradref__my_range(NP, &b, &e);
-        run_geometry(&r, pair, b, e);
+        run_geometry(&r, pair, simd_geometry, b, e);
         GRADREF_OMP(omp barrier)
-        gradref__my_range(dx_items > 0 ? p->N : 0, &b, &e);
+        gradref__my_range(dx_items > 0 && !L.scatter ? p->N : 0, &b, &e);
         for (int64_t n = b; n < e; n++)
             run_bucket(&r, pair, n);
         gradref__my_range(dgrid_items, &b, &e);
@@ -308,7 +351,12 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
         GRADREF_OMP(omp barrier)
         gradref__my_range(dx_items, &b, &e);
         for (int64_t it = b; it < e; it++)
-            run_dx(&r, pair, it / p->D, it % p->D);
+#ifdef GRADREF_GS3D_SIMD
+            if (L.scatter)
+                gradref__gs3d_avx512_nearest_dx(&r, it / dx_per_image, it % dx_per_image);
+            else
+#endif
+                run_dx(&r, pair, it / dx_per_image, it % dx_per_image);
     }
     if (p->dgrid.data != NULL && !bilinear) zero_fill(&p->dgrid, p->dtype, gridsh, num_threads);
     if (L.acc_buffer)

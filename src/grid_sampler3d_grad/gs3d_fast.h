@@ -15,7 +15,7 @@
 
 /* Per point p of all N*P points (index n*P + q); T is float or double as the pass's type. */
 typedef struct gs3d_geom {
-    void *w;         /* T[N*P][8]: corner weights tnw..bse */
+    void *w;         /* T[8][N*P]: corner weights tnw..bse */
     void *dist;      /* T[6][N*P]: x1-ix, ix-x0, y1-iy, iy-y0, z1-iz, iz-z0 */
     void *mult;      /* T[3][N*P]: d(index)/d(grid) for x, y, z */
     int64_t *offx;   /* corner tnw's element offset in x[n, c] (0 when mask is 0) */

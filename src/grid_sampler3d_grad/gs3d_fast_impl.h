@@ -121,7 +121,7 @@ static void GS_FN(geometry)(const gs3d_run *r, int64_t begin, int64_t end) {
             for (int k = 0; k < 8; k++) {
                 int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
                 if (xin[dx] && yin[dy] && zin[dz]) mask |= (uint8_t)(1u << k);
-                w[i * 8 + k] = d[dx] * d[2 + dy] * d[4 + dz];
+                w[k * NP + i] = d[dx] * d[2 + dy] * d[4 + dz];
             }
             for (int k = 0; k < 6; k++)
                 dist[k * NP + i] = d[k];
@@ -211,6 +211,7 @@ static void GS_FN(bucket)(const gs3d_run *r, int64_t n) {
     int64_t *start = r->b.start + n * (p->D + 1), *cursor = r->b.cursor + n * p->D;
     GS_REC *rec = (GS_REC *)r->b.records + n * 2 * r->P;
     const GS_T *w = (const GS_T *)r->g.w;
+    const int64_t NP = p->N * r->P;
     memset(cursor, 0, (size_t)p->D * sizeof *cursor);
     for (int64_t i = n * r->P; i < (n + 1) * r->P; i++) {
         const unsigned m = r->g.mask[i];
@@ -232,7 +233,7 @@ static void GS_FN(bucket)(const gs3d_run *r, int64_t n) {
             e->g = r->g.offg[i];
             e->on = on;
             for (int j = 0; j < 4; j++)
-                e->w[j] = nearest ? 1 : w[i * 8 + 4 * half + j];
+                e->w[j] = nearest ? 1 : w[(4 * half + j) * NP + i];
         }
     }
 }

@@ -3,12 +3,13 @@
 #ifdef GRADREF_GS3D_SIMD
 
 #  include <immintrin.h>
+#  include <string.h>
 
 #  include "common/convert.h"
 #  include "common/cpu.h"
 
 #  define TARGET     __attribute__((target("avx2")))
-#  define TARGET_512 __attribute__((target("avx2,avx512f,avx512dq,avx512bw,avx512vl")))
+#  define TARGET_512 __attribute__((target("avx2,avx512f,avx512cd,avx512dq,avx512bw,avx512vl")))
 
 int gradref__gs3d_simd_available(void) {
     return gradref__cpu_has_avx512() ? 2 : gradref__cpu_has_avx2_f16c();
@@ -178,6 +179,185 @@ TARGET_512 int64_t gradref__gs3d_avx512_dgrid(const gs3d_run *r, int64_t n, int6
         store_dgrid(r, n, q, 16, out);
     }
     return q - q0;
+}
+
+/* source_index for zeros and border padding on 16 lanes (the scalar code's operations). */
+TARGET_512 static inline __m512 source16(__m512 g, int64_t size, int align, int border,
+                                         __m512 *mult) {
+    const __m512 one = _mm512_set1_ps(1), two = _mm512_set1_ps(2);
+    const __m512 fsize = _mm512_set1_ps((float)size), fsize1 = _mm512_set1_ps((float)(size - 1));
+    __m512 coord;
+    if (align) {
+        *mult = _mm512_div_ps(fsize1, two);
+        coord = _mm512_mul_ps(_mm512_div_ps(_mm512_add_ps(g, one), two), fsize1);
+    } else {
+        *mult = _mm512_div_ps(fsize, two);
+        coord = _mm512_div_ps(_mm512_sub_ps(_mm512_mul_ps(_mm512_add_ps(g, one), fsize), one), two);
+    }
+    if (border) { /* <= 0: 0, gradient 0; >= size-1: size-1, gradient 0; NaN passes */
+        const __mmask16 low = _mm512_cmp_ps_mask(coord, _mm512_setzero_ps(), _CMP_LE_OQ);
+        const __mmask16 high = _mm512_cmp_ps_mask(coord, fsize1, _CMP_GE_OQ) & (__mmask16)~low;
+        coord = _mm512_mask_mov_ps(coord, low, _mm512_setzero_ps());
+        coord = _mm512_mask_mov_ps(coord, high, fsize1);
+        *mult = _mm512_mul_ps(*mult, _mm512_mask_mov_ps(one, low | high, _mm512_setzero_ps()));
+    }
+    /* NaN, infinite or beyond the int32 range: -100 */
+    const __mmask16 ok = _mm512_cmp_ps_mask(coord, _mm512_set1_ps(2147483646.0f), _CMP_LE_OQ) &
+                         _mm512_cmp_ps_mask(coord, _mm512_set1_ps(-2147483648.0f), _CMP_GE_OQ);
+    return _mm512_mask_mov_ps(_mm512_set1_ps(-100), ok, coord);
+}
+
+/* Sign-extends the 16 int32 lanes of v, multiplies by s, adds to acc (two 8-lane halves). */
+TARGET_512 static inline void madd64(__m512i acc[2], __m512i v, int64_t s) {
+    const __m512i sv = _mm512_set1_epi64(s);
+    acc[0] = _mm512_add_epi64(
+        acc[0], _mm512_mullo_epi64(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(v)), sv));
+    acc[1] = _mm512_add_epi64(
+        acc[1], _mm512_mullo_epi64(_mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(v, 1)), sv));
+}
+
+TARGET_512 static inline void store64(int64_t *dst, const __m512i v[2], __mmask16 keep) {
+    _mm512_storeu_si512((void *)dst, _mm512_maskz_mov_epi64((__mmask8)keep, v[0]));
+    _mm512_storeu_si512((void *)(dst + 8), _mm512_maskz_mov_epi64((__mmask8)(keep >> 8), v[1]));
+}
+
+TARGET_512 int64_t gradref__gs3d_avx512_geometry(const gs3d_run *r, int64_t n, int64_t q0,
+                                                 int64_t q1) {
+    const gradref__gs3d_plan *p = r->p;
+    const int64_t NP = p->N * r->P;
+    const gradref__gs3d_view *gv = &p->grid;
+    float *w = (float *)r->g.w, *dist = (float *)r->g.dist, *mult = (float *)r->g.mult;
+    const int border = p->padding == GRADREF_PAD_BORDER, nearest = p->interp != 0;
+    const int64_t size[3] = {p->W, p->H, p->D};
+    const float *grid0 = (const float *)gv->data + n * gv->s[0];
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    int64_t q = q0;
+    for (; q + 16 <= q1; q += 16) {
+        const int64_t i = n * r->P + q;
+        const __m512i pts = _mm512_add_epi32(lane, _mm512_set1_epi32((int32_t)q));
+        __m512 coord[3], m[3];
+        for (int k = 0; k < 3; k++) {
+            const __m512i idx =
+                _mm512_add_epi32(_mm512_mullo_epi32(pts, _mm512_set1_epi32((int32_t)gv->s[3])),
+                                 _mm512_set1_epi32((int32_t)(k * gv->s[4])));
+            coord[k] = source16(_mm512_i32gather_ps(idx, grid0, 4), size[k], p->align_corners,
+                                border, &m[k]);
+        }
+        __m512i goff[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+        madd64(goff, pts, r->gs[4]);
+        _mm512_storeu_si512((void *)(r->g.offg + i), goff[0]);
+        _mm512_storeu_si512((void *)(r->g.offg + i + 8), goff[1]);
+        __m512i offx[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+        __m512i offa[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+        __m512i zp[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+        __m512i maskv = _mm512_setzero_si512();
+        __mmask16 any;
+        if (nearest) {
+            __m512i v[3];
+            __mmask16 in = 0xffff;
+            for (int k = 0; k < 3; k++) {
+                const __m512 f =
+                    _mm512_roundscale_ps(coord[k], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+                in &= _mm512_cmp_ps_mask(f, _mm512_setzero_ps(), _CMP_GE_OQ) &
+                      _mm512_cmp_ps_mask(f, _mm512_set1_ps((float)size[k]), _CMP_LT_OQ);
+                v[k] = _mm512_cvttps_epi32(f);
+            }
+            maskv = _mm512_maskz_mov_epi32(in, _mm512_set1_epi32(1));
+            madd64(offa, v[1], r->as[3]);
+            madd64(offa, v[0], r->as[4]);
+            madd64(zp, v[2], 1);
+            any = in;
+        } else {
+            __m512 f0[3], d[6];
+            __mmask16 in0[3], in1[3];
+            __m512i v[3];
+            for (int k = 0; k < 3; k++) {
+                f0[k] = _mm512_roundscale_ps(coord[k], _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+                const __m512 f1 = _mm512_add_ps(f0[k], _mm512_set1_ps(1));
+                const __m512 lim = _mm512_set1_ps((float)size[k]);
+                in0[k] = _mm512_cmp_ps_mask(f0[k], _mm512_setzero_ps(), _CMP_GE_OQ) &
+                         _mm512_cmp_ps_mask(f0[k], lim, _CMP_LT_OQ);
+                in1[k] = _mm512_cmp_ps_mask(f1, _mm512_setzero_ps(), _CMP_GE_OQ) &
+                         _mm512_cmp_ps_mask(f1, lim, _CMP_LT_OQ);
+                d[2 * k] = _mm512_sub_ps(f1, coord[k]);
+                d[2 * k + 1] = _mm512_sub_ps(coord[k], f0[k]);
+                v[k] = _mm512_cvttps_epi32(f0[k]);
+                _mm512_storeu_ps(dist + (2 * k) * NP + i, d[2 * k]);
+                _mm512_storeu_ps(dist + (2 * k + 1) * NP + i, d[2 * k + 1]);
+                _mm512_storeu_ps(mult + k * NP + i, m[k]);
+            }
+            any = 0;
+            for (int k = 0; k < 8; k++) {
+                const int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
+                const __mmask16 on =
+                    (dx ? in1[0] : in0[0]) & (dy ? in1[1] : in0[1]) & (dz ? in1[2] : in0[2]);
+                maskv = _mm512_mask_or_epi32(maskv, on, maskv, _mm512_set1_epi32(1 << k));
+                any |= on;
+                _mm512_storeu_ps(w + k * NP + i,
+                                 _mm512_mul_ps(_mm512_mul_ps(d[dx], d[2 + dy]), d[4 + dz]));
+            }
+            madd64(offx, v[2], r->xs[2]);
+            madd64(offx, v[1], r->xs[3]);
+            madd64(offx, v[0], r->xs[4]);
+            madd64(offa, v[1], r->as[3]);
+            madd64(offa, v[0], r->as[4]);
+            madd64(zp, v[2], 1);
+        }
+        _mm_storeu_si128((__m128i *)(r->g.mask + i), _mm512_cvtepi32_epi8(maskv));
+        store64(r->g.offx + i, offx, any);
+        store64(r->g.offa + i, offa, any);
+        store64(r->g.zplane + i, zp, any);
+    }
+    return q - q0;
+}
+
+TARGET_512 void gradref__gs3d_avx512_nearest_dx(const gs3d_run *r, int64_t n, int64_t c) {
+    const gradref__gs3d_plan *p = r->p;
+    float *acc = (float *)r->acc + n * r->as[0] + c * r->as[1];
+    const float *g = (const float *)r->grad + n * r->gs[0] + c * r->gs[1];
+    for (int64_t z = 0; z < p->D; z++)
+        for (int64_t y = 0; y < p->H; y++) {
+            float *row = acc + z * r->as[2] + y * r->as[3];
+            if (r->as[4] == 1)
+                memset(row, 0, (size_t)p->W * sizeof *row);
+            else
+                for (int64_t x = 0; x < p->W; x++)
+                    row[x * r->as[4]] = 0;
+        }
+    const __m512i plane = _mm512_set1_epi64(r->as[2]);
+    int64_t q = 0;
+    for (; q + 16 <= r->P; q += 16) {
+        const int64_t i = n * r->P + q;
+        const __mmask16 on = _mm512_test_epi32_mask(
+            _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(r->g.mask + i))),
+            _mm512_set1_epi32(1));
+        if (!on) continue;
+        const __m512i lo = _mm512_add_epi64(
+            _mm512_mullo_epi64(_mm512_loadu_si512((const void *)(r->g.zplane + i)), plane),
+            _mm512_loadu_si512((const void *)(r->g.offa + i)));
+        const __m512i hi = _mm512_add_epi64(
+            _mm512_mullo_epi64(_mm512_loadu_si512((const void *)(r->g.zplane + i + 8)), plane),
+            _mm512_loadu_si512((const void *)(r->g.offa + i + 8)));
+        __m512i idx = _mm512_inserti64x4(_mm512_castsi256_si512(_mm512_cvtepi64_epi32(lo)),
+                                         _mm512_cvtepi64_epi32(hi), 1);
+        idx = _mm512_maskz_mov_epi32(on, idx);
+        /* lanes whose voxel an earlier active lane also updates */
+        const __m512i earlier = _mm512_maskz_conflict_epi32(on, idx);
+        if (_mm512_mask_test_epi32_mask(on, earlier, _mm512_set1_epi32((int)on))) {
+            int32_t at[16];
+            _mm512_storeu_si512((void *)at, idx);
+            for (int j = 0; j < 16; j++)
+                if ((on >> j) & 1) acc[at[j]] += g[q + j];
+            continue;
+        }
+        const __m512 sum = _mm512_add_ps(
+            _mm512_mask_i32gather_ps(_mm512_setzero_ps(), on, idx, acc, 4), _mm512_loadu_ps(g + q));
+        _mm512_mask_i32scatter_ps(acc, on, idx, sum, 4);
+    }
+    for (; q < r->P; q++) {
+        const int64_t i = n * r->P + q;
+        if (r->g.mask[i]) acc[r->g.zplane[i] * r->as[2] + r->g.offa[i]] += g[q];
+    }
 }
 
 /* a[c] += w * g[c] (or a[c] += g[c]) for c < C, 16 lanes, the tail masked. */

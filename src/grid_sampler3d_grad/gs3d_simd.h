@@ -21,6 +21,17 @@ int64_t gradref__gs3d_simd_dgrid(const gs3d_run *r, int64_t n, int64_t q0, int64
 /* The same, 16 points per step (AVX-512). */
 int64_t gradref__gs3d_avx512_dgrid(const gs3d_run *r, int64_t n, int64_t q0, int64_t q1);
 
+/* Geometry of points [q0, q1) of image n, 16 per step; returns how many it did. Needs F32
+ * data, zeros or border padding (or nearest with either), a grid whose points are evenly
+ * spaced (offset q * s[3]) within int32, grad offsets q * gs[4], and spatial sizes < 2^24. */
+int64_t gradref__gs3d_avx512_geometry(const gs3d_run *r, int64_t n, int64_t q0, int64_t q1);
+
+/* Nearest mode, channel c of image n: zeroes dx[n, c] (the accumulator, F32, any strides
+ * whose offsets fit int32) and adds grad[n, c, q] for every point q in order, 16 points per
+ * gather-add-scatter; a group where two points share a voxel goes one point at a time. grad
+ * must be contiguous over the points. */
+void gradref__gs3d_avx512_nearest_dx(const gs3d_run *r, int64_t n, int64_t c);
+
 /* dx for one accumulator plane when channels are adjacent in the accumulator and in grad:
  * the records in order, each adding w * grad[point, :] to its corners' channel rows. Returns 0
  * (doing nothing) when those strides are not 1 or the CPU lacks AVX2. */
