@@ -10,6 +10,7 @@
 #include "test_util.h"
 
 #include "common/convert.h"
+#include "common/convert_array.h"
 #include "common/exec.h"
 #include "common/tensor.h"
 
@@ -295,6 +296,44 @@ static void test_f16_all_patterns(void **state) {
         /* (double)f quiets a signalling NaN, so through f64 only the quiet ones keep all bits */
         if (!nan || (h & 0x200)) assert_int_equal(gradref__f64_to_f16((double)f), h);
     }
+}
+
+/* The array kernels (F16C where the CPU has it) give the scalar routines' bits, NaN payloads
+ * included: every 16-bit pattern up, and f32 patterns (signalling NaNs, ties, subnormals,
+ * overflow) down, at every alignment of the 8-lane blocks. */
+static void test_array_conversions(void **state) {
+    (void)state;
+    uint16_t *h = malloc(65536 * sizeof *h), *h2 = malloc(65536 * sizeof *h2);
+    float *f = malloc(65536 * sizeof *f);
+    for (uint32_t i = 0; i < 65536; i++)
+        h[i] = (uint16_t)i;
+    gradref__f16_to_f32_array(h, f, 65536);
+    for (uint32_t i = 0; i < 65536; i++)
+        assert_int_equal(gradref__f32_bits(f[i]), gradref__f32_bits(gradref__f16_to_f32(h[i])));
+    gradref__bf16_to_f32_array(h, f, 65536);
+    for (uint32_t i = 0; i < 65536; i++)
+        assert_int_equal(gradref__f32_bits(f[i]), gradref__f32_bits(gradref__bf16_to_f32(h[i])));
+    tu_rng r = tu_rng_make(44);
+    static const uint32_t specials[] = {
+        0x7f800001u, 0xffa00000u, 0x7fc00001u, 0x7f800000u, 0x477ff000u, 0x477fefffu, 0x33000000u,
+        0x33000001u, 0x38800000u, 0x00000001u, 0x80000000u, 0x3f808000u, 0x3f818000u, 0x7f7fffffu};
+    for (int round = 0; round < 4; round++) {
+        for (uint32_t i = 0; i < 65536; i++) {
+            uint32_t bits = (uint32_t)tu_next(&r);
+            if (i % 7 == 0) bits = specials[(i / 7) % (sizeof specials / sizeof specials[0])];
+            f[i] = gradref__f32_from_bits(bits);
+        }
+        const size_t start = (size_t)round, n = 65536 - (size_t)round;
+        gradref__f32_to_f16_array(f + start, h2, n);
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(h2[i], gradref__f32_to_f16(f[start + i]));
+        gradref__f32_to_bf16_array(f + start, h2, n);
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(h2[i], gradref__f32_to_bf16(f[start + i]));
+    }
+    free(h);
+    free(h2);
+    free(f);
 }
 
 static void test_bf16_all_patterns(void **state) {
@@ -781,6 +820,7 @@ int main(void) {
         cmocka_unit_test(test_alias_detection),
         cmocka_unit_test(test_f16_all_patterns),
         cmocka_unit_test(test_bf16_all_patterns),
+        cmocka_unit_test(test_array_conversions),
         cmocka_unit_test(test_rounding_ties),
         cmocka_unit_test(test_rounding_random),
         cmocka_unit_test(test_nan_stays_nan),

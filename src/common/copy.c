@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "convert.h"
+#include "convert_array.h"
 #include "cpu.h"
 #include "exec.h"
 #include "tensor.h"
@@ -128,6 +129,22 @@ static void convert_one(const char *s, int32_t sdt, char *d, int32_t ddt) {
     }
 }
 
+/* Contiguous runs between f32 and f16/bf16 with the array kernels; 0 for other pairs. */
+static int convert_run(const char *s, int32_t sdt, char *d, int32_t ddt, int64_t n) {
+    const size_t len = (size_t)n;
+    if (ddt == GRADREF_F32 && sdt == GRADREF_F16)
+        gradref__f16_to_f32_array((const uint16_t *)(const void *)s, (float *)(void *)d, len);
+    else if (ddt == GRADREF_F32 && sdt == GRADREF_BF16)
+        gradref__bf16_to_f32_array((const uint16_t *)(const void *)s, (float *)(void *)d, len);
+    else if (sdt == GRADREF_F32 && ddt == GRADREF_F16)
+        gradref__f32_to_f16_array((const float *)(const void *)s, (uint16_t *)(void *)d, len);
+    else if (sdt == GRADREF_F32 && ddt == GRADREF_BF16)
+        gradref__f32_to_bf16_array((const float *)(const void *)s, (uint16_t *)(void *)d, len);
+    else
+        return 0;
+    return 1;
+}
+
 static void copy_row(const char *s, int64_t ss, int32_t sdt, char *d, int64_t ds, int32_t ddt,
                      int64_t n) {
     size_t sz = gradref__dtype_size(sdt), dz = gradref__dtype_size(ddt);
@@ -156,6 +173,7 @@ static void copy_row(const char *s, int64_t ss, int32_t sdt, char *d, int64_t ds
             return;
         }
     }
+    if (ss == 1 && ds == 1 && convert_run(s, sdt, d, ddt, n)) return;
     for (int64_t i = 0; i < n; i++)
         convert_one(s + (size_t)(i * ss) * sz, sdt, d + (size_t)(i * ds) * dz, ddt);
 }

@@ -108,7 +108,7 @@ gradref_status gradref__gs3d_validate(const gradref_grid_sampler3d_params *p,
     plan->align_corners = p->align_corners;
     plan->dtype = dtype;
     plan->precision = GRADREF_PRECISION_DEFAULT;
-    plan->allow_simd = 1;
+    plan->allow_simd = 2;
     plan->elem_size = gradref__dtype_size(dtype);
     plan->N = N;
     plan->C = C;

@@ -79,10 +79,10 @@ static int nearest_scatter_fits(const gradref__gs3d_plan *p, int32_t precision) 
 #ifdef GRADREF_GS3D_SIMD
     const int64_t *g = p->grad.s, *d = p->dx.s;
     const int64_t reach = (p->D - 1) * d[2] + (p->H - 1) * d[3] + (p->W - 1) * d[4];
-    return p->interp == GRADREF_INTERP_NEAREST && p->dx.data != NULL && p->allow_simd &&
-           p->dtype == GRADREF_F32 && precision == GRADREF_PRECISION_DEFAULT && p->C > 1 &&
-           d[1] != 1 && g[4] == 1 && g[3] == p->Wo && g[2] == p->Ho * p->Wo &&
-           reach < INT64_C(0x7fffffff) && gradref__gs3d_simd_available() == 2;
+    return p->interp == GRADREF_INTERP_NEAREST && p->dx.data != NULL && p->dtype == GRADREF_F32 &&
+           precision == GRADREF_PRECISION_DEFAULT && p->C > 1 && d[1] != 1 && g[4] == 1 &&
+           g[3] == p->Wo && g[2] == p->Ho * p->Wo && reach < INT64_C(0x7fffffff) &&
+           gradref__gs3d_simd_level(p) == 2;
 #else
     (void)p;
     (void)precision;
@@ -320,9 +320,9 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
     const int bilinear = p->interp == GRADREF_INTERP_BILINEAR;
     int simd_dgrid = 0, simd_geometry = 0;
 #ifdef GRADREF_GS3D_SIMD
-    if (pair == PAIR_FF && p->allow_simd && gradref__gs3d_simd_available()) {
-        simd_dgrid = bilinear && gather_offsets_fit(&r) ? gradref__gs3d_simd_available() : 0;
-        simd_geometry = gradref__gs3d_simd_available() == 2 && vector_geometry_fits(&r);
+    if (pair == PAIR_FF && gradref__gs3d_simd_level(p) > 0) {
+        simd_dgrid = bilinear && gather_offsets_fit(&r) ? gradref__gs3d_simd_level(p) : 0;
+        simd_geometry = gradref__gs3d_simd_level(p) == 2 && vector_geometry_fits(&r);
     }
 #endif
     int threads = NP * p->C >= PARALLEL_MIN_WORK ? num_threads : 1;

@@ -250,7 +250,7 @@ static void GS_FN(dx_item)(const gs3d_run *r, int64_t n, int64_t z) {
     GS_A *plane = (GS_A *)r->acc + n * r->as[0] + z * r->as[2];
     const GS_T *gn = (const GS_T *)r->grad + n * r->gs[0];
 #ifdef GS_PLANE_KERNEL
-    if (p->allow_simd && GS_PLANE_KERNEL(r, rec, count, plane, gn)) return;
+    if (GS_PLANE_KERNEL(r, rec, count, plane, gn)) return;
 #endif
     for (int64_t e = 0; e < count; e++) {
         const GS_T *g = gn + rec[e].g;

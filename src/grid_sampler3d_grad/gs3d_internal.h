@@ -18,7 +18,8 @@ typedef struct gradref__gs3d_plan {
     int32_t interp, padding, align_corners;
     int32_t dtype;      /* of all five tensors */
     int32_t precision;  /* gradref_precision */
-    int32_t allow_simd; /* 1: the fast path may use its AVX2 kernels (tests clear it) */
+    int32_t allow_simd; /* highest kernel level allowed: 0 portable, 1 AVX2, 2 AVX-512 (tests
+                           lower it; the CPU may lower it further) */
     size_t elem_size;
     int64_t N, C;
     int64_t D, H, W;    /* x's spatial sizes, each >= 1 */

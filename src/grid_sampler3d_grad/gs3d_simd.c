@@ -11,8 +11,9 @@
 #  define TARGET     __attribute__((target("avx2")))
 #  define TARGET_512 __attribute__((target("avx2,avx512f,avx512cd,avx512dq,avx512bw,avx512vl")))
 
-int gradref__gs3d_simd_available(void) {
-    return gradref__cpu_has_avx512() ? 2 : gradref__cpu_has_avx2_f16c();
+int gradref__gs3d_simd_level(const gradref__gs3d_plan *p) {
+    int cpu = gradref__cpu_has_avx512() ? 2 : gradref__cpu_has_avx2_f16c();
+    return cpu < p->allow_simd ? cpu : p->allow_simd;
 }
 
 /* dgrid of `count` consecutive points from q: out[k][j] is component k of point q + j. */
@@ -421,7 +422,7 @@ TARGET static void dx_plane_avx2(const gs3d_run *r, const gs3d_record_f *rec, in
 int gradref__gs3d_dx_plane_f32(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,
                                float *plane, const float *gn) {
     if (r->as[1] != 1 || r->gs[1] != 1) return 0;
-    int level = gradref__gs3d_simd_available();
+    int level = gradref__gs3d_simd_level(r->p);
     if (level == 2)
         dx_plane_512(r, rec, count, plane, gn);
     else if (level == 1)

@@ -11,8 +11,9 @@
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #  define GRADREF_GS3D_SIMD 1
 
-/* 1 when the CPU has AVX2; 2 when it has AVX-512 too. */
-int gradref__gs3d_simd_available(void);
+/* The kernel level to use: the plan's allow_simd, lowered to what the CPU has (1 AVX2,
+ * 2 AVX-512 too). */
+int gradref__gs3d_simd_level(const gradref__gs3d_plan *p);
 
 /* dgrid of points [q0, q1) of image n, 8 points per step; returns how many it did (the rest,
  * fewer than 8, is left to the caller). Needs trilinear mode and x and grad offsets that fit
