@@ -18,6 +18,7 @@
 #include "common/stream.h"
 #include "common/tensor.h"
 #include "gradref.h"
+#include "peer_onednn.h"
 #include "problem.h"
 
 static double now_seconds(void) {
@@ -66,6 +67,7 @@ typedef struct timing {
     double work;                     /* compute operators: units of work per call, else 0 */
     const char *unit;                /* "Mpc/s" (million point-channels), "GFLOP/s" */
     double unit_scale;               /* work/second times this gives the unit */
+    double peer_seconds;             /* a same-run peer's time (oneDNN), 0 when none */
 } timing;
 
 /* Runs the operator once; returns its status. */
@@ -330,6 +332,101 @@ static int run_gs3d(const problem *p, int threads, int repeats, timing *t) {
     return rc;
 }
 
+/* ---- conv_backprop_data ---- */
+
+typedef struct cbd_ctx {
+    gradref_conv_params params;
+    gradref_tensor filter, diff, grad;
+    void *workspace;
+    size_t workspace_bytes;
+} cbd_ctx;
+
+static gradref_status cbd_once(void *arg, int threads) {
+    cbd_ctx *c = arg;
+    gradref_exec exec = {c->workspace, c->workspace_bytes, threads, GRADREF_PRECISION_DEFAULT};
+    return gradref_conv_backprop_data(&c->params, &c->filter, &c->diff, &c->grad, &exec);
+}
+
+/* conv_backprop_data N IC OC [G] [D] H W K S P [dil] dtype nchw|nhwc: a 2-D convolution (3-D with
+ * a D key) with a K^rank kernel, stride S, pads P on both sides, of an (N, IC, [D,] H, W) input;
+ * diff is its output's gradient. Work: 2 N IC (OC/G) K^rank O flops. */
+static int run_cbd(const problem *p, int threads, int repeats, timing *t) {
+    peer_conv pc;
+    memset(&pc, 0, sizeof pc);
+    const int64_t depth = problem_get(p, "D", 0);
+    pc.rank = depth > 0 ? 3 : 2;
+    pc.N = problem_get(p, "N", 1);
+    pc.G = problem_get(p, "G", 1);
+    pc.ICpg = problem_get(p, "IC", 1) / pc.G;
+    pc.OCpg = problem_get(p, "OC", 1) / pc.G;
+    const int64_t sizes[3] = {depth, problem_get(p, "H", 1), problem_get(p, "W", 1)};
+    int64_t taps = 1, opix = 1;
+    for (int j = 0; j < pc.rank; j++) {
+        pc.I[j] = sizes[3 - pc.rank + j];
+        pc.K[j] = problem_get(p, "K", 1);
+        pc.stride[j] = problem_get(p, "S", 1);
+        pc.dil[j] = problem_get(p, "dil", 1);
+        pc.pad_begin[j] = pc.pad_end[j] = problem_get(p, "P", 0);
+        pc.O[j] = (pc.I[j] + 2 * pc.pad_begin[j] - pc.dil[j] * (pc.K[j] - 1) - 1) / pc.stride[j] + 1;
+        taps *= pc.K[j];
+        opix *= pc.O[j];
+    }
+    const gradref_dtype dt = p->dtype;
+    const size_t esz = gradref__dtype_size(dt);
+    const int nhwc = strcmp(p->mode, "nhwc") == 0;
+    const int64_t C_in = pc.G * pc.ICpg, C_out = pc.G * pc.OCpg;
+    int64_t ipix = 1;
+    for (int j = 0; j < pc.rank; j++)
+        ipix *= pc.I[j];
+    const int64_t fn = C_out * pc.ICpg * taps, dn = pc.N * C_out * opix, gn = pc.N * C_in * ipix;
+    char *f = malloc((size_t)fn * esz), *d = malloc((size_t)dn * esz), *g = malloc((size_t)gn * esz);
+    int rc = 1;
+    if (f && d && g) {
+        fill_values(dt, f, fn, 1);
+        fill_values(dt, d, dn, 2);
+        cbd_ctx c;
+        memset(&c, 0, sizeof c);
+        c.params.groups = (int32_t)pc.G;
+        for (int j = 0; j < pc.rank; j++) {
+            c.params.stride[j] = pc.stride[j];
+            c.params.dilation[j] = pc.dil[j];
+            c.params.pad[2 * j] = pc.pad_begin[j];
+            c.params.pad[2 * j + 1] = pc.pad_end[j];
+        }
+        int64_t fs[5] = {C_out, pc.ICpg, pc.K[0], pc.K[1], pc.K[2]};
+        int64_t ds[5] = {pc.N, C_out, pc.O[0], pc.O[1], pc.O[2]};
+        int64_t gs[5] = {pc.N, C_in, pc.I[0], pc.I[1], pc.I[2]};
+        gradref_tensor_init(&c.filter, f, dt, pc.rank + 2, fs);
+        if (pc.rank == 2 && nhwc) {
+            gradref_tensor_init_format(&c.diff, d, dt, GRADREF_FORMAT_NHWC, ds);
+            gradref_tensor_init_format(&c.grad, g, dt, GRADREF_FORMAT_NHWC, gs);
+        } else if (pc.rank == 3 && nhwc) {
+            gradref_tensor_init_format(&c.diff, d, dt, GRADREF_FORMAT_NDHWC, ds);
+            gradref_tensor_init_format(&c.grad, g, dt, GRADREF_FORMAT_NDHWC, gs);
+        } else {
+            gradref_tensor_init(&c.diff, d, dt, pc.rank + 2, ds);
+            gradref_tensor_init(&c.grad, g, dt, pc.rank + 2, gs);
+        }
+        if (gradref_conv_backprop_data_workspace_size(&c.params, &c.filter, &c.diff, &c.grad,
+                                                      &c.workspace_bytes) == GRADREF_OK &&
+            c.workspace_bytes > 0)
+            c.workspace = malloc(c.workspace_bytes);
+        rc = measure(p, cbd_once, &c, NULL, 0, threads, repeats, t);
+        free(c.workspace);
+        t->work = 2.0 * (double)(pc.N * C_in * pc.OCpg * taps * opix);
+        t->unit = "GFLOP/s";
+        t->unit_scale = 1e-9;
+        if (rc == 0 && dt == GRADREF_F32) {
+            double peer = peer_onednn_conv_bwd_data(&pc, threads, repeats);
+            t->peer_seconds = peer > 0 ? peer : 0;
+        }
+    }
+    free(f);
+    free(d);
+    free(g);
+    return rc;
+}
+
 static void usage(void) {
     fprintf(stderr,
             "usage: gradref-bench [-t threads] [-r repeats] [-f problems.txt] [substring]\n");
@@ -365,8 +462,9 @@ int main(int argc, char **argv) {
         return 2;
     }
     printf("gradref %s, %d thread(s), median of %d runs\n", gradref_version(), threads, repeats);
-    printf("%-56s %10s %10s %-8s %10s %7s\n", "problem", "ms", "rate", "unit", "copy GB/s",
+    printf("%-56s %10s %10s %-8s %10s %7s\n", "problem", "ms", "rate", "unit", "baseline",
            "ratio");
+    printf("(baseline: same-run copy GB/s for data movers, oneDNN for convolutions)\n");
     int failed = 0;
     for (int i = 0; i < n; i++) {
         const problem *p = &list[i];
@@ -380,6 +478,8 @@ int main(int argc, char **argv) {
             rc = run_rope(p, threads, repeats, &t);
         } else if (strcmp(p->op, "grid_sampler3d_grad") == 0) {
             rc = run_gs3d(p, threads, repeats, &t);
+        } else if (strcmp(p->op, "conv_backprop_data") == 0) {
+            rc = run_cbd(p, threads, repeats, &t);
         } else {
             fprintf(stderr, "gradref-bench: unknown operator '%s'\n", p->op);
             rc = 1;
@@ -388,9 +488,15 @@ int main(int argc, char **argv) {
             failed = 1;
             continue;
         }
-        if (t.work > 0) { /* compute-bound: a rate, no copy baseline */
-            printf("%-56s %10.3f %10.2f %-8s\n", p->text, t.op_seconds * 1e3,
-                   t.work / t.op_seconds * t.unit_scale, t.unit);
+        if (t.work > 0) { /* compute-bound: a rate, and the same-run peer's when there is one */
+            const double rate = t.work / t.op_seconds * t.unit_scale;
+            if (t.peer_seconds > 0) {
+                const double peer = t.work / t.peer_seconds * t.unit_scale;
+                printf("%-56s %10.3f %10.2f %-8s %10.2f %7.2f\n", p->text, t.op_seconds * 1e3,
+                       rate, t.unit, peer, rate / peer);
+            } else {
+                printf("%-56s %10.3f %10.2f %-8s\n", p->text, t.op_seconds * 1e3, rate, t.unit);
+            }
             continue;
         }
         double gbs = t.bytes_moved / t.op_seconds * 1e-9,

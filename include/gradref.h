@@ -179,6 +179,43 @@ GRADREF_API gradref_status gradref_grid_sampler3d_grad_workspace_size(
     size_t *bytes);
 
 /* ------------------------------------------------------------------------------------------ */
+/* Convolution parameters (both convolution operators)                                        */
+/* ------------------------------------------------------------------------------------------ */
+/* The spatial rank is the tensors' rank minus 2 (1, 2 or 3); entries past it are ignored. */
+typedef enum { GRADREF_CONV_CROSS_CORRELATION = 0, GRADREF_CONV_CONVOLUTION = 1 } gradref_conv_mode;
+
+typedef struct gradref_conv_params {
+    int32_t mode;        /* gradref_conv_mode; CONVOLUTION = filter flipped in every spatial dim */
+    int32_t groups;      /* >= 1 (0 is read as 1) */
+    int64_t stride[3];   /* per spatial dim, in order (D, H, W for 3-D); >= 1 */
+    int64_t dilation[3]; /* >= 1 */
+    int64_t pad[6];      /* begin, end per spatial dim in order: 2-D {top, bottom, left, right},
+                            3-D {front, back, top, bottom, left, right}; >= 0 */
+} gradref_conv_params;
+
+/* ------------------------------------------------------------------------------------------ */
+/* conv_backprop_data: MegEngine ConvolutionBackwardData (docs/conv_backprop_data.md)         */
+/* ------------------------------------------------------------------------------------------ */
+/* grad = dL/dx of a 1-D, 2-D or 3-D convolution y = conv(x, filter): filter (OC, IC/G, k...)
+ * or grouped (G, OC/G, IC/G, k...), diff = dL/dy (N, OC, o...), grad (N, IC, i...) written
+ * completely. grad's spatial size may be any i whose forward size
+ * floor((i + pad_begin + pad_end - dilation*(k-1) - 1) / stride) + 1 is diff's; positions no
+ * tap reaches are 0. Dtypes: filter and diff F32, F64, F16 or BF16 with grad alike (or F32 for
+ * F16/BF16); or I8 x I8 -> I32 (exact, modulo 2^32). Any strides (NCHW, NHWC, ...).
+ * Errors: NULL, DTYPE, RANK, SHAPE, PARAM, STRIDE, OVERFLOW, ALIAS, NO_MEMORY, WORKSPACE.
+ * grad is untouched on error. */
+GRADREF_API gradref_status gradref_conv_backprop_data(const gradref_conv_params *p,
+                                                      const gradref_tensor *filter,
+                                                      const gradref_tensor *diff,
+                                                      const gradref_tensor *grad,
+                                                      const gradref_exec *exec);
+/* The workspace a call with these arguments may use, for either precision and any thread
+ * count (at most 64 threads). Validates like gradref_conv_backprop_data. */
+GRADREF_API gradref_status gradref_conv_backprop_data_workspace_size(
+    const gradref_conv_params *p, const gradref_tensor *filter, const gradref_tensor *diff,
+    const gradref_tensor *grad, size_t *bytes);
+
+/* ------------------------------------------------------------------------------------------ */
 /* recat: FBGEMM recat_embedding_grad_output* (docs/recat.md)                                  */
 /* ------------------------------------------------------------------------------------------ */
 /* For rank r with column width ds_r starting at column C_r = ds_0 + ... + ds_{r-1} of a

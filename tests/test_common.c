@@ -12,6 +12,7 @@
 #include "common/convert.h"
 #include "common/convert_array.h"
 #include "common/exec.h"
+#include "common/gemm.h"
 #include "common/tensor.h"
 
 /* ---------------------------------------------------------------- status, version, messages */
@@ -334,6 +335,81 @@ static void test_array_conversions(void **state) {
     free(h);
     free(h2);
     free(f);
+}
+
+/* The packed SGEMM, every kernel family, against a plain fmaf loop: bit for bit, with
+ * strided and transposed operands, edge tiles, K across several slices, accumulate on/off. */
+static void test_sgemm(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(45);
+    void *work_block = malloc(gradref__sgemm_work_bytes() + 64);
+    void *work = (char *)work_block + (64 - (uintptr_t)work_block % 64) % 64;
+    static const int64_t sizes[][3] = {{1, 1, 1},    {14, 32, 5},  {15, 33, 257}, {29, 70, 600},
+                                       {170, 40, 3}, {6, 2100, 9}, {3, 5, 0},     {40, 17, 513}};
+    for (size_t s = 0; s < sizeof sizes / sizeof sizes[0]; s++) {
+        const int64_t M = sizes[s][0], N = sizes[s][1], K = sizes[s][2];
+        float *a = malloc(sizeof(float) * (size_t)(M * K + 1));
+        float *b = malloc(sizeof(float) * (size_t)(K * N + 1));
+        float *c = malloc(sizeof(float) * (size_t)(M * N * 2 + 1));
+        float *want = malloc(sizeof(float) * (size_t)(M * N + 1));
+        float *c0 = malloc(sizeof(float) * (size_t)(M * N + 1));
+        for (int64_t i = 0; i < M * K; i++)
+            a[i] = (float)(tu_uniform(&r) * 2 - 1);
+        for (int64_t i = 0; i < K * N; i++)
+            b[i] = (float)(tu_uniform(&r) * 2 - 1);
+        for (int64_t i = 0; i < M * N; i++)
+            c0[i] = (float)(tu_uniform(&r) * 2 - 1);
+        for (int layout = 0; layout < 4; layout++)
+            for (int acc = 0; acc < 2; acc++) {
+                /* A row-major or column-major, B likewise; C row-major or with column stride 2 */
+                gradref__sgemm_args g = {M,
+                                         N,
+                                         K,
+                                         a,
+                                         layout & 1 ? 1 : K,
+                                         layout & 1 ? M : 1,
+                                         b,
+                                         layout & 2 ? 1 : N,
+                                         layout & 2 ? K : 1,
+                                         c,
+                                         layout & 2 ? 2 * N : N,
+                                         layout & 2 ? 2 : 1,
+                                         acc,
+                                         NULL,
+                                         NULL,
+                                         NULL,
+                                         NULL};
+                for (int64_t i = 0; i < M; i++)
+                    for (int64_t j = 0; j < N; j++) {
+                        float v = acc ? c0[i * N + j] : 0.0f;
+                        for (int64_t k = 0; k < K; k++)
+                            v = fmaf(a[i * g.a_rs + k * g.a_cs], b[k * g.b_rs + j * g.b_cs], v);
+                        want[i * N + j] = v;
+                    }
+                for (int kernel = 0; kernel < 3; kernel++) {
+                    for (int64_t i = 0; i < M; i++)
+                        for (int64_t j = 0; j < N; j++)
+                            c[i * g.c_rs + j * g.c_cs] = c0[i * N + j];
+                    gradref__sgemm(&g, kernel, work);
+                    for (int64_t i = 0; i < M; i++)
+                        for (int64_t j = 0; j < N; j++)
+                            if (gradref__f32_bits(c[i * g.c_rs + j * g.c_cs]) !=
+                                gradref__f32_bits(want[i * N + j]))
+                                fail_msg(
+                                    "M%lld N%lld K%lld layout %d acc %d kernel %d: C[%lld][%lld] "
+                                    "= %.9g, want %.9g",
+                                    (long long)M, (long long)N, (long long)K, layout, acc, kernel,
+                                    (long long)i, (long long)j, c[i * g.c_rs + j * g.c_cs],
+                                    want[i * N + j]);
+                }
+            }
+        free(a);
+        free(b);
+        free(c);
+        free(want);
+        free(c0);
+    }
+    free(work_block);
 }
 
 static void test_bf16_all_patterns(void **state) {
@@ -821,6 +897,7 @@ int main(void) {
         cmocka_unit_test(test_f16_all_patterns),
         cmocka_unit_test(test_bf16_all_patterns),
         cmocka_unit_test(test_array_conversions),
+        cmocka_unit_test(test_sgemm),
         cmocka_unit_test(test_rounding_ties),
         cmocka_unit_test(test_rounding_random),
         cmocka_unit_test(test_nan_stays_nan),

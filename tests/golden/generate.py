@@ -184,11 +184,50 @@ def write_grid(path, cases):
             f.write("end\n")
 
 
+def conv_case(name, gen, rank, N, G, ICpg, OCpg, dims):
+    """dims: per spatial dim (K, O, stride, dilation, pad, extra); grad size = minimal + extra."""
+    sizes = []
+    for K, O, s, d, p, extra in dims:
+        sizes.append((O - 1) * s + d * (K - 1) + 1 - 2 * p + extra)
+    weight = torch.rand(G * OCpg, ICpg, *[d[0] for d in dims], generator=gen, dtype=torch.float64) * 2 - 1
+    diff = torch.rand(N, G * OCpg, *[d[1] for d in dims], generator=gen, dtype=torch.float64) * 2 - 1
+    fn = {1: torch.nn.grad.conv1d_input, 2: torch.nn.grad.conv2d_input, 3: torch.nn.grad.conv3d_input}[rank]
+    grad = fn([N, G * ICpg] + sizes, weight, diff, stride=[d[2] for d in dims],
+              padding=[d[4] for d in dims], dilation=[d[3] for d in dims], groups=G)
+    geometry = [rank, N, G, ICpg, OCpg] + [v for d in dims for v in d]
+    return (name, geometry, {"filter": weight, "diff": diff, "grad": grad})
+
+
+def conv_cases(gen):
+    """torch.nn.grad.conv*d_input (cross-correlation) in f64."""
+    return [
+        conv_case("cbd_2d_groups_stride_dilation", gen, 2, 2, 2, 3, 2,
+                  [(3, 4, 2, 2, 1, 1), (2, 5, 3, 1, 0, 2)]),
+        conv_case("cbd_1d_pad_over_kernel", gen, 1, 1, 1, 4, 3, [(3, 7, 1, 3, 4, 0)]),
+        conv_case("cbd_3d", gen, 3, 1, 1, 2, 3, [(2, 2, 2, 1, 0, 1), (3, 3, 1, 1, 1, 0), (1, 4, 2, 1, 0, 1)]),
+        conv_case("cbd_2d_depthwise", gen, 2, 2, 4, 1, 1, [(3, 5, 1, 1, 1, 0), (3, 4, 2, 1, 1, 1)]),
+    ]
+
+
+def write_conv(path, cases):
+    with open(path, "w") as f:
+        f.write("# conv_backprop_data golden fixtures: PyTorch %s torch.nn.grad.conv*d_input, f64 "
+                "(tests/golden/generate.py)\n" % torch.__version__)
+        f.write("# geometry: rank N G IC/G OC/G, then per spatial dim K O stride dilation pad extra\n")
+        for name, geometry, tensors in cases:
+            f.write("case %s\n" % name)
+            f.write("geometry %s\n" % " ".join(str(v) for v in geometry))
+            for key, t in tensors.items():
+                f.write("%s %s\n" % (key, hex_bits(t.detach().contiguous())))
+            f.write("end\n")
+
+
 def main():
     gen = torch.Generator().manual_seed(20261129)
     write_recat(os.path.join(HERE, "recat.txt"), recat_cases(gen))
     write_rope(os.path.join(HERE, "rope_grad.txt"), rope_cases(gen))
     write_grid(os.path.join(HERE, "grid_sampler3d_grad.txt"), grid_cases(gen))
+    write_conv(os.path.join(HERE, "conv_backprop_data.txt"), conv_cases(gen))
 
 
 if __name__ == "__main__":

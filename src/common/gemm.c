@@ -1,0 +1,151 @@
+/* BLIS-style loops around the micro-kernels of gemm_kernels.c: C is cut into NC-column and
+ * MC-row blocks, K into KC slices taken in ascending order (so each element's chain of fused
+ * multiply-adds runs k = 0, 1, ... whatever the blocking), A and B are packed into MR-row and
+ * NR-column panels padded with zeros, and each MR x NR tile is one micro-kernel call per
+ * slice. Padded rows and columns only ever reach tile elements that are not stored. */
+#include <math.h>
+#include <string.h>
+
+#include "cpu.h"
+#include "gemm.h"
+#include "gemm_kernels.h"
+
+#define KC 256
+#define MC 168 /* a multiple of every MR (14, 6, 4) */
+#define NC 512 /* a multiple of every NR (32, 16, 4) */
+
+size_t gradref__sgemm_work_bytes(void) {
+    return (size_t)(MC * KC + KC * NC) * sizeof(float) + 64;
+}
+
+int gradref__sgemm_best_kernel(void) {
+    if (gradref__cpu_has_avx512() && gradref__cpu_has_fma()) return GRADREF_GEMM_AVX512;
+    if (gradref__cpu_has_avx2_f16c() && gradref__cpu_has_fma()) return GRADREF_GEMM_AVX2;
+    return GRADREF_GEMM_PORTABLE;
+}
+
+/* The portable micro-kernel: the same chains with fmaf. */
+static void kernel_portable(int64_t k, const float *a, const float *b, float *c, int64_t ldc,
+                            int load) {
+    enum { MR = GRADREF__PORTABLE_MR, NR = GRADREF__PORTABLE_NR };
+    float acc[MR][NR];
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++)
+            acc[i][j] = load ? c[i * ldc + j] : 0.0f;
+    for (int64_t p = 0; p < k; p++)
+        for (int i = 0; i < MR; i++)
+            for (int j = 0; j < NR; j++)
+                acc[i][j] = fmaf(a[p * MR + i], b[p * NR + j], acc[i][j]);
+    for (int i = 0; i < MR; i++)
+        for (int j = 0; j < NR; j++)
+            c[i * ldc + j] = acc[i][j];
+}
+
+typedef void (*micro_kernel)(int64_t k, const float *a, const float *b, float *c, int64_t ldc,
+                             int load);
+
+/* A[i0.., k0..] into panels of mr rows: panel p holds k-major runs of mr values. */
+static void pack_a(const gradref__sgemm_args *g, int64_t i0, int64_t mc, int64_t k0, int64_t kc,
+                   int mr, float *dst) {
+    for (int64_t ip = 0; ip < mc; ip += mr) {
+        const int64_t rows = mc - ip < mr ? mc - ip : mr;
+        for (int64_t p = 0; p < kc; p++) {
+            const float *src = g->a + (i0 + ip) * g->a_rs + (k0 + p) * g->a_cs;
+            int64_t i = 0;
+            for (; i < rows; i++)
+                dst[i] = src[i * g->a_rs];
+            for (; i < mr; i++)
+                dst[i] = 0.0f;
+            dst += mr;
+        }
+    }
+}
+
+/* B[k0.., j0..] into panels of nr columns: panel q holds k-major runs of nr values. */
+static void pack_b(const gradref__sgemm_args *g, int64_t k0, int64_t kc, int64_t j0, int64_t nc,
+                   int nr, float *dst) {
+    for (int64_t jp = 0; jp < nc; jp += nr) {
+        const int64_t cols = nc - jp < nr ? nc - jp : nr;
+        for (int64_t p = 0; p < kc; p++) {
+            const float *src = g->b + (k0 + p) * g->b_rs + (j0 + jp) * g->b_cs;
+            int64_t j = 0;
+            if (g->b_cs == 1) {
+                memcpy(dst, src, (size_t)cols * sizeof *dst);
+                j = cols;
+            } else {
+                for (; j < cols; j++)
+                    dst[j] = src[j * g->b_cs];
+            }
+            for (; j < nr; j++)
+                dst[j] = 0.0f;
+            dst += nr;
+        }
+    }
+}
+
+void gradref__sgemm(const gradref__sgemm_args *g, int kernel, void *work) {
+    if (g->M <= 0 || g->N <= 0) return;
+    int best = gradref__sgemm_best_kernel();
+    if (kernel > best) kernel = best;
+    micro_kernel run = kernel_portable;
+    int mr = GRADREF__PORTABLE_MR, nr = GRADREF__PORTABLE_NR;
+#ifdef GRADREF__GEMM_X86
+    if (kernel == GRADREF_GEMM_AVX512) {
+        run = gradref__sgemm_kernel_avx512;
+        mr = GRADREF__AVX512_MR, nr = GRADREF__AVX512_NR;
+    } else if (kernel == GRADREF_GEMM_AVX2) {
+        run = gradref__sgemm_kernel_avx2;
+        mr = GRADREF__AVX2_MR, nr = GRADREF__AVX2_NR;
+    }
+#endif
+    if (g->K <= 0) { /* empty chains: +0, or C as it is */
+        if (!g->accumulate)
+            for (int64_t i = 0; i < g->M; i++)
+                for (int64_t j = 0; j < g->N; j++)
+                    g->c[i * g->c_rs + j * g->c_cs] = 0.0f;
+        return;
+    }
+    float *apack = (float *)work, *bpack = apack + MC * KC;
+    float tile[GRADREF__GEMM_MAX_TILE];
+    for (int64_t j0 = 0; j0 < g->N; j0 += NC) {
+        const int64_t nc = g->N - j0 < NC ? g->N - j0 : NC;
+        for (int64_t k0 = 0; k0 < g->K; k0 += KC) {
+            const int64_t kc = g->K - k0 < KC ? g->K - k0 : KC;
+            const int load = g->accumulate || k0 > 0;
+            if (g->pack_b)
+                g->pack_b(g->pack_b_ctx, k0, kc, j0, nc, nr, bpack);
+            else
+                pack_b(g, k0, kc, j0, nc, nr, bpack);
+            for (int64_t i0 = 0; i0 < g->M; i0 += MC) {
+                const int64_t mc = g->M - i0 < MC ? g->M - i0 : MC;
+                if (g->pack_a)
+                    g->pack_a(g->pack_a_ctx, k0, kc, i0, mc, mr, apack);
+                else
+                    pack_a(g, i0, mc, k0, kc, mr, apack);
+                for (int64_t jr = 0; jr < nc; jr += nr) {
+                    const int64_t cols = nc - jr < nr ? nc - jr : nr;
+                    const float *bp = bpack + (jr / nr) * kc * nr;
+                    for (int64_t ir = 0; ir < mc; ir += mr) {
+                        const int64_t rows = mc - ir < mr ? mc - ir : mr;
+                        const float *ap = apack + (ir / mr) * kc * mr;
+                        float *c = g->c + (i0 + ir) * g->c_rs + (j0 + jr) * g->c_cs;
+                        if (rows == mr && cols == nr && g->c_cs == 1) {
+                            run(kc, ap, bp, c, g->c_rs, load);
+                            continue;
+                        }
+                        /* an edge or strided tile goes through a local copy */
+                        for (int64_t i = 0; i < mr; i++)
+                            for (int64_t j = 0; j < nr; j++)
+                                tile[i * nr + j] = load && i < rows && j < cols
+                                                       ? c[i * g->c_rs + j * g->c_cs]
+                                                       : 0.0f;
+                        run(kc, ap, bp, tile, nr, load);
+                        for (int64_t i = 0; i < rows; i++)
+                            for (int64_t j = 0; j < cols; j++)
+                                c[i * g->c_rs + j * g->c_cs] = tile[i * nr + j];
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,438 @@
+/* The fast path for F32 compute (F32, F16, BF16 at the default precision).
+ *
+ * Stride phases: the grad indices i with i mod stride = ph (per dim) are reached by a fixed set
+ * of taps, and through tap k by the diff index o = q + shift(k) where i = q * stride + ph. So
+ * each phase is one GEMM over its sub-grid of grad pixels (no zero insertion):
+ *
+ *   grad[ic, q] = sum over (tap k of the phase, oc) of W[oc, ic, k] * diff[oc, q + shift(k)]
+ *
+ * with K = taps x OC/G in the reference's order (taps in ascending diff position, oc inside).
+ * The implicit im2col matrix is packed straight from diff by the GEMM's B packer, zero where
+ * q + shift(k) falls outside diff. A zero term is exact for a finite filter value
+ * (fma(w, 0, acc) = acc, and acc is never -0), so the path requires a finite filter; a filter
+ * holding Inf or NaN runs the reference loop, which skips those taps.
+ *
+ * Depthwise convolutions with stride 1 use direct row kernels (cbd_simd.c). Work items are
+ * (image, group, input-channel block); each writes only its own grad channels, so the bits do
+ * not depend on the thread count. F64, I8 and GRADREF_PRECISION_HIGH run the reference loop
+ * over the same items. */
+#include <math.h>
+#include <string.h>
+
+#include "cbd_internal.h"
+#include "cbd_simd.h"
+#include "common/convert.h"
+#include "common/gemm.h"
+#include "common/internal.h"
+
+/* C chunk per thread for phases that cannot write grad directly, in floats (512 KiB) */
+#define CHUNK_FLOATS (INT64_C(128) * 1024)
+
+enum { PATH_REFERENCE, PATH_GEMM, PATH_DEPTHWISE };
+
+typedef struct layout {
+    int path, stage_diff, acc_buffer;
+    size_t apack, diff32, acc;  /* shared parts */
+    size_t thread0, per_thread; /* per thread: GEMM work, C chunk, tap list */
+    size_t chunk_at, taps_at;   /* offsets inside a thread's part */
+    size_t total;
+} layout;
+
+static size_t take(size_t *at, size_t bytes) {
+    size_t here = *at;
+    *at += (bytes + 63) & ~(size_t)63;
+    return here;
+}
+
+static int64_t taps_of(const gradref__cbd_plan *p) {
+    return p->K[0] * p->K[1] * p->K[2];
+}
+
+static int64_t pixels(const int64_t *s) {
+    return s[0] * s[1] * s[2];
+}
+
+/* Spatial dims (strides st[3..5]) dense in their own order: pixel j at offset j. */
+static int dense_pixels(const int64_t *st, const int64_t *size) {
+    return (size[2] == 1 || st[5] == 1) && (size[1] == 1 || st[4] == size[2]) &&
+           (size[0] == 1 || st[3] == size[1] * size[2]);
+}
+
+static int unit_strides(const gradref__cbd_plan *p) {
+    return p->stride[0] == 1 && p->stride[1] == 1 && p->stride[2] == 1;
+}
+
+static layout layout_of(const gradref__cbd_plan *p, int32_t precision, int threads) {
+    layout L;
+    memset(&L, 0, sizeof L);
+    const int f32 =
+        p->in_dtype == GRADREF_F32 || p->in_dtype == GRADREF_F16 || p->in_dtype == GRADREF_BF16;
+    if (!f32 || precision != GRADREF_PRECISION_DEFAULT) {
+        L.path = PATH_REFERENCE;
+        return L;
+    }
+    /* depthwise rows keep up to 64 row taps (K0 * K1) on the stack */
+    L.path = p->ICpg == 1 && p->OCpg == 1 && unit_strides(p) && p->K[0] * p->K[1] <= 64
+                 ? PATH_DEPTHWISE
+                 : PATH_GEMM;
+    size_t at = 0;
+    const size_t in_slabs = (size_t)(p->N * p->G * p->OCpg),
+                 out_slabs = (size_t)(p->N * p->G * p->ICpg);
+    L.apack = take(&at, (size_t)(p->G * p->ICpg * taps_of(p) * p->OCpg) * 4);
+    L.stage_diff = p->in_dtype != GRADREF_F32 || !dense_pixels(p->ds, p->O);
+    if (L.stage_diff) L.diff32 = take(&at, in_slabs * (size_t)pixels(p->O) * 4);
+    L.acc_buffer = p->out_dtype != GRADREF_F32 || !dense_pixels(p->gs, p->I);
+    if (L.acc_buffer) L.acc = take(&at, out_slabs * (size_t)pixels(p->I) * 4);
+    if (L.path == PATH_GEMM) {
+        size_t per = 0;
+        take(&per, gradref__sgemm_work_bytes());
+        L.chunk_at = take(&per, (size_t)CHUNK_FLOATS * 4);
+        L.taps_at = take(&per, (size_t)taps_of(p) * 4 * sizeof(int64_t));
+        L.per_thread = per;
+        L.thread0 = at;
+        at += per * (size_t)threads;
+    }
+    L.total = at;
+    return L;
+}
+
+size_t gradref__cbd_fast_workspace(const gradref__cbd_plan *p, int32_t precision, int threads) {
+    return layout_of(p, precision, threads).total;
+}
+
+int gradref__cbd_fast_threads(const gradref__cbd_plan *p, int32_t precision, size_t bytes,
+                              int wanted) {
+    const layout one = layout_of(p, precision, 1);
+    if (bytes < one.total) return 0;
+    if (one.per_thread == 0) return wanted;
+    size_t fit = (bytes - one.thread0) / one.per_thread;
+    return fit < (size_t)wanted ? (int)fit : wanted;
+}
+
+static float load_f32(int32_t dtype, const char *e) {
+    if (dtype == GRADREF_F32) return *(const float *)e;
+    if (dtype == GRADREF_F16) return gradref__f16_to_f32(*(const uint16_t *)e);
+    return gradref__bf16_to_f32(*(const uint16_t *)e);
+}
+
+/* a[((g * ICpg + ic) * T + t) * OCpg + oc] = W[g, oc, ic, tap t] as f32 (taps in stored
+ * order); returns 0 when a value is not finite. */
+static int pack_filter(const gradref__cbd_plan *p, float *a) {
+    const int64_t T = taps_of(p);
+    int finite = 1;
+    for (int64_t g = 0; g < p->G; g++)
+        for (int64_t ic = 0; ic < p->ICpg; ic++)
+            for (int64_t t = 0; t < T; t++) {
+                const int64_t k0 = t / (p->K[1] * p->K[2]), k1 = t / p->K[2] % p->K[1],
+                              k2 = t % p->K[2];
+                const int64_t off =
+                    g * p->fs[0] + ic * p->fs[2] + k0 * p->fs[3] + k1 * p->fs[4] + k2 * p->fs[5];
+                float *row = a + ((g * p->ICpg + ic) * T + t) * p->OCpg;
+                for (int64_t oc = 0; oc < p->OCpg; oc++) {
+                    row[oc] = load_f32(p->in_dtype,
+                                       p->filter + (size_t)(off + oc * p->fs[1]) * p->in_size);
+                    finite &= isfinite(row[oc]) != 0;
+                }
+            }
+    return finite;
+}
+
+static void tensor5(gradref_tensor *t, void *data, int32_t dtype, int64_t n, int64_t c,
+                    const int64_t *spatial, const int64_t *strides5) {
+    memset(t, 0, sizeof *t);
+    t->data = data;
+    t->dtype = dtype;
+    t->ndim = 5;
+    const int64_t shape[5] = {n, c, spatial[0], spatial[1], spatial[2]};
+    for (int i = 0; i < 5; i++) {
+        t->shape[i] = shape[i];
+        t->strides[i] = strides5[i];
+    }
+}
+
+static void dense5(int64_t c, const int64_t *sp, int64_t *st) {
+    st[4] = 1;
+    st[3] = sp[2];
+    st[2] = sp[1] * sp[2];
+    st[1] = pixels(sp);
+    st[0] = c * st[1];
+}
+
+typedef struct run {
+    const gradref__cbd_plan *p;
+    const float *apack;
+    const float *diff; /* f32 diff: channel c of image n at n * dn + c * dc, pixels dense */
+    int64_t dn, dc;
+    float *acc; /* f32 grad, likewise */
+    int64_t an, ac;
+    int kernel;
+} run;
+
+/* ---- one stride phase of one work item ---- */
+
+typedef struct phase {
+    const run *R;
+    int64_t n, g, ic0;
+    int64_t Q[3]; /* sub-grid sizes */
+    int64_t ntaps;
+    const int64_t *tap; /* per phase tap: stored tap index, then the 3 shifts */
+    int64_t j_base;     /* first sub-grid pixel of the current GEMM call */
+} phase;
+
+/* A (rows: input channels; k = (phase tap, oc)) from the packed filter. */
+static void pack_a_phase(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
+                         int width, float *dst) {
+    const phase *f = ctx;
+    const gradref__cbd_plan *p = f->R->p;
+    const int64_t T = taps_of(p), O = p->OCpg;
+    const float *a = f->R->apack + (f->g * p->ICpg + f->ic0 + first) * T * O;
+    for (int64_t ip = 0; ip < count; ip += width) {
+        const int64_t rows = count - ip < width ? count - ip : width;
+        for (int64_t q = 0; q < kc; q++) {
+            const int64_t k = k0 + q, t = f->tap[4 * (k / O)], oc = k % O;
+            const float *src = a + ip * T * O + t * O + oc;
+            int64_t r = 0;
+            for (; r < rows; r++)
+                dst[r] = src[r * T * O];
+            for (; r < width; r++)
+                dst[r] = 0.0f;
+            dst += width;
+        }
+    }
+}
+
+/* B (k = (phase tap, oc); columns: sub-grid pixels q) from diff shifted by the tap, zero
+ * outside diff: the implicit im2col. */
+static void pack_b_phase(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
+                         int width, float *dst) {
+    const phase *f = ctx;
+    const gradref__cbd_plan *p = f->R->p;
+    const int64_t O = p->OCpg, W = f->Q[2];
+    const float *dimg = f->R->diff + f->n * f->R->dn + f->g * O * f->R->dc;
+    for (int64_t jp = 0; jp < count; jp += width) {
+        const int64_t cols = count - jp < width ? count - jp : width;
+        const int64_t j_start = f->j_base + first + jp;
+        const int64_t q2s = j_start % W, q1s = j_start / W % f->Q[1], q0s = j_start / (W * f->Q[1]);
+        for (int64_t q = 0; q < kc; q++) {
+            const int64_t k = k0 + q, oc = k % O;
+            const int64_t *tp = f->tap + 4 * (k / O);
+            const float *plane = dimg + oc * f->R->dc;
+            int64_t j = 0;
+            int64_t q2 = q2s, q1 = q1s, q0 = q0s;
+            while (j < cols) { /* runs along the last sub-grid dim */
+                const int64_t run = W - q2 < cols - j ? W - q2 : cols - j;
+                const int64_t o0 = q0 + tp[1], o1 = q1 + tp[2], o2 = q2 + tp[3];
+                float *out = dst + j;
+                if (o0 < 0 || o0 >= p->O[0] || o1 < 0 || o1 >= p->O[1]) {
+                    memset(out, 0, (size_t)run * sizeof *out);
+                } else {
+                    const float *row = plane + (o0 * p->O[1] + o1) * p->O[2];
+                    int64_t lo = o2 < 0 ? -o2 : 0, hi = p->O[2] - o2;
+                    if (hi > run) hi = run;
+                    if (lo > run) lo = run;
+                    if (hi < lo) hi = lo;
+                    memset(out, 0, (size_t)lo * sizeof *out);
+                    memcpy(out + lo, row + o2 + lo, (size_t)(hi - lo) * sizeof *out);
+                    memset(out + hi, 0, (size_t)(run - hi) * sizeof *out);
+                }
+                j += run;
+                q2 += run;
+                if (q2 == W) {
+                    q2 = 0;
+                    if (++q1 == f->Q[1]) q1 = 0, q0++;
+                }
+            }
+            for (; j < width; j++)
+                dst[j] = 0.0f;
+            dst += width;
+        }
+    }
+}
+
+/* Taps reaching phase ph, in the reference's order (diff position ascending); returns count. */
+static int64_t phase_taps(const gradref__cbd_plan *p, const int64_t *ph, int64_t *tap) {
+    int64_t n = 0, kp[3];
+    for (kp[0] = p->K[0] - 1; kp[0] >= 0; kp[0]--)
+        for (kp[1] = p->K[1] - 1; kp[1] >= 0; kp[1]--)
+            for (kp[2] = p->K[2] - 1; kp[2] >= 0; kp[2]--) {
+                int64_t shift[3], ok = 1;
+                for (int j = 0; j < 3 && ok; j++) {
+                    const int64_t num = ph[j] + p->pad_begin[j] - kp[j] * p->dil[j];
+                    const int64_t s = p->stride[j];
+                    ok = ((num % s) + s) % s == 0;
+                    /* exact division, rounding toward -inf for negative num */
+                    shift[j] = num >= 0 ? num / s : -((-num) / s);
+                }
+                if (!ok) continue;
+                int64_t k[3];
+                for (int j = 0; j < 3; j++)
+                    k[j] = p->mode == GRADREF_CONV_CROSS_CORRELATION ? kp[j] : p->K[j] - 1 - kp[j];
+                tap[4 * n] = (k[0] * p->K[1] + k[1]) * p->K[2] + k[2];
+                tap[4 * n + 1] = shift[0];
+                tap[4 * n + 2] = shift[1];
+                tap[4 * n + 3] = shift[2];
+                n++;
+            }
+    return n;
+}
+
+static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t ic1, char *mine,
+                      const layout *L) {
+    const gradref__cbd_plan *p = R->p;
+    void *work = mine;
+    float *chunk = (float *)(mine + L->chunk_at);
+    int64_t *tap = (int64_t *)(mine + L->taps_at);
+    const int64_t M = ic1 - ic0;
+    float *slab0 = R->acc + n * R->an + (g * p->ICpg + ic0) * R->ac;
+    int64_t ph[3];
+    for (ph[0] = 0; ph[0] < p->stride[0]; ph[0]++)
+        for (ph[1] = 0; ph[1] < p->stride[1]; ph[1]++)
+            for (ph[2] = 0; ph[2] < p->stride[2]; ph[2]++) {
+                phase f;
+                memset(&f, 0, sizeof f);
+                f.R = R, f.n = n, f.g = g, f.ic0 = ic0, f.tap = tap;
+                int64_t N = 1;
+                for (int j = 0; j < 3; j++) {
+                    f.Q[j] =
+                        ph[j] < p->I[j] ? (p->I[j] - ph[j] + p->stride[j] - 1) / p->stride[j] : 0;
+                    N *= f.Q[j];
+                }
+                if (N == 0) continue;
+                f.ntaps = phase_taps(p, ph, tap);
+                gradref__sgemm_args a;
+                memset(&a, 0, sizeof a);
+                a.M = M;
+                a.K = f.ntaps * p->OCpg;
+                a.pack_a = pack_a_phase;
+                a.pack_b = pack_b_phase;
+                a.pack_a_ctx = a.pack_b_ctx = &f;
+                if (unit_strides(p)) { /* the only phase: straight into grad */
+                    a.N = N;
+                    a.c = slab0;
+                    a.c_rs = R->ac;
+                    a.c_cs = 1;
+                    gradref__sgemm(&a, R->kernel, work);
+                    continue;
+                }
+                const int64_t step = CHUNK_FLOATS / M > 0 ? CHUNK_FLOATS / M : 1;
+                for (int64_t j0 = 0; j0 < N; j0 += step) {
+                    const int64_t j1 = j0 + step < N ? j0 + step : N;
+                    f.j_base = j0;
+                    a.N = j1 - j0;
+                    a.c = chunk;
+                    a.c_rs = j1 - j0;
+                    a.c_cs = 1;
+                    gradref__sgemm(&a, R->kernel, work);
+                    for (int64_t m = 0; m < M; m++) { /* each grad element is in one phase */
+                        float *slab = slab0 + m * R->ac;
+                        const float *src = chunk + m * (j1 - j0);
+                        int64_t q2 = j0 % f.Q[2], q1 = j0 / f.Q[2] % f.Q[1],
+                                q0 = j0 / (f.Q[2] * f.Q[1]);
+                        for (int64_t j = j0; j < j1; j++) {
+                            const int64_t i0 = q0 * p->stride[0] + ph[0],
+                                          i1 = q1 * p->stride[1] + ph[1],
+                                          i2 = q2 * p->stride[2] + ph[2];
+                            slab[(i0 * p->I[1] + i1) * p->I[2] + i2] = src[j - j0];
+                            if (++q2 == f.Q[2]) {
+                                q2 = 0;
+                                if (++q1 == f.Q[1]) q1 = 0, q0++;
+                            }
+                        }
+                    }
+                }
+            }
+}
+
+static void item_depthwise(const run *R, int64_t n, int64_t g) {
+    const gradref__cbd_plan *p = R->p;
+    gradref__cbd_depthwise_plane(p, R->apack + g * taps_of(p), R->diff + n * R->dn + g * R->dc,
+                                 R->acc + n * R->an + g * R->ac, R->kernel);
+}
+
+void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
+    const int64_t slabs = p->N * p->G * p->ICpg;
+    if (slabs == 0 || pixels(p->I) == 0) return;
+    const layout L = layout_of(p, p->precision, threads);
+    char *base = (char *)ws;
+    const int finite = L.path != PATH_REFERENCE && pack_filter(p, (float *)(base + L.apack));
+    if (!finite) {
+        const int team = slabs < threads ? (int)slabs : threads;
+        (void)team;
+        GRADREF_OMP(omp parallel num_threads(team)) {
+            int64_t b, e;
+            gradref__my_range(slabs, &b, &e);
+            gradref__cbd_ref_slabs(p, b, e);
+        }
+        return;
+    }
+    run R;
+    memset(&R, 0, sizeof R);
+    R.p = p;
+    R.kernel = p->kernel;
+    R.apack = (const float *)(base + L.apack);
+    const int64_t C_in = p->G * p->OCpg, C_out = p->G * p->ICpg;
+    int64_t dst5[5], ast5[5];
+    dense5(C_in, p->O, dst5);
+    dense5(C_out, p->I, ast5);
+    if (L.stage_diff) {
+        gradref_tensor src, dst;
+        const int64_t s5[5] = {p->ds[0], p->ds[2], p->ds[3], p->ds[4], p->ds[5]};
+        tensor5(&src, (void *)p->diff, p->in_dtype, p->N, C_in, p->O, s5);
+        tensor5(&dst, base + L.diff32, GRADREF_F32, p->N, C_in, p->O, dst5);
+        gradref_exec e = {NULL, 0, threads, GRADREF_PRECISION_DEFAULT};
+        (void)gradref_copy(&src, &dst, &e);
+        R.diff = (const float *)(base + L.diff32);
+        R.dn = dst5[0];
+        R.dc = dst5[1];
+    } else {
+        R.diff = (const float *)p->diff;
+        R.dn = p->ds[0];
+        R.dc = p->ds[2];
+    }
+    if (L.acc_buffer) {
+        R.acc = (float *)(base + L.acc);
+        R.an = ast5[0];
+        R.ac = ast5[1];
+    } else {
+        R.acc = (float *)p->grad;
+        R.an = p->gs[0];
+        R.ac = p->gs[2];
+    }
+
+    /* items: (n, g, ic block); blocks split the channels only when images x groups are few */
+    int64_t per_group = 1;
+    if (L.path == PATH_GEMM && p->N * p->G < 2 * threads) {
+        per_group = (2 * threads + p->N * p->G - 1) / (p->N * p->G);
+        if (per_group > p->ICpg) per_group = p->ICpg;
+    }
+    const int64_t icb = (p->ICpg + per_group - 1) / per_group;
+    const int64_t blocks = (p->ICpg + icb - 1) / icb;
+    const int64_t items = p->N * p->G * blocks;
+    int team = items < threads ? (int)items : threads;
+    (void)team;
+    GRADREF_OMP(omp parallel num_threads(team)) {
+        int me = 0;
+#ifdef _OPENMP
+        me = omp_get_thread_num();
+#endif
+        char *mine = base + L.thread0 + L.per_thread * (size_t)me;
+        int64_t b, e;
+        gradref__my_range(items, &b, &e);
+        for (int64_t it = b; it < e; it++) {
+            const int64_t n = it / (p->G * blocks), g = it / blocks % p->G, ic0 = it % blocks * icb;
+            const int64_t ic1 = ic0 + icb < p->ICpg ? ic0 + icb : p->ICpg;
+            if (L.path == PATH_DEPTHWISE)
+                item_depthwise(&R, n, g);
+            else
+                item_gemm(&R, n, g, ic0, ic1, mine, &L);
+        }
+    }
+    if (L.acc_buffer) {
+        gradref_tensor src, dst;
+        const int64_t g5[5] = {p->gs[0], p->gs[2], p->gs[3], p->gs[4], p->gs[5]};
+        tensor5(&src, R.acc, GRADREF_F32, p->N, C_out, p->I, ast5);
+        tensor5(&dst, p->grad, p->out_dtype, p->N, C_out, p->I, g5);
+        gradref_exec e = {NULL, 0, threads, GRADREF_PRECISION_DEFAULT};
+        (void)gradref_copy(&src, &dst, &e);
+    }
+}

@@ -1,0 +1,48 @@
+/* conv_backprop_data's validated problem, shared by the entry point, the reference loop and
+ * the fast path. Every problem is held as 3-D: a 1-D or 2-D convolution gets leading spatial
+ * dims of size 1 (stride, dilation 1, no padding). */
+#ifndef GRADREF_CBD_INTERNAL_H
+#define GRADREF_CBD_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gradref.h"
+
+typedef struct gradref__cbd_plan {
+    int32_t mode;      /* gradref_conv_mode */
+    int32_t in_dtype;  /* filter and diff */
+    int32_t out_dtype; /* grad */
+    int32_t precision; /* gradref_precision */
+    int32_t kernel;    /* highest GEMM/SIMD family allowed (gemm.h); tests lower it */
+    int32_t rank;      /* spatial dims of the call: 1, 2 or 3 */
+    int64_t N, G, ICpg, OCpg;
+    int64_t K[3], I[3], O[3]; /* kernel, grad and diff spatial sizes */
+    int64_t stride[3], dil[3], pad_begin[3];
+    const char *filter, *diff;
+    char *grad;
+    int64_t fs[6];            /* filter strides: g, oc, ic, k0, k1, k2 */
+    int64_t ds[6];            /* diff strides: n, g, oc, o0, o1, o2 */
+    int64_t gs[6];            /* grad strides: n, g, ic, i0, i1, i2 */
+    size_t in_size, out_size; /* element bytes */
+} gradref__cbd_plan;
+
+/* Validates every argument (before anything is written) and fills *plan. */
+gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref_tensor *filter,
+                                     const gradref_tensor *diff, const gradref_tensor *grad,
+                                     gradref__cbd_plan *plan);
+
+/* The formula of docs/conv_backprop_data.md element by element (the oracle). */
+void gradref__cbd_ref(const gradref__cbd_plan *plan);
+/* The same for the grad channel slabs [s0, s1) of the N*G*ICpg slabs (n, g, ic), in order. */
+void gradref__cbd_ref_slabs(const gradref__cbd_plan *plan, int64_t s0, int64_t s1);
+
+/* Workspace bytes of the fast path for this plan at `precision` with `threads` threads. */
+size_t gradref__cbd_fast_workspace(const gradref__cbd_plan *plan, int32_t precision, int threads);
+/* Threads a workspace of `bytes` supports (0 when it is too small for one). */
+int gradref__cbd_fast_threads(const gradref__cbd_plan *plan, int32_t precision, size_t bytes,
+                              int wanted);
+/* The fast path; `ws` is 64-byte aligned and holds the bytes for `threads`. */
+void gradref__cbd_fast(const gradref__cbd_plan *plan, void *ws, int threads);
+
+#endif

@@ -1,0 +1,86 @@
+/* The reference loop (docs/conv_backprop_data.md), one grad element at a time: one chain of
+ * fused multiply-adds, starting at +0,
+ *
+ *   acc = fma(W[g, oc, ic, k], diff[n, g, oc, o], acc)
+ *
+ * over the taps k that reach i, in ascending diff position o (lexicographic), and within a tap
+ * over oc = 0..OCpg-1. F32/F16/BF16 use fmaf in f32 (F16/BF16 rounded once at the end); F64,
+ * and GRADREF_PRECISION_HIGH, use fma in f64; I8 sums exactly in int64 and keeps the low 32
+ * bits. Taps whose position falls outside diff are skipped. */
+#include <math.h>
+
+#include "cbd_internal.h"
+#include "common/convert.h"
+
+/* The filter tap (stored index) acting at position index kp of dim j. */
+static int64_t stored_tap(const gradref__cbd_plan *p, int j, int64_t kp) {
+    return p->mode == GRADREF_CONV_CROSS_CORRELATION ? kp : p->K[j] - 1 - kp;
+}
+
+/* diff position of grad index i through tap position kp in dim j, or -1 when none. */
+static int64_t diff_pos(const gradref__cbd_plan *p, int j, int64_t i, int64_t kp) {
+    int64_t num = i + p->pad_begin[j] - kp * p->dil[j];
+    if (num < 0 || num % p->stride[j] != 0) return -1;
+    num /= p->stride[j];
+    return num < p->O[j] ? num : -1;
+}
+
+static double in_value(const gradref__cbd_plan *p, const char *base, int64_t off) {
+    const char *e = base + (size_t)off * p->in_size;
+    if (p->in_dtype == GRADREF_I8) return (double)*(const int8_t *)e;
+    return gradref__load_float(p->in_dtype, e);
+}
+
+void gradref__cbd_ref(const gradref__cbd_plan *p) {
+    gradref__cbd_ref_slabs(p, 0, p->N * p->G * p->ICpg);
+}
+
+void gradref__cbd_ref_slabs(const gradref__cbd_plan *p, int64_t s0, int64_t s1) {
+    const int integer = p->in_dtype == GRADREF_I8;
+    const int wide = p->in_dtype == GRADREF_F64 || p->precision == GRADREF_PRECISION_HIGH;
+    for (int64_t s = s0; s < s1; s++) {
+        const int64_t n = s / (p->G * p->ICpg), g = s / p->ICpg % p->G, ic = s % p->ICpg;
+        const char *fg = p->filter + (size_t)(g * p->fs[0] + ic * p->fs[2]) * p->in_size;
+        const char *dn = p->diff + (size_t)(n * p->ds[0] + g * p->ds[1]) * p->in_size;
+        char *out = p->grad + (size_t)(n * p->gs[0] + g * p->gs[1] + ic * p->gs[2]) * p->out_size;
+        int64_t i[3];
+        for (i[0] = 0; i[0] < p->I[0]; i[0]++)
+            for (i[1] = 0; i[1] < p->I[1]; i[1]++)
+                for (i[2] = 0; i[2] < p->I[2]; i[2]++) {
+                    float acc32 = 0.0f;
+                    double acc64 = 0.0;
+                    int64_t acci = 0;
+                    int64_t kp[3], o[3];
+                    for (kp[0] = p->K[0] - 1; kp[0] >= 0; kp[0]--) {
+                        if ((o[0] = diff_pos(p, 0, i[0], kp[0])) < 0) continue;
+                        for (kp[1] = p->K[1] - 1; kp[1] >= 0; kp[1]--) {
+                            if ((o[1] = diff_pos(p, 1, i[1], kp[1])) < 0) continue;
+                            for (kp[2] = p->K[2] - 1; kp[2] >= 0; kp[2]--) {
+                                if ((o[2] = diff_pos(p, 2, i[2], kp[2])) < 0) continue;
+                                const int64_t foff = stored_tap(p, 0, kp[0]) * p->fs[3] +
+                                                     stored_tap(p, 1, kp[1]) * p->fs[4] +
+                                                     stored_tap(p, 2, kp[2]) * p->fs[5];
+                                const int64_t doff =
+                                    o[0] * p->ds[3] + o[1] * p->ds[4] + o[2] * p->ds[5];
+                                for (int64_t oc = 0; oc < p->OCpg; oc++) {
+                                    const double w = in_value(p, fg, foff + oc * p->fs[1]);
+                                    const double d = in_value(p, dn, doff + oc * p->ds[2]);
+                                    if (integer)
+                                        acci += (int64_t)w * (int64_t)d;
+                                    else if (wide)
+                                        acc64 = fma(w, d, acc64);
+                                    else
+                                        acc32 = fmaf((float)w, (float)d, acc32);
+                                }
+                            }
+                        }
+                    }
+                    char *e = out + (size_t)(i[0] * p->gs[3] + i[1] * p->gs[4] + i[2] * p->gs[5]) *
+                                        p->out_size;
+                    if (integer)
+                        *(int32_t *)e = (int32_t)(uint32_t)(uint64_t)acci;
+                    else
+                        gradref__store_float(p->out_dtype, e, wide ? acc64 : (double)acc32);
+                }
+    }
+}

@@ -1,0 +1,238 @@
+/* conv_backprop_data entry points: validation (everything before any write), workspace,
+ * dispatch to the fast path. */
+#include <string.h>
+
+#include "cbd_internal.h"
+#include "common/exec.h"
+#include "common/tensor.h"
+
+static const char OP[] = "conv_backprop_data";
+
+static gradref_status check_dtypes(const gradref_tensor *filter, const gradref_tensor *diff,
+                                   const gradref_tensor *grad) {
+    const int32_t in = filter->dtype, out = grad->dtype;
+    if (diff->dtype != in)
+        return gradref__fail(GRADREF_ERR_DTYPE, OP, "diff.dtype is %s but filter.dtype is %s",
+                             gradref__dtype_name(diff->dtype), gradref__dtype_name(in));
+    int ok;
+    switch (in) {
+    case GRADREF_F32:
+    case GRADREF_F64: ok = out == in; break;
+    case GRADREF_F16:
+    case GRADREF_BF16: ok = out == in || out == GRADREF_F32; break;
+    case GRADREF_I8: ok = out == GRADREF_I32; break;
+    default:
+        return gradref__fail(GRADREF_ERR_DTYPE, OP,
+                             "filter.dtype is %s; conv_backprop_data takes F32, F64, F16, BF16 "
+                             "or I8",
+                             gradref__dtype_name(in));
+    }
+    if (!ok)
+        return gradref__fail(GRADREF_ERR_DTYPE, OP, "grad.dtype is %s but %s inputs give %s%s",
+                             gradref__dtype_name(out), gradref__dtype_name(in),
+                             in == GRADREF_I8 ? "I32" : gradref__dtype_name(in),
+                             in == GRADREF_F16 || in == GRADREF_BF16 ? " or F32" : "");
+    return GRADREF_OK;
+}
+
+static gradref_status check_shape(const char *name, const gradref_tensor *t, int dim, int64_t want,
+                                  const char *what) {
+    if (t->shape[dim] != want)
+        return gradref__fail(GRADREF_ERR_SHAPE, OP, "%s.shape[%d] is %lld but %s is %lld", name,
+                             dim, (long long)t->shape[dim], what, (long long)want);
+    return GRADREF_OK;
+}
+
+gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref_tensor *filter,
+                                     const gradref_tensor *diff, const gradref_tensor *grad,
+                                     gradref__cbd_plan *plan) {
+    gradref_status s;
+    if (p == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "p is NULL");
+    if (p->mode != GRADREF_CONV_CROSS_CORRELATION && p->mode != GRADREF_CONV_CONVOLUTION)
+        return gradref__fail(GRADREF_ERR_PARAM, OP,
+                             "p.mode is %d, not a gradref_conv_mode (0 cross-correlation, "
+                             "1 convolution)",
+                             (int)p->mode);
+    if (p->groups < 0)
+        return gradref__fail(GRADREF_ERR_PARAM, OP, "p.groups is %d, below 0", (int)p->groups);
+    gradref__extent fe, de, ge;
+    if ((s = gradref__check_tensor(OP, "filter", filter, &fe)) != GRADREF_OK) return s;
+    if ((s = gradref__check_tensor(OP, "diff", diff, &de)) != GRADREF_OK) return s;
+    if ((s = gradref__check_output(OP, "grad", grad, &ge)) != GRADREF_OK) return s;
+    if (diff->ndim < 3 || diff->ndim > 5)
+        return gradref__fail(GRADREF_ERR_RANK, OP,
+                             "diff.ndim is %d; it must be 3, 4 or 5 (N, C and 1 to 3 spatial dims)",
+                             (int)diff->ndim);
+    const int r = diff->ndim - 2;
+    if ((s = gradref__check_rank(OP, "grad", grad, diff->ndim)) != GRADREF_OK) return s;
+    if (filter->ndim != r + 2 && filter->ndim != r + 3)
+        return gradref__fail(GRADREF_ERR_RANK, OP,
+                             "filter.ndim is %d; with %d spatial dims it must be %d (OC, IC/G, "
+                             "k...) or %d (G, OC/G, IC/G, k...)",
+                             (int)filter->ndim, r, r + 2, r + 3);
+    if ((s = check_dtypes(filter, diff, grad)) != GRADREF_OK) return s;
+
+    const int grouped = filter->ndim == r + 3;
+    int64_t G, OCpg, ICpg;
+    if (grouped) {
+        G = filter->shape[0];
+        if (p->groups != 0 && p->groups != G)
+            return gradref__fail(GRADREF_ERR_PARAM, OP,
+                                 "p.groups is %d but the grouped filter has %lld groups",
+                                 (int)p->groups, (long long)G);
+        OCpg = filter->shape[1];
+        ICpg = filter->shape[2];
+    } else {
+        G = p->groups == 0 ? 1 : p->groups;
+        if (filter->shape[0] % G != 0)
+            return gradref__fail(GRADREF_ERR_SHAPE, OP,
+                                 "filter.shape[0] is %lld, not a multiple of p.groups %lld",
+                                 (long long)filter->shape[0], (long long)G);
+        OCpg = filter->shape[0] / G;
+        ICpg = filter->shape[1];
+    }
+    if (G < 1)
+        return gradref__fail(GRADREF_ERR_SHAPE, OP, "the grouped filter has %lld groups",
+                             (long long)G);
+    if ((s = check_shape("grad", grad, 0, diff->shape[0], "diff.shape[0]")) != GRADREF_OK) return s;
+    if ((s = check_shape("diff", diff, 1, G * OCpg, "groups x OC/G")) != GRADREF_OK) return s;
+    if ((s = check_shape("grad", grad, 1, G * ICpg, "groups x IC/G")) != GRADREF_OK) return s;
+
+    memset(plan, 0, sizeof *plan);
+    for (int j = 0; j < 3; j++) {
+        plan->K[j] = plan->I[j] = plan->O[j] = 1;
+        plan->stride[j] = plan->dil[j] = 1;
+    }
+    const int off = 3 - r; /* the call's spatial dim j is the plan's off + j */
+    const int64_t *fk = filter->shape + filter->ndim - r;
+    for (int j = 0; j < r; j++) {
+        const int64_t st = p->stride[j], dl = p->dilation[j], pb = p->pad[2 * j],
+                      pe = p->pad[2 * j + 1];
+        if (st < 1)
+            return gradref__fail(GRADREF_ERR_PARAM, OP, "p.stride[%d] is %lld; it must be >= 1", j,
+                                 (long long)st);
+        if (dl < 1)
+            return gradref__fail(GRADREF_ERR_PARAM, OP, "p.dilation[%d] is %lld; it must be >= 1",
+                                 j, (long long)dl);
+        if (pb < 0 || pe < 0)
+            return gradref__fail(GRADREF_ERR_PARAM, OP,
+                                 "p.pad[%d] and p.pad[%d] are %lld and %lld; pads must be >= 0",
+                                 2 * j, 2 * j + 1, (long long)pb, (long long)pe);
+        if (fk[j] < 1)
+            return gradref__fail(GRADREF_ERR_SHAPE, OP,
+                                 "filter.shape[%d] is %lld; kernel sizes must be >= 1",
+                                 filter->ndim - r + j, (long long)fk[j]);
+        const int64_t i = grad->shape[2 + j], o = diff->shape[2 + j];
+        int64_t ext, span;
+        if (gradref__mul_ovf(dl, fk[j] - 1, &ext) || gradref__add_ovf(ext, 1, &ext) ||
+            gradref__add_ovf(i, pb, &span) || gradref__add_ovf(span, pe, &span))
+            return gradref__fail(GRADREF_ERR_OVERFLOW, OP,
+                                 "spatial dim %d: the dilated kernel or the padded size exceeds "
+                                 "int64",
+                                 j);
+        if (span < ext)
+            return gradref__fail(GRADREF_ERR_SHAPE, OP,
+                                 "grad.shape[%d] is %lld: with pads %lld+%lld it is smaller than "
+                                 "the dilated kernel (%lld)",
+                                 2 + j, (long long)i, (long long)pb, (long long)pe, (long long)ext);
+        const int64_t want = (span - ext) / st + 1;
+        if (o != want)
+            return gradref__fail(GRADREF_ERR_SHAPE, OP,
+                                 "diff.shape[%d] is %lld but the geometry gives %lld", 2 + j,
+                                 (long long)o, (long long)want);
+        plan->K[off + j] = fk[j];
+        plan->I[off + j] = i;
+        plan->O[off + j] = o;
+        plan->stride[off + j] = st;
+        plan->dil[off + j] = dl;
+        plan->pad_begin[off + j] = pb;
+    }
+    if ((s = gradref__check_disjoint(OP, "grad", &ge, "filter", &fe)) != GRADREF_OK) return s;
+    if ((s = gradref__check_disjoint(OP, "grad", &ge, "diff", &de)) != GRADREF_OK) return s;
+
+    plan->mode = p->mode;
+    plan->in_dtype = filter->dtype;
+    plan->out_dtype = grad->dtype;
+    plan->precision = GRADREF_PRECISION_DEFAULT;
+    plan->kernel = 2;
+    plan->rank = r;
+    plan->N = diff->shape[0];
+    plan->G = G;
+    plan->ICpg = ICpg;
+    plan->OCpg = OCpg;
+    plan->filter = (const char *)filter->data;
+    plan->diff = (const char *)diff->data;
+    plan->grad = (char *)grad->data;
+    plan->in_size = gradref__dtype_size(filter->dtype);
+    plan->out_size = gradref__dtype_size(grad->dtype);
+    /* filter strides (g, oc, ic, k...): a dense filter's group steps over OCpg rows */
+    if (grouped) {
+        plan->fs[0] = filter->strides[0];
+        plan->fs[1] = filter->strides[1];
+        plan->fs[2] = filter->strides[2];
+    } else {
+        plan->fs[0] = filter->strides[0] * OCpg;
+        plan->fs[1] = filter->strides[0];
+        plan->fs[2] = filter->strides[1];
+    }
+    plan->ds[0] = diff->strides[0];
+    plan->ds[1] = diff->strides[1] * OCpg;
+    plan->ds[2] = diff->strides[1];
+    plan->gs[0] = grad->strides[0];
+    plan->gs[1] = grad->strides[1] * ICpg;
+    plan->gs[2] = grad->strides[1];
+    for (int j = 0; j < r; j++) {
+        plan->fs[3 + off + j] = filter->strides[filter->ndim - r + j];
+        plan->ds[3 + off + j] = diff->strides[2 + j];
+        plan->gs[3 + off + j] = grad->strides[2 + j];
+    }
+    return GRADREF_OK;
+}
+
+static int default_threads(void) {
+    gradref__ctx ctx;
+    gradref_exec none = {NULL, 0, 0, GRADREF_PRECISION_DEFAULT};
+    return gradref__exec_resolve(OP, &none, &ctx) == GRADREF_OK ? ctx.num_threads : 1;
+}
+
+gradref_status gradref_conv_backprop_data(const gradref_conv_params *p,
+                                          const gradref_tensor *filter, const gradref_tensor *diff,
+                                          const gradref_tensor *grad, const gradref_exec *exec) {
+    gradref__ctx ctx;
+    gradref__cbd_plan plan;
+    gradref_status s = gradref__exec_resolve(OP, exec, &ctx);
+    if (s != GRADREF_OK) return s;
+    if ((s = gradref__cbd_validate(p, filter, diff, grad, &plan)) != GRADREF_OK) return s;
+    plan.precision = ctx.precision;
+    int threads = ctx.num_threads;
+    if (ctx.workspace != NULL) { /* as many threads as the caller's workspace holds */
+        const size_t usable = ctx.workspace_bytes > GRADREF_WORKSPACE_ALIGN
+                                  ? ctx.workspace_bytes - GRADREF_WORKSPACE_ALIGN
+                                  : 0;
+        int fit = gradref__cbd_fast_threads(&plan, ctx.precision, usable, threads);
+        if (fit > 0) threads = fit;
+    }
+    void *ws, *owned;
+    s = gradref__workspace_acquire(
+        OP, &ctx, gradref__cbd_fast_workspace(&plan, ctx.precision, threads), &ws, &owned);
+    if (s != GRADREF_OK) return s;
+    gradref__cbd_fast(&plan, ws, threads);
+    gradref__workspace_release(owned);
+    return GRADREF_OK;
+}
+
+gradref_status gradref_conv_backprop_data_workspace_size(const gradref_conv_params *p,
+                                                         const gradref_tensor *filter,
+                                                         const gradref_tensor *diff,
+                                                         const gradref_tensor *grad,
+                                                         size_t *bytes) {
+    gradref__cbd_plan plan;
+    if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "bytes is NULL");
+    gradref_status s = gradref__cbd_validate(p, filter, diff, grad, &plan);
+    if (s != GRADREF_OK) return s;
+    const int threads = default_threads();
+    size_t a = gradref__cbd_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, threads);
+    size_t b = gradref__cbd_fast_workspace(&plan, GRADREF_PRECISION_HIGH, threads);
+    *bytes = gradref__workspace_bytes(a > b ? a : b);
+    return GRADREF_OK;
+}

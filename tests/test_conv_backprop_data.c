@@ -1,0 +1,690 @@
+/* conv_backprop_data: a worked 1-D example, the adjoint identity against a forward
+ * convolution written here (f64 and exact small integers), the MegEngine fallback test list,
+ * PyTorch fixtures, fast path vs reference on random geometries (every dtype, layout, kernel
+ * family and thread count), empty sizes, workspaces and every error path. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conv_backprop_data/cbd_internal.h"
+#include "golden.h"
+#include "test_util.h"
+
+/* filter layouts: OIk (dense, channels second), grouped (G, OCpg, ICpg, k), and MegEngine's
+ * NHWC filter (OC, k..., IC/G) */
+enum { F_DENSE = 0, F_GROUPED = 1, F_CHANNELS_LAST = 2 };
+/* data layouts */
+enum { D_NCHW = 0, D_NHWC = 1, D_STRIDED = 2 };
+
+typedef struct geometry {
+    int rank;
+    int64_t N, G, ICpg, OCpg;
+    int64_t K[3], O[3], stride[3], dil[3], pb[3], pe[3], extra[3]; /* extra: i - i_min */
+    int32_t mode;
+} geometry;
+
+typedef struct cbd_case {
+    geometry geo;
+    gradref_conv_params params;
+    int32_t in_dtype, out_dtype;
+    gradref_tensor filter, diff, grad;
+    void *buf[3];
+    size_t bytes[3];
+} cbd_case;
+
+static int64_t grad_size(const geometry *g, int j) {
+    /* the smallest i whose forward size is O, plus extra (< stride) */
+    int64_t ext = g->dil[j] * (g->K[j] - 1) + 1;
+    int64_t i = (g->O[j] - 1) * g->stride[j] + ext - g->pb[j] - g->pe[j];
+    return i + g->extra[j];
+}
+
+static void fill(const gradref_tensor *t, int small_ints, tu_rng *r) {
+    int64_t idx[GRADREF_MAX_DIMS] = {0}, total = 1;
+    for (int d = 0; d < t->ndim; d++)
+        total *= t->shape[d];
+    for (int64_t e = 0; e < total; e++) {
+        int64_t rest = e;
+        for (int d = t->ndim - 1; d >= 0; d--) {
+            idx[d] = rest % t->shape[d];
+            rest /= t->shape[d];
+        }
+        double v = small_ints ? (double)tu_range(r, -4, 4) : tu_uniform(r) * 2 - 1;
+        char *at = (char *)t->data + tu_offset(t, idx);
+        if (t->dtype == GRADREF_I8)
+            *(int8_t *)at = (int8_t)tu_range(r, -128, 127);
+        else
+            tu_set_value(t->dtype, at, v);
+    }
+}
+
+static void make_case(cbd_case *c, const geometry *g, int32_t in_dtype, int32_t out_dtype,
+                      int flayout, int dlayout, int small_ints, tu_rng *r) {
+    memset(c, 0, sizeof *c);
+    c->geo = *g;
+    c->in_dtype = in_dtype;
+    c->out_dtype = out_dtype;
+    const int R = g->rank, nd = R + 2;
+    gradref_conv_params p;
+    memset(&p, 0, sizeof p);
+    p.mode = g->mode;
+    p.groups = (int32_t)g->G;
+    for (int j = 0; j < R; j++) {
+        p.stride[j] = g->stride[j];
+        p.dilation[j] = g->dil[j];
+        p.pad[2 * j] = g->pb[j];
+        p.pad[2 * j + 1] = g->pe[j];
+    }
+    c->params = p;
+    int64_t dshape[5], gshape[5], fshape[6];
+    dshape[0] = gshape[0] = g->N;
+    dshape[1] = g->G * g->OCpg;
+    gshape[1] = g->G * g->ICpg;
+    for (int j = 0; j < R; j++) {
+        dshape[2 + j] = g->O[j];
+        gshape[2 + j] = grad_size(g, j);
+    }
+    int perm[6] = {0, 1, 2, 3, 4, 5}, *pp = NULL;
+    int64_t pad[6] = {1, 2, 1, 2, 3, 1};
+    if (dlayout == D_NHWC) { /* channels last: (0, 2, ..., 1) */
+        perm[0] = 0;
+        for (int j = 0; j < R; j++)
+            perm[1 + j] = 2 + j;
+        perm[nd - 1] = 1;
+        pp = perm;
+    }
+    c->buf[1] = tu_make_tensor(&c->diff, in_dtype, nd, dshape, pp,
+                               dlayout == D_STRIDED ? pad : NULL, &c->bytes[1], r);
+    c->buf[2] = tu_make_tensor(&c->grad, out_dtype, nd, gshape, pp,
+                               dlayout == D_STRIDED ? pad : NULL, &c->bytes[2], r);
+    int fnd;
+    int fperm[6] = {0, 1, 2, 3, 4, 5}, *fp = NULL;
+    if (flayout == F_GROUPED) {
+        fnd = R + 3;
+        fshape[0] = g->G;
+        fshape[1] = g->OCpg;
+        fshape[2] = g->ICpg;
+        for (int j = 0; j < R; j++)
+            fshape[3 + j] = g->K[j];
+    } else {
+        fnd = R + 2;
+        fshape[0] = g->G * g->OCpg;
+        fshape[1] = g->ICpg;
+        for (int j = 0; j < R; j++)
+            fshape[2 + j] = g->K[j];
+        if (flayout == F_CHANNELS_LAST) { /* memory (OC, k..., IC) */
+            for (int j = 0; j < R; j++)
+                fperm[1 + j] = 2 + j;
+            fperm[fnd - 1] = 1;
+            fp = fperm;
+        }
+    }
+    c->buf[0] = tu_make_tensor(&c->filter, in_dtype, fnd, fshape, fp, NULL, &c->bytes[0], r);
+    fill(&c->filter, small_ints, r);
+    fill(&c->diff, small_ints, r);
+}
+
+static void free_case(cbd_case *c) {
+    for (int i = 0; i < 3; i++)
+        free(c->buf[i]);
+}
+
+static void run_ok(cbd_case *c, const gradref_exec *e) {
+    gradref_status s = gradref_conv_backprop_data(&c->params, &c->filter, &c->diff, &c->grad, e);
+    if (s != GRADREF_OK) fail_msg("%s: %s", gradref_status_string(s), gradref_last_error());
+}
+
+/* ------------------------------------------------------------ element access, forward */
+
+static double filter_at(const cbd_case *c, int64_t g, int64_t oc, int64_t ic, const int64_t *k) {
+    int64_t idx[6];
+    int d = 0;
+    if (c->filter.ndim == c->geo.rank + 3) {
+        idx[d++] = g;
+        idx[d++] = oc;
+    } else {
+        idx[d++] = g * c->geo.OCpg + oc;
+    }
+    idx[d++] = ic;
+    for (int j = 0; j < c->geo.rank; j++)
+        idx[d++] = k[j];
+    const char *at = (const char *)c->filter.data + tu_offset(&c->filter, idx);
+    return c->in_dtype == GRADREF_I8 ? *(const int8_t *)at : tu_value(c->in_dtype, at);
+}
+
+static double data_at(const gradref_tensor *t, int rank, int64_t n, int64_t ch, const int64_t *s) {
+    int64_t idx[5] = {n, ch, 0, 0, 0};
+    for (int j = 0; j < rank; j++)
+        idx[2 + j] = s[j];
+    const char *at = (const char *)t->data + tu_offset(t, idx);
+    if (t->dtype == GRADREF_I8) return *(const int8_t *)at;
+    if (t->dtype == GRADREF_I32) return *(const int32_t *)at;
+    return tu_value(t->dtype, at);
+}
+
+/* Iterates the index vector i over the box `size` (rank dims); returns 0 after the last. The
+ * loops using it are do-whiles, so an empty box must be skipped before (box_empty). */
+static int box_empty(const int64_t *size, int rank) {
+    for (int j = 0; j < rank; j++)
+        if (size[j] == 0) return 1;
+    return 0;
+}
+
+static int next_index(int64_t *i, const int64_t *size, int rank) {
+    for (int j = rank - 1; j >= 0; j--) {
+        if (++i[j] < size[j]) return 1;
+        i[j] = 0;
+    }
+    return 0;
+}
+
+/* <conv(x, w), dy> with the test's own forward: y[o] = sum x[o*s - pb + kp*d] * w[k], kp the
+ * position of stored tap k (flipped in CONVOLUTION mode). x is read from `x` (grad-shaped). */
+static double forward_dot(const cbd_case *c, const gradref_tensor *x) {
+    const geometry *g = &c->geo;
+    const int R = g->rank;
+    int64_t isz[3];
+    for (int j = 0; j < R; j++)
+        isz[j] = grad_size(g, j);
+    double total = 0;
+    if (box_empty(g->O, R)) return 0;
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t gg = 0; gg < g->G; gg++)
+            for (int64_t oc = 0; oc < g->OCpg; oc++) {
+                int64_t o[3] = {0, 0, 0};
+                do {
+                    double y = 0;
+                    for (int64_t ic = 0; ic < g->ICpg; ic++) {
+                        int64_t k[3] = {0, 0, 0};
+                        do {
+                            int64_t i[3], ok = 1;
+                            for (int j = 0; j < R; j++) {
+                                int64_t kp =
+                                    g->mode == GRADREF_CONV_CONVOLUTION ? g->K[j] - 1 - k[j] : k[j];
+                                i[j] = o[j] * g->stride[j] - g->pb[j] + kp * g->dil[j];
+                                ok &= i[j] >= 0 && i[j] < isz[j];
+                            }
+                            if (ok)
+                                y += data_at(x, R, n, gg * g->ICpg + ic, i) *
+                                     filter_at(c, gg, oc, ic, k);
+                        } while (next_index(k, g->K, R));
+                    }
+                    total += y * data_at(&c->diff, R, n, gg * g->OCpg + oc, o);
+                } while (next_index(o, g->O, R));
+            }
+    return total;
+}
+
+static double dot_grad(const cbd_case *c, const gradref_tensor *x) {
+    const geometry *g = &c->geo;
+    int64_t isz[3];
+    for (int j = 0; j < g->rank; j++)
+        isz[j] = grad_size(g, j);
+    double s = 0;
+    if (box_empty(isz, g->rank)) return 0;
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t ch = 0; ch < g->G * g->ICpg; ch++) {
+            int64_t i[3] = {0, 0, 0};
+            do
+                s += data_at(x, g->rank, n, ch, i) * data_at(&c->grad, g->rank, n, ch, i);
+            while (next_index(i, isz, g->rank));
+        }
+    return s;
+}
+
+/* ------------------------------------------------------------ geometries */
+
+static geometry geo2(int64_t N, int64_t ICpg, int64_t OH, int64_t OW, int64_t OCpg, int64_t FH,
+                     int64_t FW, int64_t stride, int64_t pad, int64_t dil, int64_t G,
+                     int32_t mode) {
+    geometry g;
+    memset(&g, 0, sizeof g);
+    g.rank = 2;
+    g.N = N, g.G = G, g.ICpg = ICpg, g.OCpg = OCpg;
+    g.K[0] = FH, g.K[1] = FW, g.O[0] = OH, g.O[1] = OW;
+    for (int j = 0; j < 2; j++) {
+        g.stride[j] = stride;
+        g.dil[j] = dil;
+        g.pb[j] = g.pe[j] = pad;
+    }
+    g.mode = mode;
+    return g;
+}
+
+static geometry random_geometry(tu_rng *r) {
+    geometry g;
+    memset(&g, 0, sizeof g);
+    g.rank = (int)tu_range(r, 1, 3);
+    g.G = tu_range(r, 1, 3);
+    g.N = tu_range(r, 1, 2);
+    g.ICpg = tu_range(r, 1, 5);
+    g.OCpg = tu_range(r, 1, 5);
+    if (tu_range(r, 0, 4) == 0) g.ICpg = g.OCpg = 1; /* depthwise */
+    g.mode = (int32_t)tu_range(r, 0, 1);
+    for (int j = 0; j < g.rank; j++) {
+        g.K[j] = tu_range(r, 1, g.rank == 3 ? 3 : 4);
+        g.stride[j] = tu_range(r, 1, 3); /* may exceed the kernel */
+        g.dil[j] = tu_range(r, 1, 3);
+        g.pb[j] = tu_range(r, 0, 4); /* may exceed the kernel */
+        g.pe[j] = tu_range(r, 0, 3);
+        g.O[j] = tu_range(r, 1, g.rank == 3 ? 4 : 7);
+        g.extra[j] = tu_range(r, 0, g.stride[j] - 1);
+        /* keep i >= 1: grow O until the padded size covers the dilated kernel */
+        while (grad_size(&g, j) < 1 ||
+               grad_size(&g, j) + g.pb[j] + g.pe[j] < g.dil[j] * (g.K[j] - 1) + 1)
+            g.O[j]++;
+    }
+    return g;
+}
+
+/* ------------------------------------------------------------ known values */
+
+/* 1-D: filter [1, 2, 3], diff [1, 10], stride 2: grad = [1, 2, 13, 20, 30] (i = 5) and one
+ * more 0 for i = 6; CONVOLUTION mode flips the filter: [3, 2, 31, 20, 10]. */
+static void test_worked_example(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(1);
+    for (int mode = 0; mode < 2; mode++)
+        for (int extra = 0; extra < 2; extra++) {
+            geometry g;
+            memset(&g, 0, sizeof g);
+            g.rank = 1, g.N = 1, g.G = 1, g.ICpg = 1, g.OCpg = 1, g.K[0] = 3, g.O[0] = 2;
+            g.stride[0] = 2, g.dil[0] = 1, g.extra[0] = extra, g.mode = mode;
+            cbd_case c;
+            make_case(&c, &g, GRADREF_F32, GRADREF_F32, F_DENSE, D_NCHW, 0, &r);
+            float *w = c.filter.data, *d = c.diff.data, *out = c.grad.data;
+            w[0] = 1, w[1] = 2, w[2] = 3, d[0] = 1, d[1] = 10;
+            run_ok(&c, NULL);
+            static const float want[2][6] = {{1, 2, 13, 20, 30, 0}, {3, 2, 31, 20, 10, 0}};
+            for (int i = 0; i < 5 + extra; i++)
+                if (out[i] != want[mode][i])
+                    fail_msg("mode %d: grad[%d] = %g, want %g", mode, i, out[i], want[mode][i]);
+            free_case(&c);
+        }
+}
+
+static void describe(const cbd_case *c) {
+    const geometry *g = &c->geo;
+    fprintf(stderr, "rank %d N %lld G %lld ICpg %lld OCpg %lld mode %d in %d out %d fnd %d\n", g->rank,
+            (long long)g->N, (long long)g->G, (long long)g->ICpg, (long long)g->OCpg, g->mode,
+            c->in_dtype, c->out_dtype, c->filter.ndim);
+    for (int j = 0; j < g->rank; j++)
+        fprintf(stderr, "  K %lld O %lld s %lld d %lld pb %lld pe %lld extra %lld i %lld\n",
+                (long long)g->K[j], (long long)g->O[j], (long long)g->stride[j], (long long)g->dil[j],
+                (long long)g->pb[j], (long long)g->pe[j], (long long)g->extra[j],
+                (long long)grad_size(g, j));
+}
+
+/* ------------------------------------------------------------ adjoint identity */
+
+static void check_adjoint(cbd_case *c, double tol) {
+    run_ok(c, NULL);
+    gradref_tensor x = c->grad; /* a random x shaped like grad */
+    size_t bytes;
+    int64_t shape[5];
+    for (int d = 0; d < x.ndim; d++)
+        shape[d] = x.shape[d];
+    tu_rng r = tu_rng_make(77);
+    void *xb = tu_make_tensor(&x, GRADREF_F64, x.ndim, shape, NULL, NULL, &bytes, &r);
+    fill(&x, tol == 0, &r); /* an exact check needs exact sums on both sides */
+    double lhs = forward_dot(c, &x), rhs = dot_grad(c, &x);
+    if (fabs(lhs - rhs) > tol * (1 + fabs(lhs))) describe(c);
+    if (fabs(lhs - rhs) > tol * (1 + fabs(lhs)))
+        fail_msg("<conv(x), dy> = %.17g but <x, grad> = %.17g", lhs, rhs);
+    free(xb);
+}
+
+static void test_adjoint_identity(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(2);
+    for (int iter = 0; iter < 60; iter++) {
+        geometry g = random_geometry(&r);
+        cbd_case c;
+        make_case(&c, &g, GRADREF_F64, GRADREF_F64, iter % 3, iter % 3, 0, &r);
+        check_adjoint(&c, 1e-12);
+        free_case(&c);
+    }
+}
+
+/* Small integers make every f32 sum exact (benchdnn's trick), so F32 and I8 -> I32 must equal
+ * the forward's adjoint exactly, through every path. */
+static void test_small_integers_exact(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(3);
+    for (int iter = 0; iter < 40; iter++) {
+        geometry g = random_geometry(&r);
+        cbd_case c;
+        int integer = iter % 2;
+        make_case(&c, &g, integer ? GRADREF_I8 : GRADREF_F32, integer ? GRADREF_I32 : GRADREF_F32,
+                  iter % 3, (iter / 2) % 3, 1, &r);
+        check_adjoint(&c, 0);
+        free_case(&c);
+    }
+}
+
+/* ------------------------------------------------------------ fast path vs reference */
+
+static void expect_same(const cbd_case *c, const gradref_tensor *want) {
+    const geometry *g = &c->geo;
+    int64_t isz[3];
+    for (int j = 0; j < g->rank; j++)
+        isz[j] = grad_size(g, j);
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t ch = 0; ch < g->G * g->ICpg; ch++) {
+            int64_t i[3] = {0, 0, 0};
+            do {
+                int64_t idx[5] = {n, ch, i[0], i[1], i[2]};
+                const char *a = (const char *)c->grad.data + tu_offset(&c->grad, idx);
+                const char *b = (const char *)want->data + tu_offset(want, idx);
+                if (memcmp(a, b, tu_dtype_size(c->out_dtype)) != 0)
+                    fail_msg("grad[%lld,%lld,%lld,%lld,%lld] = %.9g, reference %.9g", (long long)n,
+                             (long long)ch, (long long)i[0], (long long)i[1], (long long)i[2],
+                             data_at(&c->grad, g->rank, n, ch, i),
+                             data_at(want, g->rank, n, ch, i));
+            } while (next_index(i, isz, g->rank));
+        }
+}
+
+static void check_fast(cbd_case *c, int32_t precision) {
+    gradref_tensor want = c->grad;
+    void *wb = malloc(c->bytes[2] ? c->bytes[2] : 1);
+    want.data = wb;
+    gradref__cbd_plan plan;
+    assert_int_equal(gradref__cbd_validate(&c->params, &c->filter, &c->diff, &want, &plan),
+                     GRADREF_OK);
+    plan.precision = precision;
+    gradref__cbd_ref(&plan);
+    static const int threads[] = TU_THREAD_COUNTS;
+    for (int kernel = 0; kernel < 3; kernel++)
+        for (int t = 0; t < 3; t++) {
+            assert_int_equal(
+                gradref__cbd_validate(&c->params, &c->filter, &c->diff, &c->grad, &plan),
+                GRADREF_OK);
+            plan.precision = precision;
+            plan.kernel = kernel;
+            size_t need = gradref__cbd_fast_workspace(&plan, precision, threads[t]);
+            char *block = malloc(need + 64);
+            assert_non_null(block);
+            gradref__cbd_fast(&plan, block + (64 - (uintptr_t)block % 64) % 64, threads[t]);
+            free(block);
+            expect_same(c, &want);
+        }
+    free(wb);
+}
+
+static void test_fast_matches_reference(void **state) {
+    (void)state;
+    static const int32_t in[5] = {GRADREF_F32, GRADREF_F64, GRADREF_F16, GRADREF_BF16, GRADREF_I8};
+    static const int32_t out[5] = {GRADREF_F32, GRADREF_F64, GRADREF_F32, GRADREF_BF16,
+                                   GRADREF_I32};
+    tu_rng r = tu_rng_make(4);
+    for (int iter = 0; iter < 120; iter++) {
+        geometry g = random_geometry(&r);
+        int d = iter % 5;
+        int32_t o = out[d];
+        if (iter % 10 == 2) o = GRADREF_F16; /* F16 in, F16 out */
+        cbd_case c;
+        make_case(&c, &g, in[d], o, iter % 3, (iter / 3) % 3, 0, &r);
+        check_fast(&c, (iter / 5) % 2 ? GRADREF_PRECISION_HIGH : GRADREF_PRECISION_DEFAULT);
+        free_case(&c);
+    }
+}
+
+/* MegEngine's dnn/test/fallback/convolution.cpp CONVOLUTION_BACKWARD_DATA list (reference
+ * §3.1), both modes, batch cut to 1: the adjoint identity and the fast path. */
+static void test_megengine_list(void **state) {
+    (void)state;
+    static const int64_t runs[8][11] = {
+        {4, 3, 10, 13, 5, 1, 1, 1, 0, 1, 1},  {5, 5, 24, 43, 11, 9, 3, 3, 12, 1, 2},
+        {4, 3, 10, 45, 2, 1, 1, 1, 0, 4, 3},  {2, 3, 9, 12, 2, 4, 6, 1, 0, 1, 2},
+        {3, 4, 17, 32, 2, 3, 2, 5, 4, 4, 3},  {5, 5, 24, 43, 11, 9, 3, 3, 12, 2, 2},
+        {2, 3, 20, 33, 3, 5, 7, 4, 15, 2, 3}, {4, 4, 6, 7, 9, 3, 2, 2, 1, 3, 2}};
+    tu_rng r = tu_rng_make(5);
+    for (int i = 0; i < 8; i++)
+        for (int mode = 0; mode < 2; mode++) {
+            const int64_t *a = runs[i];
+            geometry g = geo2(1, a[1], a[2], a[3], a[4], a[5], a[6], a[7], a[8], a[9], a[10], mode);
+            cbd_case c;
+            make_case(&c, &g, GRADREF_F32, GRADREF_F32, i % 2 ? F_GROUPED : F_DENSE, D_NCHW, 0, &r);
+            check_adjoint(&c, 1e-5);
+            check_fast(&c, GRADREF_PRECISION_DEFAULT);
+            free_case(&c);
+        }
+}
+
+/* Channel counts and widths that exercise the GEMM's panels, K slices, row segments. */
+static void test_gemm_shapes(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(6);
+    static const int64_t shapes[][8] = {/* ICpg OCpg K stride pad O(h) O(w) G */
+                                        {33, 70, 3, 1, 1, 5, 37, 1},
+                                        {16, 300, 1, 1, 0, 6, 9, 1},
+                                        {40, 17, 1, 2, 0, 7, 5, 2},
+                                        {1, 1, 3, 1, 1, 9, 70, 8},
+                                        {29, 3, 5, 2, 2, 4, 33, 1}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int64_t *a = shapes[s];
+        geometry g =
+            geo2(2, a[0], a[5], a[6], a[1], a[2], a[2], a[3], a[4], 1, a[7], (int32_t)s % 2);
+        cbd_case c;
+        make_case(&c, &g, GRADREF_F32, GRADREF_F32, F_DENSE, s % 2 ? D_NHWC : D_NCHW, 0, &r);
+        check_fast(&c, GRADREF_PRECISION_DEFAULT);
+        free_case(&c);
+    }
+    /* a 1-D row too wide for the col buffer: pieces of one row */
+    geometry g;
+    memset(&g, 0, sizeof g);
+    g.rank = 1, g.N = 1, g.G = 1, g.ICpg = 8, g.OCpg = 3, g.K[0] = 5, g.O[0] = 4000;
+    g.stride[0] = 1, g.dil[0] = 2, g.pb[0] = 3, g.pe[0] = 1;
+    cbd_case c;
+    make_case(&c, &g, GRADREF_F32, GRADREF_F32, F_DENSE, D_NCHW, 0, &r);
+    check_fast(&c, GRADREF_PRECISION_DEFAULT);
+    free_case(&c);
+}
+
+/* ------------------------------------------------------------ empty, workspace */
+
+static void test_empty_sizes(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(7);
+    geometry g = geo2(0, 2, 3, 3, 2, 3, 3, 1, 1, 1, 1, 0); /* N = 0: nothing to do */
+    cbd_case c;
+    make_case(&c, &g, GRADREF_F32, GRADREF_F32, F_DENSE, D_NCHW, 0, &r);
+    run_ok(&c, NULL);
+    free_case(&c);
+    g = geo2(2, 3, 3, 4, 0, 3, 3, 1, 1, 1, 1, 0); /* OC = 0: grad is all +0 */
+    make_case(&c, &g, GRADREF_F32, GRADREF_F32, F_DENSE, D_NCHW, 0, &r);
+    run_ok(&c, NULL);
+    for (size_t i = 0; i < c.bytes[2] / 4; i++)
+        assert_true(((uint32_t *)c.grad.data)[i] == 0);
+    free_case(&c);
+    g = geo2(2, 0, 3, 4, 2, 3, 3, 1, 1, 1, 1, 0); /* IC = 0: empty grad */
+    make_case(&c, &g, GRADREF_F32, GRADREF_F32, F_DENSE, D_NCHW, 0, &r);
+    run_ok(&c, NULL);
+    free_case(&c);
+}
+
+static void test_workspace(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(8);
+    geometry g = geo2(3, 8, 9, 10, 6, 3, 3, 1, 1, 1, 1, 0);
+    cbd_case c;
+    make_case(&c, &g, GRADREF_BF16, GRADREF_BF16, F_DENSE, D_NHWC, 0, &r);
+    gradref_tensor want = c.grad;
+    void *wb = malloc(c.bytes[2]);
+    want.data = wb;
+    assert_int_equal(gradref_conv_backprop_data(&c.params, &c.filter, &c.diff, &want, NULL),
+                     GRADREF_OK);
+    size_t bytes = 0;
+    assert_int_equal(
+        gradref_conv_backprop_data_workspace_size(&c.params, &c.filter, &c.diff, &c.grad, &bytes),
+        GRADREF_OK);
+    assert_true(bytes > 0);
+    char *ws = malloc(bytes);
+    /* the reported size, and half of it (fewer threads), give the same bits */
+    for (int half = 0; half < 2; half++) {
+        gradref_exec e = {ws, half ? bytes / 2 : bytes, 3, 0};
+        memset(c.grad.data, 0, c.bytes[2]);
+        gradref_status s = gradref_conv_backprop_data(&c.params, &c.filter, &c.diff, &c.grad, &e);
+        if (s == GRADREF_OK)
+            assert_memory_equal(c.grad.data, wb, c.bytes[2]);
+        else
+            assert_int_equal(s, GRADREF_ERR_WORKSPACE);
+    }
+    free(ws);
+    free(wb);
+    free_case(&c);
+}
+
+/* ------------------------------------------------------------ PyTorch fixtures */
+
+/* tests/golden/generate.py: torch.nn.grad.conv{1,2,3}d_input in f64 (cross-correlation) with
+ * groups, strides, dilations, pads and grad sizes above the minimum. */
+static void test_golden_pytorch(void **state) {
+    (void)state;
+    int count;
+    golden_case *cases = golden_load(GRADREF_GOLDEN_DIR "/conv_backprop_data.txt", &count);
+    assert_true(count >= 3);
+    for (int k = 0; k < count; k++) {
+        const golden_case *gc = &cases[k];
+        int64_t v[32];
+        int n =
+            golden_ints(gc, "geometry", v, 32); /* rank N G ICpg OCpg, then per dim K O s d p e */
+        geometry g;
+        memset(&g, 0, sizeof g);
+        g.rank = (int)v[0], g.N = v[1], g.G = v[2], g.ICpg = v[3], g.OCpg = v[4];
+        for (int j = 0; j < g.rank; j++) {
+            const int64_t *d = v + 5 + 6 * j;
+            g.K[j] = d[0], g.O[j] = d[1], g.stride[j] = d[2], g.dil[j] = d[3],
+            g.pb[j] = g.pe[j] = d[4];
+            g.extra[j] = d[5];
+        }
+        assert_int_equal(n, 5 + 6 * g.rank);
+        tu_rng r = tu_rng_make(9);
+        cbd_case c;
+        make_case(&c, &g, GRADREF_F64, GRADREF_F64, F_DENSE, D_NCHW, 0, &r);
+        assert_int_equal(golden_bits(gc, "filter", c.filter.data, 8, c.bytes[0] / 8),
+                         c.bytes[0] / 8);
+        assert_int_equal(golden_bits(gc, "diff", c.diff.data, 8, c.bytes[1] / 8), c.bytes[1] / 8);
+        double *want = malloc(c.bytes[2]);
+        assert_int_equal(golden_bits(gc, "grad", want, 8, c.bytes[2] / 8), c.bytes[2] / 8);
+        run_ok(&c, NULL);
+        const double *got = c.grad.data;
+        for (size_t i = 0; i < c.bytes[2] / 8; i++)
+            if (fabs(got[i] - want[i]) > 1e-12 * (1 + fabs(want[i])))
+                fail_msg("%s: grad[%zu] = %.17g, PyTorch %.17g", gc->name, i, got[i], want[i]);
+        free(want);
+        free_case(&c);
+    }
+    golden_free(cases, count);
+}
+
+/* ------------------------------------------------------------ errors */
+
+static void expect_error(cbd_case *c, gradref_status got, gradref_status want, const char *frag) {
+    if (got != want)
+        fail_msg("got %s, want %s (%s)", gradref_status_string(got), gradref_status_string(want),
+                 gradref_last_error());
+    const char *msg = gradref_last_error();
+    if (strncmp(msg, "conv_backprop_data: ", 20) != 0 || !strstr(msg, frag))
+        fail_msg("message '%s' lacks '%s'", msg, frag);
+    for (size_t i = 0; i < c->bytes[2]; i++)
+        if (((unsigned char *)c->buf[2])[i] != 0xee) fail_msg("grad was written");
+}
+
+static void test_errors(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(10);
+    geometry g = geo2(2, 3, 4, 5, 4, 3, 3, 2, 1, 1, 2, 0);
+    cbd_case c;
+    make_case(&c, &g, GRADREF_F32, GRADREF_F32, F_DENSE, D_NCHW, 0, &r);
+    memset(c.buf[2], 0xee, c.bytes[2]);
+    const gradref_conv_params good = c.params;
+    gradref_conv_params p;
+    const gradref_tensor *F = &c.filter, *D = &c.diff, *Gr = &c.grad;
+#define CALL(pp, f, d, gg, e) gradref_conv_backprop_data(pp, f, d, gg, e)
+    expect_error(&c, CALL(NULL, F, D, Gr, NULL), GRADREF_ERR_NULL, "p is NULL");
+    expect_error(&c, CALL(&good, NULL, D, Gr, NULL), GRADREF_ERR_NULL, "filter is NULL");
+    expect_error(&c, CALL(&good, F, NULL, Gr, NULL), GRADREF_ERR_NULL, "diff is NULL");
+    expect_error(&c, CALL(&good, F, D, NULL, NULL), GRADREF_ERR_NULL, "grad is NULL");
+    p = good, p.mode = 2;
+    expect_error(&c, CALL(&p, F, D, Gr, NULL), GRADREF_ERR_PARAM, "p.mode is 2");
+    p = good, p.groups = -1;
+    expect_error(&c, CALL(&p, F, D, Gr, NULL), GRADREF_ERR_PARAM, "p.groups is -1");
+    p = good, p.groups = 3;
+    expect_error(&c, CALL(&p, F, D, Gr, NULL), GRADREF_ERR_SHAPE, "not a multiple of p.groups 3");
+    p = good, p.stride[1] = 0;
+    expect_error(&c, CALL(&p, F, D, Gr, NULL), GRADREF_ERR_PARAM, "p.stride[1] is 0");
+    p = good, p.dilation[0] = 0;
+    expect_error(&c, CALL(&p, F, D, Gr, NULL), GRADREF_ERR_PARAM, "p.dilation[0] is 0");
+    p = good, p.pad[3] = -1;
+    expect_error(&c, CALL(&p, F, D, Gr, NULL), GRADREF_ERR_PARAM, "pads must be >= 0");
+    p = good, p.stride[0] = 3;
+    expect_error(&c, CALL(&p, F, D, Gr, NULL), GRADREF_ERR_SHAPE,
+                 "diff.shape[2] is 4 but the geometry gives 3");
+    p = good, p.dilation[1] = 9;
+    expect_error(&c, CALL(&p, F, D, Gr, NULL), GRADREF_ERR_SHAPE,
+                 "smaller than the dilated kernel");
+    p = good, p.dilation[1] = INT64_MAX / 2 + 1;
+    expect_error(&c, CALL(&p, F, D, Gr, NULL), GRADREF_ERR_OVERFLOW, "exceeds int64");
+    gradref_tensor t;
+    t = c.diff, t.ndim = 6;
+    expect_error(&c, CALL(&good, F, &t, Gr, NULL), GRADREF_ERR_RANK, "diff.ndim is 6");
+    t = c.grad, t.ndim = 3;
+    expect_error(&c, CALL(&good, F, D, &t, NULL), GRADREF_ERR_RANK, "grad.ndim is 3");
+    t = c.filter, t.ndim = 3;
+    expect_error(&c, CALL(&good, &t, D, Gr, NULL), GRADREF_ERR_RANK, "filter.ndim is 3");
+    t = c.diff, t.dtype = GRADREF_F64;
+    expect_error(&c, CALL(&good, F, &t, Gr, NULL), GRADREF_ERR_DTYPE,
+                 "diff.dtype is F64 but filter.dtype is F32");
+    t = c.grad, t.dtype = GRADREF_F16;
+    expect_error(&c, CALL(&good, F, D, &t, NULL), GRADREF_ERR_DTYPE, "grad.dtype is F16");
+    t = c.grad, t.shape[1] = 5;
+    expect_error(&c, CALL(&good, F, D, &t, NULL), GRADREF_ERR_SHAPE,
+                 "grad.shape[1] is 5 but groups x IC/G is 6");
+    t = c.diff, t.shape[1] = 7;
+    expect_error(&c, CALL(&good, F, &t, Gr, NULL), GRADREF_ERR_SHAPE, "diff.shape[1] is 7");
+    t = c.grad, t.shape[0] = 1;
+    expect_error(&c, CALL(&good, F, D, &t, NULL), GRADREF_ERR_SHAPE, "grad.shape[0] is 1");
+    t = c.grad, t.shape[3] = 7;
+    expect_error(&c, CALL(&good, F, D, &t, NULL), GRADREF_ERR_SHAPE,
+                 "diff.shape[3] is 5 but the geometry gives 4");
+    t = c.filter, t.shape[3] = 0;
+    expect_error(&c, CALL(&good, &t, D, Gr, NULL), GRADREF_ERR_SHAPE, "kernel sizes must be >= 1");
+    t = c.grad, t.strides[1] = 0;
+    expect_error(&c, CALL(&good, F, D, &t, NULL), GRADREF_ERR_STRIDE, "grad");
+    t = c.grad, t.data = c.diff.data;
+    expect_error(&c, CALL(&good, F, D, &t, NULL), GRADREF_ERR_ALIAS, "grad");
+    char small[64];
+    gradref_exec tiny = {small, sizeof small, 1, 0};
+    expect_error(&c, CALL(&good, F, D, Gr, &tiny), GRADREF_ERR_WORKSPACE, "workspace");
+    gradref_exec bad = {NULL, 0, 0, 5};
+    expect_error(&c, CALL(&good, F, D, Gr, &bad), GRADREF_ERR_PARAM, "exec.precision");
+    size_t bytes;
+    expect_error(&c, gradref_conv_backprop_data_workspace_size(&good, F, D, Gr, NULL),
+                 GRADREF_ERR_NULL, "bytes is NULL");
+    free_case(&c);
+    /* grouped filter: groups must be 0 or the filter's G */
+    geometry g2 = geo2(1, 2, 3, 3, 2, 1, 1, 1, 0, 1, 2, 0);
+    make_case(&c, &g2, GRADREF_F32, GRADREF_F32, F_GROUPED, D_NCHW, 0, &r);
+    memset(c.buf[2], 0xee, c.bytes[2]);
+    p = c.params, p.groups = 3;
+    expect_error(&c, gradref_conv_backprop_data(&p, &c.filter, &c.diff, &c.grad, NULL),
+                 GRADREF_ERR_PARAM, "has 2 groups");
+    (void)bytes;
+#undef CALL
+    free_case(&c);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_worked_example),       cmocka_unit_test(test_adjoint_identity),
+        cmocka_unit_test(test_small_integers_exact), cmocka_unit_test(test_fast_matches_reference),
+        cmocka_unit_test(test_megengine_list),       cmocka_unit_test(test_gemm_shapes),
+        cmocka_unit_test(test_empty_sizes),          cmocka_unit_test(test_workspace),
+        cmocka_unit_test(test_golden_pytorch),       cmocka_unit_test(test_errors),
+    };
+    tu_seed();
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
