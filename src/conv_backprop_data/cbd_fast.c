@@ -177,6 +177,7 @@ typedef struct phase {
     int64_t ntaps;
     const int64_t *tap; /* per phase tap: stored tap index, then the 3 shifts */
     int64_t j_base;     /* first sub-grid pixel of the current GEMM call */
+    int flat_ok;        /* the AVX-512 flat packer may run (offsets fit int32) */
 } phase;
 
 /* A (rows: input channels; k = (phase tap, oc)) from the packed filter. */
@@ -205,44 +206,64 @@ static void pack_a_phase(const void *ctx, int64_t k0, int64_t kc, int64_t first,
  * outside diff: the implicit im2col. */
 static void pack_b_phase(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
                          int width, float *dst) {
+    enum { MAX_RUNS = 64 };
     const phase *f = ctx;
     const gradref__cbd_plan *p = f->R->p;
     const int64_t O = p->OCpg, W = f->Q[2];
     const float *dimg = f->R->diff + f->n * f->R->dn + f->g * O * f->R->dc;
+#ifdef GRADREF_CBD_PACK_FLAT
+    if (width == 32 && f->Q[1] == p->O[1] && f->Q[2] == p->O[2] && f->flat_ok) {
+        gradref__cbd_pack_b_flat(dimg, f->R->dc, O, f->tap, f->Q, p->O, f->j_base + first, k0, kc,
+                                 count, dst);
+        return;
+    }
+#endif
     for (int64_t jp = 0; jp < count; jp += width) {
         const int64_t cols = count - jp < width ? count - jp : width;
-        const int64_t j_start = f->j_base + first + jp;
-        const int64_t q2s = j_start % W, q1s = j_start / W % f->Q[1], q0s = j_start / (W * f->Q[1]);
-        for (int64_t q = 0; q < kc; q++) {
-            const int64_t k = k0 + q, oc = k % O;
-            const int64_t *tp = f->tap + 4 * (k / O);
-            const float *plane = dimg + oc * f->R->dc;
-            int64_t j = 0;
-            int64_t q2 = q2s, q1 = q1s, q0 = q0s;
-            while (j < cols) { /* runs along the last sub-grid dim */
-                const int64_t run = W - q2 < cols - j ? W - q2 : cols - j;
-                const int64_t o0 = q0 + tp[1], o1 = q1 + tp[2], o2 = q2 + tp[3];
-                float *out = dst + j;
-                if (o0 < 0 || o0 >= p->O[0] || o1 < 0 || o1 >= p->O[1]) {
-                    memset(out, 0, (size_t)run * sizeof *out);
-                } else {
-                    const float *row = plane + (o0 * p->O[1] + o1) * p->O[2];
-                    int64_t lo = o2 < 0 ? -o2 : 0, hi = p->O[2] - o2;
-                    if (hi > run) hi = run;
-                    if (lo > run) lo = run;
-                    if (hi < lo) hi = lo;
-                    memset(out, 0, (size_t)lo * sizeof *out);
-                    memcpy(out + lo, row + o2 + lo, (size_t)(hi - lo) * sizeof *out);
-                    memset(out + hi, 0, (size_t)(run - hi) * sizeof *out);
-                }
-                j += run;
-                q2 += run;
+        /* the panel's columns as runs along the last sub-grid dim (the same for every k) */
+        int64_t run_at[MAX_RUNS], run_len[MAX_RUNS], run_q[MAX_RUNS][3], runs = 0;
+        {
+            const int64_t j_start = f->j_base + first + jp;
+            int64_t q2 = j_start % W, q1 = j_start / W % f->Q[1], q0 = j_start / (W * f->Q[1]);
+            for (int64_t j = 0; j < cols;) {
+                const int64_t len = W - q2 < cols - j ? W - q2 : cols - j;
+                run_at[runs] = j, run_len[runs] = len;
+                run_q[runs][0] = q0, run_q[runs][1] = q1, run_q[runs][2] = q2;
+                runs++;
+                j += len;
+                q2 += len;
                 if (q2 == W) {
                     q2 = 0;
                     if (++q1 == f->Q[1]) q1 = 0, q0++;
                 }
             }
-            for (; j < width; j++)
+        }
+        for (int64_t q = 0; q < kc; q++) {
+            const int64_t k = k0 + q, oc = k % O;
+            const int64_t *tp = f->tap + 4 * (k / O);
+            const float *plane = dimg + oc * f->R->dc;
+            for (int64_t r = 0; r < runs; r++) {
+                float *out = dst + run_at[r];
+                const int64_t len = run_len[r];
+                const int64_t o0 = run_q[r][0] + tp[1], o1 = run_q[r][1] + tp[2],
+                              o2 = run_q[r][2] + tp[3];
+                int64_t lo = 0, hi = 0; /* [lo, hi): the part inside diff */
+                const float *row = NULL;
+                if (o0 >= 0 && o0 < p->O[0] && o1 >= 0 && o1 < p->O[1]) {
+                    row = plane + (o0 * p->O[1] + o1) * p->O[2] + o2;
+                    lo = o2 < 0 ? -o2 : 0;
+                    hi = p->O[2] - o2 < len ? p->O[2] - o2 : len;
+                    if (lo > len) lo = len;
+                    if (hi < lo) hi = lo;
+                }
+                for (int64_t x = 0; x < lo; x++)
+                    out[x] = 0.0f;
+                for (int64_t x = lo; x < hi; x++)
+                    out[x] = row[x];
+                for (int64_t x = hi; x < len; x++)
+                    out[x] = 0.0f;
+            }
+            for (int64_t j = cols; j < width; j++)
                 dst[j] = 0.0f;
             dst += width;
         }
@@ -299,6 +320,9 @@ static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t i
                 }
                 if (N == 0) continue;
                 f.ntaps = phase_taps(p, ph, tap);
+                f.flat_ok = gradref__sgemm_best_kernel() == GRADREF_GEMM_AVX512 &&
+                            R->kernel == GRADREF_GEMM_AVX512 && pixels(p->O) < INT64_C(1) << 30 &&
+                            pixels(f.Q) < INT64_C(1) << 30;
                 gradref__sgemm_args a;
                 memset(&a, 0, sizeof a);
                 a.M = M;
@@ -314,7 +338,25 @@ static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t i
                     gradref__sgemm(&a, R->kernel, work);
                     continue;
                 }
-                const int64_t step = CHUNK_FLOATS / M > 0 ? CHUNK_FLOATS / M : 1;
+                if (a.K == 0) { /* no tap reaches this phase: its elements are +0 */
+                    for (int64_t m = 0; m < M; m++)
+                        for (int64_t q0 = 0; q0 < f.Q[0]; q0++)
+                            for (int64_t q1 = 0; q1 < f.Q[1]; q1++) {
+                                float *row = slab0 + m * R->ac +
+                                             ((q0 * p->stride[0] + ph[0]) * p->I[1] +
+                                              q1 * p->stride[1] + ph[1]) *
+                                                 p->I[2] +
+                                             ph[2];
+                                for (int64_t q2 = 0; q2 < f.Q[2]; q2++)
+                                    row[q2 * p->stride[2]] = 0.0f;
+                            }
+                    continue;
+                }
+                /* GEMM into the chunk buffer, whole sub-grid rows at a time when they fit */
+                const int64_t W = f.Q[2], per_row = W * M;
+                const int64_t step = per_row <= CHUNK_FLOATS
+                                         ? CHUNK_FLOATS / per_row * W
+                                         : (CHUNK_FLOATS / M > 0 ? CHUNK_FLOATS / M : 1);
                 for (int64_t j0 = 0; j0 < N; j0 += step) {
                     const int64_t j1 = j0 + step < N ? j0 + step : N;
                     f.j_base = j0;
@@ -326,14 +368,20 @@ static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t i
                     for (int64_t m = 0; m < M; m++) { /* each grad element is in one phase */
                         float *slab = slab0 + m * R->ac;
                         const float *src = chunk + m * (j1 - j0);
-                        int64_t q2 = j0 % f.Q[2], q1 = j0 / f.Q[2] % f.Q[1],
-                                q0 = j0 / (f.Q[2] * f.Q[1]);
-                        for (int64_t j = j0; j < j1; j++) {
-                            const int64_t i0 = q0 * p->stride[0] + ph[0],
-                                          i1 = q1 * p->stride[1] + ph[1],
-                                          i2 = q2 * p->stride[2] + ph[2];
-                            slab[(i0 * p->I[1] + i1) * p->I[2] + i2] = src[j - j0];
-                            if (++q2 == f.Q[2]) {
+                        int64_t q2 = j0 % W, q1 = j0 / W % f.Q[1], q0 = j0 / (W * f.Q[1]);
+                        for (int64_t j = j0; j < j1;) {
+                            const int64_t len = W - q2 < j1 - j ? W - q2 : j1 - j;
+                            float *row = slab +
+                                         ((q0 * p->stride[0] + ph[0]) * p->I[1] +
+                                          q1 * p->stride[1] + ph[1]) *
+                                             p->I[2] +
+                                         q2 * p->stride[2] + ph[2];
+                            const float *from = src + (j - j0);
+                            for (int64_t x = 0; x < len; x++)
+                                row[x * p->stride[2]] = from[x];
+                            j += len;
+                            q2 += len;
+                            if (q2 == W) {
                                 q2 = 0;
                                 if (++q1 == f.Q[1]) q1 = 0, q0++;
                             }

@@ -57,25 +57,101 @@ static uint32_t valid16(int64_t start, int64_t O2) {
     return (uint32_t)(((1u << hi) - 1u) & ~((1u << lo) - 1u)) & 0xffffu;
 }
 
+/* Four grad rows (i1 .. i1 + 3 of plane row i0) at a time, 16 columns per step: four
+ * independent chains in registers. Each element's chain runs over its row taps, then its
+ * column taps, as in the reference; a row with fewer row taps gets masked (all-zero) loads for
+ * the rest, which leave its chain exact (the filter is finite). K2 <= 64. */
 __attribute__((target("avx512f,fma"))) static void
-row_avx512(const gradref__cbd_plan *p, const float *w, const float *const *rows,
-           const int64_t *base, int64_t nrows, float *out) {
-    const int64_t I2 = p->I[2], O2 = p->O[2];
-    for (int64_t i2 = 0; i2 < I2; i2 += 16) {
-        __m512 acc = _mm512_setzero_ps();
-        for (int64_t r = 0; r < nrows; r++)
-            for (int64_t kp2 = p->K[2] - 1; kp2 >= 0; kp2--) {
-                const int64_t start = i2 + column_shift(p, kp2);
-                const __mmask16 m = (__mmask16)valid16(start, O2);
-                if (!m) continue;
-                const __m512 v = _mm512_maskz_loadu_ps(m, rows[r] + start);
-                acc = _mm512_fmadd_ps(_mm512_set1_ps(w[base[r] + stored(p, 2, kp2)]), v, acc);
+rows4_avx512(const gradref__cbd_plan *p, const float *w, const float *diff,
+             const float *const rows[4][64], const int64_t base[4][64], const int64_t *nr,
+             int64_t nrow, float *out) {
+    const int64_t I2 = p->I[2], O2 = p->O[2], K2 = p->K[2];
+    int64_t shift[64], k2s[64], most = 0;
+    for (int64_t c = 0; c < K2; c++) {
+        shift[c] = column_shift(p, K2 - 1 - c);
+        k2s[c] = stored(p, 2, K2 - 1 - c);
+    }
+    for (int r = 0; r < 4; r++)
+        most = nr[r] > most ? nr[r] : most;
+    for (int64_t b0 = 0; b0 < I2; b0 += 16) {
+        __mmask16 mk[64];
+        for (int64_t c = 0; c < K2; c++)
+            mk[c] = (__mmask16)valid16(b0 + shift[c], O2);
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int64_t t = 0; t < most; t++) {
+            const float *src[4], *wt[4];
+            __mmask16 on[4];
+            for (int r = 0; r < 4; r++) {
+                const int live = t < nr[r];
+                src[r] = (live ? rows[r][t] : diff) + b0;
+                wt[r] = w + (live ? base[r][t] : 0);
+                on[r] = live ? (__mmask16)0xffff : (__mmask16)0;
             }
-        const int64_t left = I2 - i2;
-        if (left >= 16)
-            _mm512_storeu_ps(out + i2, acc);
-        else
-            _mm512_mask_storeu_ps(out + i2, (__mmask16)((1u << left) - 1u), acc);
+            for (int64_t c = 0; c < K2; c++) {
+                const __mmask16 m = mk[c];
+                if (!m) continue;
+                const int64_t sh = shift[c], k2 = k2s[c];
+                a0 = _mm512_fmadd_ps(_mm512_set1_ps(wt[0][k2]),
+                                     _mm512_maskz_loadu_ps(m & on[0], src[0] + sh), a0);
+                a1 = _mm512_fmadd_ps(_mm512_set1_ps(wt[1][k2]),
+                                     _mm512_maskz_loadu_ps(m & on[1], src[1] + sh), a1);
+                a2 = _mm512_fmadd_ps(_mm512_set1_ps(wt[2][k2]),
+                                     _mm512_maskz_loadu_ps(m & on[2], src[2] + sh), a2);
+                a3 = _mm512_fmadd_ps(_mm512_set1_ps(wt[3][k2]),
+                                     _mm512_maskz_loadu_ps(m & on[3], src[3] + sh), a3);
+            }
+        }
+        const int64_t left = I2 - b0;
+        const __mmask16 st = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+        _mm512_mask_storeu_ps(out + b0, st, a0);
+        if (nrow > 1) _mm512_mask_storeu_ps(out + I2 + b0, st, a1);
+        if (nrow > 2) _mm512_mask_storeu_ps(out + 2 * I2 + b0, st, a2);
+        if (nrow > 3) _mm512_mask_storeu_ps(out + 3 * I2 + b0, st, a3);
+    }
+}
+
+/* The flat-shift B packer (cbd_simd.h). */
+__attribute__((target("avx512f"))) void
+gradref__cbd_pack_b_flat(const float *image, int64_t channel_stride, int64_t ocpg,
+                         const int64_t *tap, const int64_t *Q, const int64_t *O, int64_t j_start,
+                         int64_t k0, int64_t kc, int64_t count, float *dst) {
+    for (int64_t jp = 0; jp < count; jp += 32) {
+        const int64_t cols = count - jp < 32 ? count - jp : 32;
+        int32_t q[3][32];
+        const int64_t j0 = j_start + jp;
+        int64_t q2 = j0 % Q[2], q1 = j0 / Q[2] % Q[1], q0 = j0 / (Q[2] * Q[1]);
+        for (int l = 0; l < 32; l++) {
+            q[0][l] = (int32_t)q0, q[1][l] = (int32_t)q1, q[2][l] = (int32_t)q2;
+            if (++q2 == Q[2]) {
+                q2 = 0;
+                if (++q1 == Q[1]) q1 = 0, q0++;
+            }
+        }
+        __m512i qv[3][2];
+        for (int d = 0; d < 3; d++)
+            for (int h = 0; h < 2; h++)
+                qv[d][h] = _mm512_loadu_si512((const void *)(q[d] + 16 * h));
+        const __mmask16 live[2] = {(__mmask16)(cols >= 16 ? 0xffffu : (1u << cols) - 1u),
+                                   (__mmask16)(cols <= 16   ? 0u
+                                               : cols >= 32 ? 0xffffu
+                                                            : (1u << (cols - 16)) - 1u)};
+        for (int64_t kk = 0; kk < kc; kk++) {
+            const int64_t k = k0 + kk, oc = k % ocpg;
+            const int64_t *tp = tap + 4 * (k / ocpg);
+            const int64_t flat = (tp[1] * O[1] + tp[2]) * O[2] + tp[3];
+            const float *src = image + oc * channel_stride + j0 + flat;
+            for (int h = 0; h < 2; h++) {
+                __mmask16 m = live[h];
+                for (int d = 0; d < 3; d++) {
+                    const __m512i o =
+                        _mm512_add_epi32(qv[d][h], _mm512_set1_epi32((int32_t)tp[1 + d]));
+                    m &= _mm512_cmpge_epi32_mask(o, _mm512_setzero_si512()) &
+                         _mm512_cmplt_epi32_mask(o, _mm512_set1_epi32((int32_t)O[d]));
+                }
+                _mm512_storeu_ps(dst + 16 * h, _mm512_maskz_loadu_ps(m, src + 16 * h));
+            }
+            dst += 32;
+        }
     }
 }
 
@@ -118,21 +194,31 @@ __attribute__((target("avx2,fma"))) static void row_avx2(const gradref__cbd_plan
 
 void gradref__cbd_depthwise_plane(const gradref__cbd_plan *p, const float *w, const float *diff,
                                   float *grad, int kernel) {
-    const float *rows[64];
-    int64_t base[64];
+    const float *rows[4][64];
+    int64_t base[4][64], nr[4];
     int best = gradref__sgemm_best_kernel();
     if (kernel > best) kernel = best;
     for (int64_t i0 = 0; i0 < p->I[0]; i0++)
-        for (int64_t i1 = 0; i1 < p->I[1]; i1++) {
+        for (int64_t i1 = 0; i1 < p->I[1];) {
             float *out = grad + (i0 * p->I[1] + i1) * p->I[2];
-            int64_t n = row_taps(p, diff, i0, i1, rows, base);
 #ifdef CBD_X86
-            if (kernel == GRADREF_GEMM_AVX512)
-                row_avx512(p, w, rows, base, n, out);
-            else if (kernel == GRADREF_GEMM_AVX2)
-                row_avx2(p, w, rows, base, n, out);
+            if (kernel == GRADREF_GEMM_AVX512 && p->K[2] <= 64) {
+                const int64_t nrow = p->I[1] - i1 < 4 ? p->I[1] - i1 : 4;
+                for (int64_t r = 0; r < 4; r++)
+                    nr[r] = r < nrow ? row_taps(p, diff, i0, i1 + r, rows[r], base[r]) : 0;
+                rows4_avx512(p, w, diff, (const float *const(*)[64])rows,
+                             (const int64_t(*)[64])base, nr, nrow, out);
+                i1 += nrow;
+                continue;
+            }
+#endif
+            nr[0] = row_taps(p, diff, i0, i1, rows[0], base[0]);
+#ifdef CBD_X86
+            if (kernel == GRADREF_GEMM_AVX2)
+                row_avx2(p, w, rows[0], base[0], nr[0], out);
             else
 #endif
-                row_portable(p, w, rows, base, n, out);
+                row_portable(p, w, rows[0], base[0], nr[0], out);
+            i1++;
         }
 }
