@@ -214,7 +214,7 @@ static void pack_b_phase(const void *ctx, int64_t k0, int64_t kc, int64_t first,
 #ifdef GRADREF_CBD_PACK_FLAT
     if (width == 32 && f->Q[1] == p->O[1] && f->Q[2] == p->O[2] && f->flat_ok) {
         gradref__cbd_pack_b_flat(dimg, f->R->dc, O, f->tap, f->Q, p->O, f->j_base + first, k0, kc,
-                                 count, dst);
+                                 count, width, dst);
         return;
     }
 #endif

@@ -114,9 +114,10 @@ rows4_avx512(const gradref__cbd_plan *p, const float *w, const float *diff,
 __attribute__((target("avx512f"))) void
 gradref__cbd_pack_b_flat(const float *image, int64_t channel_stride, int64_t ocpg,
                          const int64_t *tap, const int64_t *Q, const int64_t *O, int64_t j_start,
-                         int64_t k0, int64_t kc, int64_t count, float *dst) {
-    for (int64_t jp = 0; jp < count; jp += 32) {
-        const int64_t cols = count - jp < 32 ? count - jp : 32;
+                         int64_t k0, int64_t kc, int64_t count, int width, float *dst) {
+    const int halves = width / 16;
+    for (int64_t jp = 0; jp < count; jp += width) {
+        const int64_t cols = count - jp < width ? count - jp : width;
         int32_t q[3][32];
         const int64_t j0 = j_start + jp;
         int64_t q2 = j0 % Q[2], q1 = j0 / Q[2] % Q[1], q0 = j0 / (Q[2] * Q[1]);
@@ -140,7 +141,7 @@ gradref__cbd_pack_b_flat(const float *image, int64_t channel_stride, int64_t ocp
             const int64_t *tp = tap + 4 * (k / ocpg);
             const int64_t flat = (tp[1] * O[1] + tp[2]) * O[2] + tp[3];
             const float *src = image + oc * channel_stride + j0 + flat;
-            for (int h = 0; h < 2; h++) {
+            for (int h = 0; h < halves; h++) {
                 __mmask16 m = live[h];
                 for (int d = 0; d < 3; d++) {
                     const __m512i o =
@@ -150,7 +151,7 @@ gradref__cbd_pack_b_flat(const float *image, int64_t channel_stride, int64_t ocp
                 }
                 _mm512_storeu_ps(dst + 16 * h, _mm512_maskz_loadu_ps(m, src + 16 * h));
             }
-            dst += 32;
+            dst += width;
         }
     }
 }
