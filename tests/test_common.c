@@ -378,6 +378,7 @@ static void test_sgemm(void **state) {
                                          NULL,
                                          NULL,
                                          NULL,
+                                         NULL,
                                          NULL};
                 for (int64_t i = 0; i < M; i++)
                     for (int64_t j = 0; j < N; j++) {
@@ -386,11 +387,21 @@ static void test_sgemm(void **state) {
                             v = fmaf(a[i * g.a_rs + k * g.a_cs], b[k * g.b_rs + j * g.b_cs], v);
                         want[i * N + j] = v;
                     }
-                for (int kernel = 0; kernel < 3; kernel++) {
+                for (int run = 0; run < 6; run++) { /* each kernel, A packed per call or before */
+                    const int kernel = run % 3;
                     for (int64_t i = 0; i < M; i++)
                         for (int64_t j = 0; j < N; j++)
                             c[i * g.c_rs + j * g.c_cs] = c0[i * N + j];
-                    gradref__sgemm(&g, kernel, work);
+                    gradref__sgemm_args h = g;
+                    float *panels = NULL;
+                    if (run >= 3) {
+                        const int64_t mr = gradref__sgemm_mr(kernel);
+                        panels = malloc(sizeof(float) * (size_t)(((M + mr - 1) / mr * mr) * K + 1));
+                        gradref__sgemm_prepack_a(&g, kernel, panels);
+                        h.a_panels = panels;
+                    }
+                    gradref__sgemm(&h, kernel, work);
+                    free(panels);
                     for (int64_t i = 0; i < M; i++)
                         for (int64_t j = 0; j < N; j++)
                             if (gradref__f32_bits(c[i * g.c_rs + j * g.c_cs]) !=

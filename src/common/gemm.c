@@ -83,10 +83,39 @@ static void pack_b(const gradref__sgemm_args *g, int64_t k0, int64_t kc, int64_t
     }
 }
 
+int gradref__sgemm_kernel(int kernel) {
+    int best = gradref__sgemm_best_kernel();
+    return kernel > best ? best : kernel < 0 ? 0 : kernel;
+}
+
+int64_t gradref__sgemm_mr(int kernel) {
+    switch (gradref__sgemm_kernel(kernel)) {
+#ifdef GRADREF__GEMM_X86
+    case GRADREF_GEMM_AVX512: return GRADREF__AVX512_MR;
+    case GRADREF_GEMM_AVX2: return GRADREF__AVX2_MR;
+#endif
+    default: return GRADREF__PORTABLE_MR;
+    }
+}
+
+void gradref__sgemm_prepack_a(const gradref__sgemm_args *g, int kernel, float *dst) {
+    const int64_t mr = gradref__sgemm_mr(kernel), panels = (g->M + mr - 1) / mr;
+    for (int64_t pnl = 0; pnl < panels; pnl++) {
+        const int64_t i0 = pnl * mr, rows = g->M - i0 < mr ? g->M - i0 : mr;
+        float *out = dst + pnl * g->K * mr;
+        for (int64_t k0 = 0; k0 < g->K; k0 += KC) {
+            const int64_t kc = g->K - k0 < KC ? g->K - k0 : KC;
+            if (g->pack_a)
+                g->pack_a(g->pack_a_ctx, k0, kc, i0, rows, (int)mr, out + k0 * mr);
+            else
+                pack_a(g, i0, rows, k0, kc, (int)mr, out + k0 * mr);
+        }
+    }
+}
+
 void gradref__sgemm(const gradref__sgemm_args *g, int kernel, void *work) {
     if (g->M <= 0 || g->N <= 0) return;
-    int best = gradref__sgemm_best_kernel();
-    if (kernel > best) kernel = best;
+    kernel = gradref__sgemm_kernel(kernel);
     micro_kernel run = kernel_portable;
     int mr = GRADREF__PORTABLE_MR, nr = GRADREF__PORTABLE_NR;
 #ifdef GRADREF__GEMM_X86
@@ -118,16 +147,20 @@ void gradref__sgemm(const gradref__sgemm_args *g, int kernel, void *work) {
                 pack_b(g, k0, kc, j0, nc, nr, bpack);
             for (int64_t i0 = 0; i0 < g->M; i0 += MC) {
                 const int64_t mc = g->M - i0 < MC ? g->M - i0 : MC;
-                if (g->pack_a)
-                    g->pack_a(g->pack_a_ctx, k0, kc, i0, mc, mr, apack);
-                else
-                    pack_a(g, i0, mc, k0, kc, mr, apack);
+                if (g->a_panels == NULL) {
+                    if (g->pack_a)
+                        g->pack_a(g->pack_a_ctx, k0, kc, i0, mc, mr, apack);
+                    else
+                        pack_a(g, i0, mc, k0, kc, mr, apack);
+                }
                 for (int64_t jr = 0; jr < nc; jr += nr) {
                     const int64_t cols = nc - jr < nr ? nc - jr : nr;
                     const float *bp = bpack + (jr / nr) * kc * nr;
                     for (int64_t ir = 0; ir < mc; ir += mr) {
                         const int64_t rows = mc - ir < mr ? mc - ir : mr;
-                        const float *ap = apack + (ir / mr) * kc * mr;
+                        const float *ap = g->a_panels
+                                              ? g->a_panels + ((i0 + ir) / mr) * g->K * mr + k0 * mr
+                                              : apack + (ir / mr) * kc * mr;
                         float *c = g->c + (i0 + ir) * g->c_rs + (j0 + jr) * g->c_cs;
                         if (rows == mr && cols == nr && g->c_cs == 1) {
                             run(kc, ap, bp, c, g->c_rs, load);

@@ -32,6 +32,9 @@ typedef struct gradref__sgemm_args {
     int accumulate; /* 0: C is overwritten (chains start at +0); 1: chains start at C */
     gradref__gemm_packer pack_a, pack_b;
     const void *pack_a_ctx, *pack_b_ctx;
+    /* A already in panels (gradref__sgemm_prepack_a, same kernel family): row i0 of this call
+     * must start a panel; a, the strides and pack_a are then unused */
+    const float *a_panels;
 } gradref__sgemm_args;
 
 /* Kernel families, in preference order. */
@@ -42,6 +45,16 @@ int gradref__sgemm_best_kernel(void);
 
 /* Bytes of the work buffer one call needs (packed panels), whatever the sizes. */
 size_t gradref__sgemm_work_bytes(void);
+
+/* The kernel family a call with `kernel` runs (lowered to what the CPU has), and its panel
+ * height: prepacked A panels and row blocks that start a panel use it. */
+int gradref__sgemm_kernel(int kernel);
+int64_t gradref__sgemm_mr(int kernel);
+
+/* Packs all of A (rows M, depth K, read through g's a/strides or pack_a) into panels of
+ * gradref__sgemm_mr(kernel) rows, each K x MR floats k-major, zero past row M:
+ * ceil(M / MR) * MR * K floats at dst. */
+void gradref__sgemm_prepack_a(const gradref__sgemm_args *g, int kernel, float *dst);
 
 /* Runs the GEMM with the given kernel family (lowered to what the CPU has); `work` holds
  * gradref__sgemm_work_bytes() bytes aligned to 64. */

@@ -33,6 +33,8 @@ enum { PATH_REFERENCE, PATH_GEMM, PATH_DEPTHWISE };
 typedef struct layout {
     int path, stage_diff, acc_buffer;
     size_t apack, diff32, acc;  /* shared parts */
+    size_t panels, phase_off;   /* the filter in GEMM panels per (group, phase), offsets */
+    int64_t group_floats;       /* panel floats per group */
     size_t thread0, per_thread; /* per thread: GEMM work, C chunk, tap list */
     size_t chunk_at, taps_at;   /* offsets inside a thread's part */
     size_t total;
@@ -79,6 +81,11 @@ static layout layout_of(const gradref__cbd_plan *p, int32_t precision, int threa
     const size_t in_slabs = (size_t)(p->N * p->G * p->OCpg),
                  out_slabs = (size_t)(p->N * p->G * p->ICpg);
     L.apack = take(&at, (size_t)(p->G * p->ICpg * taps_of(p) * p->OCpg) * 4);
+    if (L.path == PATH_GEMM) { /* every tap is in one phase; panels round IC/G up by < 16 */
+        L.group_floats = (p->ICpg + 15) * taps_of(p) * p->OCpg;
+        L.panels = take(&at, (size_t)(p->G * L.group_floats) * 4);
+        L.phase_off = take(&at, (size_t)(p->stride[0] * p->stride[1] * p->stride[2]) * 8);
+    }
     L.stage_diff = p->in_dtype != GRADREF_F32 || !dense_pixels(p->ds, p->O);
     if (L.stage_diff) L.diff32 = take(&at, in_slabs * (size_t)pixels(p->O) * 4);
     L.acc_buffer = p->out_dtype != GRADREF_F32 || !dense_pixels(p->gs, p->I);
@@ -166,6 +173,9 @@ typedef struct run {
     float *acc; /* f32 grad, likewise */
     int64_t an, ac;
     int kernel;
+    const float *panels; /* group g, phase f: panels + g * group_floats + phase_off[f] */
+    const int64_t *phase_off;
+    int64_t group_floats, mr;
 } run;
 
 /* ---- one stride phase of one work item ---- */
@@ -327,9 +337,11 @@ static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t i
                 memset(&a, 0, sizeof a);
                 a.M = M;
                 a.K = f.ntaps * p->OCpg;
-                a.pack_a = pack_a_phase;
                 a.pack_b = pack_b_phase;
-                a.pack_a_ctx = a.pack_b_ctx = &f;
+                a.pack_b_ctx = &f;
+                const int64_t f_index = (ph[0] * p->stride[1] + ph[1]) * p->stride[2] + ph[2];
+                a.a_panels = R->panels + g * R->group_floats + R->phase_off[f_index] +
+                             ic0 / R->mr * a.K * R->mr;
                 if (unit_strides(p)) { /* the only phase: straight into grad */
                     a.N = N;
                     a.c = slab0;
@@ -391,6 +403,55 @@ static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t i
             }
 }
 
+/* The filter of every (group, phase) into GEMM panels, once per call (threads split the
+ * pairs); phase offsets first. */
+static void prepack_filter(run *R, const layout *L, char *base, int threads) {
+    const gradref__cbd_plan *p = R->p;
+    const int64_t phases = p->stride[0] * p->stride[1] * p->stride[2];
+    int64_t *off = (int64_t *)(base + L->phase_off);
+    int64_t *tap = (int64_t *)(base + L->thread0 + L->taps_at);
+    R->mr = gradref__sgemm_mr(R->kernel);
+    R->group_floats = L->group_floats;
+    R->panels = (const float *)(base + L->panels);
+    R->phase_off = off;
+    int64_t at = 0;
+    for (int64_t f = 0; f < phases; f++) {
+        const int64_t ph[3] = {f / (p->stride[1] * p->stride[2]), f / p->stride[2] % p->stride[1],
+                               f % p->stride[2]};
+        off[f] = at;
+        at += (p->ICpg + R->mr - 1) / R->mr * R->mr * phase_taps(p, ph, tap) * p->OCpg;
+    }
+    const int64_t pairs = p->G * phases;
+    int team = pairs < threads ? (int)pairs : threads;
+    (void)team;
+    GRADREF_OMP(omp parallel num_threads(team)) {
+        int me = 0;
+#ifdef _OPENMP
+        me = omp_get_thread_num();
+#endif
+        int64_t *mytap = (int64_t *)(base + L->thread0 + L->per_thread * (size_t)me + L->taps_at);
+        int64_t b, e;
+        gradref__my_range(pairs, &b, &e);
+        for (int64_t it = b; it < e; it++) {
+            const int64_t g = it / phases, f = it % phases;
+            const int64_t ph[3] = {f / (p->stride[1] * p->stride[2]),
+                                   f / p->stride[2] % p->stride[1], f % p->stride[2]};
+            phase fp;
+            memset(&fp, 0, sizeof fp);
+            fp.R = R, fp.g = g, fp.tap = mytap;
+            fp.ntaps = phase_taps(p, ph, mytap);
+            gradref__sgemm_args a;
+            memset(&a, 0, sizeof a);
+            a.M = p->ICpg;
+            a.K = fp.ntaps * p->OCpg;
+            a.pack_a = pack_a_phase;
+            a.pack_a_ctx = &fp;
+            gradref__sgemm_prepack_a(&a, R->kernel,
+                                     (float *)R->panels + g * R->group_floats + off[f]);
+        }
+    }
+}
+
 static void item_depthwise(const run *R, int64_t n, int64_t g) {
     const gradref__cbd_plan *p = R->p;
     gradref__cbd_depthwise_plane(p, R->apack + g * taps_of(p), R->diff + n * R->dn + g * R->dc,
@@ -447,13 +508,17 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
         R.ac = p->gs[2];
     }
 
-    /* items: (n, g, ic block); blocks split the channels only when images x groups are few */
+    if (L.path == PATH_GEMM) prepack_filter(&R, &L, base, threads);
+
+    /* items: (n, g, ic block); blocks split the channels only when images x groups are few, and
+     * start on a panel of the prepacked filter */
     int64_t per_group = 1;
     if (L.path == PATH_GEMM && p->N * p->G < 2 * threads) {
         per_group = (2 * threads + p->N * p->G - 1) / (p->N * p->G);
         if (per_group > p->ICpg) per_group = p->ICpg;
     }
-    const int64_t icb = (p->ICpg + per_group - 1) / per_group;
+    int64_t icb = (p->ICpg + per_group - 1) / per_group;
+    if (L.path == PATH_GEMM) icb = (icb + R.mr - 1) / R.mr * R.mr;
     const int64_t blocks = (p->ICpg + icb - 1) / icb;
     const int64_t items = p->N * p->G * blocks;
     int team = items < threads ? (int)items : threads;
