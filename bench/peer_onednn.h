@@ -11,8 +11,12 @@ typedef struct peer_conv {
     int64_t K[3], I[3], O[3], stride[3], dil[3], pad_begin[3], pad_end[3];
 } peer_conv;
 
-/* Median seconds of oneDNN's f32 convolution backward-data on the problem, or -1 when the bench
- * was built without oneDNN (or oneDNN refused the problem). */
-double peer_onednn_conv_bwd_data(const peer_conv *c, int threads, int repeats);
+/* oneDNN's f32 convolution backward-data, ready to run; NULL when the bench was built without
+ * oneDNN (or oneDNN refused the problem). */
+typedef struct peer_onednn peer_onednn;
+peer_onednn *peer_onednn_conv_bwd_data(const peer_conv *c, int threads);
+/* One execution (waits for it); 0 on success. */
+int peer_onednn_run(peer_onednn *h);
+void peer_onednn_free(peer_onednn *h);
 
 #endif
