@@ -1,0 +1,86 @@
+/* conv_backprop_data: dL/dx of a convolution. A 1-D worked example in both modes, a strided
+ * 2-D case whose input size is above the minimum (PyTorch's output_padding), and I8 x I8 ->
+ * I32. Checks its own output and exits non-zero on a mismatch. */
+#include <stdio.h>
+#include <string.h>
+
+#include "gradref.h"
+
+static int check(const char *what, const float *got, const float *want, int n) {
+    int bad = 0;
+    printf("%-26s", what);
+    for (int i = 0; i < n; i++) {
+        printf(" %g", got[i]);
+        bad |= got[i] != want[i];
+    }
+    puts(bad ? "   MISMATCH" : "");
+    return bad;
+}
+
+int main(void) {
+    int bad = 0;
+    /* 1-D: filter [1, 2, 3], diff [1, 10], stride 2 -> grad of 5 (or 6) samples */
+    float w[3] = {1, 2, 3}, dy[2] = {1, 10}, dx[6];
+    const int64_t fs[3] = {1, 1, 3}, ds[3] = {1, 1, 2}, gs5[3] = {1, 1, 5}, gs6[3] = {1, 1, 6};
+    gradref_tensor filter, diff, grad;
+    gradref_tensor_init(&filter, w, GRADREF_F32, 3, fs);
+    gradref_tensor_init(&diff, dy, GRADREF_F32, 3, ds);
+    gradref_conv_params p;
+    memset(&p, 0, sizeof p);
+    p.stride[0] = 2;
+    p.dilation[0] = 1;
+    static const float xcorr[6] = {1, 2, 13, 20, 30, 0}, conv[5] = {3, 2, 31, 20, 10};
+    gradref_tensor_init(&grad, dx, GRADREF_F32, 3, gs5);
+    if (gradref_conv_backprop_data(&p, &filter, &diff, &grad, NULL) != GRADREF_OK) return 1;
+    bad |= check("1-D cross-correlation", dx, xcorr, 5);
+    p.mode = GRADREF_CONV_CONVOLUTION; /* the filter flipped */
+    if (gradref_conv_backprop_data(&p, &filter, &diff, &grad, NULL) != GRADREF_OK) return 1;
+    bad |= check("1-D convolution", dx, conv, 5);
+    p.mode = GRADREF_CONV_CROSS_CORRELATION; /* one sample more: the last gets no tap, 0 */
+    gradref_tensor_init(&grad, dx, GRADREF_F32, 3, gs6);
+    if (gradref_conv_backprop_data(&p, &filter, &diff, &grad, NULL) != GRADREF_OK) return 1;
+    bad |= check("1-D, 6 samples", dx, xcorr, 6);
+
+    /* 2-D: a 2x2 filter of ones, stride 2, pad 0, diff 2x2 of 1..4: each diff value spreads
+     * over its own 2x2 block of a 5x5 grad (i_min = 4, plus one row and column of zeros) */
+    float w2[4] = {1, 1, 1, 1}, dy2[4] = {1, 2, 3, 4}, dx2[25];
+    const int64_t f2[4] = {1, 1, 2, 2}, d2[4] = {1, 1, 2, 2}, g2[4] = {1, 1, 5, 5};
+    gradref_tensor_init(&filter, w2, GRADREF_F32, 4, f2);
+    gradref_tensor_init(&diff, dy2, GRADREF_F32, 4, d2);
+    gradref_tensor_init(&grad, dx2, GRADREF_F32, 4, g2);
+    memset(&p, 0, sizeof p);
+    p.stride[0] = p.stride[1] = 2;
+    p.dilation[0] = p.dilation[1] = 1;
+    if (gradref_conv_backprop_data(&p, &filter, &diff, &grad, NULL) != GRADREF_OK) return 1;
+    static const float want2[25] = {1, 1, 2, 2, 0, 1, 1, 2, 2, 0, 3, 3, 4,
+                                    4, 0, 3, 3, 4, 4, 0, 0, 0, 0, 0, 0};
+    bad |= check("2-D stride 2, 5x5", dx2, want2, 25);
+
+    /* I8 x I8 -> I32: exact */
+    int8_t wi[3] = {-128, 127, 3}, di[2] = {-128, 100};
+    int32_t gi[5];
+    gradref_tensor_init(&filter, wi, GRADREF_I8, 3, fs);
+    gradref_tensor_init(&diff, di, GRADREF_I8, 3, ds);
+    gradref_tensor_init(&grad, gi, GRADREF_I32, 3, gs5);
+    memset(&p, 0, sizeof p);
+    p.stride[0] = 2;
+    p.dilation[0] = 1;
+    if (gradref_conv_backprop_data(&p, &filter, &diff, &grad, NULL) != GRADREF_OK) return 1;
+    const int32_t want_i[5] = {16384, -16256, -384 - 12800, 12700, 300};
+    printf("%-26s", "I8 -> I32");
+    for (int i = 0; i < 5; i++) {
+        printf(" %d", (int)gi[i]);
+        bad |= gi[i] != want_i[i];
+    }
+    puts("");
+
+    /* diff's size must match the geometry: an error with the numbers, grad untouched */
+    gradref_tensor_init(&grad, gi, GRADREF_I32, 3, gs6);
+    p.stride[0] = 1;
+    if (gradref_conv_backprop_data(&p, &filter, &diff, &grad, NULL) == GRADREF_ERR_SHAPE)
+        printf("expected error: %s\n", gradref_last_error());
+    else
+        bad = 1;
+    puts(bad ? "MISMATCH" : "ok");
+    return bad;
+}
