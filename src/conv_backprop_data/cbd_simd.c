@@ -110,6 +110,66 @@ rows4_avx512(const gradref__cbd_plan *p, const float *w, const float *diff,
     }
 }
 
+/* The common small case (2-D, kernel up to 3 x 3, dilation 1, stride 1): four grad rows by 16
+ * columns, walking the diff rows they need in ascending order; each diff row's three shifted
+ * loads feed every grad row it reaches. Each accumulator still sees its terms in the chain's
+ * order (diff row ascending, then column taps). Missing taps (kernel narrower than 3, columns
+ * outside diff) are zero weights or zero loads: exact no-ops for a finite filter. */
+#  define DW_ROW(acc, r)                                                                           \
+    do {                                                                                           \
+      const int64_t kp1 = i1 + (r) + pb1 - o1;                                                     \
+      if ((r) < nrow && kp1 >= 0 && kp1 < K1) {                                                    \
+        acc = _mm512_fmadd_ps(wr[kp1][0], v0, acc);                                                \
+        acc = _mm512_fmadd_ps(wr[kp1][1], v1, acc);                                                \
+        acc = _mm512_fmadd_ps(wr[kp1][2], v2, acc);                                                \
+      }                                                                                            \
+    } while (0)
+
+__attribute__((target("avx512f,fma"))) static void
+plane_small_avx512(const gradref__cbd_plan *p, const float *w, const float *diff, float *grad) {
+    const int64_t I1 = p->I[1], I2 = p->I[2], O1 = p->O[1], O2 = p->O[2];
+    const int64_t K1 = p->K[1], K2 = p->K[2], pb1 = p->pad_begin[1];
+    __m512 wr[3][3]; /* [kp1][c], c = column taps in chain order (kp2 descending) */
+    int64_t shift[3] = {0, 0, 0};
+    for (int64_t c = 0; c < 3; c++)
+        if (c < K2) shift[c] = column_shift(p, K2 - 1 - c);
+    for (int64_t kp1 = 0; kp1 < 3; kp1++)
+        for (int64_t c = 0; c < 3; c++)
+            wr[kp1][c] = kp1 < K1 && c < K2
+                             ? _mm512_set1_ps(w[stored(p, 1, kp1) * K2 + stored(p, 2, K2 - 1 - c)])
+                             : _mm512_setzero_ps();
+    for (int64_t i1 = 0; i1 < I1; i1 += 4) {
+        const int64_t nrow = I1 - i1 < 4 ? I1 - i1 : 4;
+        int64_t lo = i1 + pb1 - (K1 - 1), hi = i1 + nrow - 1 + pb1;
+        if (lo < 0) lo = 0;
+        if (hi > O1 - 1) hi = O1 - 1;
+        for (int64_t b0 = 0; b0 < I2; b0 += 16) {
+            const __mmask16 m0 = (__mmask16)(K2 > 0 ? valid16(b0 + shift[0], O2) : 0),
+                            m1 = (__mmask16)(K2 > 1 ? valid16(b0 + shift[1], O2) : 0),
+                            m2 = (__mmask16)(K2 > 2 ? valid16(b0 + shift[2], O2) : 0);
+            __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+            for (int64_t o1 = lo; o1 <= hi; o1++) {
+                const float *row = diff + o1 * O2 + b0;
+                const __m512 v0 = _mm512_maskz_loadu_ps(m0, row + shift[0]);
+                const __m512 v1 = _mm512_maskz_loadu_ps(m1, row + shift[1]);
+                const __m512 v2 = _mm512_maskz_loadu_ps(m2, row + shift[2]);
+                DW_ROW(a0, 0);
+                DW_ROW(a1, 1);
+                DW_ROW(a2, 2);
+                DW_ROW(a3, 3);
+            }
+            const int64_t left = I2 - b0;
+            const __mmask16 st = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+            float *out = grad + i1 * I2 + b0;
+            _mm512_mask_storeu_ps(out, st, a0);
+            if (nrow > 1) _mm512_mask_storeu_ps(out + I2, st, a1);
+            if (nrow > 2) _mm512_mask_storeu_ps(out + 2 * I2, st, a2);
+            if (nrow > 3) _mm512_mask_storeu_ps(out + 3 * I2, st, a3);
+        }
+    }
+}
+#  undef DW_ROW
+
 /* The flat-shift B packer (cbd_simd.h). */
 __attribute__((target("avx512f"))) void
 gradref__cbd_pack_b_flat(const float *image, int64_t channel_stride, int64_t ocpg,
@@ -199,6 +259,13 @@ void gradref__cbd_depthwise_plane(const gradref__cbd_plan *p, const float *w, co
     int64_t base[4][64], nr[4];
     int best = gradref__sgemm_best_kernel();
     if (kernel > best) kernel = best;
+#ifdef CBD_X86
+    if (kernel == GRADREF_GEMM_AVX512 && p->I[0] == 1 && p->O[0] == 1 && p->K[0] == 1 &&
+        p->K[1] <= 3 && p->K[2] <= 3 && p->dil[1] == 1 && p->dil[2] == 1) {
+        plane_small_avx512(p, w, diff, grad);
+        return;
+    }
+#endif
     for (int64_t i0 = 0; i0 < p->I[0]; i0++)
         for (int64_t i1 = 0; i1 < p->I[1];) {
             float *out = grad + (i0 * p->I[1] + i1) * p->I[2];
