@@ -315,6 +315,9 @@ static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t i
     int64_t *tap = (int64_t *)(mine + L->taps_at);
     const int64_t M = ic1 - ic0;
     float *slab0 = R->acc + n * R->an + (g * p->ICpg + ic0) * R->ac;
+    if (!unit_strides(p)) /* phases fill in their elements; the ones no tap reaches stay +0 */
+        for (int64_t m = 0; m < M; m++)
+            memset(slab0 + m * R->ac, 0, (size_t)pixels(p->I) * sizeof(float));
     int64_t ph[3];
     for (ph[0] = 0; ph[0] < p->stride[0]; ph[0]++)
         for (ph[1] = 0; ph[1] < p->stride[1]; ph[1]++)
@@ -350,20 +353,7 @@ static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t i
                     gradref__sgemm(&a, R->kernel, work);
                     continue;
                 }
-                if (a.K == 0) { /* no tap reaches this phase: its elements are +0 */
-                    for (int64_t m = 0; m < M; m++)
-                        for (int64_t q0 = 0; q0 < f.Q[0]; q0++)
-                            for (int64_t q1 = 0; q1 < f.Q[1]; q1++) {
-                                float *row = slab0 + m * R->ac +
-                                             ((q0 * p->stride[0] + ph[0]) * p->I[1] +
-                                              q1 * p->stride[1] + ph[1]) *
-                                                 p->I[2] +
-                                             ph[2];
-                                for (int64_t q2 = 0; q2 < f.Q[2]; q2++)
-                                    row[q2 * p->stride[2]] = 0.0f;
-                            }
-                    continue;
-                }
+                if (a.K == 0) continue; /* no tap reaches this phase: +0 from the start */
                 /* GEMM into the chunk buffer, whole sub-grid rows at a time when they fit */
                 const int64_t W = f.Q[2], per_row = W * M;
                 const int64_t step = per_row <= CHUNK_FLOATS
