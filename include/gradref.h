@@ -216,6 +216,43 @@ GRADREF_API gradref_status gradref_conv_backprop_data_workspace_size(
     const gradref_tensor *grad, size_t *bytes);
 
 /* ------------------------------------------------------------------------------------------ */
+/* conv3d_backprop_filter: TF/CANN Conv3DBackpropFilter(V2) (docs/conv3d_backprop_filter.md)  */
+/* ------------------------------------------------------------------------------------------ */
+/* dw = dL/dw of a 3-D convolution: x (N, Cin, Di, Hi, Wi), dy (N, Cout, Do, Ho, Wo), dw
+ * (Cout, Cin/G, kD, kH, kW) written completely; any strides (x/dy NCDHW or NDHWC; dw CANN's
+ * NCDHW, NDHWC or DHWCN = TF's DHWIO through gradref_tensor_init_format). Each dw element is
+ * the sum over (n, od, oh, ow) in a fixed blocked order (the doc gives it and its error bound).
+ * Dtypes: x and dy F32, F64, F16 or BF16; dw alike, or F32 for F16/BF16 (CANN V2).
+ * Errors: NULL, DTYPE, RANK, SHAPE, PARAM, STRIDE, OVERFLOW, ALIAS, NO_MEMORY, WORKSPACE.
+ * dw is untouched on error. */
+GRADREF_API gradref_status gradref_conv3d_backprop_filter(const gradref_conv_params *p,
+                                                          const gradref_tensor *x,
+                                                          const gradref_tensor *dy,
+                                                          const gradref_tensor *dw,
+                                                          const gradref_exec *exec);
+/* The workspace such a call may use (any thread count). Validates like the call. */
+GRADREF_API gradref_status gradref_conv3d_backprop_filter_workspace_size(
+    const gradref_conv_params *p, const gradref_tensor *x, const gradref_tensor *dy,
+    const gradref_tensor *dw, size_t *bytes);
+
+/* TF/CANN "SAME" padding: for spatial dims 0..spatial_dims-1 (1 to 3), with p->stride and
+ * p->dilation, sets p->pad so that out = ceil(in / stride); the odd pad goes to the end
+ * (back/bottom/right). input_size and kernel_size hold spatial_dims sizes.
+ * Errors: NULL, PARAM (spatial_dims, stride, dilation, a negative input or a kernel < 1),
+ * OVERFLOW. *p is untouched on error. */
+GRADREF_API gradref_status gradref_conv_pads_same(gradref_conv_params *p, int32_t spatial_dims,
+                                                  const int64_t *input_size,
+                                                  const int64_t *kernel_size);
+
+/* CANN Conv3DBackpropFilterToV2FusionPass: 1 when a Transpose follows Conv3DBackpropFilterV2,
+ * that is dw_format (a gradref_format) is NDHWC or DHWCN, shape_known is nonzero, core_count
+ * > 0, and din * cin * cout <= core_count * 32 * 32 * 4 (din > 1) or (core_count / 2) * 32 * 32
+ * (din == 1); otherwise 0. cin is the per-group input channel count. */
+GRADREF_API int32_t gradref_conv3d_dw_transpose_needed(int32_t dw_format, int64_t din,
+                                                       int64_t cin, int64_t cout,
+                                                       int64_t core_count, int32_t shape_known);
+
+/* ------------------------------------------------------------------------------------------ */
 /* recat: FBGEMM recat_embedding_grad_output* (docs/recat.md)                                  */
 /* ------------------------------------------------------------------------------------------ */
 /* For rank r with column width ds_r starting at column C_r = ds_0 + ... + ds_{r-1} of a

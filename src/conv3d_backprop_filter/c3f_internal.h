@@ -1,0 +1,43 @@
+/* conv3d_backprop_filter's validated problem, shared by the entry point, the reference loop
+ * and the fast path. */
+#ifndef GRADREF_C3F_INTERNAL_H
+#define GRADREF_C3F_INTERNAL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "gradref.h"
+
+/* Reduction indices per block: each dw element sums blocks of this many consecutive
+ * (n, od, oh, ow) with one fused multiply-add chain, then adds the blocks pairwise. */
+#define GRADREF_C3F_BLOCK 256
+
+typedef struct gradref__c3f_plan {
+    int32_t mode;      /* gradref_conv_mode */
+    int32_t in_dtype;  /* x and dy */
+    int32_t out_dtype; /* dw */
+    int32_t precision; /* gradref_precision */
+    int64_t N, G, Cin_g, Cout_g;
+    int64_t K[3], I[3], O[3];
+    int64_t stride[3], dil[3], pad_begin[3];
+    const char *x, *dy;
+    char *dw;
+    int64_t xs[5]; /* x strides: n, c, d, h, w */
+    int64_t ys[5]; /* dy strides */
+    int64_t ws[5]; /* dw strides: co, ci, kd, kh, kw */
+    size_t in_size, out_size;
+} gradref__c3f_plan;
+
+gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref_tensor *x,
+                                     const gradref_tensor *dy, const gradref_tensor *dw,
+                                     gradref__c3f_plan *plan);
+
+/* The formula of docs/conv3d_backprop_filter.md element by element (the oracle). */
+void gradref__c3f_ref(const gradref__c3f_plan *plan);
+/* The same for dw elements [e0, e1) of the Cout * Cin/G * kD * kH * kW, in logical order. */
+void gradref__c3f_ref_elements(const gradref__c3f_plan *plan, int64_t e0, int64_t e1);
+
+/* The fast path over `threads` threads (it needs no workspace yet). */
+void gradref__c3f_fast(const gradref__c3f_plan *plan, int threads);
+
+#endif

@@ -1,0 +1,209 @@
+/* conv3d_backprop_filter entry points: validation (everything before any write), the SAME
+ * padding helper, CANN's transpose rule, dispatch. */
+#include <string.h>
+
+#include "c3f_internal.h"
+#include "common/exec.h"
+#include "common/tensor.h"
+
+static const char OP[] = "conv3d_backprop_filter";
+
+static gradref_status check_dim(const char *name, const gradref_tensor *t, int dim, int64_t want,
+                                const char *what) {
+    if (t->shape[dim] != want)
+        return gradref__fail(GRADREF_ERR_SHAPE, OP, "%s.shape[%d] is %lld but %s is %lld", name,
+                             dim, (long long)t->shape[dim], what, (long long)want);
+    return GRADREF_OK;
+}
+
+gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref_tensor *x,
+                                     const gradref_tensor *dy, const gradref_tensor *dw,
+                                     gradref__c3f_plan *plan) {
+    gradref_status s;
+    if (p == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "p is NULL");
+    if (p->mode != GRADREF_CONV_CROSS_CORRELATION && p->mode != GRADREF_CONV_CONVOLUTION)
+        return gradref__fail(GRADREF_ERR_PARAM, OP,
+                             "p.mode is %d, not a gradref_conv_mode (0 cross-correlation, "
+                             "1 convolution)",
+                             (int)p->mode);
+    if (p->groups < 0)
+        return gradref__fail(GRADREF_ERR_PARAM, OP, "p.groups is %d, below 0", (int)p->groups);
+    gradref__extent xe, ye, we;
+    if ((s = gradref__check_tensor(OP, "x", x, &xe)) != GRADREF_OK) return s;
+    if ((s = gradref__check_tensor(OP, "dy", dy, &ye)) != GRADREF_OK) return s;
+    if ((s = gradref__check_output(OP, "dw", dw, &we)) != GRADREF_OK) return s;
+    if ((s = gradref__check_rank(OP, "x", x, 5)) != GRADREF_OK) return s;
+    if ((s = gradref__check_rank(OP, "dy", dy, 5)) != GRADREF_OK) return s;
+    if ((s = gradref__check_rank(OP, "dw", dw, 5)) != GRADREF_OK) return s;
+    const int32_t in = x->dtype, out = dw->dtype;
+    if (!gradref__dtype_is_float(in))
+        return gradref__fail(GRADREF_ERR_DTYPE, OP,
+                             "x.dtype is %s; conv3d_backprop_filter takes F32, F64, F16 or BF16",
+                             gradref__dtype_name(in));
+    if (dy->dtype != in)
+        return gradref__fail(GRADREF_ERR_DTYPE, OP, "dy.dtype is %s but x.dtype is %s",
+                             gradref__dtype_name(dy->dtype), gradref__dtype_name(in));
+    if (out != in && !(out == GRADREF_F32 && (in == GRADREF_F16 || in == GRADREF_BF16)))
+        return gradref__fail(GRADREF_ERR_DTYPE, OP, "dw.dtype is %s but x.dtype %s gives %s%s",
+                             gradref__dtype_name(out), gradref__dtype_name(in),
+                             gradref__dtype_name(in),
+                             in == GRADREF_F16 || in == GRADREF_BF16 ? " or F32" : "");
+
+    const int64_t G = p->groups == 0 ? 1 : p->groups;
+    const int64_t Cout = dw->shape[0], Cin_g = dw->shape[1];
+    if ((s = check_dim("dy", dy, 0, x->shape[0], "x.shape[0]")) != GRADREF_OK) return s;
+    if ((s = check_dim("dy", dy, 1, Cout, "dw.shape[0] (Cout)")) != GRADREF_OK) return s;
+    if ((s = check_dim("x", x, 1, G * Cin_g, "groups x dw.shape[1] (Cin/G)")) != GRADREF_OK)
+        return s;
+    if (Cout % G != 0)
+        return gradref__fail(GRADREF_ERR_SHAPE, OP,
+                             "dw.shape[0] (Cout) is %lld, not a multiple of p.groups %lld",
+                             (long long)Cout, (long long)G);
+    memset(plan, 0, sizeof *plan);
+    for (int j = 0; j < 3; j++) {
+        const int64_t st = p->stride[j], dl = p->dilation[j], pb = p->pad[2 * j],
+                      pe = p->pad[2 * j + 1], k = dw->shape[2 + j], i = x->shape[2 + j],
+                      o = dy->shape[2 + j];
+        if (st < 1)
+            return gradref__fail(GRADREF_ERR_PARAM, OP, "p.stride[%d] is %lld; it must be >= 1", j,
+                                 (long long)st);
+        if (dl < 1)
+            return gradref__fail(GRADREF_ERR_PARAM, OP, "p.dilation[%d] is %lld; it must be >= 1",
+                                 j, (long long)dl);
+        if (pb < 0 || pe < 0)
+            return gradref__fail(GRADREF_ERR_PARAM, OP,
+                                 "p.pad[%d] and p.pad[%d] are %lld and %lld; pads must be >= 0",
+                                 2 * j, 2 * j + 1, (long long)pb, (long long)pe);
+        if (k < 1)
+            return gradref__fail(GRADREF_ERR_SHAPE, OP,
+                                 "dw.shape[%d] is %lld; kernel sizes must be >= 1", 2 + j,
+                                 (long long)k);
+        int64_t ext, span;
+        if (gradref__mul_ovf(dl, k - 1, &ext) || gradref__add_ovf(ext, 1, &ext) ||
+            gradref__add_ovf(i, pb, &span) || gradref__add_ovf(span, pe, &span))
+            return gradref__fail(GRADREF_ERR_OVERFLOW, OP,
+                                 "spatial dim %d: the dilated kernel or the padded size exceeds "
+                                 "int64",
+                                 j);
+        if (span < ext)
+            return gradref__fail(GRADREF_ERR_SHAPE, OP,
+                                 "x.shape[%d] is %lld: with pads %lld+%lld it is smaller than the "
+                                 "dilated kernel (%lld)",
+                                 2 + j, (long long)i, (long long)pb, (long long)pe, (long long)ext);
+        const int64_t want = (span - ext) / st + 1;
+        if (o != want)
+            return gradref__fail(GRADREF_ERR_SHAPE, OP,
+                                 "dy.shape[%d] is %lld but the geometry gives %lld", 2 + j,
+                                 (long long)o, (long long)want);
+        plan->K[j] = k;
+        plan->I[j] = i;
+        plan->O[j] = o;
+        plan->stride[j] = st;
+        plan->dil[j] = dl;
+        plan->pad_begin[j] = pb;
+    }
+    if ((s = gradref__check_disjoint(OP, "dw", &we, "x", &xe)) != GRADREF_OK) return s;
+    if ((s = gradref__check_disjoint(OP, "dw", &we, "dy", &ye)) != GRADREF_OK) return s;
+    plan->mode = p->mode;
+    plan->in_dtype = in;
+    plan->out_dtype = out;
+    plan->precision = GRADREF_PRECISION_DEFAULT;
+    plan->N = x->shape[0];
+    plan->G = G;
+    plan->Cin_g = Cin_g;
+    plan->Cout_g = Cout / G;
+    plan->x = (const char *)x->data;
+    plan->dy = (const char *)dy->data;
+    plan->dw = (char *)dw->data;
+    for (int d = 0; d < 5; d++) {
+        plan->xs[d] = x->strides[d];
+        plan->ys[d] = dy->strides[d];
+        plan->ws[d] = dw->strides[d];
+    }
+    plan->in_size = gradref__dtype_size(in);
+    plan->out_size = gradref__dtype_size(out);
+    return GRADREF_OK;
+}
+
+gradref_status gradref_conv3d_backprop_filter(const gradref_conv_params *p, const gradref_tensor *x,
+                                              const gradref_tensor *dy, const gradref_tensor *dw,
+                                              const gradref_exec *exec) {
+    gradref__ctx ctx;
+    gradref__c3f_plan plan;
+    gradref_status s = gradref__exec_resolve(OP, exec, &ctx);
+    if (s != GRADREF_OK) return s;
+    if ((s = gradref__c3f_validate(p, x, dy, dw, &plan)) != GRADREF_OK) return s;
+    plan.precision = ctx.precision;
+    gradref__c3f_fast(&plan, ctx.num_threads);
+    return GRADREF_OK;
+}
+
+gradref_status gradref_conv3d_backprop_filter_workspace_size(const gradref_conv_params *p,
+                                                             const gradref_tensor *x,
+                                                             const gradref_tensor *dy,
+                                                             const gradref_tensor *dw,
+                                                             size_t *bytes) {
+    gradref__c3f_plan plan;
+    if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "bytes is NULL");
+    gradref_status s = gradref__c3f_validate(p, x, dy, dw, &plan);
+    if (s == GRADREF_OK) *bytes = 0;
+    return s;
+}
+
+gradref_status gradref_conv_pads_same(gradref_conv_params *p, int32_t spatial_dims,
+                                      const int64_t *input_size, const int64_t *kernel_size) {
+    static const char SAME[] = "conv_pads_same";
+    if (p == NULL) return gradref__fail(GRADREF_ERR_NULL, SAME, "p is NULL");
+    if (spatial_dims < 1 || spatial_dims > 3)
+        return gradref__fail(GRADREF_ERR_PARAM, SAME, "spatial_dims is %d; it must be 1, 2 or 3",
+                             (int)spatial_dims);
+    if (input_size == NULL || kernel_size == NULL)
+        return gradref__fail(GRADREF_ERR_NULL, SAME, "%s is NULL",
+                             input_size == NULL ? "input_size" : "kernel_size");
+    int64_t pads[6];
+    for (int j = 0; j < spatial_dims; j++) {
+        const int64_t in = input_size[j], k = kernel_size[j], st = p->stride[j],
+                      dl = p->dilation[j];
+        if (st < 1 || dl < 1)
+            return gradref__fail(GRADREF_ERR_PARAM, SAME,
+                                 "p.stride[%d] is %lld and p.dilation[%d] is %lld; both must be "
+                                 ">= 1",
+                                 j, (long long)st, j, (long long)dl);
+        if (in < 0 || k < 1)
+            return gradref__fail(GRADREF_ERR_PARAM, SAME,
+                                 "input_size[%d] is %lld and kernel_size[%d] is %lld; sizes must "
+                                 "be >= 0 and kernels >= 1",
+                                 j, (long long)in, j, (long long)k);
+        int64_t ext, need, last;
+        const int64_t out = in / st + (in % st != 0); /* ceil(in / stride) */
+        if (gradref__mul_ovf(dl, k - 1, &ext) || gradref__add_ovf(ext, 1, &ext) ||
+            gradref__mul_ovf(out > 0 ? out - 1 : 0, st, &last) ||
+            gradref__add_ovf(last, ext, &need))
+            return gradref__fail(GRADREF_ERR_OVERFLOW, SAME,
+                                 "spatial dim %d: the padded extent exceeds int64", j);
+        need -= in;
+        if (need < 0) need = 0;
+        pads[2 * j] = need / 2;
+        pads[2 * j + 1] = need - need / 2;
+    }
+    for (int j = 0; j < spatial_dims; j++) {
+        p->pad[2 * j] = pads[2 * j];
+        p->pad[2 * j + 1] = pads[2 * j + 1];
+    }
+    return GRADREF_OK;
+}
+
+int32_t gradref_conv3d_dw_transpose_needed(int32_t dw_format, int64_t din, int64_t cin,
+                                           int64_t cout, int64_t core_count, int32_t shape_known) {
+    if (dw_format != GRADREF_FORMAT_NDHWC && dw_format != GRADREF_FORMAT_DHWCN) return 0;
+    if (!shape_known || core_count <= 0 || din < 1 || cin < 1 || cout < 1) return 0;
+    int64_t total, limit;
+    if (gradref__mul_ovf(din, cin, &total) || gradref__mul_ovf(total, cout, &total)) return 0;
+    const int64_t per_round = 32 * 32, rounds = 4;
+    if (din > 1) {
+        if (gradref__mul_ovf(core_count, per_round * rounds, &limit)) return 1;
+    } else {
+        if (gradref__mul_ovf(core_count / 2, per_round, &limit)) return 1;
+    }
+    return total <= limit;
+}

@@ -1,0 +1,524 @@
+/* conv3d_backprop_filter: the all-ones example, the adjoint identity against a forward conv3d
+ * written here (TF's filter-gradient table, random geometries, every layout), the 2-D
+ * degenerate case, the blocked sum's accuracy, SAME padding, CANN's transpose rule, threads,
+ * dtypes, empty sizes and errors. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "conv3d_backprop_filter/c3f_internal.h"
+#include "test_util.h"
+
+typedef struct geometry {
+    int64_t N, G, Cin_g, Cout_g;
+    int64_t K[3], I[3], stride[3], dil[3], pb[3], pe[3];
+    int32_t mode;
+} geometry;
+
+typedef struct c3f_case {
+    geometry geo;
+    gradref_conv_params params;
+    int64_t O[3];
+    gradref_tensor x, dy, dw;
+    void *buf[3];
+    size_t bytes[3];
+} c3f_case;
+
+static int64_t out_size(const geometry *g, int j) {
+    return (g->I[j] + g->pb[j] + g->pe[j] - g->dil[j] * (g->K[j] - 1) - 1) / g->stride[j] + 1;
+}
+
+static void fill(const gradref_tensor *t, int small, tu_rng *r) {
+    int64_t i[5];
+    for (i[0] = 0; i[0] < t->shape[0]; i[0]++)
+        for (i[1] = 0; i[1] < t->shape[1]; i[1]++)
+            for (i[2] = 0; i[2] < t->shape[2]; i[2]++)
+                for (i[3] = 0; i[3] < t->shape[3]; i[3]++)
+                    for (i[4] = 0; i[4] < t->shape[4]; i[4]++)
+                        tu_put(t, i, small ? (double)tu_range(r, -3, 3) : tu_uniform(r) * 2 - 1);
+}
+
+/* data layouts 0 NCDHW, 1 NDHWC; dw layouts 0 NCDHW, 1 NDHWC, 2 DHWCN (through the formats) */
+static void make_case(c3f_case *c, const geometry *g, int32_t in, int32_t out, int dlayout,
+                      int wlayout, tu_rng *r) {
+    memset(c, 0, sizeof *c);
+    c->geo = *g;
+    gradref_conv_params p;
+    memset(&p, 0, sizeof p);
+    p.mode = g->mode;
+    p.groups = (int32_t)g->G;
+    for (int j = 0; j < 3; j++) {
+        p.stride[j] = g->stride[j];
+        p.dilation[j] = g->dil[j];
+        p.pad[2 * j] = g->pb[j];
+        p.pad[2 * j + 1] = g->pe[j];
+        c->O[j] = out_size(g, j);
+    }
+    c->params = p;
+    const int64_t xs[5] = {g->N, g->G * g->Cin_g, g->I[0], g->I[1], g->I[2]};
+    const int64_t ys[5] = {g->N, g->G * g->Cout_g, c->O[0], c->O[1], c->O[2]};
+    const int64_t ws[5] = {g->G * g->Cout_g, g->Cin_g, g->K[0], g->K[1], g->K[2]};
+    static const int last[5] = {0, 2, 3, 4, 1};
+    static const int dhwcn[5] = {2, 3, 4, 1, 0};
+    const int *dp = dlayout ? last : NULL, *wp = wlayout == 1 ? last : wlayout == 2 ? dhwcn : NULL;
+    c->buf[0] = tu_make_tensor(&c->x, in, 5, xs, dp, NULL, &c->bytes[0], r);
+    c->buf[1] = tu_make_tensor(&c->dy, in, 5, ys, dp, NULL, &c->bytes[1], r);
+    c->buf[2] = tu_make_tensor(&c->dw, out, 5, ws, wp, NULL, &c->bytes[2], r);
+    fill(&c->x, 0, r);
+    fill(&c->dy, 0, r);
+}
+
+static void free_case(c3f_case *c) {
+    for (int i = 0; i < 3; i++)
+        free(c->buf[i]);
+}
+
+static void run_ok(c3f_case *c, const gradref_exec *e) {
+    gradref_status s = gradref_conv3d_backprop_filter(&c->params, &c->x, &c->dy, &c->dw, e);
+    if (s != GRADREF_OK) fail_msg("%s: %s", gradref_status_string(s), gradref_last_error());
+}
+
+static double at5(const gradref_tensor *t, int64_t a, int64_t b, int64_t c, int64_t d, int64_t e) {
+    int64_t i[5] = {a, b, c, d, e};
+    return tu_get(t, i);
+}
+
+/* <conv3d(x, w), dy> with the test's own forward, for a weight tensor w shaped like dw. */
+static double forward_dot(const c3f_case *c, const gradref_tensor *w) {
+    const geometry *g = &c->geo;
+    double total = 0;
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t co = 0; co < g->G * g->Cout_g; co++) {
+            const int64_t gg = co / g->Cout_g;
+            for (int64_t od = 0; od < c->O[0]; od++)
+                for (int64_t oh = 0; oh < c->O[1]; oh++)
+                    for (int64_t ow = 0; ow < c->O[2]; ow++) {
+                        double y = 0;
+                        const int64_t o[3] = {od, oh, ow};
+                        for (int64_t ci = 0; ci < g->Cin_g; ci++)
+                            for (int64_t kd = 0; kd < g->K[0]; kd++)
+                                for (int64_t kh = 0; kh < g->K[1]; kh++)
+                                    for (int64_t kw = 0; kw < g->K[2]; kw++) {
+                                        const int64_t k[3] = {kd, kh, kw};
+                                        int64_t i[3], ok = 1;
+                                        for (int j = 0; j < 3; j++) {
+                                            int64_t kp = g->mode ? g->K[j] - 1 - k[j] : k[j];
+                                            i[j] = o[j] * g->stride[j] - g->pb[j] + kp * g->dil[j];
+                                            ok &= i[j] >= 0 && i[j] < g->I[j];
+                                        }
+                                        if (ok)
+                                            y += at5(&c->x, n, gg * g->Cin_g + ci, i[0], i[1],
+                                                     i[2]) *
+                                                 at5(w, co, ci, kd, kh, kw);
+                                    }
+                        total += y * at5(&c->dy, n, co, od, oh, ow);
+                    }
+        }
+    return total;
+}
+
+static double dot_dw(const c3f_case *c, const gradref_tensor *w) {
+    double s = 0;
+    int64_t i[5];
+    for (i[0] = 0; i[0] < c->dw.shape[0]; i[0]++)
+        for (i[1] = 0; i[1] < c->dw.shape[1]; i[1]++)
+            for (i[2] = 0; i[2] < c->dw.shape[2]; i[2]++)
+                for (i[3] = 0; i[3] < c->dw.shape[3]; i[3]++)
+                    for (i[4] = 0; i[4] < c->dw.shape[4]; i[4]++)
+                        s += tu_get(&c->dw, i) * tu_get(w, i);
+    return s;
+}
+
+static void check_adjoint(c3f_case *c, double tol) {
+    run_ok(c, NULL);
+    gradref_tensor w = c->dw;
+    int64_t shape[5];
+    for (int d = 0; d < 5; d++)
+        shape[d] = w.shape[d];
+    tu_rng r = tu_rng_make(55);
+    void *wb = tu_make_tensor(&w, GRADREF_F64, 5, shape, NULL, NULL, NULL, &r);
+    fill(&w, 0, &r);
+    double lhs = forward_dot(c, &w), rhs = dot_dw(c, &w);
+    if (fabs(lhs - rhs) > tol * (1 + fabs(lhs)))
+        fail_msg("<conv3d(x, w), dy> = %.17g but <w, dw> = %.17g", lhs, rhs);
+    free(wb);
+}
+
+static geometry geo(int64_t N, int64_t Cin, int64_t Cout, int64_t G, const int64_t *I,
+                    const int64_t *K, const int64_t *stride, const int64_t *pad) {
+    geometry g;
+    memset(&g, 0, sizeof g);
+    g.N = N, g.G = G, g.Cin_g = Cin / G, g.Cout_g = Cout / G;
+    for (int j = 0; j < 3; j++) {
+        g.I[j] = I[j], g.K[j] = K[j], g.stride[j] = stride[j], g.dil[j] = 1;
+        g.pb[j] = pad ? pad[2 * j] : 0, g.pe[j] = pad ? pad[2 * j + 1] : 0;
+    }
+    return g;
+}
+
+/* ------------------------------------------------------------ known values */
+
+/* CANN's example: x = dy = ones (2, 2, 7, 7, 7), w (2, 2, 1, 1, 1): every dW = 2 * 343 = 686. */
+static void test_all_ones(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(1);
+    const int64_t I[3] = {7, 7, 7}, K[3] = {1, 1, 1}, S[3] = {1, 1, 1};
+    geometry g = geo(2, 2, 2, 1, I, K, S, NULL);
+    for (int dt = 0; dt < 4; dt++) {
+        c3f_case c;
+        make_case(&c, &g, dt, dt == GRADREF_F64 ? GRADREF_F64 : GRADREF_F32, dt % 2, dt % 3, &r);
+        int64_t i[5];
+        for (int t = 0; t < 2; t++) {
+            const gradref_tensor *v = t ? &c.dy : &c.x;
+            for (i[0] = 0; i[0] < 2; i[0]++)
+                for (i[1] = 0; i[1] < 2; i[1]++)
+                    for (i[2] = 0; i[2] < 7; i[2]++)
+                        for (i[3] = 0; i[3] < 7; i[3]++)
+                            for (i[4] = 0; i[4] < 7; i[4]++)
+                                tu_put(v, i, 1);
+        }
+        run_ok(&c, NULL);
+        for (int co = 0; co < 2; co++)
+            for (int ci = 0; ci < 2; ci++)
+                assert_true(at5(&c.dw, co, ci, 0, 0, 0) == 686);
+        free_case(&c);
+    }
+}
+
+/* TF's conv_ops_3d_test.py filter-gradient cases (reference §3.1): VALID and SAME (pads from
+ * gradref_conv_pads_same), strides 1 to 3, kernel == input, NDHWC data and DHWIO filters. */
+static void test_tf_table(void **state) {
+    (void)state;
+    static const int64_t cases[][10] = {
+        /* batch, D, H, W, kD, kH, kW, Cin, Cout, stride; padding SAME when the row is >= 8 */
+        {4, 4, 6, 5, 2, 2, 2, 2, 3, 1}, {2, 7, 6, 5, 2, 2, 2, 2, 3, 2},
+        {2, 4, 4, 7, 4, 4, 4, 2, 3, 3}, {2, 3, 6, 5, 2, 2, 2, 2, 3, 1},
+        {4, 7, 3, 5, 2, 2, 2, 2, 3, 2}, {2, 9, 4, 7, 4, 4, 4, 2, 3, 3},
+        {2, 5, 4, 3, 5, 4, 3, 2, 3, 1}, {2, 4, 6, 5, 2, 2, 2, 8, 2, 1}};
+    static const int same[8] = {0, 0, 0, 1, 1, 1, 0, 0};
+    tu_rng r = tu_rng_make(2);
+    for (int i = 0; i < 8; i++) {
+        const int64_t *a = cases[i];
+        const int64_t I[3] = {a[1], a[2], a[3]}, K[3] = {a[4], a[5], a[6]},
+                      S[3] = {a[9], a[9], a[9]};
+        geometry g = geo(a[0], a[7], a[8], 1, I, K, S, NULL);
+        if (same[i]) {
+            gradref_conv_params p;
+            memset(&p, 0, sizeof p);
+            for (int j = 0; j < 3; j++)
+                p.stride[j] = S[j], p.dilation[j] = 1;
+            assert_int_equal(gradref_conv_pads_same(&p, 3, I, K), GRADREF_OK);
+            for (int j = 0; j < 3; j++)
+                g.pb[j] = p.pad[2 * j], g.pe[j] = p.pad[2 * j + 1];
+        }
+        c3f_case c;
+        make_case(&c, &g, GRADREF_F64, GRADREF_F64, 1, 2, &r);
+        if (same[i])
+            for (int j = 0; j < 3; j++) /* SAME: out = ceil(in / stride) */
+                assert_int_equal(c.O[j], (I[j] + S[j] - 1) / S[j]);
+        check_adjoint(&c, 1e-12);
+        free_case(&c);
+    }
+}
+
+/* Din = 1 with a kernel depth of 1 is a 2-D weight gradient, computed here directly. */
+static void test_2d_degenerate(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(3);
+    const int64_t I[3] = {1, 9, 11}, K[3] = {1, 3, 4}, S[3] = {1, 2, 1}, P[6] = {0, 0, 1, 1, 2, 1};
+    geometry g = geo(3, 4, 6, 2, I, K, S, P);
+    c3f_case c;
+    make_case(&c, &g, GRADREF_F64, GRADREF_F64, 0, 0, &r);
+    run_ok(&c, NULL);
+    for (int64_t co = 0; co < 6; co++)
+        for (int64_t ci = 0; ci < 2; ci++)
+            for (int64_t kh = 0; kh < 3; kh++)
+                for (int64_t kw = 0; kw < 4; kw++) {
+                    double want = 0;
+                    for (int64_t n = 0; n < 3; n++)
+                        for (int64_t oh = 0; oh < c.O[1]; oh++)
+                            for (int64_t ow = 0; ow < c.O[2]; ow++) {
+                                int64_t ih = oh * 2 - 1 + kh, iw = ow - 2 + kw;
+                                if (ih < 0 || ih >= 9 || iw < 0 || iw >= 11) continue;
+                                want += at5(&c.x, n, co / 3 * 2 + ci, 0, ih, iw) *
+                                        at5(&c.dy, n, co, 0, oh, ow);
+                            }
+                    double got = at5(&c.dw, co, ci, 0, kh, kw);
+                    if (fabs(got - want) > 1e-12 * (1 + fabs(want)))
+                        fail_msg("dw[%lld,%lld,0,%lld,%lld] = %.17g, want %.17g", (long long)co,
+                                 (long long)ci, (long long)kh, (long long)kw, got, want);
+                }
+    free_case(&c);
+}
+
+/* ------------------------------------------------------------ properties */
+
+static geometry random_geometry(tu_rng *r) {
+    geometry g;
+    memset(&g, 0, sizeof g);
+    g.G = tu_range(r, 1, 3);
+    g.N = tu_range(r, 1, 2);
+    g.Cin_g = tu_range(r, 1, 3);
+    g.Cout_g = tu_range(r, 1, 3);
+    g.mode = (int32_t)tu_range(r, 0, 1);
+    for (int j = 0; j < 3; j++) {
+        g.K[j] = tu_range(r, 1, 3);
+        g.stride[j] = tu_range(r, 1, 3);
+        g.dil[j] = tu_range(r, 1, 2);
+        g.pb[j] = tu_range(r, 0, 2);
+        g.pe[j] = tu_range(r, 0, 2);
+        g.I[j] = tu_range(r, 1, 6);
+        while (g.I[j] + g.pb[j] + g.pe[j] < g.dil[j] * (g.K[j] - 1) + 1)
+            g.I[j]++;
+    }
+    return g;
+}
+
+/* The adjoint identity on random geometries, in every data and dw layout. */
+static void test_adjoint_identity(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(4);
+    for (int iter = 0; iter < 36; iter++) {
+        geometry g = random_geometry(&r);
+        c3f_case c;
+        make_case(&c, &g, GRADREF_F64, GRADREF_F64, iter % 2, iter % 3, &r);
+        check_adjoint(&c, 1e-12);
+        free_case(&c);
+    }
+}
+
+/* Every layout, thread count and precision gives the reference's bits; F16/BF16 inputs with an
+ * F32 or a 16-bit dw. */
+static void test_threads_layouts_dtypes(void **state) {
+    (void)state;
+    static const int32_t in[5] = {GRADREF_F32, GRADREF_F64, GRADREF_F16, GRADREF_BF16, GRADREF_F16};
+    static const int32_t out[5] = {GRADREF_F32, GRADREF_F64, GRADREF_F32, GRADREF_BF16,
+                                   GRADREF_F16};
+    static const int threads[] = TU_THREAD_COUNTS;
+    tu_rng r = tu_rng_make(5);
+    for (int iter = 0; iter < 30; iter++) {
+        geometry g = random_geometry(&r);
+        const int d = iter % 5;
+        c3f_case c;
+        make_case(&c, &g, in[d], out[d], iter % 2, iter % 3, &r);
+        gradref_tensor want = c.dw;
+        void *wb = malloc(c.bytes[2]);
+        want.data = wb;
+        gradref__c3f_plan plan;
+        assert_int_equal(gradref__c3f_validate(&c.params, &c.x, &c.dy, &want, &plan), GRADREF_OK);
+        plan.precision = iter % 4 == 3 ? GRADREF_PRECISION_HIGH : 0;
+        gradref__c3f_ref(&plan);
+        for (int t = 0; t < 3; t++) {
+            gradref_exec e = {NULL, 0, threads[t], plan.precision};
+            memset(c.dw.data, 0xa5, c.bytes[2]);
+            run_ok(&c, &e);
+            assert_memory_equal(c.dw.data, wb, c.bytes[2]);
+        }
+        free(wb);
+        free_case(&c);
+    }
+}
+
+/* A reduction of 29 blocks of 256 (N * Do * Ho * Wo = 7424): the blocked f32 sum stays within
+ * its bound of the f64 sum, (256 + levels + 1) * 2^-24 * sum |x * dy|. */
+static void test_blocked_sum_accuracy(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(6);
+    const int64_t I[3] = {2, 29, 64}, K[3] = {1, 1, 1}, S[3] = {1, 1, 1};
+    geometry g = geo(2, 2, 2, 1, I, K, S, NULL);
+    c3f_case c, w;
+    make_case(&c, &g, GRADREF_F32, GRADREF_F32, 0, 0, &r);
+    make_case(&w, &g, GRADREF_F64, GRADREF_F64, 0, 0, &r);
+    int64_t i[5];
+    double abs_sum[2][2] = {{0}};
+    for (i[0] = 0; i[0] < 2; i[0]++)
+        for (i[1] = 0; i[1] < 2; i[1]++)
+            for (i[2] = 0; i[2] < 2; i[2]++)
+                for (i[3] = 0; i[3] < 29; i[3]++)
+                    for (i[4] = 0; i[4] < 64; i[4]++) {
+                        tu_put(&w.x, i, tu_get(&c.x, i));
+                        tu_put(&w.dy, i, tu_get(&c.dy, i));
+                    }
+    run_ok(&c, NULL);
+    run_ok(&w, NULL);
+    for (int co = 0; co < 2; co++)
+        for (int ci = 0; ci < 2; ci++) {
+            for (i[0] = 0; i[0] < 2; i[0]++)
+                for (i[2] = 0; i[2] < 2; i[2]++)
+                    for (i[3] = 0; i[3] < 29; i[3]++)
+                        for (i[4] = 0; i[4] < 64; i[4]++)
+                            abs_sum[co][ci] += fabs(at5(&c.x, i[0], ci, i[2], i[3], i[4]) *
+                                                    at5(&c.dy, i[0], co, i[2], i[3], i[4]));
+            const double bound = (256 + 5 + 1) * ldexp(1.0, -24) * abs_sum[co][ci];
+            const double err = fabs(at5(&c.dw, co, ci, 0, 0, 0) - at5(&w.dw, co, ci, 0, 0, 0));
+            if (err > bound) fail_msg("error %.3g over the bound %.3g", err, bound);
+        }
+    free_case(&c);
+    free_case(&w);
+}
+
+/* ------------------------------------------------------------ helpers */
+
+static void test_pads_same(void **state) {
+    (void)state;
+    gradref_conv_params p;
+    memset(&p, 0, sizeof p);
+    const int64_t in[3] = {5, 7, 4}, k[3] = {3, 2, 1};
+    p.stride[0] = 2, p.stride[1] = 2, p.stride[2] = 1;
+    p.dilation[0] = p.dilation[1] = p.dilation[2] = 1;
+    assert_int_equal(gradref_conv_pads_same(&p, 3, in, k), GRADREF_OK);
+    /* out 3: need (3-1)*2+3-5 = 2 -> 1,1; out 4: need 3*2+2-7 = 1 -> 0,1 (odd at the end); 0 */
+    const int64_t want[6] = {1, 1, 0, 1, 0, 0};
+    for (int j = 0; j < 6; j++)
+        assert_int_equal(p.pad[j], want[j]);
+    p.dilation[0] = 2; /* dilated kernel 5 on 5 with stride 2: out 3, need 4+5-5 = 4 */
+    assert_int_equal(gradref_conv_pads_same(&p, 1, in, k), GRADREF_OK);
+    assert_int_equal(p.pad[0], 2);
+    assert_int_equal(p.pad[1], 2);
+    p.stride[0] = 0;
+    assert_int_equal(gradref_conv_pads_same(&p, 1, in, k), GRADREF_ERR_PARAM);
+    assert_int_equal(p.pad[0], 2); /* untouched */
+    assert_int_equal(gradref_conv_pads_same(NULL, 1, in, k), GRADREF_ERR_NULL);
+    assert_int_equal(gradref_conv_pads_same(&p, 4, in, k), GRADREF_ERR_PARAM);
+}
+
+/* The outcomes of upstream's fusion-pass unit tests (seed §6, 32 AI cores: limits 131072 for
+ * Din > 1 and 16384 for Din == 1) and the consistent shapes of reference §3.4. */
+static void test_transpose_rule(void **state) {
+    (void)state;
+    const int32_t NDHWC = GRADREF_FORMAT_NDHWC, DHWCN = GRADREF_FORMAT_DHWCN,
+                  NCDHW = GRADREF_FORMAT_NCDHW;
+    assert_int_equal(gradref_conv3d_dw_transpose_needed(NCDHW, 16, 32, 2, 32, 1), 0); /* NCDHW y */
+    assert_int_equal(gradref_conv3d_dw_transpose_needed(DHWCN, 16, 32, 2, 32, 1), 1);
+    assert_int_equal(gradref_conv3d_dw_transpose_needed(NDHWC, 16, 32, 2, 32, 1), 1);
+    assert_int_equal(gradref_conv3d_dw_transpose_needed(NDHWC, 16, 256, 128, 32, 1),
+                     0); /* 524288 */
+    assert_int_equal(gradref_conv3d_dw_transpose_needed(NDHWC, 32, 32, 128, 32, 1),
+                     1); /* = limit */
+    assert_int_equal(gradref_conv3d_dw_transpose_needed(NDHWC, 32, 32, 129, 32, 1), 0);
+    assert_int_equal(gradref_conv3d_dw_transpose_needed(NDHWC, 1, 32, 2, 32, 1), 1);    /* 64 */
+    assert_int_equal(gradref_conv3d_dw_transpose_needed(NDHWC, 1, 256, 256, 32, 1), 0); /* 65536 */
+    assert_int_equal(gradref_conv3d_dw_transpose_needed(DHWCN, 1, 128, 128, 32, 1),
+                     1); /* = limit */
+    assert_int_equal(gradref_conv3d_dw_transpose_needed(DHWCN, 1, 128, 129, 32, 1), 0);
+    assert_int_equal(gradref_conv3d_dw_transpose_needed(NDHWC, 16, 32, 2, 0, 1), 0);  /* no cores */
+    assert_int_equal(gradref_conv3d_dw_transpose_needed(NDHWC, 16, 32, 2, 32, 0), 0); /* dynamic */
+    assert_int_equal(gradref_conv3d_dw_transpose_needed(GRADREF_FORMAT_NHWC, 1, 2, 2, 32, 1), 0);
+    /* odd core counts: the 2-D limit halves with integer division */
+    assert_int_equal(gradref_conv3d_dw_transpose_needed(NDHWC, 1, 1, 1024, 3, 1), 1);
+    assert_int_equal(gradref_conv3d_dw_transpose_needed(NDHWC, 1, 1, 1025, 3, 1), 0);
+}
+
+/* ------------------------------------------------------------ empty, errors */
+
+static void test_empty(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(7);
+    const int64_t I[3] = {3, 3, 3}, K[3] = {2, 2, 2}, S[3] = {1, 1, 1};
+    geometry g = geo(0, 2, 4, 1, I, K, S, NULL);
+    c3f_case c;
+    make_case(&c, &g, GRADREF_F32, GRADREF_F32, 0, 0, &r);
+    run_ok(&c, NULL);
+    for (size_t i = 0; i < c.bytes[2] / 4; i++)
+        assert_true(((uint32_t *)c.dw.data)[i] == 0);
+    free_case(&c);
+}
+
+static void expect_error(c3f_case *c, gradref_status got, gradref_status want, const char *frag) {
+    if (got != want)
+        fail_msg("got %s, want %s (%s)", gradref_status_string(got), gradref_status_string(want),
+                 gradref_last_error());
+    const char *msg = gradref_last_error();
+    if (strncmp(msg, "conv3d_backprop_filter: ", 24) != 0 || !strstr(msg, frag))
+        fail_msg("message '%s' lacks '%s'", msg, frag);
+    for (size_t i = 0; i < c->bytes[2]; i++)
+        if (((unsigned char *)c->buf[2])[i] != 0xee) fail_msg("dw was written");
+}
+
+static void test_errors(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(8);
+    const int64_t I[3] = {4, 5, 6}, K[3] = {2, 2, 3}, S[3] = {1, 2, 1}, P[6] = {0, 1, 1, 0, 1, 1};
+    geometry g = geo(2, 4, 6, 2, I, K, S, P);
+    c3f_case c;
+    make_case(&c, &g, GRADREF_F32, GRADREF_F32, 0, 0, &r);
+    memset(c.buf[2], 0xee, c.bytes[2]);
+    const gradref_conv_params good = c.params;
+    gradref_conv_params p;
+    const gradref_tensor *X = &c.x, *Y = &c.dy, *W = &c.dw;
+#define CALL(pp, a, b, w, e) gradref_conv3d_backprop_filter(pp, a, b, w, e)
+    expect_error(&c, CALL(NULL, X, Y, W, NULL), GRADREF_ERR_NULL, "p is NULL");
+    expect_error(&c, CALL(&good, NULL, Y, W, NULL), GRADREF_ERR_NULL, "x is NULL");
+    expect_error(&c, CALL(&good, X, NULL, W, NULL), GRADREF_ERR_NULL, "dy is NULL");
+    expect_error(&c, CALL(&good, X, Y, NULL, NULL), GRADREF_ERR_NULL, "dw is NULL");
+    p = good, p.mode = 3;
+    expect_error(&c, CALL(&p, X, Y, W, NULL), GRADREF_ERR_PARAM, "p.mode is 3");
+    p = good, p.groups = -2;
+    expect_error(&c, CALL(&p, X, Y, W, NULL), GRADREF_ERR_PARAM, "p.groups is -2");
+    p = good, p.groups = 1; /* CANN would infer 2 groups from the channels; gradref rejects */
+    expect_error(&c, CALL(&p, X, Y, W, NULL), GRADREF_ERR_SHAPE, "x.shape[1] is 4 but groups");
+    p = good, p.groups = 4;
+    expect_error(&c, CALL(&p, X, Y, W, NULL), GRADREF_ERR_SHAPE, "x.shape[1] is 4");
+    p = good, p.stride[2] = 0;
+    expect_error(&c, CALL(&p, X, Y, W, NULL), GRADREF_ERR_PARAM, "p.stride[2] is 0");
+    p = good, p.dilation[0] = 0;
+    expect_error(&c, CALL(&p, X, Y, W, NULL), GRADREF_ERR_PARAM, "p.dilation[0] is 0");
+    p = good, p.pad[5] = -1;
+    expect_error(&c, CALL(&p, X, Y, W, NULL), GRADREF_ERR_PARAM, "pads must be >= 0");
+    p = good, p.stride[1] = 1;
+    expect_error(&c, CALL(&p, X, Y, W, NULL), GRADREF_ERR_SHAPE,
+                 "dy.shape[3] is 3 but the geometry gives 5");
+    p = good, p.dilation[2] = 9;
+    expect_error(&c, CALL(&p, X, Y, W, NULL), GRADREF_ERR_SHAPE, "smaller than the dilated kernel");
+    p = good, p.dilation[2] = INT64_MAX / 2 + 1;
+    expect_error(&c, CALL(&p, X, Y, W, NULL), GRADREF_ERR_OVERFLOW, "exceeds int64");
+    gradref_tensor t;
+    t = c.x, t.ndim = 4;
+    expect_error(&c, CALL(&good, &t, Y, W, NULL), GRADREF_ERR_RANK, "x.ndim is 4");
+    t = c.dy, t.dtype = GRADREF_F64;
+    expect_error(&c, CALL(&good, X, &t, W, NULL), GRADREF_ERR_DTYPE, "dy.dtype is F64");
+    t = c.x, t.dtype = GRADREF_I8;
+    expect_error(&c, CALL(&good, &t, Y, W, NULL), GRADREF_ERR_DTYPE, "x.dtype is I8");
+    t = c.dw, t.dtype = GRADREF_F16;
+    expect_error(&c, CALL(&good, X, Y, &t, NULL), GRADREF_ERR_DTYPE, "dw.dtype is F16");
+    t = c.dy, t.shape[0] = 1; /* CANN takes the batch from dy; gradref rejects */
+    expect_error(&c, CALL(&good, X, &t, W, NULL), GRADREF_ERR_SHAPE, "dy.shape[0] is 1");
+    t = c.dy, t.shape[1] = 4; /* CANN takes Cout from dy */
+    expect_error(&c, CALL(&good, X, &t, W, NULL), GRADREF_ERR_SHAPE, "dy.shape[1] is 4");
+    t = c.dw, t.shape[0] = 5;
+    expect_error(&c, CALL(&good, X, Y, &t, NULL), GRADREF_ERR_SHAPE, "dy.shape[1] is 6");
+    t = c.dw, t.shape[4] = 0;
+    expect_error(&c, CALL(&good, X, Y, &t, NULL), GRADREF_ERR_SHAPE, "kernel sizes must be >= 1");
+    t = c.dw, t.strides[1] = 0;
+    expect_error(&c, CALL(&good, X, Y, &t, NULL), GRADREF_ERR_STRIDE, "dw");
+    t = c.dw, t.data = c.x.data;
+    expect_error(&c, CALL(&good, X, Y, &t, NULL), GRADREF_ERR_ALIAS, "dw");
+    gradref_exec bad = {NULL, 0, -1, 0};
+    expect_error(&c, CALL(&good, X, Y, W, &bad), GRADREF_ERR_PARAM, "num_threads");
+    expect_error(&c, gradref_conv3d_backprop_filter_workspace_size(&good, X, Y, W, NULL),
+                 GRADREF_ERR_NULL, "bytes is NULL");
+    size_t bytes = 1;
+    assert_int_equal(gradref_conv3d_backprop_filter_workspace_size(&good, X, Y, W, &bytes),
+                     GRADREF_OK);
+    assert_int_equal(bytes, 0);
+#undef CALL
+    free_case(&c);
+}
+
+int main(void) {
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_all_ones),
+        cmocka_unit_test(test_tf_table),
+        cmocka_unit_test(test_2d_degenerate),
+        cmocka_unit_test(test_adjoint_identity),
+        cmocka_unit_test(test_threads_layouts_dtypes),
+        cmocka_unit_test(test_blocked_sum_accuracy),
+        cmocka_unit_test(test_pads_same),
+        cmocka_unit_test(test_transpose_rule),
+        cmocka_unit_test(test_empty),
+        cmocka_unit_test(test_errors),
+    };
+    tu_seed();
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
