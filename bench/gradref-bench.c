@@ -453,6 +453,116 @@ static int run_cbd(const problem *p, int threads, int repeats, timing *t) {
     return rc;
 }
 
+/* ---- conv3d_backprop_filter ---- */
+
+typedef struct c3f_ctx {
+    gradref_conv_params params;
+    gradref_tensor x, dy, dw;
+    void *workspace;
+    size_t workspace_bytes;
+} c3f_ctx;
+
+static gradref_status c3f_once(void *arg, int threads) {
+    c3f_ctx *c = arg;
+    gradref_exec exec = {c->workspace, c->workspace_bytes, threads, GRADREF_PRECISION_DEFAULT};
+    return gradref_conv3d_backprop_filter(&c->params, &c->x, &c->dy, &c->dw, &exec);
+}
+
+/* conv3d_backprop_filter N IC OC [G] D H W K [KD] S P [PD] dtype ncdhw|ndhwc: the weight
+ * gradient of a 3-D convolution with a K^3 kernel (depth KD when given), stride S, pads P on
+ * both sides (depth PD). Work: 2 N OC (IC/G) taps O flops; oneDNN side by side. */
+static int run_c3f(const problem *p, int threads, int repeats, timing *t) {
+    peer_conv pc;
+    memset(&pc, 0, sizeof pc);
+    pc.rank = 3;
+    pc.N = problem_get(p, "N", 1);
+    pc.G = problem_get(p, "G", 1);
+    pc.ICpg = problem_get(p, "IC", 1) / pc.G;
+    pc.OCpg = problem_get(p, "OC", 1) / pc.G;
+    const int64_t sizes[3] = {problem_get(p, "D", 1), problem_get(p, "H", 1),
+                              problem_get(p, "W", 1)};
+    int64_t taps = 1, opix = 1, ipix = 1;
+    for (int j = 0; j < 3; j++) {
+        pc.I[j] = sizes[j];
+        pc.K[j] = j == 0 ? problem_get(p, "KD", problem_get(p, "K", 1)) : problem_get(p, "K", 1);
+        pc.stride[j] = problem_get(p, "S", 1);
+        pc.dil[j] = 1;
+        pc.pad_begin[j] = pc.pad_end[j] =
+            j == 0 ? problem_get(p, "PD", problem_get(p, "P", 0)) : problem_get(p, "P", 0);
+        pc.O[j] = (pc.I[j] + 2 * pc.pad_begin[j] - (pc.K[j] - 1) - 1) / pc.stride[j] + 1;
+        taps *= pc.K[j];
+        opix *= pc.O[j];
+        ipix *= pc.I[j];
+    }
+    const gradref_dtype dt = p->dtype;
+    const size_t esz = gradref__dtype_size(dt);
+    const gradref_format fmt =
+        strcmp(p->mode, "ndhwc") == 0 ? GRADREF_FORMAT_NDHWC : GRADREF_FORMAT_NCDHW;
+    const int64_t C_in = pc.G * pc.ICpg, C_out = pc.G * pc.OCpg;
+    const int64_t xn = pc.N * C_in * ipix, yn = pc.N * C_out * opix, wn = C_out * pc.ICpg * taps;
+    char *x = malloc((size_t)xn * esz), *y = malloc((size_t)yn * esz), *w = malloc((size_t)wn * 8);
+    int rc = 1;
+    if (x && y && w) {
+        fill_values(dt, x, xn, 1);
+        fill_values(dt, y, yn, 2);
+        c3f_ctx c;
+        memset(&c, 0, sizeof c);
+        c.params.groups = (int32_t)pc.G;
+        for (int j = 0; j < 3; j++) {
+            c.params.stride[j] = pc.stride[j];
+            c.params.dilation[j] = 1;
+            c.params.pad[2 * j] = pc.pad_begin[j];
+            c.params.pad[2 * j + 1] = pc.pad_end[j];
+        }
+        const int64_t xs[5] = {pc.N, C_in, pc.I[0], pc.I[1], pc.I[2]};
+        const int64_t ys[5] = {pc.N, C_out, pc.O[0], pc.O[1], pc.O[2]};
+        const int64_t ws[5] = {C_out, pc.ICpg, pc.K[0], pc.K[1], pc.K[2]};
+        gradref_tensor_init_format(&c.x, x, dt, fmt, xs);
+        gradref_tensor_init_format(&c.dy, y, dt, fmt, ys);
+        gradref_tensor_init(&c.dw, w, dt, 5, ws);
+        if (gradref_conv3d_backprop_filter_workspace_size(&c.params, &c.x, &c.dy, &c.dw,
+                                                          &c.workspace_bytes) == GRADREF_OK &&
+            c.workspace_bytes > 0)
+            c.workspace = malloc(c.workspace_bytes);
+        peer_onednn *peer = dt == GRADREF_F32 ? peer_onednn_conv_bwd_weights(&pc, threads) : NULL;
+        double *ours = malloc(sizeof(double) * (size_t)repeats),
+               *theirs = malloc(sizeof(double) * (size_t)repeats);
+        rc = ours && theirs ? 0 : 1;
+        for (int r = -1; r < repeats && rc == 0; r++) {
+            double t0 = now_seconds();
+            gradref_status s = c3f_once(&c, threads);
+            double t1 = now_seconds();
+            if (peer && peer_onednn_run(peer) != 0) {
+                peer_onednn_free(peer);
+                peer = NULL;
+            }
+            double t2 = now_seconds();
+            if (s != GRADREF_OK) {
+                fprintf(stderr, "%s: %s\n", p->text, gradref_last_error());
+                rc = 1;
+            } else if (r >= 0) {
+                ours[r] = t1 - t0;
+                theirs[r] = t2 - t1;
+            }
+        }
+        if (rc == 0) {
+            t->op_seconds = median(ours, repeats);
+            t->peer_seconds = peer ? median(theirs, repeats) : 0;
+        }
+        peer_onednn_free(peer);
+        free(ours);
+        free(theirs);
+        free(c.workspace);
+        t->work = 2.0 * (double)(pc.N * C_out * pc.ICpg * taps * opix);
+        t->unit = "GFLOP/s";
+        t->unit_scale = 1e-9;
+    }
+    free(x);
+    free(y);
+    free(w);
+    return rc;
+}
+
 static void usage(void) {
     fprintf(stderr,
             "usage: gradref-bench [-t threads] [-r repeats] [-f problems.txt] [substring]\n");
@@ -505,6 +615,8 @@ int main(int argc, char **argv) {
             rc = run_gs3d(p, threads, repeats, &t);
         } else if (strcmp(p->op, "conv_backprop_data") == 0) {
             rc = run_cbd(p, threads, repeats, &t);
+        } else if (strcmp(p->op, "conv3d_backprop_filter") == 0) {
+            rc = run_c3f(p, threads, repeats, &t);
         } else {
             fprintf(stderr, "gradref-bench: unknown operator '%s'\n", p->op);
             rc = 1;

@@ -57,7 +57,17 @@ int peer_onednn_run(peer_onednn *h) {
     return dnnl_stream_wait(h->stream) != dnnl_success;
 }
 
+static peer_onednn *peer_onednn_conv(const peer_conv *c, int threads, int weights);
+
 peer_onednn *peer_onednn_conv_bwd_data(const peer_conv *c, int threads) {
+    return peer_onednn_conv(c, threads, 0);
+}
+
+peer_onednn *peer_onednn_conv_bwd_weights(const peer_conv *c, int threads) {
+    return peer_onednn_conv(c, threads, 1);
+}
+
+static peer_onednn *peer_onednn_conv(const peer_conv *c, int threads, int weights) {
     peer_onednn *h = calloc(1, sizeof *h);
     if (!h) return NULL;
     const int r = c->rank, nd = r + 2;
@@ -91,12 +101,21 @@ peer_onednn *peer_onednn_conv_bwd_data(const peer_conv *c, int threads) {
                                                      dnnl_convolution_direct, &src_md, &wei_md,
                                                      NULL, &dst_md, st, dl, pl, pr));
     CHECK(dnnl_primitive_desc_create(&h->fwd_pd, &fwd, NULL, h->engine, NULL));
-    CHECK(dnnl_dilated_convolution_backward_data_desc_init(&bwd, dnnl_convolution_direct, &src_md,
-                                                           &wei_md, &dst_md, st, dl, pl, pr));
+    if (weights)
+        CHECK(dnnl_dilated_convolution_backward_weights_desc_init(
+            &bwd, dnnl_convolution_direct, &src_md, &wei_md, NULL, &dst_md, st, dl, pl, pr));
+    else
+        CHECK(dnnl_dilated_convolution_backward_data_desc_init(
+            &bwd, dnnl_convolution_direct, &src_md, &wei_md, &dst_md, st, dl, pl, pr));
     CHECK(dnnl_primitive_desc_create(&h->bwd_pd, &bwd, NULL, h->engine, h->fwd_pd));
-    const dnnl_query_t which[3] = {dnnl_query_diff_src_md, dnnl_query_weights_md,
-                                   dnnl_query_diff_dst_md};
-    const int arg[3] = {DNNL_ARG_DIFF_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_DST};
+    const dnnl_query_t data_q[3] = {dnnl_query_diff_src_md, dnnl_query_weights_md,
+                                    dnnl_query_diff_dst_md};
+    const dnnl_query_t weights_q[3] = {dnnl_query_src_md, dnnl_query_diff_weights_md,
+                                       dnnl_query_diff_dst_md};
+    const dnnl_query_t *which = weights ? weights_q : data_q;
+    const int data_arg[3] = {DNNL_ARG_DIFF_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_DST};
+    const int weights_arg[3] = {DNNL_ARG_SRC, DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_DST};
+    const int *arg = weights ? weights_arg : data_arg;
     for (int i = 0; i < 3; i++) {
         const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(h->bwd_pd, which[i], 0);
         CHECK(dnnl_memory_create(&h->mem[i], md, h->engine, DNNL_MEMORY_ALLOCATE));
@@ -114,6 +133,10 @@ out:
 #else
 
 peer_onednn *peer_onednn_conv_bwd_data(const peer_conv *c, int threads) {
+    (void)c, (void)threads;
+    return NULL;
+}
+peer_onednn *peer_onednn_conv_bwd_weights(const peer_conv *c, int threads) {
     (void)c, (void)threads;
     return NULL;
 }

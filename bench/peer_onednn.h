@@ -15,6 +15,8 @@ typedef struct peer_conv {
  * oneDNN (or oneDNN refused the problem). */
 typedef struct peer_onednn peer_onednn;
 peer_onednn *peer_onednn_conv_bwd_data(const peer_conv *c, int threads);
+/* The same for the weight gradient (backward weights, no bias). */
+peer_onednn *peer_onednn_conv_bwd_weights(const peer_conv *c, int threads);
 /* One execution (waits for it); 0 on success. */
 int peer_onednn_run(peer_onednn *h);
 void peer_onednn_free(peer_onednn *h);

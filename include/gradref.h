@@ -230,7 +230,8 @@ GRADREF_API gradref_status gradref_conv3d_backprop_filter(const gradref_conv_par
                                                           const gradref_tensor *dy,
                                                           const gradref_tensor *dw,
                                                           const gradref_exec *exec);
-/* The workspace such a call may use (any thread count). Validates like the call. */
+/* The workspace such a call may use with the default thread count (a smaller workspace that
+ * holds one thread's share runs on fewer threads). Validates like the call. */
 GRADREF_API gradref_status gradref_conv3d_backprop_filter_workspace_size(
     const gradref_conv_params *p, const gradref_tensor *x, const gradref_tensor *dy,
     const gradref_tensor *dw, size_t *bytes);

@@ -309,12 +309,20 @@ static void test_threads_layouts_dtypes(void **state) {
         assert_int_equal(gradref__c3f_validate(&c.params, &c.x, &c.dy, &want, &plan), GRADREF_OK);
         plan.precision = iter % 4 == 3 ? GRADREF_PRECISION_HIGH : 0;
         gradref__c3f_ref(&plan);
-        for (int t = 0; t < 3; t++) {
-            gradref_exec e = {NULL, 0, threads[t], plan.precision};
-            memset(c.dw.data, 0xa5, c.bytes[2]);
-            run_ok(&c, &e);
-            assert_memory_equal(c.dw.data, wb, c.bytes[2]);
-        }
+        for (int kernel = 0; kernel < 3; kernel++)
+            for (int t = 0; t < 3; t++) {
+                gradref__c3f_plan q;
+                assert_int_equal(gradref__c3f_validate(&c.params, &c.x, &c.dy, &c.dw, &q),
+                                 GRADREF_OK);
+                q.precision = plan.precision;
+                q.kernel = kernel;
+                const size_t need = gradref__c3f_fast_workspace(&q, q.precision, threads[t]);
+                char *block = malloc(need + 64);
+                memset(c.dw.data, 0xa5, c.bytes[2]);
+                gradref__c3f_fast(&q, block + (64 - (uintptr_t)block % 64) % 64, threads[t]);
+                free(block);
+                assert_memory_equal(c.dw.data, wb, c.bytes[2]);
+            }
         free(wb);
         free_case(&c);
     }
@@ -356,6 +364,44 @@ static void test_blocked_sum_accuracy(void **state) {
         }
     free_case(&c);
     free_case(&w);
+}
+
+/* Long reductions (several blocks, a partial last one) and a dy holding Inf and NaN (then
+ * the reference's skipped taps matter): the fast path still equals the reference. */
+static void test_long_and_nonfinite(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(9);
+    const int64_t I[3] = {5, 17, 23}, K[3] = {2, 3, 3}, S[3] = {1, 2, 1}, P[6] = {1, 0, 1, 1, 1, 2};
+    geometry g = geo(3, 6, 4, 2, I, K, S, P);
+    for (int pass = 0; pass < 2; pass++) {
+        c3f_case c;
+        make_case(&c, &g, GRADREF_F32, GRADREF_F32, pass, pass * 2, &r);
+        if (pass) {
+            int64_t i[5] = {1, 2, 0, 0, 0}, j[5] = {2, 3, 1, 2, 3};
+            tu_put(&c.dy, i, INFINITY);
+            tu_put(&c.dy, j, NAN);
+        }
+        gradref_tensor want = c.dw;
+        void *wb = malloc(c.bytes[2]);
+        want.data = wb;
+        gradref__c3f_plan plan;
+        assert_int_equal(gradref__c3f_validate(&c.params, &c.x, &c.dy, &want, &plan), GRADREF_OK);
+        gradref__c3f_ref(&plan);
+        gradref_exec e = {NULL, 0, 2, 0};
+        run_ok(&c, &e);
+        int64_t i[5];
+        for (i[0] = 0; i[0] < 4; i[0]++)
+            for (i[1] = 0; i[1] < 3; i[1]++)
+                for (i[2] = 0; i[2] < 2; i[2]++)
+                    for (i[3] = 0; i[3] < 3; i[3]++)
+                        for (i[4] = 0; i[4] < 3; i[4]++) {
+                            double a = tu_get(&c.dw, i), b = tu_get(&want, i);
+                            if (!(a == b || (isnan(a) && isnan(b))))
+                                fail_msg("pass %d: dw %.9g, reference %.9g", pass, a, b);
+                        }
+        free(wb);
+        free_case(&c);
+    }
 }
 
 /* ------------------------------------------------------------ helpers */
@@ -501,7 +547,10 @@ static void test_errors(void **state) {
     size_t bytes = 1;
     assert_int_equal(gradref_conv3d_backprop_filter_workspace_size(&good, X, Y, W, &bytes),
                      GRADREF_OK);
-    assert_int_equal(bytes, 0);
+    assert_true(bytes > 0);
+    char small[64];
+    gradref_exec tiny = {small, sizeof small, 1, 0};
+    expect_error(&c, CALL(&good, X, Y, W, &tiny), GRADREF_ERR_WORKSPACE, "workspace");
 #undef CALL
     free_case(&c);
 }
@@ -514,6 +563,7 @@ int main(void) {
         cmocka_unit_test(test_adjoint_identity),
         cmocka_unit_test(test_threads_layouts_dtypes),
         cmocka_unit_test(test_blocked_sum_accuracy),
+        cmocka_unit_test(test_long_and_nonfinite),
         cmocka_unit_test(test_pads_same),
         cmocka_unit_test(test_transpose_rule),
         cmocka_unit_test(test_empty),

@@ -17,6 +17,7 @@ typedef struct gradref__c3f_plan {
     int32_t in_dtype;  /* x and dy */
     int32_t out_dtype; /* dw */
     int32_t precision; /* gradref_precision */
+    int32_t kernel;    /* highest GEMM family allowed (common/gemm.h); tests lower it */
     int64_t N, G, Cin_g, Cout_g;
     int64_t K[3], I[3], O[3];
     int64_t stride[3], dil[3], pad_begin[3];
@@ -37,7 +38,12 @@ void gradref__c3f_ref(const gradref__c3f_plan *plan);
 /* The same for dw elements [e0, e1) of the Cout * Cin/G * kD * kH * kW, in logical order. */
 void gradref__c3f_ref_elements(const gradref__c3f_plan *plan, int64_t e0, int64_t e1);
 
-/* The fast path over `threads` threads (it needs no workspace yet). */
-void gradref__c3f_fast(const gradref__c3f_plan *plan, int threads);
+/* Workspace bytes of the fast path for this plan at `precision` with `threads` threads, and
+ * the threads a workspace of `bytes` supports (0: too small for one). */
+size_t gradref__c3f_fast_workspace(const gradref__c3f_plan *plan, int32_t precision, int threads);
+int gradref__c3f_fast_threads(const gradref__c3f_plan *plan, int32_t precision, size_t bytes,
+                              int wanted);
+/* The fast path; `ws` is 64-byte aligned and holds the bytes for `threads`. */
+void gradref__c3f_fast(const gradref__c3f_plan *plan, void *ws, int threads);
 
 #endif

@@ -108,6 +108,7 @@ gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref
     plan->in_dtype = in;
     plan->out_dtype = out;
     plan->precision = GRADREF_PRECISION_DEFAULT;
+    plan->kernel = 2;
     plan->N = x->shape[0];
     plan->G = G;
     plan->Cin_g = Cin_g;
@@ -134,8 +135,27 @@ gradref_status gradref_conv3d_backprop_filter(const gradref_conv_params *p, cons
     if (s != GRADREF_OK) return s;
     if ((s = gradref__c3f_validate(p, x, dy, dw, &plan)) != GRADREF_OK) return s;
     plan.precision = ctx.precision;
-    gradref__c3f_fast(&plan, ctx.num_threads);
+    int threads = ctx.num_threads;
+    if (ctx.workspace != NULL) { /* as many threads as the caller's workspace holds */
+        const size_t usable = ctx.workspace_bytes > GRADREF_WORKSPACE_ALIGN
+                                  ? ctx.workspace_bytes - GRADREF_WORKSPACE_ALIGN
+                                  : 0;
+        const int fit = gradref__c3f_fast_threads(&plan, ctx.precision, usable, threads);
+        if (fit > 0) threads = fit;
+    }
+    void *ws, *owned;
+    s = gradref__workspace_acquire(
+        OP, &ctx, gradref__c3f_fast_workspace(&plan, ctx.precision, threads), &ws, &owned);
+    if (s != GRADREF_OK) return s;
+    gradref__c3f_fast(&plan, ws, threads);
+    gradref__workspace_release(owned);
     return GRADREF_OK;
+}
+
+static int default_threads(void) {
+    gradref__ctx ctx;
+    gradref_exec none = {NULL, 0, 0, GRADREF_PRECISION_DEFAULT};
+    return gradref__exec_resolve(OP, &none, &ctx) == GRADREF_OK ? ctx.num_threads : 1;
 }
 
 gradref_status gradref_conv3d_backprop_filter_workspace_size(const gradref_conv_params *p,
@@ -146,8 +166,12 @@ gradref_status gradref_conv3d_backprop_filter_workspace_size(const gradref_conv_
     gradref__c3f_plan plan;
     if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "bytes is NULL");
     gradref_status s = gradref__c3f_validate(p, x, dy, dw, &plan);
-    if (s == GRADREF_OK) *bytes = 0;
-    return s;
+    if (s != GRADREF_OK) return s;
+    const int threads = default_threads();
+    const size_t a = gradref__c3f_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, threads);
+    const size_t b = gradref__c3f_fast_workspace(&plan, GRADREF_PRECISION_HIGH, threads);
+    *bytes = gradref__workspace_bytes(a > b ? a : b);
+    return GRADREF_OK;
 }
 
 gradref_status gradref_conv_pads_same(gradref_conv_params *p, int32_t spatial_dims,
