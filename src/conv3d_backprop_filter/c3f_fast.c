@@ -99,11 +99,29 @@ typedef struct run {
 } run;
 
 /* col[jj][r - r0] for rows j0 .. j0 + nj of group g, r in [r0, r1): x at the tap, or 0. */
+#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#  include <immintrin.h>
+#  define C3F_SCATTER 1
+/* panel[k * mr] = row[k] for k < K, 16 at a time (AVX-512 scatters); returns how many. */
+__attribute__((target("avx512f"))) static int64_t scatter_row(const float *row, int64_t K,
+                                                              float *panel, int64_t mr) {
+    const __m512i idx =
+        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                           _mm512_set1_epi32((int32_t)mr));
+    int64_t k = 0;
+    for (; k + 16 <= K; k += 16)
+        _mm512_i32scatter_ps(panel + k * mr, idx, _mm512_loadu_ps(row + k), 4);
+    return k;
+}
+#endif
+
 /* The im2col rows j0 .. j0 + nj of group g for r in [r0, r1), written straight into the GEMM's
  * A panels (mr rows each, k-major; rows past nj zero); row is a scratch of r1 - r0 floats. */
 static void im2col(const run *R, int64_t g, int64_t j0, int64_t nj, int64_t r0, int64_t r1,
                    float *panels, int64_t mr, float *row_buf) {
     const gradref__c3f_plan *p = R->p;
+    const int scatter = gradref__sgemm_kernel(R->kernel) == GRADREF_GEMM_AVX512;
+    (void)scatter;
     const int64_t T = taps_of(p), W = p->O[2], HW = p->O[1] * W, DHW = p->O[0] * HW;
     for (int64_t jj = 0; jj < nj; jj++) {
         const int64_t j = j0 + jj, ci = j / T, t = j % T;
@@ -145,8 +163,12 @@ static void im2col(const run *R, int64_t g, int64_t j0, int64_t nj, int64_t r0, 
         }
         const int64_t K = r1 - r0;
         float *panel = panels + jj / mr * K * mr + jj % mr;
-        for (int64_t k = 0; k < K; k++)
-            panel[k * mr] = out[k];
+        int64_t done = 0;
+#ifdef C3F_SCATTER
+        if (scatter) done = scatter_row(out, K, panel, mr);
+#endif
+        for (int64_t q = done; q < K; q++)
+            panel[q * mr] = out[q];
     }
     const int64_t K = r1 - r0;
     for (int64_t jj = nj; jj % mr != 0; jj++) { /* the last panel's padding rows */
