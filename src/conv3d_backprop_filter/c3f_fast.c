@@ -123,6 +123,15 @@ static void im2col(const run *R, int64_t g, int64_t j0, int64_t nj, int64_t r0, 
     const int scatter = gradref__sgemm_kernel(R->kernel) == GRADREF_GEMM_AVX512;
     (void)scatter;
     const int64_t T = taps_of(p), W = p->O[2], HW = p->O[1] * W, DHW = p->O[0] * HW;
+    /* the block's output rows (n, od, oh) as runs of columns, the same for every j */
+    int64_t run_n[GRADREF_C3F_BLOCK], run_od[GRADREF_C3F_BLOCK], run_oh[GRADREF_C3F_BLOCK],
+        run_ow[GRADREF_C3F_BLOCK], run_len[GRADREF_C3F_BLOCK], runs = 0;
+    for (int64_t r = r0; r < r1; runs++) {
+        run_n[runs] = r / DHW, run_od[runs] = r / HW % p->O[0], run_oh[runs] = r / W % p->O[1];
+        run_ow[runs] = r % W;
+        run_len[runs] = W - run_ow[runs] < r1 - r ? W - run_ow[runs] : r1 - r;
+        r += run_len[runs];
+    }
     for (int64_t jj = 0; jj < nj; jj++) {
         const int64_t j = j0 + jj, ci = j / T, t = j % T;
         const int64_t k[3] = {t / (p->K[1] * p->K[2]), t / p->K[2] % p->K[1], t % p->K[2]};
@@ -133,33 +142,36 @@ static void im2col(const run *R, int64_t g, int64_t j0, int64_t nj, int64_t r0, 
             off[d] = kp * p->dil[d] - p->pad_begin[d];
         }
         const float *xc = R->x + (g * p->Cin_g + ci) * R->xs[1];
-        float *out = row_buf;
-        int64_t r = r0;
-        while (r < r1) { /* one output row (n, od, oh) at a time */
-            const int64_t n = r / DHW, od = r / HW % p->O[0], oh = r / W % p->O[1], ow0 = r % W;
-            const int64_t run = W - ow0 < r1 - r ? W - ow0 : r1 - r;
-            const int64_t id = od * p->stride[0] + off[0], ih = oh * p->stride[1] + off[1];
-            float *dst = out + (r - r0);
+        float *out = row_buf, *dst = row_buf;
+        for (int64_t u = 0; u < runs; u++) {
+            const int64_t run = run_len[u], ow0 = run_ow[u];
+            const int64_t id = run_od[u] * p->stride[0] + off[0],
+                          ih = run_oh[u] * p->stride[1] + off[1];
             if (id < 0 || id >= p->I[0] || ih < 0 || ih >= p->I[1]) {
-                memset(dst, 0, (size_t)run * sizeof *dst);
+                for (int64_t q = 0; q < run; q++)
+                    dst[q] = 0.0f;
             } else {
                 /* q in [lo, hi) reaches iw = (ow0 + q) * s + off in [0, I2) */
-                const float *row = xc + n * R->xs[0] + id * R->xs[2] + ih * R->xs[3];
+                const float *row = xc + run_n[u] * R->xs[0] + id * R->xs[2] + ih * R->xs[3];
                 const int64_t s = p->stride[2], xw = R->xs[4], first = ow0 * s + off[2];
                 int64_t lo = first >= 0 ? 0 : (-first + s - 1) / s;
                 int64_t hi = p->I[2] - 1 - first < 0 ? 0 : (p->I[2] - 1 - first) / s + 1;
                 if (hi > run) hi = run;
                 if (lo > hi) lo = hi;
-                memset(dst, 0, (size_t)lo * sizeof *dst);
+                for (int64_t q = 0; q < lo; q++)
+                    dst[q] = 0.0f;
                 if (s == 1 && xw == 1) {
-                    memcpy(dst + lo, row + first + lo, (size_t)(hi - lo) * sizeof *dst);
+                    const float *src = row + first;
+                    for (int64_t q = lo; q < hi; q++)
+                        dst[q] = src[q];
                 } else {
                     for (int64_t q = lo; q < hi; q++)
                         dst[q] = row[(first + q * s) * xw];
                 }
-                memset(dst + hi, 0, (size_t)(run - hi) * sizeof *dst);
+                for (int64_t q = hi; q < run; q++)
+                    dst[q] = 0.0f;
             }
-            r += run;
+            dst += run;
         }
         const int64_t K = r1 - r0;
         float *panel = panels + jj / mr * K * mr + jj % mr;
