@@ -23,11 +23,17 @@
 /* j rows per item: their level buffers (j x Cout/G floats each) stay near 1 MiB */
 #define LEVEL_FLOATS (INT64_C(256) * 1024)
 
+/* The block's output rows (n, od, oh) as runs of columns ow, the same for every tap. */
+typedef struct runs {
+    int64_t n[BLOCK], od[BLOCK], oh[BLOCK], ow[BLOCK], len[BLOCK], count;
+} runs;
+
 typedef struct layout {
-    int gemm, stage;
-    int64_t jb, levels;
+    int gemm, stage_x, stage_dy;
+    int64_t mr, cp, tb, jb,
+        levels; /* panel rows, padded channels per tap, taps and rows per item */
     size_t x32, dy32;
-    size_t thread0, per_thread, col_at, dyt_at, level_at;
+    size_t thread0, per_thread, col_at, dyt_at, level_at, runs_at;
     size_t total;
 } layout;
 
@@ -50,28 +56,34 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
     memset(&L, 0, sizeof L);
     const int f32 = p->in_dtype != GRADREF_F64;
     const int64_t J = p->Cin_g * taps_of(p), R = reduction(p);
+    (void)J;
     L.gemm = f32 && precision == GRADREF_PRECISION_DEFAULT && J > 0 && p->Cout_g > 0 && R > 0;
     if (!L.gemm) return L;
     size_t at = 0;
-    L.stage = p->in_dtype != GRADREF_F32;
-    if (L.stage) {
-        const int64_t xn = p->N * p->G * p->Cin_g * p->I[0] * p->I[1] * p->I[2];
-        const int64_t yn = p->N * p->G * p->Cout_g * p->O[0] * p->O[1] * p->O[2];
-        L.x32 = take(&at, (size_t)xn * 4);
-        L.dy32 = take(&at, (size_t)yn * 4);
-    }
-    L.jb = LEVEL_FLOATS / p->Cout_g;
-    if (L.jb < 1) L.jb = 1;
-    if (L.jb > J) L.jb = J;
+    /* x channels-last (a panel row is a run of channels), dy in f32 */
+    L.stage_x = p->in_dtype != GRADREF_F32 || (p->xs[1] != 1 && p->G * p->Cin_g > 1);
+    L.stage_dy = p->in_dtype != GRADREF_F32;
+    const int64_t xn = p->N * p->G * p->Cin_g * p->I[0] * p->I[1] * p->I[2];
+    const int64_t yn = p->N * p->G * p->Cout_g * p->O[0] * p->O[1] * p->O[2];
+    if (L.stage_x) L.x32 = take(&at, (size_t)xn * 4);
+    if (L.stage_dy) L.dy32 = take(&at, (size_t)yn * 4);
+    /* rows j = (tap, channel) with each tap's channels padded to whole GEMM panels */
+    L.mr = gradref__sgemm_mr(p->kernel);
+    L.cp = (p->Cin_g + L.mr - 1) / L.mr * L.mr;
+    L.tb = LEVEL_FLOATS / (L.cp * p->Cout_g);
+    if (L.tb < 1) L.tb = 1;
+    if (L.tb > taps_of(p)) L.tb = taps_of(p);
+    L.jb = L.tb * L.cp;
     int64_t blocks = (R + BLOCK - 1) / BLOCK;
     L.levels = 1;
     while ((INT64_C(1) << (L.levels - 1)) < blocks)
         L.levels++;
     size_t per = 0;
     take(&per, gradref__sgemm_work_bytes());
-    L.col_at = take(&per, (size_t)(((L.jb + 15) / 16 * 16 + 1) * BLOCK) * 4); /* panels, a row */
+    L.col_at = take(&per, (size_t)(L.jb * BLOCK) * 4); /* A panels */
     L.dyt_at = take(&per, (size_t)(BLOCK * p->Cout_g) * 4);
     L.level_at = take(&per, (size_t)(L.levels + 1) * (size_t)(L.jb * p->Cout_g) * 4);
+    L.runs_at = take(&per, sizeof(runs));
     L.per_thread = per;
     L.thread0 = at;
     L.total = at + per * (size_t)threads;
@@ -99,94 +111,91 @@ typedef struct run {
 } run;
 
 /* col[jj][r - r0] for rows j0 .. j0 + nj of group g, r in [r0, r1): x at the tap, or 0. */
+
+static void block_runs(const gradref__c3f_plan *p, int64_t r0, int64_t r1, runs *u) {
+    const int64_t W = p->O[2], HW = p->O[1] * W, DHW = p->O[0] * HW;
+    u->count = 0;
+    for (int64_t r = r0; r < r1; u->count++) {
+        const int64_t c = u->count;
+        u->n[c] = r / DHW, u->od[c] = r / HW % p->O[0], u->oh[c] = r / W % p->O[1];
+        u->ow[c] = r % W;
+        u->len[c] = W - u->ow[c] < r1 - r ? W - u->ow[c] : r1 - r;
+        r += u->len[c];
+    }
+}
+
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #  include <immintrin.h>
-#  define C3F_SCATTER 1
-/* panel[k * mr] = row[k] for k < K, 16 at a time (AVX-512 scatters); returns how many. */
-__attribute__((target("avx512f"))) static int64_t scatter_row(const float *row, int64_t K,
-                                                              float *panel, int64_t mr) {
-    const __m512i idx =
-        _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
-                           _mm512_set1_epi32((int32_t)mr));
-    int64_t k = 0;
-    for (; k + 16 <= K; k += 16)
-        _mm512_i32scatter_ps(panel + k * mr, idx, _mm512_loadu_ps(row + k), 4);
-    return k;
+#  define C3F_AVX512 1
+/* One panel row (mr <= 16 lanes): `live` channels from src, zeros past them. */
+__attribute__((target("avx512f"))) static void panel_row(float *dst, const float *src, int64_t live,
+                                                         int64_t mr) {
+    const __mmask16 in = (__mmask16)((1u << live) - 1u), out = (__mmask16)((1u << mr) - 1u);
+    _mm512_mask_storeu_ps(dst, out, _mm512_maskz_loadu_ps(in, src));
 }
 #endif
 
-/* The im2col rows j0 .. j0 + nj of group g for r in [r0, r1), written straight into the GEMM's
- * A panels (mr rows each, k-major; rows past nj zero); row is a scratch of r1 - r0 floats. */
-static void im2col(const run *R, int64_t g, int64_t j0, int64_t nj, int64_t r0, int64_t r1,
-                   float *panels, int64_t mr, float *row_buf) {
+/* A panels for taps [t0, t1) of group g and r in [r0, r1): row j = (t - t0) * cp + ci holds
+ * x at tap t for channel ci (0 outside x and for the padding channels ci >= Cin/G); panel
+ * p = j / mr holds K runs of mr values, k-major. x is channels-last. */
+static void pack_panels(const run *R, const layout *L, int64_t g, int64_t t0, int64_t t1,
+                        const runs *u, int64_t r0, int64_t r1, float *panels) {
     const gradref__c3f_plan *p = R->p;
-    const int scatter = gradref__sgemm_kernel(R->kernel) == GRADREF_GEMM_AVX512;
-    (void)scatter;
-    const int64_t T = taps_of(p), W = p->O[2], HW = p->O[1] * W, DHW = p->O[0] * HW;
-    /* the block's output rows (n, od, oh) as runs of columns, the same for every j */
-    int64_t run_n[GRADREF_C3F_BLOCK], run_od[GRADREF_C3F_BLOCK], run_oh[GRADREF_C3F_BLOCK],
-        run_ow[GRADREF_C3F_BLOCK], run_len[GRADREF_C3F_BLOCK], runs = 0;
-    for (int64_t r = r0; r < r1; runs++) {
-        run_n[runs] = r / DHW, run_od[runs] = r / HW % p->O[0], run_oh[runs] = r / W % p->O[1];
-        run_ow[runs] = r % W;
-        run_len[runs] = W - run_ow[runs] < r1 - r ? W - run_ow[runs] : r1 - r;
-        r += run_len[runs];
-    }
-    for (int64_t jj = 0; jj < nj; jj++) {
-        const int64_t j = j0 + jj, ci = j / T, t = j % T;
-        const int64_t k[3] = {t / (p->K[1] * p->K[2]), t / p->K[2] % p->K[1], t % p->K[2]};
+    const int64_t K = r1 - r0, mr = L->mr, cp = L->cp, npanel = cp / mr;
+    const int avx512 = gradref__sgemm_kernel(R->kernel) == GRADREF_GEMM_AVX512;
+    (void)avx512;
+    for (int64_t t = t0; t < t1; t++) {
+        const int64_t k3[3] = {t / (p->K[1] * p->K[2]), t / p->K[2] % p->K[1], t % p->K[2]};
         int64_t off[3];
         for (int d = 0; d < 3; d++) {
             const int64_t kp =
-                p->mode == GRADREF_CONV_CROSS_CORRELATION ? k[d] : p->K[d] - 1 - k[d];
+                p->mode == GRADREF_CONV_CROSS_CORRELATION ? k3[d] : p->K[d] - 1 - k3[d];
             off[d] = kp * p->dil[d] - p->pad_begin[d];
         }
-        const float *xc = R->x + (g * p->Cin_g + ci) * R->xs[1];
-        float *out = row_buf, *dst = row_buf;
-        for (int64_t u = 0; u < runs; u++) {
-            const int64_t run = run_len[u], ow0 = run_ow[u];
-            const int64_t id = run_od[u] * p->stride[0] + off[0],
-                          ih = run_oh[u] * p->stride[1] + off[1];
-            if (id < 0 || id >= p->I[0] || ih < 0 || ih >= p->I[1]) {
-                for (int64_t q = 0; q < run; q++)
-                    dst[q] = 0.0f;
-            } else {
-                /* q in [lo, hi) reaches iw = (ow0 + q) * s + off in [0, I2) */
-                const float *row = xc + run_n[u] * R->xs[0] + id * R->xs[2] + ih * R->xs[3];
-                const int64_t s = p->stride[2], xw = R->xs[4], first = ow0 * s + off[2];
-                int64_t lo = first >= 0 ? 0 : (-first + s - 1) / s;
-                int64_t hi = p->I[2] - 1 - first < 0 ? 0 : (p->I[2] - 1 - first) / s + 1;
+        float *tap_panels = panels + (t - t0) * npanel * K * mr;
+        int64_t k = 0;
+        for (int64_t c = 0; c < u->count; c++) {
+            const int64_t run = u->len[c], ow0 = u->ow[c];
+            const int64_t id = u->od[c] * p->stride[0] + off[0],
+                          ih = u->oh[c] * p->stride[1] + off[1];
+            int64_t lo = 0, hi = 0;
+            const float *base = NULL;
+            if (id >= 0 && id < p->I[0] && ih >= 0 && ih < p->I[1]) {
+                const int64_t s = p->stride[2], first = ow0 * s + off[2];
+                lo = first >= 0 ? 0 : (-first + s - 1) / s;
+                hi = p->I[2] - 1 - first < 0 ? 0 : (p->I[2] - 1 - first) / s + 1;
                 if (hi > run) hi = run;
                 if (lo > hi) lo = hi;
-                for (int64_t q = 0; q < lo; q++)
-                    dst[q] = 0.0f;
-                if (s == 1 && xw == 1) {
-                    const float *src = row + first;
-                    for (int64_t q = lo; q < hi; q++)
-                        dst[q] = src[q];
-                } else {
-                    for (int64_t q = lo; q < hi; q++)
-                        dst[q] = row[(first + q * s) * xw];
-                }
-                for (int64_t q = hi; q < run; q++)
-                    dst[q] = 0.0f;
+                base = R->x + u->n[c] * R->xs[0] + id * R->xs[2] + ih * R->xs[3] +
+                       first * R->xs[4] + g * p->Cin_g * R->xs[1];
             }
-            dst += run;
-        }
-        const int64_t K = r1 - r0;
-        float *panel = panels + jj / mr * K * mr + jj % mr;
-        int64_t done = 0;
-#ifdef C3F_SCATTER
-        if (scatter) done = scatter_row(out, K, panel, mr);
+            for (int64_t pn = 0; pn < npanel; pn++) {
+                float *dst = tap_panels + pn * K * mr + k * mr;
+                const int64_t ci0 = pn * mr, live = p->Cin_g - ci0 < mr
+                                                        ? (p->Cin_g - ci0 > 0 ? p->Cin_g - ci0 : 0)
+                                                        : mr;
+                for (int64_t q = 0; q < run; q++, dst += mr) {
+                    if (q < lo || q >= hi) {
+                        for (int64_t l = 0; l < mr; l++)
+                            dst[l] = 0.0f;
+                        continue;
+                    }
+                    const float *src = base + q * p->stride[2] * R->xs[4] + ci0;
+#ifdef C3F_AVX512
+                    if (avx512) {
+                        panel_row(dst, src, live, mr);
+                        continue;
+                    }
 #endif
-        for (int64_t q = done; q < K; q++)
-            panel[q * mr] = out[q];
-    }
-    const int64_t K = r1 - r0;
-    for (int64_t jj = nj; jj % mr != 0; jj++) { /* the last panel's padding rows */
-        float *panel = panels + jj / mr * K * mr + jj % mr;
-        for (int64_t k = 0; k < K; k++)
-            panel[k * mr] = 0.0f;
+                    int64_t l = 0;
+                    for (; l < live; l++)
+                        dst[l] = src[l];
+                    for (; l < mr; l++)
+                        dst[l] = 0.0f;
+                }
+            }
+            k += run;
+        }
     }
 }
 
@@ -210,18 +219,19 @@ static void dy_block(const run *R, int64_t g, int64_t r0, int64_t r1, float *dyt
     }
 }
 
-static void item(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j1, char *mine) {
+static void item(const run *R, const layout *L, int64_t g, int64_t t0, int64_t t1, char *mine,
+                 runs *u) {
     const gradref__c3f_plan *p = R->p;
-    const int64_t nj = j1 - j0, C = p->Cout_g, size = nj * C, total_r = reduction(p);
+    const int64_t nj = (t1 - t0) * L->cp, C = p->Cout_g, size = nj * C, total_r = reduction(p);
     void *work = mine;
     float *col = (float *)(mine + L->col_at), *dyt = (float *)(mine + L->dyt_at);
     float *level = (float *)(mine + L->level_at); /* levels + 1 slots of size floats */
     int used[64] = {0};
     float *fresh = level + L->levels * size; /* the newest block's sum */
-    const int64_t mr = gradref__sgemm_mr(R->kernel), panel_floats = (nj + mr - 1) / mr * mr * BLOCK;
     for (int64_t r0 = 0; r0 < total_r; r0 += BLOCK) {
         const int64_t r1 = r0 + BLOCK < total_r ? r0 + BLOCK : total_r;
-        im2col(R, g, j0, nj, r0, r1, col, mr, col + panel_floats);
+        block_runs(p, r0, r1, u);
+        pack_panels(R, L, g, t0, t1, u, r0, r1, col);
         dy_block(R, g, r0, r1, dyt);
         gradref__sgemm_args a;
         memset(&a, 0, sizeof a);
@@ -253,9 +263,9 @@ static void item(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j
                 fresh[e] = s[e] + fresh[e];
         }
     }
-    const int64_t T = taps_of(p);
     for (int64_t jj = 0; jj < nj; jj++) {
-        const int64_t j = j0 + jj, ci = j / T, t = j % T;
+        const int64_t t = t0 + jj / L->cp, ci = jj % L->cp;
+        if (ci >= p->Cin_g) continue; /* a padding channel */
         const int64_t kd = t / (p->K[1] * p->K[2]), kh = t / p->K[2] % p->K[1], kw = t % p->K[2];
         for (int64_t co = 0; co < C; co++) {
             char *out = p->dw + (size_t)((g * C + co) * p->ws[0] + ci * p->ws[1] + kd * p->ws[2] +
@@ -322,10 +332,19 @@ void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
     const int64_t xshape[5] = {p->N, p->G * p->Cin_g, p->I[0], p->I[1], p->I[2]};
     const int64_t yshape[5] = {p->N, p->G * p->Cout_g, p->O[0], p->O[1], p->O[2]};
     int gemm = L.gemm;
-    if (gemm && L.stage) {
-        stage(p->x, p->in_dtype, xshape, p->xs, (float *)(base + L.x32), R.xs, threads);
-        stage(p->dy, p->in_dtype, yshape, p->ys, (float *)(base + L.dy32), R.ys, threads);
+    if (gemm && L.stage_x) { /* channels-last f32 */
+        int64_t *st = R.xs;
+        st[1] = 1, st[4] = xshape[1], st[3] = xshape[4] * st[4], st[2] = xshape[3] * st[3];
+        st[0] = xshape[2] * st[2];
+        gradref_tensor a, b;
+        tensor5(&a, p->x, p->in_dtype, xshape, p->xs);
+        tensor5(&b, base + L.x32, GRADREF_F32, xshape, st);
+        gradref_exec e = {NULL, 0, threads, GRADREF_PRECISION_DEFAULT};
+        (void)gradref_copy(&a, &b, &e);
         R.x = (const float *)(base + L.x32);
+    }
+    if (gemm && L.stage_dy) {
+        stage(p->dy, p->in_dtype, yshape, p->ys, (float *)(base + L.dy32), R.ys, threads);
         R.dy = (const float *)(base + L.dy32);
     }
     if (gemm) gemm = all_finite(R.dy, yshape, R.ys);
@@ -339,17 +358,16 @@ void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
         }
         return;
     }
-    /* j blocks: as large as the level buffers allow, but enough items for the threads */
-    const int64_t J = p->Cin_g * taps_of(p);
-    int64_t jb = L.jb;
-    if (p->G * ((J + jb - 1) / jb) < threads) {
+    /* items: (group, taps block), as large as the level buffers allow but enough for the threads */
+    const int64_t T = taps_of(p);
+    int64_t tb = L.tb;
+    if (p->G * ((T + tb - 1) / tb) < threads) {
         const int64_t per_group = (threads + p->G - 1) / p->G;
-        jb = (J + per_group - 1) / per_group;
-        jb = (jb + 13) / 14 * 14; /* whole GEMM panels */
-        if (jb > L.jb) jb = L.jb;
+        tb = (T + per_group - 1) / per_group;
+        if (tb > L.tb) tb = L.tb;
     }
-    const int64_t jblocks = (J + jb - 1) / jb;
-    const int64_t items = p->G * jblocks;
+    const int64_t tblocks = (T + tb - 1) / tb;
+    const int64_t items = p->G * tblocks;
     const int team = items < threads ? (int)items : threads;
     (void)team;
     GRADREF_OMP(omp parallel num_threads(team)) {
@@ -358,11 +376,12 @@ void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
         me = omp_get_thread_num();
 #endif
         char *mine = base + L.thread0 + L.per_thread * (size_t)me;
+        runs *u = (runs *)(mine + L.runs_at);
         int64_t b, e;
         gradref__my_range(items, &b, &e);
         for (int64_t it = b; it < e; it++) {
-            const int64_t g = it / jblocks, j0 = it % jblocks * jb;
-            item(&R, &L, g, j0, j0 + jb < J ? j0 + jb : J, mine);
+            const int64_t g = it / tblocks, t0 = it % tblocks * tb;
+            item(&R, &L, g, t0, t0 + tb < T ? t0 + tb : T, mine, u);
         }
     }
 }
