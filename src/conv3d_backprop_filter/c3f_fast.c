@@ -69,7 +69,7 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
     if (L.stage_dy) L.dy32 = take(&at, (size_t)yn * 4);
     /* rows j = (tap, channel) with each tap's channels padded to whole GEMM panels */
     L.mr = gradref__sgemm_mr(p->kernel);
-    L.cp = (p->Cin_g + L.mr - 1) / L.mr * L.mr;
+    L.cp = p->Cin_g; /* rows per tap; panels may straddle two taps */
     L.tb = LEVEL_FLOATS / (L.cp * p->Cout_g);
     if (L.tb < 1) L.tb = 1;
     if (L.tb > taps_of(p)) L.tb = taps_of(p);
@@ -80,7 +80,7 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
         L.levels++;
     size_t per = 0;
     take(&per, gradref__sgemm_work_bytes());
-    L.col_at = take(&per, (size_t)(L.jb * BLOCK) * 4); /* A panels */
+    L.col_at = take(&per, (size_t)((L.jb + L.mr - 1) / L.mr * L.mr * BLOCK) * 4); /* A panels */
     L.dyt_at = take(&per, (size_t)(BLOCK * p->Cout_g) * 4);
     L.level_at = take(&per, (size_t)(L.levels + 1) * (size_t)(L.jb * p->Cout_g) * 4);
     L.runs_at = take(&per, sizeof(runs));
@@ -127,21 +127,23 @@ static void block_runs(const gradref__c3f_plan *p, int64_t r0, int64_t r1, runs 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #  include <immintrin.h>
 #  define C3F_AVX512 1
-/* One panel row (mr <= 16 lanes): `live` channels from src, zeros past them. */
-__attribute__((target("avx512f"))) static void panel_row(float *dst, const float *src, int64_t live,
-                                                         int64_t mr) {
-    const __mmask16 in = (__mmask16)((1u << live) - 1u), out = (__mmask16)((1u << mr) - 1u);
-    _mm512_mask_storeu_ps(dst, out, _mm512_maskz_loadu_ps(in, src));
+/* Lanes [la, lb) of a panel row: channels src[0 .. lb - la), or zeros when src is NULL. */
+__attribute__((target("avx512f"))) static void panel_lanes(float *dst, const float *src, int64_t la,
+                                                           int64_t lb) {
+    const __mmask16 m = (__mmask16)(((1u << lb) - 1u) & ~((1u << la) - 1u));
+    const __m512 v = src ? _mm512_maskz_loadu_ps(m, src - la) : _mm512_setzero_ps();
+    _mm512_mask_storeu_ps(dst, m, v);
 }
 #endif
 
-/* A panels for taps [t0, t1) of group g and r in [r0, r1): row j = (t - t0) * cp + ci holds
- * x at tap t for channel ci (0 outside x and for the padding channels ci >= Cin/G); panel
- * p = j / mr holds K runs of mr values, k-major. x is channels-last. */
+/* A panels for taps [t0, t1) of group g and r in [r0, r1): row j = (t - t0) * Cin/G + ci holds
+ * x at tap t for channel ci (0 outside x), panel j / mr holds K runs of mr values, k-major, and
+ * the rows past the last are 0. A panel may hold the end of one tap and the start of the next:
+ * each tap writes its lanes. x is channels-last. */
 static void pack_panels(const run *R, const layout *L, int64_t g, int64_t t0, int64_t t1,
                         const runs *u, int64_t r0, int64_t r1, float *panels) {
     const gradref__c3f_plan *p = R->p;
-    const int64_t K = r1 - r0, mr = L->mr, cp = L->cp, npanel = cp / mr;
+    const int64_t K = r1 - r0, mr = L->mr, C = p->Cin_g, rows = (t1 - t0) * C;
     const int avx512 = gradref__sgemm_kernel(R->kernel) == GRADREF_GEMM_AVX512;
     (void)avx512;
     for (int64_t t = t0; t < t1; t++) {
@@ -152,7 +154,7 @@ static void pack_panels(const run *R, const layout *L, int64_t g, int64_t t0, in
                 p->mode == GRADREF_CONV_CROSS_CORRELATION ? k3[d] : p->K[d] - 1 - k3[d];
             off[d] = kp * p->dil[d] - p->pad_begin[d];
         }
-        float *tap_panels = panels + (t - t0) * npanel * K * mr;
+        const int64_t j_first = (t - t0) * C, j_end = j_first + C;
         int64_t k = 0;
         for (int64_t c = 0; c < u->count; c++) {
             const int64_t run = u->len[c], ow0 = u->ow[c];
@@ -167,35 +169,35 @@ static void pack_panels(const run *R, const layout *L, int64_t g, int64_t t0, in
                 if (hi > run) hi = run;
                 if (lo > hi) lo = hi;
                 base = R->x + u->n[c] * R->xs[0] + id * R->xs[2] + ih * R->xs[3] +
-                       first * R->xs[4] + g * p->Cin_g * R->xs[1];
+                       first * R->xs[4] + g * C * R->xs[1];
             }
-            for (int64_t pn = 0; pn < npanel; pn++) {
-                float *dst = tap_panels + pn * K * mr + k * mr;
-                const int64_t ci0 = pn * mr, live = p->Cin_g - ci0 < mr
-                                                        ? (p->Cin_g - ci0 > 0 ? p->Cin_g - ci0 : 0)
-                                                        : mr;
+            /* the tap's rows, panel by panel: lanes [la, lb) take channels from ci0 */
+            for (int64_t j = j_first; j < j_end;) {
+                const int64_t pn = j / mr, la = j % mr;
+                const int64_t lb = mr - la < j_end - j ? mr : la + (j_end - j);
+                const int64_t ci0 = j - j_first;
+                float *dst = panels + pn * K * mr + k * mr;
                 for (int64_t q = 0; q < run; q++, dst += mr) {
-                    if (q < lo || q >= hi) {
-                        for (int64_t l = 0; l < mr; l++)
-                            dst[l] = 0.0f;
-                        continue;
-                    }
-                    const float *src = base + q * p->stride[2] * R->xs[4] + ci0;
+                    const float *src =
+                        q >= lo && q < hi ? base + q * p->stride[2] * R->xs[4] + ci0 : NULL;
 #ifdef C3F_AVX512
                     if (avx512) {
-                        panel_row(dst, src, live, mr);
+                        panel_lanes(dst, src, la, lb);
                         continue;
                     }
 #endif
-                    int64_t l = 0;
-                    for (; l < live; l++)
-                        dst[l] = src[l];
-                    for (; l < mr; l++)
-                        dst[l] = 0.0f;
+                    for (int64_t l = la; l < lb; l++)
+                        dst[l] = src ? src[l - la] : 0.0f;
                 }
+                j += lb - la;
             }
             k += run;
         }
+    }
+    for (int64_t j = rows; j % mr != 0; j++) { /* the last panel's rows past the end */
+        float *dst = panels + j / mr * K * mr + j % mr;
+        for (int64_t q = 0; q < K; q++)
+            dst[q * mr] = 0.0f;
     }
 }
 
@@ -265,7 +267,6 @@ static void item(const run *R, const layout *L, int64_t g, int64_t t0, int64_t t
     }
     for (int64_t jj = 0; jj < nj; jj++) {
         const int64_t t = t0 + jj / L->cp, ci = jj % L->cp;
-        if (ci >= p->Cin_g) continue; /* a padding channel */
         const int64_t kd = t / (p->K[1] * p->K[2]), kh = t / p->K[2] % p->K[1], kw = t % p->K[2];
         for (int64_t co = 0; co < C; co++) {
             char *out = p->dw + (size_t)((g * C + co) * p->ws[0] + ci * p->ws[1] + kd * p->ws[2] +
