@@ -127,12 +127,21 @@ static void block_runs(const gradref__c3f_plan *p, int64_t r0, int64_t r1, runs 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #  include <immintrin.h>
 #  define C3F_AVX512 1
-/* Lanes [la, lb) of a panel row: channels src[0 .. lb - la), or zeros when src is NULL. */
-__attribute__((target("avx512f"))) static void panel_lanes(float *dst, const float *src, int64_t la,
-                                                           int64_t lb) {
+/* Lanes [la, lb) of `run` consecutive panel rows (mr floats apart): row q takes channels from
+ * base + q * step (ci 0 at lane la) when lo <= q < hi, else zeros. */
+__attribute__((target("avx512f"))) static void panel_lanes(float *dst, int64_t mr,
+                                                           const float *base, int64_t step,
+                                                           int64_t lo, int64_t hi, int64_t run,
+                                                           int64_t la, int64_t lb) {
     const __mmask16 m = (__mmask16)(((1u << lb) - 1u) & ~((1u << la) - 1u));
-    const __m512 v = src ? _mm512_maskz_loadu_ps(m, src - la) : _mm512_setzero_ps();
-    _mm512_mask_storeu_ps(dst, m, v);
+    const __m512 zero = _mm512_setzero_ps();
+    int64_t q = 0;
+    for (; q < lo; q++)
+        _mm512_mask_storeu_ps(dst + q * mr, m, zero);
+    for (; q < hi; q++)
+        _mm512_mask_storeu_ps(dst + q * mr, m, _mm512_maskz_loadu_ps(m, base + q * step - la));
+    for (; q < run; q++)
+        _mm512_mask_storeu_ps(dst + q * mr, m, zero);
 }
 #endif
 
@@ -177,15 +186,16 @@ static void pack_panels(const run *R, const layout *L, int64_t g, int64_t t0, in
                 const int64_t lb = mr - la < j_end - j ? mr : la + (j_end - j);
                 const int64_t ci0 = j - j_first;
                 float *dst = panels + pn * K * mr + k * mr;
-                for (int64_t q = 0; q < run; q++, dst += mr) {
-                    const float *src =
-                        q >= lo && q < hi ? base + q * p->stride[2] * R->xs[4] + ci0 : NULL;
+                const int64_t step = p->stride[2] * R->xs[4];
 #ifdef C3F_AVX512
-                    if (avx512) {
-                        panel_lanes(dst, src, la, lb);
-                        continue;
-                    }
+                if (avx512) {
+                    panel_lanes(dst, mr, base ? base + ci0 : NULL, step, lo, hi, run, la, lb);
+                    j += lb - la;
+                    continue;
+                }
 #endif
+                for (int64_t q = 0; q < run; q++, dst += mr) {
+                    const float *src = q >= lo && q < hi ? base + q * step + ci0 : NULL;
                     for (int64_t l = la; l < lb; l++)
                         dst[l] = src ? src[l - la] : 0.0f;
                 }
