@@ -371,12 +371,12 @@ void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
     }
     /* items: (group, taps block), as large as the level buffers allow but enough for the threads */
     const int64_t T = taps_of(p);
-    int64_t tb = L.tb;
-    if (p->G * ((T + tb - 1) / tb) < threads) {
-        const int64_t per_group = (threads + p->G - 1) / p->G;
-        tb = (T + per_group - 1) / per_group;
-        if (tb > L.tb) tb = L.tb;
-    }
+    /* as few blocks per group as the level buffers allow, their count making items a multiple
+     * of the threads when that is possible, the taps spread evenly */
+    int64_t per_group = (T + L.tb - 1) / L.tb;
+    while ((p->G * per_group) % threads != 0 && per_group < T)
+        per_group++;
+    const int64_t tb = (T + per_group - 1) / per_group;
     const int64_t tblocks = (T + tb - 1) / tb;
     const int64_t items = p->G * tblocks;
     const int team = items < threads ? (int)items : threads;
