@@ -13,6 +13,7 @@
 #include "common/convert_array.h"
 #include "common/exec.h"
 #include "common/gemm.h"
+#include "common/gemm_kernels.h"
 #include "common/tensor.h"
 
 /* ---------------------------------------------------------------- status, version, messages */
@@ -379,6 +380,7 @@ static void test_sgemm(void **state) {
                                          NULL,
                                          NULL,
                                          NULL,
+                                         NULL,
                                          NULL};
                 for (int64_t i = 0; i < M; i++)
                     for (int64_t j = 0; j < N; j++) {
@@ -387,18 +389,30 @@ static void test_sgemm(void **state) {
                             v = fmaf(a[i * g.a_rs + k * g.a_cs], b[k * g.b_rs + j * g.b_cs], v);
                         want[i * N + j] = v;
                     }
-                for (int run = 0; run < 6; run++) { /* each kernel, A packed per call or before */
+                for (int run = 0; run < 9;
+                     run++) { /* each kernel; A, B packed per call or before */
                     const int kernel = run % 3;
                     for (int64_t i = 0; i < M; i++)
                         for (int64_t j = 0; j < N; j++)
                             c[i * g.c_rs + j * g.c_cs] = c0[i * N + j];
                     gradref__sgemm_args h = g;
                     float *panels = NULL;
-                    if (run >= 3) {
+                    if (run >= 3 && run < 6) {
                         const int64_t mr = gradref__sgemm_mr(kernel);
                         panels = malloc(sizeof(float) * (size_t)(((M + mr - 1) / mr * mr) * K + 1));
                         gradref__sgemm_prepack_a(&g, kernel, panels);
                         h.a_panels = panels;
+                    }
+                    if (run >= 6) { /* B panels of nr columns, k-major, zero past column N */
+                        const int64_t nr = gradref__sgemm_nr(kernel), np = (N + nr - 1) / nr;
+                        panels = malloc(sizeof(float) * (size_t)(np * nr * K + 1));
+                        for (int64_t q = 0; q < np; q++)
+                            for (int64_t k = 0; k < K; k++)
+                                for (int64_t j = 0; j < nr; j++)
+                                    panels[(q * K + k) * nr + j] =
+                                        q * nr + j < N ? b[k * g.b_rs + (q * nr + j) * g.b_cs]
+                                                       : 0.0f;
+                        h.b_panels = panels;
                     }
                     gradref__sgemm(&h, kernel, work);
                     free(panels);
@@ -421,6 +435,52 @@ static void test_sgemm(void **state) {
         free(c0);
     }
     free(work_block);
+}
+
+/* The indirect AVX-512 kernel (when the CPU has it) against a plain fmaf loop, bit for bit:
+ * every row count and a spread of column counts, rows of A gathered through pointers. */
+static void test_sgemm_indirect(void **state) {
+    (void)state;
+#ifdef GRADREF__GEMM_X86
+    if (gradref__sgemm_kernel(GRADREF_GEMM_AVX512) != GRADREF_GEMM_AVX512) skip();
+    tu_rng r = tu_rng_make(46);
+    enum { ROWS = 40, WIDTH = 20, KMAX = 300 };
+    float *x = malloc(sizeof(float) * ROWS * WIDTH), *b = malloc(sizeof(float) * KMAX * 32);
+    float c[14 * 40], want[14 * 40];
+    const float *a_rows[KMAX];
+    for (int i = 0; i < ROWS * WIDTH; i++)
+        x[i] = (float)(tu_uniform(&r) * 2 - 1);
+    for (int i = 0; i < KMAX * 32; i++)
+        b[i] = (float)(tu_uniform(&r) * 2 - 1);
+    static const int cols_list[] = {1, 7, 16, 17, 31, 32};
+    static const int64_t k_list[] = {0, 1, 5, 256, 300};
+    for (int rows = 1; rows <= 14; rows++)
+        for (size_t ci = 0; ci < sizeof cols_list / sizeof *cols_list; ci++)
+            for (size_t ki = 0; ki < sizeof k_list / sizeof *k_list; ki++) {
+                const int cols = cols_list[ci];
+                const int64_t K = k_list[ki], off = 20 - rows - (rows % 3);
+                for (int64_t k = 0; k < K; k++)
+                    a_rows[k] = x + (int64_t)tu_range(&r, 0, ROWS - 1) * WIDTH;
+                for (int i = 0; i < 14 * 40; i++)
+                    c[i] = want[i] = -7.0f; /* what must stay */
+                for (int i = 0; i < rows; i++)
+                    for (int j = 0; j < cols; j++) {
+                        float v = 0.0f;
+                        for (int64_t k = 0; k < K; k++)
+                            v = fmaf(a_rows[k][off + i], b[k * 32 + j], v);
+                        want[i * 40 + j] = v;
+                    }
+                gradref__sgemm_indirect_avx512(rows, cols, K, a_rows, off, b, c, 40);
+                for (int i = 0; i < 14 * 40; i++)
+                    if (gradref__f32_bits(c[i]) != gradref__f32_bits(want[i]))
+                        fail_msg("rows %d cols %d K %lld: c[%d] = %.9g, want %.9g", rows, cols,
+                                 (long long)K, i, c[i], want[i]);
+            }
+    free(x);
+    free(b);
+#else
+    skip();
+#endif
 }
 
 static void test_bf16_all_patterns(void **state) {
@@ -909,6 +969,7 @@ int main(void) {
         cmocka_unit_test(test_bf16_all_patterns),
         cmocka_unit_test(test_array_conversions),
         cmocka_unit_test(test_sgemm),
+        cmocka_unit_test(test_sgemm_indirect),
         cmocka_unit_test(test_rounding_ties),
         cmocka_unit_test(test_rounding_random),
         cmocka_unit_test(test_nan_stays_nan),

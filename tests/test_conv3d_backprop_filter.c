@@ -288,6 +288,33 @@ static void test_adjoint_identity(void **state) {
     }
 }
 
+/* The fast path with every GEMM kernel family and 1, 2, 3 threads gives the reference's bits. */
+static void check_fast_is_reference(c3f_case *c, int32_t precision) {
+    static const int threads[] = TU_THREAD_COUNTS;
+    gradref_tensor want = c->dw;
+    void *wb = malloc(c->bytes[2]);
+    want.data = wb;
+    gradref__c3f_plan plan;
+    assert_int_equal(gradref__c3f_validate(&c->params, &c->x, &c->dy, &want, &plan), GRADREF_OK);
+    plan.precision = precision;
+    gradref__c3f_ref(&plan);
+    for (int kernel = 0; kernel < 3; kernel++)
+        for (int t = 0; t < 3; t++) {
+            gradref__c3f_plan q;
+            assert_int_equal(gradref__c3f_validate(&c->params, &c->x, &c->dy, &c->dw, &q),
+                             GRADREF_OK);
+            q.precision = precision;
+            q.kernel = kernel;
+            const size_t need = gradref__c3f_fast_workspace(&q, q.precision, threads[t]);
+            char *block = malloc(need + 64);
+            memset(c->dw.data, 0xa5, c->bytes[2]);
+            gradref__c3f_fast(&q, block + (64 - (uintptr_t)block % 64) % 64, threads[t]);
+            free(block);
+            assert_memory_equal(c->dw.data, wb, c->bytes[2]);
+        }
+    free(wb);
+}
+
 /* Every layout, thread count and precision gives the reference's bits; F16/BF16 inputs with an
  * F32 or a 16-bit dw. */
 static void test_threads_layouts_dtypes(void **state) {
@@ -295,35 +322,35 @@ static void test_threads_layouts_dtypes(void **state) {
     static const int32_t in[5] = {GRADREF_F32, GRADREF_F64, GRADREF_F16, GRADREF_BF16, GRADREF_F16};
     static const int32_t out[5] = {GRADREF_F32, GRADREF_F64, GRADREF_F32, GRADREF_BF16,
                                    GRADREF_F16};
-    static const int threads[] = TU_THREAD_COUNTS;
     tu_rng r = tu_rng_make(5);
     for (int iter = 0; iter < 30; iter++) {
         geometry g = random_geometry(&r);
         const int d = iter % 5;
         c3f_case c;
         make_case(&c, &g, in[d], out[d], iter % 2, iter % 3, &r);
-        gradref_tensor want = c.dw;
-        void *wb = malloc(c.bytes[2]);
-        want.data = wb;
-        gradref__c3f_plan plan;
-        assert_int_equal(gradref__c3f_validate(&c.params, &c.x, &c.dy, &want, &plan), GRADREF_OK);
-        plan.precision = iter % 4 == 3 ? GRADREF_PRECISION_HIGH : 0;
-        gradref__c3f_ref(&plan);
-        for (int kernel = 0; kernel < 3; kernel++)
-            for (int t = 0; t < 3; t++) {
-                gradref__c3f_plan q;
-                assert_int_equal(gradref__c3f_validate(&c.params, &c.x, &c.dy, &c.dw, &q),
-                                 GRADREF_OK);
-                q.precision = plan.precision;
-                q.kernel = kernel;
-                const size_t need = gradref__c3f_fast_workspace(&q, q.precision, threads[t]);
-                char *block = malloc(need + 64);
-                memset(c.dw.data, 0xa5, c.bytes[2]);
-                gradref__c3f_fast(&q, block + (64 - (uintptr_t)block % 64) % 64, threads[t]);
-                free(block);
-                assert_memory_equal(c.dw.data, wb, c.bytes[2]);
-            }
-        free(wb);
+        check_fast_is_reference(&c, iter % 4 == 3 ? GRADREF_PRECISION_HIGH : 0);
+        free_case(&c);
+    }
+}
+
+/* Wide channel counts (the AVX-512 indirect kernel's tiles, 1 to 14 channels inside one tap,
+ * items cutting taps; Cout/G below, at and above one 32-column panel) over several reduction
+ * blocks: still the reference's bits in every layout. */
+static void test_wide_channels(void **state) {
+    (void)state;
+    static const int64_t cin[] = {8, 13, 29, 40, 16}, cout[] = {5, 32, 17, 40, 33};
+    static const int32_t in[] = {GRADREF_F32, GRADREF_F32, GRADREF_BF16, GRADREF_F32, GRADREF_F16};
+    tu_rng r = tu_rng_make(7);
+    for (int iter = 0; iter < 10; iter++) {
+        geometry g = random_geometry(&r);
+        g.G = iter % 3 == 2 ? 2 : 1;
+        g.Cin_g = cin[iter % 5], g.Cout_g = cout[(iter + iter / 5) % 5];
+        g.N = 2;
+        if (iter % 2 == 0) g.stride[1] = g.stride[2] = 1;
+        g.I[1] += 8, g.I[2] += 13; /* several blocks of 256, a partial last one */
+        c3f_case c;
+        make_case(&c, &g, in[iter % 5], GRADREF_F32, iter % 2, iter % 3, &r);
+        check_fast_is_reference(&c, 0);
         free_case(&c);
     }
 }
@@ -562,6 +589,7 @@ int main(void) {
         cmocka_unit_test(test_2d_degenerate),
         cmocka_unit_test(test_adjoint_identity),
         cmocka_unit_test(test_threads_layouts_dtypes),
+        cmocka_unit_test(test_wide_channels),
         cmocka_unit_test(test_blocked_sum_accuracy),
         cmocka_unit_test(test_long_and_nonfinite),
         cmocka_unit_test(test_pads_same),

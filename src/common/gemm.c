@@ -98,6 +98,16 @@ int64_t gradref__sgemm_mr(int kernel) {
     }
 }
 
+int64_t gradref__sgemm_nr(int kernel) {
+    switch (gradref__sgemm_kernel(kernel)) {
+#ifdef GRADREF__GEMM_X86
+    case GRADREF_GEMM_AVX512: return GRADREF__AVX512_NR;
+    case GRADREF_GEMM_AVX2: return GRADREF__AVX2_NR;
+#endif
+    default: return GRADREF__PORTABLE_NR;
+    }
+}
+
 void gradref__sgemm_prepack_a(const gradref__sgemm_args *g, int kernel, float *dst) {
     const int64_t mr = gradref__sgemm_mr(kernel), panels = (g->M + mr - 1) / mr;
     for (int64_t pnl = 0; pnl < panels; pnl++) {
@@ -141,10 +151,16 @@ void gradref__sgemm(const gradref__sgemm_args *g, int kernel, void *work) {
         for (int64_t k0 = 0; k0 < g->K; k0 += KC) {
             const int64_t kc = g->K - k0 < KC ? g->K - k0 : KC;
             const int load = g->accumulate || k0 > 0;
-            if (g->pack_b)
+            const float *bpanels = bpack;
+            int64_t bstep = kc * nr; /* floats from one B panel to the next */
+            if (g->b_panels) {
+                bpanels = g->b_panels + (j0 / nr) * g->K * nr + k0 * nr;
+                bstep = g->K * nr;
+            } else if (g->pack_b) {
                 g->pack_b(g->pack_b_ctx, k0, kc, j0, nc, nr, bpack);
-            else
+            } else {
                 pack_b(g, k0, kc, j0, nc, nr, bpack);
+            }
             for (int64_t i0 = 0; i0 < g->M; i0 += MC) {
                 const int64_t mc = g->M - i0 < MC ? g->M - i0 : MC;
                 if (g->a_panels == NULL) {
@@ -155,7 +171,7 @@ void gradref__sgemm(const gradref__sgemm_args *g, int kernel, void *work) {
                 }
                 for (int64_t jr = 0; jr < nc; jr += nr) {
                     const int64_t cols = nc - jr < nr ? nc - jr : nr;
-                    const float *bp = bpack + (jr / nr) * kc * nr;
+                    const float *bp = bpanels + (jr / nr) * bstep;
                     for (int64_t ir = 0; ir < mc; ir += mr) {
                         const int64_t rows = mc - ir < mr ? mc - ir : mr;
                         const float *ap = g->a_panels

@@ -35,6 +35,9 @@ typedef struct gradref__sgemm_args {
     /* A already in panels (gradref__sgemm_prepack_a, same kernel family): row i0 of this call
      * must start a panel; a, the strides and pack_a are then unused */
     const float *a_panels;
+    /* B already in panels of gradref__sgemm_nr(kernel) columns, each K x NR floats k-major,
+     * zero past column N; b, its strides and pack_b are then unused */
+    const float *b_panels;
 } gradref__sgemm_args;
 
 /* Kernel families, in preference order. */
@@ -50,6 +53,7 @@ size_t gradref__sgemm_work_bytes(void);
  * height: prepacked A panels and row blocks that start a panel use it. */
 int gradref__sgemm_kernel(int kernel);
 int64_t gradref__sgemm_mr(int kernel);
+int64_t gradref__sgemm_nr(int kernel);
 
 /* Packs all of A (rows M, depth K, read through g's a/strides or pack_a) into panels of
  * gradref__sgemm_mr(kernel) rows, each K x MR floats k-major, zero past row M:

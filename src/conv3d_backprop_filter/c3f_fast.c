@@ -16,6 +16,7 @@
 #include "c3f_internal.h"
 #include "common/convert.h"
 #include "common/gemm.h"
+#include "common/gemm_kernels.h"
 #include "common/internal.h"
 #include "common/tensor.h"
 
@@ -29,11 +30,13 @@ typedef struct runs {
 } runs;
 
 typedef struct layout {
-    int gemm, stage_x, stage_dy;
-    int64_t mr, cp, tb, jb,
-        levels; /* panel rows, padded channels per tap, taps and rows per item */
+    int gemm, stage_x, stage_dy, indirect;
+    int64_t mr, nr; /* GEMM panel rows and columns */
+    int64_t unit;   /* items hold whole multiples of this many rows j: a tap, or one row */
+    int64_t jb;     /* the most rows j per item */
+    int64_t levels;
     size_t x32, dy32;
-    size_t thread0, per_thread, col_at, dyt_at, level_at, runs_at;
+    size_t thread0, per_thread, col_at, dyt_at, level_at, runs_at, rows_at, zeros_at;
     size_t total;
 } layout;
 
@@ -56,32 +59,37 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
     memset(&L, 0, sizeof L);
     const int f32 = p->in_dtype != GRADREF_F64;
     const int64_t J = p->Cin_g * taps_of(p), R = reduction(p);
-    (void)J;
     L.gemm = f32 && precision == GRADREF_PRECISION_DEFAULT && J > 0 && p->Cout_g > 0 && R > 0;
     if (!L.gemm) return L;
     size_t at = 0;
-    /* x channels-last (a panel row is a run of channels), dy in f32 */
+    /* x and dy channels-last in f32: a panel row is a run of channels */
     L.stage_x = p->in_dtype != GRADREF_F32 || (p->xs[1] != 1 && p->G * p->Cin_g > 1);
-    L.stage_dy = p->in_dtype != GRADREF_F32;
+    L.stage_dy = p->in_dtype != GRADREF_F32 || (p->ys[1] != 1 && p->G * p->Cout_g > 1);
     const int64_t xn = p->N * p->G * p->Cin_g * p->I[0] * p->I[1] * p->I[2];
     const int64_t yn = p->N * p->G * p->Cout_g * p->O[0] * p->O[1] * p->O[2];
     if (L.stage_x) L.x32 = take(&at, (size_t)xn * 4);
     if (L.stage_dy) L.dy32 = take(&at, (size_t)yn * 4);
     /* rows j = (tap, channel) with each tap's channels padded to whole GEMM panels */
     L.mr = gradref__sgemm_mr(p->kernel);
-    L.cp = p->Cin_g; /* rows per tap; panels may straddle two taps */
-    L.tb = LEVEL_FLOATS / (L.cp * p->Cout_g);
-    if (L.tb < 1) L.tb = 1;
-    if (L.tb > taps_of(p)) L.tb = taps_of(p);
-    L.jb = L.tb * L.cp;
+    L.nr = gradref__sgemm_nr(p->kernel);
+    /* wide enough channel tiles inside one tap: the indirect kernel reads x in place */
+    L.indirect = gradref__sgemm_kernel(p->kernel) == GRADREF_GEMM_AVX512 && p->Cin_g >= 8;
+    L.unit = L.indirect ? 1 : p->Cin_g; /* packed panels straddle taps, tiles need not */
+    int64_t units = LEVEL_FLOATS / (L.unit * p->Cout_g);
+    if (units < 1) units = 1;
+    if (units > J / L.unit) units = J / L.unit;
+    L.jb = units * L.unit;
     int64_t blocks = (R + BLOCK - 1) / BLOCK;
     L.levels = 1;
     while ((INT64_C(1) << (L.levels - 1)) < blocks)
         L.levels++;
     size_t per = 0;
     take(&per, gradref__sgemm_work_bytes());
-    L.col_at = take(&per, (size_t)((L.jb + L.mr - 1) / L.mr * L.mr * BLOCK) * 4); /* A panels */
-    L.dyt_at = take(&per, (size_t)(BLOCK * p->Cout_g) * 4);
+    if (!L.indirect) /* A panels */
+        L.col_at = take(&per, (size_t)((L.jb + L.mr - 1) / L.mr * L.mr * BLOCK) * 4);
+    L.dyt_at = take(&per, (size_t)((p->Cout_g + L.nr - 1) / L.nr * L.nr * BLOCK) * 4);
+    L.rows_at = take(&per, BLOCK * sizeof(const float *));
+    L.zeros_at = take(&per, (size_t)p->Cin_g * 4);
     L.level_at = take(&per, (size_t)(L.levels + 1) * (size_t)(L.jb * p->Cout_g) * 4);
     L.runs_at = take(&per, sizeof(runs));
     L.per_thread = per;
@@ -105,9 +113,10 @@ int gradref__c3f_fast_threads(const gradref__c3f_plan *p, int32_t precision, siz
 
 typedef struct run {
     const gradref__c3f_plan *p;
-    const float *x, *dy; /* f32 data with strides xs, ys */
+    const float *x, *dy; /* f32 data with strides xs, ys; channels-last but for one channel */
     int64_t xs[5], ys[5];
     int kernel;
+    int dy_is_panel; /* dy's rows, in order, are whole B panels (one group, Cout == nr) */
 } run;
 
 /* col[jj][r - r0] for rows j0 .. j0 + nj of group g, r in [r0, r1): x at the tap, or 0. */
@@ -145,6 +154,15 @@ __attribute__((target("avx512f"))) static void panel_lanes(float *dst, int64_t m
 }
 #endif
 
+/* The tap's input offsets (flipped in CONVOLUTION mode). */
+static void tap_offsets(const gradref__c3f_plan *p, int64_t t, int64_t off[3]) {
+    const int64_t k3[3] = {t / (p->K[1] * p->K[2]), t / p->K[2] % p->K[1], t % p->K[2]};
+    for (int d = 0; d < 3; d++) {
+        const int64_t kp = p->mode == GRADREF_CONV_CROSS_CORRELATION ? k3[d] : p->K[d] - 1 - k3[d];
+        off[d] = kp * p->dil[d] - p->pad_begin[d];
+    }
+}
+
 /* A panels for taps [t0, t1) of group g and r in [r0, r1): row j = (t - t0) * Cin/G + ci holds
  * x at tap t for channel ci (0 outside x), panel j / mr holds K runs of mr values, k-major, and
  * the rows past the last are 0. A panel may hold the end of one tap and the start of the next:
@@ -156,13 +174,8 @@ static void pack_panels(const run *R, const layout *L, int64_t g, int64_t t0, in
     const int avx512 = gradref__sgemm_kernel(R->kernel) == GRADREF_GEMM_AVX512;
     (void)avx512;
     for (int64_t t = t0; t < t1; t++) {
-        const int64_t k3[3] = {t / (p->K[1] * p->K[2]), t / p->K[2] % p->K[1], t % p->K[2]};
         int64_t off[3];
-        for (int d = 0; d < 3; d++) {
-            const int64_t kp =
-                p->mode == GRADREF_CONV_CROSS_CORRELATION ? k3[d] : p->K[d] - 1 - k3[d];
-            off[d] = kp * p->dil[d] - p->pad_begin[d];
-        }
+        tap_offsets(p, t, off);
         const int64_t j_first = (t - t0) * C, j_end = j_first + C;
         int64_t k = 0;
         for (int64_t c = 0; c < u->count; c++) {
@@ -211,56 +224,118 @@ static void pack_panels(const run *R, const layout *L, int64_t g, int64_t t0, in
     }
 }
 
-/* dyt[r - r0][co] = dy[n, g * Cout_g + co, o] for r in [r0, r1), channel by channel along
- * each output row. */
-static void dy_block(const run *R, int64_t g, int64_t r0, int64_t r1, float *dyt) {
+/* B panels of nr columns for r in [r0, r1): panel q holds K runs of nr values, row r - r0 being
+ * dy[n, g * Cout_g + q * nr + j, o] (channels-last dy), zero past Cout/G. When dy's rows are
+ * already such a panel they are returned in place; otherwise they are copied into dst. */
+static const float *dy_panels(const run *R, int64_t g, const runs *u, int64_t r0, int64_t r1,
+                              int64_t nr, float *dst) {
     const gradref__c3f_plan *p = R->p;
-    const int64_t W = p->O[2], HW = p->O[1] * W, DHW = p->O[0] * HW, C = p->Cout_g;
-    for (int64_t r = r0; r < r1;) {
-        const int64_t n = r / DHW, od = r / HW % p->O[0], oh = r / W % p->O[1], ow0 = r % W;
-        const int64_t run = W - ow0 < r1 - r ? W - ow0 : r1 - r;
-        const float *src = R->dy + n * R->ys[0] + g * C * R->ys[1] + od * R->ys[2] + oh * R->ys[3] +
-                           ow0 * R->ys[4];
-        float *dst = dyt + (r - r0) * C;
-        for (int64_t co = 0; co < C; co++) {
-            const float *s = src + co * R->ys[1];
-            for (int64_t q = 0; q < run; q++)
-                dst[q * C + co] = s[q * R->ys[4]];
+    const int64_t C = p->Cout_g, K = r1 - r0;
+    if (R->dy_is_panel) return R->dy + r0 * C;
+    int64_t k = 0;
+    for (int64_t c = 0; c < u->count; c++) {
+        const float *src = R->dy + u->n[c] * R->ys[0] + g * C + u->od[c] * R->ys[2] +
+                           u->oh[c] * R->ys[3] + u->ow[c] * R->ys[4];
+        for (int64_t q = 0; q < u->len[c]; q++, k++) {
+            const float *row = src + q * R->ys[4];
+            for (int64_t pn = 0; pn * nr < C; pn++) {
+                const int64_t cols = C - pn * nr < nr ? C - pn * nr : nr;
+                float *out = dst + pn * K * nr + k * nr;
+                memcpy(out, row + pn * nr, (size_t)cols * sizeof *out);
+                for (int64_t j = cols; j < nr; j++)
+                    out[j] = 0.0f;
+            }
         }
-        r += run;
     }
+    return dst;
 }
 
-static void item(const run *R, const layout *L, int64_t g, int64_t t0, int64_t t1, char *mine,
+#ifdef C3F_AVX512
+/* out[j - j0][co] for rows j = t * Cin/G + ci in [j0, j1) with the indirect kernel: row k of
+ * the implicit im2col is a pointer to x's channels at the tap (or to zeros), no copies. Tiles
+ * of at most 14 channels stay inside one tap. */
+static void block_indirect(const run *R, int64_t g, int64_t j0, int64_t j1, const runs *u,
+                           int64_t K, const float *bp, const float **rows, const float *zeros,
+                           float *out) {
+    const gradref__c3f_plan *p = R->p;
+    const int64_t Ci = p->Cin_g, C = p->Cout_g, nr = 32;
+    for (int64_t t = j0 / Ci; t * Ci < j1; t++) {
+        const int64_t c_lo = j0 > t * Ci ? j0 - t * Ci : 0,
+                      c_hi = j1 < (t + 1) * Ci ? j1 - t * Ci : Ci;
+        const int64_t tiles = (c_hi - c_lo + 13) / 14;
+        int64_t off[3];
+        tap_offsets(p, t, off);
+        int64_t k = 0;
+        for (int64_t c = 0; c < u->count; c++) {
+            const int64_t id = u->od[c] * p->stride[0] + off[0],
+                          ih = u->oh[c] * p->stride[1] + off[1];
+            const int inside = id >= 0 && id < p->I[0] && ih >= 0 && ih < p->I[1];
+            const float *base =
+                inside ? R->x + u->n[c] * R->xs[0] + id * R->xs[2] + ih * R->xs[3] + g * Ci : zeros;
+            for (int64_t q = 0; q < u->len[c]; q++, k++) {
+                const int64_t iw = (u->ow[c] + q) * p->stride[2] + off[2];
+                rows[k] = inside && iw >= 0 && iw < p->I[2] ? base + iw * R->xs[4] : zeros;
+            }
+        }
+        for (int64_t pn = 0; pn * nr < C; pn++) {
+            const int cols = (int)(C - pn * nr < nr ? C - pn * nr : nr);
+            for (int64_t i = 0; i < tiles; i++) {
+                const int64_t ci0 = c_lo + (c_hi - c_lo) * i / tiles,
+                              ci1 = c_lo + (c_hi - c_lo) * (i + 1) / tiles;
+                gradref__sgemm_indirect_avx512((int)(ci1 - ci0), cols, K, rows, ci0,
+                                               bp + pn * K * nr,
+                                               out + (t * Ci + ci0 - j0) * C + pn * nr, C);
+            }
+        }
+    }
+}
+#endif
+
+/* dw rows j in [j0, j1) of group g (whole taps unless the kernel is indirect). */
+static void item(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j1, char *mine,
                  runs *u) {
     const gradref__c3f_plan *p = R->p;
-    const int64_t nj = (t1 - t0) * L->cp, C = p->Cout_g, size = nj * C, total_r = reduction(p);
+    const int64_t nj = j1 - j0, C = p->Cout_g, size = nj * C, total_r = reduction(p);
     void *work = mine;
     float *col = (float *)(mine + L->col_at), *dyt = (float *)(mine + L->dyt_at);
     float *level = (float *)(mine + L->level_at); /* levels + 1 slots of size floats */
+    const float **rows = (const float **)(mine + L->rows_at);
+    const float *zeros = (const float *)(mine + L->zeros_at);
     int used[64] = {0};
     float *fresh = level + L->levels * size; /* the newest block's sum */
     for (int64_t r0 = 0; r0 < total_r; r0 += BLOCK) {
         const int64_t r1 = r0 + BLOCK < total_r ? r0 + BLOCK : total_r;
+        /* the block's sum carries through the used levels [0, top) into level top */
+        int top = 0;
+        while (used[top])
+            top++;
+        float *sum = top == 0 ? level : fresh;
         block_runs(p, r0, r1, u);
-        pack_panels(R, L, g, t0, t1, u, r0, r1, col);
-        dy_block(R, g, r0, r1, dyt);
-        gradref__sgemm_args a;
-        memset(&a, 0, sizeof a);
-        a.M = nj, a.N = C, a.K = r1 - r0;
-        a.a_panels = col;
-        a.b = dyt, a.b_rs = C, a.b_cs = 1;
-        a.c = fresh, a.c_rs = C, a.c_cs = 1;
-        gradref__sgemm(&a, R->kernel, work);
-        int l = 0;
-        while (used[l]) { /* older + newer, moving up */
-            const float *old = level + l * size;
-            for (int64_t e = 0; e < size; e++)
-                fresh[e] = old[e] + fresh[e];
-            used[l++] = 0;
+        const float *bp = dy_panels(R, g, u, r0, r1, L->nr, dyt);
+#ifdef C3F_AVX512
+        if (L->indirect) {
+            block_indirect(R, g, j0, j1, u, r1 - r0, bp, rows, zeros, sum);
+        } else
+#endif
+        {
+            (void)rows, (void)zeros;
+            pack_panels(R, L, g, j0 / p->Cin_g, j1 / p->Cin_g, u, r0, r1, col);
+            gradref__sgemm_args a;
+            memset(&a, 0, sizeof a);
+            a.M = nj, a.N = C, a.K = r1 - r0;
+            a.a_panels = col;
+            a.b_panels = bp;
+            a.c = sum, a.c_rs = C, a.c_cs = 1;
+            gradref__sgemm(&a, R->kernel, work);
         }
-        memcpy(level + l * size, fresh, (size_t)size * sizeof *fresh);
-        used[l] = 1;
+        for (int l = 0; l < top; l++) { /* older + newer, moving up */
+            const float *old = level + l * size;
+            float *dst = l == top - 1 ? level + top * size : fresh;
+            for (int64_t e = 0; e < size; e++)
+                dst[e] = old[e] + fresh[e];
+            used[l] = 0;
+        }
+        used[top] = 1;
     }
     /* the stored sums from the lowest level up, each older one on the left */
     int started = 0;
@@ -276,7 +351,7 @@ static void item(const run *R, const layout *L, int64_t g, int64_t t0, int64_t t
         }
     }
     for (int64_t jj = 0; jj < nj; jj++) {
-        const int64_t t = t0 + jj / L->cp, ci = jj % L->cp;
+        const int64_t t = (j0 + jj) / p->Cin_g, ci = (j0 + jj) % p->Cin_g;
         const int64_t kd = t / (p->K[1] * p->K[2]), kh = t / p->K[2] % p->K[1], kw = t % p->K[2];
         for (int64_t co = 0; co < C; co++) {
             char *out = p->dw + (size_t)((g * C + co) * p->ws[0] + ci * p->ws[1] + kd * p->ws[2] +
@@ -303,10 +378,11 @@ static void tensor5(gradref_tensor *t, const void *data, int32_t dtype, const in
     }
 }
 
-/* f32 copy of a tensor in its own dim order (dense); its strides into st. */
-static void stage(const char *src, int32_t dtype, const int64_t *shape, const int64_t *s,
-                  float *dst, int64_t *st, int threads) {
-    gradref__dense_strides_like(5, shape, s, st);
+/* A dense channels-last f32 copy of a 5-D tensor (n, c, d, h, w); its strides into st. */
+static void channels_last(const char *src, int32_t dtype, const int64_t *shape, const int64_t *s,
+                          float *dst, int64_t *st, int threads) {
+    st[1] = 1, st[4] = shape[1], st[3] = shape[4] * st[4], st[2] = shape[3] * st[3];
+    st[0] = shape[2] * st[2];
     gradref_tensor a, b;
     tensor5(&a, src, dtype, shape, s);
     tensor5(&b, dst, GRADREF_F32, shape, st);
@@ -314,17 +390,32 @@ static void stage(const char *src, int32_t dtype, const int64_t *shape, const in
     (void)gradref_copy(&a, &b, &e);
 }
 
-static int all_finite(const float *d, const int64_t *shape, const int64_t *st) {
-    int ok = 1;
-    for (int64_t a = 0; a < shape[0]; a++)
-        for (int64_t b = 0; b < shape[1]; b++)
-            for (int64_t c = 0; c < shape[2]; c++)
-                for (int64_t e = 0; e < shape[3]; e++)
-                    for (int64_t f = 0; f < shape[4]; f++)
-                        ok &=
-                            isfinite(
-                                d[a * st[0] + b * st[1] + c * st[2] + e * st[3] + f * st[4]]) != 0;
-    return ok;
+/* Whether every element of dy (f32, strides st) is finite: rows (n, od, oh) in parallel, a
+ * branch-free test on the exponent bits. */
+static int all_finite(const float *d, const int64_t *shape, const int64_t *st, int threads) {
+    const int64_t D = shape[2], H = shape[3], rows = shape[0] * D * H;
+    const int64_t W = shape[4], C = shape[1];
+    const int flat = st[1] == 1 && st[4] == C; /* a row is W * C consecutive floats */
+    uint32_t bad = 0;
+    (void)threads;
+    GRADREF_OMP(omp parallel for num_threads(threads) reduction(| : bad) schedule(static))
+    for (int64_t r = 0; r < rows; r++) {
+        const float *row = d + r / (D * H) * st[0] + r / H % D * st[2] + r % H * st[3];
+        uint32_t hit = 0;
+        if (flat) {
+            for (int64_t e = 0; e < W * C; e++) {
+                uint32_t bits;
+                memcpy(&bits, row + e, 4);
+                hit |= (uint32_t)((bits & 0x7f800000u) == 0x7f800000u);
+            }
+        } else {
+            for (int64_t w = 0; w < W; w++)
+                for (int64_t c = 0; c < C; c++)
+                    hit |= (uint32_t)!isfinite(row[w * st[4] + c * st[1]]);
+        }
+        bad |= hit;
+    }
+    return bad == 0;
 }
 
 void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
@@ -343,22 +434,18 @@ void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
     const int64_t xshape[5] = {p->N, p->G * p->Cin_g, p->I[0], p->I[1], p->I[2]};
     const int64_t yshape[5] = {p->N, p->G * p->Cout_g, p->O[0], p->O[1], p->O[2]};
     int gemm = L.gemm;
-    if (gemm && L.stage_x) { /* channels-last f32 */
-        int64_t *st = R.xs;
-        st[1] = 1, st[4] = xshape[1], st[3] = xshape[4] * st[4], st[2] = xshape[3] * st[3];
-        st[0] = xshape[2] * st[2];
-        gradref_tensor a, b;
-        tensor5(&a, p->x, p->in_dtype, xshape, p->xs);
-        tensor5(&b, base + L.x32, GRADREF_F32, xshape, st);
-        gradref_exec e = {NULL, 0, threads, GRADREF_PRECISION_DEFAULT};
-        (void)gradref_copy(&a, &b, &e);
+    if (gemm && L.stage_x) {
+        channels_last(p->x, p->in_dtype, xshape, p->xs, (float *)(base + L.x32), R.xs, threads);
         R.x = (const float *)(base + L.x32);
     }
     if (gemm && L.stage_dy) {
-        stage(p->dy, p->in_dtype, yshape, p->ys, (float *)(base + L.dy32), R.ys, threads);
+        channels_last(p->dy, p->in_dtype, yshape, p->ys, (float *)(base + L.dy32), R.ys, threads);
         R.dy = (const float *)(base + L.dy32);
     }
-    if (gemm) gemm = all_finite(R.dy, yshape, R.ys);
+    R.dy_is_panel = p->G == 1 && p->Cout_g == L.nr && R.ys[4] == p->Cout_g &&
+                    R.ys[3] == p->O[2] * R.ys[4] && R.ys[2] == p->O[1] * R.ys[3] &&
+                    R.ys[0] == p->O[0] * R.ys[2];
+    if (gemm) gemm = all_finite(R.dy, yshape, R.ys, threads);
     if (!gemm) {
         const int team = elements < threads ? (int)elements : threads;
         (void)team;
@@ -369,16 +456,13 @@ void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
         }
         return;
     }
-    /* items: (group, taps block), as large as the level buffers allow but enough for the threads */
-    const int64_t T = taps_of(p);
-    /* as few blocks per group as the level buffers allow, their count making items a multiple
-     * of the threads when that is possible, the taps spread evenly */
-    int64_t per_group = (T + L.tb - 1) / L.tb;
-    while ((p->G * per_group) % threads != 0 && per_group < T)
+    /* items: (group, row block), as few blocks per group as the level buffers allow, their
+     * count making items a multiple of the threads when that is possible, rows spread evenly */
+    const int64_t units = p->Cin_g * taps_of(p) / L.unit;
+    int64_t per_group = (units * L.unit + L.jb - 1) / L.jb;
+    while ((p->G * per_group) % threads != 0 && per_group < units)
         per_group++;
-    const int64_t tb = (T + per_group - 1) / per_group;
-    const int64_t tblocks = (T + tb - 1) / tb;
-    const int64_t items = p->G * tblocks;
+    const int64_t items = p->G * per_group;
     const int team = items < threads ? (int)items : threads;
     (void)team;
     GRADREF_OMP(omp parallel num_threads(team)) {
@@ -387,12 +471,14 @@ void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
         me = omp_get_thread_num();
 #endif
         char *mine = base + L.thread0 + L.per_thread * (size_t)me;
+        memset(mine + L.zeros_at, 0, (size_t)p->Cin_g * sizeof(float));
         runs *u = (runs *)(mine + L.runs_at);
         int64_t b, e;
         gradref__my_range(items, &b, &e);
         for (int64_t it = b; it < e; it++) {
-            const int64_t g = it / tblocks, t0 = it % tblocks * tb;
-            item(&R, &L, g, t0, t0 + tb < T ? t0 + tb : T, mine, u);
+            const int64_t g = it / per_group, blk = it % per_group;
+            item(&R, &L, g, units * blk / per_group * L.unit,
+                 units * (blk + 1) / per_group * L.unit, mine, u);
         }
     }
 }
