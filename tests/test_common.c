@@ -438,13 +438,14 @@ static void test_sgemm(void **state) {
 }
 
 /* The indirect AVX-512 kernel (when the CPU has it) against a plain fmaf loop, bit for bit:
- * every row count and a spread of column counts, rows of A gathered through pointers. */
+ * every row count, a spread of column counts, rows of A gathered through pointers with unit
+ * and strided channels. */
 static void test_sgemm_indirect(void **state) {
     (void)state;
 #ifdef GRADREF__GEMM_X86
     if (gradref__sgemm_kernel(GRADREF_GEMM_AVX512) != GRADREF_GEMM_AVX512) skip();
     tu_rng r = tu_rng_make(46);
-    enum { ROWS = 40, WIDTH = 20, KMAX = 300 };
+    enum { ROWS = 40, WIDTH = 40, KMAX = 300 };
     float *x = malloc(sizeof(float) * ROWS * WIDTH), *b = malloc(sizeof(float) * KMAX * 32);
     float c[14 * 40], want[14 * 40];
     const float *a_rows[KMAX];
@@ -458,19 +459,20 @@ static void test_sgemm_indirect(void **state) {
         for (size_t ci = 0; ci < sizeof cols_list / sizeof *cols_list; ci++)
             for (size_t ki = 0; ki < sizeof k_list / sizeof *k_list; ki++) {
                 const int cols = cols_list[ci];
-                const int64_t K = k_list[ki], off = 20 - rows - (rows % 3);
-                for (int64_t k = 0; k < K; k++)
-                    a_rows[k] = x + (int64_t)tu_range(&r, 0, ROWS - 1) * WIDTH;
+                const int64_t K = k_list[ki], cs = 1 + (int64_t)(ci % 2),
+                              off = WIDTH - rows * cs - rows % 3;
+                for (int64_t k = 0; k < K; k++) /* every fifth row NULL (zeros) */
+                    a_rows[k] = k % 5 == 3 ? NULL : x + (int64_t)tu_range(&r, 0, ROWS - 1) * WIDTH;
                 for (int i = 0; i < 14 * 40; i++)
                     c[i] = want[i] = -7.0f; /* what must stay */
                 for (int i = 0; i < rows; i++)
                     for (int j = 0; j < cols; j++) {
                         float v = 0.0f;
                         for (int64_t k = 0; k < K; k++)
-                            v = fmaf(a_rows[k][off + i], b[k * 32 + j], v);
+                            v = fmaf(a_rows[k] ? a_rows[k][off + i * cs] : 0.0f, b[k * 32 + j], v);
                         want[i * 40 + j] = v;
                     }
-                gradref__sgemm_indirect_avx512(rows, cols, K, a_rows, off, b, c, 40);
+                gradref__sgemm_indirect_avx512(rows, cols, K, a_rows, off, cs, b, c, 40);
                 for (int i = 0; i < 14 * 40; i++)
                     if (gradref__f32_bits(c[i]) != gradref__f32_bits(want[i]))
                         fail_msg("rows %d cols %d K %lld: c[%d] = %.9g, want %.9g", rows, cols,

@@ -55,18 +55,19 @@ __attribute__((target("avx512f,fma"))) void gradref__sgemm_kernel_avx512(int64_t
 /* The indirect kernel's body for R rows and V vectors of 16 columns, inlined with constants
  * so the accumulators stay in registers. */
 __attribute__((target("avx512f,fma"), always_inline)) static inline void
-indirect_body(int R, int V, int64_t k, const float *const *a_rows, int64_t a_off, const float *b,
-              float *c, int64_t ldc, __mmask16 m0, __mmask16 m1) {
+indirect_body(int R, int V, int64_t k, const float *const *a_rows, int64_t a_off, int64_t a_cs,
+              const float *b, float *c, int64_t ldc, __mmask16 m0, __mmask16 m1) {
     __m512 acc[GRADREF__AVX512_MR][2];
     for (int i = 0; i < R; i++)
         for (int v = 0; v < V; v++)
             acc[i][v] = _mm512_setzero_ps();
     for (int64_t p = 0; p < k; p++) {
+        if (a_rows[p] == NULL) continue;
         const float *a = a_rows[p] + a_off;
         const __m512 b0 = _mm512_loadu_ps(b + p * 32);
         const __m512 b1 = V == 2 ? _mm512_loadu_ps(b + p * 32 + 16) : b0;
         for (int i = 0; i < R; i++) {
-            const __m512 ai = _mm512_set1_ps(a[i]);
+            const __m512 ai = _mm512_set1_ps(a[i * a_cs]);
             acc[i][0] = _mm512_fmadd_ps(ai, b0, acc[i][0]);
             if (V == 2) acc[i][1] = _mm512_fmadd_ps(ai, b1, acc[i][1]);
         }
@@ -77,14 +78,14 @@ indirect_body(int R, int V, int64_t k, const float *const *a_rows, int64_t a_off
     }
 }
 
-typedef void (*indirect_kernel)(int64_t k, const float *const *a_rows, int64_t a_off,
+typedef void (*indirect_kernel)(int64_t k, const float *const *a_rows, int64_t a_off, int64_t a_cs,
                                 const float *b, float *c, int64_t ldc, __mmask16 m0, __mmask16 m1);
 
 #  define INDIRECT(R, V)                                                                           \
     __attribute__((target("avx512f,fma"))) static void indirect_##R##_##V(                         \
-        int64_t k, const float *const *a_rows, int64_t a_off, const float *b, float *c,            \
-        int64_t ldc, __mmask16 m0, __mmask16 m1) {                                                 \
-      indirect_body(R, V, k, a_rows, a_off, b, c, ldc, m0, m1);                                    \
+        int64_t k, const float *const *a_rows, int64_t a_off, int64_t a_cs, const float *b,        \
+        float *c, int64_t ldc, __mmask16 m0, __mmask16 m1) {                                       \
+      indirect_body(R, V, k, a_rows, a_off, a_cs, b, c, ldc, m0, m1);                              \
     }
 #  define INDIRECT_ROWS(R) INDIRECT(R, 1) INDIRECT(R, 2)
 INDIRECT_ROWS(1)
@@ -111,10 +112,11 @@ static const indirect_kernel indirect_kernels[GRADREF__AVX512_MR][2] = {
 };
 
 void gradref__sgemm_indirect_avx512(int rows, int cols, int64_t k, const float *const *a_rows,
-                                    int64_t a_off, const float *b, float *c, int64_t ldc) {
+                                    int64_t a_off, int64_t a_cs, const float *b, float *c,
+                                    int64_t ldc) {
     const uint32_t bits = cols >= 32 ? 0xffffffffu : (1u << cols) - 1u;
-    indirect_kernels[rows - 1][cols > 16](k, a_rows, a_off, b, c, ldc, (__mmask16)(bits & 0xffffu),
-                                          (__mmask16)(bits >> 16));
+    indirect_kernels[rows - 1][cols > 16](k, a_rows, a_off, a_cs, b, c, ldc,
+                                          (__mmask16)(bits & 0xffffu), (__mmask16)(bits >> 16));
 }
 
 #else

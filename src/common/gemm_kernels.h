@@ -21,11 +21,14 @@ void gradref__sgemm_kernel_avx2(int64_t k, const float *a, const float *b, float
 void gradref__sgemm_kernel_avx512(int64_t k, const float *a, const float *b, float *c, int64_t ldc,
                                   int load);
 /* The indirect AVX-512 micro-kernel (the CPU must have AVX-512F and FMA): for i < rows (1 .. 14)
- * and j < cols (1 .. 32), c[i * ldc + j] = the chain over p < k from +0 of a_rows[p][a_off + i] *
- * b[p * 32 + j]. Row p of A is wherever a_rows[p] points (an implicit im2col without copies); b is
- * one packed B panel of 32 columns. Columns past cols are not stored. */
+ * and j < cols (1 .. 32), c[i * ldc + j] = the chain over p < k from +0 of
+ * a_rows[p][a_off + i * a_cs] * b[p * 32 + j]. Row p of A is wherever a_rows[p] points (an
+ * implicit im2col without copies); a NULL row is skipped, which equals a row of zeros when B is
+ * finite (fma(0, b, acc) = acc: acc starts at +0 and never becomes -0). b is one packed B panel
+ * of 32 columns. Columns past cols are not stored. */
 void gradref__sgemm_indirect_avx512(int rows, int cols, int64_t k, const float *const *a_rows,
-                                    int64_t a_off, const float *b, float *c, int64_t ldc);
+                                    int64_t a_off, int64_t a_cs, const float *b, float *c,
+                                    int64_t ldc);
 #endif
 
 #endif

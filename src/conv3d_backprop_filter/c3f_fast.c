@@ -36,7 +36,7 @@ typedef struct layout {
     int64_t jb;     /* the most rows j per item */
     int64_t levels;
     size_t x32, dy32;
-    size_t thread0, per_thread, col_at, dyt_at, level_at, runs_at, rows_at, zeros_at;
+    size_t thread0, per_thread, col_at, dyt_at, level_at, runs_at, rows_at;
     size_t total;
 } layout;
 
@@ -62,18 +62,18 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
     L.gemm = f32 && precision == GRADREF_PRECISION_DEFAULT && J > 0 && p->Cout_g > 0 && R > 0;
     if (!L.gemm) return L;
     size_t at = 0;
-    /* x and dy channels-last in f32: a panel row is a run of channels */
-    L.stage_x = p->in_dtype != GRADREF_F32 || (p->xs[1] != 1 && p->G * p->Cin_g > 1);
+    L.mr = gradref__sgemm_mr(p->kernel);
+    L.nr = gradref__sgemm_nr(p->kernel);
+    /* wide enough channel tiles inside one tap: the indirect kernel reads x in place */
+    L.indirect = gradref__sgemm_kernel(p->kernel) == GRADREF_GEMM_AVX512 && p->Cin_g >= 8;
+    /* f32 x (channels-last for the packed panels, whose rows are runs of channels) and f32
+     * channels-last dy (a B panel row is a run of channels) */
+    L.stage_x = p->in_dtype != GRADREF_F32 || (!L.indirect && p->xs[1] != 1 && p->G * p->Cin_g > 1);
     L.stage_dy = p->in_dtype != GRADREF_F32 || (p->ys[1] != 1 && p->G * p->Cout_g > 1);
     const int64_t xn = p->N * p->G * p->Cin_g * p->I[0] * p->I[1] * p->I[2];
     const int64_t yn = p->N * p->G * p->Cout_g * p->O[0] * p->O[1] * p->O[2];
     if (L.stage_x) L.x32 = take(&at, (size_t)xn * 4);
     if (L.stage_dy) L.dy32 = take(&at, (size_t)yn * 4);
-    /* rows j = (tap, channel) with each tap's channels padded to whole GEMM panels */
-    L.mr = gradref__sgemm_mr(p->kernel);
-    L.nr = gradref__sgemm_nr(p->kernel);
-    /* wide enough channel tiles inside one tap: the indirect kernel reads x in place */
-    L.indirect = gradref__sgemm_kernel(p->kernel) == GRADREF_GEMM_AVX512 && p->Cin_g >= 8;
     L.unit = L.indirect ? 1 : p->Cin_g; /* packed panels straddle taps, tiles need not */
     int64_t units = LEVEL_FLOATS / (L.unit * p->Cout_g);
     if (units < 1) units = 1;
@@ -89,7 +89,6 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
         L.col_at = take(&per, (size_t)((L.jb + L.mr - 1) / L.mr * L.mr * BLOCK) * 4);
     L.dyt_at = take(&per, (size_t)((p->Cout_g + L.nr - 1) / L.nr * L.nr * BLOCK) * 4);
     L.rows_at = take(&per, BLOCK * sizeof(const float *));
-    L.zeros_at = take(&per, (size_t)p->Cin_g * 4);
     L.level_at = take(&per, (size_t)(L.levels + 1) * (size_t)(L.jb * p->Cout_g) * 4);
     L.runs_at = take(&per, sizeof(runs));
     L.per_thread = per;
@@ -163,6 +162,23 @@ static void tap_offsets(const gradref__c3f_plan *p, int64_t t, int64_t off[3]) {
     }
 }
 
+/* Run c of the block at the tap with offsets off: its columns q in [lo, hi) read x at
+ * base + q * stride_w * xs[4] (channel 0 of group g), the others fall outside x. */
+static const float *run_span(const run *R, int64_t g, const runs *u, int64_t c,
+                             const int64_t off[3], int64_t *lo, int64_t *hi) {
+    const gradref__c3f_plan *p = R->p;
+    const int64_t id = u->od[c] * p->stride[0] + off[0], ih = u->oh[c] * p->stride[1] + off[1];
+    *lo = *hi = 0;
+    if (id < 0 || id >= p->I[0] || ih < 0 || ih >= p->I[1]) return NULL;
+    const int64_t s = p->stride[2], first = u->ow[c] * s + off[2];
+    *lo = first >= 0 ? 0 : (-first + s - 1) / s;
+    *hi = p->I[2] - 1 - first < 0 ? 0 : (p->I[2] - 1 - first) / s + 1;
+    if (*hi > u->len[c]) *hi = u->len[c];
+    if (*lo > *hi) *lo = *hi;
+    return R->x + u->n[c] * R->xs[0] + id * R->xs[2] + ih * R->xs[3] + first * R->xs[4] +
+           g * p->Cin_g * R->xs[1];
+}
+
 /* A panels for taps [t0, t1) of group g and r in [r0, r1): row j = (t - t0) * Cin/G + ci holds
  * x at tap t for channel ci (0 outside x), panel j / mr holds K runs of mr values, k-major, and
  * the rows past the last are 0. A panel may hold the end of one tap and the start of the next:
@@ -179,20 +195,9 @@ static void pack_panels(const run *R, const layout *L, int64_t g, int64_t t0, in
         const int64_t j_first = (t - t0) * C, j_end = j_first + C;
         int64_t k = 0;
         for (int64_t c = 0; c < u->count; c++) {
-            const int64_t run = u->len[c], ow0 = u->ow[c];
-            const int64_t id = u->od[c] * p->stride[0] + off[0],
-                          ih = u->oh[c] * p->stride[1] + off[1];
-            int64_t lo = 0, hi = 0;
-            const float *base = NULL;
-            if (id >= 0 && id < p->I[0] && ih >= 0 && ih < p->I[1]) {
-                const int64_t s = p->stride[2], first = ow0 * s + off[2];
-                lo = first >= 0 ? 0 : (-first + s - 1) / s;
-                hi = p->I[2] - 1 - first < 0 ? 0 : (p->I[2] - 1 - first) / s + 1;
-                if (hi > run) hi = run;
-                if (lo > hi) lo = hi;
-                base = R->x + u->n[c] * R->xs[0] + id * R->xs[2] + ih * R->xs[3] +
-                       first * R->xs[4] + g * C * R->xs[1];
-            }
+            const int64_t run = u->len[c];
+            int64_t lo, hi;
+            const float *base = run_span(R, g, u, c, off, &lo, &hi);
             /* the tap's rows, panel by panel: lanes [la, lb) take channels from ci0 */
             for (int64_t j = j_first; j < j_end;) {
                 const int64_t pn = j / mr, la = j % mr;
@@ -252,11 +257,11 @@ static const float *dy_panels(const run *R, int64_t g, const runs *u, int64_t r0
 
 #ifdef C3F_AVX512
 /* out[j - j0][co] for rows j = t * Cin/G + ci in [j0, j1) with the indirect kernel: row k of
- * the implicit im2col is a pointer to x's channels at the tap (or to zeros), no copies. Tiles
- * of at most 14 channels stay inside one tap. */
+ * the implicit im2col is a pointer to x's channels at the tap, NULL where the tap falls
+ * outside x (the kernel skips those terms: adding fma(0, dy, acc) would leave acc as it is,
+ * dy being finite). Tiles of at most 14 channels stay inside one tap. */
 static void block_indirect(const run *R, int64_t g, int64_t j0, int64_t j1, const runs *u,
-                           int64_t K, const float *bp, const float **rows, const float *zeros,
-                           float *out) {
+                           int64_t K, const float *bp, const float **rows, float *out) {
     const gradref__c3f_plan *p = R->p;
     const int64_t Ci = p->Cin_g, C = p->Cout_g, nr = 32;
     for (int64_t t = j0 / Ci; t * Ci < j1; t++) {
@@ -265,25 +270,25 @@ static void block_indirect(const run *R, int64_t g, int64_t j0, int64_t j1, cons
         const int64_t tiles = (c_hi - c_lo + 13) / 14;
         int64_t off[3];
         tap_offsets(p, t, off);
-        int64_t k = 0;
+        const float **row = rows;
         for (int64_t c = 0; c < u->count; c++) {
-            const int64_t id = u->od[c] * p->stride[0] + off[0],
-                          ih = u->oh[c] * p->stride[1] + off[1];
-            const int inside = id >= 0 && id < p->I[0] && ih >= 0 && ih < p->I[1];
-            const float *base =
-                inside ? R->x + u->n[c] * R->xs[0] + id * R->xs[2] + ih * R->xs[3] + g * Ci : zeros;
-            for (int64_t q = 0; q < u->len[c]; q++, k++) {
-                const int64_t iw = (u->ow[c] + q) * p->stride[2] + off[2];
-                rows[k] = inside && iw >= 0 && iw < p->I[2] ? base + iw * R->xs[4] : zeros;
-            }
+            int64_t lo, hi, q = 0;
+            const float *base = run_span(R, g, u, c, off, &lo, &hi);
+            const int64_t step = p->stride[2] * R->xs[4];
+            for (; q < lo; q++)
+                *row++ = NULL;
+            for (; q < hi; q++)
+                *row++ = base + q * step;
+            for (; q < u->len[c]; q++)
+                *row++ = NULL;
         }
         for (int64_t pn = 0; pn * nr < C; pn++) {
             const int cols = (int)(C - pn * nr < nr ? C - pn * nr : nr);
             for (int64_t i = 0; i < tiles; i++) {
                 const int64_t ci0 = c_lo + (c_hi - c_lo) * i / tiles,
                               ci1 = c_lo + (c_hi - c_lo) * (i + 1) / tiles;
-                gradref__sgemm_indirect_avx512((int)(ci1 - ci0), cols, K, rows, ci0,
-                                               bp + pn * K * nr,
+                gradref__sgemm_indirect_avx512((int)(ci1 - ci0), cols, K, rows, ci0 * R->xs[1],
+                                               R->xs[1], bp + pn * K * nr,
                                                out + (t * Ci + ci0 - j0) * C + pn * nr, C);
             }
         }
@@ -300,7 +305,6 @@ static void item(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j
     float *col = (float *)(mine + L->col_at), *dyt = (float *)(mine + L->dyt_at);
     float *level = (float *)(mine + L->level_at); /* levels + 1 slots of size floats */
     const float **rows = (const float **)(mine + L->rows_at);
-    const float *zeros = (const float *)(mine + L->zeros_at);
     int used[64] = {0};
     float *fresh = level + L->levels * size; /* the newest block's sum */
     for (int64_t r0 = 0; r0 < total_r; r0 += BLOCK) {
@@ -314,11 +318,11 @@ static void item(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j
         const float *bp = dy_panels(R, g, u, r0, r1, L->nr, dyt);
 #ifdef C3F_AVX512
         if (L->indirect) {
-            block_indirect(R, g, j0, j1, u, r1 - r0, bp, rows, zeros, sum);
+            block_indirect(R, g, j0, j1, u, r1 - r0, bp, rows, sum);
         } else
 #endif
         {
-            (void)rows, (void)zeros;
+            (void)rows;
             pack_panels(R, L, g, j0 / p->Cin_g, j1 / p->Cin_g, u, r0, r1, col);
             gradref__sgemm_args a;
             memset(&a, 0, sizeof a);
@@ -471,7 +475,6 @@ void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
         me = omp_get_thread_num();
 #endif
         char *mine = base + L.thread0 + L.per_thread * (size_t)me;
-        memset(mine + L.zeros_at, 0, (size_t)p->Cin_g * sizeof(float));
         runs *u = (runs *)(mine + L.runs_at);
         int64_t b, e;
         gradref__my_range(items, &b, &e);
