@@ -333,9 +333,10 @@ static void test_threads_layouts_dtypes(void **state) {
     }
 }
 
-/* Wide channel counts (the AVX-512 indirect kernel's tiles, 1 to 14 channels inside one tap,
- * items cutting taps; Cout/G below, at and above one 32-column panel) over several reduction
- * blocks: still the reference's bits in every layout. */
+/* Wide channel counts (the AVX-512 indirect kernel's tiles of up to 14 channels inside one
+ * tap, items cutting taps; the packed panels straddling taps; Cout/G below, at and above one
+ * 32-column panel) over several reduction blocks: still the reference's bits in every
+ * layout. */
 static void test_wide_channels(void **state) {
     (void)state;
     static const int64_t cin[] = {8, 13, 29, 40, 16}, cout[] = {5, 32, 17, 40, 33};

@@ -1,15 +1,18 @@
 /* The fast path for F32 compute (F32, F16, BF16 at the default precision):
  *
  *   for each block of GRADREF_C3F_BLOCK reduction indices r = (n, od, oh, ow):
- *     S_block[j][co] = sum over r in the block of col[j][r] * dy[co][r]     (one GEMM slice)
+ *     S_block[j][co] = sum over r in the block of col[j][r] * dy[r][co]     (one GEMM slice)
  *   dw = the blocks' binary-counter combination (the reference's order)
  *
- * with j = (ci, tap) and col the im2col of x for the block, built row by row (zero where the
- * tap falls outside x). A zero term is exact when dy is finite (fma(0, d, acc) = acc, and acc
- * is never -0), so the path requires a finite dy; one holding Inf or NaN runs the reference,
- * which skips those taps. Work items are (group, block of j); each thread keeps its own level
- * buffers and writes only its items' dw elements, so the bits do not depend on the thread
- * count. F64 and GRADREF_PRECISION_HIGH run the reference loop over dw ranges. */
+ * with j = (tap, ci) and col the im2col of x for the block (zero where the tap falls outside
+ * x). With AVX-512 col is never built: the indirect kernel reads row r of a tap through a
+ * pointer into x and skips the rows outside it; otherwise col is packed into GEMM panels. A
+ * zero term is exact when dy is finite (fma(0, d, acc) = acc, and acc is never -0), so the
+ * path requires a finite dy; one holding Inf or NaN runs the reference, which skips those
+ * taps. dy goes to the GEMM as packed B panels from a channels-last f32 dy. Work items are
+ * (group, range of j); each thread keeps its own level buffers and writes only its items' dw
+ * elements, so the bits do not depend on the thread count. F64 and GRADREF_PRECISION_HIGH run
+ * the reference loop over dw ranges. */
 #include <math.h>
 #include <string.h>
 
@@ -64,8 +67,9 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
     size_t at = 0;
     L.mr = gradref__sgemm_mr(p->kernel);
     L.nr = gradref__sgemm_nr(p->kernel);
-    /* wide enough channel tiles inside one tap: the indirect kernel reads x in place */
-    L.indirect = gradref__sgemm_kernel(p->kernel) == GRADREF_GEMM_AVX512 && p->Cin_g >= 8;
+    /* AVX-512: the indirect kernel reads x in place (faster even for 1 to 7 channels per tap,
+     * where its tiles are short, than packing panels that straddle taps) */
+    L.indirect = gradref__sgemm_kernel(p->kernel) == GRADREF_GEMM_AVX512;
     /* f32 x (channels-last for the packed panels, whose rows are runs of channels) and f32
      * channels-last dy (a B panel row is a run of channels) */
     L.stage_x = p->in_dtype != GRADREF_F32 || (!L.indirect && p->xs[1] != 1 && p->G * p->Cin_g > 1);
