@@ -248,8 +248,9 @@ static void test_adjoint_identity(void **state) {
 
 /* ------------------------------------------------------------ fast vs reference */
 
-/* Runs the public call at 1, 2 and 3 threads (SIMD kernels when the CPU has them) and the
- * portable fast path, and compares each output buffer, bit for bit, with the reference loop. */
+/* Runs the public call at 1, 2 and 3 threads (the widest SIMD kernels the CPU has), the AVX2
+ * kernels and the portable fast path, and compares each output buffer, bit for bit, with the
+ * reference loop. */
 static void check_against_reference(rope_case *c, int32_t precision) {
     gradref__rope_plan plan;
     assert_int_equal(gradref__rope_grad_validate(&c->params, &c->q, &c->k, &c->cos, &c->sin, &c->dq,
@@ -263,14 +264,15 @@ static void check_against_reference(rope_case *c, int32_t precision) {
     memcpy(ref_q, c->buf[4], c->bytes[4]);
     memcpy(ref_k, c->buf[5], c->bytes[5]);
     int counts[] = TU_THREAD_COUNTS;
-    for (size_t i = 0; i <= sizeof counts / sizeof counts[0]; i++) {
+    const size_t calls = sizeof counts / sizeof counts[0];
+    for (size_t i = 0; i < calls + 2; i++) {
         memset(c->buf[4], 0x5a, c->bytes[4]);
         memset(c->buf[5], 0x5a, c->bytes[5]);
-        if (i < sizeof counts / sizeof counts[0]) {
+        if (i < calls) {
             gradref_exec exec = {NULL, 0, counts[i], precision};
             assert_int_equal(run(c, &exec), GRADREF_OK);
         } else {
-            plan.allow_simd = 0; /* the portable path, on 2 threads */
+            plan.allow_simd = (int32_t)(calls + 1 - i); /* AVX2, then portable; 2 threads */
             gradref__rope_grad_fast(&plan, 2);
         }
         if (memcmp(ref_q, c->buf[4], c->bytes[4]) || memcmp(ref_k, c->buf[5], c->bytes[5]))

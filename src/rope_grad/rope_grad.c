@@ -121,7 +121,7 @@ gradref_status gradref__rope_grad_validate(const gradref_rope_params *p, const g
     plan->mode = p->mode;
     plan->dtype = dtype;
     plan->precision = GRADREF_PRECISION_DEFAULT;
-    plan->allow_simd = 1;
+    plan->allow_simd = 2;
     plan->elem_size = gradref__dtype_size(dtype);
     plan->head_dim = D;
     plan->rotary_dim = p->rotary_dim ? p->rotary_dim : D;

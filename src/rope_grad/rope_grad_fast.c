@@ -57,7 +57,7 @@ typedef struct token_ctx {
     const gradref__rope_plan *p;
     int64_t row, pos;
     int stream; /* write outputs with streaming stores */
-    int simd;   /* use the AVX2/F16C row kernels */
+    int simd;   /* row kernels: 0 none, 1 AVX2/F16C, 2 AVX-512 for F32/F16 rows */
 } token_ctx;
 
 /* Rounds n f32 results to the dtype and writes them to dst. */
@@ -122,18 +122,25 @@ static void token_half(const token_ctx *tc) {
             for (int64_t n = 0; n < st->heads; n++) {
 #ifdef GRADREF_ROPE_SIMD
                 if (tc->simd) {
+                    const int wide = tc->simd == 2 && dt != GRADREF_BF16;
                     const char *in_f = in_at(p, st, tc->row, n * D + j0);
                     const char *in_b = in_at(p, st, tc->row, n * D + j0 + H);
                     char *out_f = out_at(p, st, tc->row, n * D + j0);
                     char *out_b = out_at(p, st, tc->row, n * D + j0 + H);
+                    void (*atb_row)(int32_t, const void *, void *, const float *, int64_t, int) =
+                        wide ? gradref__rope_atb_row_avx512 : gradref__rope_atb_row;
                     if (atb && L == H) { /* the whole head row in one pass */
-                        gradref__rope_atb_row(dt, in_f, out_f, c_both, 2 * L, tc->stream);
+                        atb_row(dt, in_f, out_f, c_both, 2 * L, tc->stream);
                     } else if (atb) {
-                        gradref__rope_atb_row(dt, in_f, out_f, cf, L, tc->stream);
-                        gradref__rope_atb_row(dt, in_b, out_b, cb, L, tc->stream);
+                        atb_row(dt, in_f, out_f, cf, L, tc->stream);
+                        atb_row(dt, in_b, out_b, cb, L, tc->stream);
                     } else {
-                        gradref__rope_half_row(dt, in_f, in_b, out_f, out_b, cf, sb, cb, sf, L,
-                                               tc->stream);
+                        if (wide)
+                            gradref__rope_half_row_avx512(dt, in_f, in_b, out_f, out_b, cf, sb, cb,
+                                                          sf, L, tc->stream);
+                        else
+                            gradref__rope_half_row(dt, in_f, in_b, out_f, out_b, cf, sb, cb, sf, L,
+                                                   tc->stream);
                     }
                     continue;
                 }
@@ -243,7 +250,8 @@ void gradref__rope_grad_fast(const gradref__rope_plan *p, int num_threads) {
     const int stream = fast && (size_t)(T * per_token) * p->elem_size >= GRADREF_STREAM_MIN_BYTES;
     int simd = 0;
 #ifdef GRADREF_ROPE_SIMD
-    simd = p->allow_simd && gradref__rope_simd_available();
+    simd = gradref__rope_simd_level();
+    if (simd > p->allow_simd) simd = p->allow_simd;
 #endif
     int threads = T * per_token >= PARALLEL_MIN_ELEMENTS ? num_threads : 1;
     if ((int64_t)threads > T) threads = (int)T;

@@ -11,10 +11,6 @@
 
 #  define TARGET __attribute__((target("avx2,f16c")))
 
-int gradref__rope_simd_available(void) {
-    return gradref__cpu_has_avx2_f16c();
-}
-
 /* ---- 8-lane loads and stores of each dtype ---- */
 
 TARGET static inline __m256 load8(int32_t dt, const void *p) {
@@ -135,6 +131,94 @@ TARGET void gradref__rope_half_row(int32_t dt, const void *gf, const void *gb, v
         store1(dt, out_f, i, front + front_partner);
         store1(dt, out_b, i, back - back_partner);
     }
+}
+
+/* ---- AVX-512 (F32 and F16 rows): 16 lanes, half the instructions per byte ---- */
+
+#  define TARGET512 __attribute__((target("avx512f,avx2,f16c")))
+
+int gradref__rope_simd_level(void) {
+    if (!gradref__cpu_has_avx2_f16c()) return 0;
+    return gradref__cpu_has_avx512() ? 2 : 1;
+}
+
+TARGET512 static inline __m512 load16(int32_t dt, const void *p) {
+    if (dt == GRADREF_F32) return _mm512_loadu_ps((const float *)p);
+    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+}
+
+TARGET512 static inline void store16(int32_t dt, void *p, __m512 v, int stream) {
+    if (dt == GRADREF_F32) {
+        if (stream && ((uintptr_t)p & 63u) == 0) {
+            _mm512_stream_ps((float *)p, v);
+        } else if (stream) {
+            store8(dt, p, _mm512_castps512_ps256(v), 1);
+            store8(dt, (float *)p + 8,
+                   _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)), 1);
+        } else {
+            _mm512_storeu_ps((float *)p, v);
+        }
+        return;
+    }
+    __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+    if (stream && ((uintptr_t)p & 31u) == 0) {
+        _mm256_stream_si256((__m256i *)p, h);
+    } else if (stream) {
+        _mm_stream_si128((__m128i *)p, _mm256_castsi256_si128(h));
+        _mm_stream_si128((__m128i *)p + 1, _mm256_extracti128_si256(h, 1));
+    } else {
+        _mm256_storeu_si256((__m256i *)p, h);
+    }
+}
+
+TARGET512 void gradref__rope_atb_row_avx512(int32_t dt, const void *g, void *out, const float *w,
+                                            int64_t n, int stream) {
+    const size_t es = esize(dt);
+    stream = stream && aligned16(out);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        prefetch((const char *)g + i * es);
+        __m512 prod = _mm512_mul_ps(load16(dt, (const char *)g + i * es), _mm512_loadu_ps(w + i));
+        store16(dt, (char *)out + i * es, prod, stream);
+    }
+    if (i < n)
+        gradref__rope_atb_row(dt, (const char *)g + i * es, (char *)out + i * es, w + i, n - i,
+                              stream);
+}
+
+/* F32 rows write the front half's outputs and then the back half's (the output row in order,
+ * the inputs in L1 for the second pass); F16 rows, half as wide, both in one pass: measured
+ * the faster order for each (docs/performance.md). */
+TARGET512 void gradref__rope_half_row_avx512(int32_t dt, const void *gf, const void *gb,
+                                             void *out_f, void *out_b, const float *cf,
+                                             const float *sb, const float *cb, const float *sf,
+                                             int64_t n, int stream) {
+    const size_t es = esize(dt);
+    stream = stream && aligned16(out_f) && aligned16(out_b);
+    const int two_pass = dt == GRADREF_F32;
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        prefetch((const char *)gf + i * es);
+        prefetch((const char *)gb + i * es);
+        __m512 f = load16(dt, (const char *)gf + i * es), b = load16(dt, (const char *)gb + i * es);
+        __m512 front = _mm512_mul_ps(_mm512_loadu_ps(cf + i), f);
+        __m512 front_partner = _mm512_mul_ps(_mm512_loadu_ps(sb + i), b);
+        store16(dt, (char *)out_f + i * es, _mm512_add_ps(front, front_partner), stream);
+        if (two_pass) continue;
+        __m512 back = _mm512_mul_ps(_mm512_loadu_ps(cb + i), b);
+        __m512 back_partner = _mm512_mul_ps(_mm512_loadu_ps(sf + i), f);
+        store16(dt, (char *)out_b + i * es, _mm512_sub_ps(back, back_partner), stream);
+    }
+    for (int64_t k = 0; two_pass && k < i; k += 16) {
+        __m512 f = load16(dt, (const char *)gf + k * es), b = load16(dt, (const char *)gb + k * es);
+        __m512 back = _mm512_mul_ps(_mm512_loadu_ps(cb + k), b);
+        __m512 back_partner = _mm512_mul_ps(_mm512_loadu_ps(sf + k), f);
+        store16(dt, (char *)out_b + k * es, _mm512_sub_ps(back, back_partner), stream);
+    }
+    if (i < n)
+        gradref__rope_half_row(dt, (const char *)gf + i * es, (const char *)gb + i * es,
+                               (char *)out_f + i * es, (char *)out_b + i * es, cf + i, sb + i,
+                               cb + i, sf + i, n - i, stream);
 }
 
 /* ---- interleaved ---- */

@@ -1,6 +1,7 @@
-/* AVX2 + F16C row kernels of the rope_grad fast path (x86-64 with GCC or Clang). Each computes
- * exactly the operations of the reference loop on 8 lanes at a time and stores straight to the
- * output, with streaming stores when asked and the destination is 16-byte aligned. */
+/* AVX2 + F16C row kernels of the rope_grad fast path (x86-64 with GCC or Clang), and AVX-512
+ * ones for F32 and F16. Each computes exactly the operations of the reference loop on 8 or 16
+ * lanes at a time and stores straight to the output, with streaming stores when asked and the
+ * destination is 16-byte aligned. */
 #ifndef GRADREF_ROPE_GRAD_SIMD_H
 #define GRADREF_ROPE_GRAD_SIMD_H
 
@@ -9,8 +10,8 @@
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #  define GRADREF_ROPE_SIMD 1
 
-/* 1 when the CPU has AVX2 and F16C. */
-int gradref__rope_simd_available(void);
+/* The kernels this CPU runs: 0 none, 1 AVX2 + F16C, 2 those and AVX-512F. */
+int gradref__rope_simd_level(void);
 
 /* ATB: out = round(g * w). F16/BF16 rows are 16-bit, F32 rows float; w is f32. */
 void gradref__rope_atb_row(int32_t dtype, const void *g, void *out, const float *w, int64_t n,
@@ -20,6 +21,13 @@ void gradref__rope_atb_row(int32_t dtype, const void *g, void *out, const float 
 void gradref__rope_half_row(int32_t dtype, const void *gf, const void *gb, void *out_f, void *out_b,
                             const float *cf, const float *sb, const float *cb, const float *sf,
                             int64_t n, int stream);
+
+/* The same two on 16 lanes (level 2), for F32 and F16 rows only. */
+void gradref__rope_atb_row_avx512(int32_t dtype, const void *g, void *out, const float *w,
+                                  int64_t n, int stream);
+void gradref__rope_half_row_avx512(int32_t dtype, const void *gf, const void *gb, void *out_f,
+                                   void *out_b, const float *cf, const float *sb, const float *cb,
+                                   const float *sf, int64_t n, int stream);
 
 /* interleaved adjoint on n (even) elements: even i: c*g + s[i+1]*g[i+1]; odd i: c*g -
  * s[i-1]*g[i-1]. */
