@@ -306,14 +306,14 @@ static void test_worked_example(void **state) {
 
 static void describe(const cbd_case *c) {
     const geometry *g = &c->geo;
-    fprintf(stderr, "rank %d N %lld G %lld ICpg %lld OCpg %lld mode %d in %d out %d fnd %d\n", g->rank,
-            (long long)g->N, (long long)g->G, (long long)g->ICpg, (long long)g->OCpg, g->mode,
-            c->in_dtype, c->out_dtype, c->filter.ndim);
+    fprintf(stderr, "rank %d N %lld G %lld ICpg %lld OCpg %lld mode %d in %d out %d fnd %d\n",
+            g->rank, (long long)g->N, (long long)g->G, (long long)g->ICpg, (long long)g->OCpg,
+            g->mode, c->in_dtype, c->out_dtype, c->filter.ndim);
     for (int j = 0; j < g->rank; j++)
         fprintf(stderr, "  K %lld O %lld s %lld d %lld pb %lld pe %lld extra %lld i %lld\n",
-                (long long)g->K[j], (long long)g->O[j], (long long)g->stride[j], (long long)g->dil[j],
-                (long long)g->pb[j], (long long)g->pe[j], (long long)g->extra[j],
-                (long long)grad_size(g, j));
+                (long long)g->K[j], (long long)g->O[j], (long long)g->stride[j],
+                (long long)g->dil[j], (long long)g->pb[j], (long long)g->pe[j],
+                (long long)g->extra[j], (long long)grad_size(g, j));
 }
 
 /* ------------------------------------------------------------ adjoint identity */
@@ -481,6 +481,37 @@ static void test_gemm_shapes(void **state) {
     make_case(&c, &g, GRADREF_F32, GRADREF_F32, F_DENSE, D_NCHW, 0, &r);
     check_fast(&c, GRADREF_PRECISION_DEFAULT);
     free_case(&c);
+}
+
+/* Stride 1 with grad as large as diff (pad_begin + pad_end = dilation * (K - 1)): the AVX-512
+ * path computes 32-pixel tiles straight from diff; tiles crossing rows and planes, the first
+ * and last tiles of the tensor, 1-D/2-D/3-D, asymmetric pads, dilation, both modes, panels of
+ * 14 channels and their remainders, every data layout. */
+static void test_direct_tiles(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(9);
+    static const int64_t shapes[][6] = {/* rank ICpg OCpg K dil G */
+                                        {2, 14, 9, 3, 1, 1},  {2, 15, 1, 3, 2, 2},
+                                        {1, 28, 5, 5, 1, 1},  {3, 5, 3, 3, 1, 1},
+                                        {2, 31, 17, 1, 1, 1}, {2, 3, 4, 4, 1, 2}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int64_t *a = shapes[s];
+        geometry g;
+        memset(&g, 0, sizeof g);
+        g.rank = (int)a[0], g.N = 2, g.G = a[5], g.ICpg = a[1], g.OCpg = a[2];
+        g.mode = (int32_t)(s % 2);
+        for (int j = 0; j < g.rank; j++) {
+            g.K[j] = a[3], g.dil[j] = a[4], g.stride[j] = 1;
+            const int64_t span = a[4] * (a[3] - 1);
+            g.pb[j] = j == g.rank - 1 ? span / 2 + span % 2 : span / 2; /* asymmetric if odd */
+            g.pe[j] = span - g.pb[j];
+            g.O[j] = g.rank == 3 ? 3 + j : g.rank == 1 ? 75 : 5 + 6 * j;
+        }
+        cbd_case c;
+        make_case(&c, &g, GRADREF_F32, GRADREF_F32, (int)(s % 3), (int)(s % 3), 0, &r);
+        check_fast(&c, GRADREF_PRECISION_DEFAULT);
+        free_case(&c);
+    }
 }
 
 /* ------------------------------------------------------------ empty, workspace */
@@ -679,11 +710,17 @@ static void test_errors(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_worked_example),       cmocka_unit_test(test_adjoint_identity),
-        cmocka_unit_test(test_small_integers_exact), cmocka_unit_test(test_fast_matches_reference),
-        cmocka_unit_test(test_megengine_list),       cmocka_unit_test(test_gemm_shapes),
-        cmocka_unit_test(test_empty_sizes),          cmocka_unit_test(test_workspace),
-        cmocka_unit_test(test_golden_pytorch),       cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_worked_example),
+        cmocka_unit_test(test_adjoint_identity),
+        cmocka_unit_test(test_small_integers_exact),
+        cmocka_unit_test(test_fast_matches_reference),
+        cmocka_unit_test(test_megengine_list),
+        cmocka_unit_test(test_gemm_shapes),
+        cmocka_unit_test(test_direct_tiles),
+        cmocka_unit_test(test_empty_sizes),
+        cmocka_unit_test(test_workspace),
+        cmocka_unit_test(test_golden_pytorch),
+        cmocka_unit_test(test_errors),
     };
     tu_seed();
     return cmocka_run_group_tests(tests, NULL, NULL);

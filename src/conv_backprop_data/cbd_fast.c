@@ -25,6 +25,8 @@
 #include "common/gemm.h"
 #include "common/internal.h"
 
+/* tiles of 32 pixels whose masks are computed together (direct tiles) */
+#define TILE_GROUP 64
 /* C chunk per thread for phases that cannot write grad directly, in floats (512 KiB) */
 #define CHUNK_FLOATS (INT64_C(128) * 1024)
 
@@ -32,11 +34,12 @@ enum { PATH_REFERENCE, PATH_GEMM, PATH_DEPTHWISE };
 
 typedef struct layout {
     int path, stage_diff, acc_buffer;
-    size_t apack, diff32, acc;  /* shared parts */
-    size_t panels, phase_off;   /* the filter in GEMM panels per (group, phase), offsets */
-    int64_t group_floats;       /* panel floats per group */
-    size_t thread0, per_thread; /* per thread: GEMM work, C chunk, tap list */
-    size_t chunk_at, taps_at;   /* offsets inside a thread's part */
+    size_t apack, diff32, acc;   /* shared parts */
+    size_t panels, phase_off;    /* the filter in GEMM panels per (group, phase), offsets */
+    int64_t group_floats;        /* panel floats per group */
+    size_t thread0, per_thread;  /* per thread: GEMM work, C chunk, tap list */
+    size_t chunk_at, taps_at;    /* offsets inside a thread's part */
+    size_t offsets_at, masks_at; /* direct tiles: per tap offsets, per tile and tap masks */
     size_t total;
 } layout;
 
@@ -95,6 +98,10 @@ static layout layout_of(const gradref__cbd_plan *p, int32_t precision, int threa
         take(&per, gradref__sgemm_work_bytes());
         L.chunk_at = take(&per, (size_t)CHUNK_FLOATS * 4);
         L.taps_at = take(&per, (size_t)taps_of(p) * 4 * sizeof(int64_t));
+        if (unit_strides(p)) {
+            L.offsets_at = take(&per, (size_t)taps_of(p) * sizeof(int64_t));
+            L.masks_at = take(&per, (size_t)(TILE_GROUP * 2 * taps_of(p)) * sizeof(uint16_t));
+        }
         L.per_thread = per;
         L.thread0 = at;
         at += per * (size_t)threads;
@@ -170,7 +177,8 @@ typedef struct run {
     const float *apack;
     const float *diff; /* f32 diff: channel c of image n at n * dn + c * dc, pixels dense */
     int64_t dn, dc;
-    float *acc; /* f32 grad, likewise */
+    int64_t span_lo, span_hi; /* diff's elements lie in [diff + span_lo, diff + span_hi) */
+    float *acc;               /* f32 grad, likewise */
     int64_t an, ac;
     int kernel;
     const float *panels; /* group g, phase f: panels + g * group_floats + phase_off[f] */
@@ -307,6 +315,45 @@ static int64_t phase_taps(const gradref__cbd_plan *p, const int64_t *ph, int64_t
     return n;
 }
 
+#ifdef GRADREF_CBD_PACK_FLAT
+/* Stride 1 with grad's last two sizes equal to diff's: tiles of 32 pixels computed straight
+ * from diff (no B packing), a group of tiles at a time for every filter panel. */
+static void direct_tiles(const run *R, const phase *f, const float *panels, int64_t M, int64_t N,
+                         float *slab0, char *mine, const layout *L) {
+    const gradref__cbd_plan *p = R->p;
+    const int64_t K = f->ntaps * p->OCpg, per_tile = 2 * f->ntaps;
+    const int64_t image_at = f->n * R->dn + f->g * p->OCpg * R->dc;
+    const float *image = R->diff + image_at;
+    int64_t *offset = (int64_t *)(mine + L->offsets_at);
+    uint16_t *masks = (uint16_t *)(mine + L->masks_at);
+    int64_t lo = 0, hi = 0; /* what a tile reads, from pixel j0, over all taps and channels */
+    for (int64_t t = 0; t < f->ntaps; t++) {
+        const int64_t *tp = f->tap + 4 * t;
+        offset[t] = (tp[1] * p->O[1] + tp[2]) * p->O[2] + tp[3];
+        if (t == 0 || offset[t] < lo) lo = offset[t];
+        if (t == 0 || offset[t] > hi) hi = offset[t];
+    }
+    const int64_t channels = (p->OCpg - 1) * R->dc;
+    lo += image_at + (channels < 0 ? channels : 0);
+    hi += image_at + (channels > 0 ? channels : 0) + 32;
+    for (int64_t g0 = 0; g0 < N; g0 += TILE_GROUP * 32) {
+        const int64_t g1 = N - g0 < TILE_GROUP * 32 ? N : g0 + TILE_GROUP * 32;
+        for (int64_t j0 = g0; j0 < g1; j0 += 32)
+            gradref__cbd_tile_masks(f->tap, f->ntaps, f->Q, p->O, j0, g1 - j0 < 32 ? g1 - j0 : 32,
+                                    masks + (j0 - g0) / 32 * per_tile);
+        for (int64_t i0 = 0; i0 < M; i0 += R->mr) {
+            const float *panel = panels + i0 / R->mr * K * R->mr;
+            const int rows = (int)(M - i0 < R->mr ? M - i0 : R->mr);
+            for (int64_t j0 = g0; j0 < g1; j0 += 32)
+                gradref__cbd_tile_avx512(
+                    image + j0, R->dc, p->OCpg, offset, masks + (j0 - g0) / 32 * per_tile, f->ntaps,
+                    g1 - j0 < 32 ? g1 - j0 : 32, j0 + lo >= R->span_lo && j0 + hi <= R->span_hi,
+                    panel, rows, slab0 + i0 * R->ac + j0, R->ac, 0);
+        }
+    }
+}
+#endif
+
 static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t ic1, char *mine,
                       const layout *L) {
     const gradref__cbd_plan *p = R->p;
@@ -345,6 +392,12 @@ static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t i
                 const int64_t f_index = (ph[0] * p->stride[1] + ph[1]) * p->stride[2] + ph[2];
                 a.a_panels = R->panels + g * R->group_floats + R->phase_off[f_index] +
                              ic0 / R->mr * a.K * R->mr;
+#ifdef GRADREF_CBD_PACK_FLAT
+                if (unit_strides(p) && f.flat_ok && f.Q[1] == p->O[1] && f.Q[2] == p->O[2]) {
+                    direct_tiles(R, &f, a.a_panels, M, N, slab0, mine, L);
+                    continue;
+                }
+#endif
                 if (unit_strides(p)) { /* the only phase: straight into grad */
                     a.N = N;
                     a.c = slab0;
@@ -487,6 +540,11 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
         R.diff = (const float *)p->diff;
         R.dn = p->ds[0];
         R.dc = p->ds[2];
+    }
+    {
+        const int64_t images = (p->N - 1) * R.dn, channels = (C_in - 1) * R.dc;
+        R.span_lo = (images < 0 ? images : 0) + (channels < 0 ? channels : 0);
+        R.span_hi = (images > 0 ? images : 0) + (channels > 0 ? channels : 0) + pixels(p->O);
     }
     if (L.acc_buffer) {
         R.acc = (float *)(base + L.acc);

@@ -216,6 +216,117 @@ gradref__cbd_pack_b_flat(const float *image, int64_t channel_stride, int64_t ocp
     }
 }
 
+/* Pixel coordinates of flat sub-grid indices j0 .. j0 + 31 as 16-lane vectors. */
+__attribute__((target("avx512f"))) static void lane_coords(int64_t j0, const int64_t *Q,
+                                                           __m512i qv[3][2]) {
+    int32_t q[3][32];
+    int64_t q2 = j0 % Q[2], q1 = j0 / Q[2] % Q[1], q0 = j0 / (Q[2] * Q[1]);
+    for (int l = 0; l < 32; l++) {
+        q[0][l] = (int32_t)q0, q[1][l] = (int32_t)q1, q[2][l] = (int32_t)q2;
+        if (++q2 == Q[2]) {
+            q2 = 0;
+            if (++q1 == Q[1]) q1 = 0, q0++;
+        }
+    }
+    for (int d = 0; d < 3; d++)
+        for (int h = 0; h < 2; h++)
+            qv[d][h] = _mm512_loadu_si512((const void *)(q[d] + 16 * h));
+}
+
+__attribute__((target("avx512f"))) void gradref__cbd_tile_masks(const int64_t *tap, int64_t ntaps,
+                                                                const int64_t *Q, const int64_t *O,
+                                                                int64_t j0, int64_t cols,
+                                                                uint16_t *masks) {
+    __m512i qv[3][2];
+    lane_coords(j0, Q, qv);
+    const __mmask16 live[2] = {(__mmask16)(cols >= 16 ? 0xffffu : (1u << cols) - 1u),
+                               (__mmask16)(cols <= 16   ? 0u
+                                           : cols >= 32 ? 0xffffu
+                                                        : (1u << (cols - 16)) - 1u)};
+    for (int64_t t = 0; t < ntaps; t++)
+        for (int h = 0; h < 2; h++) {
+            __mmask16 m = live[h];
+            for (int d = 0; d < 3; d++) {
+                const __m512i o =
+                    _mm512_add_epi32(qv[d][h], _mm512_set1_epi32((int32_t)tap[4 * t + 1 + d]));
+                m &= _mm512_cmpge_epi32_mask(o, _mm512_setzero_si512()) &
+                     _mm512_cmplt_epi32_mask(o, _mm512_set1_epi32((int32_t)O[d]));
+            }
+            masks[2 * t + h] = (uint16_t)m;
+        }
+}
+
+/* The tile's accumulation. With `inside` every lane of every load lies inside diff's memory
+ * (the tile is away from its ends), so whole vectors are loaded and the lanes outside the tap
+ * zeroed afterwards: GCC then keeps all 28 accumulators in registers, which it does not around
+ * masked loads. Near diff's ends the loads themselves are masked. */
+__attribute__((target("avx512f,fma"), always_inline)) static inline void
+tile_body(int inside, const float *image, int64_t channel_stride, int64_t ocpg,
+          const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a, int rows,
+          float *c, int64_t ldc, int load, __mmask16 live0, __mmask16 live1) {
+    enum { MR = GRADREF_CBD_TILE_ROWS };
+    __m512 acc[MR][2];
+    for (int i = 0; i < MR; i++) {
+        const int here = load && i < rows;
+        acc[i][0] = here ? _mm512_maskz_loadu_ps(live0, c + i * ldc) : _mm512_setzero_ps();
+        acc[i][1] = here ? _mm512_maskz_loadu_ps(live1, c + i * ldc + 16) : _mm512_setzero_ps();
+    }
+    for (int64_t t = 0; t < ntaps; t++) {
+        const __mmask16 m0 = masks[2 * t], m1 = masks[2 * t + 1];
+        if ((m0 | m1) == 0) continue; /* all zero: fma(w, 0, acc) = acc for a finite w */
+        const float *src = image + offset[t];
+        const float *w = a + t * ocpg * MR;
+        for (int64_t oc = 0; oc < ocpg; oc++, src += channel_stride, w += MR) {
+            __m512 b0, b1;
+            if (inside) {
+                b0 = _mm512_maskz_mov_ps(m0, _mm512_loadu_ps(src));
+                b1 = _mm512_maskz_mov_ps(m1, _mm512_loadu_ps(src + 16));
+            } else {
+                b0 = _mm512_maskz_loadu_ps(m0, src);
+                b1 = _mm512_maskz_loadu_ps(m1, src + 16);
+            }
+            for (int i = 0; i < MR; i++) {
+                const __m512 wi = _mm512_set1_ps(w[i]);
+                acc[i][0] = _mm512_fmadd_ps(wi, b0, acc[i][0]);
+                acc[i][1] = _mm512_fmadd_ps(wi, b1, acc[i][1]);
+            }
+        }
+    }
+    for (int i = 0; i < MR; i++)
+        if (i < rows) {
+            _mm512_mask_storeu_ps(c + i * ldc, live0, acc[i][0]);
+            _mm512_mask_storeu_ps(c + i * ldc + 16, live1, acc[i][1]);
+        }
+}
+
+__attribute__((target("avx512f,fma"))) static void
+tile_inside(const float *image, int64_t channel_stride, int64_t ocpg, const int64_t *offset,
+            const uint16_t *masks, int64_t ntaps, const float *a, int rows, float *c, int64_t ldc,
+            int load, __mmask16 live0, __mmask16 live1) {
+    tile_body(1, image, channel_stride, ocpg, offset, masks, ntaps, a, rows, c, ldc, load, live0,
+              live1);
+}
+
+__attribute__((target("avx512f,fma"))) static void
+tile_edge(const float *image, int64_t channel_stride, int64_t ocpg, const int64_t *offset,
+          const uint16_t *masks, int64_t ntaps, const float *a, int rows, float *c, int64_t ldc,
+          int load, __mmask16 live0, __mmask16 live1) {
+    tile_body(0, image, channel_stride, ocpg, offset, masks, ntaps, a, rows, c, ldc, load, live0,
+              live1);
+}
+
+void gradref__cbd_tile_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
+                              const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                              int64_t cols, int inside, const float *a, int rows, float *c,
+                              int64_t ldc, int load) {
+    const __mmask16 live0 = (__mmask16)(cols >= 16 ? 0xffffu : (1u << cols) - 1u),
+                    live1 = (__mmask16)(cols <= 16   ? 0u
+                                        : cols >= 32 ? 0xffffu
+                                                     : (1u << (cols - 16)) - 1u);
+    (inside ? tile_inside : tile_edge)(image, channel_stride, ocpg, offset, masks, ntaps, a, rows,
+                                       c, ldc, load, live0, live1);
+}
+
 __attribute__((target("avx2,fma"))) static void row_avx2(const gradref__cbd_plan *p, const float *w,
                                                          const float *const *rows,
                                                          const int64_t *base, int64_t nrows,

@@ -21,6 +21,25 @@ void gradref__cbd_pack_b_flat(const float *image, int64_t channel_stride, int64_
                               const int64_t *tap, const int64_t *Q, const int64_t *O,
                               int64_t j_start, int64_t k0, int64_t kc, int64_t count, int width,
                               float *dst);
+
+/* Rows of the AVX-512 GEMM panels (gradref__sgemm_mr for that family). */
+#  define GRADREF_CBD_TILE_ROWS 14
+/* Stride 1 and grad's last two sizes equal to diff's: grad[ic0 + i][j0 .. j0 + cols) for
+ * i < rows (cols <= 32) straight from diff, without packing: the GEMM chain over k = (phase
+ * tap, oc) with A one prepacked 14-row filter panel (k-major, K = ntaps * ocpg). Tap t reads
+ * image + offset[t] + oc * channel_stride (image already at pixel j0) in the lanes of its two
+ * 16-lane masks (gradref__cbd_tile_masks: the lanes whose tap falls inside diff), zero
+ * elsewhere, and a tap without lanes is skipped (exact for a finite filter). `inside` promises
+ * that the 32 floats at every such address are readable (then whole vectors are loaded). c is
+ * grad at (ic0, j0), ldc its channel stride; the chains start at +0, or at c when `load` (the
+ * continuation of a chain over earlier taps). The CPU must have AVX-512F. */
+void gradref__cbd_tile_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
+                              const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                              int64_t cols, int inside, const float *a, int rows, float *c,
+                              int64_t ldc, int load);
+/* The two masks per tap of the tile of cols (<= 32) sub-grid pixels from j0. */
+void gradref__cbd_tile_masks(const int64_t *tap, int64_t ntaps, const int64_t *Q, const int64_t *O,
+                             int64_t j0, int64_t cols, uint16_t *masks);
 #endif
 
 #endif
