@@ -98,10 +98,8 @@ static layout layout_of(const gradref__cbd_plan *p, int32_t precision, int threa
         take(&per, gradref__sgemm_work_bytes());
         L.chunk_at = take(&per, (size_t)CHUNK_FLOATS * 4);
         L.taps_at = take(&per, (size_t)taps_of(p) * 4 * sizeof(int64_t));
-        if (unit_strides(p)) {
-            L.offsets_at = take(&per, (size_t)taps_of(p) * sizeof(int64_t));
-            L.masks_at = take(&per, (size_t)(TILE_GROUP * 2 * taps_of(p)) * sizeof(uint16_t));
-        }
+        L.offsets_at = take(&per, (size_t)taps_of(p) * sizeof(int64_t));
+        L.masks_at = take(&per, (size_t)(TILE_GROUP * 2 * taps_of(p)) * sizeof(uint16_t));
         L.per_thread = per;
         L.thread0 = at;
         at += per * (size_t)threads;
@@ -316,10 +314,11 @@ static int64_t phase_taps(const gradref__cbd_plan *p, const int64_t *ph, int64_t
 }
 
 #ifdef GRADREF_CBD_PACK_FLAT
-/* Stride 1 with grad's last two sizes equal to diff's: tiles of 32 pixels computed straight
- * from diff (no B packing), a group of tiles at a time for every filter panel. */
-static void direct_tiles(const run *R, const phase *f, const float *panels, int64_t M, int64_t N,
-                         float *slab0, char *mine, const layout *L) {
+/* Sub-grid pixels [jb, je) of a phase whose sub-grid has diff's last two sizes, into c (pixel
+ * jb of row ic0 at c, rows ldc apart): tiles of 32 pixels computed straight from diff (no B
+ * packing), a group of tiles at a time for every filter panel. */
+static void direct_tiles(const run *R, const phase *f, const float *panels, int64_t M, int64_t jb,
+                         int64_t je, float *c, int64_t ldc, char *mine, const layout *L) {
     const gradref__cbd_plan *p = R->p;
     const int64_t K = f->ntaps * p->OCpg, per_tile = 2 * f->ntaps;
     const int64_t image_at = f->n * R->dn + f->g * p->OCpg * R->dc;
@@ -336,20 +335,25 @@ static void direct_tiles(const run *R, const phase *f, const float *panels, int6
     const int64_t channels = (p->OCpg - 1) * R->dc;
     lo += image_at + (channels < 0 ? channels : 0);
     hi += image_at + (channels > 0 ? channels : 0) + 32;
-    for (int64_t g0 = 0; g0 < N; g0 += TILE_GROUP * 32) {
-        const int64_t g1 = N - g0 < TILE_GROUP * 32 ? N : g0 + TILE_GROUP * 32;
+    for (int64_t g0 = jb; g0 < je; g0 += TILE_GROUP * 32) {
+        const int64_t g1 = je - g0 < TILE_GROUP * 32 ? je : g0 + TILE_GROUP * 32;
         for (int64_t j0 = g0; j0 < g1; j0 += 32)
             gradref__cbd_tile_masks(f->tap, f->ntaps, f->Q, p->O, j0, g1 - j0 < 32 ? g1 - j0 : 32,
                                     masks + (j0 - g0) / 32 * per_tile);
-        for (int64_t i0 = 0; i0 < M; i0 += R->mr) {
-            const float *panel = panels + i0 / R->mr * K * R->mr;
-            const int rows = (int)(M - i0 < R->mr ? M - i0 : R->mr);
-            for (int64_t j0 = g0; j0 < g1; j0 += 32)
+        /* a tile's diff (K rows of 128 bytes) reused by every panel while it fits in L1,
+         * else each panel (in L1) reused by the tiles */
+        const int tile_outer = K * 128 <= 40 * 1024;
+        const int64_t tiles = (g1 - g0 + 31) / 32, panels_n = (M + R->mr - 1) / R->mr;
+        for (int64_t outer = 0; outer < (tile_outer ? tiles : panels_n); outer++)
+            for (int64_t inner = 0; inner < (tile_outer ? panels_n : tiles); inner++) {
+                const int64_t tile = tile_outer ? outer : inner, pn = tile_outer ? inner : outer;
+                const int64_t i0 = pn * R->mr, j0 = g0 + tile * 32;
                 gradref__cbd_tile_avx512(
-                    image + j0, R->dc, p->OCpg, offset, masks + (j0 - g0) / 32 * per_tile, f->ntaps,
+                    image + j0, R->dc, p->OCpg, offset, masks + tile * per_tile, f->ntaps,
                     g1 - j0 < 32 ? g1 - j0 : 32, j0 + lo >= R->span_lo && j0 + hi <= R->span_hi,
-                    panel, rows, slab0 + i0 * R->ac + j0, R->ac, 0);
-        }
+                    panels + pn * K * R->mr, (int)(M - i0 < R->mr ? M - i0 : R->mr),
+                    c + i0 * ldc + (j0 - jb), ldc);
+            }
     }
 }
 #endif
@@ -393,8 +397,9 @@ static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t i
                 a.a_panels = R->panels + g * R->group_floats + R->phase_off[f_index] +
                              ic0 / R->mr * a.K * R->mr;
 #ifdef GRADREF_CBD_PACK_FLAT
-                if (unit_strides(p) && f.flat_ok && f.Q[1] == p->O[1] && f.Q[2] == p->O[2]) {
-                    direct_tiles(R, &f, a.a_panels, M, N, slab0, mine, L);
+                const int direct = f.flat_ok && f.Q[1] == p->O[1] && f.Q[2] == p->O[2];
+                if (unit_strides(p) && direct) {
+                    direct_tiles(R, &f, a.a_panels, M, 0, N, slab0, R->ac, mine, L);
                     continue;
                 }
 #endif
@@ -419,7 +424,12 @@ static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t i
                     a.c = chunk;
                     a.c_rs = j1 - j0;
                     a.c_cs = 1;
-                    gradref__sgemm(&a, R->kernel, work);
+#ifdef GRADREF_CBD_PACK_FLAT
+                    if (direct)
+                        direct_tiles(R, &f, a.a_panels, M, j0, j1, chunk, j1 - j0, mine, L);
+                    else
+#endif
+                        gradref__sgemm(&a, R->kernel, work);
                     for (int64_t m = 0; m < M; m++) { /* each grad element is in one phase */
                         float *slab = slab0 + m * R->ac;
                         const float *src = chunk + m * (j1 - j0);
@@ -432,8 +442,13 @@ static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t i
                                              p->I[2] +
                                          q2 * p->stride[2] + ph[2];
                             const float *from = src + (j - j0);
-                            for (int64_t x = 0; x < len; x++)
-                                row[x * p->stride[2]] = from[x];
+#ifdef GRADREF_CBD_PACK_FLAT
+                            if (p->stride[2] == 2 && R->mr == GRADREF_CBD_TILE_ROWS)
+                                gradref__cbd_scatter2_avx512(from, row, len);
+                            else
+#endif
+                                for (int64_t x = 0; x < len; x++)
+                                    row[x * p->stride[2]] = from[x];
                             j += len;
                             q2 += len;
                             if (q2 == W) {

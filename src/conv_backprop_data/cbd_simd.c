@@ -256,75 +256,82 @@ __attribute__((target("avx512f"))) void gradref__cbd_tile_masks(const int64_t *t
         }
 }
 
-/* The tile's accumulation. With `inside` every lane of every load lies inside diff's memory
- * (the tile is away from its ends), so whole vectors are loaded and the lanes outside the tap
- * zeroed afterwards: GCC then keeps all 28 accumulators in registers, which it does not around
- * masked loads. Near diff's ends the loads themselves are masked. */
+/* The tile's accumulation on V vectors of 16 pixels (2, or 1 for a tile of at most 16). With
+ * `inside` every lane of every load lies inside diff's memory (the tile is away from its
+ * ends), so whole vectors are loaded and the lanes outside the tap zeroed afterwards: GCC then
+ * keeps all the accumulators in registers, which it does not around masked loads. Near diff's
+ * ends the loads themselves are masked. */
 __attribute__((target("avx512f,fma"), always_inline)) static inline void
-tile_body(int inside, const float *image, int64_t channel_stride, int64_t ocpg,
+tile_body(int inside, int V, const float *image, int64_t channel_stride, int64_t ocpg,
           const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a, int rows,
-          float *c, int64_t ldc, int load, __mmask16 live0, __mmask16 live1) {
+          float *c, int64_t ldc, __mmask16 live0, __mmask16 live1) {
     enum { MR = GRADREF_CBD_TILE_ROWS };
     __m512 acc[MR][2];
-    for (int i = 0; i < MR; i++) {
-        const int here = load && i < rows;
-        acc[i][0] = here ? _mm512_maskz_loadu_ps(live0, c + i * ldc) : _mm512_setzero_ps();
-        acc[i][1] = here ? _mm512_maskz_loadu_ps(live1, c + i * ldc + 16) : _mm512_setzero_ps();
-    }
+    for (int i = 0; i < MR; i++)
+        for (int v = 0; v < V; v++)
+            acc[i][v] = _mm512_setzero_ps();
     for (int64_t t = 0; t < ntaps; t++) {
         const __mmask16 m0 = masks[2 * t], m1 = masks[2 * t + 1];
         if ((m0 | m1) == 0) continue; /* all zero: fma(w, 0, acc) = acc for a finite w */
         const float *src = image + offset[t];
         const float *w = a + t * ocpg * MR;
         for (int64_t oc = 0; oc < ocpg; oc++, src += channel_stride, w += MR) {
-            __m512 b0, b1;
-            if (inside) {
-                b0 = _mm512_maskz_mov_ps(m0, _mm512_loadu_ps(src));
-                b1 = _mm512_maskz_mov_ps(m1, _mm512_loadu_ps(src + 16));
-            } else {
-                b0 = _mm512_maskz_loadu_ps(m0, src);
-                b1 = _mm512_maskz_loadu_ps(m1, src + 16);
-            }
+            __m512 b[2];
+            for (int v = 0; v < V; v++)
+                b[v] = inside ? _mm512_maskz_mov_ps(v ? m1 : m0, _mm512_loadu_ps(src + 16 * v))
+                              : _mm512_maskz_loadu_ps(v ? m1 : m0, src + 16 * v);
             for (int i = 0; i < MR; i++) {
                 const __m512 wi = _mm512_set1_ps(w[i]);
-                acc[i][0] = _mm512_fmadd_ps(wi, b0, acc[i][0]);
-                acc[i][1] = _mm512_fmadd_ps(wi, b1, acc[i][1]);
+                for (int v = 0; v < V; v++)
+                    acc[i][v] = _mm512_fmadd_ps(wi, b[v], acc[i][v]);
             }
         }
     }
     for (int i = 0; i < MR; i++)
-        if (i < rows) {
-            _mm512_mask_storeu_ps(c + i * ldc, live0, acc[i][0]);
-            _mm512_mask_storeu_ps(c + i * ldc + 16, live1, acc[i][1]);
-        }
+        if (i < rows)
+            for (int v = 0; v < V; v++)
+                _mm512_mask_storeu_ps(c + i * ldc + 16 * v, v ? live1 : live0, acc[i][v]);
 }
 
-__attribute__((target("avx512f,fma"))) static void
-tile_inside(const float *image, int64_t channel_stride, int64_t ocpg, const int64_t *offset,
-            const uint16_t *masks, int64_t ntaps, const float *a, int rows, float *c, int64_t ldc,
-            int load, __mmask16 live0, __mmask16 live1) {
-    tile_body(1, image, channel_stride, ocpg, offset, masks, ntaps, a, rows, c, ldc, load, live0,
-              live1);
-}
+typedef void (*tile_fn)(const float *image, int64_t channel_stride, int64_t ocpg,
+                        const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a,
+                        int rows, float *c, int64_t ldc, __mmask16 live0, __mmask16 live1);
 
-__attribute__((target("avx512f,fma"))) static void
-tile_edge(const float *image, int64_t channel_stride, int64_t ocpg, const int64_t *offset,
-          const uint16_t *masks, int64_t ntaps, const float *a, int rows, float *c, int64_t ldc,
-          int load, __mmask16 live0, __mmask16 live1) {
-    tile_body(0, image, channel_stride, ocpg, offset, masks, ntaps, a, rows, c, ldc, load, live0,
-              live1);
-}
+#  define TILE(NAME, INSIDE, V)                                                                    \
+    __attribute__((target("avx512f,fma"))) static void NAME(                                       \
+        const float *image, int64_t channel_stride, int64_t ocpg, const int64_t *offset,           \
+        const uint16_t *masks, int64_t ntaps, const float *a, int rows, float *c, int64_t ldc,     \
+        __mmask16 live0, __mmask16 live1) {                                                        \
+      tile_body(INSIDE, V, image, channel_stride, ocpg, offset, masks, ntaps, a, rows, c, ldc,     \
+                live0, live1);                                                                     \
+    }
+TILE(tile_inside_1, 1, 1)
+TILE(tile_inside_2, 1, 2)
+TILE(tile_edge_1, 0, 1)
+TILE(tile_edge_2, 0, 2)
 
 void gradref__cbd_tile_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
                               const int64_t *offset, const uint16_t *masks, int64_t ntaps,
                               int64_t cols, int inside, const float *a, int rows, float *c,
-                              int64_t ldc, int load) {
+                              int64_t ldc) {
+    static const tile_fn fns[2][2] = {{tile_edge_1, tile_edge_2}, {tile_inside_1, tile_inside_2}};
     const __mmask16 live0 = (__mmask16)(cols >= 16 ? 0xffffu : (1u << cols) - 1u),
                     live1 = (__mmask16)(cols <= 16   ? 0u
                                         : cols >= 32 ? 0xffffu
                                                      : (1u << (cols - 16)) - 1u);
-    (inside ? tile_inside : tile_edge)(image, channel_stride, ocpg, offset, masks, ntaps, a, rows,
-                                       c, ldc, load, live0, live1);
+    fns[inside != 0][cols > 16](image, channel_stride, ocpg, offset, masks, ntaps, a, rows, c, ldc,
+                                live0, live1);
+}
+
+__attribute__((target("avx512f"))) void gradref__cbd_scatter2_avx512(const float *from, float *row,
+                                                                     int64_t len) {
+    for (int64_t x = 0; x < len; x += 8) {
+        const int64_t n = len - x < 8 ? len - x : 8;
+        const __m512 v = _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u), from + x);
+        const __mmask16 even =
+            (__mmask16)(0x5555u & ((1u << (2 * n - 1)) | ((1u << (2 * n - 1)) - 1u)));
+        _mm512_mask_storeu_ps(row + 2 * x, even, _mm512_maskz_expand_ps(0x5555, v));
+    }
 }
 
 __attribute__((target("avx2,fma"))) static void row_avx2(const gradref__cbd_plan *p, const float *w,

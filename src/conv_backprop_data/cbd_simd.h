@@ -31,12 +31,13 @@ void gradref__cbd_pack_b_flat(const float *image, int64_t channel_stride, int64_
  * 16-lane masks (gradref__cbd_tile_masks: the lanes whose tap falls inside diff), zero
  * elsewhere, and a tap without lanes is skipped (exact for a finite filter). `inside` promises
  * that the 32 floats at every such address are readable (then whole vectors are loaded). c is
- * grad at (ic0, j0), ldc its channel stride; the chains start at +0, or at c when `load` (the
- * continuation of a chain over earlier taps). The CPU must have AVX-512F. */
+ * grad at (ic0, j0), ldc its channel stride. The CPU must have AVX-512F. */
 void gradref__cbd_tile_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
                               const int64_t *offset, const uint16_t *masks, int64_t ntaps,
                               int64_t cols, int inside, const float *a, int rows, float *c,
-                              int64_t ldc, int load);
+                              int64_t ldc);
+/* row[2 * x] = from[x] for x < len, the odd elements untouched (AVX-512F). */
+void gradref__cbd_scatter2_avx512(const float *from, float *row, int64_t len);
 /* The two masks per tap of the tile of cols (<= 32) sub-grid pixels from j0. */
 void gradref__cbd_tile_masks(const int64_t *tap, int64_t ntaps, const int64_t *Q, const int64_t *O,
                              int64_t j0, int64_t cols, uint16_t *masks);
