@@ -221,6 +221,51 @@ TARGET512 void gradref__rope_half_row_avx512(int32_t dt, const void *gf, const v
                                cb + i, sf + i, n - i, stream);
 }
 
+/* All `heads` heads of one token row (head h at in/out + h * head_dim elements), half width
+ * H = 16 * V, with the token's four weight half-rows held in registers across the heads. */
+TARGET512 static inline __attribute__((always_inline)) void
+half_heads(int V, int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim,
+           const float *cf, const float *sb, const float *cb, const float *sf, int stream) {
+    const size_t es = esize(dt), row = (size_t)head_dim * es, half = (size_t)(16 * V) * es;
+    __m512 wcf[4], wsb[4], wcb[4], wsf[4];
+    for (int v = 0; v < V; v++) {
+        wcf[v] = _mm512_loadu_ps(cf + 16 * v), wsb[v] = _mm512_loadu_ps(sb + 16 * v);
+        wcb[v] = _mm512_loadu_ps(cb + 16 * v), wsf[v] = _mm512_loadu_ps(sf + 16 * v);
+    }
+    for (int64_t h = 0; h < heads; h++, in += row, out += row) {
+        for (size_t line = 0; line < 2 * half; line += 64)
+            prefetch(in + line);
+        __m512 f[4], b[4];
+        for (int v = 0; v < V; v++) {
+            f[v] = load16(dt, in + (size_t)(16 * v) * es);
+            b[v] = load16(dt, in + half + (size_t)(16 * v) * es);
+        }
+        for (int v = 0; v < V; v++) /* the output row in order */
+            store16(dt, out + (size_t)(16 * v) * es,
+                    _mm512_add_ps(_mm512_mul_ps(wcf[v], f[v]), _mm512_mul_ps(wsb[v], b[v])),
+                    stream);
+        for (int v = 0; v < V; v++)
+            store16(dt, out + half + (size_t)(16 * v) * es,
+                    _mm512_sub_ps(_mm512_mul_ps(wcb[v], b[v]), _mm512_mul_ps(wsf[v], f[v])),
+                    stream);
+    }
+}
+
+TARGET512 void gradref__rope_half_heads_avx512(int32_t dt, const void *in, void *out, int64_t heads,
+                                               int64_t head_dim, const float *cf, const float *sb,
+                                               const float *cb, const float *sf, int64_t n,
+                                               int stream) {
+    stream = stream && aligned16(out) && (head_dim * (int64_t)esize(dt)) % 16 == 0;
+    const char *i = (const char *)in;
+    char *o = (char *)out;
+    switch (n / 16) {
+    case 1: half_heads(1, dt, i, o, heads, head_dim, cf, sb, cb, sf, stream); break;
+    case 2: half_heads(2, dt, i, o, heads, head_dim, cf, sb, cb, sf, stream); break;
+    case 3: half_heads(3, dt, i, o, heads, head_dim, cf, sb, cb, sf, stream); break;
+    default: half_heads(4, dt, i, o, heads, head_dim, cf, sb, cb, sf, stream); break;
+    }
+}
+
 /* ---- interleaved ---- */
 
 TARGET void gradref__rope_interleaved_row(int32_t dt, const void *g, void *out, const float *c,

@@ -29,6 +29,13 @@ void gradref__rope_half_row_avx512(int32_t dtype, const void *gf, const void *gb
                                    void *out_b, const float *cf, const float *sb, const float *cb,
                                    const float *sf, int64_t n, int stream);
 
+/* rotate_half on every head of a token row at once (level 2, F32 or F16): half width n in
+ * {16, 32, 48, 64} (the whole half in one chunk), heads head_dim elements apart; the weights
+ * stay in registers across the heads. */
+void gradref__rope_half_heads_avx512(int32_t dtype, const void *in, void *out, int64_t heads,
+                                     int64_t head_dim, const float *cf, const float *sb,
+                                     const float *cb, const float *sf, int64_t n, int stream);
+
 /* interleaved adjoint on n (even) elements: even i: c*g + s[i+1]*g[i+1]; odd i: c*g -
  * s[i-1]*g[i-1]. */
 void gradref__rope_interleaved_row(int32_t dtype, const void *g, void *out, const float *c,
