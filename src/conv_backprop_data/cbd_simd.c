@@ -262,12 +262,12 @@ __attribute__((target("avx512f"))) void gradref__cbd_tile_masks(const int64_t *t
  * keeps all the accumulators in registers, which it does not around masked loads. Near diff's
  * ends the loads themselves are masked. */
 __attribute__((target("avx512f,fma"), always_inline)) static inline void
-tile_body(int inside, int V, const float *image, int64_t channel_stride, int64_t ocpg,
-          const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a, int rows,
-          float *c, int64_t ldc, __mmask16 live0, __mmask16 live1) {
+tile_body(int inside, int V, int R, const float *image, int64_t channel_stride, int64_t ocpg,
+          const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a, float *c,
+          int64_t ldc, __mmask16 live0, __mmask16 live1) {
     enum { MR = GRADREF_CBD_TILE_ROWS };
     __m512 acc[MR][2];
-    for (int i = 0; i < MR; i++)
+    for (int i = 0; i < R; i++)
         for (int v = 0; v < V; v++)
             acc[i][v] = _mm512_setzero_ps();
     for (int64_t t = 0; t < ntaps; t++) {
@@ -280,47 +280,72 @@ tile_body(int inside, int V, const float *image, int64_t channel_stride, int64_t
             for (int v = 0; v < V; v++)
                 b[v] = inside ? _mm512_maskz_mov_ps(v ? m1 : m0, _mm512_loadu_ps(src + 16 * v))
                               : _mm512_maskz_loadu_ps(v ? m1 : m0, src + 16 * v);
-            for (int i = 0; i < MR; i++) {
+            for (int i = 0; i < R; i++) {
                 const __m512 wi = _mm512_set1_ps(w[i]);
                 for (int v = 0; v < V; v++)
                     acc[i][v] = _mm512_fmadd_ps(wi, b[v], acc[i][v]);
             }
         }
     }
-    for (int i = 0; i < MR; i++)
-        if (i < rows)
-            for (int v = 0; v < V; v++)
-                _mm512_mask_storeu_ps(c + i * ldc + 16 * v, v ? live1 : live0, acc[i][v]);
+    for (int i = 0; i < R; i++)
+        for (int v = 0; v < V; v++)
+            _mm512_mask_storeu_ps(c + i * ldc + 16 * v, v ? live1 : live0, acc[i][v]);
 }
 
 typedef void (*tile_fn)(const float *image, int64_t channel_stride, int64_t ocpg,
                         const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a,
-                        int rows, float *c, int64_t ldc, __mmask16 live0, __mmask16 live1);
+                        float *c, int64_t ldc, __mmask16 live0, __mmask16 live1);
 
-#  define TILE(NAME, INSIDE, V)                                                                    \
-    __attribute__((target("avx512f,fma"))) static void NAME(                                       \
+/* One function per (inside, vectors, rows): the row count is a constant in each, so a panel's
+ * last rows cost only what they compute. */
+#  define TILE(INSIDE, V, R)                                                                       \
+    __attribute__((target("avx512f,fma"))) static void tile_##INSIDE##_##V##_##R(                  \
         const float *image, int64_t channel_stride, int64_t ocpg, const int64_t *offset,           \
-        const uint16_t *masks, int64_t ntaps, const float *a, int rows, float *c, int64_t ldc,     \
+        const uint16_t *masks, int64_t ntaps, const float *a, float *c, int64_t ldc,               \
         __mmask16 live0, __mmask16 live1) {                                                        \
-      tile_body(INSIDE, V, image, channel_stride, ocpg, offset, masks, ntaps, a, rows, c, ldc,     \
-                live0, live1);                                                                     \
+      tile_body(INSIDE, V, R, image, channel_stride, ocpg, offset, masks, ntaps, a, c, ldc, live0, \
+                live1);                                                                            \
     }
-TILE(tile_inside_1, 1, 1)
-TILE(tile_inside_2, 1, 2)
-TILE(tile_edge_1, 0, 1)
-TILE(tile_edge_2, 0, 2)
+#  define TILE_ROWS(INSIDE, V)                                                                     \
+    TILE(INSIDE, V, 1)                                                                             \
+    TILE(INSIDE, V, 2)                                                                             \
+    TILE(INSIDE, V, 3)                                                                             \
+    TILE(INSIDE, V, 4)                                                                             \
+    TILE(INSIDE, V, 5)                                                                             \
+    TILE(INSIDE, V, 6)                                                                             \
+    TILE(INSIDE, V, 7)                                                                             \
+    TILE(INSIDE, V, 8)                                                                             \
+    TILE(INSIDE, V, 9)                                                                             \
+    TILE(INSIDE, V, 10)                                                                            \
+    TILE(INSIDE, V, 11)                                                                            \
+    TILE(INSIDE, V, 12)                                                                            \
+    TILE(INSIDE, V, 13)                                                                            \
+    TILE(INSIDE, V, 14)
+TILE_ROWS(0, 1)
+TILE_ROWS(0, 2)
+TILE_ROWS(1, 1)
+TILE_ROWS(1, 2)
+#  define TILE_LIST(INSIDE, V)                                                                     \
+    {                                                                                              \
+      tile_##INSIDE##_##V##_1, tile_##INSIDE##_##V##_2, tile_##INSIDE##_##V##_3,                   \
+          tile_##INSIDE##_##V##_4, tile_##INSIDE##_##V##_5, tile_##INSIDE##_##V##_6,               \
+          tile_##INSIDE##_##V##_7, tile_##INSIDE##_##V##_8, tile_##INSIDE##_##V##_9,               \
+          tile_##INSIDE##_##V##_10, tile_##INSIDE##_##V##_11, tile_##INSIDE##_##V##_12,            \
+          tile_##INSIDE##_##V##_13, tile_##INSIDE##_##V##_14                                       \
+    }
+static const tile_fn tiles[2][2][GRADREF_CBD_TILE_ROWS] = {{TILE_LIST(0, 1), TILE_LIST(0, 2)},
+                                                           {TILE_LIST(1, 1), TILE_LIST(1, 2)}};
 
 void gradref__cbd_tile_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
                               const int64_t *offset, const uint16_t *masks, int64_t ntaps,
                               int64_t cols, int inside, const float *a, int rows, float *c,
                               int64_t ldc) {
-    static const tile_fn fns[2][2] = {{tile_edge_1, tile_edge_2}, {tile_inside_1, tile_inside_2}};
     const __mmask16 live0 = (__mmask16)(cols >= 16 ? 0xffffu : (1u << cols) - 1u),
                     live1 = (__mmask16)(cols <= 16   ? 0u
                                         : cols >= 32 ? 0xffffu
                                                      : (1u << (cols - 16)) - 1u);
-    fns[inside != 0][cols > 16](image, channel_stride, ocpg, offset, masks, ntaps, a, rows, c, ldc,
-                                live0, live1);
+    tiles[inside != 0][cols > 16][rows - 1](image, channel_stride, ocpg, offset, masks, ntaps, a, c,
+                                            ldc, live0, live1);
 }
 
 __attribute__((target("avx512f"))) void gradref__cbd_scatter2_avx512(const float *from, float *row,
