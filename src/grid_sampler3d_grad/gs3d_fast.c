@@ -47,12 +47,13 @@ enum { PAIR_FF, PAIR_FD, PAIR_DD };
 
 /* Byte offsets of each workspace part (all 64-byte aligned). */
 typedef struct ws_layout {
-    size_t w, dist, mult, offx, offa, zplane, offg, mask; /* geometry */
-    size_t records, start, cursor;                        /* dx buckets */
-    size_t x32, grad32;                                   /* f32 copies of inputs */
-    size_t acc;                                           /* dx accumulator, when not dx */
+    size_t w, dist, mult, offx, offa, zplane, offg, mask;  /* geometry */
+    size_t records, start, cursor;                         /* dx buckets */
+    size_t x32, grad32;                                    /* f32 copies of inputs */
+    size_t acc;                                            /* dx accumulator, when not dx */
+    size_t first, second, start_v, perm, more, more_count; /* nearest: the voxel index */
     size_t total;
-    int pair, acc_buffer, stage_x, stage_grad, scatter;
+    int pair, acc_buffer, stage_x, stage_grad, scatter, voxels;
 } ws_layout;
 
 static size_t take(size_t *at, size_t bytes) {
@@ -90,6 +91,33 @@ static int nearest_scatter_fits(const gradref__gs3d_plan *p, int32_t precision) 
 #endif
 }
 
+/* Nearest: image n's points grouped by voxel, in point order within a voxel (gs3d_voxels). */
+static void build_voxels(const gs3d_run *r, int64_t n) {
+    const gradref__gs3d_plan *p = r->p;
+    const int64_t HW = p->H * p->W, V = p->D * HW, P = r->P;
+    int32_t *start = r->v.start + n * (V + 1), *perm = r->v.perm + n * P;
+    int32_t *first = r->v.first + n * V, *second = r->v.second + n * V, *more = r->v.more + n * V;
+    const uint8_t *mask = r->g.mask + n * P;
+    const int64_t *z = r->g.zplane + n * P, *yx = r->g.offa + n * P;
+    memset(start, 0, (size_t)(V + 1) * sizeof *start);
+    for (int64_t q = 0; q < P; q++)
+        if (mask[q] & 1u) start[z[q] * HW + yx[q] + 1]++;
+    for (int64_t v = 0; v < V; v++)
+        start[v + 1] += start[v];
+    int32_t *cursor = more; /* reused: the list of fuller voxels is written after */
+    memcpy(cursor, start, (size_t)V * sizeof *cursor);
+    for (int64_t q = 0; q < P; q++)
+        if (mask[q] & 1u) perm[cursor[z[q] * HW + yx[q]]++] = (int32_t)q;
+    int64_t fuller = 0;
+    for (int64_t v = 0; v < V; v++) {
+        const int32_t count = start[v + 1] - start[v];
+        first[v] = count > 0 ? perm[start[v]] : -1;
+        second[v] = count > 1 ? perm[start[v] + 1] : -1;
+        if (count > 2) more[fuller++] = (int32_t)v;
+    }
+    r->v.more_count[n] = fuller;
+}
+
 static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision) {
     ws_layout L;
     memset(&L, 0, sizeof L);
@@ -125,6 +153,20 @@ static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision) {
         if (L.stage_x) L.x32 = take(&at, (size_t)numel5(xs) * 4);
     }
     L.scatter = nearest_scatter_fits(p, precision);
+    /* nearest into dense dx planes: points grouped by voxel once per image, shared by the
+     * channels (gs3d_voxels) */
+    const int64_t V = p->D * p->H * p->W, P = p->Do * p->Ho * p->Wo;
+    L.voxels = L.scatter && p->dx.s[4] == 1 && p->dx.s[3] == p->W && p->dx.s[2] == p->H * p->W &&
+               V < INT64_C(0x7fffffff) && P < INT64_C(0x7fffffff);
+    if (L.voxels) {
+        const size_t n = (size_t)p->N;
+        L.first = take(&at, n * (size_t)V * 4);
+        L.second = take(&at, n * (size_t)V * 4);
+        L.start_v = take(&at, n * (size_t)(V + 1) * 4);
+        L.perm = take(&at, n * (size_t)P * 4);
+        L.more = take(&at, n * (size_t)V * 4);
+        L.more_count = take(&at, n * 8);
+    }
     L.stage_grad =
         !L.scatter && (narrow || (p->dtype == GRADREF_F32 && p->C > 1 && p->grad.s[1] != 1));
     if (L.stage_grad) L.grad32 = take(&at, (size_t)numel5(gs) * 4);
@@ -280,6 +322,14 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
     r.g.offg = (int64_t *)(base + L.offg);
     r.g.mask = (uint8_t *)(base + L.mask);
     memset(r.g.mask + NP, 0, 8);
+    if (L.voxels) {
+        r.v.first = (int32_t *)(base + L.first);
+        r.v.second = (int32_t *)(base + L.second);
+        r.v.start = (int32_t *)(base + L.start_v);
+        r.v.perm = (int32_t *)(base + L.perm);
+        r.v.more = (int32_t *)(base + L.more);
+        r.v.more_count = (int64_t *)(base + L.more_count);
+    }
 
     r.x = p->x.data;
     r.grad = p->grad.data;
@@ -341,6 +391,9 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
         gradref__my_range(dx_items > 0 && !L.scatter ? p->N : 0, &b, &e);
         for (int64_t n = b; n < e; n++)
             run_bucket(&r, pair, n);
+        gradref__my_range(dx_items > 0 && L.voxels ? p->N : 0, &b, &e);
+        for (int64_t n = b; n < e; n++)
+            build_voxels(&r, n);
         gradref__my_range(dgrid_items, &b, &e);
         for (int64_t it = b; it < e; it++) {
             int64_t n = it / dgrid_per_image, blk = it % dgrid_per_image;
@@ -352,7 +405,9 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
         gradref__my_range(dx_items, &b, &e);
         for (int64_t it = b; it < e; it++)
 #ifdef GRADREF_GS3D_SIMD
-            if (L.scatter)
+            if (L.voxels)
+                gradref__gs3d_avx512_nearest_dx_voxels(&r, it / dx_per_image, it % dx_per_image);
+            else if (L.scatter)
                 gradref__gs3d_avx512_nearest_dx(&r, it / dx_per_image, it % dx_per_image);
             else
 #endif

@@ -49,6 +49,17 @@ typedef struct gs3d_buckets {
     int64_t *cursor; /* per image D entries, scratch for filling */
 } gs3d_buckets;
 
+/* Nearest mode: each image's points grouped by voxel (v = (z * H + y) * W + x), in point order
+ * within a voxel, so that a channel's dx is made voxel by voxel: the sum of the voxel's points
+ * in order, written once. Per image: V = D*H*W voxels and P points. */
+typedef struct gs3d_voxels {
+    int32_t *first, *second; /* [N][V]: the voxel's first and second point, -1 when none */
+    int32_t *start;          /* [N][V + 1]: voxel v's points are perm[start[v] .. start[v+1]) */
+    int32_t *perm;           /* [N][P] */
+    int32_t *more;           /* [N][V]: the voxels with three points or more, ascending */
+    int64_t *more_count;     /* [N] */
+} gs3d_voxels;
+
 typedef struct gs3d_run {
     const gradref__gs3d_plan *p;
     int64_t P;             /* points per image: Do*Ho*Wo */
@@ -61,6 +72,7 @@ typedef struct gs3d_run {
     int64_t da_plane[4];   /* corner (dy, dx) offset from tnw within an accumulator plane */
     gs3d_geom g;
     gs3d_buckets b;
+    gs3d_voxels v;
 } gs3d_run;
 
 /* Points per dgrid work item. */

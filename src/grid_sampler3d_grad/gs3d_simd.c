@@ -361,6 +361,36 @@ TARGET_512 void gradref__gs3d_avx512_nearest_dx(const gs3d_run *r, int64_t n, in
     }
 }
 
+TARGET_512 void gradref__gs3d_avx512_nearest_dx_voxels(const gs3d_run *r, int64_t n, int64_t c) {
+    const gradref__gs3d_plan *p = r->p;
+    const int64_t V = p->D * p->H * p->W;
+    float *acc = (float *)r->acc + n * r->as[0] + c * r->as[1];
+    const float *g = (const float *)r->grad + n * r->gs[0] + c * r->gs[1];
+    const int32_t *first = r->v.first + n * V, *second = r->v.second + n * V;
+    const __m512i none = _mm512_set1_epi32(-1);
+    for (int64_t v = 0; v < V; v += 16) {
+        const __mmask16 live = V - v >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (V - v)) - 1u);
+        const __m512i i0 = _mm512_maskz_loadu_epi32(live, first + v);
+        const __m512i i1 = _mm512_maskz_loadu_epi32(live, second + v);
+        const __mmask16 m0 = _mm512_mask_cmpgt_epi32_mask(live, i0, none);
+        const __mmask16 m1 = _mm512_mask_cmpgt_epi32_mask(live, i1, none);
+        const __m512 g0 = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m0, i0, g, 4);
+        const __m512 g1 = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m1, i1, g, 4);
+        __m512 sum = _mm512_add_ps(_mm512_setzero_ps(), g0); /* +0 + g, as dx = 0; dx += g */
+        sum = _mm512_mask_add_ps(sum, m1, sum, g1);
+        _mm512_mask_storeu_ps(acc + v, live, sum);
+    }
+    const int32_t *start = r->v.start + n * (V + 1), *perm = r->v.perm + n * r->P;
+    const int32_t *more = r->v.more + n * V;
+    for (int64_t k = 0; k < r->v.more_count[n]; k++) {
+        const int32_t v = more[k];
+        float sum = acc[v];
+        for (int32_t e = start[v] + 2; e < start[v + 1]; e++)
+            sum += g[perm[e]];
+        acc[v] = sum;
+    }
+}
+
 /* a[c] += w * g[c] (or a[c] += g[c]) for c < C, 16 lanes, the tail masked. */
 TARGET_512 static inline void axpy512(float *a, const float *g, float w, int64_t C, int scale) {
     const __m512 wv = _mm512_set1_ps(w);
