@@ -21,7 +21,6 @@
 #include "common/gemm.h"
 #include "common/gemm_kernels.h"
 #include "common/internal.h"
-#include "common/tensor.h"
 
 #define BLOCK GRADREF_C3F_BLOCK
 /* j rows per item: their level buffers (j x Cout/G floats each) stay near 1 MiB */
@@ -121,8 +120,6 @@ typedef struct run {
     int kernel;
     int dy_is_panel; /* dy's rows, in order, are whole B panels (one group, Cout == nr) */
 } run;
-
-/* col[jj][r - r0] for rows j0 .. j0 + nj of group g, r in [r0, r1): x at the tap, or 0. */
 
 static void block_runs(const gradref__c3f_plan *p, int64_t r0, int64_t r1, runs *u) {
     const int64_t W = p->O[2], HW = p->O[1] * W, DHW = p->O[0] * HW;
