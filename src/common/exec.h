@@ -16,6 +16,14 @@ typedef struct gradref__ctx {
 /* Bytes added to every workspace size so the usable part can be aligned to this. */
 #define GRADREF_WORKSPACE_ALIGN 64
 
+/* Lays out a workspace: reserves `bytes` at *at, each part starting on a 64-byte boundary,
+ * and returns the part's offset. */
+static inline size_t gradref__ws_take(size_t *at, size_t bytes) {
+    const size_t here = *at;
+    *at += (bytes + 63) & ~(size_t)63;
+    return here;
+}
+
 /* Validates exec (num_threads >= 0, a known precision) and resolves the defaults. */
 gradref_status gradref__exec_resolve(const char *op, const gradref_exec *exec, gradref__ctx *ctx);
 

@@ -142,6 +142,14 @@ gradref_status gradref__check_disjoint(const char *op, const char *out_name,
     return GRADREF_OK;
 }
 
+gradref_status gradref__check_dim(const char *op, const char *name, const gradref_tensor *t,
+                                  int dim, int64_t want, const char *what) {
+    if (t->shape[dim] != want)
+        return gradref__fail(GRADREF_ERR_SHAPE, op, "%s.shape[%d] is %lld but %s is %lld", name,
+                             dim, (long long)t->shape[dim], what, (long long)want);
+    return GRADREF_OK;
+}
+
 gradref_status gradref__check_rank(const char *op, const char *name, const gradref_tensor *t,
                                    int32_t ndim) {
     if (t->ndim != ndim)

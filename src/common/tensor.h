@@ -35,6 +35,10 @@ gradref_status gradref__check_disjoint(const char *op, const char *out_name,
                                        const gradref__extent *out, const char *other_name,
                                        const gradref__extent *other);
 
+/* Requires t->shape[dim] == want (SHAPE otherwise, naming `what` as the source of want). */
+gradref_status gradref__check_dim(const char *op, const char *name, const gradref_tensor *t,
+                                  int dim, int64_t want, const char *what);
+
 /* Requires t->ndim == ndim (RANK otherwise). */
 gradref_status gradref__check_rank(const char *op, const char *name, const gradref_tensor *t,
                                    int32_t ndim);

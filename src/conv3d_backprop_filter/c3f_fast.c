@@ -20,6 +20,7 @@
 #include "common/convert.h"
 #include "common/gemm.h"
 #include "common/gemm_kernels.h"
+#include "common/exec.h"
 #include "common/internal.h"
 
 #define BLOCK GRADREF_C3F_BLOCK
@@ -41,12 +42,6 @@ typedef struct layout {
     size_t thread0, per_thread, col_at, dyt_at, level_at, runs_at, rows_at;
     size_t total;
 } layout;
-
-static size_t take(size_t *at, size_t bytes) {
-    size_t here = *at;
-    *at += (bytes + 63) & ~(size_t)63;
-    return here;
-}
 
 static int64_t taps_of(const gradref__c3f_plan *p) {
     return p->K[0] * p->K[1] * p->K[2];
@@ -75,8 +70,8 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
     L.stage_dy = p->in_dtype != GRADREF_F32 || (p->ys[1] != 1 && p->G * p->Cout_g > 1);
     const int64_t xn = p->N * p->G * p->Cin_g * p->I[0] * p->I[1] * p->I[2];
     const int64_t yn = p->N * p->G * p->Cout_g * p->O[0] * p->O[1] * p->O[2];
-    if (L.stage_x) L.x32 = take(&at, (size_t)xn * 4);
-    if (L.stage_dy) L.dy32 = take(&at, (size_t)yn * 4);
+    if (L.stage_x) L.x32 = gradref__ws_take(&at, (size_t)xn * 4);
+    if (L.stage_dy) L.dy32 = gradref__ws_take(&at, (size_t)yn * 4);
     L.unit = L.indirect ? 1 : p->Cin_g; /* packed panels straddle taps, tiles need not */
     int64_t units = LEVEL_FLOATS / (L.unit * p->Cout_g);
     if (units < 1) units = 1;
@@ -87,13 +82,13 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
     while ((INT64_C(1) << (L.levels - 1)) < blocks)
         L.levels++;
     size_t per = 0;
-    take(&per, gradref__sgemm_work_bytes());
+    gradref__ws_take(&per, gradref__sgemm_work_bytes());
     if (!L.indirect) /* A panels */
-        L.col_at = take(&per, (size_t)((L.jb + L.mr - 1) / L.mr * L.mr * BLOCK) * 4);
-    L.dyt_at = take(&per, (size_t)((p->Cout_g + L.nr - 1) / L.nr * L.nr * BLOCK) * 4);
-    L.rows_at = take(&per, BLOCK * sizeof(const float *));
-    L.level_at = take(&per, (size_t)(L.levels + 1) * (size_t)(L.jb * p->Cout_g) * 4);
-    L.runs_at = take(&per, sizeof(runs));
+        L.col_at = gradref__ws_take(&per, (size_t)((L.jb + L.mr - 1) / L.mr * L.mr * BLOCK) * 4);
+    L.dyt_at = gradref__ws_take(&per, (size_t)((p->Cout_g + L.nr - 1) / L.nr * L.nr * BLOCK) * 4);
+    L.rows_at = gradref__ws_take(&per, BLOCK * sizeof(const float *));
+    L.level_at = gradref__ws_take(&per, (size_t)(L.levels + 1) * (size_t)(L.jb * p->Cout_g) * 4);
+    L.runs_at = gradref__ws_take(&per, sizeof(runs));
     L.per_thread = per;
     L.thread0 = at;
     L.total = at + per * (size_t)threads;

@@ -3,31 +3,17 @@
 #include <string.h>
 
 #include "c3f_internal.h"
+#include "common/conv.h"
 #include "common/exec.h"
 #include "common/tensor.h"
 
 static const char OP[] = "conv3d_backprop_filter";
 
-static gradref_status check_dim(const char *name, const gradref_tensor *t, int dim, int64_t want,
-                                const char *what) {
-    if (t->shape[dim] != want)
-        return gradref__fail(GRADREF_ERR_SHAPE, OP, "%s.shape[%d] is %lld but %s is %lld", name,
-                             dim, (long long)t->shape[dim], what, (long long)want);
-    return GRADREF_OK;
-}
-
 gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref_tensor *x,
                                      const gradref_tensor *dy, const gradref_tensor *dw,
                                      gradref__c3f_plan *plan) {
     gradref_status s;
-    if (p == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "p is NULL");
-    if (p->mode != GRADREF_CONV_CROSS_CORRELATION && p->mode != GRADREF_CONV_CONVOLUTION)
-        return gradref__fail(GRADREF_ERR_PARAM, OP,
-                             "p.mode is %d, not a gradref_conv_mode (0 cross-correlation, "
-                             "1 convolution)",
-                             (int)p->mode);
-    if (p->groups < 0)
-        return gradref__fail(GRADREF_ERR_PARAM, OP, "p.groups is %d, below 0", (int)p->groups);
+    if ((s = gradref__conv_check_params(OP, p)) != GRADREF_OK) return s;
     gradref__extent xe, ye, we;
     if ((s = gradref__check_tensor(OP, "x", x, &xe)) != GRADREF_OK) return s;
     if ((s = gradref__check_tensor(OP, "dy", dy, &ye)) != GRADREF_OK) return s;
@@ -51,9 +37,12 @@ gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref
 
     const int64_t G = p->groups == 0 ? 1 : p->groups;
     const int64_t Cout = dw->shape[0], Cin_g = dw->shape[1];
-    if ((s = check_dim("dy", dy, 0, x->shape[0], "x.shape[0]")) != GRADREF_OK) return s;
-    if ((s = check_dim("dy", dy, 1, Cout, "dw.shape[0] (Cout)")) != GRADREF_OK) return s;
-    if ((s = check_dim("x", x, 1, G * Cin_g, "groups x dw.shape[1] (Cin/G)")) != GRADREF_OK)
+    if ((s = gradref__check_dim(OP, "dy", dy, 0, x->shape[0], "x.shape[0]")) != GRADREF_OK)
+        return s;
+    if ((s = gradref__check_dim(OP, "dy", dy, 1, Cout, "dw.shape[0] (Cout)")) != GRADREF_OK)
+        return s;
+    if ((s = gradref__check_dim(OP, "x", x, 1, G * Cin_g, "groups x dw.shape[1] (Cin/G)")) !=
+        GRADREF_OK)
         return s;
     if (Cout % G != 0)
         return gradref__fail(GRADREF_ERR_SHAPE, OP,
@@ -61,46 +50,15 @@ gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref
                              (long long)Cout, (long long)G);
     memset(plan, 0, sizeof *plan);
     for (int j = 0; j < 3; j++) {
-        const int64_t st = p->stride[j], dl = p->dilation[j], pb = p->pad[2 * j],
-                      pe = p->pad[2 * j + 1], k = dw->shape[2 + j], i = x->shape[2 + j],
-                      o = dy->shape[2 + j];
-        if (st < 1)
-            return gradref__fail(GRADREF_ERR_PARAM, OP, "p.stride[%d] is %lld; it must be >= 1", j,
-                                 (long long)st);
-        if (dl < 1)
-            return gradref__fail(GRADREF_ERR_PARAM, OP, "p.dilation[%d] is %lld; it must be >= 1",
-                                 j, (long long)dl);
-        if (pb < 0 || pe < 0)
-            return gradref__fail(GRADREF_ERR_PARAM, OP,
-                                 "p.pad[%d] and p.pad[%d] are %lld and %lld; pads must be >= 0",
-                                 2 * j, 2 * j + 1, (long long)pb, (long long)pe);
-        if (k < 1)
-            return gradref__fail(GRADREF_ERR_SHAPE, OP,
-                                 "dw.shape[%d] is %lld; kernel sizes must be >= 1", 2 + j,
-                                 (long long)k);
-        int64_t ext, span;
-        if (gradref__mul_ovf(dl, k - 1, &ext) || gradref__add_ovf(ext, 1, &ext) ||
-            gradref__add_ovf(i, pb, &span) || gradref__add_ovf(span, pe, &span))
-            return gradref__fail(GRADREF_ERR_OVERFLOW, OP,
-                                 "spatial dim %d: the dilated kernel or the padded size exceeds "
-                                 "int64",
-                                 j);
-        if (span < ext)
-            return gradref__fail(GRADREF_ERR_SHAPE, OP,
-                                 "x.shape[%d] is %lld: with pads %lld+%lld it is smaller than the "
-                                 "dilated kernel (%lld)",
-                                 2 + j, (long long)i, (long long)pb, (long long)pe, (long long)ext);
-        const int64_t want = (span - ext) / st + 1;
-        if (o != want)
-            return gradref__fail(GRADREF_ERR_SHAPE, OP,
-                                 "dy.shape[%d] is %lld but the geometry gives %lld", 2 + j,
-                                 (long long)o, (long long)want);
+        const int64_t k = dw->shape[2 + j], i = x->shape[2 + j], o = dy->shape[2 + j];
+        if ((s = gradref__conv_check_dim(OP, p, j, "dw", 2 + j, k, "x", i, "dy", o)) != GRADREF_OK)
+            return s;
         plan->K[j] = k;
         plan->I[j] = i;
         plan->O[j] = o;
-        plan->stride[j] = st;
-        plan->dil[j] = dl;
-        plan->pad_begin[j] = pb;
+        plan->stride[j] = p->stride[j];
+        plan->dil[j] = p->dilation[j];
+        plan->pad_begin[j] = p->pad[2 * j];
     }
     if ((s = gradref__check_disjoint(OP, "dw", &we, "x", &xe)) != GRADREF_OK) return s;
     if ((s = gradref__check_disjoint(OP, "dw", &we, "dy", &ye)) != GRADREF_OK) return s;

@@ -23,6 +23,7 @@
 #include "cbd_simd.h"
 #include "common/convert.h"
 #include "common/gemm.h"
+#include "common/exec.h"
 #include "common/internal.h"
 
 /* tiles of 32 pixels whose masks are computed together (direct tiles) */
@@ -42,12 +43,6 @@ typedef struct layout {
     size_t offsets_at, masks_at; /* direct tiles: per tap offsets, per tile and tap masks */
     size_t total;
 } layout;
-
-static size_t take(size_t *at, size_t bytes) {
-    size_t here = *at;
-    *at += (bytes + 63) & ~(size_t)63;
-    return here;
-}
 
 static int64_t taps_of(const gradref__cbd_plan *p) {
     return p->K[0] * p->K[1] * p->K[2];
@@ -83,23 +78,25 @@ static layout layout_of(const gradref__cbd_plan *p, int32_t precision, int threa
     size_t at = 0;
     const size_t in_slabs = (size_t)(p->N * p->G * p->OCpg),
                  out_slabs = (size_t)(p->N * p->G * p->ICpg);
-    L.apack = take(&at, (size_t)(p->G * p->ICpg * taps_of(p) * p->OCpg) * 4);
+    L.apack = gradref__ws_take(&at, (size_t)(p->G * p->ICpg * taps_of(p) * p->OCpg) * 4);
     if (L.path == PATH_GEMM) { /* every tap is in one phase; panels round IC/G up by < 16 */
         L.group_floats = (p->ICpg + 15) * taps_of(p) * p->OCpg;
-        L.panels = take(&at, (size_t)(p->G * L.group_floats) * 4);
-        L.phase_off = take(&at, (size_t)(p->stride[0] * p->stride[1] * p->stride[2]) * 8);
+        L.panels = gradref__ws_take(&at, (size_t)(p->G * L.group_floats) * 4);
+        L.phase_off =
+            gradref__ws_take(&at, (size_t)(p->stride[0] * p->stride[1] * p->stride[2]) * 8);
     }
     L.stage_diff = p->in_dtype != GRADREF_F32 || !dense_pixels(p->ds, p->O);
-    if (L.stage_diff) L.diff32 = take(&at, in_slabs * (size_t)pixels(p->O) * 4);
+    if (L.stage_diff) L.diff32 = gradref__ws_take(&at, in_slabs * (size_t)pixels(p->O) * 4);
     L.acc_buffer = p->out_dtype != GRADREF_F32 || !dense_pixels(p->gs, p->I);
-    if (L.acc_buffer) L.acc = take(&at, out_slabs * (size_t)pixels(p->I) * 4);
+    if (L.acc_buffer) L.acc = gradref__ws_take(&at, out_slabs * (size_t)pixels(p->I) * 4);
     if (L.path == PATH_GEMM) {
         size_t per = 0;
-        take(&per, gradref__sgemm_work_bytes());
-        L.chunk_at = take(&per, (size_t)CHUNK_FLOATS * 4);
-        L.taps_at = take(&per, (size_t)taps_of(p) * 4 * sizeof(int64_t));
-        L.offsets_at = take(&per, (size_t)taps_of(p) * sizeof(int64_t));
-        L.masks_at = take(&per, (size_t)(TILE_GROUP * 2 * taps_of(p)) * sizeof(uint16_t));
+        gradref__ws_take(&per, gradref__sgemm_work_bytes());
+        L.chunk_at = gradref__ws_take(&per, (size_t)CHUNK_FLOATS * 4);
+        L.taps_at = gradref__ws_take(&per, (size_t)taps_of(p) * 4 * sizeof(int64_t));
+        L.offsets_at = gradref__ws_take(&per, (size_t)taps_of(p) * sizeof(int64_t));
+        L.masks_at =
+            gradref__ws_take(&per, (size_t)(TILE_GROUP * 2 * taps_of(p)) * sizeof(uint16_t));
         L.per_thread = per;
         L.thread0 = at;
         at += per * (size_t)threads;

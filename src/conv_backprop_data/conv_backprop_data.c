@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "cbd_internal.h"
+#include "common/conv.h"
 #include "common/exec.h"
 #include "common/tensor.h"
 
@@ -35,26 +36,11 @@ static gradref_status check_dtypes(const gradref_tensor *filter, const gradref_t
     return GRADREF_OK;
 }
 
-static gradref_status check_shape(const char *name, const gradref_tensor *t, int dim, int64_t want,
-                                  const char *what) {
-    if (t->shape[dim] != want)
-        return gradref__fail(GRADREF_ERR_SHAPE, OP, "%s.shape[%d] is %lld but %s is %lld", name,
-                             dim, (long long)t->shape[dim], what, (long long)want);
-    return GRADREF_OK;
-}
-
 gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref_tensor *filter,
                                      const gradref_tensor *diff, const gradref_tensor *grad,
                                      gradref__cbd_plan *plan) {
     gradref_status s;
-    if (p == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "p is NULL");
-    if (p->mode != GRADREF_CONV_CROSS_CORRELATION && p->mode != GRADREF_CONV_CONVOLUTION)
-        return gradref__fail(GRADREF_ERR_PARAM, OP,
-                             "p.mode is %d, not a gradref_conv_mode (0 cross-correlation, "
-                             "1 convolution)",
-                             (int)p->mode);
-    if (p->groups < 0)
-        return gradref__fail(GRADREF_ERR_PARAM, OP, "p.groups is %d, below 0", (int)p->groups);
+    if ((s = gradref__conv_check_params(OP, p)) != GRADREF_OK) return s;
     gradref__extent fe, de, ge;
     if ((s = gradref__check_tensor(OP, "filter", filter, &fe)) != GRADREF_OK) return s;
     if ((s = gradref__check_tensor(OP, "diff", diff, &de)) != GRADREF_OK) return s;
@@ -94,9 +80,13 @@ gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref
     if (G < 1)
         return gradref__fail(GRADREF_ERR_SHAPE, OP, "the grouped filter has %lld groups",
                              (long long)G);
-    if ((s = check_shape("grad", grad, 0, diff->shape[0], "diff.shape[0]")) != GRADREF_OK) return s;
-    if ((s = check_shape("diff", diff, 1, G * OCpg, "groups x OC/G")) != GRADREF_OK) return s;
-    if ((s = check_shape("grad", grad, 1, G * ICpg, "groups x IC/G")) != GRADREF_OK) return s;
+    if ((s = gradref__check_dim(OP, "grad", grad, 0, diff->shape[0], "diff.shape[0]")) !=
+        GRADREF_OK)
+        return s;
+    if ((s = gradref__check_dim(OP, "diff", diff, 1, G * OCpg, "groups x OC/G")) != GRADREF_OK)
+        return s;
+    if ((s = gradref__check_dim(OP, "grad", grad, 1, G * ICpg, "groups x IC/G")) != GRADREF_OK)
+        return s;
 
     memset(plan, 0, sizeof *plan);
     for (int j = 0; j < 3; j++) {
@@ -106,46 +96,16 @@ gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref
     const int off = 3 - r; /* the call's spatial dim j is the plan's off + j */
     const int64_t *fk = filter->shape + filter->ndim - r;
     for (int j = 0; j < r; j++) {
-        const int64_t st = p->stride[j], dl = p->dilation[j], pb = p->pad[2 * j],
-                      pe = p->pad[2 * j + 1];
-        if (st < 1)
-            return gradref__fail(GRADREF_ERR_PARAM, OP, "p.stride[%d] is %lld; it must be >= 1", j,
-                                 (long long)st);
-        if (dl < 1)
-            return gradref__fail(GRADREF_ERR_PARAM, OP, "p.dilation[%d] is %lld; it must be >= 1",
-                                 j, (long long)dl);
-        if (pb < 0 || pe < 0)
-            return gradref__fail(GRADREF_ERR_PARAM, OP,
-                                 "p.pad[%d] and p.pad[%d] are %lld and %lld; pads must be >= 0",
-                                 2 * j, 2 * j + 1, (long long)pb, (long long)pe);
-        if (fk[j] < 1)
-            return gradref__fail(GRADREF_ERR_SHAPE, OP,
-                                 "filter.shape[%d] is %lld; kernel sizes must be >= 1",
-                                 filter->ndim - r + j, (long long)fk[j]);
         const int64_t i = grad->shape[2 + j], o = diff->shape[2 + j];
-        int64_t ext, span;
-        if (gradref__mul_ovf(dl, fk[j] - 1, &ext) || gradref__add_ovf(ext, 1, &ext) ||
-            gradref__add_ovf(i, pb, &span) || gradref__add_ovf(span, pe, &span))
-            return gradref__fail(GRADREF_ERR_OVERFLOW, OP,
-                                 "spatial dim %d: the dilated kernel or the padded size exceeds "
-                                 "int64",
-                                 j);
-        if (span < ext)
-            return gradref__fail(GRADREF_ERR_SHAPE, OP,
-                                 "grad.shape[%d] is %lld: with pads %lld+%lld it is smaller than "
-                                 "the dilated kernel (%lld)",
-                                 2 + j, (long long)i, (long long)pb, (long long)pe, (long long)ext);
-        const int64_t want = (span - ext) / st + 1;
-        if (o != want)
-            return gradref__fail(GRADREF_ERR_SHAPE, OP,
-                                 "diff.shape[%d] is %lld but the geometry gives %lld", 2 + j,
-                                 (long long)o, (long long)want);
+        if ((s = gradref__conv_check_dim(OP, p, j, "filter", filter->ndim - r + j, fk[j], "grad", i,
+                                         "diff", o)) != GRADREF_OK)
+            return s;
         plan->K[off + j] = fk[j];
         plan->I[off + j] = i;
         plan->O[off + j] = o;
-        plan->stride[off + j] = st;
-        plan->dil[off + j] = dl;
-        plan->pad_begin[off + j] = pb;
+        plan->stride[off + j] = p->stride[j];
+        plan->dil[off + j] = p->dilation[j];
+        plan->pad_begin[off + j] = p->pad[2 * j];
     }
     if ((s = gradref__check_disjoint(OP, "grad", &ge, "filter", &fe)) != GRADREF_OK) return s;
     if ((s = gradref__check_disjoint(OP, "grad", &ge, "diff", &de)) != GRADREF_OK) return s;

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/convert.h"
+#include "common/exec.h"
 #include "common/tensor.h"
 #include "gs3d_fast.h"
 #include "gs3d_simd.h"
@@ -55,12 +56,6 @@ typedef struct ws_layout {
     size_t total;
     int pair, acc_buffer, stage_x, stage_grad, scatter, voxels;
 } ws_layout;
-
-static size_t take(size_t *at, size_t bytes) {
-    size_t here = *at;
-    *at += (bytes + 63) & ~(size_t)63;
-    return here;
-}
 
 static int64_t numel5(const int64_t *shape) {
     return shape[0] * shape[1] * shape[2] * shape[3] * shape[4];
@@ -127,19 +122,19 @@ static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision) {
     if ((p->dx.data == NULL && p->dgrid.data == NULL) || NP == 0 || p->C == 0) return L;
     const size_t t = L.pair == PAIR_DD ? 8 : 4, a = wide ? 8 : 4, np = (size_t)NP;
     size_t at = 0;
-    L.w = take(&at, np * 8 * t);
-    L.dist = take(&at, np * 6 * t);
-    L.mult = take(&at, np * 3 * t);
-    L.offx = take(&at, np * 8);
-    L.offa = take(&at, np * 8);
-    L.zplane = take(&at, np * 8);
-    L.offg = take(&at, np * 8);
-    L.mask = take(&at, np + 8); /* the AVX2 kernel reads 8 masks at a time */
+    L.w = gradref__ws_take(&at, np * 8 * t);
+    L.dist = gradref__ws_take(&at, np * 6 * t);
+    L.mult = gradref__ws_take(&at, np * 3 * t);
+    L.offx = gradref__ws_take(&at, np * 8);
+    L.offa = gradref__ws_take(&at, np * 8);
+    L.zplane = gradref__ws_take(&at, np * 8);
+    L.offg = gradref__ws_take(&at, np * 8);
+    L.mask = gradref__ws_take(&at, np + 8); /* the AVX2 kernel reads 8 masks at a time */
     if (p->dx.data != NULL) {
         size_t rec = L.pair == PAIR_DD ? sizeof(gs3d_record_d) : sizeof(gs3d_record_f);
-        L.records = take(&at, 2 * np * rec);
-        L.start = take(&at, (size_t)(p->N * (p->D + 1)) * 8);
-        L.cursor = take(&at, (size_t)(p->N * p->D) * 8);
+        L.records = gradref__ws_take(&at, 2 * np * rec);
+        L.start = gradref__ws_take(&at, (size_t)(p->N * (p->D + 1)) * 8);
+        L.cursor = gradref__ws_take(&at, (size_t)(p->N * p->D) * 8);
     }
     int64_t xs[5], gs[5];
     x_shape(p, xs);
@@ -150,7 +145,7 @@ static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision) {
      * cache lines, so f32 copies are made that way (F16/BF16 are converted anyway). */
     if (p->dgrid.data != NULL && p->interp == GRADREF_INTERP_BILINEAR) {
         L.stage_x = narrow || (p->dtype == GRADREF_F32 && p->C > 1 && p->x.s[1] != 1);
-        if (L.stage_x) L.x32 = take(&at, (size_t)numel5(xs) * 4);
+        if (L.stage_x) L.x32 = gradref__ws_take(&at, (size_t)numel5(xs) * 4);
     }
     L.scatter = nearest_scatter_fits(p, precision);
     /* nearest into dense dx planes: points grouped by voxel once per image, shared by the
@@ -160,22 +155,22 @@ static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision) {
                V < INT64_C(0x7fffffff) && P < INT64_C(0x7fffffff);
     if (L.voxels) {
         const size_t n = (size_t)p->N;
-        L.first = take(&at, n * (size_t)V * 4);
-        L.second = take(&at, n * (size_t)V * 4);
-        L.start_v = take(&at, n * (size_t)(V + 1) * 4);
-        L.perm = take(&at, n * (size_t)P * 4);
-        L.more = take(&at, n * (size_t)V * 4);
-        L.more_count = take(&at, n * 8);
+        L.first = gradref__ws_take(&at, n * (size_t)V * 4);
+        L.second = gradref__ws_take(&at, n * (size_t)V * 4);
+        L.start_v = gradref__ws_take(&at, n * (size_t)(V + 1) * 4);
+        L.perm = gradref__ws_take(&at, n * (size_t)P * 4);
+        L.more = gradref__ws_take(&at, n * (size_t)V * 4);
+        L.more_count = gradref__ws_take(&at, n * 8);
     }
     L.stage_grad =
         !L.scatter && (narrow || (p->dtype == GRADREF_F32 && p->C > 1 && p->grad.s[1] != 1));
-    if (L.stage_grad) L.grad32 = take(&at, (size_t)numel5(gs) * 4);
+    if (L.stage_grad) L.grad32 = gradref__ws_take(&at, (size_t)numel5(gs) * 4);
     /* dx accumulates in place when its type is the sum type and it is channels-last;
      * otherwise in a dense channels-last buffer copied out at the end */
     const int dx_channels_last = p->C == 1 || p->dx.s[1] == 1;
     L.acc_buffer = p->dx.data != NULL && !L.scatter &&
                    (narrow || (p->dtype == GRADREF_F32 && wide) || !dx_channels_last);
-    if (L.acc_buffer) L.acc = take(&at, (size_t)numel5(xs) * a);
+    if (L.acc_buffer) L.acc = gradref__ws_take(&at, (size_t)numel5(xs) * a);
     L.total = at;
     return L;
 }
