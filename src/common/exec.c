@@ -66,3 +66,21 @@ gradref_status gradref__workspace_acquire(const char *op, const gradref__ctx *ct
 void gradref__workspace_release(void *owned) {
     free(owned);
 }
+
+int gradref__default_threads(void) {
+    gradref__ctx ctx;
+    gradref_exec none = {NULL, 0, 0, GRADREF_PRECISION_DEFAULT};
+    return gradref__exec_resolve("gradref", &none, &ctx) == GRADREF_OK ? ctx.num_threads : 1;
+}
+
+size_t gradref__workspace_usable(const gradref__ctx *ctx) {
+    if (ctx->workspace == NULL || ctx->workspace_bytes <= GRADREF_WORKSPACE_ALIGN) return 0;
+    return ctx->workspace_bytes - GRADREF_WORKSPACE_ALIGN;
+}
+
+int gradref__threads_fitting(size_t bytes, size_t shared, size_t per_thread, int wanted) {
+    if (bytes < shared + per_thread) return 0;
+    if (per_thread == 0) return wanted;
+    const size_t fit = (bytes - shared) / per_thread;
+    return fit < (size_t)wanted ? (int)fit : wanted;
+}

@@ -37,4 +37,15 @@ gradref_status gradref__workspace_acquire(const char *op, const gradref__ctx *ct
                                           void **ptr, void **owned);
 void gradref__workspace_release(void *owned);
 
+/* The thread count a NULL exec gives (the OpenMP default, 1 without OpenMP). */
+int gradref__default_threads(void);
+
+/* Usable bytes of the caller's workspace once aligned (0 when there is none). */
+size_t gradref__workspace_usable(const gradref__ctx *ctx);
+
+/* How many threads (at most wanted) a workspace of `bytes` holds when a layout takes `shared`
+ * bytes plus `per_thread` for each thread: 0 when not even one fits, wanted when per_thread is
+ * 0. */
+int gradref__threads_fitting(size_t bytes, size_t shared, size_t per_thread, int wanted);
+
 #endif

@@ -103,9 +103,7 @@ int gradref__c3f_fast_threads(const gradref__c3f_plan *p, int32_t precision, siz
                               int wanted) {
     const layout one = layout_of(p, precision, 1);
     if (bytes < one.total) return 0;
-    if (one.per_thread == 0) return wanted;
-    const size_t fit = (bytes - one.thread0) / one.per_thread;
-    return fit < (size_t)wanted ? (int)fit : wanted;
+    return gradref__threads_fitting(bytes, one.thread0, one.per_thread, wanted);
 }
 
 typedef struct run {

@@ -95,10 +95,8 @@ gradref_status gradref_conv3d_backprop_filter(const gradref_conv_params *p, cons
     plan.precision = ctx.precision;
     int threads = ctx.num_threads;
     if (ctx.workspace != NULL) { /* as many threads as the caller's workspace holds */
-        const size_t usable = ctx.workspace_bytes > GRADREF_WORKSPACE_ALIGN
-                                  ? ctx.workspace_bytes - GRADREF_WORKSPACE_ALIGN
-                                  : 0;
-        const int fit = gradref__c3f_fast_threads(&plan, ctx.precision, usable, threads);
+        const int fit = gradref__c3f_fast_threads(&plan, ctx.precision,
+                                                  gradref__workspace_usable(&ctx), threads);
         if (fit > 0) threads = fit;
     }
     void *ws, *owned;
@@ -110,12 +108,6 @@ gradref_status gradref_conv3d_backprop_filter(const gradref_conv_params *p, cons
     return GRADREF_OK;
 }
 
-static int default_threads(void) {
-    gradref__ctx ctx;
-    gradref_exec none = {NULL, 0, 0, GRADREF_PRECISION_DEFAULT};
-    return gradref__exec_resolve(OP, &none, &ctx) == GRADREF_OK ? ctx.num_threads : 1;
-}
-
 gradref_status gradref_conv3d_backprop_filter_workspace_size(const gradref_conv_params *p,
                                                              const gradref_tensor *x,
                                                              const gradref_tensor *dy,
@@ -125,7 +117,7 @@ gradref_status gradref_conv3d_backprop_filter_workspace_size(const gradref_conv_
     if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "bytes is NULL");
     gradref_status s = gradref__c3f_validate(p, x, dy, dw, &plan);
     if (s != GRADREF_OK) return s;
-    const int threads = default_threads();
+    const int threads = gradref__default_threads();
     const size_t a = gradref__c3f_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, threads);
     const size_t b = gradref__c3f_fast_workspace(&plan, GRADREF_PRECISION_HIGH, threads);
     *bytes = gradref__workspace_bytes(a > b ? a : b);

@@ -113,9 +113,7 @@ int gradref__cbd_fast_threads(const gradref__cbd_plan *p, int32_t precision, siz
                               int wanted) {
     const layout one = layout_of(p, precision, 1);
     if (bytes < one.total) return 0;
-    if (one.per_thread == 0) return wanted;
-    size_t fit = (bytes - one.thread0) / one.per_thread;
-    return fit < (size_t)wanted ? (int)fit : wanted;
+    return gradref__threads_fitting(bytes, one.thread0, one.per_thread, wanted);
 }
 
 static float load_f32(int32_t dtype, const char *e) {

@@ -149,12 +149,6 @@ gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref
     return GRADREF_OK;
 }
 
-static int default_threads(void) {
-    gradref__ctx ctx;
-    gradref_exec none = {NULL, 0, 0, GRADREF_PRECISION_DEFAULT};
-    return gradref__exec_resolve(OP, &none, &ctx) == GRADREF_OK ? ctx.num_threads : 1;
-}
-
 gradref_status gradref_conv_backprop_data(const gradref_conv_params *p,
                                           const gradref_tensor *filter, const gradref_tensor *diff,
                                           const gradref_tensor *grad, const gradref_exec *exec) {
@@ -166,10 +160,8 @@ gradref_status gradref_conv_backprop_data(const gradref_conv_params *p,
     plan.precision = ctx.precision;
     int threads = ctx.num_threads;
     if (ctx.workspace != NULL) { /* as many threads as the caller's workspace holds */
-        const size_t usable = ctx.workspace_bytes > GRADREF_WORKSPACE_ALIGN
-                                  ? ctx.workspace_bytes - GRADREF_WORKSPACE_ALIGN
-                                  : 0;
-        int fit = gradref__cbd_fast_threads(&plan, ctx.precision, usable, threads);
+        const int fit = gradref__cbd_fast_threads(&plan, ctx.precision,
+                                                  gradref__workspace_usable(&ctx), threads);
         if (fit > 0) threads = fit;
     }
     void *ws, *owned;
@@ -190,7 +182,7 @@ gradref_status gradref_conv_backprop_data_workspace_size(const gradref_conv_para
     if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "bytes is NULL");
     gradref_status s = gradref__cbd_validate(p, filter, diff, grad, &plan);
     if (s != GRADREF_OK) return s;
-    const int threads = default_threads();
+    const int threads = gradref__default_threads();
     size_t a = gradref__cbd_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, threads);
     size_t b = gradref__cbd_fast_workspace(&plan, GRADREF_PRECISION_HIGH, threads);
     *bytes = gradref__workspace_bytes(a > b ? a : b);
