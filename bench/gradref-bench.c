@@ -332,6 +332,40 @@ static int run_gs3d(const problem *p, int threads, int repeats, timing *t) {
     return rc;
 }
 
+/* Times `once` and the oneDNN peer alternately (so drifts of the machine hit both alike), a
+ * warm-up pair first; medians into t. Frees the peer. */
+static int time_with_peer(const problem *p, op_fn once, void *ctx, peer_onednn *peer, int threads,
+                          int repeats, timing *t) {
+    double *ours = malloc(sizeof(double) * (size_t)repeats),
+           *theirs = malloc(sizeof(double) * (size_t)repeats);
+    int rc = ours && theirs ? 0 : 1;
+    for (int r = -1; r < repeats && rc == 0; r++) {
+        double t0 = now_seconds();
+        gradref_status s = once(ctx, threads);
+        double t1 = now_seconds();
+        if (peer && peer_onednn_run(peer) != 0) {
+            peer_onednn_free(peer);
+            peer = NULL;
+        }
+        double t2 = now_seconds();
+        if (s != GRADREF_OK) {
+            fprintf(stderr, "%s: %s\n", p->text, gradref_last_error());
+            rc = 1;
+        } else if (r >= 0) {
+            ours[r] = t1 - t0;
+            theirs[r] = t2 - t1;
+        }
+    }
+    if (rc == 0) {
+        t->op_seconds = median(ours, repeats);
+        t->peer_seconds = peer ? median(theirs, repeats) : 0;
+    }
+    peer_onednn_free(peer);
+    free(ours);
+    free(theirs);
+    return rc;
+}
+
 /* ---- conv_backprop_data ---- */
 
 typedef struct cbd_ctx {
@@ -413,35 +447,8 @@ static int run_cbd(const problem *p, int threads, int repeats, timing *t) {
                                                       &c.workspace_bytes) == GRADREF_OK &&
             c.workspace_bytes > 0)
             c.workspace = malloc(c.workspace_bytes);
-        /* gradref and oneDNN alternate, so drifts of the machine hit both alike */
         peer_onednn *peer = dt == GRADREF_F32 ? peer_onednn_conv_bwd_data(&pc, threads) : NULL;
-        double *ours = malloc(sizeof(double) * (size_t)repeats),
-               *theirs = malloc(sizeof(double) * (size_t)repeats);
-        rc = ours && theirs ? 0 : 1;
-        for (int r = -1; r < repeats && rc == 0; r++) {
-            double t0 = now_seconds();
-            gradref_status s = cbd_once(&c, threads);
-            double t1 = now_seconds();
-            if (peer && peer_onednn_run(peer) != 0) {
-                peer_onednn_free(peer);
-                peer = NULL;
-            }
-            double t2 = now_seconds();
-            if (s != GRADREF_OK) {
-                fprintf(stderr, "%s: %s\n", p->text, gradref_last_error());
-                rc = 1;
-            } else if (r >= 0) {
-                ours[r] = t1 - t0;
-                theirs[r] = t2 - t1;
-            }
-        }
-        if (rc == 0) {
-            t->op_seconds = median(ours, repeats);
-            t->peer_seconds = peer ? median(theirs, repeats) : 0;
-        }
-        peer_onednn_free(peer);
-        free(ours);
-        free(theirs);
+        rc = time_with_peer(p, cbd_once, &c, peer, threads, repeats, t);
         free(c.workspace);
         t->work = 2.0 * (double)(pc.N * C_in * pc.OCpg * taps * opix);
         t->unit = "GFLOP/s";
@@ -525,33 +532,7 @@ static int run_c3f(const problem *p, int threads, int repeats, timing *t) {
             c.workspace_bytes > 0)
             c.workspace = malloc(c.workspace_bytes);
         peer_onednn *peer = dt == GRADREF_F32 ? peer_onednn_conv_bwd_weights(&pc, threads) : NULL;
-        double *ours = malloc(sizeof(double) * (size_t)repeats),
-               *theirs = malloc(sizeof(double) * (size_t)repeats);
-        rc = ours && theirs ? 0 : 1;
-        for (int r = -1; r < repeats && rc == 0; r++) {
-            double t0 = now_seconds();
-            gradref_status s = c3f_once(&c, threads);
-            double t1 = now_seconds();
-            if (peer && peer_onednn_run(peer) != 0) {
-                peer_onednn_free(peer);
-                peer = NULL;
-            }
-            double t2 = now_seconds();
-            if (s != GRADREF_OK) {
-                fprintf(stderr, "%s: %s\n", p->text, gradref_last_error());
-                rc = 1;
-            } else if (r >= 0) {
-                ours[r] = t1 - t0;
-                theirs[r] = t2 - t1;
-            }
-        }
-        if (rc == 0) {
-            t->op_seconds = median(ours, repeats);
-            t->peer_seconds = peer ? median(theirs, repeats) : 0;
-        }
-        peer_onednn_free(peer);
-        free(ours);
-        free(theirs);
+        rc = time_with_peer(p, c3f_once, &c, peer, threads, repeats, t);
         free(c.workspace);
         t->work = 2.0 * (double)(pc.N * C_out * pc.ICpg * taps * opix);
         t->unit = "GFLOP/s";
