@@ -462,7 +462,9 @@ static void test_gemm_shapes(void **state) {
                                         {16, 300, 1, 1, 0, 6, 9, 1},
                                         {40, 17, 1, 2, 0, 7, 5, 2},
                                         {1, 1, 3, 1, 1, 9, 70, 8},
-                                        {29, 3, 5, 2, 2, 4, 33, 1}};
+                                        {29, 3, 5, 2, 2, 4, 33, 1},
+                                        /* depthwise 3x3: interior blocks of four rows */
+                                        {1, 1, 3, 1, 1, 17, 40, 6}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const int64_t *a = shapes[s];
         geometry g =

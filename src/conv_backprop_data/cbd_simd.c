@@ -125,6 +125,50 @@ rows4_avx512(const gradref__cbd_plan *p, const float *w, const float *diff,
       }                                                                                            \
     } while (0)
 
+/* Interior blocks of a 3 x 3 kernel: four grad rows whose three row taps all fall inside diff
+ * read six diff rows (d = 0..5, diff row i1 + pb1 - 2 + d), and grad row r takes row tap
+ * kp1 = r + 2 - d; unrolled, so no row needs a test. Same chains as DW_ROW: diff rows
+ * ascending, then the column taps. */
+#  define DW3_TAP(acc, kp1)                                                                        \
+    do {                                                                                           \
+      acc = _mm512_fmadd_ps(wr[kp1][0], v0, acc);                                                  \
+      acc = _mm512_fmadd_ps(wr[kp1][1], v1, acc);                                                  \
+      acc = _mm512_fmadd_ps(wr[kp1][2], v2, acc);                                                  \
+    } while (0)
+#  define DW3_ROW(d, TAPS)                                                                         \
+    do {                                                                                           \
+      const float *row = first + (d)*O2 + b0;                                                      \
+      const __m512 v0 = _mm512_maskz_loadu_ps(m0, row + shift[0]);                                 \
+      const __m512 v1 = _mm512_maskz_loadu_ps(m1, row + shift[1]);                                 \
+      const __m512 v2 = _mm512_maskz_loadu_ps(m2, row + shift[2]);                                 \
+      TAPS;                                                                                        \
+    } while (0)
+
+__attribute__((target("avx512f,fma"))) static void
+interior3x3_avx512(const __m512 wr[3][3], const int64_t shift[3], const float *first, int64_t O2,
+                   int64_t I2, float *out) {
+    for (int64_t b0 = 0; b0 < I2; b0 += 16) {
+        const __mmask16 m0 = (__mmask16)valid16(b0 + shift[0], O2),
+                        m1 = (__mmask16)valid16(b0 + shift[1], O2),
+                        m2 = (__mmask16)valid16(b0 + shift[2], O2);
+        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        DW3_ROW(0, DW3_TAP(a0, 2));
+        DW3_ROW(1, DW3_TAP(a0, 1); DW3_TAP(a1, 2));
+        DW3_ROW(2, DW3_TAP(a0, 0); DW3_TAP(a1, 1); DW3_TAP(a2, 2));
+        DW3_ROW(3, DW3_TAP(a1, 0); DW3_TAP(a2, 1); DW3_TAP(a3, 2));
+        DW3_ROW(4, DW3_TAP(a2, 0); DW3_TAP(a3, 1));
+        DW3_ROW(5, DW3_TAP(a3, 0));
+        const int64_t left = I2 - b0;
+        const __mmask16 st = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+        _mm512_mask_storeu_ps(out + b0, st, a0);
+        _mm512_mask_storeu_ps(out + I2 + b0, st, a1);
+        _mm512_mask_storeu_ps(out + 2 * I2 + b0, st, a2);
+        _mm512_mask_storeu_ps(out + 3 * I2 + b0, st, a3);
+    }
+}
+#  undef DW3_ROW
+#  undef DW3_TAP
+
 __attribute__((target("avx512f,fma"))) static void
 plane_small_avx512(const gradref__cbd_plan *p, const float *w, const float *diff, float *grad) {
     const int64_t I1 = p->I[1], I2 = p->I[2], O1 = p->O[1], O2 = p->O[2];
@@ -140,6 +184,11 @@ plane_small_avx512(const gradref__cbd_plan *p, const float *w, const float *diff
                              : _mm512_setzero_ps();
     for (int64_t i1 = 0; i1 < I1; i1 += 4) {
         const int64_t nrow = I1 - i1 < 4 ? I1 - i1 : 4;
+        if (K1 == 3 && K2 == 3 && nrow == 4 && i1 + pb1 - 2 >= 0 && i1 + 3 + pb1 <= O1 - 1) {
+            interior3x3_avx512((const __m512(*)[3])wr, shift, diff + (i1 + pb1 - 2) * O2, O2, I2,
+                               grad + i1 * I2);
+            continue;
+        }
         int64_t lo = i1 + pb1 - (K1 - 1), hi = i1 + nrow - 1 + pb1;
         if (lo < 0) lo = 0;
         if (hi > O1 - 1) hi = O1 - 1;
