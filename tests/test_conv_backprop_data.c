@@ -463,8 +463,10 @@ static void test_gemm_shapes(void **state) {
                                         {40, 17, 1, 2, 0, 7, 5, 2},
                                         {1, 1, 3, 1, 1, 9, 70, 8},
                                         {29, 3, 5, 2, 2, 4, 33, 1},
-                                        /* depthwise 3x3: interior blocks of four rows */
-                                        {1, 1, 3, 1, 1, 17, 40, 6}};
+                                        /* depthwise 3x3: blocks of four rows, the last
+                                           one short (17) or reaching past diff (16) */
+                                        {1, 1, 3, 1, 1, 17, 40, 6},
+                                        {1, 1, 3, 1, 1, 16, 21, 5}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const int64_t *a = shapes[s];
         geometry g =

@@ -125,9 +125,9 @@ rows4_avx512(const gradref__cbd_plan *p, const float *w, const float *diff,
       }                                                                                            \
     } while (0)
 
-/* Interior blocks of a 3 x 3 kernel: four grad rows whose three row taps all fall inside diff
- * read six diff rows (d = 0..5, diff row i1 + pb1 - 2 + d), and grad row r takes row tap
- * kp1 = r + 2 - d; unrolled, so no row needs a test. Same chains as DW_ROW: diff rows
+/* Blocks of four grad rows of a 3 x 3 kernel: they read six diff rows (d = 0..5, diff row
+ * o1 = i1 + pb1 - 2 + d), and grad row r takes row tap kp1 = r + 2 - d; unrolled, so only a
+ * diff row outside diff needs a test (and is skipped). Same chains as DW_ROW: diff rows
  * ascending, then the column taps. */
 #  define DW3_TAP(acc, kp1)                                                                        \
     do {                                                                                           \
@@ -136,28 +136,28 @@ rows4_avx512(const gradref__cbd_plan *p, const float *w, const float *diff,
       acc = _mm512_fmadd_ps(wr[kp1][2], v2, acc);                                                  \
     } while (0)
 #  define DW3_ROW(d, TAPS)                                                                         \
-    do {                                                                                           \
-      const float *row = first + (d)*O2 + b0;                                                      \
+    if (o1 + (d) >= 0 && o1 + (d) < O1) {                                                          \
+      const float *row = diff + (o1 + (d)) * O2 + b0;                                              \
       const __m512 v0 = _mm512_maskz_loadu_ps(m0, row + shift[0]);                                 \
       const __m512 v1 = _mm512_maskz_loadu_ps(m1, row + shift[1]);                                 \
       const __m512 v2 = _mm512_maskz_loadu_ps(m2, row + shift[2]);                                 \
       TAPS;                                                                                        \
-    } while (0)
+    }
 
 __attribute__((target("avx512f,fma"))) static void
-interior3x3_avx512(const __m512 wr[3][3], const int64_t shift[3], const float *first, int64_t O2,
-                   int64_t I2, float *out) {
+rows4_3x3_avx512(const __m512 wr[3][3], const int64_t shift[3], const float *diff, int64_t o1,
+                 int64_t O1, int64_t O2, int64_t I2, float *out) {
     for (int64_t b0 = 0; b0 < I2; b0 += 16) {
         const __mmask16 m0 = (__mmask16)valid16(b0 + shift[0], O2),
                         m1 = (__mmask16)valid16(b0 + shift[1], O2),
                         m2 = (__mmask16)valid16(b0 + shift[2], O2);
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        DW3_ROW(0, DW3_TAP(a0, 2));
-        DW3_ROW(1, DW3_TAP(a0, 1); DW3_TAP(a1, 2));
-        DW3_ROW(2, DW3_TAP(a0, 0); DW3_TAP(a1, 1); DW3_TAP(a2, 2));
-        DW3_ROW(3, DW3_TAP(a1, 0); DW3_TAP(a2, 1); DW3_TAP(a3, 2));
-        DW3_ROW(4, DW3_TAP(a2, 0); DW3_TAP(a3, 1));
-        DW3_ROW(5, DW3_TAP(a3, 0));
+        DW3_ROW(0, DW3_TAP(a0, 2))
+        DW3_ROW(1, DW3_TAP(a0, 1); DW3_TAP(a1, 2))
+        DW3_ROW(2, DW3_TAP(a0, 0); DW3_TAP(a1, 1); DW3_TAP(a2, 2))
+        DW3_ROW(3, DW3_TAP(a1, 0); DW3_TAP(a2, 1); DW3_TAP(a3, 2))
+        DW3_ROW(4, DW3_TAP(a2, 0); DW3_TAP(a3, 1))
+        DW3_ROW(5, DW3_TAP(a3, 0))
         const int64_t left = I2 - b0;
         const __mmask16 st = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
         _mm512_mask_storeu_ps(out + b0, st, a0);
@@ -184,9 +184,9 @@ plane_small_avx512(const gradref__cbd_plan *p, const float *w, const float *diff
                              : _mm512_setzero_ps();
     for (int64_t i1 = 0; i1 < I1; i1 += 4) {
         const int64_t nrow = I1 - i1 < 4 ? I1 - i1 : 4;
-        if (K1 == 3 && K2 == 3 && nrow == 4 && i1 + pb1 - 2 >= 0 && i1 + 3 + pb1 <= O1 - 1) {
-            interior3x3_avx512((const __m512(*)[3])wr, shift, diff + (i1 + pb1 - 2) * O2, O2, I2,
-                               grad + i1 * I2);
+        if (K1 == 3 && K2 == 3 && nrow == 4) {
+            rows4_3x3_avx512((const __m512(*)[3])wr, shift, diff, i1 + pb1 - 2, O1, O2, I2,
+                             grad + i1 * I2);
             continue;
         }
         int64_t lo = i1 + pb1 - (K1 - 1), hi = i1 + nrow - 1 + pb1;
