@@ -188,7 +188,7 @@ typedef struct phase {
     int64_t ntaps;
     const int64_t *tap; /* per phase tap: stored tap index, then the 3 shifts */
     int64_t j_base;     /* first sub-grid pixel of the current GEMM call */
-    int flat_ok;        /* the AVX-512 flat packer may run (offsets fit int32) */
+    int flat_ok;        /* AVX-512 direct tiles may run (offsets fit int32) */
 } phase;
 
 /* A (rows: input channels; k = (phase tap, oc)) from the packed filter. */
@@ -222,13 +222,6 @@ static void pack_b_phase(const void *ctx, int64_t k0, int64_t kc, int64_t first,
     const gradref__cbd_plan *p = f->R->p;
     const int64_t O = p->OCpg, W = f->Q[2];
     const float *dimg = f->R->diff + f->n * f->R->dn + f->g * O * f->R->dc;
-#ifdef GRADREF_CBD_PACK_FLAT
-    if (width == 32 && f->Q[1] == p->O[1] && f->Q[2] == p->O[2] && f->flat_ok) {
-        gradref__cbd_pack_b_flat(dimg, f->R->dc, O, f->tap, f->Q, p->O, f->j_base + first, k0, kc,
-                                 count, width, dst);
-        return;
-    }
-#endif
     for (int64_t jp = 0; jp < count; jp += width) {
         const int64_t cols = count - jp < width ? count - jp : width;
         /* the panel's columns as runs along the last sub-grid dim (the same for every k) */
@@ -308,7 +301,7 @@ static int64_t phase_taps(const gradref__cbd_plan *p, const int64_t *ph, int64_t
     return n;
 }
 
-#ifdef GRADREF_CBD_PACK_FLAT
+#ifdef GRADREF_CBD_TILES
 /* Sub-grid pixels [jb, je) of a phase whose sub-grid has diff's last two sizes, into c (pixel
  * jb of row ic0 at c, rows ldc apart): tiles of 32 pixels computed straight from diff (no B
  * packing), a group of tiles at a time for every filter panel. */
@@ -391,7 +384,7 @@ static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t i
                 const int64_t f_index = (ph[0] * p->stride[1] + ph[1]) * p->stride[2] + ph[2];
                 a.a_panels = R->panels + g * R->group_floats + R->phase_off[f_index] +
                              ic0 / R->mr * a.K * R->mr;
-#ifdef GRADREF_CBD_PACK_FLAT
+#ifdef GRADREF_CBD_TILES
                 const int direct = f.flat_ok && f.Q[1] == p->O[1] && f.Q[2] == p->O[2];
                 if (unit_strides(p) && direct) {
                     direct_tiles(R, &f, a.a_panels, M, 0, N, slab0, R->ac, mine, L);
@@ -419,7 +412,7 @@ static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t i
                     a.c = chunk;
                     a.c_rs = j1 - j0;
                     a.c_cs = 1;
-#ifdef GRADREF_CBD_PACK_FLAT
+#ifdef GRADREF_CBD_TILES
                     if (direct)
                         direct_tiles(R, &f, a.a_panels, M, j0, j1, chunk, j1 - j0, mine, L);
                     else
@@ -437,7 +430,7 @@ static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t i
                                              p->I[2] +
                                          q2 * p->stride[2] + ph[2];
                             const float *from = src + (j - j0);
-#ifdef GRADREF_CBD_PACK_FLAT
+#ifdef GRADREF_CBD_TILES
                             if (p->stride[2] == 2 && R->mr == GRADREF_CBD_TILE_ROWS)
                                 gradref__cbd_scatter2_avx512(from, row, len);
                             else

@@ -219,52 +219,6 @@ plane_small_avx512(const gradref__cbd_plan *p, const float *w, const float *diff
 }
 #  undef DW_ROW
 
-/* The flat-shift B packer (cbd_simd.h). */
-__attribute__((target("avx512f"))) void
-gradref__cbd_pack_b_flat(const float *image, int64_t channel_stride, int64_t ocpg,
-                         const int64_t *tap, const int64_t *Q, const int64_t *O, int64_t j_start,
-                         int64_t k0, int64_t kc, int64_t count, int width, float *dst) {
-    const int halves = width / 16;
-    for (int64_t jp = 0; jp < count; jp += width) {
-        const int64_t cols = count - jp < width ? count - jp : width;
-        int32_t q[3][32];
-        const int64_t j0 = j_start + jp;
-        int64_t q2 = j0 % Q[2], q1 = j0 / Q[2] % Q[1], q0 = j0 / (Q[2] * Q[1]);
-        for (int l = 0; l < 32; l++) {
-            q[0][l] = (int32_t)q0, q[1][l] = (int32_t)q1, q[2][l] = (int32_t)q2;
-            if (++q2 == Q[2]) {
-                q2 = 0;
-                if (++q1 == Q[1]) q1 = 0, q0++;
-            }
-        }
-        __m512i qv[3][2];
-        for (int d = 0; d < 3; d++)
-            for (int h = 0; h < 2; h++)
-                qv[d][h] = _mm512_loadu_si512((const void *)(q[d] + 16 * h));
-        const __mmask16 live[2] = {(__mmask16)(cols >= 16 ? 0xffffu : (1u << cols) - 1u),
-                                   (__mmask16)(cols <= 16   ? 0u
-                                               : cols >= 32 ? 0xffffu
-                                                            : (1u << (cols - 16)) - 1u)};
-        for (int64_t kk = 0; kk < kc; kk++) {
-            const int64_t k = k0 + kk, oc = k % ocpg;
-            const int64_t *tp = tap + 4 * (k / ocpg);
-            const int64_t flat = (tp[1] * O[1] + tp[2]) * O[2] + tp[3];
-            const float *src = image + oc * channel_stride + j0 + flat;
-            for (int h = 0; h < halves; h++) {
-                __mmask16 m = live[h];
-                for (int d = 0; d < 3; d++) {
-                    const __m512i o =
-                        _mm512_add_epi32(qv[d][h], _mm512_set1_epi32((int32_t)tp[1 + d]));
-                    m &= _mm512_cmpge_epi32_mask(o, _mm512_setzero_si512()) &
-                         _mm512_cmplt_epi32_mask(o, _mm512_set1_epi32((int32_t)O[d]));
-                }
-                _mm512_storeu_ps(dst + 16 * h, _mm512_maskz_loadu_ps(m, src + 16 * h));
-            }
-            dst += width;
-        }
-    }
-}
-
 /* Pixel coordinates of flat sub-grid indices j0 .. j0 + 31 as 16-lane vectors. */
 __attribute__((target("avx512f"))) static void lane_coords(int64_t j0, const int64_t *Q,
                                                            __m512i qv[3][2]) {

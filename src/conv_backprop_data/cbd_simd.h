@@ -13,15 +13,7 @@ void gradref__cbd_depthwise_plane(const gradref__cbd_plan *p, const float *w, co
                                   float *grad, int kernel);
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-#  define GRADREF_CBD_PACK_FLAT 1
-/* The GEMM's B packer (16- or 32-column panels, AVX-512) for a stride phase whose sub-grid has
- * diff's last two sizes (Q1 == O1, Q2 == O2): then diff pixel q + shift is at flat offset flat(q) +
- * flat(shift), and one masked load fills 16 columns. image is diff[n, g*OCpg]. */
-void gradref__cbd_pack_b_flat(const float *image, int64_t channel_stride, int64_t ocpg,
-                              const int64_t *tap, const int64_t *Q, const int64_t *O,
-                              int64_t j_start, int64_t k0, int64_t kc, int64_t count, int width,
-                              float *dst);
-
+#  define GRADREF_CBD_TILES 1
 /* Rows of the AVX-512 GEMM panels (gradref__sgemm_mr for that family). */
 #  define GRADREF_CBD_TILE_ROWS 14
 /* Stride 1 and grad's last two sizes equal to diff's: grad[ic0 + i][j0 .. j0 + cols) for
