@@ -500,14 +500,8 @@ static void test_empty(void **state) {
 }
 
 static void expect_error(c3f_case *c, gradref_status got, gradref_status want, const char *frag) {
-    if (got != want)
-        fail_msg("got %s, want %s (%s)", gradref_status_string(got), gradref_status_string(want),
-                 gradref_last_error());
-    const char *msg = gradref_last_error();
-    if (strncmp(msg, "conv3d_backprop_filter: ", 24) != 0 || !strstr(msg, frag))
-        fail_msg("message '%s' lacks '%s'", msg, frag);
-    for (size_t i = 0; i < c->bytes[2]; i++)
-        if (((unsigned char *)c->buf[2])[i] != 0xee) fail_msg("dw was written");
+    tu_expect_status(got, want, "conv3d_backprop_filter", frag);
+    tu_expect_untouched(c->buf[2], c->bytes[2], 0xee, "dw");
 }
 
 static void test_errors(void **state) {

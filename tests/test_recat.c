@@ -405,12 +405,7 @@ static void fixture_init(error_fixture *f) {
 
 static void expect_error(error_fixture *f, gradref_status got, gradref_status want, const char *op,
                          const char *fragment) {
-    if (got != want)
-        fail_msg("got %s, want %s (%s)", gradref_status_string(got), gradref_status_string(want),
-                 gradref_last_error());
-    const char *msg = gradref_last_error();
-    if (strncmp(msg, op, strlen(op)) != 0 || msg[strlen(op)] != ':' || !strstr(msg, fragment))
-        fail_msg("message '%s' lacks '%s: ...%s'", msg, op, fragment);
+    tu_expect_status(got, want, op, fragment);
     for (int i = 0; i < OUT_N; i++)
         if (f->out[i] != -1.0f) fail_msg("out[%d] was written", i);
 }

@@ -467,16 +467,9 @@ static void test_golden_pytorch(void **state) {
 
 static void expect_error(rope_case *c, gradref_status got, gradref_status want,
                          const char *fragment) {
-    if (got != want)
-        fail_msg("got %s, want %s (%s)", gradref_status_string(got), gradref_status_string(want),
-                 gradref_last_error());
-    const char *msg = gradref_last_error();
-    if (strncmp(msg, "rope_grad: ", 11) != 0 || !strstr(msg, fragment))
-        fail_msg("message '%s' lacks '%s'", msg, fragment);
-    for (size_t i = 0; i < c->bytes[4]; i++)
-        if (((unsigned char *)c->buf[4])[i] != 0xee) fail_msg("q_grad was written");
-    for (size_t i = 0; i < c->bytes[5]; i++)
-        if (((unsigned char *)c->buf[5])[i] != 0xee) fail_msg("k_grad was written");
+    tu_expect_status(got, want, "rope_grad", fragment);
+    tu_expect_untouched(c->buf[4], c->bytes[4], 0xee, "q_grad");
+    tu_expect_untouched(c->buf[5], c->bytes[5], 0xee, "k_grad");
 }
 
 static void test_errors(void **state) {

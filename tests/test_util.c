@@ -152,3 +152,19 @@ uint16_t tu_round_f16(double x) {
 uint16_t tu_round_bf16(double x) {
     return round_by_search(x, tu_bf16_value, 0x7f80, ldexp(1, 128), 0x7fc0);
 }
+
+void tu_expect_status(gradref_status got, gradref_status want, const char *op,
+                      const char *fragment) {
+    if (got != want)
+        fail_msg("got %s, want %s (%s)", gradref_status_string(got), gradref_status_string(want),
+                 gradref_last_error());
+    const char *msg = gradref_last_error();
+    const size_t n = strlen(op);
+    if (strncmp(msg, op, n) != 0 || strncmp(msg + n, ": ", 2) != 0 || !strstr(msg, fragment))
+        fail_msg("message '%s' lacks '%s: ...%s'", msg, op, fragment);
+}
+
+void tu_expect_untouched(const void *p, size_t bytes, unsigned char fill, const char *what) {
+    for (size_t i = 0; i < bytes; i++)
+        if (((const unsigned char *)p)[i] != fill) fail_msg("%s was written", what);
+}

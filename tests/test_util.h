@@ -51,6 +51,12 @@ void tu_set_value(int32_t dtype, void *p, double v);
 double tu_get(const gradref_tensor *t, const int64_t *index);
 void tu_put(const gradref_tensor *t, const int64_t *index, double v);
 
+/* Fails unless got == want and gradref_last_error() reads "op: ..." containing fragment. */
+void tu_expect_status(gradref_status got, gradref_status want, const char *op,
+                      const char *fragment);
+/* Fails if a byte of p[0 .. bytes) is not `fill`: an output the failed call must not touch. */
+void tu_expect_untouched(const void *p, size_t bytes, unsigned char fill, const char *what);
+
 /* Thread counts the thread-invariance tests compare. */
 #define TU_THREAD_COUNTS                                                                           \
   { 1, 2, 3 }

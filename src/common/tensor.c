@@ -213,21 +213,3 @@ gradref_status gradref_tensor_init_format(gradref_tensor *t, void *data, gradref
     int32_t ndim = orders[format][4] < 0 ? 4 : 5;
     return init_dense("tensor_init_format", t, data, dtype, ndim, shape, orders[format]);
 }
-
-void gradref__dense_strides_like(int32_t ndim, const int64_t *shape, const int64_t *like,
-                                 int64_t *strides) {
-    int order[GRADREF_MAX_DIMS];
-    for (int i = 0; i < ndim; i++) { /* stable insertion sort, largest stride first */
-        int j = i;
-        while (j > 0 && like[order[j - 1]] < like[i]) {
-            order[j] = order[j - 1];
-            j--;
-        }
-        order[j] = i;
-    }
-    int64_t step = 1;
-    for (int k = ndim - 1; k >= 0; k--) {
-        strides[order[k]] = step;
-        step *= shape[order[k]] > 0 ? shape[order[k]] : 1;
-    }
-}

@@ -43,9 +43,4 @@ gradref_status gradref__check_dim(const char *op, const char *name, const gradre
 gradref_status gradref__check_rank(const char *op, const char *name, const gradref_tensor *t,
                                    int32_t ndim);
 
-/* Dense strides for `shape` that keep the dim order of `like` (largest stride outermost, ties
- * in dim order): a compact copy of a strided tensor in its own layout. */
-void gradref__dense_strides_like(int32_t ndim, const int64_t *shape, const int64_t *like,
-                                 int64_t *strides);
-
 #endif
