@@ -487,6 +487,28 @@ static void test_gemm_shapes(void **state) {
     free_case(&c);
 }
 
+/* Depthwise 3x3 (and narrower) with stride 1: strips of 32 and 16 grad columns in blocks of
+ * four rows, the rows left over, diff rows and columns missing at either end (every pad from
+ * 0 to 2 on each side, so grad can be smaller or larger than diff), both modes. */
+static void test_depthwise_strips(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(10);
+    static const int64_t shapes[][7] = {/* O(h) O(w) pb(h) pe(h) pb(w) pe(w) K(w) */
+                                        {8, 28, 1, 1, 1, 1, 3},  {9, 16, 0, 2, 2, 0, 3},
+                                        {13, 33, 2, 1, 0, 1, 3}, {4, 48, 2, 2, 1, 2, 3},
+                                        {7, 70, 0, 0, 0, 0, 3},  {11, 17, 1, 0, 2, 2, 3},
+                                        {6, 40, 1, 1, 1, 0, 2}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int64_t *a = shapes[s];
+        geometry g = geo2(2, 1, a[0], a[1], 1, 3, a[6], 1, 0, 1, 3, (int32_t)(s % 2));
+        g.pb[0] = a[2], g.pe[0] = a[3], g.pb[1] = a[4], g.pe[1] = a[5];
+        cbd_case c;
+        make_case(&c, &g, GRADREF_F32, GRADREF_F32, F_DENSE, s % 2 ? D_NHWC : D_NCHW, 0, &r);
+        check_fast(&c, GRADREF_PRECISION_DEFAULT);
+        free_case(&c);
+    }
+}
+
 /* Stride 1 with grad as large as diff (pad_begin + pad_end = dilation * (K - 1)): the AVX-512
  * path computes 32-pixel tiles straight from diff; tiles crossing rows and planes, the first
  * and last tiles of the tensor, 1-D/2-D/3-D, asymmetric pads, dilation, both modes, panels of
@@ -715,6 +737,7 @@ int main(void) {
         cmocka_unit_test(test_megengine_list),
         cmocka_unit_test(test_gemm_shapes),
         cmocka_unit_test(test_direct_tiles),
+        cmocka_unit_test(test_depthwise_strips),
         cmocka_unit_test(test_empty_sizes),
         cmocka_unit_test(test_workspace),
         cmocka_unit_test(test_golden_pytorch),

@@ -125,49 +125,109 @@ rows4_avx512(const gradref__cbd_plan *p, const float *w, const float *diff,
       }                                                                                            \
     } while (0)
 
-/* Blocks of four grad rows of a 3 x 3 kernel: they read six diff rows (d = 0..5, diff row
- * o1 = i1 + pb1 - 2 + d), and grad row r takes row tap kp1 = r + 2 - d; unrolled, so only a
- * diff row outside diff needs a test (and is skipped). Same chains as DW_ROW: diff rows
- * ascending, then the column taps. */
-#  define DW3_TAP(acc, kp1)                                                                        \
+/* A strip of grad columns [b0, b0 + 16 V) (V = 1 or 2) of a 3 x 3 kernel, in blocks of four
+ * grad rows from row 0 (the rows past the last whole block are left to the caller). A block
+ * reads six diff rows (d = 0..5, diff row o1 = i1 + pb1 - 2 + d) and grad row r takes row tap
+ * kp1 = r + 2 - d. Unrolled, so only a diff row outside diff needs a test (and is skipped);
+ * the nine weights and the strip's six column masks stay in registers (weights read through
+ * a pointer cost a load per FMA). Same chains as DW_ROW: diff rows ascending, then the column
+ * taps. */
+#  define DW3_TAP(acc, kp1, x)                                                                     \
     do {                                                                                           \
-      acc = _mm512_fmadd_ps(wr[kp1][0], v0, acc);                                                  \
-      acc = _mm512_fmadd_ps(wr[kp1][1], v1, acc);                                                  \
-      acc = _mm512_fmadd_ps(wr[kp1][2], v2, acc);                                                  \
+      acc = _mm512_fmadd_ps(w##kp1##0, x##0, acc);                                                 \
+      acc = _mm512_fmadd_ps(w##kp1##1, x##1, acc);                                                 \
+      acc = _mm512_fmadd_ps(w##kp1##2, x##2, acc);                                                 \
     } while (0)
-#  define DW3_ROW(d, TAPS)                                                                         \
+#  define DW3_D0(A, x) DW3_TAP(A##0, 2, x)
+#  define DW3_D1(A, x)                                                                             \
+    DW3_TAP(A##0, 1, x);                                                                           \
+    DW3_TAP(A##1, 2, x)
+#  define DW3_D2(A, x)                                                                             \
+    DW3_TAP(A##0, 0, x);                                                                           \
+    DW3_TAP(A##1, 1, x);                                                                           \
+    DW3_TAP(A##2, 2, x)
+#  define DW3_D3(A, x)                                                                             \
+    DW3_TAP(A##1, 0, x);                                                                           \
+    DW3_TAP(A##2, 1, x);                                                                           \
+    DW3_TAP(A##3, 2, x)
+#  define DW3_D4(A, x)                                                                             \
+    DW3_TAP(A##2, 0, x);                                                                           \
+    DW3_TAP(A##3, 1, x)
+#  define DW3_D5(A, x) DW3_TAP(A##3, 0, x)
+#  define DW3_ROW(d)                                                                               \
     if (o1 + (d) >= 0 && o1 + (d) < O1) {                                                          \
       const float *row = diff + (o1 + (d)) * O2 + b0;                                              \
-      const __m512 v0 = _mm512_maskz_loadu_ps(m0, row + shift[0]);                                 \
-      const __m512 v1 = _mm512_maskz_loadu_ps(m1, row + shift[1]);                                 \
-      const __m512 v2 = _mm512_maskz_loadu_ps(m2, row + shift[2]);                                 \
-      TAPS;                                                                                        \
+      const __m512 x0 = _mm512_maskz_loadu_ps(m00, row + shift[0]);                                \
+      const __m512 x1 = _mm512_maskz_loadu_ps(m01, row + shift[1]);                                \
+      const __m512 x2 = _mm512_maskz_loadu_ps(m02, row + shift[2]);                                \
+      DW3_D##d(a, x);                                                                              \
+      if (V > 1) {                                                                                 \
+        const __m512 y0 = _mm512_maskz_loadu_ps(m10, row + 16 + shift[0]);                         \
+        const __m512 y1 = _mm512_maskz_loadu_ps(m11, row + 16 + shift[1]);                         \
+        const __m512 y2 = _mm512_maskz_loadu_ps(m12, row + 16 + shift[2]);                         \
+        DW3_D##d(c, y);                                                                            \
+      }                                                                                            \
     }
 
-__attribute__((target("avx512f,fma"))) static void
-rows4_3x3_avx512(const __m512 wr[3][3], const int64_t shift[3], const float *diff, int64_t o1,
-                 int64_t O1, int64_t O2, int64_t I2, float *out) {
-    for (int64_t b0 = 0; b0 < I2; b0 += 16) {
-        const __mmask16 m0 = (__mmask16)valid16(b0 + shift[0], O2),
-                        m1 = (__mmask16)valid16(b0 + shift[1], O2),
-                        m2 = (__mmask16)valid16(b0 + shift[2], O2);
+__attribute__((target("avx512f,fma"), always_inline)) static inline void
+strip_3x3(int V, const __m512 wr[3][3], const int64_t shift[3], const float *diff, int64_t pb1,
+          int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad) {
+    const __m512 w00 = wr[0][0], w01 = wr[0][1], w02 = wr[0][2], w10 = wr[1][0], w11 = wr[1][1],
+                 w12 = wr[1][2], w20 = wr[2][0], w21 = wr[2][1], w22 = wr[2][2];
+    const __mmask16 m00 = (__mmask16)valid16(b0 + shift[0], O2),
+                    m01 = (__mmask16)valid16(b0 + shift[1], O2),
+                    m02 = (__mmask16)valid16(b0 + shift[2], O2),
+                    m10 = (__mmask16)valid16(b0 + 16 + shift[0], O2),
+                    m11 = (__mmask16)valid16(b0 + 16 + shift[1], O2),
+                    m12 = (__mmask16)valid16(b0 + 16 + shift[2], O2);
+    const int64_t left = I2 - b0;
+    const __mmask16 st0 = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u),
+                    st1 = left >= 32   ? (__mmask16)0xffff
+                          : left <= 16 ? (__mmask16)0
+                                       : (__mmask16)((1u << (left - 16)) - 1u);
+    for (int64_t i1 = 0; i1 + 4 <= I1; i1 += 4) {
+        const int64_t o1 = i1 + pb1 - 2;
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        DW3_ROW(0, DW3_TAP(a0, 2))
-        DW3_ROW(1, DW3_TAP(a0, 1); DW3_TAP(a1, 2))
-        DW3_ROW(2, DW3_TAP(a0, 0); DW3_TAP(a1, 1); DW3_TAP(a2, 2))
-        DW3_ROW(3, DW3_TAP(a1, 0); DW3_TAP(a2, 1); DW3_TAP(a3, 2))
-        DW3_ROW(4, DW3_TAP(a2, 0); DW3_TAP(a3, 1))
-        DW3_ROW(5, DW3_TAP(a3, 0))
-        const int64_t left = I2 - b0;
-        const __mmask16 st = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
-        _mm512_mask_storeu_ps(out + b0, st, a0);
-        _mm512_mask_storeu_ps(out + I2 + b0, st, a1);
-        _mm512_mask_storeu_ps(out + 2 * I2 + b0, st, a2);
-        _mm512_mask_storeu_ps(out + 3 * I2 + b0, st, a3);
+        __m512 c0 = a0, c1 = a0, c2 = a0, c3 = a0;
+        DW3_ROW(0)
+        DW3_ROW(1)
+        DW3_ROW(2)
+        DW3_ROW(3)
+        DW3_ROW(4)
+        DW3_ROW(5)
+        float *out = grad + i1 * I2 + b0;
+        _mm512_mask_storeu_ps(out, st0, a0);
+        _mm512_mask_storeu_ps(out + I2, st0, a1);
+        _mm512_mask_storeu_ps(out + 2 * I2, st0, a2);
+        _mm512_mask_storeu_ps(out + 3 * I2, st0, a3);
+        if (V > 1) {
+            _mm512_mask_storeu_ps(out + 16, st1, c0);
+            _mm512_mask_storeu_ps(out + I2 + 16, st1, c1);
+            _mm512_mask_storeu_ps(out + 2 * I2 + 16, st1, c2);
+            _mm512_mask_storeu_ps(out + 3 * I2 + 16, st1, c3);
+        }
     }
 }
 #  undef DW3_ROW
+#  undef DW3_D0
+#  undef DW3_D1
+#  undef DW3_D2
+#  undef DW3_D3
+#  undef DW3_D4
+#  undef DW3_D5
 #  undef DW3_TAP
+
+__attribute__((target("avx512f,fma"))) static void
+strip_3x3_1(const __m512 wr[3][3], const int64_t shift[3], const float *diff, int64_t pb1,
+            int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad) {
+    strip_3x3(1, wr, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
+}
+
+__attribute__((target("avx512f,fma"))) static void
+strip_3x3_2(const __m512 wr[3][3], const int64_t shift[3], const float *diff, int64_t pb1,
+            int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad) {
+    strip_3x3(2, wr, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
+}
 
 __attribute__((target("avx512f,fma"))) static void
 plane_small_avx512(const gradref__cbd_plan *p, const float *w, const float *diff, float *grad) {
@@ -182,13 +242,15 @@ plane_small_avx512(const gradref__cbd_plan *p, const float *w, const float *diff
             wr[kp1][c] = kp1 < K1 && c < K2
                              ? _mm512_set1_ps(w[stored(p, 1, kp1) * K2 + stored(p, 2, K2 - 1 - c)])
                              : _mm512_setzero_ps();
-    for (int64_t i1 = 0; i1 < I1; i1 += 4) {
+    int64_t first = 0; /* rows before it are done */
+    if (K1 == 3 && K2 == 3) {
+        for (int64_t b0 = 0; b0 < I2; b0 += 32)
+            (I2 - b0 > 16 ? strip_3x3_2 : strip_3x3_1)((const __m512(*)[3])wr, shift, diff, pb1, O1,
+                                                       O2, I1, I2, b0, grad);
+        first = I1 / 4 * 4;
+    }
+    for (int64_t i1 = first; i1 < I1; i1 += 4) {
         const int64_t nrow = I1 - i1 < 4 ? I1 - i1 : 4;
-        if (K1 == 3 && K2 == 3 && nrow == 4) {
-            rows4_3x3_avx512((const __m512(*)[3])wr, shift, diff, i1 + pb1 - 2, O1, O2, I2,
-                             grad + i1 * I2);
-            continue;
-        }
         int64_t lo = i1 + pb1 - (K1 - 1), hi = i1 + nrow - 1 + pb1;
         if (lo < 0) lo = 0;
         if (hi > O1 - 1) hi = O1 - 1;
