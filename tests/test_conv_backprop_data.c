@@ -487,6 +487,29 @@ static void test_gemm_shapes(void **state) {
     free_case(&c);
 }
 
+/* At least eight 14-channel panels: direct tiles are first packed (zeros where a tap falls
+ * outside diff) and every panel reads the packed copy; 3x3 with pads and dilation, 1x1 with
+ * stride 2 (one phase reached), the last panel short, tiles of under 16 pixels. */
+static void test_packed_tiles(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(11);
+    static const int64_t shapes[][8] = {/* ICpg OCpg K stride pad dil O(h) O(w) */
+                                        {113, 5, 3, 1, 1, 1, 9, 20},
+                                        {120, 3, 3, 1, 2, 2, 7, 11},
+                                        {126, 7, 1, 2, 0, 1, 6, 13},
+                                        {112, 4, 3, 2, 1, 1, 5, 9}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int64_t *a = shapes[s];
+        geometry g =
+            geo2(2, a[0], a[6], a[7], a[1], a[2], a[2], a[3], a[4], a[5], 1, (int32_t)(s % 2));
+        cbd_case c;
+        make_case(&c, &g, GRADREF_F32, GRADREF_F32, s % 2 ? F_GROUPED : F_DENSE,
+                  s % 2 ? D_NHWC : D_NCHW, 0, &r);
+        check_fast(&c, GRADREF_PRECISION_DEFAULT);
+        free_case(&c);
+    }
+}
+
 /* Depthwise 3x3 (and narrower) with stride 1: strips of 32 and 16 grad columns in blocks of
  * four rows, the rows left over, diff rows and columns missing at either end (every pad from
  * 0 to 2 on each side, so grad can be smaller or larger than diff), both modes. */
@@ -738,6 +761,7 @@ int main(void) {
         cmocka_unit_test(test_gemm_shapes),
         cmocka_unit_test(test_direct_tiles),
         cmocka_unit_test(test_depthwise_strips),
+        cmocka_unit_test(test_packed_tiles),
         cmocka_unit_test(test_empty_sizes),
         cmocka_unit_test(test_workspace),
         cmocka_unit_test(test_golden_pytorch),

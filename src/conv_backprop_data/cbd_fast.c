@@ -41,6 +41,7 @@ typedef struct layout {
     size_t thread0, per_thread;  /* per thread: GEMM work, C chunk, tap list */
     size_t chunk_at, taps_at;    /* offsets inside a thread's part */
     size_t offsets_at, masks_at; /* direct tiles: per tap offsets, per tile and tap masks */
+    size_t tile_at;              /* direct tiles: one tile's diff, packed (0: not packed) */
     size_t total;
 } layout;
 
@@ -60,6 +61,14 @@ static int dense_pixels(const int64_t *st, const int64_t *size) {
 
 static int unit_strides(const gradref__cbd_plan *p) {
     return p->stride[0] == 1 && p->stride[1] == 1 && p->stride[2] == 1;
+}
+
+/* Direct tiles copy a tile's diff into a contiguous block when enough filter panels reuse it
+ * (diff read in place is a strided, misaligned stream the prefetchers miss) and the block
+ * stays in L2. */
+static int pack_tiles(const gradref__cbd_plan *p) {
+    return p->ICpg >= 8 * 14 /* eight AVX-512 panels */ &&
+           taps_of(p) * p->OCpg * 128 <= (INT64_C(1) << 20);
 }
 
 static layout layout_of(const gradref__cbd_plan *p, int32_t precision, int threads) {
@@ -94,9 +103,10 @@ static layout layout_of(const gradref__cbd_plan *p, int32_t precision, int threa
         gradref__ws_take(&per, gradref__sgemm_work_bytes());
         L.chunk_at = gradref__ws_take(&per, (size_t)CHUNK_FLOATS * 4);
         L.taps_at = gradref__ws_take(&per, (size_t)taps_of(p) * 4 * sizeof(int64_t));
-        L.offsets_at = gradref__ws_take(&per, (size_t)taps_of(p) * sizeof(int64_t));
+        L.offsets_at = gradref__ws_take(&per, (size_t)taps_of(p) * 2 * sizeof(int64_t));
         L.masks_at =
-            gradref__ws_take(&per, (size_t)(TILE_GROUP * 2 * taps_of(p)) * sizeof(uint16_t));
+            gradref__ws_take(&per, (size_t)((TILE_GROUP + 1) * 2 * taps_of(p)) * sizeof(uint16_t));
+        if (pack_tiles(p)) L.tile_at = gradref__ws_take(&per, (size_t)(taps_of(p) * p->OCpg) * 128);
         L.per_thread = per;
         L.thread0 = at;
         at += per * (size_t)threads;
@@ -328,6 +338,28 @@ static void direct_tiles(const run *R, const phase *f, const float *panels, int6
         for (int64_t j0 = g0; j0 < g1; j0 += 32)
             gradref__cbd_tile_masks(f->tap, f->ntaps, f->Q, p->O, j0, g1 - j0 < 32 ? g1 - j0 : 32,
                                     masks + (j0 - g0) / 32 * per_tile);
+        if (L->tile_at) { /* each tile packed once, then every panel */
+            float *block = (float *)(mine + L->tile_at);
+            int64_t *block_offset = offset + f->ntaps;
+            uint16_t *block_masks = masks + TILE_GROUP * per_tile;
+            for (int64_t t = 0; t < f->ntaps; t++)
+                block_offset[t] = t * p->OCpg * 32;
+            for (int64_t j0 = g0; j0 < g1; j0 += 32) {
+                const uint16_t *m = masks + (j0 - g0) / 32 * per_tile;
+                const int64_t cols = g1 - j0 < 32 ? g1 - j0 : 32;
+                gradref__cbd_pack_tile_avx512(image + j0, R->dc, p->OCpg, offset, m, f->ntaps,
+                                              block);
+                for (int64_t t = 0; t < f->ntaps; t++) /* same taps skipped, zeros packed */
+                    block_masks[2 * t] = block_masks[2 * t + 1] =
+                        (uint16_t)((m[2 * t] | m[2 * t + 1]) ? 0xffffu : 0u);
+                for (int64_t i0 = 0; i0 < M; i0 += R->mr)
+                    gradref__cbd_tile_avx512(block, 32, p->OCpg, block_offset, block_masks,
+                                             f->ntaps, cols, 2, panels + i0 / R->mr * K * R->mr,
+                                             (int)(M - i0 < R->mr ? M - i0 : R->mr),
+                                             c + i0 * ldc + (j0 - jb), ldc);
+            }
+            continue;
+        }
         /* a tile's diff (K rows of 128 bytes) reused by every panel while it fits in L1,
          * else each panel (in L1) reused by the tiles */
         const int tile_outer = K * 128 <= 40 * 1024;

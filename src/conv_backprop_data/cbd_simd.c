@@ -325,7 +325,8 @@ __attribute__((target("avx512f"))) void gradref__cbd_tile_masks(const int64_t *t
  * `inside` every lane of every load lies inside diff's memory (the tile is away from its
  * ends), so whole vectors are loaded and the lanes outside the tap zeroed afterwards: GCC then
  * keeps all the accumulators in registers, which it does not around masked loads. Near diff's
- * ends the loads themselves are masked. */
+ * ends the loads themselves are masked. `inside` 2 is a packed tile (zeros already in place):
+ * plain loads. */
 __attribute__((target("avx512f,fma"), always_inline)) static inline void
 tile_body(int inside, int V, int R, const float *image, int64_t channel_stride, int64_t ocpg,
           const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a, float *c,
@@ -343,8 +344,9 @@ tile_body(int inside, int V, int R, const float *image, int64_t channel_stride, 
         for (int64_t oc = 0; oc < ocpg; oc++, src += channel_stride, w += MR) {
             __m512 b[2];
             for (int v = 0; v < V; v++)
-                b[v] = inside ? _mm512_maskz_mov_ps(v ? m1 : m0, _mm512_loadu_ps(src + 16 * v))
-                              : _mm512_maskz_loadu_ps(v ? m1 : m0, src + 16 * v);
+                b[v] = inside == 2 ? _mm512_loadu_ps(src + 16 * v)
+                       : inside    ? _mm512_maskz_mov_ps(v ? m1 : m0, _mm512_loadu_ps(src + 16 * v))
+                                   : _mm512_maskz_loadu_ps(v ? m1 : m0, src + 16 * v);
             for (int i = 0; i < R; i++) {
                 const __m512 wi = _mm512_set1_ps(w[i]);
                 for (int v = 0; v < V; v++)
@@ -390,6 +392,8 @@ TILE_ROWS(0, 1)
 TILE_ROWS(0, 2)
 TILE_ROWS(1, 1)
 TILE_ROWS(1, 2)
+TILE_ROWS(2, 1)
+TILE_ROWS(2, 2)
 #  define TILE_LIST(INSIDE, V)                                                                     \
     {                                                                                              \
       tile_##INSIDE##_##V##_1, tile_##INSIDE##_##V##_2, tile_##INSIDE##_##V##_3,                   \
@@ -398,8 +402,9 @@ TILE_ROWS(1, 2)
           tile_##INSIDE##_##V##_10, tile_##INSIDE##_##V##_11, tile_##INSIDE##_##V##_12,            \
           tile_##INSIDE##_##V##_13, tile_##INSIDE##_##V##_14                                       \
     }
-static const tile_fn tiles[2][2][GRADREF_CBD_TILE_ROWS] = {{TILE_LIST(0, 1), TILE_LIST(0, 2)},
-                                                           {TILE_LIST(1, 1), TILE_LIST(1, 2)}};
+static const tile_fn tiles[3][2][GRADREF_CBD_TILE_ROWS] = {{TILE_LIST(0, 1), TILE_LIST(0, 2)},
+                                                           {TILE_LIST(1, 1), TILE_LIST(1, 2)},
+                                                           {TILE_LIST(2, 1), TILE_LIST(2, 2)}};
 
 void gradref__cbd_tile_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
                               const int64_t *offset, const uint16_t *masks, int64_t ntaps,
@@ -409,8 +414,24 @@ void gradref__cbd_tile_avx512(const float *image, int64_t channel_stride, int64_
                     live1 = (__mmask16)(cols <= 16   ? 0u
                                         : cols >= 32 ? 0xffffu
                                                      : (1u << (cols - 16)) - 1u);
-    tiles[inside != 0][cols > 16][rows - 1](image, channel_stride, ocpg, offset, masks, ntaps, a, c,
-                                            ldc, live0, live1);
+    tiles[inside][cols > 16][rows - 1](image, channel_stride, ocpg, offset, masks, ntaps, a, c, ldc,
+                                       live0, live1);
+}
+
+__attribute__((target("avx512f"))) void
+gradref__cbd_pack_tile_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
+                              const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                              float *dst) {
+    for (int64_t t = 0; t < ntaps; t++) {
+        const __mmask16 m0 = masks[2 * t], m1 = masks[2 * t + 1];
+        if ((m0 | m1) == 0) continue;
+        const float *src = image + offset[t];
+        float *out = dst + t * ocpg * 32;
+        for (int64_t oc = 0; oc < ocpg; oc++, src += channel_stride, out += 32) {
+            _mm512_storeu_ps(out, _mm512_maskz_loadu_ps(m0, src));
+            _mm512_storeu_ps(out + 16, _mm512_maskz_loadu_ps(m1, src + 16));
+        }
+    }
 }
 
 __attribute__((target("avx512f"))) void gradref__cbd_scatter2_avx512(const float *from, float *row,

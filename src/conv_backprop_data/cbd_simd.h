@@ -21,13 +21,21 @@ void gradref__cbd_depthwise_plane(const gradref__cbd_plan *p, const float *w, co
  * tap, oc) with A one prepacked 14-row filter panel (k-major, K = ntaps * ocpg). Tap t reads
  * image + offset[t] + oc * channel_stride (image already at pixel j0) in the lanes of its two
  * 16-lane masks (gradref__cbd_tile_masks: the lanes whose tap falls inside diff), zero
- * elsewhere, and a tap without lanes is skipped (exact for a finite filter). `inside` promises
- * that the 32 floats at every such address are readable (then whole vectors are loaded). c is
- * grad at (ic0, j0), ldc its channel stride. The CPU must have AVX-512F. */
+ * elsewhere, and a tap without lanes is skipped (exact for a finite filter). `inside` 1 promises
+ * that the 32 floats at every such address are readable (then whole vectors are loaded); 2 says
+ * the image is a packed tile (gradref__cbd_pack_tile_avx512) whose lanes outside the taps
+ * already hold zeros, so only the skipping of taps without lanes uses the masks. c is grad at
+ * (ic0, j0), ldc its channel stride. The CPU must have AVX-512F. */
 void gradref__cbd_tile_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
                               const int64_t *offset, const uint16_t *masks, int64_t ntaps,
                               int64_t cols, int inside, const float *a, int rows, float *c,
                               int64_t ldc);
+/* The diff a tile of gradref__cbd_tile_avx512 reads (same arguments), packed: dst[(t * ocpg +
+ * oc) * 32 + l] = lane l of tap t, channel oc, zero where the tap's mask has no lane. Taps
+ * without lanes are not written. */
+void gradref__cbd_pack_tile_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
+                                   const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                                   float *dst);
 /* row[2 * x] = from[x] for x < len, the odd elements untouched (AVX-512F). */
 void gradref__cbd_scatter2_avx512(const float *from, float *row, int64_t len);
 /* The two masks per tap of the tile of cols (<= 32) sub-grid pixels from j0. */
