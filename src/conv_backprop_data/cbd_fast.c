@@ -386,9 +386,13 @@ static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t i
     int64_t *tap = (int64_t *)(mine + L->taps_at);
     const int64_t M = ic1 - ic0;
     float *slab0 = R->acc + n * R->an + (g * p->ICpg + ic0) * R->ac;
-    if (!unit_strides(p)) /* phases fill in their elements; the ones no tap reaches stay +0 */
-        for (int64_t m = 0; m < M; m++)
-            memset(slab0 + m * R->ac, 0, (size_t)pixels(p->I) * sizeof(float));
+    if (!unit_strides(p)) { /* phases fill in their elements; the ones no tap reaches stay +0 */
+        if (R->ac == pixels(p->I)) /* one block: large memsets skip the read for ownership */
+            memset(slab0, 0, (size_t)(M * R->ac) * sizeof(float));
+        else
+            for (int64_t m = 0; m < M; m++)
+                memset(slab0 + m * R->ac, 0, (size_t)pixels(p->I) * sizeof(float));
+    }
     int64_t ph[3];
     for (ph[0] = 0; ph[0] < p->stride[0]; ph[0]++)
         for (ph[1] = 0; ph[1] < p->stride[1]; ph[1]++)
