@@ -153,6 +153,12 @@ static void copy_row(const char *s, int64_t ss, int32_t sdt, char *d, int64_t ds
             memcpy(d, s, (size_t)n * sz);
             return;
         }
+        if (ss == 0 && ds == 1 && sz == 4) { /* a broadcast fill (zero-filled outputs) */
+            const uint32_t v = *(const uint32_t *)s;
+            for (int64_t i = 0; i < n; i++)
+                ((uint32_t *)d)[i] = v;
+            return;
+        }
         /* typed moves keep the bits (no float register involved) */
         switch (sz) {
         case 8:

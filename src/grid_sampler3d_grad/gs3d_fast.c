@@ -48,11 +48,11 @@ enum { PAIR_FF, PAIR_FD, PAIR_DD };
 
 /* Byte offsets of each workspace part (all 64-byte aligned). */
 typedef struct ws_layout {
-    size_t w, dist, mult, offx, offa, zplane, offg, mask;  /* geometry */
-    size_t records, start, cursor;                         /* dx buckets */
-    size_t x32, grad32;                                    /* f32 copies of inputs */
-    size_t acc;                                            /* dx accumulator, when not dx */
-    size_t first, second, start_v, perm, more, more_count; /* nearest: the voxel index */
+    size_t w, dist, mult, offx, offa, zplane, offg, mask; /* geometry */
+    size_t records, start, cursor;                        /* dx buckets */
+    size_t x32, grad32;                                   /* f32 copies of inputs */
+    size_t acc;                                           /* dx accumulator, when not dx */
+    size_t first, second, over, over_count;               /* nearest: the voxel index */
     size_t total;
     int pair, acc_buffer, stage_x, stage_grad, scatter, voxels;
 } ws_layout;
@@ -86,31 +86,29 @@ static int nearest_scatter_fits(const gradref__gs3d_plan *p, int32_t precision) 
 #endif
 }
 
-/* Nearest: image n's points grouped by voxel, in point order within a voxel (gs3d_voxels). */
+/* Nearest: image n's voxel index (gs3d_voxels), one pass over the points in order. */
 static void build_voxels(const gs3d_run *r, int64_t n) {
     const gradref__gs3d_plan *p = r->p;
     const int64_t HW = p->H * p->W, V = p->D * HW, P = r->P;
-    int32_t *start = r->v.start + n * (V + 1), *perm = r->v.perm + n * P;
-    int32_t *first = r->v.first + n * V, *second = r->v.second + n * V, *more = r->v.more + n * V;
+    int32_t *first = r->v.first + n * V, *second = r->v.second + n * V,
+            *over = r->v.over + n * 2 * P;
     const uint8_t *mask = r->g.mask + n * P;
     const int64_t *z = r->g.zplane + n * P, *yx = r->g.offa + n * P;
-    memset(start, 0, (size_t)(V + 1) * sizeof *start);
-    for (int64_t q = 0; q < P; q++)
-        if (mask[q] & 1u) start[z[q] * HW + yx[q] + 1]++;
-    for (int64_t v = 0; v < V; v++)
-        start[v + 1] += start[v];
-    int32_t *cursor = more; /* reused: the list of fuller voxels is written after */
-    memcpy(cursor, start, (size_t)V * sizeof *cursor);
-    for (int64_t q = 0; q < P; q++)
-        if (mask[q] & 1u) perm[cursor[z[q] * HW + yx[q]]++] = (int32_t)q;
-    int64_t fuller = 0;
-    for (int64_t v = 0; v < V; v++) {
-        const int32_t count = start[v + 1] - start[v];
-        first[v] = count > 0 ? perm[start[v]] : -1;
-        second[v] = count > 1 ? perm[start[v] + 1] : -1;
-        if (count > 2) more[fuller++] = (int32_t)v;
+    memset(first, 0xff, (size_t)V * sizeof *first); /* -1 */
+    memset(second, 0xff, (size_t)V * sizeof *second);
+    int64_t later = 0;
+    for (int64_t q = 0; q < P; q++) { /* without branches: which slot a point takes is random */
+        if (!(mask[q] & 1u)) continue;
+        const int64_t v = z[q] * HW + yx[q];
+        const int32_t f = first[v], s = second[v];
+        const int is_first = f < 0, is_second = !is_first && s < 0;
+        first[v] = is_first ? (int32_t)q : f;
+        second[v] = is_second ? (int32_t)q : s;
+        over[2 * later] = (int32_t)v;
+        over[2 * later + 1] = (int32_t)q;
+        later += !is_first && !is_second;
     }
-    r->v.more_count[n] = fuller;
+    r->v.over_count[n] = later;
 }
 
 static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision) {
@@ -157,10 +155,8 @@ static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision) {
         const size_t n = (size_t)p->N;
         L.first = gradref__ws_take(&at, n * (size_t)V * 4);
         L.second = gradref__ws_take(&at, n * (size_t)V * 4);
-        L.start_v = gradref__ws_take(&at, n * (size_t)(V + 1) * 4);
-        L.perm = gradref__ws_take(&at, n * (size_t)P * 4);
-        L.more = gradref__ws_take(&at, n * (size_t)V * 4);
-        L.more_count = gradref__ws_take(&at, n * 8);
+        L.over = gradref__ws_take(&at, n * (size_t)P * 8);
+        L.over_count = gradref__ws_take(&at, n * 8);
     }
     L.stage_grad =
         !L.scatter && (narrow || (p->dtype == GRADREF_F32 && p->C > 1 && p->grad.s[1] != 1));
@@ -320,10 +316,8 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
     if (L.voxels) {
         r.v.first = (int32_t *)(base + L.first);
         r.v.second = (int32_t *)(base + L.second);
-        r.v.start = (int32_t *)(base + L.start_v);
-        r.v.perm = (int32_t *)(base + L.perm);
-        r.v.more = (int32_t *)(base + L.more);
-        r.v.more_count = (int64_t *)(base + L.more_count);
+        r.v.over = (int32_t *)(base + L.over);
+        r.v.over_count = (int64_t *)(base + L.over_count);
     }
 
     r.x = p->x.data;

@@ -49,15 +49,14 @@ typedef struct gs3d_buckets {
     int64_t *cursor; /* per image D entries, scratch for filling */
 } gs3d_buckets;
 
-/* Nearest mode: each image's points grouped by voxel (v = (z * H + y) * W + x), in point order
- * within a voxel, so that a channel's dx is made voxel by voxel: the sum of the voxel's points
- * in order, written once. Per image: V = D*H*W voxels and P points. */
+/* Nearest mode: each image's points grouped by voxel (v = (z * H + y) * W + x), so that a
+ * channel's dx is made voxel by voxel: the sum of the voxel's points in point order, written
+ * once. A voxel's first two points are kept per voxel; its later points go, in point order, to
+ * the image's overflow list. Per image: V = D*H*W voxels and P points. */
 typedef struct gs3d_voxels {
     int32_t *first, *second; /* [N][V]: the voxel's first and second point, -1 when none */
-    int32_t *start;          /* [N][V + 1]: voxel v's points are perm[start[v] .. start[v+1]) */
-    int32_t *perm;           /* [N][P] */
-    int32_t *more;           /* [N][V]: the voxels with three points or more, ascending */
-    int64_t *more_count;     /* [N] */
+    int32_t *over;           /* [N][2P]: (voxel, point) of each later point, ascending points */
+    int64_t *over_count;     /* [N]: entries in over */
 } gs3d_voxels;
 
 typedef struct gs3d_run {

@@ -380,15 +380,10 @@ TARGET_512 void gradref__gs3d_avx512_nearest_dx_voxels(const gs3d_run *r, int64_
         sum = _mm512_mask_add_ps(sum, m1, sum, g1);
         _mm512_mask_storeu_ps(acc + v, live, sum);
     }
-    const int32_t *start = r->v.start + n * (V + 1), *perm = r->v.perm + n * r->P;
-    const int32_t *more = r->v.more + n * V;
-    for (int64_t k = 0; k < r->v.more_count[n]; k++) {
-        const int32_t v = more[k];
-        float sum = acc[v];
-        for (int32_t e = start[v] + 2; e < start[v + 1]; e++)
-            sum += g[perm[e]];
-        acc[v] = sum;
-    }
+    /* later points in point order: each voxel's sum goes on in its points' order */
+    const int32_t *over = r->v.over + n * 2 * r->P;
+    for (int64_t e = 0; e < r->v.over_count[n]; e++)
+        acc[over[2 * e]] += g[over[2 * e + 1]];
 }
 
 /* a[c] += w * g[c] (or a[c] += g[c]) for c < C, 16 lanes, the tail masked. */

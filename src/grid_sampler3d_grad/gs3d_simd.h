@@ -33,10 +33,10 @@ int64_t gradref__gs3d_avx512_geometry(const gs3d_run *r, int64_t n, int64_t q0, 
  * must be contiguous over the points. */
 void gradref__gs3d_avx512_nearest_dx(const gs3d_run *r, int64_t n, int64_t c);
 
-/* The same from the voxel index (r->v, built for image n by gradref__gs3d_nearest_voxels):
+/* The same from the voxel index (r->v, built for image n by build_voxels in gs3d_fast.c):
  * dx[n, c] voxel by voxel, each the in-order sum of its points from +0, written once; dx's
- * planes must be dense (strides H*W, W, 1). Two points per voxel are gathered 16 voxels at a
- * time, the rest of the few fuller voxels one by one. */
+ * planes must be dense (strides H*W, W, 1). Each voxel's first two points are gathered 16
+ * voxels at a time, then the later points of the few fuller voxels are added in point order. */
 void gradref__gs3d_avx512_nearest_dx_voxels(const gs3d_run *r, int64_t n, int64_t c);
 
 /* dx for one accumulator plane when channels are adjacent in the accumulator and in grad:
