@@ -366,12 +366,23 @@ TARGET_512 void gradref__gs3d_avx512_nearest_dx_voxels(const gs3d_run *r, int64_
     const int64_t V = p->D * p->H * p->W;
     float *acc = (float *)r->acc + n * r->as[0] + c * r->as[1];
     const float *g = (const float *)r->grad + n * r->gs[0] + c * r->gs[1];
-    const int32_t *first = r->v.first + n * V, *second = r->v.second + n * V;
+    const int32_t *slots = r->v.slots + n * 2 * V;
     const __m512i none = _mm512_set1_epi32(-1);
+    const __m512i even =
+        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
     for (int64_t v = 0; v < V; v += 16) {
         const __mmask16 live = V - v >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (V - v)) - 1u);
-        const __m512i i0 = _mm512_maskz_loadu_epi32(live, first + v);
-        const __m512i i1 = _mm512_maskz_loadu_epi32(live, second + v);
+        const int64_t pairs = V - v >= 16 ? 32 : 2 * (V - v);
+        const __m512i lo = _mm512_maskz_loadu_epi32(
+            (__mmask16)(pairs >= 16 ? 0xffffu : (1u << pairs) - 1u), slots + 2 * v);
+        const __m512i hi =
+            _mm512_maskz_loadu_epi32((__mmask16)(pairs >= 32   ? 0xffffu
+                                                 : pairs <= 16 ? 0u
+                                                               : (1u << (pairs - 16)) - 1u),
+                                     slots + 2 * v + 16);
+        const __m512i i0 = _mm512_permutex2var_epi32(lo, even, hi);
+        const __m512i i1 = _mm512_permutex2var_epi32(lo, odd, hi);
         const __mmask16 m0 = _mm512_mask_cmpgt_epi32_mask(live, i0, none);
         const __mmask16 m1 = _mm512_mask_cmpgt_epi32_mask(live, i1, none);
         const __m512 g0 = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m0, i0, g, 4);
