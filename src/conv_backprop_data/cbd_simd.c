@@ -428,6 +428,10 @@ gradref__cbd_pack_tile_avx512(const float *image, int64_t channel_stride, int64_
         const float *src = image + offset[t];
         float *out = dst + t * ocpg * 32;
         for (int64_t oc = 0; oc < ocpg; oc++, src += channel_stride, out += 32) {
+            /* the next tile's part of this row (too many rows for the hardware prefetchers) */
+            _mm_prefetch((const char *)(src + 32), _MM_HINT_T1);
+            _mm_prefetch((const char *)(src + 48), _MM_HINT_T1);
+            _mm_prefetch((const char *)(src + 63), _MM_HINT_T1);
             _mm512_storeu_ps(out, _mm512_maskz_loadu_ps(m0, src));
             _mm512_storeu_ps(out + 16, _mm512_maskz_loadu_ps(m1, src + 16));
         }
