@@ -371,7 +371,14 @@ TARGET_512 void gradref__gs3d_avx512_nearest_dx_voxels(const gs3d_run *r, int64_
     const __m512i even =
         _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
     const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
+    /* the next channel's grad plane, read at random next, is fetched into L2 meanwhile */
+    const char *next = c + 1 < p->C ? (const char *)(g + r->gs[1]) : NULL;
+    const int64_t lines = (r->P * 4 + 63) / 64, steps = (V + 15) / 16;
+    const int64_t per_step = (lines + steps - 1) / steps;
     for (int64_t v = 0; v < V; v += 16) {
+        if (next)
+            for (int64_t l = v / 16 * per_step; l < (v / 16 + 1) * per_step && l < lines; l++)
+                _mm_prefetch(next + 64 * l, _MM_HINT_T1);
         const __mmask16 live = V - v >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (V - v)) - 1u);
         const int64_t pairs = V - v >= 16 ? 32 : 2 * (V - v);
         const __m512i lo = _mm512_maskz_loadu_epi32(
