@@ -134,23 +134,27 @@ static float load_f32(int32_t dtype, const char *e) {
 
 /* a[((g * ICpg + ic) * T + t) * OCpg + oc] = W[g, oc, ic, tap t] as f32 (taps in stored
  * order); returns 0 when a value is not finite. */
-static int pack_filter(const gradref__cbd_plan *p, float *a) {
-    const int64_t T = taps_of(p);
+static int pack_filter(const gradref__cbd_plan *p, float *a, int threads) {
+    const int64_t T = taps_of(p), rows = p->G * p->ICpg;
+    const int team = rows * T * p->OCpg >= (INT64_C(1) << 15) ? threads : 1;
     int finite = 1;
-    for (int64_t g = 0; g < p->G; g++)
-        for (int64_t ic = 0; ic < p->ICpg; ic++)
-            for (int64_t t = 0; t < T; t++) {
-                const int64_t k0 = t / (p->K[1] * p->K[2]), k1 = t / p->K[2] % p->K[1],
-                              k2 = t % p->K[2];
-                const int64_t off =
-                    g * p->fs[0] + ic * p->fs[2] + k0 * p->fs[3] + k1 * p->fs[4] + k2 * p->fs[5];
-                float *row = a + ((g * p->ICpg + ic) * T + t) * p->OCpg;
-                for (int64_t oc = 0; oc < p->OCpg; oc++) {
-                    row[oc] = load_f32(p->in_dtype,
-                                       p->filter + (size_t)(off + oc * p->fs[1]) * p->in_size);
-                    finite &= isfinite(row[oc]) != 0;
-                }
+    (void)team;
+    GRADREF_OMP(omp parallel for num_threads(team) reduction(& : finite) schedule(static))
+    for (int64_t r = 0; r < rows; r++) {
+        const int64_t g = r / p->ICpg, ic = r % p->ICpg;
+        for (int64_t t = 0; t < T; t++) {
+            const int64_t k0 = t / (p->K[1] * p->K[2]), k1 = t / p->K[2] % p->K[1],
+                          k2 = t % p->K[2];
+            const int64_t off =
+                g * p->fs[0] + ic * p->fs[2] + k0 * p->fs[3] + k1 * p->fs[4] + k2 * p->fs[5];
+            float *row = a + ((g * p->ICpg + ic) * T + t) * p->OCpg;
+            for (int64_t oc = 0; oc < p->OCpg; oc++) {
+                row[oc] =
+                    load_f32(p->in_dtype, p->filter + (size_t)(off + oc * p->fs[1]) * p->in_size);
+                finite &= isfinite(row[oc]) != 0;
             }
+        }
+    }
     return finite;
 }
 
@@ -485,8 +489,7 @@ static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t i
             }
 }
 
-/* The filter of every (group, phase) into GEMM panels, once per call (threads split the
- * pairs); phase offsets first. */
+/* The filter of every (group, phase) into GEMM panels, once per call; phase offsets first. */
 static void prepack_filter(run *R, const layout *L, char *base, int threads) {
     const gradref__cbd_plan *p = R->p;
     const int64_t phases = p->stride[0] * p->stride[1] * p->stride[2];
@@ -503,8 +506,9 @@ static void prepack_filter(run *R, const layout *L, char *base, int threads) {
         off[f] = at;
         at += (p->ICpg + R->mr - 1) / R->mr * R->mr * phase_taps(p, ph, tap) * p->OCpg;
     }
-    const int64_t pairs = p->G * phases;
-    int team = pairs < threads ? (int)pairs : threads;
+    /* items: (group, phase, four panels) */
+    const int64_t blocks = (p->ICpg + 4 * R->mr - 1) / (4 * R->mr), items = p->G * phases * blocks;
+    int team = items < threads ? (int)items : threads;
     (void)team;
     GRADREF_OMP(omp parallel num_threads(team)) {
         int me = 0;
@@ -513,23 +517,25 @@ static void prepack_filter(run *R, const layout *L, char *base, int threads) {
 #endif
         int64_t *mytap = (int64_t *)(base + L->thread0 + L->per_thread * (size_t)me + L->taps_at);
         int64_t b, e;
-        gradref__my_range(pairs, &b, &e);
+        gradref__my_range(items, &b, &e);
         for (int64_t it = b; it < e; it++) {
-            const int64_t g = it / phases, f = it % phases;
+            const int64_t g = it / (phases * blocks), f = it / blocks % phases,
+                          ic0 = it % blocks * 4 * R->mr;
             const int64_t ph[3] = {f / (p->stride[1] * p->stride[2]),
                                    f / p->stride[2] % p->stride[1], f % p->stride[2]};
             phase fp;
             memset(&fp, 0, sizeof fp);
-            fp.R = R, fp.g = g, fp.tap = mytap;
+            fp.R = R, fp.g = g, fp.ic0 = ic0, fp.tap = mytap;
             fp.ntaps = phase_taps(p, ph, mytap);
             gradref__sgemm_args a;
             memset(&a, 0, sizeof a);
-            a.M = p->ICpg;
+            a.M = p->ICpg - ic0 < 4 * R->mr ? p->ICpg - ic0 : 4 * R->mr;
             a.K = fp.ntaps * p->OCpg;
             a.pack_a = pack_a_phase;
             a.pack_a_ctx = &fp;
             gradref__sgemm_prepack_a(&a, R->kernel,
-                                     (float *)R->panels + g * R->group_floats + off[f]);
+                                     (float *)R->panels + g * R->group_floats + off[f] +
+                                         ic0 / R->mr * a.K * R->mr);
         }
     }
 }
@@ -545,7 +551,8 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
     if (slabs == 0 || pixels(p->I) == 0) return;
     const layout L = layout_of(p, p->precision, threads);
     char *base = (char *)ws;
-    const int finite = L.path != PATH_REFERENCE && pack_filter(p, (float *)(base + L.apack));
+    const int finite =
+        L.path != PATH_REFERENCE && pack_filter(p, (float *)(base + L.apack), threads);
     if (!finite) {
         const int team = slabs < threads ? (int)slabs : threads;
         (void)team;
