@@ -775,7 +775,8 @@ static void test_copy_layouts_and_dtypes(void **state) {
         void *sbuf = tu_make_tensor(&src, sdt, nd, shape, sperm, spad, &sbytes, &r);
         void *dbuf = tu_make_tensor(&dst, ddt, nd, shape, dperm, dpad, &dbytes, &r);
         fill_values(&src, sbytes, &r);
-        if (nd > 0 && iter % 7 == 0) src.strides[0] = 0; /* a broadcast input */
+        if (nd > 0 && iter % 7 == 0) src.strides[0] = 0;      /* a broadcast input */
+        if (nd > 0 && iter % 7 == 3) src.strides[nd - 1] = 0; /* broadcast along the rows */
         void *before = malloc(dbytes ? dbytes : 1);
         memcpy(before, dbuf, dbytes);
         gradref_exec exec = {NULL, 0, (int32_t)(iter % 3 + 1), 0};
