@@ -463,22 +463,31 @@ static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t i
                         const float *src = chunk + m * (j1 - j0);
                         int64_t q2 = j0 % W, q1 = j0 / W % f.Q[1], q0 = j0 / (W * f.Q[1]);
                         for (int64_t j = j0; j < j1;) {
+                            /* a run of a row, or whole rows of one sub-grid plane */
                             const int64_t len = W - q2 < j1 - j ? W - q2 : j1 - j;
+                            int64_t rows = 1;
+                            if (q2 == 0 && len == W) {
+                                rows = (j1 - j) / W;
+                                if (rows > f.Q[1] - q1) rows = f.Q[1] - q1;
+                            }
                             float *row = slab +
                                          ((q0 * p->stride[0] + ph[0]) * p->I[1] +
                                           q1 * p->stride[1] + ph[1]) *
                                              p->I[2] +
                                          q2 * p->stride[2] + ph[2];
                             const float *from = src + (j - j0);
+                            const int64_t row_stride = p->stride[1] * p->I[2];
 #ifdef GRADREF_CBD_TILES
                             if (p->stride[2] == 2 && R->mr == GRADREF_CBD_TILE_ROWS)
-                                gradref__cbd_scatter2_avx512(from, row, len);
+                                gradref__cbd_scatter2_avx512(from, len, rows, row, row_stride);
                             else
 #endif
-                                for (int64_t x = 0; x < len; x++)
-                                    row[x * p->stride[2]] = from[x];
-                            j += len;
+                                for (int64_t r = 0; r < rows; r++)
+                                    for (int64_t x = 0; x < len; x++)
+                                        row[r * row_stride + x * p->stride[2]] = from[r * len + x];
+                            j += rows * len;
                             q2 += len;
+                            q1 += rows - 1;
                             if (q2 == W) {
                                 q2 = 0;
                                 if (++q1 == f.Q[1]) q1 = 0, q0++;

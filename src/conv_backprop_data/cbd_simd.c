@@ -438,15 +438,17 @@ gradref__cbd_pack_tile_avx512(const float *image, int64_t channel_stride, int64_
     }
 }
 
-__attribute__((target("avx512f"))) void gradref__cbd_scatter2_avx512(const float *from, float *row,
-                                                                     int64_t len) {
-    for (int64_t x = 0; x < len; x += 8) {
-        const int64_t n = len - x < 8 ? len - x : 8;
-        const __m512 v = _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u), from + x);
-        const __mmask16 even =
-            (__mmask16)(0x5555u & ((1u << (2 * n - 1)) | ((1u << (2 * n - 1)) - 1u)));
-        _mm512_mask_storeu_ps(row + 2 * x, even, _mm512_maskz_expand_ps(0x5555, v));
-    }
+__attribute__((target("avx512f"))) void gradref__cbd_scatter2_avx512(const float *from, int64_t len,
+                                                                     int64_t rows, float *row,
+                                                                     int64_t row_stride) {
+    for (int64_t r = 0; r < rows; r++, from += len, row += row_stride)
+        for (int64_t x = 0; x < len; x += 8) {
+            const int64_t n = len - x < 8 ? len - x : 8;
+            const __m512 v = _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u), from + x);
+            const __mmask16 even =
+                (__mmask16)(0x5555u & ((1u << (2 * n - 1)) | ((1u << (2 * n - 1)) - 1u)));
+            _mm512_mask_storeu_ps(row + 2 * x, even, _mm512_maskz_expand_ps(0x5555, v));
+        }
 }
 
 __attribute__((target("avx2,fma"))) static void row_avx2(const gradref__cbd_plan *p, const float *w,

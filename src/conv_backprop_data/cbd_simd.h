@@ -36,8 +36,10 @@ void gradref__cbd_tile_avx512(const float *image, int64_t channel_stride, int64_
 void gradref__cbd_pack_tile_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
                                    const int64_t *offset, const uint16_t *masks, int64_t ntaps,
                                    float *dst);
-/* row[2 * x] = from[x] for x < len, the odd elements untouched (AVX-512F). */
-void gradref__cbd_scatter2_avx512(const float *from, float *row, int64_t len);
+/* row[r * row_stride + 2 * x] = from[r * len + x] for x < len and r < rows, the odd elements
+ * untouched (AVX-512F). */
+void gradref__cbd_scatter2_avx512(const float *from, int64_t len, int64_t rows, float *row,
+                                  int64_t row_stride);
 /* The two masks per tap of the tile of cols (<= 32) sub-grid pixels from j0. */
 void gradref__cbd_tile_masks(const int64_t *tap, int64_t ntaps, const int64_t *Q, const int64_t *O,
                              int64_t j0, int64_t cols, uint16_t *masks);
