@@ -136,7 +136,7 @@ static float load_f32(int32_t dtype, const char *e) {
  * order); returns 0 when a value is not finite. */
 static int pack_filter(const gradref__cbd_plan *p, float *a, int threads) {
     const int64_t T = taps_of(p), rows = p->G * p->ICpg;
-    const int team = rows * T * p->OCpg >= (INT64_C(1) << 15) ? threads : 1;
+    const int team = rows * T * p->OCpg >= (INT64_C(1) << 15) ? threads : 1; /* small: serial */
     int finite = 1;
     (void)team;
     GRADREF_OMP(omp parallel for num_threads(team) reduction(& : finite) schedule(static))
