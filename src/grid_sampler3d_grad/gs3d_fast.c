@@ -370,6 +370,11 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
     }
 #endif
     int threads = NP * p->C >= PARALLEL_MIN_WORK ? num_threads : 1;
+    /* nearest's dgrid, when dense, is cleared by the threads inside the region */
+    const int64_t *gds = p->dgrid.s;
+    const int dense_zero_dgrid = p->dgrid.data != NULL && !bilinear && gds[4] == 1 && gds[3] == 3 &&
+                                 gds[2] == 3 * p->Wo && gds[1] == 3 * p->Wo * p->Ho &&
+                                 (p->N == 1 || gds[0] == 3 * r.P);
     /* dx work: (image, plane) pairs, or (image, channel) pairs for the scatter path */
     const int64_t dx_per_image = L.scatter ? p->C : p->D;
     const int64_t dx_items = p->dx.data != NULL ? p->N * dx_per_image : 0;
@@ -388,6 +393,9 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
         gradref__my_range(dx_items > 0 && L.voxels ? p->N : 0, &b, &e);
         for (int64_t n = b; n < e; n++)
             build_voxels(&r, n);
+        gradref__my_range(dense_zero_dgrid ? NP * 3 : 0, &b, &e); /* +0 is all zero bytes */
+        if (b < e)
+            memset(p->dgrid.data + (size_t)b * p->elem_size, 0, (size_t)(e - b) * p->elem_size);
         gradref__my_range(dgrid_items, &b, &e);
         for (int64_t it = b; it < e; it++) {
             int64_t n = it / dgrid_per_image, blk = it % dgrid_per_image;
@@ -407,7 +415,8 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
 #endif
                 run_dx(&r, pair, it / dx_per_image, it % dx_per_image);
     }
-    if (p->dgrid.data != NULL && !bilinear) zero_fill(&p->dgrid, p->dtype, gridsh, num_threads);
+    if (p->dgrid.data != NULL && !bilinear && !dense_zero_dgrid)
+        zero_fill(&p->dgrid, p->dtype, gridsh, num_threads);
     if (L.acc_buffer)
         copy5(r.acc, pair == PAIR_FF ? GRADREF_F32 : GRADREF_F64, r.as, p->dx.data, p->dtype,
               p->dx.s, xsh, num_threads);
