@@ -244,10 +244,12 @@ TARGET_512 int64_t gradref__gs3d_avx512_geometry(const gs3d_run *r, int64_t n, i
             coord[k] = source16(_mm512_i32gather_ps(idx, grid0, 4), size[k], p->align_corners,
                                 border, &m[k]);
         }
-        __m512i goff[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-        madd64(goff, pts, r->gs[4]);
-        _mm512_storeu_si512((void *)(r->g.offg + i), goff[0]);
-        _mm512_storeu_si512((void *)(r->g.offg + i + 8), goff[1]);
+        if (!(nearest && r->v.slots)) { /* the voxel index reads grad by point number */
+            __m512i goff[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
+            madd64(goff, pts, r->gs[4]);
+            _mm512_storeu_si512((void *)(r->g.offg + i), goff[0]);
+            _mm512_storeu_si512((void *)(r->g.offg + i + 8), goff[1]);
+        }
         __m512i offx[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
         __m512i offa[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
         __m512i zp[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
@@ -305,7 +307,7 @@ TARGET_512 int64_t gradref__gs3d_avx512_geometry(const gs3d_run *r, int64_t n, i
             madd64(zp, v[2], 1);
         }
         _mm_storeu_si128((__m128i *)(r->g.mask + i), _mm512_cvtepi32_epi8(maskv));
-        store64(r->g.offx + i, offx, any);
+        if (!nearest) store64(r->g.offx + i, offx, any); /* x is read by dgrid only */
         store64(r->g.offa + i, offa, any);
         store64(r->g.zplane + i, zp, any);
     }
