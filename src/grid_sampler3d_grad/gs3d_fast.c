@@ -52,7 +52,7 @@ typedef struct ws_layout {
     size_t records, start, cursor;                        /* dx buckets */
     size_t x32, grad32;                                   /* f32 copies of inputs */
     size_t acc;                                           /* dx accumulator, when not dx */
-    size_t slots, over, over_count;                       /* nearest: the voxel index */
+    size_t vox, slots, over, over_count;                  /* nearest: the voxel index */
     size_t total;
     int pair, acc_buffer, stage_x, stage_grad, scatter, voxels;
 } ws_layout;
@@ -96,17 +96,15 @@ static int nearest_scatter_fits(const gradref__gs3d_plan *p, int32_t precision) 
 static void build_voxels(const gs3d_run *r, int64_t n) {
     enum { AHEAD = 16 }; /* points whose slots are fetched ahead (random in L2) */
     const gradref__gs3d_plan *p = r->p;
-    const int64_t HW = p->H * p->W, V = p->D * HW, P = r->P;
+    const int64_t V = p->D * p->H * p->W, P = r->P;
     int32_t *slots = r->v.slots + n * 2 * V, *over = r->v.over + n * 2 * P;
-    const uint8_t *mask = r->g.mask + n * P;
-    const int64_t *z = r->g.zplane + n * P, *yx = r->g.offa + n * P;
+    const int32_t *vox = r->v.vox + n * P;
     memset(slots, 0xff, (size_t)(2 * V) * sizeof *slots); /* -1 */
     int64_t later = 0;
     for (int64_t q = 0; q < P; q++) { /* without branches: which slot a point takes is random */
-        if (q + AHEAD < P && (mask[q + AHEAD] & 1u))
-            PREFETCH(slots + 2 * (z[q + AHEAD] * HW + yx[q + AHEAD]));
-        if (!(mask[q] & 1u)) continue;
-        const int64_t v = z[q] * HW + yx[q];
+        if (q + AHEAD < P && vox[q + AHEAD] >= 0) PREFETCH(slots + 2 * (int64_t)vox[q + AHEAD]);
+        if (vox[q] < 0) continue;
+        const int64_t v = vox[q];
         const int32_t f = slots[2 * v], s = slots[2 * v + 1];
         const int is_first = f < 0, is_second = !is_first && s < 0;
         slots[2 * v] = is_first ? (int32_t)q : f;
@@ -160,6 +158,7 @@ static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision) {
                V < INT64_C(0x7fffffff) && P < INT64_C(0x7fffffff);
     if (L.voxels) {
         const size_t n = (size_t)p->N;
+        L.vox = gradref__ws_take(&at, n * (size_t)P * 4);
         L.slots = gradref__ws_take(&at, n * (size_t)V * 8);
         L.over = gradref__ws_take(&at, n * (size_t)P * 8);
         L.over_count = gradref__ws_take(&at, n * 8);
@@ -320,6 +319,7 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
     r.g.mask = (uint8_t *)(base + L.mask);
     memset(r.g.mask + NP, 0, 8);
     if (L.voxels) {
+        r.v.vox = (int32_t *)(base + L.vox);
         r.v.slots = (int32_t *)(base + L.slots);
         r.v.over = (int32_t *)(base + L.over);
         r.v.over_count = (int64_t *)(base + L.over_count);

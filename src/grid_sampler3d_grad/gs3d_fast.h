@@ -54,6 +54,7 @@ typedef struct gs3d_buckets {
  * once. A voxel's first two points are kept per voxel; its later points go, in point order, to
  * the image's overflow list. Per image: V = D*H*W voxels and P points. */
 typedef struct gs3d_voxels {
+    int32_t *vox;        /* [N][P]: each point's voxel, -1 outside (written by the geometry) */
     int32_t *slots;      /* [N][V][2]: the voxel's first and second point, -1 when none */
     int32_t *over;       /* [N][2P]: (voxel, point) of each later point, ascending points */
     int64_t *over_count; /* [N]: entries in over */

@@ -105,11 +105,13 @@ static void GS_FN(geometry)(const gs3d_run *r, int64_t begin, int64_t end) {
         if (p->interp == GRADREF_INTERP_NEAREST) {
             int64_t x = (int64_t)nearbyint(coord[0]), y = (int64_t)nearbyint(coord[1]),
                     z = (int64_t)nearbyint(coord[2]);
-            if (x >= 0 && x < p->W && y >= 0 && y < p->H && z >= 0 && z < p->D) {
+            const int in = x >= 0 && x < p->W && y >= 0 && y < p->H && z >= 0 && z < p->D;
+            if (in) {
                 mask = 1;
                 offa = y * r->as[3] + x * r->as[4];
                 zplane = z;
             }
+            if (r->v.vox) r->v.vox[i] = in ? (int32_t)((z * p->H + y) * p->W + x) : -1;
         } else {
             GS_T ix = coord[0], iy = coord[1], iz = coord[2];
             int64_t x0 = (int64_t)floor(ix), y0 = (int64_t)floor(iy), z0 = (int64_t)floor(iz);

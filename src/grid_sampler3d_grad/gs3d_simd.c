@@ -244,7 +244,7 @@ TARGET_512 int64_t gradref__gs3d_avx512_geometry(const gs3d_run *r, int64_t n, i
             coord[k] = source16(_mm512_i32gather_ps(idx, grid0, 4), size[k], p->align_corners,
                                 border, &m[k]);
         }
-        if (!(nearest && r->v.slots)) { /* the voxel index reads grad by point number */
+        if (!(nearest && r->v.vox)) { /* the voxel index reads grad by point number */
             __m512i goff[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
             madd64(goff, pts, r->gs[4]);
             _mm512_storeu_si512((void *)(r->g.offg + i), goff[0]);
@@ -264,6 +264,17 @@ TARGET_512 int64_t gradref__gs3d_avx512_geometry(const gs3d_run *r, int64_t n, i
                 in &= _mm512_cmp_ps_mask(f, _mm512_setzero_ps(), _CMP_GE_OQ) &
                       _mm512_cmp_ps_mask(f, _mm512_set1_ps((float)size[k]), _CMP_LT_OQ);
                 v[k] = _mm512_cvttps_epi32(f);
+            }
+            if (r->v.vox) { /* the voxel index needs only each point's voxel */
+                const __m512i vox = _mm512_add_epi32(
+                    _mm512_mullo_epi32(
+                        _mm512_add_epi32(_mm512_mullo_epi32(v[2], _mm512_set1_epi32((int32_t)p->H)),
+                                         v[1]),
+                        _mm512_set1_epi32((int32_t)p->W)),
+                    v[0]);
+                _mm512_storeu_si512((void *)(r->v.vox + i),
+                                    _mm512_mask_blend_epi32(in, _mm512_set1_epi32(-1), vox));
+                continue;
             }
             maskv = _mm512_maskz_mov_epi32(in, _mm512_set1_epi32(1));
             madd64(offa, v[1], r->as[3]);
