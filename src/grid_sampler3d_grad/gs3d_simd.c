@@ -232,18 +232,42 @@ TARGET_512 int64_t gradref__gs3d_avx512_geometry(const gs3d_run *r, int64_t n, i
     const int64_t size[3] = {p->W, p->H, p->D};
     const float *grid0 = (const float *)gv->data + n * gv->s[0];
     const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    /* a dense grid: coordinate k of point j (of 16) is float 3 j + k of 48; the first
+     * permutation takes those below 32 from two vectors, the second the rest from the third */
+    const int packed = gv->s[3] == 3 && gv->s[4] == 1;
+    __m512i from_ab[3], from_c[3];
+    for (int k = 0; k < 3; k++) {
+        int32_t ab[16], cc[16];
+        for (int j = 0; j < 16; j++) {
+            const int32_t f = 3 * j + k;
+            ab[j] = f < 32 ? f : 0;
+            cc[j] = f < 32 ? j : 16 + (f - 32);
+        }
+        from_ab[k] = _mm512_loadu_si512((const void *)ab);
+        from_c[k] = _mm512_loadu_si512((const void *)cc);
+    }
     int64_t q = q0;
     for (; q + 16 <= q1; q += 16) {
         const int64_t i = n * r->P + q;
         const __m512i pts = _mm512_add_epi32(lane, _mm512_set1_epi32((int32_t)q));
-        __m512 coord[3], m[3];
-        for (int k = 0; k < 3; k++) {
-            const __m512i idx =
-                _mm512_add_epi32(_mm512_mullo_epi32(pts, _mm512_set1_epi32((int32_t)gv->s[3])),
-                                 _mm512_set1_epi32((int32_t)(k * gv->s[4])));
-            coord[k] = source16(_mm512_i32gather_ps(idx, grid0, 4), size[k], p->align_corners,
-                                border, &m[k]);
+        __m512 coord[3], m[3], raw[3];
+        if (packed) { /* 16 points' (x, y, z) are 48 consecutive floats: three loads */
+            const float *at = grid0 + 3 * q;
+            const __m512 a = _mm512_loadu_ps(at), b = _mm512_loadu_ps(at + 16),
+                         c = _mm512_loadu_ps(at + 32);
+            for (int k = 0; k < 3; k++)
+                raw[k] =
+                    _mm512_permutex2var_ps(_mm512_permutex2var_ps(a, from_ab[k], b), from_c[k], c);
+        } else {
+            for (int k = 0; k < 3; k++) {
+                const __m512i idx =
+                    _mm512_add_epi32(_mm512_mullo_epi32(pts, _mm512_set1_epi32((int32_t)gv->s[3])),
+                                     _mm512_set1_epi32((int32_t)(k * gv->s[4])));
+                raw[k] = _mm512_i32gather_ps(idx, grid0, 4);
+            }
         }
+        for (int k = 0; k < 3; k++)
+            coord[k] = source16(raw[k], size[k], p->align_corners, border, &m[k]);
         if (!(nearest && r->v.vox)) { /* the voxel index reads grad by point number */
             __m512i goff[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
             madd64(goff, pts, r->gs[4]);
