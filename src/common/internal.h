@@ -62,14 +62,22 @@ static inline void gradref__split_range(int64_t n, int64_t team, int64_t me, int
 #  define GRADREF_OMP(x)
 #endif
 
+/* Inside a parallel region (or outside one, as a team of one): this thread's number. */
+static inline int gradref__thread_num(void) {
+#ifdef _OPENMP
+    return omp_get_thread_num();
+#else
+    return 0;
+#endif
+}
+
 /* Inside a parallel region (or outside one, as a team of one): this thread's part of [0, n). */
 static inline void gradref__my_range(int64_t n, int64_t *begin, int64_t *end) {
-    int64_t team = 1, me = 0;
+    int64_t team = 1;
 #ifdef _OPENMP
     team = omp_get_num_threads();
-    me = omp_get_thread_num();
 #endif
-    gradref__split_range(n, team, me, begin, end);
+    gradref__split_range(n, team, gradref__thread_num(), begin, end);
 }
 
 #endif

@@ -464,10 +464,7 @@ void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
     const int team = items < threads ? (int)items : threads;
     (void)team;
     GRADREF_OMP(omp parallel num_threads(team)) {
-        int me = 0;
-#ifdef _OPENMP
-        me = omp_get_thread_num();
-#endif
+        const int me = gradref__thread_num();
         char *mine = base + L.thread0 + L.per_thread * (size_t)me;
         runs *u = (runs *)(mine + L.runs_at);
         int64_t b, e;

@@ -520,10 +520,7 @@ static void prepack_filter(run *R, const layout *L, char *base, int threads) {
     int team = items < threads ? (int)items : threads;
     (void)team;
     GRADREF_OMP(omp parallel num_threads(team)) {
-        int me = 0;
-#ifdef _OPENMP
-        me = omp_get_thread_num();
-#endif
+        const int me = gradref__thread_num();
         int64_t *mytap = (int64_t *)(base + L->thread0 + L->per_thread * (size_t)me + L->taps_at);
         int64_t b, e;
         gradref__my_range(items, &b, &e);
@@ -627,10 +624,7 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
     int team = items < threads ? (int)items : threads;
     (void)team;
     GRADREF_OMP(omp parallel num_threads(team)) {
-        int me = 0;
-#ifdef _OPENMP
-        me = omp_get_thread_num();
-#endif
+        const int me = gradref__thread_num();
         char *mine = base + L.thread0 + L.per_thread * (size_t)me;
         int64_t b, e;
         gradref__my_range(items, &b, &e);
