@@ -13,7 +13,9 @@
 
 #include "gs3d_internal.h"
 
-/* Per point p of all N*P points (index n*P + q); T is float or double as the pass's type. */
+/* Per point p of all N*P points (index n*P + q); T is float or double as the pass's type. On the
+ * nearest voxel path (gs3d_voxels) the AVX-512 geometry writes the voxel index instead, and
+ * these arrays hold only what the scalar tail wrote. */
 typedef struct gs3d_geom {
     void *w;         /* T[8][N*P]: corner weights tnw..bse */
     void *dist;      /* T[6][N*P]: x1-ix, ix-x0, y1-iy, iy-y0, z1-iz, iz-z0 */
