@@ -407,7 +407,7 @@ static void check_fast(gs_case *c, int32_t precision, int want_dx, int want_dgri
                              GRADREF_OK);
             plan.precision = precision;
             plan.allow_simd = simd;
-            size_t need = gradref__gs3d_fast_workspace(&plan, precision);
+            size_t need = gradref__gs3d_fast_workspace(&plan, precision, threads[t]);
             char *block = malloc(need + 64);
             assert_non_null(block);
             void *ws = block + (64 - (uintptr_t)block % 64) % 64;
@@ -471,6 +471,80 @@ static void test_collisions(void **state) {
         }
         free_case(&c);
     }
+}
+
+/* Nearest into dense F32 planes goes voxel by voxel in blocks of 16, four channels at a time
+ * (gs3d_fast.h): channel counts that leave 1-3 over, volumes under 16 voxels or not a multiple
+ * of 16, voxels with three and more points (inside blocks and in the partial first and last
+ * ones), dx at every alignment (blocks start on a cache line; the lines are streamed when every
+ * plane is aligned alike), and grads of signed zeros (a voxel of -0 points sums to +0). */
+static void test_nearest_voxel_blocks(void **state) {
+    (void)state;
+    const int64_t dims[5][8] = {
+        {2, 5, 3, 4, 5, 4, 5, 6}, /* V 60, two points a voxel on average */
+        {1, 7, 1, 2, 3, 3, 4, 5}, /* V 6 */
+        {2, 4, 4, 8, 8, 5, 6, 7}, /* V 256: planes 64-byte multiples */
+        {1, 9, 2, 3, 8, 6, 6, 6}, /* V 48, 4.5 points a voxel */
+        {1, 2, 1, 4, 8, 4, 4, 4}, /* V 32 */
+    };
+    static const int64_t shifts[4] = {0, 1, 5, 15};
+    tu_rng r = tu_rng_make(305);
+    for (int s = 0; s < 5; s++)
+        for (int k = 0; k < 4; k++) {
+            gs_case c;
+            make_case(&c, GRADREF_F32, dims[s], NCDHW, k % 2 ? 0.6 : 1.1, &r);
+            if (s == 4 || k == 3) { /* mostly zeros of both signs */
+                float *g = c.grad.data;
+                for (size_t i = 0; i < c.bytes[0] / 4; i++) {
+                    const double u = tu_uniform(&r);
+                    g[i] = u < 0.6 ? -0.0f : u < 0.8 ? 0.0f : (float)u;
+                }
+            }
+            char *block = malloc(c.bytes[3] + 128);
+            assert_non_null(block);
+            float *line = (float *)(block + (64 - (uintptr_t)block % 64) % 64);
+            void *own = c.dx.data;
+            c.dx.data = line + shifts[k];
+            for (int m = 0; m < 4; m++) {
+                gradref_grid_sampler3d_params p = {GRADREF_INTERP_NEAREST, m % 3, m / 2};
+                c.params = p;
+                check_fast(&c, GRADREF_PRECISION_DEFAULT, 1, m == 1);
+            }
+            c.dx.data = own;
+            free(block);
+            free_case(&c);
+        }
+}
+
+/* A caller's workspace that holds the per-thread parts of fewer threads than asked for: the
+ * call runs on as many as it holds, with the same bits. */
+static void test_workspace_for_fewer_threads(void **state) {
+    (void)state;
+    const int64_t dims[8] = {2, 6, 4, 6, 8, 5, 6, 7};
+    tu_rng r = tu_rng_make(306);
+    gs_case c;
+    make_case(&c, GRADREF_F32, dims, NCDHW, 1.1, &r);
+    gradref_grid_sampler3d_params p = {GRADREF_INTERP_NEAREST, GRADREF_PAD_ZEROS, 0};
+    c.params = p;
+    gradref__gs3d_plan plan;
+    assert_int_equal(
+        gradref__gs3d_validate(&p, &c.grad, &c.x, &c.grid, &c.dx, &c.dgrid, &plan), GRADREF_OK);
+    const size_t one = gradref__gs3d_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, 1) + 64;
+    assert_true(gradref__gs3d_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, 3) + 64 > one);
+    float *want = malloc(c.bytes[3]);
+    assert_non_null(want);
+    gradref_exec serial = {NULL, 0, 1, GRADREF_PRECISION_DEFAULT};
+    run_ok(&c, &serial);
+    memcpy(want, c.dx.data, c.bytes[3]);
+    memset(c.dx.data, 0x7f, c.bytes[3]);
+    void *ws = malloc(one);
+    assert_non_null(ws);
+    gradref_exec e = {ws, one, 3, GRADREF_PRECISION_DEFAULT};
+    run_ok(&c, &e);
+    assert_memory_equal(c.dx.data, want, c.bytes[3]);
+    free(ws);
+    free(want);
+    free_case(&c);
 }
 
 /* Zero-stride (broadcast) x and grad, as PyTorch's expand_as. */
@@ -785,6 +859,8 @@ int main(void) {
         cmocka_unit_test(test_fast_matches_reference),
         cmocka_unit_test(test_threads_and_layouts),
         cmocka_unit_test(test_collisions),
+        cmocka_unit_test(test_nearest_voxel_blocks),
+        cmocka_unit_test(test_workspace_for_fewer_threads),
         cmocka_unit_test(test_broadcast_inputs),
         cmocka_unit_test(test_non_finite),
         cmocka_unit_test(test_empty),

@@ -136,11 +136,17 @@ gradref_status gradref_grid_sampler3d_grad(const gradref_grid_sampler3d_params *
     if (s != GRADREF_OK) return s;
     if ((s = gradref__gs3d_validate(p, grad, x, grid, dx, dgrid, &plan)) != GRADREF_OK) return s;
     plan.precision = ctx.precision;
+    int threads = ctx.num_threads;
+    if (ctx.workspace != NULL) { /* as many threads as the caller's workspace holds */
+        const int fit = gradref__gs3d_fast_threads(&plan, ctx.precision,
+                                                   gradref__workspace_usable(&ctx), threads);
+        if (fit > 0) threads = fit;
+    }
     void *ws, *owned;
-    s = gradref__workspace_acquire(OP, &ctx, gradref__gs3d_fast_workspace(&plan, ctx.precision),
-                                   &ws, &owned);
+    s = gradref__workspace_acquire(
+        OP, &ctx, gradref__gs3d_fast_workspace(&plan, ctx.precision, threads), &ws, &owned);
     if (s != GRADREF_OK) return s;
-    gradref__gs3d_fast(&plan, ws, ctx.num_threads);
+    gradref__gs3d_fast(&plan, ws, threads);
     gradref__workspace_release(owned);
     return GRADREF_OK;
 }
@@ -154,8 +160,9 @@ gradref_grid_sampler3d_grad_workspace_size(const gradref_grid_sampler3d_params *
     if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "bytes is NULL");
     gradref_status s = gradref__gs3d_validate(p, grad, x, grid, dx, dgrid, &plan);
     if (s != GRADREF_OK) return s;
-    size_t a = gradref__gs3d_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT);
-    size_t b = gradref__gs3d_fast_workspace(&plan, GRADREF_PRECISION_HIGH);
+    const int threads = gradref__default_threads();
+    size_t a = gradref__gs3d_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, threads);
+    size_t b = gradref__gs3d_fast_workspace(&plan, GRADREF_PRECISION_HIGH, threads);
     *bytes = gradref__workspace_bytes(a > b ? a : b);
     return GRADREF_OK;
 }

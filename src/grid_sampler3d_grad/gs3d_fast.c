@@ -52,8 +52,9 @@ typedef struct ws_layout {
     size_t records, start, cursor;                        /* dx buckets */
     size_t x32, grad32;                                   /* f32 copies of inputs */
     size_t acc;                                           /* dx accumulator, when not dx */
-    size_t vox, slots, over, over_count;                  /* nearest: the voxel index */
-    size_t total;
+    size_t vox, slots, later, over, block_start;          /* nearest: the voxel index */
+    size_t stage, stage_bytes;                            /* nearest: per thread, after shared */
+    size_t shared, total;
     int pair, acc_buffer, stage_x, stage_grad, scatter, voxels;
 } ws_layout;
 
@@ -86,37 +87,37 @@ static int nearest_scatter_fits(const gradref__gs3d_plan *p, int32_t precision) 
 #endif
 }
 
-#if defined(__GNUC__)
-#  define PREFETCH(a) __builtin_prefetch(a)
-#else
-#  define PREFETCH(a) ((void)(a))
+#ifdef GRADREF_GS3D_SIMD
+/* Nearest: image n's voxel index (gs3d_voxels): one pass over the points in order, then the
+ * later points sorted (stably) by voxel block. */
+static void build_voxels(const gs3d_run *r, int64_t n) {
+    const gradref__gs3d_plan *p = r->p;
+    const int64_t V = p->D * p->H * p->W, P = r->P, lead = r->v.lead;
+    const int64_t blocks = gs3d_voxel_blocks(V, lead);
+    int32_t *slots = r->v.slots + n * 2 * V;
+    const int32_t *later = r->v.later + n * 2 * P;
+    const int32_t none = (int32_t)(GS3D_STAGE_CHANNELS * gs3d_zero_row(P));
+    for (int64_t i = 0; i < 2 * V; i++)
+        slots[i] = none;
+    const int64_t count = gradref__gs3d_avx512_voxel_slots(r, n);
+    int32_t *start = r->v.block_start + n * (blocks + 1), *over = r->v.over + n * 2 * P;
+    memset(start, 0, (size_t)(blocks + 1) * sizeof *start);
+    for (int64_t e = 0; e < count; e++)
+        start[gs3d_voxel_block(later[2 * e], lead) + 1]++;
+    for (int64_t b = 0; b < blocks; b++)
+        start[b + 1] += start[b];
+    for (int64_t e = 0; e < count; e++) { /* start[b] runs to block b's end */
+        const int32_t at = start[gs3d_voxel_block(later[2 * e], lead)]++;
+        over[2 * at] = later[2 * e];
+        over[2 * at + 1] = later[2 * e + 1];
+    }
+    memmove(start + 1, start, (size_t)blocks * sizeof *start);
+    start[0] = 0;
+}
 #endif
 
-/* Nearest: image n's voxel index (gs3d_voxels), one pass over the points in order. */
-static void build_voxels(const gs3d_run *r, int64_t n) {
-    enum { AHEAD = 16 }; /* points whose slots are fetched ahead (random in L2) */
-    const gradref__gs3d_plan *p = r->p;
-    const int64_t V = p->D * p->H * p->W, P = r->P;
-    int32_t *slots = r->v.slots + n * 2 * V, *over = r->v.over + n * 2 * P;
-    const int32_t *vox = r->v.vox + n * P;
-    memset(slots, 0xff, (size_t)(2 * V) * sizeof *slots); /* -1 */
-    int64_t later = 0;
-    for (int64_t q = 0; q < P; q++) { /* without branches: which slot a point takes is random */
-        if (q + AHEAD < P && vox[q + AHEAD] >= 0) PREFETCH(slots + 2 * (int64_t)vox[q + AHEAD]);
-        if (vox[q] < 0) continue;
-        const int64_t v = vox[q];
-        const int32_t f = slots[2 * v], s = slots[2 * v + 1];
-        const int is_first = f < 0, is_second = !is_first && s < 0;
-        slots[2 * v] = is_first ? (int32_t)q : f;
-        slots[2 * v + 1] = is_second ? (int32_t)q : s;
-        over[2 * later] = (int32_t)v;
-        over[2 * later + 1] = (int32_t)q;
-        later += !is_first && !is_second;
-    }
-    r->v.over_count[n] = later;
-}
-
-static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision) {
+/* threads: how many per-thread parts to count in total (at least one). */
+static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision, int threads) {
     ws_layout L;
     memset(&L, 0, sizeof L);
     const int wide = p->dtype == GRADREF_F64 || precision == GRADREF_PRECISION_HIGH;
@@ -155,13 +156,15 @@ static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision) {
      * channels (gs3d_voxels) */
     const int64_t V = p->D * p->H * p->W, P = p->Do * p->Ho * p->Wo;
     L.voxels = L.scatter && p->dx.s[4] == 1 && p->dx.s[3] == p->W && p->dx.s[2] == p->H * p->W &&
-               V < INT64_C(0x7fffffff) && P < INT64_C(0x7fffffff);
+               V < INT64_C(0x7fffffff) &&
+               GS3D_STAGE_CHANNELS * gs3d_zero_row(P) < INT64_C(0x7fffffff);
     if (L.voxels) {
         const size_t n = (size_t)p->N;
         L.vox = gradref__ws_take(&at, n * (size_t)P * 4);
         L.slots = gradref__ws_take(&at, n * (size_t)V * 8);
+        L.later = gradref__ws_take(&at, n * (size_t)P * 8);
         L.over = gradref__ws_take(&at, n * (size_t)P * 8);
-        L.over_count = gradref__ws_take(&at, n * 8);
+        L.block_start = gradref__ws_take(&at, n * (size_t)(gs3d_voxel_blocks(V, 0) + 1) * 4);
     }
     L.stage_grad =
         !L.scatter && (narrow || (p->dtype == GRADREF_F32 && p->C > 1 && p->grad.s[1] != 1));
@@ -172,12 +175,25 @@ static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision) {
     L.acc_buffer = p->dx.data != NULL && !L.scatter &&
                    (narrow || (p->dtype == GRADREF_F32 && wide) || !dx_channels_last);
     if (L.acc_buffer) L.acc = gradref__ws_take(&at, (size_t)numel5(xs) * a);
+    L.shared = at;
+    if (L.voxels) {
+        L.stage_bytes = (size_t)gs3d_stage_floats(P) * 4; /* whole cache lines */
+        L.stage = at;
+        at += L.stage_bytes * (size_t)(threads > 1 ? threads : 1);
+    }
     L.total = at;
     return L;
 }
 
-size_t gradref__gs3d_fast_workspace(const gradref__gs3d_plan *p, int32_t precision) {
-    return layout_of(p, precision).total;
+size_t gradref__gs3d_fast_workspace(const gradref__gs3d_plan *p, int32_t precision, int threads) {
+    return layout_of(p, precision, threads).total;
+}
+
+int gradref__gs3d_fast_threads(const gradref__gs3d_plan *p, int32_t precision, size_t bytes,
+                               int wanted) {
+    const ws_layout one = layout_of(p, precision, 1);
+    if (bytes < one.total) return 0;
+    return gradref__threads_fitting(bytes, one.shared, one.stage_bytes, wanted);
 }
 
 static void make_tensor(gradref_tensor *t, void *data, int32_t dtype, const int64_t *shape,
@@ -304,7 +320,7 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
         if (p->dgrid.data != NULL && NP > 0) zero_fill(&p->dgrid, p->dtype, gridsh, num_threads);
         return;
     }
-    const ws_layout L = layout_of(p, p->precision);
+    const ws_layout L = layout_of(p, p->precision, 1);
     char *base = (char *)ws;
     r.g.w = base + L.w;
     r.g.dist = base + L.dist;
@@ -321,8 +337,14 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
     if (L.voxels) {
         r.v.vox = (int32_t *)(base + L.vox);
         r.v.slots = (int32_t *)(base + L.slots);
+        r.v.later = (int32_t *)(base + L.later);
         r.v.over = (int32_t *)(base + L.over);
-        r.v.over_count = (int64_t *)(base + L.over_count);
+        r.v.block_start = (int32_t *)(base + L.block_start);
+        /* blocks of 16 voxels start where dx's cache lines do when every plane is aligned
+         * alike, so that they can be streamed */
+        const uintptr_t at = (uintptr_t)p->dx.data;
+        r.v.stream = at % 4 == 0 && p->dx.s[1] % 16 == 0 && (p->N == 1 || p->dx.s[0] % 16 == 0);
+        r.v.lead = r.v.stream ? (int64_t)((64 - at % 64) % 64 / 4) : 0;
     }
 
     r.x = p->x.data;
@@ -375,8 +397,12 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
     const int dense_zero_dgrid = p->dgrid.data != NULL && !bilinear && gds[4] == 1 && gds[3] == 3 &&
                                  gds[2] == 3 * p->Wo && gds[1] == 3 * p->Wo * p->Ho &&
                                  (p->N == 1 || gds[0] == 3 * r.P);
-    /* dx work: (image, plane) pairs, or (image, channel) pairs for the scatter path */
-    const int64_t dx_per_image = L.scatter ? p->C : p->D;
+    /* dx work: (image, plane) pairs, (image, channel) pairs for the scatter path, or (image,
+     * channel block) pairs for the voxel path */
+    const int64_t dx_per_image =
+        L.voxels  ? (p->C + GS3D_STAGE_CHANNELS - 1) / GS3D_STAGE_CHANNELS
+        : L.scatter ? p->C
+                    : p->D;
     const int64_t dx_items = p->dx.data != NULL ? p->N * dx_per_image : 0;
     const int64_t dgrid_per_image = (r.P + GS3D_POINT_BLOCK - 1) / GS3D_POINT_BLOCK;
     const int64_t dgrid_items = p->dgrid.data != NULL && bilinear ? p->N * dgrid_per_image : 0;
@@ -390,9 +416,11 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
         gradref__my_range(dx_items > 0 && !L.scatter ? p->N : 0, &b, &e);
         for (int64_t n = b; n < e; n++)
             run_bucket(&r, pair, n);
+#ifdef GRADREF_GS3D_SIMD
         gradref__my_range(dx_items > 0 && L.voxels ? p->N : 0, &b, &e);
         for (int64_t n = b; n < e; n++)
             build_voxels(&r, n);
+#endif
         gradref__my_range(dense_zero_dgrid ? NP * 3 : 0, &b, &e); /* +0 is all zero bytes */
         if (b < e)
             memset(p->dgrid.data + (size_t)b * p->elem_size, 0, (size_t)(e - b) * p->elem_size);
@@ -408,7 +436,9 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
         for (int64_t it = b; it < e; it++)
 #ifdef GRADREF_GS3D_SIMD
             if (L.voxels)
-                gradref__gs3d_avx512_nearest_dx_voxels(&r, it / dx_per_image, it % dx_per_image);
+                gradref__gs3d_avx512_nearest_dx_voxels(
+                    &r, it / dx_per_image, it % dx_per_image * GS3D_STAGE_CHANNELS,
+                    (float *)(base + L.stage + L.stage_bytes * (size_t)gradref__thread_num()));
             else if (L.scatter)
                 gradref__gs3d_avx512_nearest_dx(&r, it / dx_per_image, it % dx_per_image);
             else

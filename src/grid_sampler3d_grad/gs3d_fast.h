@@ -51,16 +51,51 @@ typedef struct gs3d_buckets {
     int64_t *cursor; /* per image D entries, scratch for filling */
 } gs3d_buckets;
 
-/* Nearest mode: each image's points grouped by voxel (v = (z * H + y) * W + x), so that a
- * channel's dx is made voxel by voxel: the sum of the voxel's points in point order, written
- * once. A voxel's first two points are kept per voxel; its later points go, in point order, to
- * the image's overflow list. Per image: V = D*H*W voxels and P points. */
+/* Nearest mode: each image's points grouped by voxel (v = (z * H + y) * W + x), so that dx is
+ * made voxel by voxel: the sum of the voxel's points in point order, written once. A voxel's
+ * first two points are kept per voxel; its later points go to the image's overflow list, by
+ * block of 16 voxels and in point order within a block. Per image: V = D*H*W voxels and P
+ * points.
+ *
+ * The sums read grad through a stage of GS3D_STAGE_CHANNELS channels: one row of those
+ * channels per point, so that one random read brings a point's value in every channel. Rows
+ * are in the order an in-register transpose leaves them (gs3d_stage_row), and row
+ * gs3d_zero_row(P) is zeros, the second point of a voxel that has none. A point is named by
+ * its row's offset in floats. */
 typedef struct gs3d_voxels {
-    int32_t *vox;        /* [N][P]: each point's voxel, -1 outside (written by the geometry) */
-    int32_t *slots;      /* [N][V][2]: the voxel's first and second point, -1 when none */
-    int32_t *over;       /* [N][2P]: (voxel, point) of each later point, ascending points */
-    int64_t *over_count; /* [N]: entries in over */
+    int32_t *vox;   /* [N][P]: each point's voxel, -1 outside (written by the geometry) */
+    int32_t *slots; /* [N][V][2]: the voxel's first and second point, the zero row when none */
+    int32_t *later; /* [N][2P]: (voxel, point) of each later point in point order (scratch) */
+    int32_t *over;  /* [N][2P]: the same, by voxel block */
+    int32_t *block_start; /* [N][blocks + 1]: block b's later points: over[start[b]..start[b+1]) */
+    int64_t lead;         /* block 0 is voxels [0, lead), block b > 0 [lead + 16(b-1), +16) */
+    int stream;           /* dx's blocks start on cache lines in every plane */
 } gs3d_voxels;
+
+#define GS3D_STAGE_CHANNELS 4
+
+/* Point q = 16b + 4j + k sits in stage row 16b + 4k + j. */
+static inline int64_t gs3d_stage_row(int64_t q) {
+    return (q & ~(int64_t)15) | (q & 3) << 2 | (q >> 2 & 3);
+}
+
+static inline int64_t gs3d_zero_row(int64_t P) {
+    return (P + 15) & ~(int64_t)15;
+}
+
+/* Voxel blocks of an image (gs3d_voxels) when block 1 starts at `lead` (0..15). */
+static inline int64_t gs3d_voxel_blocks(int64_t V, int64_t lead) {
+    return (V - lead + 31) / 16;
+}
+
+static inline int64_t gs3d_voxel_block(int64_t v, int64_t lead) {
+    return (v + 16 - lead) / 16;
+}
+
+/* The floats of one thread's stage, a whole number of cache lines. */
+static inline int64_t gs3d_stage_floats(int64_t P) {
+    return (gs3d_zero_row(P) + 4) * GS3D_STAGE_CHANNELS;
+}
 
 typedef struct gs3d_run {
     const gradref__gs3d_plan *p;

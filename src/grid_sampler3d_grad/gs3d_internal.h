@@ -38,11 +38,16 @@ gradref_status gradref__gs3d_validate(const gradref_grid_sampler3d_params *p,
  * Allocates its own accumulator; returns NO_MEMORY if it cannot. */
 gradref_status gradref__gs3d_ref(const gradref__gs3d_plan *plan);
 
-/* Workspace bytes the fast path needs for this plan at `precision`. */
-size_t gradref__gs3d_fast_workspace(const gradref__gs3d_plan *plan, int32_t precision);
+/* Workspace bytes the fast path needs for this plan at `precision` on `threads` threads (some
+ * parts are per thread). */
+size_t gradref__gs3d_fast_workspace(const gradref__gs3d_plan *plan, int32_t precision, int threads);
 
-/* The fast path; `ws` holds gradref__gs3d_fast_workspace(plan, plan->precision) bytes,
- * 64-byte aligned. */
+/* How many threads (at most `wanted`) `bytes` of workspace serve; 0 if not even one. */
+int gradref__gs3d_fast_threads(const gradref__gs3d_plan *plan, int32_t precision, size_t bytes,
+                               int wanted);
+
+/* The fast path; `ws` holds gradref__gs3d_fast_workspace(plan, plan->precision, num_threads)
+ * bytes, 64-byte aligned. */
 void gradref__gs3d_fast(const gradref__gs3d_plan *plan, void *ws, int num_threads);
 
 #endif

@@ -398,47 +398,186 @@ TARGET_512 void gradref__gs3d_avx512_nearest_dx(const gs3d_run *r, int64_t n, in
     }
 }
 
-TARGET_512 void gradref__gs3d_avx512_nearest_dx_voxels(const gs3d_run *r, int64_t n, int64_t c) {
+/* The 4x4 transpose of 32-bit elements within each 128-bit lane across four vectors: out[i]
+ * lane (4j + k) = in[k] lane (4j + i). */
+TARGET_512 static inline void transpose4_lanes(const __m512 in[4], __m512 out[4]) {
+    const __m512 t0 = _mm512_unpacklo_ps(in[0], in[1]), t1 = _mm512_unpackhi_ps(in[0], in[1]);
+    const __m512 t2 = _mm512_unpacklo_ps(in[2], in[3]), t3 = _mm512_unpackhi_ps(in[2], in[3]);
+    out[0] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
+    out[1] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
+    out[2] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
+    out[3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
+}
+
+/* Point (stage offset `row`) in voxel v: it takes the first or second slot if free, else it
+ * is appended to `later` (without branches: which it is, is random); returns the new count. */
+static inline int64_t slot_point(int32_t *slots, int32_t *later, int64_t count, int32_t none,
+                                 int64_t v, int32_t row) {
+    const int32_t f = slots[2 * v], s = slots[2 * v + 1];
+    const int is_first = f == none, is_second = !is_first && s == none;
+    slots[2 * v] = is_first ? row : f;
+    slots[2 * v + 1] = is_second ? row : s;
+    later[2 * count] = (int32_t)v;
+    later[2 * count + 1] = row;
+    return count + (!is_first && !is_second);
+}
+
+TARGET_512 int64_t gradref__gs3d_avx512_voxel_slots(const gs3d_run *r, int64_t n) {
     const gradref__gs3d_plan *p = r->p;
-    const int64_t V = p->D * p->H * p->W;
-    float *acc = (float *)r->acc + n * r->as[0] + c * r->as[1];
-    const float *g = (const float *)r->grad + n * r->gs[0] + c * r->gs[1];
-    const int32_t *slots = r->v.slots + n * 2 * V;
-    const __m512i none = _mm512_set1_epi32(-1);
-    const __m512i even =
-        _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-    const __m512i odd = _mm512_add_epi32(even, _mm512_set1_epi32(1));
-    /* the next channel's grad plane, read at random next, is fetched into L2 meanwhile */
-    const char *next = c + 1 < p->C ? (const char *)(g + r->gs[1]) : NULL;
-    const int64_t lines = (r->P * 4 + 63) / 64, steps = (V + 15) / 16;
-    const int64_t per_step = (lines + steps - 1) / steps;
-    for (int64_t v = 0; v < V; v += 16) {
-        if (next)
-            for (int64_t l = v / 16 * per_step; l < (v / 16 + 1) * per_step && l < lines; l++)
-                _mm_prefetch(next + 64 * l, _MM_HINT_T1);
-        const __mmask16 live = V - v >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (V - v)) - 1u);
-        const int64_t pairs = V - v >= 16 ? 32 : 2 * (V - v);
-        const __m512i lo = _mm512_maskz_loadu_epi32(
-            (__mmask16)(pairs >= 16 ? 0xffffu : (1u << pairs) - 1u), slots + 2 * v);
-        const __m512i hi =
-            _mm512_maskz_loadu_epi32((__mmask16)(pairs >= 32   ? 0xffffu
-                                                 : pairs <= 16 ? 0u
-                                                               : (1u << (pairs - 16)) - 1u),
-                                     slots + 2 * v + 16);
-        const __m512i i0 = _mm512_permutex2var_epi32(lo, even, hi);
-        const __m512i i1 = _mm512_permutex2var_epi32(lo, odd, hi);
-        const __mmask16 m0 = _mm512_mask_cmpgt_epi32_mask(live, i0, none);
-        const __mmask16 m1 = _mm512_mask_cmpgt_epi32_mask(live, i1, none);
-        const __m512 g0 = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m0, i0, g, 4);
-        const __m512 g1 = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m1, i1, g, 4);
-        __m512 sum = _mm512_add_ps(_mm512_setzero_ps(), g0); /* +0 + g, as dx = 0; dx += g */
-        sum = _mm512_mask_add_ps(sum, m1, sum, g1);
-        _mm512_mask_storeu_ps(acc + v, live, sum);
+    const int64_t V = p->D * p->H * p->W, P = r->P;
+    int32_t *slots = r->v.slots + n * 2 * V, *later = r->v.later + n * 2 * P;
+    const int32_t *vox = r->v.vox + n * P;
+    const int32_t none = (int32_t)(GS3D_STAGE_CHANNELS * gs3d_zero_row(P));
+    const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    /* GS3D_STAGE_CHANNELS * (gs3d_stage_row(q + lane) - q) for q a multiple of 16 */
+    const __m512i order = _mm512_setr_epi32(0, 16, 32, 48, 4, 20, 36, 52, 8, 24, 40, 56, 12, 28,
+                                            44, 60);
+    const __m512i pairs_lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7,
+                                               23);
+    const __m512i pairs_hi = _mm512_add_epi32(pairs_lo, _mm512_set1_epi32(8));
+    const __m512i nones = _mm512_set1_epi32(none), zero = _mm512_setzero_si512();
+    int64_t count = 0, q = 0;
+    for (; q + 16 <= P; q += 16) {
+        const __m512i v = _mm512_loadu_si512((const void *)(vox + q));
+        const __m512i rows =
+            _mm512_add_epi32(_mm512_set1_epi32((int32_t)(GS3D_STAGE_CHANNELS * q)), order);
+        const __mmask16 in = _mm512_cmpge_epi32_mask(v, zero);
+        /* two points of the group on one voxel: one at a time (points outside get distinct
+         * negative stand-ins) */
+        const __m512i keys =
+            _mm512_mask_blend_epi32(in, _mm512_sub_epi32(_mm512_set1_epi32(-1), lanes), v);
+        const __m512i clash = _mm512_conflict_epi32(keys);
+        if (_mm512_test_epi32_mask(clash, clash)) {
+            for (int j = 0; j < 16; j++)
+                if (vox[q + j] >= 0)
+                    count = slot_point(slots, later, count, none, vox[q + j],
+                                       (int32_t)(GS3D_STAGE_CHANNELS * gs3d_stage_row(q + j)));
+            continue;
+        }
+        const __m512i f = _mm512_mask_i32gather_epi32(nones, in, v, slots, 8);
+        const __m512i s = _mm512_mask_i32gather_epi32(nones, in, v, slots + 1, 8);
+        const __mmask16 first = _mm512_mask_cmpeq_epi32_mask(in, f, nones);
+        const __mmask16 second = _mm512_mask_cmpeq_epi32_mask(in & ~first, s, nones);
+        const __mmask16 rest = in & ~first & ~second;
+        _mm512_mask_i32scatter_epi32(slots, first, v, rows, 8);
+        _mm512_mask_i32scatter_epi32(slots + 1, second, v, rows, 8);
+        if (rest) { /* in point order; count <= q, so the 32 ints fit in 2P */
+            const __m512i cv = _mm512_maskz_compress_epi32(rest, v);
+            const __m512i cr = _mm512_maskz_compress_epi32(rest, rows);
+            _mm512_storeu_si512((void *)(later + 2 * count),
+                                _mm512_permutex2var_epi32(cv, pairs_lo, cr));
+            _mm512_storeu_si512((void *)(later + 2 * count + 16),
+                                _mm512_permutex2var_epi32(cv, pairs_hi, cr));
+            count += __builtin_popcount(rest);
+        }
     }
-    /* later points in point order: each voxel's sum goes on in its points' order */
-    const int32_t *over = r->v.over + n * 2 * r->P;
-    for (int64_t e = 0; e < r->v.over_count[n]; e++)
-        acc[over[2 * e]] += g[over[2 * e + 1]];
+    for (; q < P; q++)
+        if (vox[q] >= 0)
+            count = slot_point(slots, later, count, none, vox[q],
+                               (int32_t)(GS3D_STAGE_CHANNELS * gs3d_stage_row(q)));
+    return count;
+}
+
+/* Voxel u's (first, second) slots: stage offsets in the low and high halves. */
+static inline uint64_t slot_pair(const int32_t *slots, int64_t u) {
+    uint64_t pair;
+    memcpy(&pair, slots + 2 * u, sizeof pair);
+    return pair;
+}
+
+/* Lane j of the result: the 16 bytes of `stage` at the offset in half `half` (0 low, 32 high)
+ * of voxel (u + 4j)'s slot pair. */
+TARGET_512 static inline __m512 rows4(const float *stage, const int32_t *slots, int64_t u,
+                                      int half) {
+#  define ROW(j) _mm_loadu_ps(stage + (uint32_t)(slot_pair(slots, u + 4 * (j)) >> half))
+    __m512 v = _mm512_castps128_ps512(ROW(0));
+    v = _mm512_insertf32x4(v, ROW(1), 1); /* the lane must be a constant */
+    v = _mm512_insertf32x4(v, ROW(2), 2);
+    return _mm512_insertf32x4(v, ROW(3), 3);
+#  undef ROW
+}
+
+/* Voxels [u0, u1) of the planes at acc one at a time, then the later points e0..e1 (theirs). */
+static void voxels_one_by_one(float *acc, int64_t as1, int cb, const float *stage,
+                              const int32_t *slots, int64_t u0, int64_t u1, const int32_t *over,
+                              int64_t e0, int64_t e1) {
+    for (int64_t u = u0; u < u1; u++)
+        for (int i = 0; i < cb; i++)
+            acc[i * as1 + u] = stage[slots[2 * u] + i] + stage[slots[2 * u + 1] + i];
+    for (int64_t e = e0; e < e1; e++)
+        for (int i = 0; i < cb; i++)
+            acc[i * as1 + over[2 * e]] += stage[over[2 * e + 1] + i];
+}
+
+/* Whole blocks of 16 voxels from v (block b) while they fit in V; returns where they stop.
+ * Inlined with constant cb and stream, so that the four sums stay in registers. */
+TARGET_512 static inline __attribute__((always_inline)) int64_t
+voxel_blocks(float *acc, int64_t as1, const int cb, const int stream, const float *stage,
+             const int32_t *slots, const int32_t *over, const int32_t *start, int64_t v, int64_t b,
+             int64_t V) {
+    for (; v + 16 <= V; v += 16, b++) {
+        __m512 sum[4], out[4];
+        for (int k = 0; k < 4; k++) /* lane j: voxel v + 4j + k */
+            sum[k] = _mm512_add_ps(rows4(stage, slots, v + k, 0), rows4(stage, slots, v + k, 32));
+        transpose4_lanes(sum, out); /* out[i]: channel i of voxels v..v+15 */
+        for (int32_t e = start[b]; e < start[b + 1]; e++) {
+            const __mmask16 lane = (__mmask16)(1u << (over[2 * e] - v));
+            const float *row = stage + over[2 * e + 1];
+            for (int i = 0; i < 4; i++)
+                out[i] = _mm512_mask_add_ps(out[i], lane, out[i], _mm512_set1_ps(row[i]));
+        }
+        /* dx is written once and not read here: past the caches (a line's read for ownership
+         * and its eviction would cost as much as the sums) */
+        for (int i = 0; i < cb; i++)
+            if (stream)
+                _mm512_stream_ps(acc + i * as1 + v, out[i]);
+            else
+                _mm512_storeu_ps(acc + i * as1 + v, out[i]);
+    }
+    return v;
+}
+
+TARGET_512 void gradref__gs3d_avx512_nearest_dx_voxels(const gs3d_run *r, int64_t n, int64_t c0,
+                                                       float *stage) {
+    const gradref__gs3d_plan *p = r->p;
+    const int64_t V = p->D * p->H * p->W, P = r->P;
+    const int cb = p->C - c0 < GS3D_STAGE_CHANNELS ? (int)(p->C - c0) : GS3D_STAGE_CHANNELS;
+    const int64_t as1 = r->as[1];
+    float *acc = (float *)r->acc + n * r->as[0] + c0 * as1;
+    const float *g[GS3D_STAGE_CHANNELS];
+    for (int i = 0; i < GS3D_STAGE_CHANNELS; i++) /* a missing channel repeats the last: unused */
+        g[i] = (const float *)r->grad + n * r->gs[0] + (c0 + (i < cb ? i : cb - 1)) * r->gs[1];
+    const __m512 zero = _mm512_setzero_ps();
+    /* stage: +0 + grad (dx starts at +0), point q at row gs3d_stage_row(q) */
+    for (int64_t q = 0; q < P; q += 16) {
+        const __mmask16 m = P - q >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (P - q)) - 1u);
+        __m512 in[4], out[4];
+        for (int i = 0; i < 4; i++)
+            in[i] = _mm512_add_ps(zero, _mm512_maskz_loadu_ps(m, g[i] + q));
+        transpose4_lanes(in, out);
+        for (int k = 0; k < 4; k++)
+            _mm512_storeu_ps(stage + 4 * q + 16 * k, out[k]);
+    }
+    _mm_storeu_ps(stage + 4 * gs3d_zero_row(P), _mm_setzero_ps());
+
+    /* each voxel: its first staged row + its second (the zero row when it has none), then its
+     * later points in point order (a staged +0 + g adds as g does: a sum of two or more points
+     * is never -0). Blocks of 16 voxels start at r->v.lead, where dx's lines do. */
+    const int64_t lead = r->v.lead, blocks = gs3d_voxel_blocks(V, lead);
+    const int32_t *slots = r->v.slots + n * 2 * V, *over = r->v.over + n * 2 * P;
+    const int32_t *start = r->v.block_start + n * (blocks + 1);
+    const int64_t head = lead < V ? lead : V;
+    voxels_one_by_one(acc, as1, cb, stage, slots, 0, head, over, start[0], start[1]);
+    int64_t v;
+    if (cb == 4 && r->v.stream)
+        v = voxel_blocks(acc, as1, 4, 1, stage, slots, over, start, head, 1, V);
+    else if (cb == 4)
+        v = voxel_blocks(acc, as1, 4, 0, stage, slots, over, start, head, 1, V);
+    else
+        v = voxel_blocks(acc, as1, cb, r->v.stream, stage, slots, over, start, head, 1, V);
+    const int64_t b = gs3d_voxel_block(v, lead);
+    if (v < V) voxels_one_by_one(acc, as1, cb, stage, slots, v, V, over, start[b], start[b + 1]);
+    if (r->v.stream) _mm_sfence(); /* the streamed stores are seen before the region ends */
 }
 
 /* a[c] += w * g[c] (or a[c] += g[c]) for c < C, 16 lanes, the tail masked. */

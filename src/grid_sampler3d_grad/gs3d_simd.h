@@ -33,11 +33,20 @@ int64_t gradref__gs3d_avx512_geometry(const gs3d_run *r, int64_t n, int64_t q0, 
  * must be contiguous over the points. */
 void gradref__gs3d_avx512_nearest_dx(const gs3d_run *r, int64_t n, int64_t c);
 
-/* The same from the voxel index (r->v, built for image n by build_voxels in gs3d_fast.c):
- * dx[n, c] voxel by voxel, each the in-order sum of its points from +0, written once; dx's
- * planes must be dense (strides H*W, W, 1). Each voxel's first two points are gathered 16
- * voxels at a time, then the later points of the few fuller voxels are added in point order. */
-void gradref__gs3d_avx512_nearest_dx_voxels(const gs3d_run *r, int64_t n, int64_t c);
+/* The voxel index's pass over the points of image n (build_voxels in gs3d_fast.c), 16 points
+ * at a time (a group with two points on one voxel goes one point at a time): each voxel's slots
+ * (all "none" before) take its first two points, and later points are appended to r->v.later in
+ * point order. Returns how many were appended. */
+int64_t gradref__gs3d_avx512_voxel_slots(const gs3d_run *r, int64_t n);
+
+/* Nearest mode as gradref__gs3d_avx512_nearest_dx, for channels [c0, c0 + GS3D_STAGE_CHANNELS)
+ * of image n, from the voxel index (r->v, built for image n by build_voxels in gs3d_fast.c),
+ * through `stage` (gs3d_stage_floats(P)): dx voxel by voxel, each the in-order sum of its
+ * points from +0, written once; dx's planes must be dense (strides H*W, W, 1). The first two
+ * points of 16 voxels are read as stage rows and transposed into channel vectors; the later
+ * points of the few fuller voxels are then added in point order. */
+void gradref__gs3d_avx512_nearest_dx_voxels(const gs3d_run *r, int64_t n, int64_t c0,
+                                            float *stage);
 
 /* dx for one accumulator plane when channels are adjacent in the accumulator and in grad:
  * the records in order, each adding w * grad[point, :] to its corners' channel rows. Returns 0
