@@ -96,7 +96,7 @@ static void build_voxels(const gs3d_run *r, int64_t n) {
     const int64_t blocks = gs3d_voxel_blocks(V, lead);
     int32_t *slots = r->v.slots + n * 2 * V;
     const int32_t *later = r->v.later + n * 2 * P;
-    const int32_t none = (int32_t)(GS3D_STAGE_CHANNELS * gs3d_zero_row(P));
+    const int32_t none = gs3d_no_point(P);
     for (int64_t i = 0; i < 2 * V; i++)
         slots[i] = none;
     const int64_t count = gradref__gs3d_avx512_voxel_slots(r, n);

@@ -83,6 +83,11 @@ static inline int64_t gs3d_zero_row(int64_t P) {
     return (P + 15) & ~(int64_t)15;
 }
 
+/* The slot value of "no point": the zero row's offset in floats. */
+static inline int32_t gs3d_no_point(int64_t P) {
+    return (int32_t)(GS3D_STAGE_CHANNELS * gs3d_zero_row(P));
+}
+
 /* Voxel blocks of an image (gs3d_voxels) when block 1 starts at `lead` (0..15). */
 static inline int64_t gs3d_voxel_blocks(int64_t V, int64_t lead) {
     return (V - lead + 31) / 16;

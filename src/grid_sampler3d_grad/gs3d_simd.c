@@ -427,7 +427,7 @@ TARGET_512 int64_t gradref__gs3d_avx512_voxel_slots(const gs3d_run *r, int64_t n
     const int64_t V = p->D * p->H * p->W, P = r->P;
     int32_t *slots = r->v.slots + n * 2 * V, *later = r->v.later + n * 2 * P;
     const int32_t *vox = r->v.vox + n * P;
-    const int32_t none = (int32_t)(GS3D_STAGE_CHANNELS * gs3d_zero_row(P));
+    const int32_t none = gs3d_no_point(P);
     const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     /* GS3D_STAGE_CHANNELS * (gs3d_stage_row(q + lane) - q) for q a multiple of 16 */
     const __m512i order = _mm512_setr_epi32(0, 16, 32, 48, 4, 20, 36, 52, 8, 24, 40, 56, 12, 28,
@@ -527,7 +527,7 @@ voxel_blocks(float *acc, int64_t as1, const int cb, const int stream, const floa
                 out[i] = _mm512_mask_add_ps(out[i], lane, out[i], _mm512_set1_ps(row[i]));
         }
         /* dx is written once and not read here: past the caches (a line's read for ownership
-         * and its eviction would cost as much as the sums) */
+         * and its eviction would also push stage rows out of L2) */
         for (int i = 0; i < cb; i++)
             if (stream)
                 _mm512_stream_ps(acc + i * as1 + v, out[i]);
@@ -558,7 +558,7 @@ TARGET_512 void gradref__gs3d_avx512_nearest_dx_voxels(const gs3d_run *r, int64_
         for (int k = 0; k < 4; k++)
             _mm512_storeu_ps(stage + 4 * q + 16 * k, out[k]);
     }
-    _mm_storeu_ps(stage + 4 * gs3d_zero_row(P), _mm_setzero_ps());
+    _mm_storeu_ps(stage + gs3d_no_point(P), _mm_setzero_ps());
 
     /* each voxel: its first staged row + its second (the zero row when it has none), then its
      * later points in point order (a staged +0 + g adds as g does: a sum of two or more points
