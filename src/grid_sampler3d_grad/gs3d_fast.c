@@ -191,8 +191,7 @@ size_t gradref__gs3d_fast_workspace(const gradref__gs3d_plan *p, int32_t precisi
 
 int gradref__gs3d_fast_threads(const gradref__gs3d_plan *p, int32_t precision, size_t bytes,
                                int wanted) {
-    const ws_layout one = layout_of(p, precision, 1);
-    if (bytes < one.total) return 0;
+    const ws_layout one = layout_of(p, precision, 1); /* total: shared + one stage */
     return gradref__threads_fitting(bytes, one.shared, one.stage_bytes, wanted);
 }
 
