@@ -568,6 +568,8 @@ int main(int argc, char **argv) {
     if (repeats < 1) repeats = 1;
 #ifdef _OPENMP
     if (threads <= 0) threads = omp_get_max_threads();
+    /* the workspace twins size per-thread parts for the default thread count: make it -t */
+    omp_set_num_threads(threads);
 #else
     threads = 1;
 #endif
