@@ -333,6 +333,36 @@ static void test_threads_layouts_dtypes(void **state) {
     }
 }
 
+/* A caller's workspace that holds exactly one thread's share, asked for three threads: the
+ * call runs on one, with the bits of a call that allocates its own. */
+static void test_workspace_for_fewer_threads(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(11);
+    geometry g = random_geometry(&r);
+    c3f_case c;
+    make_case(&c, &g, GRADREF_F32, GRADREF_F32, 0, 0, &r);
+    void *want = malloc(c.bytes[2]);
+    assert_non_null(want);
+    gradref_exec own = {NULL, 0, 3, 0};
+    assert_int_equal(gradref_conv3d_backprop_filter(&c.params, &c.x, &c.dy, &c.dw, &own),
+                     GRADREF_OK);
+    memcpy(want, c.dw.data, c.bytes[2]);
+    gradref__c3f_plan plan;
+    assert_int_equal(gradref__c3f_validate(&c.params, &c.x, &c.dy, &c.dw, &plan), GRADREF_OK);
+    const size_t one = gradref__c3f_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, 1) + 64;
+    assert_true(gradref__c3f_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, 3) + 64 > one);
+    void *ws = malloc(one);
+    assert_non_null(ws);
+    gradref_exec e = {ws, one, 3, 0};
+    memset(c.dw.data, 0xa5, c.bytes[2]);
+    assert_int_equal(gradref_conv3d_backprop_filter(&c.params, &c.x, &c.dy, &c.dw, &e),
+                     GRADREF_OK);
+    assert_memory_equal(c.dw.data, want, c.bytes[2]);
+    free(ws);
+    free(want);
+    free_case(&c);
+}
+
 /* Wide channel counts (the AVX-512 indirect kernel's tiles of up to 14 channels inside one
  * tap, items cutting taps; the packed panels straddling taps; Cout/G below, at and above one
  * 32-column panel) over several reduction blocks: still the reference's bits in every
@@ -585,6 +615,7 @@ int main(void) {
         cmocka_unit_test(test_adjoint_identity),
         cmocka_unit_test(test_threads_layouts_dtypes),
         cmocka_unit_test(test_wide_channels),
+        cmocka_unit_test(test_workspace_for_fewer_threads),
         cmocka_unit_test(test_blocked_sum_accuracy),
         cmocka_unit_test(test_long_and_nonfinite),
         cmocka_unit_test(test_pads_same),

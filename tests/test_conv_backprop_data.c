@@ -612,6 +612,18 @@ static void test_workspace(void **state) {
         else
             assert_int_equal(s, GRADREF_ERR_WORKSPACE);
     }
+    /* exactly one thread's share, asked for three threads: it runs on one, same bits */
+    gradref__cbd_plan plan;
+    assert_int_equal(gradref__cbd_validate(&c.params, &c.filter, &c.diff, &c.grad, &plan),
+                     GRADREF_OK);
+    const size_t one = gradref__cbd_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, 1) + 64;
+    assert_true(gradref__cbd_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, 3) + 64 > one);
+    assert_true(one <= bytes);
+    gradref_exec e1 = {ws, one, 3, 0};
+    memset(c.grad.data, 0, c.bytes[2]);
+    assert_int_equal(gradref_conv_backprop_data(&c.params, &c.filter, &c.diff, &c.grad, &e1),
+                     GRADREF_OK);
+    assert_memory_equal(c.grad.data, wb, c.bytes[2]);
     free(ws);
     free(wb);
     free_case(&c);

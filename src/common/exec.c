@@ -78,9 +78,10 @@ size_t gradref__workspace_usable(const gradref__ctx *ctx) {
     return ctx->workspace_bytes - GRADREF_WORKSPACE_ALIGN;
 }
 
-int gradref__threads_fitting(size_t bytes, size_t shared, size_t per_thread, int wanted) {
-    if (bytes < shared + per_thread) return 0;
-    if (per_thread == 0) return wanted;
-    const size_t fit = (bytes - shared) / per_thread;
+int gradref__workspace_threads(const gradref__ctx *ctx, size_t one, size_t two) {
+    const size_t bytes = gradref__workspace_usable(ctx), per_thread = two - one;
+    const int wanted = ctx->num_threads;
+    if (ctx->workspace == NULL || bytes < one || per_thread == 0) return wanted;
+    const size_t fit = 1 + (bytes - one) / per_thread;
     return fit < (size_t)wanted ? (int)fit : wanted;
 }

@@ -43,9 +43,10 @@ int gradref__default_threads(void);
 /* Usable bytes of the caller's workspace once aligned (0 when there is none). */
 size_t gradref__workspace_usable(const gradref__ctx *ctx);
 
-/* How many threads (at most wanted) a workspace of `bytes` holds when a layout takes `shared`
- * bytes plus `per_thread` for each thread: 0 when not even one fits, wanted when per_thread is
- * 0. */
-int gradref__threads_fitting(size_t bytes, size_t shared, size_t per_thread, int wanted);
+/* The threads a call runs on: ctx's, or as many as the caller's workspace holds when it holds
+ * fewer (at least one; below one thread's share the acquire reports the workspace too small).
+ * `one` and `two` are the call's workspace bytes at one and two threads (layouts that take a
+ * fixed part plus a part per thread). */
+int gradref__workspace_threads(const gradref__ctx *ctx, size_t one, size_t two);
 
 #endif

@@ -99,12 +99,6 @@ size_t gradref__c3f_fast_workspace(const gradref__c3f_plan *p, int32_t precision
     return layout_of(p, precision, threads).total;
 }
 
-int gradref__c3f_fast_threads(const gradref__c3f_plan *p, int32_t precision, size_t bytes,
-                              int wanted) {
-    const layout one = layout_of(p, precision, 1);
-    if (bytes < one.total) return 0;
-    return gradref__threads_fitting(bytes, one.thread0, one.per_thread, wanted);
-}
 
 typedef struct run {
     const gradref__c3f_plan *p;

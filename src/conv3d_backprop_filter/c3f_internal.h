@@ -38,11 +38,8 @@ void gradref__c3f_ref(const gradref__c3f_plan *plan);
 /* The same for dw elements [e0, e1) of the Cout * Cin/G * kD * kH * kW, in logical order. */
 void gradref__c3f_ref_elements(const gradref__c3f_plan *plan, int64_t e0, int64_t e1);
 
-/* Workspace bytes of the fast path for this plan at `precision` with `threads` threads, and
- * the threads a workspace of `bytes` supports (0: too small for one). */
+/* Workspace bytes of the fast path for this plan at `precision` with `threads` threads. */
 size_t gradref__c3f_fast_workspace(const gradref__c3f_plan *plan, int32_t precision, int threads);
-int gradref__c3f_fast_threads(const gradref__c3f_plan *plan, int32_t precision, size_t bytes,
-                              int wanted);
 /* The fast path; `ws` is 64-byte aligned and holds the bytes for `threads`. */
 void gradref__c3f_fast(const gradref__c3f_plan *plan, void *ws, int threads);
 

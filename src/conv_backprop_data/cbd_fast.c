@@ -119,12 +119,6 @@ size_t gradref__cbd_fast_workspace(const gradref__cbd_plan *p, int32_t precision
     return layout_of(p, precision, threads).total;
 }
 
-int gradref__cbd_fast_threads(const gradref__cbd_plan *p, int32_t precision, size_t bytes,
-                              int wanted) {
-    const layout one = layout_of(p, precision, 1);
-    if (bytes < one.total) return 0;
-    return gradref__threads_fitting(bytes, one.thread0, one.per_thread, wanted);
-}
 
 static float load_f32(int32_t dtype, const char *e) {
     if (dtype == GRADREF_F32) return *(const float *)e;

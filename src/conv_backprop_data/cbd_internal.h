@@ -39,9 +39,6 @@ void gradref__cbd_ref_slabs(const gradref__cbd_plan *plan, int64_t s0, int64_t s
 
 /* Workspace bytes of the fast path for this plan at `precision` with `threads` threads. */
 size_t gradref__cbd_fast_workspace(const gradref__cbd_plan *plan, int32_t precision, int threads);
-/* Threads a workspace of `bytes` supports (0 when it is too small for one). */
-int gradref__cbd_fast_threads(const gradref__cbd_plan *plan, int32_t precision, size_t bytes,
-                              int wanted);
 /* The fast path; `ws` is 64-byte aligned and holds the bytes for `threads`. */
 void gradref__cbd_fast(const gradref__cbd_plan *plan, void *ws, int threads);
 

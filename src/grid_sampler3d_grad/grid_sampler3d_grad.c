@@ -136,12 +136,9 @@ gradref_status gradref_grid_sampler3d_grad(const gradref_grid_sampler3d_params *
     if (s != GRADREF_OK) return s;
     if ((s = gradref__gs3d_validate(p, grad, x, grid, dx, dgrid, &plan)) != GRADREF_OK) return s;
     plan.precision = ctx.precision;
-    int threads = ctx.num_threads;
-    if (ctx.workspace != NULL) { /* as many threads as the caller's workspace holds */
-        const int fit = gradref__gs3d_fast_threads(&plan, ctx.precision,
-                                                   gradref__workspace_usable(&ctx), threads);
-        if (fit > 0) threads = fit;
-    }
+    const int threads = gradref__workspace_threads( /* fewer if the caller's workspace holds fewer */
+        &ctx, gradref__gs3d_fast_workspace(&plan, ctx.precision, 1),
+        gradref__gs3d_fast_workspace(&plan, ctx.precision, 2));
     void *ws, *owned;
     s = gradref__workspace_acquire(
         OP, &ctx, gradref__gs3d_fast_workspace(&plan, ctx.precision, threads), &ws, &owned);

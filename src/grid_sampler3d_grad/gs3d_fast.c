@@ -53,8 +53,8 @@ typedef struct ws_layout {
     size_t x32, grad32;                                   /* f32 copies of inputs */
     size_t acc;                                           /* dx accumulator, when not dx */
     size_t vox, slots, later, over, block_start;          /* nearest: the voxel index */
-    size_t stage, stage_bytes;                            /* nearest: per thread, after shared */
-    size_t shared, total;
+    size_t stage, stage_bytes;                            /* nearest: per thread, last */
+    size_t total;
     int pair, acc_buffer, stage_x, stage_grad, scatter, voxels;
 } ws_layout;
 
@@ -175,7 +175,6 @@ static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision, int t
     L.acc_buffer = p->dx.data != NULL && !L.scatter &&
                    (narrow || (p->dtype == GRADREF_F32 && wide) || !dx_channels_last);
     if (L.acc_buffer) L.acc = gradref__ws_take(&at, (size_t)numel5(xs) * a);
-    L.shared = at;
     if (L.voxels) {
         L.stage_bytes = (size_t)gs3d_stage_floats(P) * 4; /* whole cache lines */
         L.stage = at;
@@ -189,11 +188,6 @@ size_t gradref__gs3d_fast_workspace(const gradref__gs3d_plan *p, int32_t precisi
     return layout_of(p, precision, threads).total;
 }
 
-int gradref__gs3d_fast_threads(const gradref__gs3d_plan *p, int32_t precision, size_t bytes,
-                               int wanted) {
-    const ws_layout one = layout_of(p, precision, 1); /* total: shared + one stage */
-    return gradref__threads_fitting(bytes, one.shared, one.stage_bytes, wanted);
-}
 
 static void make_tensor(gradref_tensor *t, void *data, int32_t dtype, const int64_t *shape,
                         const int64_t *strides) {

@@ -42,9 +42,6 @@ gradref_status gradref__gs3d_ref(const gradref__gs3d_plan *plan);
  * parts are per thread). */
 size_t gradref__gs3d_fast_workspace(const gradref__gs3d_plan *plan, int32_t precision, int threads);
 
-/* How many threads (at most `wanted`) `bytes` of workspace serve; 0 if not even one. */
-int gradref__gs3d_fast_threads(const gradref__gs3d_plan *plan, int32_t precision, size_t bytes,
-                               int wanted);
 
 /* The fast path; `ws` holds gradref__gs3d_fast_workspace(plan, plan->precision, num_threads)
  * bytes, 64-byte aligned. */
