@@ -86,11 +86,17 @@ typedef enum gradref_precision {
     GRADREF_PRECISION_HIGH = 1     /* every float dtype accumulates in f64 */
 } gradref_precision;
 
-/* Execution options for one call. A NULL gradref_exec* means all defaults (zero-initialised). */
+/* The most threads one call runs on. An explicit gradref_exec.num_threads above it is a PARAM
+ * error; an OpenMP default above it is lowered to it. */
+#define GRADREF_MAX_THREADS 1024
+
+/* Execution options for one call. A NULL gradref_exec* means all defaults (zero-initialised).
+ * The workspace must not overlap any tensor or array argument of the call. */
 typedef struct gradref_exec {
     void *workspace;        /* caller scratch, or NULL: the call makes one allocation if needed */
     size_t workspace_bytes; /* size of workspace; see gradref_<op>_workspace_size() */
-    int32_t num_threads;    /* 0: OpenMP default (OMP_NUM_THREADS); 1: serial; < 0: error */
+    int32_t num_threads;    /* 0: OpenMP default (OMP_NUM_THREADS), at most GRADREF_MAX_THREADS;
+                               1..GRADREF_MAX_THREADS: that many; otherwise PARAM */
     int32_t precision;      /* gradref_precision */
 } gradref_exec;
 

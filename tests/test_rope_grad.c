@@ -531,7 +531,7 @@ static void test_errors(void **state) {
     p = good;
     p.start_positions = starts_bad;
     expect_error(&c, CALL(&p, &c.q, &c.k, &c.cos, &c.sin, &c.dq, &c.dk), GRADREF_ERR_PARAM,
-                 "sequence 1 covers positions 3..4");
+                 "sequence 1 starts at position 3 and has 2 tokens");
     p = good;
     p.start_positions = starts_neg;
     expect_error(&c, CALL(&p, &c.q, &c.k, &c.cos, &c.sin, &c.dq, &c.dk), GRADREF_ERR_PARAM,

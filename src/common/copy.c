@@ -2,6 +2,7 @@
 #include <string.h>
 
 #include "convert.h"
+#include "copy.h"
 #include "convert_array.h"
 #include "cpu.h"
 #include "exec.h"
@@ -188,25 +189,43 @@ gradref_status gradref_copy(const gradref_tensor *src, const gradref_tensor *dst
                             const gradref_exec *exec) {
     gradref__ctx ctx;
     gradref__extent se, de;
+    gradref_tensor sl, dl;
     gradref_status s;
     if ((s = gradref__exec_resolve(OP, exec, &ctx)) != GRADREF_OK) return s;
-    if ((s = gradref__check_tensor(OP, "src", src, &se)) != GRADREF_OK) return s;
-    if ((s = gradref__check_output(OP, "dst", dst, &de)) != GRADREF_OK) return s;
-    if (!conversion_allowed(src->dtype, dst->dtype))
+    if ((s = gradref__take_input(OP, "src", src, &sl, &se)) != GRADREF_OK) return s;
+    if ((s = gradref__take_output(OP, "dst", dst, &dl, &de)) != GRADREF_OK) return s;
+    if (!conversion_allowed(sl.dtype, dl.dtype))
         return gradref__fail(GRADREF_ERR_DTYPE, OP,
                              "cannot convert src.dtype %s to dst.dtype %s (float to integer and "
                              "integer narrowing are not supported)",
-                             gradref__dtype_name(src->dtype), gradref__dtype_name(dst->dtype));
-    if (src->ndim != dst->ndim)
+                             gradref__dtype_name(sl.dtype), gradref__dtype_name(dl.dtype));
+    if (sl.ndim != dl.ndim)
         return gradref__fail(GRADREF_ERR_RANK, OP, "src.ndim is %d but dst.ndim is %d",
-                             (int)src->ndim, (int)dst->ndim);
-    for (int i = 0; i < src->ndim; i++)
-        if (src->shape[i] != dst->shape[i])
+                             (int)sl.ndim, (int)dl.ndim);
+    for (int i = 0; i < sl.ndim; i++)
+        if (sl.shape[i] != dl.shape[i])
             return gradref__fail(GRADREF_ERR_SHAPE, OP,
                                  "src.shape[%d] is %lld but dst.shape[%d] is %lld", i,
-                                 (long long)src->shape[i], i, (long long)dst->shape[i]);
+                                 (long long)sl.shape[i], i, (long long)dl.shape[i]);
     if ((s = gradref__check_disjoint(OP, "dst", &de, "src", &se)) != GRADREF_OK) return s;
-    if (de.numel == 0) return GRADREF_OK;
+    gradref__copy_run(&sl, &dl, ctx.num_threads);
+    return GRADREF_OK;
+}
+
+void gradref__fill_zero(const gradref_tensor *t, int num_threads) {
+    static const uint64_t zero = 0; /* +0 in every dtype */
+    gradref_tensor z = *t;
+    z.data = (void *)&zero;
+    for (int i = 0; i < z.ndim; i++)
+        z.strides[i] = 0;
+    gradref__copy_run(&z, t, num_threads);
+}
+
+void gradref__copy_run(const gradref_tensor *src, const gradref_tensor *dst, int num_threads) {
+    int64_t numel = 1;
+    for (int i = 0; i < dst->ndim; i++)
+        numel *= dst->shape[i];
+    if (numel == 0) return;
 
     /* Iterate in dst memory order (outermost = largest dst stride) with dims merged where both
      * tensors are dense across them, so the inner loop is as long and as linear as it can be. */
@@ -227,7 +246,9 @@ gradref_status gradref_copy(const gradref_tensor *src, const gradref_tensor *dst
     }
     int m = 0;
     for (int k = 0; k < n; k++) {
-        if (m > 0 && ds[m - 1] == ds[k] * shape[k] && ss[m - 1] == ss[k] * shape[k]) {
+        int64_t douter, souter; /* checked: a broadcast src can reach past its own span here */
+        if (m > 0 && !gradref__mul_ovf(ds[k], shape[k], &douter) && ds[m - 1] == douter &&
+            !gradref__mul_ovf(ss[k], shape[k], &souter) && ss[m - 1] == souter) {
             shape[m - 1] *= shape[k];
             ss[m - 1] = ss[k];
             ds[m - 1] = ds[k];
@@ -246,7 +267,7 @@ gradref_status gradref_copy(const gradref_tensor *src, const gradref_tensor *dst
     const char *sbase = (const char *)src->data;
     char *dbase = (char *)dst->data;
     size_t sz = gradref__dtype_size(src->dtype), dz = gradref__dtype_size(dst->dtype);
-    int threads = de.numel >= (INT64_C(1) << 16) ? ctx.num_threads : 1;
+    int threads = numel >= (INT64_C(1) << 16) ? num_threads : 1;
     (void)threads;
     int64_t inner = shape[m - 1];
 
@@ -258,7 +279,7 @@ gradref_status gradref_copy(const gradref_tensor *src, const gradref_tensor *dst
     if (t >= 0) {
         enum { TILE = 32 };
         const int64_t ti = (shape[t] + TILE - 1) / TILE, tj = (inner + TILE - 1) / TILE;
-        const int64_t rows = de.numel / (inner * shape[t]);
+        const int64_t rows = numel / (inner * shape[t]);
         const int64_t items = rows * ti * tj;
 #ifdef GRADREF_COPY_AVX2
         const int blocks8 =
@@ -293,10 +314,10 @@ gradref_status gradref_copy(const gradref_tensor *src, const gradref_tensor *dst
                          src->dtype, dbase + (size_t)(dof + i * ds[t] + j0 * ds[m - 1]) * dz,
                          ds[m - 1], dst->dtype, len);
         }
-        return GRADREF_OK;
+        return;
     }
 
-    int64_t rows = de.numel / inner;
+    int64_t rows = numel / inner;
     GRADREF_OMP(omp parallel for num_threads(threads) schedule(static))
     for (int64_t r = 0; r < rows; r++) {
         int64_t rest = r, so = 0, dof = 0;
@@ -309,5 +330,4 @@ gradref_status gradref_copy(const gradref_tensor *src, const gradref_tensor *dst
         copy_row(sbase + (size_t)so * sz, ss[m - 1], src->dtype, dbase + (size_t)dof * dz,
                  ds[m - 1], dst->dtype, inner);
     }
-    return GRADREF_OK;
 }

@@ -6,15 +6,16 @@
 gradref_status gradref__exec_resolve(const char *op, const gradref_exec *exec, gradref__ctx *ctx) {
     gradref_exec defaults = {NULL, 0, 0, GRADREF_PRECISION_DEFAULT};
     if (exec == NULL) exec = &defaults;
-    if (exec->num_threads < 0)
-        return gradref__fail(GRADREF_ERR_PARAM, op, "exec.num_threads is %d, below 0",
-                             (int)exec->num_threads);
+    if (exec->num_threads < 0 || exec->num_threads > GRADREF_MAX_THREADS)
+        return gradref__fail(GRADREF_ERR_PARAM, op, "exec.num_threads is %d, outside 0..%d",
+                             (int)exec->num_threads, GRADREF_MAX_THREADS);
     if (exec->precision != GRADREF_PRECISION_DEFAULT && exec->precision != GRADREF_PRECISION_HIGH)
         return gradref__fail(GRADREF_ERR_PARAM, op, "exec.precision is %d, not a gradref_precision",
                              (int)exec->precision);
     int threads = exec->num_threads;
 #ifdef _OPENMP
-    if (threads == 0) threads = omp_get_max_threads();
+    if (threads == 0) threads = omp_get_max_threads(); /* OMP_NUM_THREADS may ask for anything */
+    if (threads > GRADREF_MAX_THREADS) threads = GRADREF_MAX_THREADS;
 #else
     threads = 1;
 #endif

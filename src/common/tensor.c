@@ -90,6 +90,11 @@ gradref_status gradref__check_tensor(const char *op, const char *name, const gra
         return gradref__fail(GRADREF_ERR_NULL, op, "%s.data is NULL but it has %lld elements", name,
                              (long long)numel);
     uintptr_t lo = (uintptr_t)t->data;
+    const size_t esz = gradref__dtype_size(t->dtype);
+    if (numel > 0 && lo % esz != 0)
+        return gradref__fail(GRADREF_ERR_PARAM, op,
+                             "%s.data (%p) is not aligned to its %zu-byte elements", name, t->data,
+                             esz);
     if (numel > 0 && (uintptr_t)bytes > UINTPTR_MAX - lo)
         return gradref__fail(GRADREF_ERR_OVERFLOW, op,
                              "%s: its %lld bytes run past the end of the address space", name,
@@ -132,6 +137,32 @@ gradref_status gradref__check_output(const char *op, const char *name, const gra
     return GRADREF_OK;
 }
 
+void gradref__tensor_normalize(const gradref_tensor *t, gradref_tensor *local) {
+    gradref_tensor r = *t;
+    int empty = 0;
+    for (int i = 0; i < r.ndim; i++)
+        empty |= r.shape[i] == 0;
+    for (int i = 0; i < r.ndim; i++)
+        if (empty || r.shape[i] == 1) r.strides[i] = 0;
+    for (int i = r.ndim; i < GRADREF_MAX_DIMS; i++)
+        r.shape[i] = 1, r.strides[i] = 0;
+    *local = r;
+}
+
+gradref_status gradref__take_input(const char *op, const char *name, const gradref_tensor *t,
+                                   gradref_tensor *local, gradref__extent *ext) {
+    gradref_status s = gradref__check_tensor(op, name, t, ext);
+    if (s == GRADREF_OK) gradref__tensor_normalize(t, local);
+    return s;
+}
+
+gradref_status gradref__take_output(const char *op, const char *name, const gradref_tensor *t,
+                                    gradref_tensor *local, gradref__extent *ext) {
+    gradref_status s = gradref__check_output(op, name, t, ext);
+    if (s == GRADREF_OK) gradref__tensor_normalize(t, local);
+    return s;
+}
+
 gradref_status gradref__check_disjoint(const char *op, const char *out_name,
                                        const gradref__extent *out, const char *other_name,
                                        const gradref__extent *other) {
@@ -142,12 +173,36 @@ gradref_status gradref__check_disjoint(const char *op, const char *out_name,
     return GRADREF_OK;
 }
 
+gradref_status gradref__check_array(const char *op, const char *out_name,
+                                    const gradref__extent *out, const char *array_name,
+                                    const void *array, int64_t count, int64_t stride,
+                                    size_t elem_size) {
+    if (array == NULL || count <= 0) return GRADREF_OK;
+    /* count, stride and elem_size come from validated descriptors or int32 counts */
+    gradref__extent e;
+    e.numel = count;
+    e.lo = (uintptr_t)array;
+    e.hi = e.lo + (uintptr_t)((count - 1) * stride + 1) * elem_size;
+    return gradref__check_disjoint(op, out_name, out, array_name, &e);
+}
+
 gradref_status gradref__check_dim(const char *op, const char *name, const gradref_tensor *t,
                                   int dim, int64_t want, const char *what) {
     if (t->shape[dim] != want)
         return gradref__fail(GRADREF_ERR_SHAPE, op, "%s.shape[%d] is %lld but %s is %lld", name,
                              dim, (long long)t->shape[dim], what, (long long)want);
     return GRADREF_OK;
+}
+
+gradref_status gradref__check_dim_product(const char *op, const char *name,
+                                          const gradref_tensor *t, int dim, int64_t a, int64_t b,
+                                          const char *what) {
+    int64_t want;
+    if (gradref__mul_ovf(a, b, &want))
+        return gradref__fail(GRADREF_ERR_SHAPE, op,
+                             "%s.shape[%d] is %lld but %s is %lld x %lld, beyond int64", name, dim,
+                             (long long)t->shape[dim], what, (long long)a, (long long)b);
+    return gradref__check_dim(op, name, t, dim, want, what);
 }
 
 gradref_status gradref__check_rank(const char *op, const char *name, const gradref_tensor *t,

@@ -20,7 +20,7 @@ int gradref__dtype_is_float(int32_t dtype);
 
 /* A descriptor that can be read: t != NULL, a known dtype, 0 <= ndim <= 8, sizes and strides
  * >= 0, element count and byte span within int64_t/size_t/the address space, and data != NULL
- * when it has elements. Fills *ext (may be NULL). */
+ * and aligned to the element size when it has elements. Fills *ext (may be NULL). */
 gradref_status gradref__check_tensor(const char *op, const char *name, const gradref_tensor *t,
                                      gradref__extent *ext);
 
@@ -30,6 +30,27 @@ gradref_status gradref__check_tensor(const char *op, const char *name, const gra
 gradref_status gradref__check_output(const char *op, const char *name, const gradref_tensor *t,
                                      gradref__extent *ext);
 
+/* *local = *t with every stride of a size-1 dim set to 0, every stride of an empty tensor set to
+ * 0, and the dims past ndim set to size 1, stride 0. A validated, normalised descriptor keeps
+ * every later offset within the span validation checked, whatever strides the caller gave to
+ * dims that address nothing; the copy also means the call never reads the caller's
+ * descriptor again once it starts writing. */
+void gradref__tensor_normalize(const gradref_tensor *t, gradref_tensor *local);
+
+/* gradref__check_tensor / gradref__check_output, then gradref__tensor_normalize into *local. */
+gradref_status gradref__take_input(const char *op, const char *name, const gradref_tensor *t,
+                                   gradref_tensor *local, gradref__extent *ext);
+gradref_status gradref__take_output(const char *op, const char *name, const gradref_tensor *t,
+                                    gradref_tensor *local, gradref__extent *ext);
+
+/* ALIAS when the count elements of elem_size bytes at array, stride elements apart (a caller's
+ * list such as seq_lens, read while outputs are written), intersect an output. The list must
+ * already fit in the address space (it is read during validation). */
+gradref_status gradref__check_array(const char *op, const char *out_name,
+                                    const gradref__extent *out, const char *array_name,
+                                    const void *array, int64_t count, int64_t stride,
+                                    size_t elem_size);
+
 /* ALIAS when the byte ranges of an output and another tensor intersect (empty ones never do). */
 gradref_status gradref__check_disjoint(const char *op, const char *out_name,
                                        const gradref__extent *out, const char *other_name,
@@ -38,6 +59,11 @@ gradref_status gradref__check_disjoint(const char *op, const char *out_name,
 /* Requires t->shape[dim] == want (SHAPE otherwise, naming `what` as the source of want). */
 gradref_status gradref__check_dim(const char *op, const char *name, const gradref_tensor *t,
                                   int dim, int64_t want, const char *what);
+
+/* Requires t->shape[dim] == a * b, the product checked for overflow. */
+gradref_status gradref__check_dim_product(const char *op, const char *name,
+                                          const gradref_tensor *t, int dim, int64_t a, int64_t b,
+                                          const char *what);
 
 /* Requires t->ndim == ndim (RANK otherwise). */
 gradref_status gradref__check_rank(const char *op, const char *name, const gradref_tensor *t,

@@ -4,6 +4,7 @@
 
 #include "c3f_internal.h"
 #include "common/conv.h"
+#include "common/copy.h"
 #include "common/exec.h"
 #include "common/tensor.h"
 
@@ -15,9 +16,13 @@ gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref
     gradref_status s;
     if ((s = gradref__conv_check_params(OP, p)) != GRADREF_OK) return s;
     gradref__extent xe, ye, we;
-    if ((s = gradref__check_tensor(OP, "x", x, &xe)) != GRADREF_OK) return s;
-    if ((s = gradref__check_tensor(OP, "dy", dy, &ye)) != GRADREF_OK) return s;
-    if ((s = gradref__check_output(OP, "dw", dw, &we)) != GRADREF_OK) return s;
+    gradref_tensor xl, yl, wl;
+    if ((s = gradref__take_input(OP, "x", x, &xl, &xe)) != GRADREF_OK) return s;
+    if ((s = gradref__take_input(OP, "dy", dy, &yl, &ye)) != GRADREF_OK) return s;
+    if ((s = gradref__take_output(OP, "dw", dw, &wl, &we)) != GRADREF_OK) return s;
+    x = &xl;
+    dy = &yl;
+    dw = &wl;
     if ((s = gradref__check_rank(OP, "x", x, 5)) != GRADREF_OK) return s;
     if ((s = gradref__check_rank(OP, "dy", dy, 5)) != GRADREF_OK) return s;
     if ((s = gradref__check_rank(OP, "dw", dw, 5)) != GRADREF_OK) return s;
@@ -41,7 +46,7 @@ gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref
         return s;
     if ((s = gradref__check_dim(OP, "dy", dy, 1, Cout, "dw.shape[0] (Cout)")) != GRADREF_OK)
         return s;
-    if ((s = gradref__check_dim(OP, "x", x, 1, G * Cin_g, "groups x dw.shape[1] (Cin/G)")) !=
+    if ((s = gradref__check_dim_product(OP, "x", x, 1, G, Cin_g, "groups x dw.shape[1] (Cin/G)")) !=
         GRADREF_OK)
         return s;
     if (Cout % G != 0)
@@ -81,6 +86,8 @@ gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref
     }
     plan->in_size = gradref__dtype_size(in);
     plan->out_size = gradref__dtype_size(out);
+    plan->zero_only = we.numel == 0 || plan->N == 0;
+    plan->dw_desc = wl;
     return GRADREF_OK;
 }
 
@@ -93,6 +100,10 @@ gradref_status gradref_conv3d_backprop_filter(const gradref_conv_params *p, cons
     if (s != GRADREF_OK) return s;
     if ((s = gradref__c3f_validate(p, x, dy, dw, &plan)) != GRADREF_OK) return s;
     plan.precision = ctx.precision;
+    if (plan.zero_only) {
+        gradref__fill_zero(&plan.dw_desc, ctx.num_threads);
+        return GRADREF_OK;
+    }
     const int threads = gradref__workspace_threads( /* fewer if the caller's workspace holds fewer */
         &ctx, gradref__c3f_fast_workspace(&plan, ctx.precision, 1),
         gradref__c3f_fast_workspace(&plan, ctx.precision, 2));
@@ -115,8 +126,11 @@ gradref_status gradref_conv3d_backprop_filter_workspace_size(const gradref_conv_
     gradref_status s = gradref__c3f_validate(p, x, dy, dw, &plan);
     if (s != GRADREF_OK) return s;
     const int threads = gradref__default_threads();
-    const size_t a = gradref__c3f_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, threads);
-    const size_t b = gradref__c3f_fast_workspace(&plan, GRADREF_PRECISION_HIGH, threads);
+    size_t a = 0, b = 0;
+    if (!plan.zero_only) {
+        a = gradref__c3f_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, threads);
+        b = gradref__c3f_fast_workspace(&plan, GRADREF_PRECISION_HIGH, threads);
+    }
     *bytes = gradref__workspace_bytes(a > b ? a : b);
     return GRADREF_OK;
 }

@@ -4,6 +4,7 @@
 
 #include "cbd_internal.h"
 #include "common/conv.h"
+#include "common/copy.h"
 #include "common/exec.h"
 #include "common/tensor.h"
 
@@ -42,9 +43,13 @@ gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref
     gradref_status s;
     if ((s = gradref__conv_check_params(OP, p)) != GRADREF_OK) return s;
     gradref__extent fe, de, ge;
-    if ((s = gradref__check_tensor(OP, "filter", filter, &fe)) != GRADREF_OK) return s;
-    if ((s = gradref__check_tensor(OP, "diff", diff, &de)) != GRADREF_OK) return s;
-    if ((s = gradref__check_output(OP, "grad", grad, &ge)) != GRADREF_OK) return s;
+    gradref_tensor fl, dl, gl;
+    if ((s = gradref__take_input(OP, "filter", filter, &fl, &fe)) != GRADREF_OK) return s;
+    if ((s = gradref__take_input(OP, "diff", diff, &dl, &de)) != GRADREF_OK) return s;
+    if ((s = gradref__take_output(OP, "grad", grad, &gl, &ge)) != GRADREF_OK) return s;
+    filter = &fl;
+    diff = &dl;
+    grad = &gl;
     if (diff->ndim < 3 || diff->ndim > 5)
         return gradref__fail(GRADREF_ERR_RANK, OP,
                              "diff.ndim is %d; it must be 3, 4 or 5 (N, C and 1 to 3 spatial dims)",
@@ -83,9 +88,11 @@ gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref
     if ((s = gradref__check_dim(OP, "grad", grad, 0, diff->shape[0], "diff.shape[0]")) !=
         GRADREF_OK)
         return s;
-    if ((s = gradref__check_dim(OP, "diff", diff, 1, G * OCpg, "groups x OC/G")) != GRADREF_OK)
+    if ((s = gradref__check_dim_product(OP, "diff", diff, 1, G, OCpg, "groups x OC/G")) !=
+        GRADREF_OK)
         return s;
-    if ((s = gradref__check_dim(OP, "grad", grad, 1, G * ICpg, "groups x IC/G")) != GRADREF_OK)
+    if ((s = gradref__check_dim_product(OP, "grad", grad, 1, G, ICpg, "groups x IC/G")) !=
+        GRADREF_OK)
         return s;
 
     memset(plan, 0, sizeof *plan);
@@ -125,21 +132,23 @@ gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref
     plan->grad = (char *)grad->data;
     plan->in_size = gradref__dtype_size(filter->dtype);
     plan->out_size = gradref__dtype_size(grad->dtype);
+    plan->zero_only = ge.numel == 0 || OCpg == 0;
+    plan->grad_desc = gl;
     /* filter strides (g, oc, ic, k...): a dense filter's group steps over OCpg rows */
     if (grouped) {
         plan->fs[0] = filter->strides[0];
         plan->fs[1] = filter->strides[1];
         plan->fs[2] = filter->strides[2];
     } else {
-        plan->fs[0] = filter->strides[0] * OCpg;
+        plan->fs[0] = G == 1 ? 0 : filter->strides[0] * OCpg; /* within the span when G > 1 */
         plan->fs[1] = filter->strides[0];
         plan->fs[2] = filter->strides[1];
     }
     plan->ds[0] = diff->strides[0];
-    plan->ds[1] = diff->strides[1] * OCpg;
+    plan->ds[1] = G == 1 ? 0 : diff->strides[1] * OCpg;
     plan->ds[2] = diff->strides[1];
     plan->gs[0] = grad->strides[0];
-    plan->gs[1] = grad->strides[1] * ICpg;
+    plan->gs[1] = G == 1 ? 0 : grad->strides[1] * ICpg;
     plan->gs[2] = grad->strides[1];
     for (int j = 0; j < r; j++) {
         plan->fs[3 + off + j] = filter->strides[filter->ndim - r + j];
@@ -158,6 +167,10 @@ gradref_status gradref_conv_backprop_data(const gradref_conv_params *p,
     if (s != GRADREF_OK) return s;
     if ((s = gradref__cbd_validate(p, filter, diff, grad, &plan)) != GRADREF_OK) return s;
     plan.precision = ctx.precision;
+    if (plan.zero_only) {
+        gradref__fill_zero(&plan.grad_desc, ctx.num_threads);
+        return GRADREF_OK;
+    }
     const int threads = gradref__workspace_threads( /* fewer if the caller's workspace holds fewer */
         &ctx, gradref__cbd_fast_workspace(&plan, ctx.precision, 1),
         gradref__cbd_fast_workspace(&plan, ctx.precision, 2));
@@ -180,8 +193,11 @@ gradref_status gradref_conv_backprop_data_workspace_size(const gradref_conv_para
     gradref_status s = gradref__cbd_validate(p, filter, diff, grad, &plan);
     if (s != GRADREF_OK) return s;
     const int threads = gradref__default_threads();
-    size_t a = gradref__cbd_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, threads);
-    size_t b = gradref__cbd_fast_workspace(&plan, GRADREF_PRECISION_HIGH, threads);
+    size_t a = 0, b = 0;
+    if (!plan.zero_only) {
+        a = gradref__cbd_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, threads);
+        b = gradref__cbd_fast_workspace(&plan, GRADREF_PRECISION_HIGH, threads);
+    }
     *bytes = gradref__workspace_bytes(a > b ? a : b);
     return GRADREF_OK;
 }

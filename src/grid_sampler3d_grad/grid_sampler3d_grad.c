@@ -25,14 +25,6 @@ static gradref_status check_params(const gradref_grid_sampler3d_params *p) {
     return GRADREF_OK;
 }
 
-static gradref_status check_dim(const char *name, const gradref_tensor *t, int dim, int64_t want,
-                                const char *what) {
-    if (t->shape[dim] != want)
-        return gradref__fail(GRADREF_ERR_SHAPE, OP, "%s.shape[%d] is %lld but %s is %lld", name,
-                             dim, (long long)t->shape[dim], what, (long long)want);
-    return GRADREF_OK;
-}
-
 static void view_of(gradref__gs3d_view *v, const gradref_tensor *t) {
     v->data = t ? (char *)t->data : NULL;
     for (int i = 0; i < 5; i++)
@@ -47,19 +39,28 @@ gradref_status gradref__gs3d_validate(const gradref_grid_sampler3d_params *p,
     if ((s = check_params(p)) != GRADREF_OK) return s;
     const char *in_names[3] = {"grad", "x", "grid"};
     const gradref_tensor *in[3] = {grad, x, grid};
+    gradref_tensor local[5]; /* grad, x, grid, dx, dgrid */
     gradref__extent in_ext[3], out_ext[2] = {{0, 0, 0}, {0, 0, 0}};
     for (int i = 0; i < 3; i++) {
-        if ((s = gradref__check_tensor(OP, in_names[i], in[i], &in_ext[i])) != GRADREF_OK) return s;
+        if ((s = gradref__take_input(OP, in_names[i], in[i], &local[i], &in_ext[i])) != GRADREF_OK)
+            return s;
         if ((s = gradref__check_rank(OP, in_names[i], in[i], 5)) != GRADREF_OK) return s;
     }
+    grad = &local[0];
+    x = &local[1];
+    grid = &local[2];
     const char *out_names[2] = {"dx", "dgrid"};
     const gradref_tensor *out[2] = {dx, dgrid};
     for (int i = 0; i < 2; i++) {
         if (out[i] == NULL) continue;
-        if ((s = gradref__check_output(OP, out_names[i], out[i], &out_ext[i])) != GRADREF_OK)
+        if ((s = gradref__take_output(OP, out_names[i], out[i], &local[3 + i], &out_ext[i])) !=
+            GRADREF_OK)
             return s;
         if ((s = gradref__check_rank(OP, out_names[i], out[i], 5)) != GRADREF_OK) return s;
+        out[i] = &local[3 + i];
     }
+    dx = out[0];
+    dgrid = out[1];
     const int32_t dtype = grad->dtype;
     if (!gradref__dtype_is_float(dtype))
         return gradref__fail(GRADREF_ERR_DTYPE, OP,
@@ -74,21 +75,21 @@ gradref_status gradref__gs3d_validate(const gradref_grid_sampler3d_params *p,
                                  gradref__dtype_name(dtype));
 
     const int64_t N = x->shape[0], C = x->shape[1];
-    if ((s = check_dim("grad", grad, 0, N, "x.shape[0]")) != GRADREF_OK) return s;
-    if ((s = check_dim("grid", grid, 0, N, "x.shape[0]")) != GRADREF_OK) return s;
-    if ((s = check_dim("grad", grad, 1, C, "x.shape[1]")) != GRADREF_OK) return s;
-    if ((s = check_dim("grid", grid, 4, 3, "the number of spatial dims")) != GRADREF_OK) return s;
+    if ((s = gradref__check_dim(OP, "grad", grad, 0, N, "x.shape[0]")) != GRADREF_OK) return s;
+    if ((s = gradref__check_dim(OP, "grid", grid, 0, N, "x.shape[0]")) != GRADREF_OK) return s;
+    if ((s = gradref__check_dim(OP, "grad", grad, 1, C, "x.shape[1]")) != GRADREF_OK) return s;
+    if ((s = gradref__check_dim(OP, "grid", grid, 4, 3, "the number of spatial dims")) != GRADREF_OK) return s;
     for (int d = 0; d < 3; d++)
-        if ((s = check_dim("grid", grid, 1 + d, grad->shape[2 + d], "the grad size")) != GRADREF_OK)
+        if ((s = gradref__check_dim(OP, "grid", grid, 1 + d, grad->shape[2 + d], "the grad size")) != GRADREF_OK)
             return s;
     for (int d = 2; d < 5; d++)
         if (x->shape[d] == 0)
             return gradref__fail(GRADREF_ERR_SHAPE, OP,
                                  "x.shape[%d] is 0; x must have non-empty spatial dims", d);
     for (int d = 0; d < 5; d++) {
-        if (dx != NULL && (s = check_dim("dx", dx, d, x->shape[d], "x's")) != GRADREF_OK) return s;
+        if (dx != NULL && (s = gradref__check_dim(OP, "dx", dx, d, x->shape[d], "x's")) != GRADREF_OK) return s;
         if (dgrid != NULL &&
-            (s = check_dim("dgrid", dgrid, d, grid->shape[d], "grid's")) != GRADREF_OK)
+            (s = gradref__check_dim(OP, "dgrid", dgrid, d, grid->shape[d], "grid's")) != GRADREF_OK)
             return s;
     }
     for (int o = 0; o < 2; o++) {

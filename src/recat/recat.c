@@ -6,18 +6,23 @@
 /* Checks shared by the three variants once the split is known to be a valid list of widths. */
 typedef struct recat_args {
     const char *op;
-    const gradref_tensor *grad_output;
-    const gradref_tensor *out;
+    const gradref_tensor *grad_output; /* the caller's, then go_local once checked */
+    const gradref_tensor *out;         /* likewise out_local */
     gradref__extent go_ext, out_ext;
+    gradref_tensor go_local, out_local;
 } recat_args;
 
 static gradref_status check_tensors(recat_args *a, int32_t go_ndim) {
     gradref_status s;
-    if ((s = gradref__check_tensor(a->op, "grad_output", a->grad_output, &a->go_ext)) != GRADREF_OK)
+    if ((s = gradref__take_input(a->op, "grad_output", a->grad_output, &a->go_local,
+                                 &a->go_ext)) != GRADREF_OK)
         return s;
+    a->grad_output = &a->go_local;
     if ((s = gradref__check_rank(a->op, "grad_output", a->grad_output, go_ndim)) != GRADREF_OK)
         return s;
-    if ((s = gradref__check_output(a->op, "out", a->out, &a->out_ext)) != GRADREF_OK) return s;
+    if ((s = gradref__take_output(a->op, "out", a->out, &a->out_local, &a->out_ext)) != GRADREF_OK)
+        return s;
+    a->out = &a->out_local;
     if ((s = gradref__check_rank(a->op, "out", a->out, 1)) != GRADREF_OK) return s;
     if (a->out->dtype != a->grad_output->dtype)
         return gradref__fail(
@@ -83,15 +88,21 @@ static gradref_status validate_list(recat_args *a, int32_t go_ndim, const int64_
                          go_ndim == 3 ? "grad_output.shape[1] (T)" : "grad_output.shape[1]")) !=
         GRADREF_OK)
         return s;
+    /* the list is read again while out is written */
+    if ((s = gradref__check_array(a->op, "out", &a->out_ext, list_name, n, num_ranks, 1,
+                                  sizeof *n)) != GRADREF_OK)
+        return s;
     int64_t strides[3] = {go->strides[0], go->strides[1], go_ndim == 3 ? go->strides[2] : 1};
     fill_plan(p, a, total, go_ndim == 3 ? go->shape[2] : 1, strides, n, 1, num_ranks);
     return GRADREF_OK;
 }
 
 static gradref_status check_index_tensor(const recat_args *a, const char *name,
-                                         const gradref_tensor *t, gradref__extent *ext) {
+                                         const gradref_tensor *t, gradref_tensor *local,
+                                         gradref__extent *ext) {
     gradref_status s;
-    if ((s = gradref__check_tensor(a->op, name, t, ext)) != GRADREF_OK) return s;
+    if ((s = gradref__take_input(a->op, name, t, local, ext)) != GRADREF_OK) return s;
+    t = local;
     if (t->dtype != GRADREF_I64)
         return gradref__fail(GRADREF_ERR_DTYPE, a->op,
                              "%s.dtype is %s; recat needs I64 (torchrec's cumsum buffers are I32 "
@@ -108,9 +119,15 @@ static gradref_status validate_batch(recat_args *a, const gradref_tensor *dims,
                                      const gradref_tensor *cumsum, gradref__recat_plan *p) {
     gradref_status s;
     gradref__extent de, ce;
+    gradref_tensor dims_local, cumsum_local;
     if ((s = check_tensors(a, 2)) != GRADREF_OK) return s;
-    if ((s = check_index_tensor(a, "dim_sum_per_rank", dims, &de)) != GRADREF_OK) return s;
-    if ((s = check_index_tensor(a, "cumsum_dim_sum_per_rank", cumsum, &ce)) != GRADREF_OK) return s;
+    if ((s = check_index_tensor(a, "dim_sum_per_rank", dims, &dims_local, &de)) != GRADREF_OK)
+        return s;
+    if ((s = check_index_tensor(a, "cumsum_dim_sum_per_rank", cumsum, &cumsum_local, &ce)) !=
+        GRADREF_OK)
+        return s;
+    dims = &dims_local;
+    cumsum = &cumsum_local;
     int64_t W = dims->shape[0];
     if (cumsum->shape[0] != W)
         return gradref__fail(
@@ -170,20 +187,20 @@ static gradref_status report_workspace(const char *op, gradref_status validated,
 
 static gradref_status validate_fixed(const gradref_tensor *go, const int64_t *n, int32_t num_ranks,
                                      const gradref_tensor *out, gradref__recat_plan *p) {
-    recat_args a = {OP_FIXED, go, out, {0, 0, 0}, {0, 0, 0}};
+    recat_args a = {OP_FIXED, go, out, {0, 0, 0}, {0, 0, 0}, {0}, {0}};
     return validate_list(&a, 3, n, num_ranks, "num_features_per_rank", p);
 }
 
 static gradref_status validate_mixed(const gradref_tensor *go, const int64_t *n, int32_t num_ranks,
                                      const gradref_tensor *out, gradref__recat_plan *p) {
-    recat_args a = {OP_MIXED, go, out, {0, 0, 0}, {0, 0, 0}};
+    recat_args a = {OP_MIXED, go, out, {0, 0, 0}, {0, 0, 0}, {0}, {0}};
     return validate_list(&a, 2, n, num_ranks, "dim_sum_per_rank", p);
 }
 
 static gradref_status validate_mixed_batch(const gradref_tensor *go, const gradref_tensor *dims,
                                            const gradref_tensor *cumsum, const gradref_tensor *out,
                                            gradref__recat_plan *p) {
-    recat_args a = {OP_BATCH, go, out, {0, 0, 0}, {0, 0, 0}};
+    recat_args a = {OP_BATCH, go, out, {0, 0, 0}, {0, 0, 0}, {0}, {0}};
     return validate_batch(&a, dims, cumsum, p);
 }
 

@@ -53,17 +53,26 @@ gradref_status gradref__rope_grad_validate(const gradref_rope_params *p, const g
     const char *in_names[4] = {"q_embed_grad", "k_embed_grad", "cos", "sin"};
     const gradref_tensor *in[4] = {q, k, cos, sin};
     gradref__extent in_ext[4], out_ext[2];
+    gradref_tensor local[6]; /* q, k, cos, sin, dq, dk */
     for (int i = 0; i < 4; i++) {
-        if ((s = gradref__check_tensor(OP, in_names[i], in[i], &in_ext[i])) != GRADREF_OK) return s;
+        if ((s = gradref__take_input(OP, in_names[i], in[i], &local[i], &in_ext[i])) != GRADREF_OK)
+            return s;
         if ((s = gradref__check_rank(OP, in_names[i], in[i], 2)) != GRADREF_OK) return s;
     }
     const char *out_names[2] = {"q_grad", "k_grad"};
     const gradref_tensor *out[2] = {dq, dk};
     for (int i = 0; i < 2; i++) {
-        if ((s = gradref__check_output(OP, out_names[i], out[i], &out_ext[i])) != GRADREF_OK)
+        if ((s = gradref__take_output(OP, out_names[i], out[i], &local[4 + i], &out_ext[i])) !=
+            GRADREF_OK)
             return s;
         if ((s = gradref__check_rank(OP, out_names[i], out[i], 2)) != GRADREF_OK) return s;
     }
+    q = &local[0];
+    k = &local[1];
+    cos = &local[2];
+    sin = &local[3];
+    dq = &local[4];
+    dk = &local[5];
     const int32_t dtype = q->dtype;
     if (!gradref__dtype_is_float(dtype))
         return gradref__fail(GRADREF_ERR_DTYPE, OP,
@@ -103,10 +112,18 @@ gradref_status gradref__rope_grad_validate(const gradref_rope_params *p, const g
         int64_t start = p->start_positions ? p->start_positions[b] : 0;
         if (start < 0 || start > S - p->seq_lens[b])
             return gradref__fail(GRADREF_ERR_PARAM, OP,
-                                 "sequence %d covers positions %lld..%lld but cos and sin have "
-                                 "%lld rows",
-                                 (int)b, (long long)start, (long long)start + p->seq_lens[b] - 1,
-                                 (long long)S);
+                                 "sequence %d starts at position %lld and has %d tokens but cos "
+                                 "and sin have %lld rows",
+                                 (int)b, (long long)start, (int)p->seq_lens[b], (long long)S);
+    }
+    /* seq_lens and start_positions are read again while the outputs are written */
+    for (int o = 0; o < 2; o++) {
+        if ((s = gradref__check_array(OP, out_names[o], &out_ext[o], "p.seq_lens", p->seq_lens,
+                                      p->num_seqs, 1, sizeof *p->seq_lens)) != GRADREF_OK ||
+            (s = gradref__check_array(OP, out_names[o], &out_ext[o], "p.start_positions",
+                                      p->start_positions, p->num_seqs, 1,
+                                      sizeof *p->start_positions)) != GRADREF_OK)
+            return s;
     }
     for (int o = 0; o < 2; o++) {
         for (int i = 0; i < 4; i++)

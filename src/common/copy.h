@@ -1,0 +1,14 @@
+/* The strided copy behind gradref_copy, for callers whose descriptors are already valid. */
+#ifndef GRADREF_COMMON_COPY_H
+#define GRADREF_COMMON_COPY_H
+
+#include "internal.h"
+
+/* gradref_copy's work without its checks: src and dst have the same shape, dst does not overlap
+ * itself or src, the conversion is one gradref_copy allows, and num_threads >= 1. */
+void gradref__copy_run(const gradref_tensor *src, const gradref_tensor *dst, int num_threads);
+
+/* Writes +0 to every element of a valid output descriptor. */
+void gradref__fill_zero(const gradref_tensor *t, int num_threads);
+
+#endif
