@@ -1,12 +1,13 @@
 #!/bin/sh
 # Installs the Debian packages gradref's build needs, when they are missing.
 #   scripts/deps.sh examples   -> compiler, cmake
-#   scripts/deps.sh test       -> also cmocka, pkg-config, clang, g++ (header test), binutils,
+#   scripts/deps.sh test       -> also cmocka, pkg-config, clang with its libFuzzer runtime and
+#                                 OpenMP (the fuzz smoke), g++ (header test), binutils,
 #                                 libdnnl-dev (oneDNN, the bench's convolution peer)
 set -eu
 want="gcc make cmake libc6-dev"
 if [ "${1:-examples}" = test ]; then
-  want="$want libcmocka-dev pkg-config clang g++ binutils libdnnl-dev"
+  want="$want libcmocka-dev pkg-config clang libclang-rt-14-dev libomp-dev g++ binutils libdnnl-dev"
 fi
 missing=""
 for pkg in $want; do

@@ -1,7 +1,9 @@
 #!/bin/sh
 # The whole test suite: every cmocka suite, example and packaging check, built three ways
 # (gcc Release with OpenMP; gcc with ASan+UBSan; clang without OpenMP), all warnings as errors,
-# then a consumer project built against the installed package (CMake and pkg-config).
+# then a consumer project built against the installed package (CMake and pkg-config), then a
+# fuzz smoke: every libFuzzer harness for GRADREF_FUZZ_SMOKE_SECONDS (30) when clang's fuzzer
+# runtime is there (scripts/fuzz.sh runs the long campaign).
 set -eu
 cd "$(dirname "$0")/.."
 sh scripts/deps.sh test
@@ -37,4 +39,12 @@ PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --exists --print-errors 'gradref 
 cc -std=c99 -Wall -Werror tests/consumer/main.c -o $out/consumer/consumer_pc \
   $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs gradref)
 LD_LIBRARY_PATH="$libdir" $out/consumer/consumer_pc
+
+probe='int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }'
+if printf '%s\n' "$probe" | clang -fsanitize=fuzzer -x c - -o $out/fuzz-probe >/dev/null 2>&1; then
+  echo "== fuzz smoke"
+  GRADREF_FUZZ_BUILD=$out/fuzz sh scripts/fuzz.sh "${GRADREF_FUZZ_SMOKE_SECONDS:-30}" "$jobs"
+else
+  echo "== fuzz smoke skipped: clang's libFuzzer runtime (Debian libclang-rt-14-dev) is missing"
+fi
 echo "all gradref test builds passed"

@@ -27,7 +27,7 @@ typedef struct gradref__c3f_plan {
     int64_t ys[5]; /* dy strides */
     int64_t ws[5]; /* dw strides: co, ci, kd, kh, kw */
     size_t in_size, out_size;
-    int32_t zero_only;      /* dw is empty, or N == 0 (no term in any sum): dw = +0 */
+    int32_t zero_only;      /* dw, x or dy is empty (no term in any sum): dw = +0 */
     gradref_tensor dw_desc; /* dw, normalised (for zero_only) */
 } gradref__c3f_plan;
 

@@ -86,7 +86,7 @@ gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref
     }
     plan->in_size = gradref__dtype_size(in);
     plan->out_size = gradref__dtype_size(out);
-    plan->zero_only = we.numel == 0 || plan->N == 0;
+    plan->zero_only = we.numel == 0 || xe.numel == 0 || ye.numel == 0; /* N, Cin or every x row 0 */
     plan->dw_desc = wl;
     return GRADREF_OK;
 }

@@ -25,7 +25,7 @@ typedef struct gradref__cbd_plan {
     int64_t ds[6];            /* diff strides: n, g, oc, o0, o1, o2 */
     int64_t gs[6];            /* grad strides: n, g, ic, i0, i1, i2 */
     size_t in_size, out_size; /* element bytes */
-    int32_t zero_only;        /* grad is empty, or no tap reaches it (OC/G == 0): grad = +0 */
+    int32_t zero_only;        /* grad, filter or diff is empty (no term in any sum): grad = +0 */
     gradref_tensor grad_desc; /* grad, normalised (for zero_only) */
 } gradref__cbd_plan;
 

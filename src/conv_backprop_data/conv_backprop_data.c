@@ -132,7 +132,7 @@ gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref
     plan->grad = (char *)grad->data;
     plan->in_size = gradref__dtype_size(filter->dtype);
     plan->out_size = gradref__dtype_size(grad->dtype);
-    plan->zero_only = ge.numel == 0 || OCpg == 0;
+    plan->zero_only = ge.numel == 0 || fe.numel == 0 || de.numel == 0;
     plan->grad_desc = gl;
     /* filter strides (g, oc, ic, k...): a dense filter's group steps over OCpg rows */
     if (grouped) {
