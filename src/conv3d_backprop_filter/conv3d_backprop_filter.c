@@ -61,8 +61,10 @@ gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref
         plan->K[j] = k;
         plan->I[j] = i;
         plan->O[j] = o;
-        plan->stride[j] = p->stride[j];
-        plan->dil[j] = p->dilation[j];
+        /* a stride with one output position, or a dilation with one tap, changes nothing:
+         * 1 keeps every later product small */
+        plan->stride[j] = o == 1 ? 1 : p->stride[j];
+        plan->dil[j] = k == 1 ? 1 : p->dilation[j];
         plan->pad_begin[j] = p->pad[2 * j];
     }
     if ((s = gradref__check_disjoint(OP, "dw", &we, "x", &xe)) != GRADREF_OK) return s;

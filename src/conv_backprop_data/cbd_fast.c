@@ -292,7 +292,7 @@ static int64_t phase_taps(const gradref__cbd_plan *p, const int64_t *ph, int64_t
                 for (int j = 0; j < 3 && ok; j++) {
                     const int64_t num = ph[j] + p->pad_begin[j] - kp[j] * p->dil[j];
                     const int64_t s = p->stride[j];
-                    ok = ((num % s) + s) % s == 0;
+                    ok = num % s == 0;
                     /* exact division, rounding toward -inf for negative num */
                     shift[j] = num >= 0 ? num / s : -((-num) / s);
                 }

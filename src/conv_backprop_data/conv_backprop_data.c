@@ -110,8 +110,10 @@ gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref
         plan->K[off + j] = fk[j];
         plan->I[off + j] = i;
         plan->O[off + j] = o;
-        plan->stride[off + j] = p->stride[j];
-        plan->dil[off + j] = p->dilation[j];
+        /* a stride with one output position, or a dilation with one tap, changes nothing:
+         * 1 keeps every later product small */
+        plan->stride[off + j] = o == 1 ? 1 : p->stride[j];
+        plan->dil[off + j] = fk[j] == 1 ? 1 : p->dilation[j];
         plan->pad_begin[off + j] = p->pad[2 * j];
     }
     if ((s = gradref__check_disjoint(OP, "grad", &ge, "filter", &fe)) != GRADREF_OK) return s;

@@ -61,9 +61,10 @@ static void fill_plan(gradref__recat_plan *p, const recat_args *a, int64_t featu
     p->src = (const char *)a->grad_output->data;
     p->dst = (char *)a->out->data;
     p->elem_size = gradref__dtype_size(a->grad_output->dtype);
-    p->batch = a->grad_output->shape[0];
-    p->features = features;
-    p->width = width;
+    const int empty = a->go_ext.numel == 0; /* the other sizes may then be anything */
+    p->batch = empty ? 0 : a->grad_output->shape[0];
+    p->features = empty ? 0 : features;
+    p->width = empty ? 0 : width;
     p->src_stride[0] = strides[0];
     p->src_stride[1] = strides[1];
     p->src_stride[2] = strides[2];
