@@ -9,6 +9,8 @@
 
 #include "test_util.h"
 
+#include "common/exec.h"
+
 #define BIG (INT64_C(1) << 40)
 
 static gradref_tensor dense(void *data, int32_t dtype, int32_t ndim, const int64_t *shape) {
@@ -77,6 +79,7 @@ static void test_default_threads_clamped(void **state) {
     (void)state;
     const int before = omp_get_max_threads();
     omp_set_num_threads(100000);
+    assert_int_equal(gradref__default_threads(), GRADREF_MAX_THREADS);
     float src[64], dst[64];
     fill_floats(src, 64, 2);
     int64_t n = 64;
