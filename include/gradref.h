@@ -58,7 +58,7 @@ typedef enum gradref_dtype {
  * as NDHWC is just another set of strides over the same logical shape. The struct holds no
  * pointer but `data`, so a descriptor is a plain value. */
 typedef struct gradref_tensor {
-    void *data;    /* element [0,...,0]; inputs are only read */
+    void *data;    /* element [0,...,0], aligned to the element size; inputs are only read */
     int32_t dtype; /* gradref_dtype */
     int32_t ndim;  /* 0..GRADREF_MAX_DIMS */
     int64_t shape[GRADREF_MAX_DIMS];
@@ -66,7 +66,9 @@ typedef struct gradref_tensor {
 } gradref_tensor;
 
 /* Status codes. GRADREF_OK is 0; values are fixed and never renumbered. On failure
- * gradref_last_error() tells the operator, the argument and the values. */
+ * gradref_last_error() tells the operator, the argument and the values. Every call checks its
+ * tensors first: data non-NULL and aligned to the element size when the tensor has elements
+ * (PARAM otherwise); strides of size-1 dims and of empty tensors are never used. */
 typedef enum gradref_status {
     GRADREF_OK = 0,
     GRADREF_ERR_NULL = 1,     /* a required pointer is NULL */
@@ -268,7 +270,8 @@ GRADREF_API int32_t gradref_conv3d_dw_transpose_needed(int32_t dw_format, int64_
  * grad_output and out may have any strides. Stricter than FBGEMM: num_ranks >= 1, every entry
  * >= 0 and the entries sum to the row width (PARAM otherwise).
  * Errors: NULL, DTYPE (out's dtype differs), RANK, SHAPE (out.shape[0] != numel), PARAM,
- * STRIDE, OVERFLOW, ALIAS. out is untouched on error. No workspace is used. */
+ * STRIDE, OVERFLOW, ALIAS (also when the rank list lies inside out: it is read while out is
+ * written). out is untouched on error. No workspace is used. */
 
 /* Fixed D: grad_output (B, T, D); rank r owns num_features_per_rank[r] features, so
  * ds_r = num_features_per_rank[r] * D; the entries sum to T. */
@@ -311,7 +314,9 @@ GRADREF_API gradref_status gradref_recat_embedding_grad_output_mixed_d_batch_wor
  * start_positions is NULL) and uses that row of cos and sin. Every head of q and k is done.
  * Dtypes: F32, F64, F16, BF16, all six tensors alike.
  * Errors: NULL, DTYPE, RANK (a tensor not 2-D), SHAPE (sizes that disagree), PARAM (mode,
- * head_dim, rotary_dim, num_seqs, seq_lens, start_positions, exec), STRIDE, OVERFLOW, ALIAS.
+ * head_dim, rotary_dim, num_seqs, seq_lens, start_positions, exec), STRIDE, OVERFLOW, ALIAS
+ * (also when seq_lens or start_positions lies inside an output: both are read while the
+ * outputs are written).
  * Outputs are untouched on error. */
 typedef enum {
     GRADREF_ROPE_ATB = 0,        /* ATB RopeGrad's formula, bit for bit: NOT the adjoint of RoPE */
