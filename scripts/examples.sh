@@ -1,5 +1,7 @@
 #!/bin/sh
-# Builds gradref (Release, OpenMP when available) and runs every example.
+# Builds gradref (Release, OpenMP when available), runs every example (C, then the Python
+# golden-test example), and installs the library and the Python package (default prefix
+# /usr/local; set PREFIX to change it), so that `python3 -c "import gradref"` works.
 set -eu
 cd "$(dirname "$0")/.."
 sh scripts/deps.sh examples
@@ -10,3 +12,11 @@ for example in build/examples/example_*; do
   echo "== $example"
   "$example"
 done
+echo "== examples/golden_test.py"
+PYTHONPATH=python GRADREF_LIBRARY=build/libgradref.so /usr/bin/python3 examples/golden_test.py
+echo "== install"
+cmake --install build --prefix "${PREFIX:-/usr/local}" | grep -c Installing | sed 's/$/ files installed/'
+if [ "$(id -u)" -eq 0 ] && command -v ldconfig >/dev/null; then ldconfig; fi
+pydir=$(ls -d "${PREFIX:-/usr/local}"/lib/python3*/*-packages | head -n 1)
+(cd / && PYTHONPATH="$pydir" /usr/bin/python3 -c \
+  "import gradref; print('import gradref:', gradref.version(), 'from', gradref.library_path())")

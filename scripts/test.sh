@@ -40,6 +40,13 @@ cc -std=c99 -Wall -Werror tests/consumer/main.c -o $out/consumer/consumer_pc \
   $(PKG_CONFIG_PATH="$libdir/pkgconfig" pkg-config --cflags --libs gradref)
 LD_LIBRARY_PATH="$libdir" $out/consumer/consumer_pc
 
+echo "== Python package: pytest against the release build, then the installed package"
+GRADREF_LIBRARY=$out/release/libgradref.so PYTHONPATH=python /usr/bin/python3 -m pytest -q \
+  -p no:cacheprovider python/tests
+pydir=$(ls -d "$prefix"/lib/python3*/*-packages | head -n 1)
+(cd / && PYTHONPATH="$pydir" /usr/bin/python3 -c \
+  "import gradref; print('installed package:', gradref.version(), gradref.library_path())")
+
 probe='int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }'
 if printf '%s\n' "$probe" | clang -fsanitize=fuzzer -x c - -o $out/fuzz-probe >/dev/null 2>&1; then
   echo "== fuzz smoke"

@@ -1,0 +1,167 @@
+# SPDX-License-Identifier: Apache-2.0
+"""numpy arrays and CPU torch tensors as gradref_tensor descriptors, without copies.
+
+numpy has no bfloat16: a uint16 array read with bf16=True holds bf16 bits, and bf16 results
+come back as uint16 arrays. torch.bfloat16 and torch.float16 tensors are read in place.
+"""
+import sys
+
+from . import _lib
+
+_NUMPY_CODES = {"float32": _lib.F32, "float64": _lib.F64, "float16": _lib.F16,
+                "int8": _lib.I8, "int32": _lib.I32, "int64": _lib.I64}
+_NUMPY_NAMES = {v: k for k, v in _NUMPY_CODES.items()}
+_ITEMSIZE = {_lib.F32: 4, _lib.F64: 8, _lib.F16: 2, _lib.BF16: 2, _lib.I8: 1, _lib.I32: 4,
+             _lib.I64: 8}
+DTYPE_NAMES = {_lib.F32: "f32", _lib.F64: "f64", _lib.F16: "f16", _lib.BF16: "bf16",
+               _lib.I8: "i8", _lib.I32: "i32", _lib.I64: "i64"}
+
+
+def _torch():
+    return sys.modules.get("torch")
+
+
+def is_torch(x):
+    t = _torch()
+    return t is not None and isinstance(x, t.Tensor)
+
+
+def _torch_codes():
+    t = _torch()
+    return {t.float32: _lib.F32, t.float64: _lib.F64, t.float16: _lib.F16,
+            t.bfloat16: _lib.BF16, t.int8: _lib.I8, t.int32: _lib.I32, t.int64: _lib.I64}
+
+
+class Arg:
+    """One array argument: the object (kept alive for the call) and its descriptor."""
+
+    def __init__(self, obj, kind, code, shape, strides, ptr):
+        self.obj = obj
+        self.kind = kind  # "numpy" or "torch"
+        self.code = code
+        self.shape = tuple(int(s) for s in shape)
+        if len(self.shape) > _lib.MAX_DIMS:
+            raise ValueError("gradref: an array of %d dims; at most %d"
+                             % (len(self.shape), _lib.MAX_DIMS))
+        self.tensor = _lib.Tensor()
+        self.tensor.data = ptr or None
+        self.tensor.dtype = code
+        self.tensor.ndim = len(self.shape)
+        for i, (n, s) in enumerate(zip(self.shape, strides)):
+            self.tensor.shape[i] = n
+            self.tensor.strides[i] = int(s)
+
+    @property
+    def ref(self):
+        import ctypes
+        return ctypes.byref(self.tensor)
+
+
+def _numpy_code(a, name, bf16):
+    dt = a.dtype
+    if bf16 and dt.name == "uint16":
+        return _lib.BF16
+    if dt.name in _NUMPY_CODES and dt.isnative:
+        return _NUMPY_CODES[dt.name]
+    hint = " (a uint16 array holds bf16 bits when you pass dtype=\"bf16\")" \
+        if dt.name == "uint16" else ""
+    raise TypeError("gradref: %s has numpy dtype %s; gradref takes float32, float64, float16, "
+                    "int8, int32, int64 (native byte order) or bf16 bits in uint16%s"
+                    % (name, dt, hint))
+
+
+def _element_strides(a):
+    """a's strides in elements, or None when one is negative or not a multiple of the item
+    size, or the data is not aligned to it."""
+    size = a.itemsize
+    if a.ctypes.data % size:
+        return None
+    out = []
+    for s, n in zip(a.strides, a.shape):
+        if n == 1:  # a stride that addresses nothing
+            out.append(0)
+            continue
+        if s < 0 or s % size:
+            return None
+        out.append(s // size)
+    return out
+
+
+def as_input(x, name, bf16=False):
+    """An input array; copied only when numpy's layout cannot be described (negative or
+    fractional strides, misaligned data)."""
+    if is_torch(x):
+        return _torch_arg(x, name, output=False)
+    np = _numpy()
+    if not isinstance(x, np.ndarray):
+        raise TypeError("gradref: %s is a %s; pass a numpy array or a CPU torch tensor"
+                        % (name, type(x).__name__))
+    code = _numpy_code(x, name, bf16)
+    strides = _element_strides(x)
+    if strides is None and x.size > 0:
+        x = np.array(x, copy=True, order="C")
+        strides = _element_strides(x)
+    if strides is None:
+        strides = [0] * x.ndim
+    return Arg(x, "numpy", code, x.shape, strides, x.ctypes.data if x.size else 0)
+
+
+def as_output(x, name, bf16=False):
+    """A caller's out= array: written in place, so its layout must be describable."""
+    if is_torch(x):
+        return _torch_arg(x, name, output=True)
+    np = _numpy()
+    if not isinstance(x, np.ndarray):
+        raise TypeError("gradref: out %s is a %s; pass a numpy array or a CPU torch tensor"
+                        % (name, type(x).__name__))
+    code = _numpy_code(x, name, bf16)
+    if not x.flags.writeable:
+        raise ValueError("gradref: out %s is read-only" % name)
+    strides = _element_strides(x)
+    if strides is None:
+        if x.size == 0:
+            strides = [0] * x.ndim
+        else:
+            raise ValueError("gradref: out %s has strides %s bytes (item size %d) or misaligned "
+                             "data; outputs need non-negative strides that are multiples of the "
+                             "item size" % (name, x.strides, x.itemsize))
+    return Arg(x, "numpy", code, x.shape, strides, x.ctypes.data if x.size else 0)
+
+
+def _torch_arg(t, name, output):
+    if t.device.type != "cpu":
+        raise TypeError("gradref: %s is on %s; gradref runs on the CPU (pass .cpu())"
+                        % (name, t.device))
+    codes = _torch_codes()
+    if t.dtype not in codes:
+        raise TypeError("gradref: %s has torch dtype %s; gradref takes float32, float64, "
+                        "float16, bfloat16, int8, int32 or int64" % (name, t.dtype))
+    if t.layout != _torch().strided:
+        raise TypeError("gradref: %s has layout %s; gradref takes strided tensors"
+                        % (name, t.layout))
+    if not output and t.is_neg():
+        t = t.resolve_neg()
+    if output and t.is_neg():
+        raise ValueError("gradref: out %s is a negated view" % name)
+    strides = [0 if n == 1 else s for n, s in zip(t.shape, t.stride())]
+    return Arg(t, "torch", codes[t.dtype], t.shape, strides, t.data_ptr() if t.numel() else 0)
+
+
+def _numpy():
+    import numpy
+    return numpy
+
+
+def new_output(kind, shape, code):
+    """A new contiguous array of `kind` for a result."""
+    if kind == "torch":
+        t = _torch()
+        rev = {v: k for k, v in _torch_codes().items()}
+        return as_output(t.empty(tuple(shape), dtype=rev[code]), "result")
+    np = _numpy()
+    dt = "uint16" if code == _lib.BF16 else _NUMPY_NAMES[code]
+    return as_output(np.empty(tuple(shape), dtype=dt), "result", bf16=code == _lib.BF16)
+
+
+def itemsize(code):
+    return _ITEMSIZE[code]

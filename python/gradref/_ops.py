@@ -1,0 +1,460 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The operators, with the parameter names and order of the systems they model."""
+import ctypes
+import numbers
+
+from . import _arrays, _lib
+from ._arrays import as_input, as_output, new_output
+
+lib = _lib.lib
+
+
+class Error(ValueError):
+    """A gradref call failed: .status is the gradref_status value, .status_name its name
+    ("GRADREF_ERR_SHAPE", ...), .message the library's message."""
+
+    def __init__(self, status, message):
+        self.status = int(status)
+        self.status_name = lib.gradref_status_string(self.status).decode()
+        self.message = message
+        super().__init__("%s: %s" % (self.status_name, message))
+
+
+def version():
+    """The loaded library's version, "MAJOR.MINOR.PATCH"."""
+    return lib.gradref_version().decode()
+
+
+def library_path():
+    """The file the package loaded libgradref from."""
+    return _lib.path
+
+
+def _check(status):
+    if status != 0:
+        raise Error(status, lib.gradref_last_error().decode(errors="replace"))
+
+
+def _int(value, name, minimum=None):
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError("gradref: %s must be an int, not %s" % (name, type(value).__name__))
+    value = int(value)
+    if minimum is not None and value < minimum:
+        raise ValueError("gradref: %s is %d; it must be >= %d" % (name, value, minimum))
+    return value
+
+
+def _ints(values, name):
+    """A sequence of ints (list, tuple, 1-D integer array or tensor)."""
+    if hasattr(values, "tolist") and not isinstance(values, (list, tuple)):
+        values = values.tolist()
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
+        raise TypeError("gradref: %s must be a sequence of ints, not %s"
+                        % (name, type(values).__name__))
+    return [_int(v, "%s[%d]" % (name, i)) for i, v in enumerate(values)]
+
+
+_PRECISIONS = {"default": _lib.PRECISION_DEFAULT, "high": _lib.PRECISION_HIGH}
+
+
+def _exec(threads, precision):
+    e = _lib.Exec()
+    e.num_threads = 0 if threads is None else _int(threads, "threads")
+    if precision is None:
+        e.precision = _lib.PRECISION_DEFAULT
+    elif isinstance(precision, str):
+        if precision.lower() not in _PRECISIONS:
+            raise ValueError("gradref: precision %r; use %s" % (precision, sorted(_PRECISIONS)))
+        e.precision = _PRECISIONS[precision.lower()]
+    else:
+        e.precision = _int(precision, "precision")
+    return e
+
+
+def _bf16(dtype):
+    if dtype is None:
+        return False
+    if dtype in ("bf16", "bfloat16"):
+        return True
+    raise ValueError("gradref: dtype=%r; the only value is \"bf16\" (uint16 arrays hold bf16 bits)"
+                     % (dtype,))
+
+
+def _choice(value, table, name):
+    """An enum argument given as an int or one of table's names."""
+    if isinstance(value, str):
+        key = value.lower()
+        if key not in table:
+            raise ValueError("gradref: %s=%r; use one of %s" % (name, value, sorted(table)))
+        return table[key]
+    return _int(value, name)
+
+
+def _result(given, kind, shape, code, name, bf16):
+    """The out= array if given (as an output descriptor), else a new one."""
+    if given is not None:
+        return as_output(given, name, bf16)
+    return new_output(kind, shape, code)
+
+
+def _outs(out, n):
+    if out is None:
+        return (None,) * n
+    if n == 1:
+        return (out,)
+    if not isinstance(out, (tuple, list)) or len(out) != n:
+        raise TypeError("gradref: out must be a tuple of %d arrays (None for new ones)" % n)
+    return tuple(out)
+
+
+# ---------------------------------------------------------------- grid_sampler3d_grad
+
+_INTERP = {"bilinear": 0, "trilinear": 0, "nearest": 1}
+_PADDING = {"zeros": 0, "border": 1, "reflection": 2}
+
+
+def grid_sampler3d_grad(grad_output, input, grid, interpolation_mode, padding_mode,
+                        align_corners, output_mask=(True, True), *, out=None, threads=None,
+                        precision=None, dtype=None):
+    """PyTorch's grid_sampler_3d_backward / CANN GridSampler3DGrad: returns (dx, dgrid), each
+    None when output_mask says so. interpolation_mode 0/"bilinear" or 1/"nearest";
+    padding_mode 0/"zeros", 1/"border", 2/"reflection"."""
+    bf16 = _bf16(dtype)
+    p = _lib.GridSampler3dParams()
+    p.interpolation = _choice(interpolation_mode, _INTERP, "interpolation_mode")
+    p.padding = _choice(padding_mode, _PADDING, "padding_mode")
+    if not isinstance(align_corners, (bool, numbers.Integral)):
+        raise TypeError("gradref: align_corners must be a bool")
+    p.align_corners = int(align_corners)
+    mask = tuple(bool(m) for m in output_mask)
+    if len(mask) != 2:
+        raise TypeError("gradref: output_mask must have two entries")
+    g = as_input(grad_output, "grad_output", bf16)
+    x = as_input(input, "input", bf16)
+    gr = as_input(grid, "grid", bf16)
+    out_dx, out_dgrid = _outs(out, 2)
+    dx = _result(out_dx, g.kind, x.shape, x.code, "dx", bf16) if mask[0] else None
+    dgrid = _result(out_dgrid, g.kind, gr.shape, gr.code, "dgrid", bf16) if mask[1] else None
+    e = _exec(threads, precision)
+    _check(lib.gradref_grid_sampler3d_grad(ctypes.byref(p), g.ref, x.ref, gr.ref,
+                                           dx.ref if dx else None, dgrid.ref if dgrid else None,
+                                           ctypes.byref(e)))
+    return (dx.obj if dx else None, dgrid.obj if dgrid else None)
+
+
+# ---------------------------------------------------------------- recat
+
+def _recat_list(grad_output, values, name, fn, out, threads, dtype):
+    bf16 = _bf16(dtype)
+    go = as_input(grad_output, "grad_output", bf16)
+    ranks = _ints(values, name)
+    arr = (ctypes.c_int64 * max(len(ranks), 1))(*ranks)
+    numel = 1
+    for s in go.shape:
+        numel *= s
+    o = _result(out, go.kind, (numel,), go.code, "out", bf16)
+    e = _exec(threads, None)
+    _check(fn(go.ref, arr, len(ranks), o.ref, ctypes.byref(e)))
+    return o.obj
+
+
+def recat_embedding_grad_output(grad_output, num_features_per_rank, *, out=None, threads=None,
+                                dtype=None):
+    """FBGEMM recat_embedding_grad_output: grad_output (B, T, D), num_features_per_rank a list
+    of ints summing to T; returns the 1-D re-laid gradient."""
+    return _recat_list(grad_output, num_features_per_rank, "num_features_per_rank",
+                       lib.gradref_recat_embedding_grad_output, out, threads, dtype)
+
+
+def recat_embedding_grad_output_mixed_D(grad_output, dim_sum_per_rank, *, out=None,
+                                        threads=None, dtype=None):
+    """FBGEMM recat_embedding_grad_output_mixed_D: grad_output (B, sumD), dim_sum_per_rank a
+    list of ints summing to sumD."""
+    return _recat_list(grad_output, dim_sum_per_rank, "dim_sum_per_rank",
+                       lib.gradref_recat_embedding_grad_output_mixed_d, out, threads, dtype)
+
+
+def recat_embedding_grad_output_mixed_D_batch(grad_output, dim_sum_per_rank,
+                                              cumsum_dim_sum_per_rank, *, out=None,
+                                              threads=None, dtype=None):
+    """FBGEMM recat_embedding_grad_output_mixed_D_batch: the split as int64 tensors; the cumsum
+    is the exclusive prefix sum (FBGEMM's kernel reads it so)."""
+    bf16 = _bf16(dtype)
+    go = as_input(grad_output, "grad_output", bf16)
+    d = as_input(dim_sum_per_rank, "dim_sum_per_rank")
+    c = as_input(cumsum_dim_sum_per_rank, "cumsum_dim_sum_per_rank")
+    numel = 1
+    for s in go.shape:
+        numel *= s
+    o = _result(out, go.kind, (numel,), go.code, "out", bf16)
+    e = _exec(threads, None)
+    _check(lib.gradref_recat_embedding_grad_output_mixed_d_batch(go.ref, d.ref, c.ref, o.ref,
+                                                                 ctypes.byref(e)))
+    return o.obj
+
+
+# ---------------------------------------------------------------- rope_grad
+
+_ROPE_MODES = {"atb": 0, "half": 1, "rotate_half": 1, "interleaved": 2}
+
+
+def rope_grad(q_embed_grad, k_embed_grad, cos, sin, seq_len, mode="atb", *, head_dim=None,
+              rotary_dim=0, start_positions=None, out=None, threads=None, precision=None,
+              dtype=None):
+    """ATB RopeGrad (mode "atb", bit for bit) or the exact adjoint of rotate_half ("half") or
+    interleaved ("interleaved") RoPE. q_embed_grad (T, Hq), k_embed_grad (T, Hk), cos and sin
+    (S_max, head_dim); seq_len is ATB's qSeqLen (a list summing to T). Returns (q_grad, k_grad)."""
+    bf16 = _bf16(dtype)
+    q = as_input(q_embed_grad, "q_embed_grad", bf16)
+    k = as_input(k_embed_grad, "k_embed_grad", bf16)
+    c = as_input(cos, "cos", bf16)
+    s = as_input(sin, "sin", bf16)
+    lens = _ints(seq_len, "seq_len")
+    p = _lib.RopeParams()
+    p.mode = _choice(mode, _ROPE_MODES, "mode")
+    if head_dim is None:
+        head_dim = c.shape[-1] if c.shape else 0
+    p.head_dim = _int(head_dim, "head_dim")
+    p.rotary_dim = _int(rotary_dim, "rotary_dim")
+    p.num_seqs = len(lens)
+    lens_arr = (ctypes.c_int32 * max(len(lens), 1))(*lens)
+    p.seq_lens = lens_arr
+    if start_positions is not None:
+        starts = _ints(start_positions, "start_positions")
+        if len(starts) != len(lens):
+            raise ValueError("gradref: start_positions has %d entries but seq_len has %d"
+                             % (len(starts), len(lens)))
+        starts_arr = (ctypes.c_int64 * max(len(starts), 1))(*starts)
+        p.start_positions = starts_arr
+    out_q, out_k = _outs(out, 2)
+    dq = _result(out_q, q.kind, q.shape, q.code, "q_grad", bf16)
+    dk = _result(out_k, q.kind, k.shape, k.code, "k_grad", bf16)
+    e = _exec(threads, precision)
+    _check(lib.gradref_rope_grad(ctypes.byref(p), q.ref, k.ref, c.ref, s.ref, dq.ref, dk.ref,
+                                 ctypes.byref(e)))
+    return dq.obj, dk.obj
+
+
+# ---------------------------------------------------------------- convolutions
+
+_CONV_MODES = {"cross_correlation": 0, "convolution": 1}
+_CHANNELS_FIRST = {"ncw": 1, "nchw": 2, "ncdhw": 3}
+_CHANNELS_LAST = {"nwc": 1, "nhwc": 2, "ndhwc": 3}
+
+
+def _per_dim(value, r, name, minimum):
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        vals = [int(value)] * r
+    else:
+        vals = _ints(value, name)
+        if len(vals) != r:
+            raise ValueError("gradref: %s has %d entries for %d spatial dims" % (name, len(vals), r))
+    for v in vals:
+        if v < minimum:
+            raise ValueError("gradref: %s %s; each must be >= %d" % (name, vals, minimum))
+    return vals
+
+
+def _pads(pad, r, name="pad"):
+    """pad as an int, r symmetric pads, or 2r (begin, end) pads; returns 2r values."""
+    if isinstance(pad, numbers.Integral) and not isinstance(pad, bool):
+        return [int(pad)] * (2 * r)
+    vals = []
+    for v in pad:
+        if isinstance(v, (tuple, list)):
+            vals.extend(_ints(v, name))
+        else:
+            vals.append(_int(v, name))
+    if len(vals) == r:
+        return [v for v in vals for _ in (0, 1)]
+    if len(vals) == 2 * r:
+        return vals
+    raise ValueError("gradref: %s has %d values; give 1, %d (symmetric) or %d (begin, end per "
+                     "dim)" % (name, len(vals), r, 2 * r))
+
+
+def _permuted(arg, order):
+    """arg's descriptor with its dims taken in `order` (a view, no copy)."""
+    t = arg.tensor
+    shape = [t.shape[i] for i in range(t.ndim)]
+    strides = [t.strides[i] for i in range(t.ndim)]
+    for j, i in enumerate(order):
+        t.shape[j] = shape[i]
+        t.strides[j] = strides[i]
+    return arg
+
+
+def conv_backprop_data(filter, diff, mode="CROSS_CORRELATION", sparse="DENSE", format="NCHW",
+                       stride=1, pad=0, dilate=1, *, grad_shape=None, out=None, threads=None,
+                       precision=None, dtype=None):
+    """MegEngine ConvolutionBackwardData: grad = dL/dx from filter and diff = dL/dy, 1-D to 3-D.
+    format "NCHW" (also NCW, NCDHW) or "NHWC" (NWC, NDHWC) lays out diff, grad and filter as
+    MegEngine does (NHWC filter (OC, FH, FW, IC)); sparse "GROUP" takes a (G, OC/G, IC/G, ...)
+    filter. pad is an int, one per dim (symmetric, as MegEngine) or (begin, end) per dim.
+    grad_shape gives grad's spatial size (or whole shape) when stride > 1 leaves it ambiguous.
+    I8 filter and diff give an I32 grad; F16/BF16 give their own dtype."""
+    bf16 = _bf16(dtype)
+    f = as_input(filter, "filter", bf16)
+    d = as_input(diff, "diff", bf16)
+    r = len(d.shape) - 2
+    if r < 1 or r > 3:
+        raise ValueError("gradref: diff has %d dims; it must have 3, 4 or 5" % len(d.shape))
+    fmt = format.lower() if isinstance(format, str) else format
+    if fmt in _CHANNELS_FIRST:
+        last = False
+    elif fmt in _CHANNELS_LAST:
+        last = True
+    else:
+        raise ValueError("gradref: format=%r; use NCHW (NCW, NCDHW) or NHWC (NWC, NDHWC)"
+                         % (format,))
+    grouped = _choice(sparse, {"dense": 0, "group": 1}, "sparse") == 1
+    p = _lib.ConvParams()
+    p.mode = _choice(mode, _CONV_MODES, "mode")
+    st = _per_dim(stride, r, "stride", 1)
+    dl = _per_dim(dilate, r, "dilate", 1)
+    pd = _pads(pad, r)
+    for j in range(r):
+        p.stride[j], p.dilation[j] = st[j], dl[j]
+        p.pad[2 * j], p.pad[2 * j + 1] = pd[2 * j], pd[2 * j + 1]
+    if last:  # logical (N, C, spatial...) views of channels-last arrays
+        _permuted(d, [0, r + 1] + list(range(1, r + 1)))
+        lead = 1 if grouped else 0
+        order = list(range(lead + 1)) + [lead + 1 + r] + list(range(lead + 1, lead + 1 + r))
+        if len(f.shape) == len(order):
+            _permuted(f, order)
+    fs = [f.tensor.shape[i] for i in range(f.tensor.ndim)]
+    if grouped:
+        if len(fs) != r + 3:
+            raise ValueError("gradref: a GROUP filter has %d dims, here %d" % (r + 3, len(fs)))
+        icpg, ks, groups = fs[2], fs[3:], fs[0]
+    else:
+        if len(fs) != r + 2:
+            raise ValueError("gradref: a DENSE filter has %d dims, here %d" % (r + 2, len(fs)))
+        icpg, ks, groups = fs[1], fs[2:], 1
+    p.groups = groups
+    n = d.tensor.shape[0]
+    spatial = []
+    for j in range(r):
+        o = d.tensor.shape[2 + j]
+        spatial.append((o - 1) * st[j] + dl[j] * (ks[j] - 1) + 1 - pd[2 * j] - pd[2 * j + 1])
+    if grad_shape is not None:
+        gs = _ints(grad_shape, "grad_shape")
+        if len(gs) == r + 2:
+            gs = gs[2:] if not last else gs[1:r + 1]
+        if len(gs) != r:
+            raise ValueError("gradref: grad_shape has %d entries; give %d (spatial) or %d"
+                             % (len(gs), r, r + 2))
+        spatial = gs
+    out_code = _lib.I32 if f.code == _lib.I8 else f.code
+    c = groups * icpg
+    shape = [n] + spatial + [c] if last else [n, c] + spatial
+    g = _result(out, d.kind, shape, out_code, "grad", bf16)
+    if last:
+        _permuted(g, [0, r + 1] + list(range(1, r + 1)))
+    e = _exec(threads, precision)
+    _check(lib.gradref_conv_backprop_data(ctypes.byref(p), f.ref, d.ref, g.ref, ctypes.byref(e)))
+    return g.obj
+
+
+def _tf_spatial(values, name, data_format, minimum):
+    """TF's 5-entry list (batch and channel entries 1) or 3 spatial entries."""
+    if isinstance(values, numbers.Integral) and not isinstance(values, bool):
+        return [int(values)] * 3
+    vals = _ints(values, name)
+    if len(vals) == 5:
+        vals = vals[1:4] if data_format == "ndhwc" else vals[2:5]
+    if len(vals) != 3:
+        raise ValueError("gradref: %s has %d entries; give 5 (TF) or 3" % (name, len(vals)))
+    for v in vals:
+        if v < minimum:
+            raise ValueError("gradref: %s %s; each must be >= %d" % (name, vals, minimum))
+    return vals
+
+
+def conv3d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
+                           data_format="NDHWC", dilations=(1, 1, 1, 1, 1), groups=None, *,
+                           out=None, threads=None, precision=None, dtype=None):
+    """TensorFlow Conv3DBackpropFilterV2: dw for input and out_backprop in data_format
+    ("NDHWC" or "NCDHW"), returned in TF's filter layout (kd, kh, kw, in/groups, out).
+    filter_sizes is that shape; strides and dilations have 5 entries (or 3 spatial); padding
+    is "SAME", "VALID", or explicit pads: 3 (begin, end) pairs, or 5 pairs in data_format
+    order as TF's explicit_paddings. groups defaults to in_channels / filter_sizes[3].
+    F16/BF16 inputs give their own dtype (pass out= an F32 array for CANN V2's F32 dw)."""
+    bf16 = _bf16(dtype)
+    fmt = data_format.lower() if isinstance(data_format, str) else None
+    if fmt not in ("ndhwc", "ncdhw"):
+        raise ValueError("gradref: data_format=%r; use \"NDHWC\" or \"NCDHW\"" % (data_format,))
+    x = as_input(input, "input", bf16)
+    dy = as_input(out_backprop, "out_backprop", bf16)
+    if len(x.shape) != 5 or len(dy.shape) != 5:
+        raise ValueError("gradref: input and out_backprop must be 5-D")
+    if fmt == "ndhwc":
+        _permuted(x, [0, 4, 1, 2, 3])
+        _permuted(dy, [0, 4, 1, 2, 3])
+    ks = _ints(filter_sizes, "filter_sizes")
+    if len(ks) != 5:
+        raise ValueError("gradref: filter_sizes has %d entries; TF's is (kd, kh, kw, in, out)"
+                         % len(ks))
+    cin = x.tensor.shape[1]
+    if groups is None:
+        groups = cin // ks[3] if ks[3] > 0 and cin % ks[3] == 0 else 1
+    p = _lib.ConvParams()
+    p.groups = _int(groups, "groups", 1)
+    st = _tf_spatial(strides, "strides", fmt, 1)
+    dl = _tf_spatial(dilations, "dilations", fmt, 1)
+    for j in range(3):
+        p.stride[j], p.dilation[j] = st[j], dl[j]
+    if isinstance(padding, str):
+        mode = padding.upper()
+        if mode == "SAME":
+            ins = (ctypes.c_int64 * 3)(*[x.tensor.shape[2 + j] for j in range(3)])
+            kk = (ctypes.c_int64 * 3)(*ks[:3])
+            _check(lib.gradref_conv_pads_same(ctypes.byref(p), 3, ins, kk))
+        elif mode != "VALID":
+            raise ValueError("gradref: padding=%r; use \"SAME\", \"VALID\" or explicit pads"
+                             % (padding,))
+    else:
+        flat = _pads(padding, 5 if len(list(_flatten(padding))) == 10 else 3, "padding")
+        if len(flat) == 10:
+            flat = flat[2:8] if fmt == "ndhwc" else flat[4:10]
+        for j in range(6):
+            p.pad[j] = flat[j]
+    code = x.code
+    w = _result(out, x.kind, ks, code, "out", bf16)
+    _permuted(w, [4, 3, 0, 1, 2])  # DHWIO -> (Cout, Cin/G, kd, kh, kw)
+    e = _exec(threads, precision)
+    _check(lib.gradref_conv3d_backprop_filter(ctypes.byref(p), x.ref, dy.ref, w.ref,
+                                              ctypes.byref(e)))
+    return w.obj
+
+
+def _flatten(values):
+    for v in values:
+        if isinstance(v, (tuple, list)):
+            yield from v
+        else:
+            yield v
+
+
+_FORMATS = {"nchw": 0, "nhwc": 1, "ncdhw": 2, "ndhwc": 3, "dhwcn": 4, "hwcn": 5}
+
+
+def conv3d_dw_transpose_needed(dw_format, din, cin, cout, core_count, shape_known=True):
+    """CANN Conv3DBackpropFilterToV2FusionPass: True when a Transpose follows
+    Conv3DBackpropFilterV2 for this dw format ("NDHWC", "DHWCN", ...), x depth din, per-group
+    input channels cin, output channels cout and AI core count."""
+    fmt = _choice(dw_format, _FORMATS, "dw_format")
+    return bool(lib.gradref_conv3d_dw_transpose_needed(
+        fmt, _int(din, "din"), _int(cin, "cin"), _int(cout, "cout"),
+        _int(core_count, "core_count"), 1 if shape_known else 0))
+
+
+def copy(src, out, *, threads=None, dtype=None):
+    """out[...] = src[...] between any two layouts of one shape, converting the dtype (round
+    to nearest even; equal dtypes copy bits). Returns out."""
+    bf16 = _bf16(dtype)
+    s = as_input(src, "src", bf16)
+    d = as_output(out, "out", bf16)
+    e = _exec(threads, None)
+    _check(lib.gradref_copy(s.ref, d.ref, ctypes.byref(e)))
+    return d.obj
