@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gradref-bench: times each problem of bench/problems.txt (or the file given) and, in the same
  * run, a plain memory copy of the same number of bytes, so figures from different machines can
  * be read as a fraction of what the memory system gives.

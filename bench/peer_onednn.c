@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* oneDNN (the Debian package libdnnl-dev, oneDNN 2.x C API) as the same-run peer of the
  * convolution operators. Built only when CMake finds dnnl.h; oneDNN picks its own memory
  * formats (format_tag any), which is its fastest setting, and runs on the OpenMP threads the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Same-run peers for gradref-bench. */
 #ifndef GRADREF_BENCH_PEER_ONEDNN_H
 #define GRADREF_BENCH_PEER_ONEDNN_H

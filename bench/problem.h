@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* One benchmark problem per line, shared by gradref-bench and the tests:
  *
  *   recat B16384 dims128,256,64,512,0,128,256,64 f32

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* conv3d_backprop_filter: dL/dw of a 3-D convolution. CANN's all-ones example, a SAME-padded
  * case with the weight gradient in TF's DHWIO (DHWCN) layout, and CANN's transpose rule.
  * Checks its own output and exits non-zero on a mismatch. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* conv_backprop_data: dL/dx of a convolution. A 1-D worked example in both modes, a strided
  * 2-D case whose input size is above the minimum (PyTorch's output_padding), and I8 x I8 ->
  * I32. Checks its own output and exits non-zero on a mismatch. */

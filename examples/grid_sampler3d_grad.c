@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grid_sampler3d_grad: the CANN documentation's example (a 3x3 image, four sampling points),
  * backward of trilinear grid_sample with zeros and with border padding, then the same call
  * with a reused workspace. Checks its own output against PyTorch's values and exits non-zero

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* recat: re-lay a pooled-embedding gradient (B, sumD) from the global layout into one block per
  * rank, as FBGEMM's recat_embedding_grad_output_mixed_D does before the all-to-all of the
  * backward pass. Checks its own output and exits non-zero on a mismatch. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rope_grad: the backward of rotary position embedding for two packed sequences, in ATB's
  * mode and as the exact adjoint (rotate_half), on the worked example of docs/rope_grad.md.
  * Checks its own output and exits non-zero on a mismatch. */

@@ -5,6 +5,14 @@
  * <stddef.h> and <stdint.h>. The conventions (descriptors, dtypes, errors, threads, workspace,
  * determinism, accuracy) are described in docs/api.md; each operator has its own page in docs/.
  *
+ * Naming: functions, types and enum values are gradref_* / GRADREF_*. Tensor parameters keep
+ * the names of the system each operator models (PyTorch's grad/x/grid, MegEngine's
+ * filter/diff/grad, TensorFlow's x/dy/dw, ATB's q_embed_grad, FBGEMM's grad_output), so that
+ * a port can be read against its upstream; each operator's doc page maps them. Every
+ * operator has a twin gradref_<op>_workspace_size() that validates the same arguments and
+ * reports the workspace for the default thread count (OMP_NUM_THREADS), for either precision;
+ * a smaller workspace that still holds one thread's share runs the call on fewer threads.
+ *
  * SPDX-License-Identifier: Apache-2.0
  */
 #ifndef GRADREF_H
@@ -18,7 +26,11 @@
 #define GRADREF_VERSION_PATCH 0
 #define GRADREF_VERSION_NUMBER                                                                     \
   (GRADREF_VERSION_MAJOR * 10000 + GRADREF_VERSION_MINOR * 100 + GRADREF_VERSION_PATCH)
-#define GRADREF_VERSION_STRING "0.1.0"
+#define GRADREF_STRINGIFY_(x) #x
+#define GRADREF_STRINGIFY(x)  GRADREF_STRINGIFY_(x)
+#define GRADREF_VERSION_STRING                                                                     \
+  GRADREF_STRINGIFY(GRADREF_VERSION_MAJOR)                                                         \
+  "." GRADREF_STRINGIFY(GRADREF_VERSION_MINOR) "." GRADREF_STRINGIFY(GRADREF_VERSION_PATCH)
 
 #if defined(_WIN32) && !defined(GRADREF_STATIC)
 #  ifdef GRADREF_BUILDING_LIBRARY
@@ -159,8 +171,11 @@ GRADREF_API gradref_status gradref_copy(const gradref_tensor *src, const gradref
  * is NaN, infinite or beyond the int32 range after padding counts as out of bounds.
  * Errors: NULL, DTYPE, RANK, SHAPE, PARAM, STRIDE, OVERFLOW, ALIAS, NO_MEMORY, WORKSPACE.
  * Outputs are untouched on error. */
-typedef enum { GRADREF_INTERP_BILINEAR = 0, GRADREF_INTERP_NEAREST = 1 } gradref_interp;
-typedef enum {
+typedef enum gradref_interp {
+    GRADREF_INTERP_BILINEAR = 0,
+    GRADREF_INTERP_NEAREST = 1
+} gradref_interp;
+typedef enum gradref_padding {
     GRADREF_PAD_ZEROS = 0,
     GRADREF_PAD_BORDER = 1,
     GRADREF_PAD_REFLECTION = 2
@@ -172,15 +187,11 @@ typedef struct gradref_grid_sampler3d_params {
     int32_t align_corners; /* 0 or 1 */
 } gradref_grid_sampler3d_params;
 
-GRADREF_API gradref_status gradref_grid_sampler3d_grad(const gradref_grid_sampler3d_params *p,
-                                                       const gradref_tensor *grad,
-                                                       const gradref_tensor *x,
-                                                       const gradref_tensor *grid,
-                                                       const gradref_tensor *dx,
-                                                       const gradref_tensor *dgrid,
-                                                       const gradref_exec *exec);
-/* The workspace a call with these arguments may use, for either precision and any thread
- * count. Validates like gradref_grid_sampler3d_grad. */
+GRADREF_API gradref_status gradref_grid_sampler3d_grad(
+    const gradref_grid_sampler3d_params *p, const gradref_tensor *grad, const gradref_tensor *x,
+    const gradref_tensor *grid, const gradref_tensor *dx, const gradref_tensor *dgrid,
+    const gradref_exec *exec);
+/* The workspace such a call may use (see the top of this header). Validates like the call. */
 GRADREF_API gradref_status gradref_grid_sampler3d_grad_workspace_size(
     const gradref_grid_sampler3d_params *p, const gradref_tensor *grad, const gradref_tensor *x,
     const gradref_tensor *grid, const gradref_tensor *dx, const gradref_tensor *dgrid,
@@ -190,7 +201,10 @@ GRADREF_API gradref_status gradref_grid_sampler3d_grad_workspace_size(
 /* Convolution parameters (both convolution operators)                                        */
 /* ------------------------------------------------------------------------------------------ */
 /* The spatial rank is the tensors' rank minus 2 (1, 2 or 3); entries past it are ignored. */
-typedef enum { GRADREF_CONV_CROSS_CORRELATION = 0, GRADREF_CONV_CONVOLUTION = 1 } gradref_conv_mode;
+typedef enum gradref_conv_mode {
+    GRADREF_CONV_CROSS_CORRELATION = 0,
+    GRADREF_CONV_CONVOLUTION = 1
+} gradref_conv_mode;
 
 typedef struct gradref_conv_params {
     int32_t mode;        /* gradref_conv_mode; CONVOLUTION = filter flipped in every spatial dim */
@@ -200,6 +214,15 @@ typedef struct gradref_conv_params {
     int64_t pad[6];      /* begin, end per spatial dim in order: 2-D {top, bottom, left, right},
                             3-D {front, back, top, bottom, left, right}; >= 0 */
 } gradref_conv_params;
+
+/* TF/CANN "SAME" padding: for spatial dims 0..spatial_dims-1 (1 to 3), with p->stride and
+ * p->dilation, sets p->pad so that out = ceil(in / stride); the odd pad goes to the end
+ * (back/bottom/right). input_size and kernel_size hold spatial_dims sizes.
+ * Errors: NULL, PARAM (spatial_dims, stride, dilation, a negative input or a kernel < 1),
+ * OVERFLOW. *p is untouched on error. */
+GRADREF_API gradref_status gradref_conv_pads_same(gradref_conv_params *p, int32_t spatial_dims,
+                                                  const int64_t *input_size,
+                                                  const int64_t *kernel_size);
 
 /* ------------------------------------------------------------------------------------------ */
 /* conv_backprop_data: MegEngine ConvolutionBackwardData (docs/conv_backprop_data.md)         */
@@ -217,11 +240,12 @@ GRADREF_API gradref_status gradref_conv_backprop_data(const gradref_conv_params 
                                                       const gradref_tensor *diff,
                                                       const gradref_tensor *grad,
                                                       const gradref_exec *exec);
-/* The workspace a call with these arguments may use, for either precision and any thread
- * count (at most 64 threads). Validates like gradref_conv_backprop_data. */
-GRADREF_API gradref_status gradref_conv_backprop_data_workspace_size(
-    const gradref_conv_params *p, const gradref_tensor *filter, const gradref_tensor *diff,
-    const gradref_tensor *grad, size_t *bytes);
+/* The workspace such a call may use (see the top of this header). Validates like the call. */
+GRADREF_API gradref_status gradref_conv_backprop_data_workspace_size(const gradref_conv_params *p,
+                                                                     const gradref_tensor *filter,
+                                                                     const gradref_tensor *diff,
+                                                                     const gradref_tensor *grad,
+                                                                     size_t *bytes);
 
 /* ------------------------------------------------------------------------------------------ */
 /* conv3d_backprop_filter: TF/CANN Conv3DBackpropFilter(V2) (docs/conv3d_backprop_filter.md)  */
@@ -238,28 +262,19 @@ GRADREF_API gradref_status gradref_conv3d_backprop_filter(const gradref_conv_par
                                                           const gradref_tensor *dy,
                                                           const gradref_tensor *dw,
                                                           const gradref_exec *exec);
-/* The workspace such a call may use with the default thread count (a smaller workspace that
- * holds one thread's share runs on fewer threads). Validates like the call. */
+/* The workspace such a call may use (see the top of this header). Validates like the call. */
 GRADREF_API gradref_status gradref_conv3d_backprop_filter_workspace_size(
     const gradref_conv_params *p, const gradref_tensor *x, const gradref_tensor *dy,
     const gradref_tensor *dw, size_t *bytes);
 
-/* TF/CANN "SAME" padding: for spatial dims 0..spatial_dims-1 (1 to 3), with p->stride and
- * p->dilation, sets p->pad so that out = ceil(in / stride); the odd pad goes to the end
- * (back/bottom/right). input_size and kernel_size hold spatial_dims sizes.
- * Errors: NULL, PARAM (spatial_dims, stride, dilation, a negative input or a kernel < 1),
- * OVERFLOW. *p is untouched on error. */
-GRADREF_API gradref_status gradref_conv_pads_same(gradref_conv_params *p, int32_t spatial_dims,
-                                                  const int64_t *input_size,
-                                                  const int64_t *kernel_size);
-
 /* CANN Conv3DBackpropFilterToV2FusionPass: 1 when a Transpose follows Conv3DBackpropFilterV2,
  * that is dw_format (a gradref_format) is NDHWC or DHWCN, shape_known is nonzero, core_count
  * > 0, and din * cin * cout <= core_count * 32 * 32 * 4 (din > 1) or (core_count / 2) * 32 * 32
- * (din == 1); otherwise 0. cin is the per-group input channel count. */
-GRADREF_API int32_t gradref_conv3d_dw_transpose_needed(int32_t dw_format, int64_t din,
-                                                       int64_t cin, int64_t cout,
-                                                       int64_t core_count, int32_t shape_known);
+ * (din == 1); otherwise 0. din is x's depth (Di), cin the per-group input channel count, cout
+ * the output channel count. */
+GRADREF_API int32_t gradref_conv3d_dw_transpose_needed(int32_t dw_format, int64_t din, int64_t cin,
+                                                       int64_t cout, int64_t core_count,
+                                                       int32_t shape_known);
 
 /* ------------------------------------------------------------------------------------------ */
 /* recat: FBGEMM recat_embedding_grad_output* (docs/recat.md)                                  */
@@ -318,7 +333,7 @@ GRADREF_API gradref_status gradref_recat_embedding_grad_output_mixed_d_batch_wor
  * (also when seq_lens or start_positions lies inside an output: both are read while the
  * outputs are written).
  * Outputs are untouched on error. */
-typedef enum {
+typedef enum gradref_rope_mode {
     GRADREF_ROPE_ATB = 0,        /* ATB RopeGrad's formula, bit for bit: NOT the adjoint of RoPE */
     GRADREF_ROPE_HALF = 1,       /* exact adjoint of rotate_half RoPE (NeoX, LLaMA) */
     GRADREF_ROPE_INTERLEAVED = 2 /* exact adjoint of interleaved RoPE (GPT-J) */
@@ -327,19 +342,16 @@ typedef enum {
 typedef struct gradref_rope_params {
     int32_t mode;                   /* gradref_rope_mode; see docs/rope_grad.md */
     int32_t head_dim;               /* even, >= 2 (ATB uses 128) */
-    int32_t rotary_dim;             /* 0 = head_dim; else even < head_dim, rest passes through */
+    int32_t rotary_dim;             /* 0 = head_dim; else even <= head_dim, rest passes through */
     int32_t num_seqs;               /* entries of seq_lens (ATB qSeqLen), >= 1 */
     const int32_t *seq_lens;        /* each > 0; their sum must equal T */
     const int64_t *start_positions; /* NULL or num_seqs offsets into cos/sin rows */
 } gradref_rope_params;
 
-GRADREF_API gradref_status gradref_rope_grad(const gradref_rope_params *p,
-                                             const gradref_tensor *q_embed_grad,
-                                             const gradref_tensor *k_embed_grad,
-                                             const gradref_tensor *cos, const gradref_tensor *sin,
-                                             const gradref_tensor *q_grad,
-                                             const gradref_tensor *k_grad,
-                                             const gradref_exec *exec);
+GRADREF_API gradref_status gradref_rope_grad(
+    const gradref_rope_params *p, const gradref_tensor *q_embed_grad,
+    const gradref_tensor *k_embed_grad, const gradref_tensor *cos, const gradref_tensor *sin,
+    const gradref_tensor *q_grad, const gradref_tensor *k_grad, const gradref_exec *exec);
 /* Reports 0 bytes: rope_grad needs no workspace. Validates like gradref_rope_grad. */
 GRADREF_API gradref_status gradref_rope_grad_workspace_size(
     const gradref_rope_params *p, const gradref_tensor *q_embed_grad,

@@ -1,14 +1,17 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Installs the Debian packages gradref's build needs, when they are missing.
 #   scripts/deps.sh examples   -> compiler, cmake, python3 with numpy (the Python example)
 #   scripts/deps.sh test       -> also cmocka, pkg-config, clang with its libFuzzer runtime and
-#                                 OpenMP (the fuzz smoke), g++ (header test), binutils,
+#                                 OpenMP (the fuzz smoke), clang-format, g++ (header and ABI
+#                                 tests), binutils,
 #                                 libdnnl-dev (oneDNN, the bench's convolution peer), pytest,
 #                                 hypothesis and torch (the Python package's suite)
 set -eu
 want="gcc make cmake libc6-dev python3 python3-numpy"
 if [ "${1:-examples}" = test ]; then
-  want="$want libcmocka-dev pkg-config clang libclang-rt-14-dev libomp-dev g++ binutils libdnnl-dev"
+  want="$want libcmocka-dev pkg-config clang clang-format libclang-rt-14-dev libomp-dev g++ binutils"
+  want="$want libdnnl-dev"
   want="$want python3-pytest python3-hypothesis python3-torch"
 fi
 missing=""

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # Builds gradref (Release, OpenMP when available), runs every example (C, then the Python
 # golden-test example), and installs the library and the Python package (default prefix
 # /usr/local; set PREFIX to change it), so that `python3 -c "import gradref"` works.

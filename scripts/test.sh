@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The whole test suite: every cmocka suite, example and packaging check, built three ways
 # (gcc Release with OpenMP; gcc with ASan+UBSan; clang without OpenMP), all warnings as errors,
 # then a consumer project built against the installed package (CMake and pkg-config), then a
@@ -9,6 +10,10 @@ cd "$(dirname "$0")/.."
 sh scripts/deps.sh test
 jobs=$(nproc 2>/dev/null || echo 2)
 out=build-test
+
+echo "== format: clang-format with the committed .clang-format"
+# shellcheck disable=SC2046
+clang-format --dry-run --Werror $(find include src tests bench examples -name '*.[ch]' | sort)
 
 suite() {
   dir=$out/$1

@@ -1,4 +1,5 @@
 #!/bin/sh
+# SPDX-License-Identifier: Apache-2.0
 # The shared library exports exactly the functions gradref.h declares: nothing more (internal
 # gradref__ helpers stay hidden) and nothing less (every declaration links).
 # usage: check_exports.sh libgradref.so include/gradref.h

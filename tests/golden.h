@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Reader for the fixtures under tests/golden/ (written by tests/golden/generate.py):
  *   case <name> / <key> <values...> / end */
 #ifndef GRADREF_TEST_GOLDEN_H

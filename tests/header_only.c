@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Compiled as C99 and as C++ by the header tests: gradref.h needs nothing else. */
 #include "gradref.h"
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The common core: status strings, messages, descriptors and their validation, dtype
  * conversions (against independent rounding routines), gradref_copy, the exec plumbing. */
 #define _POSIX_C_SOURCE 200809L

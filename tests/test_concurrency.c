@@ -37,8 +37,8 @@ static gradref_tensor dense(void *data, int32_t ndim, const int64_t *shape) {
 static void setup_inputs(void) {
     tu_rng r = tu_rng_make(77);
     float *all[] = {x5, grad5, grid5, filt, diff, dy5, q, k, cs, sn, go};
-    size_t sizes[] = {sizeof x5, sizeof grad5, sizeof grid5, sizeof filt, sizeof diff,
-                      sizeof dy5, sizeof q, sizeof k, sizeof cs, sizeof sn, sizeof go};
+    size_t sizes[] = {sizeof x5, sizeof grad5, sizeof grid5, sizeof filt, sizeof diff, sizeof dy5,
+                      sizeof q,  sizeof k,     sizeof cs,    sizeof sn,   sizeof go};
     for (int i = 0; i < 11; i++)
         for (size_t j = 0; j < sizes[i] / sizeof(float); j++)
             all[i][j] = (float)(tu_uniform(&r) * 2.2 - 1.1);
@@ -47,7 +47,8 @@ static void setup_inputs(void) {
     int64_t fs[4] = {6, 4, 3, 3}, ds[4] = {2, 6, 5, 6}, dys[5] = {2, 6, 3, 5, 6};
     t_filt = dense(filt, 4, fs), t_diff = dense(diff, 4, ds), t_dy5 = dense(dy5, 5, dys);
     int64_t qs[2] = {7, 16}, ks[2] = {7, 8}, css[2] = {9, 8}, gos[2] = {5, 12};
-    t_q = dense(q, 2, qs), t_k = dense(k, 2, ks), t_cs = dense(cs, 2, css), t_sn = dense(sn, 2, css);
+    t_q = dense(q, 2, qs), t_k = dense(k, 2, ks), t_cs = dense(cs, 2, css),
+    t_sn = dense(sn, 2, css);
     t_go = dense(go, 2, gos);
 }
 

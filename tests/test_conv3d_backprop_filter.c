@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* conv3d_backprop_filter: the all-ones example, the adjoint identity against a forward conv3d
  * written here (TF's filter-gradient table, random geometries, every layout), the 2-D
  * degenerate case, the blocked sum's accuracy, SAME padding, CANN's transpose rule, threads,
@@ -355,8 +356,7 @@ static void test_workspace_for_fewer_threads(void **state) {
     assert_non_null(ws);
     gradref_exec e = {ws, one, 3, 0};
     memset(c.dw.data, 0xa5, c.bytes[2]);
-    assert_int_equal(gradref_conv3d_backprop_filter(&c.params, &c.x, &c.dy, &c.dw, &e),
-                     GRADREF_OK);
+    assert_int_equal(gradref_conv3d_backprop_filter(&c.params, &c.x, &c.dy, &c.dw, &e), GRADREF_OK);
     assert_memory_equal(c.dw.data, want, c.bytes[2]);
     free(ws);
     free(want);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* conv_backprop_data: a worked 1-D example, the adjoint identity against a forward
  * convolution written here (f64 and exact small integers), the MegEngine fallback test list,
  * PyTorch fixtures, fast path vs reference on random geometries (every dtype, layout, kernel

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grid_sampler3d_grad: known values (reference §1.7 table, CANN example, nearest ties), the
  * adjoint identity and finite differences against a forward written here, PyTorch fixtures,
  * fast path vs reference on every mode/dtype/layout/thread count, non-finite data, errors. */
@@ -528,8 +529,8 @@ static void test_workspace_for_fewer_threads(void **state) {
     gradref_grid_sampler3d_params p = {GRADREF_INTERP_NEAREST, GRADREF_PAD_ZEROS, 0};
     c.params = p;
     gradref__gs3d_plan plan;
-    assert_int_equal(
-        gradref__gs3d_validate(&p, &c.grad, &c.x, &c.grid, &c.dx, &c.dgrid, &plan), GRADREF_OK);
+    assert_int_equal(gradref__gs3d_validate(&p, &c.grad, &c.x, &c.grid, &c.dx, &c.dgrid, &plan),
+                     GRADREF_OK);
     const size_t one = gradref__gs3d_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, 1) + 64;
     if (gradref__cpu_has_avx512()) /* the nearest path with per-thread stages */
         assert_true(gradref__gs3d_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, 3) + 64 > one);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* recat: FBGEMM's worked example, the seed's examples, edge cases, every error path, the
  * three variants against each other, the fast path against the reference loop on every dtype
  * and layout (and on every bench problem), and thread invariance. */

@@ -130,16 +130,16 @@ static void test_arrays_inside_outputs(void **state) {
     gradref_rope_params p = {GRADREF_ROPE_HALF, D, 0, 2, lens, &qg[3]};
     qg[3] = 4, qg[4] = 0;
     memset(kg, 0xee, sizeof kg);
-    tu_expect_status(gradref_rope_grad(&p, &tq, &tk, &tc, &ts, &tqg, &tkg, NULL),
-                     GRADREF_ERR_ALIAS, "rope_grad", "q_grad overlaps p.start_positions");
+    tu_expect_status(gradref_rope_grad(&p, &tq, &tk, &tc, &ts, &tqg, &tkg, NULL), GRADREF_ERR_ALIAS,
+                     "rope_grad", "q_grad overlaps p.start_positions");
     assert_int_equal(qg[3], 4);
     tu_expect_untouched(kg, sizeof kg, 0xee, "k_grad");
     int32_t *lens_in_k = (int32_t *)&kg[2];
     lens_in_k[0] = 1, lens_in_k[1] = 3;
     p.seq_lens = lens_in_k;
     p.start_positions = NULL;
-    tu_expect_status(gradref_rope_grad(&p, &tq, &tk, &tc, &ts, &tqg, &tkg, NULL),
-                     GRADREF_ERR_ALIAS, "rope_grad", "k_grad overlaps p.seq_lens");
+    tu_expect_status(gradref_rope_grad(&p, &tq, &tk, &tc, &ts, &tqg, &tkg, NULL), GRADREF_ERR_ALIAS,
+                     "rope_grad", "k_grad overlaps p.seq_lens");
     assert_int_equal(lens_in_k[1], 3);
     /* outside the outputs the same arrays are fine */
     p.seq_lens = lens;
@@ -350,7 +350,8 @@ static void test_misaligned_data(void **state) {
     /* an input too, and gradref_copy */
     float src[4] = {1, 2, 3, 4};
     int64_t n = 3;
-    gradref_tensor s = dense((char *)src + 1, GRADREF_F32, 1, &n), t = dense(room, GRADREF_F32, 1, &n);
+    gradref_tensor s = dense((char *)src + 1, GRADREF_F32, 1, &n),
+                   t = dense(room, GRADREF_F32, 1, &n);
     tu_expect_status(gradref_copy(&s, &t, NULL), GRADREF_ERR_PARAM, "copy",
                      "is not aligned to its 4-byte elements");
     /* an empty tensor's address is never used */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rope_grad: ATB's positive case bit for bit, the worked D=4 example of every mode, the
  * adjoint identity against a forward RoPE written here, PyTorch fixtures, the fast path
  * (SIMD and portable) against the reference loop on every mode, dtype, layout and precision,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Helpers shared by the cmocka suites: a seeded generator (GRADREF_TEST_SEED, printed), canary
  * buffers, and descriptor builders. */
 #ifndef GRADREF_TEST_UTIL_H

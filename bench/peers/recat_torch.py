@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """The upstream reference for recat, timed in PyTorch: cat of the flattened column blocks
 (fbgemm_gpu's layout_transform_ops_test.py computes exactly this). FBGEMM's own CPU kernel is
 one memcpy per (rank, row) under at::parallel_for; without fbgemm_gpu installed, this is the

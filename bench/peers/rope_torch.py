@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """PyTorch's eager backward of rotate_half RoPE (autograd through the HF-style forward), timed
 on the bench problem `rope T16384 Hq4096 Hk1024 D128`: the peer for gradref's rope_grad.
 Usage: rope_torch.py [threads] (Debian: apt-get install python3-torch)."""

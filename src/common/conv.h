@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Checks shared by the convolution operators (gradref_conv_params and the forward rule). */
 #ifndef GRADREF_COMMON_CONV_H
 #define GRADREF_COMMON_CONV_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Conversions that need more than the inline f32 routines of convert.h. */
 #include <math.h>
 #include <string.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Scalar conversions between the float dtypes, all round-to-nearest-even, subnormals exact.
  * NaN stays NaN with as much of its payload as fits (the quiet bit is set only when the kept
  * payload would otherwise read as infinity); nothing depends on the FPU rounding mode. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Array conversions for the fast paths: the same results as convert.h, bit for bit (NaN
  * payloads included), with F16C or vectorizable loops. */
 #ifndef GRADREF_COMMON_CONVERT_ARRAY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* gradref_copy: element-wise copy between any two layouts, with dtype conversion. */
 #include <string.h>
 
@@ -222,10 +223,11 @@ void gradref__fill_zero(const gradref_tensor *t, int num_threads) {
 }
 
 void gradref__copy_run(const gradref_tensor *src, const gradref_tensor *dst, int num_threads) {
+    for (int i = 0; i < dst->ndim; i++)
+        if (dst->shape[i] == 0) return; /* the other sizes of an empty tensor may be anything */
     int64_t numel = 1;
     for (int i = 0; i < dst->ndim; i++)
-        numel *= dst->shape[i];
-    if (numel == 0) return;
+        numel *= dst->shape[i]; /* within int64: validated */
 
     /* Iterate in dst memory order (outermost = largest dst stride) with dims merged where both
      * tensors are dense across them, so the inner loop is as long and as linear as it can be. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The strided copy behind gradref_copy, for callers whose descriptors are already valid. */
 #ifndef GRADREF_COMMON_COPY_H
 #define GRADREF_COMMON_COPY_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* CPUID-based checks (clang 14's __builtin_cpu_supports does not know "f16c"). CPUID traps to
  * the hypervisor on virtual machines (microseconds), so the answers are read once when the
  * library is loaded and only read afterwards: the library's one piece of global state, constant

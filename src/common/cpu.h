@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Run-time CPU feature checks for the kernels compiled with target attributes. */
 #ifndef GRADREF_COMMON_CPU_H
 #define GRADREF_COMMON_CPU_H

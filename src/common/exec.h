@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The exec plumbing: defaults for a NULL exec, thread count, precision, workspace. */
 #ifndef GRADREF_COMMON_EXEC_H
 #define GRADREF_COMMON_EXEC_H

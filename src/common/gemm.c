@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* BLIS-style loops around the micro-kernels of gemm_kernels.c: C is cut into NC-column and
  * MC-row blocks, K into KC slices taken in ascending order (so each element's chain of fused
  * multiply-adds runs k = 0, 1, ... whatever the blocking), A and B are packed into MR-row and

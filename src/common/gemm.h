@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Packed, register-blocked single-precision GEMM shared by the convolution operators.
  *
  *   C[i][j] = fma(A[i][K-1], B[K-1][j], ... fma(A[i][1], B[1][j], fma(A[i][0], B[0][j], c0)))

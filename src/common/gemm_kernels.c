@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The x86 micro-kernels (gemm_kernels.h), compiled with target attributes and chosen at run
  * time. Every element is a chain of _mm*_fmadd_ps in ascending p: one rounding per step, as
  * C99 fmaf, so these equal the portable kernel bit for bit. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Micro-kernels of the packed SGEMM (gemm.c). Each computes one MR x NR tile over a k-slice:
  * c[i][j] = fma(a[p][i], b[p][j], c[i][j]) for p = 0..k-1, starting from c (load) or +0, with
  * a packed k-major in runs of MR and b in runs of NR; c has row stride ldc, unit columns. */

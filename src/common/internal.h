@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Private declarations shared by every module: errors, checked arithmetic, OpenMP glue.
  * Internal symbols use the gradref__ prefix and are hidden from the shared library. */
 #ifndef GRADREF_COMMON_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Status strings, the thread-local error message, the version. */
 #include <stdarg.h>
 #include <stdio.h>

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Copies that bypass the cache for outputs too large to stay in it: a streaming store skips
  * the read-for-ownership of the destination, so a pure copy moves 2 bytes per byte instead of
  * 3. Portable fallback: memcpy. */

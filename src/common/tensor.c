@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Descriptor validation and the public descriptor helpers. */
 #include <string.h>
 
@@ -194,9 +195,8 @@ gradref_status gradref__check_dim(const char *op, const char *name, const gradre
     return GRADREF_OK;
 }
 
-gradref_status gradref__check_dim_product(const char *op, const char *name,
-                                          const gradref_tensor *t, int dim, int64_t a, int64_t b,
-                                          const char *what) {
+gradref_status gradref__check_dim_product(const char *op, const char *name, const gradref_tensor *t,
+                                          int dim, int64_t a, int64_t b, const char *what) {
     int64_t want;
     if (gradref__mul_ovf(a, b, &want))
         return gradref__fail(GRADREF_ERR_SHAPE, op,

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Descriptor validation shared by every operator (docs/api.md, "Validation"). */
 #ifndef GRADREF_COMMON_TENSOR_H
 #define GRADREF_COMMON_TENSOR_H
@@ -61,9 +62,8 @@ gradref_status gradref__check_dim(const char *op, const char *name, const gradre
                                   int dim, int64_t want, const char *what);
 
 /* Requires t->shape[dim] == a * b, the product checked for overflow. */
-gradref_status gradref__check_dim_product(const char *op, const char *name,
-                                          const gradref_tensor *t, int dim, int64_t a, int64_t b,
-                                          const char *what);
+gradref_status gradref__check_dim_product(const char *op, const char *name, const gradref_tensor *t,
+                                          int dim, int64_t a, int64_t b, const char *what);
 
 /* Requires t->ndim == ndim (RANK otherwise). */
 gradref_status gradref__check_rank(const char *op, const char *name, const gradref_tensor *t,

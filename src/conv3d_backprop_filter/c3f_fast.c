@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fast path for F32 compute (F32, F16, BF16 at the default precision):
  *
  *   for each block of GRADREF_C3F_BLOCK reduction indices r = (n, od, oh, ow):
@@ -98,7 +99,6 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
 size_t gradref__c3f_fast_workspace(const gradref__c3f_plan *p, int32_t precision, int threads) {
     return layout_of(p, precision, threads).total;
 }
-
 
 typedef struct run {
     const gradref__c3f_plan *p;

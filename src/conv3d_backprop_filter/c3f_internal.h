@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* conv3d_backprop_filter's validated problem, shared by the entry point, the reference loop
  * and the fast path. */
 #ifndef GRADREF_C3F_INTERNAL_H

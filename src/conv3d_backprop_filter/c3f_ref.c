@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The reference loop (docs/conv3d_backprop_filter.md): for each dw element, the reduction
  * indices r = (n, od, oh, ow) in ascending order are cut into blocks of GRADREF_C3F_BLOCK;
  * each block is one chain acc = fma(x, dy, acc) from +0 over its r whose input tap lies inside

@@ -1,5 +1,6 @@
-/* conv3d_backprop_filter entry points: validation (everything before any write), the SAME
- * padding helper, CANN's transpose rule, dispatch. */
+/* SPDX-License-Identifier: Apache-2.0 */
+/* conv3d_backprop_filter entry points: validation (everything before any write), CANN's
+ * transpose rule, dispatch. */
 #include <string.h>
 
 #include "c3f_internal.h"
@@ -106,9 +107,10 @@ gradref_status gradref_conv3d_backprop_filter(const gradref_conv_params *p, cons
         gradref__fill_zero(&plan.dw_desc, ctx.num_threads);
         return GRADREF_OK;
     }
-    const int threads = gradref__workspace_threads( /* fewer if the caller's workspace holds fewer */
-        &ctx, gradref__c3f_fast_workspace(&plan, ctx.precision, 1),
-        gradref__c3f_fast_workspace(&plan, ctx.precision, 2));
+    const int threads =
+        gradref__workspace_threads(/* fewer if the caller's workspace holds fewer */
+                                   &ctx, gradref__c3f_fast_workspace(&plan, ctx.precision, 1),
+                                   gradref__c3f_fast_workspace(&plan, ctx.precision, 2));
     void *ws, *owned;
     s = gradref__workspace_acquire(
         OP, &ctx, gradref__c3f_fast_workspace(&plan, ctx.precision, threads), &ws, &owned);
@@ -134,49 +136,6 @@ gradref_status gradref_conv3d_backprop_filter_workspace_size(const gradref_conv_
         b = gradref__c3f_fast_workspace(&plan, GRADREF_PRECISION_HIGH, threads);
     }
     *bytes = gradref__workspace_bytes(a > b ? a : b);
-    return GRADREF_OK;
-}
-
-gradref_status gradref_conv_pads_same(gradref_conv_params *p, int32_t spatial_dims,
-                                      const int64_t *input_size, const int64_t *kernel_size) {
-    static const char SAME[] = "conv_pads_same";
-    if (p == NULL) return gradref__fail(GRADREF_ERR_NULL, SAME, "p is NULL");
-    if (spatial_dims < 1 || spatial_dims > 3)
-        return gradref__fail(GRADREF_ERR_PARAM, SAME, "spatial_dims is %d; it must be 1, 2 or 3",
-                             (int)spatial_dims);
-    if (input_size == NULL || kernel_size == NULL)
-        return gradref__fail(GRADREF_ERR_NULL, SAME, "%s is NULL",
-                             input_size == NULL ? "input_size" : "kernel_size");
-    int64_t pads[6];
-    for (int j = 0; j < spatial_dims; j++) {
-        const int64_t in = input_size[j], k = kernel_size[j], st = p->stride[j],
-                      dl = p->dilation[j];
-        if (st < 1 || dl < 1)
-            return gradref__fail(GRADREF_ERR_PARAM, SAME,
-                                 "p.stride[%d] is %lld and p.dilation[%d] is %lld; both must be "
-                                 ">= 1",
-                                 j, (long long)st, j, (long long)dl);
-        if (in < 0 || k < 1)
-            return gradref__fail(GRADREF_ERR_PARAM, SAME,
-                                 "input_size[%d] is %lld and kernel_size[%d] is %lld; sizes must "
-                                 "be >= 0 and kernels >= 1",
-                                 j, (long long)in, j, (long long)k);
-        int64_t ext, need, last;
-        const int64_t out = in / st + (in % st != 0); /* ceil(in / stride) */
-        if (gradref__mul_ovf(dl, k - 1, &ext) || gradref__add_ovf(ext, 1, &ext) ||
-            gradref__mul_ovf(out > 0 ? out - 1 : 0, st, &last) ||
-            gradref__add_ovf(last, ext, &need))
-            return gradref__fail(GRADREF_ERR_OVERFLOW, SAME,
-                                 "spatial dim %d: the padded extent exceeds int64", j);
-        need -= in;
-        if (need < 0) need = 0;
-        pads[2 * j] = need / 2;
-        pads[2 * j + 1] = need - need / 2;
-    }
-    for (int j = 0; j < spatial_dims; j++) {
-        p->pad[2 * j] = pads[2 * j];
-        p->pad[2 * j + 1] = pads[2 * j + 1];
-    }
     return GRADREF_OK;
 }
 

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fast path for F32 compute (F32, F16, BF16 at the default precision).
  *
  * Stride phases: the grad indices i with i mod stride = ph (per dim) are reached by a fixed set
@@ -118,7 +119,6 @@ static layout layout_of(const gradref__cbd_plan *p, int32_t precision, int threa
 size_t gradref__cbd_fast_workspace(const gradref__cbd_plan *p, int32_t precision, int threads) {
     return layout_of(p, precision, threads).total;
 }
-
 
 static float load_f32(int32_t dtype, const char *e) {
     if (dtype == GRADREF_F32) return *(const float *)e;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* conv_backprop_data's validated problem, shared by the entry point, the reference loop and
  * the fast path. Every problem is held as 3-D: a 1-D or 2-D convolution gets leading spatial
  * dims of size 1 (stride, dilation 1, no padding). */

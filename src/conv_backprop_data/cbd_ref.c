@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The reference loop (docs/conv_backprop_data.md), one grad element at a time: one chain of
  * fused multiply-adds, starting at +0,
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* Depthwise rows of the conv_backprop_data fast path (stride 1): each grad element is the
  * reference's chain of fused multiply-adds over its taps, with taps outside diff read as 0
  * (exact for a finite filter). AVX-512 and AVX2+FMA kernels, chosen at run time, and a

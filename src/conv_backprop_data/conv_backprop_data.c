@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* conv_backprop_data entry points: validation (everything before any write), workspace,
  * dispatch to the fast path. */
 #include <string.h>
@@ -173,9 +174,10 @@ gradref_status gradref_conv_backprop_data(const gradref_conv_params *p,
         gradref__fill_zero(&plan.grad_desc, ctx.num_threads);
         return GRADREF_OK;
     }
-    const int threads = gradref__workspace_threads( /* fewer if the caller's workspace holds fewer */
-        &ctx, gradref__cbd_fast_workspace(&plan, ctx.precision, 1),
-        gradref__cbd_fast_workspace(&plan, ctx.precision, 2));
+    const int threads =
+        gradref__workspace_threads(/* fewer if the caller's workspace holds fewer */
+                                   &ctx, gradref__cbd_fast_workspace(&plan, ctx.precision, 1),
+                                   gradref__cbd_fast_workspace(&plan, ctx.precision, 2));
     void *ws, *owned;
     s = gradref__workspace_acquire(
         OP, &ctx, gradref__cbd_fast_workspace(&plan, ctx.precision, threads), &ws, &owned);

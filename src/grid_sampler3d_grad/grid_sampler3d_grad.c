@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grid_sampler3d_grad entry points: validation (everything before any write), workspace,
  * dispatch to the fast path. */
 #include <string.h>
@@ -78,16 +79,21 @@ gradref_status gradref__gs3d_validate(const gradref_grid_sampler3d_params *p,
     if ((s = gradref__check_dim(OP, "grad", grad, 0, N, "x.shape[0]")) != GRADREF_OK) return s;
     if ((s = gradref__check_dim(OP, "grid", grid, 0, N, "x.shape[0]")) != GRADREF_OK) return s;
     if ((s = gradref__check_dim(OP, "grad", grad, 1, C, "x.shape[1]")) != GRADREF_OK) return s;
-    if ((s = gradref__check_dim(OP, "grid", grid, 4, 3, "the number of spatial dims")) != GRADREF_OK) return s;
+    if ((s = gradref__check_dim(OP, "grid", grid, 4, 3, "the number of spatial dims")) !=
+        GRADREF_OK)
+        return s;
     for (int d = 0; d < 3; d++)
-        if ((s = gradref__check_dim(OP, "grid", grid, 1 + d, grad->shape[2 + d], "the grad size")) != GRADREF_OK)
+        if ((s = gradref__check_dim(OP, "grid", grid, 1 + d, grad->shape[2 + d],
+                                    "the grad size")) != GRADREF_OK)
             return s;
     for (int d = 2; d < 5; d++)
         if (x->shape[d] == 0)
             return gradref__fail(GRADREF_ERR_SHAPE, OP,
                                  "x.shape[%d] is 0; x must have non-empty spatial dims", d);
     for (int d = 0; d < 5; d++) {
-        if (dx != NULL && (s = gradref__check_dim(OP, "dx", dx, d, x->shape[d], "x's")) != GRADREF_OK) return s;
+        if (dx != NULL &&
+            (s = gradref__check_dim(OP, "dx", dx, d, x->shape[d], "x's")) != GRADREF_OK)
+            return s;
         if (dgrid != NULL &&
             (s = gradref__check_dim(OP, "dgrid", dgrid, d, grid->shape[d], "grid's")) != GRADREF_OK)
             return s;
@@ -137,9 +143,10 @@ gradref_status gradref_grid_sampler3d_grad(const gradref_grid_sampler3d_params *
     if (s != GRADREF_OK) return s;
     if ((s = gradref__gs3d_validate(p, grad, x, grid, dx, dgrid, &plan)) != GRADREF_OK) return s;
     plan.precision = ctx.precision;
-    const int threads = gradref__workspace_threads( /* fewer if the caller's workspace holds fewer */
-        &ctx, gradref__gs3d_fast_workspace(&plan, ctx.precision, 1),
-        gradref__gs3d_fast_workspace(&plan, ctx.precision, 2));
+    const int threads =
+        gradref__workspace_threads(/* fewer if the caller's workspace holds fewer */
+                                   &ctx, gradref__gs3d_fast_workspace(&plan, ctx.precision, 1),
+                                   gradref__gs3d_fast_workspace(&plan, ctx.precision, 2));
     void *ws, *owned;
     s = gradref__workspace_acquire(
         OP, &ctx, gradref__gs3d_fast_workspace(&plan, ctx.precision, threads), &ws, &owned);

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fast path's driver: workspace layout, staging of 16-bit inputs, the three passes over
  * OpenMP (gs3d_fast.h), and the final rounding of the dx accumulator. */
 #include <math.h>
@@ -187,7 +188,6 @@ static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision, int t
 size_t gradref__gs3d_fast_workspace(const gradref__gs3d_plan *p, int32_t precision, int threads) {
     return layout_of(p, precision, threads).total;
 }
-
 
 static void make_tensor(gradref_tensor *t, void *data, int32_t dtype, const int64_t *shape,
                         const int64_t *strides) {
@@ -392,10 +392,9 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
                                  (p->N == 1 || gds[0] == 3 * r.P);
     /* dx work: (image, plane) pairs, (image, channel) pairs for the scatter path, or (image,
      * channel block) pairs for the voxel path */
-    const int64_t dx_per_image =
-        L.voxels  ? (p->C + GS3D_STAGE_CHANNELS - 1) / GS3D_STAGE_CHANNELS
-        : L.scatter ? p->C
-                    : p->D;
+    const int64_t dx_per_image = L.voxels ? (p->C + GS3D_STAGE_CHANNELS - 1) / GS3D_STAGE_CHANNELS
+                                 : L.scatter ? p->C
+                                             : p->D;
     const int64_t dx_items = p->dx.data != NULL ? p->N * dx_per_image : 0;
     const int64_t dgrid_per_image = (r.P + GS3D_POINT_BLOCK - 1) / GS3D_POINT_BLOCK;
     const int64_t dgrid_items = p->dgrid.data != NULL && bilinear ? p->N * dgrid_per_image : 0;

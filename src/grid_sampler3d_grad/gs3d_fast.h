@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fast path's working state, shared by the portable passes (gs3d_fast.c) and the AVX2
  * kernels (gs3d_simd.c).
  *

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The portable passes of the fast path, for one pair of types. gs3d_fast.c includes this once
  * per pair with
  *   GS_T      the type the geometry is computed in (float, or double for F64),

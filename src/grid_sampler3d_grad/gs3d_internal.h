@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* grid_sampler3d_grad's validated problem, shared by the entry point, the reference loop and
  * the fast path. */
 #ifndef GRADREF_GS3D_INTERNAL_H
@@ -41,7 +42,6 @@ gradref_status gradref__gs3d_ref(const gradref__gs3d_plan *plan);
 /* Workspace bytes the fast path needs for this plan at `precision` on `threads` threads (some
  * parts are per thread). */
 size_t gradref__gs3d_fast_workspace(const gradref__gs3d_plan *plan, int32_t precision, int threads);
-
 
 /* The fast path; `ws` holds gradref__gs3d_fast_workspace(plan, plan->precision, num_threads)
  * bytes, 64-byte aligned. */

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The reference loop: PyTorch's grid_sampler_3d_backward, point by point, in its order
  * (docs/grid_sampler3d_grad.md). Every value is held in a double and rounded after each
  * operation to the precision the formula runs in: f32 for F32/F16/BF16 (f32 operations

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "gs3d_simd.h"
 
 #ifdef GRADREF_GS3D_SIMD
@@ -430,10 +431,10 @@ TARGET_512 int64_t gradref__gs3d_avx512_voxel_slots(const gs3d_run *r, int64_t n
     const int32_t none = gs3d_no_point(P);
     const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
     /* GS3D_STAGE_CHANNELS * (gs3d_stage_row(q + lane) - q) for q a multiple of 16 */
-    const __m512i order = _mm512_setr_epi32(0, 16, 32, 48, 4, 20, 36, 52, 8, 24, 40, 56, 12, 28,
-                                            44, 60);
-    const __m512i pairs_lo = _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7,
-                                               23);
+    const __m512i order =
+        _mm512_setr_epi32(0, 16, 32, 48, 4, 20, 36, 52, 8, 24, 40, 56, 12, 28, 44, 60);
+    const __m512i pairs_lo =
+        _mm512_setr_epi32(0, 16, 1, 17, 2, 18, 3, 19, 4, 20, 5, 21, 6, 22, 7, 23);
     const __m512i pairs_hi = _mm512_add_epi32(pairs_lo, _mm512_set1_epi32(8));
     const __m512i nones = _mm512_set1_epi32(none), zero = _mm512_setzero_si512();
     int64_t count = 0, q = 0;

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* AVX2 kernels of the grid_sampler3d_grad fast path (x86-64, GCC or Clang), for f32 geometry
  * and f32 sums. They perform the portable passes' operations in the same order, 8 lanes at a
  * time, with no FMA, so the bits are the reference's. */
@@ -45,8 +46,7 @@ int64_t gradref__gs3d_avx512_voxel_slots(const gs3d_run *r, int64_t n);
  * points from +0, written once; dx's planes must be dense (strides H*W, W, 1). The first two
  * points of 16 voxels are read as stage rows and transposed into channel vectors; the later
  * points of the few fuller voxels are then added in point order. */
-void gradref__gs3d_avx512_nearest_dx_voxels(const gs3d_run *r, int64_t n, int64_t c0,
-                                            float *stage);
+void gradref__gs3d_avx512_nearest_dx_voxels(const gs3d_run *r, int64_t n, int64_t c0, float *stage);
 
 /* dx for one accumulator plane when channels are adjacent in the accumulator and in grad:
  * the records in order, each adding w * grad[point, :] to its corners' channel rows. Returns 0

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* recat entry points: validation (everything before any write), then dispatch. */
 #include "common/exec.h"
 #include "common/tensor.h"
@@ -14,8 +15,8 @@ typedef struct recat_args {
 
 static gradref_status check_tensors(recat_args *a, int32_t go_ndim) {
     gradref_status s;
-    if ((s = gradref__take_input(a->op, "grad_output", a->grad_output, &a->go_local,
-                                 &a->go_ext)) != GRADREF_OK)
+    if ((s = gradref__take_input(a->op, "grad_output", a->grad_output, &a->go_local, &a->go_ext)) !=
+        GRADREF_OK)
         return s;
     a->grad_output = &a->go_local;
     if ((s = gradref__check_rank(a->op, "grad_output", a->grad_output, go_ndim)) != GRADREF_OK)

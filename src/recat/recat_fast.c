@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fast path. Work items are (row block, rank) pairs, row-block-major: a block of rows of
  * grad_output stays in L1 while every rank takes its columns from it, and each item writes one
  * contiguous run of out (rows b0..b1 of rank r are adjacent there). Threads take contiguous

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* recat's validated problem, shared by the entry points, the reference loop and the fast path. */
 #ifndef GRADREF_RECAT_INTERNAL_H
 #define GRADREF_RECAT_INTERNAL_H

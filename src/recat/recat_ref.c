@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The reference loop: the formula of docs/recat.md, element by element, moving bits. */
 #include <string.h>
 

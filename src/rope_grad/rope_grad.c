@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rope_grad entry points: validation (everything before any write), then dispatch. */
 #include "common/exec.h"
 #include "common/tensor.h"

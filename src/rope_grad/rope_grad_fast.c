@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The fast path. Threads own contiguous token ranges (the work per token is the same). For
  * each token the cos/sin row is turned into weights once, in chunks of up to CHUNK pairs, and
  * every head of q and k streams through them: 16-bit rows are widened to f32 (F16C where the

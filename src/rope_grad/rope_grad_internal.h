@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* rope_grad's validated problem, shared by the entry point, the reference loop and the fast
  * path. */
 #ifndef GRADREF_ROPE_GRAD_INTERNAL_H

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* The reference loop: each output element straight from its formula (docs/rope_grad.md).
  * ATB mode rounds every operation to the tensors' dtype, as the Ascend kernel does: sums and
  * products are formed exactly in f64 and rounded once to F16/BF16 (for F32 and F64 the

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 #include "rope_grad_simd.h"
 
 #ifdef GRADREF_ROPE_SIMD

@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* AVX2 + F16C row kernels of the rope_grad fast path (x86-64 with GCC or Clang), and AVX-512
  * ones for F32 and F16. Each computes exactly the operations of the reference loop on 8 or 16
  * lanes at a time and stores straight to the output, with streaming stores when asked and the

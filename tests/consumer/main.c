@@ -1,3 +1,4 @@
+/* SPDX-License-Identifier: Apache-2.0 */
 /* A user program: includes the installed header, links the installed library. */
 #include <stdio.h>
 #include <string.h>

@@ -26,9 +26,7 @@ unsigned char *fz_arena;
 static unsigned char *snapshot, *after_a, *mask;
 
 #define FZ_MAX_REGIONS 16
-static struct {
-    size_t lo, hi;
-} regions[FZ_MAX_REGIONS];
+static struct { size_t lo, hi; } regions[FZ_MAX_REGIONS];
 static int region_count;
 static size_t cursor, dirty_end = FZ_ARENA_BYTES;
 
@@ -135,7 +133,7 @@ static int64_t span_bytes(const gradref_tensor *t) {
 }
 
 static const int64_t huge_values[] = {INT64_C(1) << 33, INT64_C(1) << 40, INT64_C(1) << 62,
-                                      INT64_MAX, INT64_MAX / 3, INT64_C(3037000500)};
+                                      INT64_MAX,        INT64_MAX / 3,    INT64_C(3037000500)};
 
 static void mutate_tensor(fz *f, gradref_tensor *t) {
     const int d = t->ndim > 0 ? (int)fz_range(f, 0, t->ndim - 1) : 0;
@@ -349,8 +347,8 @@ static gradref_status status_of(gradref_status s) {
 }
 
 void fz_check(fz *f, const fz_call *c) {
-    static const int32_t thread_choices[16] = {0, 1, 2, 3, 1, 2, 0, 2, 1, 3, 64, -1, 1025,
-                                               100000, INT32_MAX, INT32_MIN};
+    static const int32_t thread_choices[16] = {0, 1, 2,  3,  1,    2,      0,         2,
+                                               1, 3, 64, -1, 1025, 100000, INT32_MAX, INT32_MIN};
     gradref_exec ex;
     memset(&ex, 0, sizeof ex);
     const int null_exec = fz_one_in(f, 8);
@@ -455,7 +453,8 @@ void fz_check(fz *f, const fz_call *c) {
                      exb.num_threads);
             fz_fail("an output element differs between thread counts or was not written", where);
         }
-        if (!mask[i] && fz_arena[i] != snapshot[i]) fz_fail("run B wrote outside its outputs", NULL);
+        if (!mask[i] && fz_arena[i] != snapshot[i])
+            fz_fail("run B wrote outside its outputs", NULL);
     }
     free(w.buf);
 }

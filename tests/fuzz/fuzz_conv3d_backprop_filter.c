@@ -52,7 +52,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (fz_one_in(&f, 32)) a.p.dilation[j] = fz_one_in(&f, 2) ? 0 : INT64_MAX;
         if (fz_one_in(&f, 32)) a.p.pad[2 * j + 1] = fz_one_in(&f, 2) ? -1 : INT64_MAX;
     }
-    const int32_t in_dt = fz_one_in(&f, 16) ? (int32_t)fz_range(&f, 0, 6) : (int32_t)fz_range(&f, 0, 3);
+    const int32_t in_dt =
+        fz_one_in(&f, 16) ? (int32_t)fz_range(&f, 0, 6) : (int32_t)fz_range(&f, 0, 3);
     int32_t out_dt = in_dt;
     if ((in_dt == GRADREF_F16 || in_dt == GRADREF_BF16) && fz_one_in(&f, 2)) out_dt = GRADREF_F32;
     if (fz_one_in(&f, 20)) out_dt = (int32_t)fz_range(&f, 0, 6);

@@ -55,8 +55,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (fz_one_in(&f, 32)) a.p.stride[j] = fz_one_in(&f, 2) ? 0 : INT64_MAX;
         if (fz_one_in(&f, 32)) a.p.pad[2 * j] = fz_one_in(&f, 2) ? -1 : INT64_MAX;
     }
-    static const int32_t in_types[6] = {GRADREF_F32, GRADREF_F64, GRADREF_F16, GRADREF_BF16,
-                                        GRADREF_I8, GRADREF_F32};
+    static const int32_t in_types[6] = {GRADREF_F32,  GRADREF_F64, GRADREF_F16,
+                                        GRADREF_BF16, GRADREF_I8,  GRADREF_F32};
     const int32_t in_dt = in_types[fz_range(&f, 0, 5)];
     int32_t out_dt = in_dt == GRADREF_I8 ? GRADREF_I32 : in_dt;
     if ((in_dt == GRADREF_F16 || in_dt == GRADREF_BF16) && fz_one_in(&f, 2)) out_dt = GRADREF_F32;

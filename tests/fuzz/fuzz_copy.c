@@ -48,9 +48,9 @@ static void helpers(fz *f) {
     s = gradref_conv_pads_same(&p, (int32_t)fz_range(f, -1, 4), in, k);
     if (s != GRADREF_OK && memcmp(&p, &pb, sizeof p) != 0)
         fz_fail("a failed conv_pads_same changed its output", NULL);
-    (void)gradref_conv3d_dw_transpose_needed(
-        (int32_t)fz_range(f, -1, 6), (int64_t)fz_bits(f, 8), (int64_t)fz_bits(f, 8),
-        (int64_t)fz_bits(f, 8), (int64_t)fz_bits(f, 8), (int32_t)fz_range(f, -1, 2));
+    (void)gradref_conv3d_dw_transpose_needed((int32_t)fz_range(f, -1, 6), (int64_t)fz_bits(f, 8),
+                                             (int64_t)fz_bits(f, 8), (int64_t)fz_bits(f, 8),
+                                             (int64_t)fz_bits(f, 8), (int32_t)fz_range(f, -1, 2));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -62,7 +62,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     }
     copy_args a;
-    const int32_t ndim = fz_one_in(&f, 8) ? (int32_t)fz_range(&f, 0, 8) : (int32_t)fz_range(&f, 0, 4);
+    const int32_t ndim =
+        fz_one_in(&f, 8) ? (int32_t)fz_range(&f, 0, 8) : (int32_t)fz_range(&f, 0, 4);
     int64_t shape[GRADREF_MAX_DIMS];
     for (int i = 0; i < ndim; i++)
         shape[i] = fz_one_in(&f, 10) ? fz_range(&f, 0, 70) : fz_range(&f, 0, ndim > 4 ? 3 : 12);

@@ -23,8 +23,8 @@ static gradref_status run(void *ctx, const gradref_exec *exec) {
     return gradref_recat_embedding_grad_output_mixed_d(&a->go, a->list, a->num_ranks, &a->out,
                                                        exec);
 #else
-    return gradref_recat_embedding_grad_output_mixed_d_batch(&a->go, &a->dims, &a->cumsum,
-                                                             &a->out, exec);
+    return gradref_recat_embedding_grad_output_mixed_d_batch(&a->go, &a->dims, &a->cumsum, &a->out,
+                                                             exec);
 #endif
 }
 
@@ -34,8 +34,8 @@ static gradref_status twin(void *ctx, size_t *bytes) {
     return gradref_recat_embedding_grad_output_workspace_size(&a->go, a->list, a->num_ranks,
                                                               &a->out, bytes);
 #elif FUZZ_RECAT_VARIANT == 1
-    return gradref_recat_embedding_grad_output_mixed_d_workspace_size(&a->go, a->list,
-                                                                      a->num_ranks, &a->out, bytes);
+    return gradref_recat_embedding_grad_output_mixed_d_workspace_size(&a->go, a->list, a->num_ranks,
+                                                                      &a->out, bytes);
 #else
     return gradref_recat_embedding_grad_output_mixed_d_batch_workspace_size(
         &a->go, &a->dims, &a->cumsum, &a->out, bytes);

@@ -49,7 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const int64_t rows = smax + fz_range(&f, 0, 2) - (fz_one_in(&f, 16) ? 1 : 0);
     const int64_t hq = fz_one_in(&f, 16) ? 0 : fz_range(&f, 1, 3);
     const int64_t hk = fz_one_in(&f, 3) ? hq : fz_range(&f, 0, 2);
-    const int32_t dtype = fz_one_in(&f, 16) ? (int32_t)fz_range(&f, 0, 6) : (int32_t)fz_range(&f, 0, 3);
+    const int32_t dtype =
+        fz_one_in(&f, 16) ? (int32_t)fz_range(&f, 0, 6) : (int32_t)fz_range(&f, 0, 3);
     int64_t qs[2] = {T, hq * D}, ks[2] = {T, hk * D}, cs[2] = {rows < 0 ? 0 : rows, D};
     if (!fz_tensor(&f, &a.q, dtype, 2, qs, 0, 1) || !fz_tensor(&f, &a.k, dtype, 2, ks, 0, 1) ||
         !fz_tensor(&f, &a.cos, dtype, 2, cs, 0, 1) || !fz_tensor(&f, &a.sin, dtype, 2, cs, 0, 1) ||

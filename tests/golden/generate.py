@@ -1,4 +1,5 @@
 #!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
 """Writes the golden fixtures under tests/golden/ from PyTorch (Debian: python3-torch).
 
 CI never runs this: the fixtures are committed. Rerun it after changing a case:
