@@ -191,10 +191,9 @@ gradref_status gradref_copy(const gradref_tensor *src, const gradref_tensor *dst
     gradref__ctx ctx;
     gradref__extent se, de;
     gradref_tensor sl, dl;
-    gradref_status s;
-    if ((s = gradref__exec_resolve(OP, exec, &ctx)) != GRADREF_OK) return s;
-    if ((s = gradref__take_input(OP, "src", src, &sl, &se)) != GRADREF_OK) return s;
-    if ((s = gradref__take_output(OP, "dst", dst, &dl, &de)) != GRADREF_OK) return s;
+    GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
+    GRADREF_FORWARD_IF_ERROR(gradref__take_input(OP, "src", src, &sl, &se));
+    GRADREF_FORWARD_IF_ERROR(gradref__take_output(OP, "dst", dst, &dl, &de));
     if (!conversion_allowed(sl.dtype, dl.dtype))
         return gradref__fail(GRADREF_ERR_DTYPE, OP,
                              "cannot convert src.dtype %s to dst.dtype %s (float to integer and "
@@ -208,9 +207,24 @@ gradref_status gradref_copy(const gradref_tensor *src, const gradref_tensor *dst
             return gradref__fail(GRADREF_ERR_SHAPE, OP,
                                  "src.shape[%d] is %lld but dst.shape[%d] is %lld", i,
                                  (long long)sl.shape[i], i, (long long)dl.shape[i]);
-    if ((s = gradref__check_disjoint(OP, "dst", &de, "src", &se)) != GRADREF_OK) return s;
+    GRADREF_FORWARD_IF_ERROR(gradref__check_disjoint(OP, "dst", &de, "src", &se));
     gradref__copy_run(&sl, &dl, ctx.num_threads);
     return GRADREF_OK;
+}
+
+void gradref__copy5(const int64_t *shape, const void *src, int32_t sdt, const int64_t *ss,
+                    void *dst, int32_t ddt, const int64_t *ds, int num_threads) {
+    gradref_tensor s, d;
+    memset(&s, 0, sizeof s);
+    memset(&d, 0, sizeof d);
+    s.data = (void *)src, s.dtype = sdt, s.ndim = 5;
+    d.data = dst, d.dtype = ddt, d.ndim = 5;
+    for (int i = 0; i < 5; i++) {
+        s.shape[i] = d.shape[i] = shape[i];
+        s.strides[i] = ss[i];
+        d.strides[i] = ds[i];
+    }
+    gradref__copy_run(&s, &d, num_threads);
 }
 
 void gradref__fill_zero(const gradref_tensor *t, int num_threads) {
@@ -270,7 +284,6 @@ void gradref__copy_run(const gradref_tensor *src, const gradref_tensor *dst, int
     char *dbase = (char *)dst->data;
     size_t sz = gradref__dtype_size(src->dtype), dz = gradref__dtype_size(dst->dtype);
     int threads = numel >= (INT64_C(1) << 16) ? num_threads : 1;
-    (void)threads;
     int64_t inner = shape[m - 1];
 
     /* A layout change (src's unit-stride dim is not dst's innermost): copy tiles of TILE x TILE
@@ -287,7 +300,7 @@ void gradref__copy_run(const gradref_tensor *src, const gradref_tensor *dst, int
         const int blocks8 =
             src->dtype == dst->dtype && sz == 4 && ds[m - 1] == 1 && gradref__cpu_has_avx2_f16c();
 #endif
-        GRADREF_OMP(omp parallel for num_threads(threads) schedule(static))
+        GRADREF_PARALLEL_FOR(threads, schedule(static))
         for (int64_t it = 0; it < items; it++) {
             int64_t rest = it / (ti * tj), so = 0, dof = 0;
             const int64_t i0 = it / tj % ti * TILE, j0 = it % tj * TILE;
@@ -320,7 +333,7 @@ void gradref__copy_run(const gradref_tensor *src, const gradref_tensor *dst, int
     }
 
     int64_t rows = numel / inner;
-    GRADREF_OMP(omp parallel for num_threads(threads) schedule(static))
+    GRADREF_PARALLEL_FOR(threads, schedule(static))
     for (int64_t r = 0; r < rows; r++) {
         int64_t rest = r, so = 0, dof = 0;
         for (int k = m - 2; k >= 0; k--) {

@@ -9,6 +9,11 @@
  * itself or src, the conversion is one gradref_copy allows, and num_threads >= 1. */
 void gradref__copy_run(const gradref_tensor *src, const gradref_tensor *dst, int num_threads);
 
+/* gradref__copy_run on arrays given by pointer, dtype and 5-D shape and strides: the staging
+ * copies of the fast paths (both sides addressable, dst not overlapping itself or src). */
+void gradref__copy5(const int64_t *shape, const void *src, int32_t sdt, const int64_t *ss,
+                    void *dst, int32_t ddt, const int64_t *ds, int num_threads);
+
 /* Writes +0 to every element of a valid output descriptor. */
 void gradref__fill_zero(const gradref_tensor *t, int num_threads);
 

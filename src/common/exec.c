@@ -87,3 +87,33 @@ int gradref__workspace_threads(const gradref__ctx *ctx, size_t one, size_t two) 
     const size_t fit = 1 + (bytes - one) / per_thread;
     return fit < (size_t)wanted ? (int)fit : wanted;
 }
+
+gradref_status gradref__run_fast_path(const gradref__fast_path *fp, const gradref__ctx *ctx,
+                                      const void *plan) {
+    const int threads = gradref__workspace_threads(ctx, fp->workspace(plan, ctx->precision, 1),
+                                                   fp->workspace(plan, ctx->precision, 2));
+    void *ws, *owned;
+    GRADREF_FORWARD_IF_ERROR(gradref__workspace_acquire(
+        fp->op, ctx, fp->workspace(plan, ctx->precision, threads), &ws, &owned));
+    fp->run(plan, ws, threads);
+    gradref__workspace_release(owned);
+    return GRADREF_OK;
+}
+
+size_t gradref__fast_path_workspace(const gradref__fast_path *fp, const void *plan) {
+    const int threads = gradref__default_threads();
+    const size_t a = fp->workspace(plan, GRADREF_PRECISION_DEFAULT, threads),
+                 b = fp->workspace(plan, GRADREF_PRECISION_HIGH, threads);
+    return gradref__workspace_bytes(a > b ? a : b);
+}
+
+void gradref__parallel_ranges(int64_t n, int threads,
+                              void (*part)(const void *arg, int64_t begin, int64_t end),
+                              const void *arg) {
+    const int team = gradref__team(n, threads);
+    GRADREF_PARALLEL(team) {
+        int64_t b, e;
+        gradref__my_range(n, &b, &e);
+        part(arg, b, e);
+    }
+}

@@ -38,6 +38,29 @@ gradref_status gradref__workspace_acquire(const char *op, const gradref__ctx *ct
                                           void **ptr, void **owned);
 void gradref__workspace_release(void *owned);
 
+/* An operator's fast path, as the shared entry-point tail sees it: the workspace bytes of a
+ * validated plan at a precision and thread count, and the run itself. */
+typedef struct gradref__fast_path {
+    const char *op;
+    size_t (*workspace)(const void *plan, int32_t precision, int threads);
+    void (*run)(const void *plan, void *ws, int threads);
+} gradref__fast_path;
+
+/* The tail of an entry point once its plan is validated (and its precision set): the threads
+ * the caller's workspace holds, the workspace (the caller's or one malloc), the run. */
+gradref_status gradref__run_fast_path(const gradref__fast_path *fp, const gradref__ctx *ctx,
+                                      const void *plan);
+
+/* What a _workspace_size twin reports for a validated plan: the larger precision's bytes at
+ * the default thread count, with the alignment slack. */
+size_t gradref__fast_path_workspace(const gradref__fast_path *fp, const void *plan);
+
+/* Splits [0, n) into one contiguous range per thread of a team of at most `threads` and runs
+ * part(arg, begin, end) on each: the reference loops' parallel fallback. */
+void gradref__parallel_ranges(int64_t n, int threads,
+                              void (*part)(const void *arg, int64_t begin, int64_t end),
+                              const void *arg);
+
 /* The thread count a NULL exec gives (the OpenMP default, 1 without OpenMP). */
 int gradref__default_threads(void);
 

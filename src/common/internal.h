@@ -63,6 +63,34 @@ static inline void gradref__split_range(int64_t n, int64_t team, int64_t me, int
 #  define GRADREF_OMP(x)
 #endif
 
+/* A parallel region of `team` threads, or a parallel for with more clauses:
+ *     GRADREF_PARALLEL(team) { ... }
+ *     GRADREF_PARALLEL_FOR(team, schedule(static)) for (...) { ... }
+ * Without OpenMP both run the braced body once on the calling thread (and still read team). */
+#ifdef _OPENMP
+#  define GRADREF_PARALLEL(team) GRADREF_PRAGMA(omp parallel num_threads(team))
+#  define GRADREF_PARALLEL_FOR(team, clauses) GRADREF_PRAGMA(omp parallel for num_threads(team) clauses)
+#else
+#  define GRADREF_PARALLEL(team)              if (gradref__one_team(team))
+#  define GRADREF_PARALLEL_FOR(team, clauses) if (gradref__one_team(team))
+#endif
+static inline int gradref__one_team(int64_t team) {
+    (void)team;
+    return 1;
+}
+
+/* The team for `items` independent pieces of work: at most `threads`, at least 1. */
+static inline int gradref__team(int64_t items, int threads) {
+    return items < threads ? (items > 1 ? (int)items : 1) : threads;
+}
+
+/* Forwards a failure: `GRADREF_FORWARD_IF_ERROR(check(...));` returns its status unless OK. */
+#define GRADREF_FORWARD_IF_ERROR(expr)                                                             \
+  do {                                                                                             \
+    const gradref_status gradref_forward_ = (expr);                                                \
+    if (gradref_forward_ != GRADREF_OK) return gradref_forward_;                                   \
+  } while (0)
+
 /* Inside a parallel region (or outside one, as a team of one): this thread's number. */
 static inline int gradref__thread_num(void) {
 #ifdef _OPENMP

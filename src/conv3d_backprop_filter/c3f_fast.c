@@ -18,6 +18,7 @@
 #include <string.h>
 
 #include "c3f_internal.h"
+#include "common/copy.h"
 #include "common/convert.h"
 #include "common/gemm.h"
 #include "common/gemm_kernels.h"
@@ -358,28 +359,12 @@ static void item(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j
     }
 }
 
-static void tensor5(gradref_tensor *t, const void *data, int32_t dtype, const int64_t *shape,
-                    const int64_t *strides) {
-    memset(t, 0, sizeof *t);
-    t->data = (void *)data;
-    t->dtype = dtype;
-    t->ndim = 5;
-    for (int i = 0; i < 5; i++) {
-        t->shape[i] = shape[i];
-        t->strides[i] = strides[i];
-    }
-}
-
 /* A dense channels-last f32 copy of a 5-D tensor (n, c, d, h, w); its strides into st. */
 static void channels_last(const char *src, int32_t dtype, const int64_t *shape, const int64_t *s,
                           float *dst, int64_t *st, int threads) {
     st[1] = 1, st[4] = shape[1], st[3] = shape[4] * st[4], st[2] = shape[3] * st[3];
     st[0] = shape[2] * st[2];
-    gradref_tensor a, b;
-    tensor5(&a, src, dtype, shape, s);
-    tensor5(&b, dst, GRADREF_F32, shape, st);
-    gradref_exec e = {NULL, 0, threads, GRADREF_PRECISION_DEFAULT};
-    (void)gradref_copy(&a, &b, &e);
+    gradref__copy5(shape, src, dtype, s, dst, GRADREF_F32, st, threads);
 }
 
 /* Whether every element of dy (f32, strides st) is finite: rows (n, od, oh) in parallel, a
@@ -389,8 +374,7 @@ static int all_finite(const float *d, const int64_t *shape, const int64_t *st, i
     const int64_t W = shape[4], C = shape[1];
     const int flat = st[1] == 1 && st[4] == C; /* a row is W * C consecutive floats */
     uint32_t bad = 0;
-    (void)threads;
-    GRADREF_OMP(omp parallel for num_threads(threads) reduction(| : bad) schedule(static))
+    GRADREF_PARALLEL_FOR(threads, reduction(| : bad) schedule(static))
     for (int64_t r = 0; r < rows; r++) {
         const float *row = d + r / (D * H) * st[0] + r / H % D * st[2] + r % H * st[3];
         uint32_t hit = 0;
@@ -408,6 +392,10 @@ static int all_finite(const float *d, const int64_t *shape, const int64_t *st, i
         bad |= hit;
     }
     return bad == 0;
+}
+
+static void ref_part(const void *plan, int64_t begin, int64_t end) {
+    gradref__c3f_ref_elements(plan, begin, end);
 }
 
 void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
@@ -438,14 +426,8 @@ void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
                     R.ys[3] == p->O[2] * R.ys[4] && R.ys[2] == p->O[1] * R.ys[3] &&
                     R.ys[0] == p->O[0] * R.ys[2];
     if (gemm) gemm = all_finite(R.dy, yshape, R.ys, threads);
-    if (!gemm) {
-        const int team = elements < threads ? (int)elements : threads;
-        (void)team;
-        GRADREF_OMP(omp parallel num_threads(team)) {
-            int64_t b, e;
-            gradref__my_range(elements, &b, &e);
-            gradref__c3f_ref_elements(p, b, e);
-        }
+    if (!gemm) { /* the reference loop, dw elements split over the threads */
+        gradref__parallel_ranges(elements, threads, ref_part, p);
         return;
     }
     /* items: (group, row block), as few blocks per group as the level buffers allow, their
@@ -455,9 +437,8 @@ void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
     while ((p->G * per_group) % threads != 0 && per_group < units)
         per_group++;
     const int64_t items = p->G * per_group;
-    const int team = items < threads ? (int)items : threads;
-    (void)team;
-    GRADREF_OMP(omp parallel num_threads(team)) {
+    const int team = gradref__team(items, threads);
+    GRADREF_PARALLEL(team) {
         const int me = gradref__thread_num();
         char *mine = base + L.thread0 + L.per_thread * (size_t)me;
         runs *u = (runs *)(mine + L.runs_at);

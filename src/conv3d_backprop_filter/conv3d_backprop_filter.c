@@ -11,22 +11,30 @@
 
 static const char OP[] = "conv3d_backprop_filter";
 
+static size_t fast_workspace(const void *plan, int32_t precision, int threads) {
+    return gradref__c3f_fast_workspace(plan, precision, threads);
+}
+static void fast_run(const void *plan, void *ws, int threads) {
+    gradref__c3f_fast(plan, ws, threads);
+}
+static const gradref__fast_path FAST = {OP, fast_workspace, fast_run};
+
 gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref_tensor *x,
                                      const gradref_tensor *dy, const gradref_tensor *dw,
                                      gradref__c3f_plan *plan) {
     gradref_status s;
-    if ((s = gradref__conv_check_params(OP, p)) != GRADREF_OK) return s;
+    GRADREF_FORWARD_IF_ERROR(gradref__conv_check_params(OP, p));
     gradref__extent xe, ye, we;
     gradref_tensor xl, yl, wl;
-    if ((s = gradref__take_input(OP, "x", x, &xl, &xe)) != GRADREF_OK) return s;
-    if ((s = gradref__take_input(OP, "dy", dy, &yl, &ye)) != GRADREF_OK) return s;
-    if ((s = gradref__take_output(OP, "dw", dw, &wl, &we)) != GRADREF_OK) return s;
+    GRADREF_FORWARD_IF_ERROR(gradref__take_input(OP, "x", x, &xl, &xe));
+    GRADREF_FORWARD_IF_ERROR(gradref__take_input(OP, "dy", dy, &yl, &ye));
+    GRADREF_FORWARD_IF_ERROR(gradref__take_output(OP, "dw", dw, &wl, &we));
     x = &xl;
     dy = &yl;
     dw = &wl;
-    if ((s = gradref__check_rank(OP, "x", x, 5)) != GRADREF_OK) return s;
-    if ((s = gradref__check_rank(OP, "dy", dy, 5)) != GRADREF_OK) return s;
-    if ((s = gradref__check_rank(OP, "dw", dw, 5)) != GRADREF_OK) return s;
+    GRADREF_FORWARD_IF_ERROR(gradref__check_rank(OP, "x", x, 5));
+    GRADREF_FORWARD_IF_ERROR(gradref__check_rank(OP, "dy", dy, 5));
+    GRADREF_FORWARD_IF_ERROR(gradref__check_rank(OP, "dw", dw, 5));
     const int32_t in = x->dtype, out = dw->dtype;
     if (!gradref__dtype_is_float(in))
         return gradref__fail(GRADREF_ERR_DTYPE, OP,
@@ -43,10 +51,8 @@ gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref
 
     const int64_t G = p->groups == 0 ? 1 : p->groups;
     const int64_t Cout = dw->shape[0], Cin_g = dw->shape[1];
-    if ((s = gradref__check_dim(OP, "dy", dy, 0, x->shape[0], "x.shape[0]")) != GRADREF_OK)
-        return s;
-    if ((s = gradref__check_dim(OP, "dy", dy, 1, Cout, "dw.shape[0] (Cout)")) != GRADREF_OK)
-        return s;
+    GRADREF_FORWARD_IF_ERROR(gradref__check_dim(OP, "dy", dy, 0, x->shape[0], "x.shape[0]"));
+    GRADREF_FORWARD_IF_ERROR(gradref__check_dim(OP, "dy", dy, 1, Cout, "dw.shape[0] (Cout)"));
     if ((s = gradref__check_dim_product(OP, "x", x, 1, G, Cin_g, "groups x dw.shape[1] (Cin/G)")) !=
         GRADREF_OK)
         return s;
@@ -57,8 +63,8 @@ gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref
     memset(plan, 0, sizeof *plan);
     for (int j = 0; j < 3; j++) {
         const int64_t k = dw->shape[2 + j], i = x->shape[2 + j], o = dy->shape[2 + j];
-        if ((s = gradref__conv_check_dim(OP, p, j, "dw", 2 + j, k, "x", i, "dy", o)) != GRADREF_OK)
-            return s;
+        GRADREF_FORWARD_IF_ERROR(
+            gradref__conv_check_dim(OP, p, j, "dw", 2 + j, k, "x", i, "dy", o));
         plan->K[j] = k;
         plan->I[j] = i;
         plan->O[j] = o;
@@ -68,8 +74,8 @@ gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref
         plan->dil[j] = k == 1 ? 1 : p->dilation[j];
         plan->pad_begin[j] = p->pad[2 * j];
     }
-    if ((s = gradref__check_disjoint(OP, "dw", &we, "x", &xe)) != GRADREF_OK) return s;
-    if ((s = gradref__check_disjoint(OP, "dw", &we, "dy", &ye)) != GRADREF_OK) return s;
+    GRADREF_FORWARD_IF_ERROR(gradref__check_disjoint(OP, "dw", &we, "x", &xe));
+    GRADREF_FORWARD_IF_ERROR(gradref__check_disjoint(OP, "dw", &we, "dy", &ye));
     plan->mode = p->mode;
     plan->in_dtype = in;
     plan->out_dtype = out;
@@ -99,25 +105,14 @@ gradref_status gradref_conv3d_backprop_filter(const gradref_conv_params *p, cons
                                               const gradref_exec *exec) {
     gradref__ctx ctx;
     gradref__c3f_plan plan;
-    gradref_status s = gradref__exec_resolve(OP, exec, &ctx);
-    if (s != GRADREF_OK) return s;
-    if ((s = gradref__c3f_validate(p, x, dy, dw, &plan)) != GRADREF_OK) return s;
+    GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
+    GRADREF_FORWARD_IF_ERROR(gradref__c3f_validate(p, x, dy, dw, &plan));
     plan.precision = ctx.precision;
     if (plan.zero_only) {
         gradref__fill_zero(&plan.dw_desc, ctx.num_threads);
         return GRADREF_OK;
     }
-    const int threads =
-        gradref__workspace_threads(/* fewer if the caller's workspace holds fewer */
-                                   &ctx, gradref__c3f_fast_workspace(&plan, ctx.precision, 1),
-                                   gradref__c3f_fast_workspace(&plan, ctx.precision, 2));
-    void *ws, *owned;
-    s = gradref__workspace_acquire(
-        OP, &ctx, gradref__c3f_fast_workspace(&plan, ctx.precision, threads), &ws, &owned);
-    if (s != GRADREF_OK) return s;
-    gradref__c3f_fast(&plan, ws, threads);
-    gradref__workspace_release(owned);
-    return GRADREF_OK;
+    return gradref__run_fast_path(&FAST, &ctx, &plan);
 }
 
 gradref_status gradref_conv3d_backprop_filter_workspace_size(const gradref_conv_params *p,
@@ -127,15 +122,8 @@ gradref_status gradref_conv3d_backprop_filter_workspace_size(const gradref_conv_
                                                              size_t *bytes) {
     gradref__c3f_plan plan;
     if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "bytes is NULL");
-    gradref_status s = gradref__c3f_validate(p, x, dy, dw, &plan);
-    if (s != GRADREF_OK) return s;
-    const int threads = gradref__default_threads();
-    size_t a = 0, b = 0;
-    if (!plan.zero_only) {
-        a = gradref__c3f_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, threads);
-        b = gradref__c3f_fast_workspace(&plan, GRADREF_PRECISION_HIGH, threads);
-    }
-    *bytes = gradref__workspace_bytes(a > b ? a : b);
+    GRADREF_FORWARD_IF_ERROR(gradref__c3f_validate(p, x, dy, dw, &plan));
+    *bytes = plan.zero_only ? 0 : gradref__fast_path_workspace(&FAST, &plan);
     return GRADREF_OK;
 }
 

@@ -22,6 +22,7 @@
 
 #include "cbd_internal.h"
 #include "cbd_simd.h"
+#include "common/copy.h"
 #include "common/convert.h"
 #include "common/gemm.h"
 #include "common/exec.h"
@@ -132,8 +133,7 @@ static int pack_filter(const gradref__cbd_plan *p, float *a, int threads) {
     const int64_t T = taps_of(p), rows = p->G * p->ICpg;
     const int team = rows * T * p->OCpg >= (INT64_C(1) << 15) ? threads : 1; /* small: serial */
     int finite = 1;
-    (void)team;
-    GRADREF_OMP(omp parallel for num_threads(team) reduction(& : finite) schedule(static))
+    GRADREF_PARALLEL_FOR(team, reduction(& : finite) schedule(static))
     for (int64_t r = 0; r < rows; r++) {
         const int64_t g = r / p->ICpg, ic = r % p->ICpg;
         for (int64_t t = 0; t < T; t++) {
@@ -150,19 +150,6 @@ static int pack_filter(const gradref__cbd_plan *p, float *a, int threads) {
         }
     }
     return finite;
-}
-
-static void tensor5(gradref_tensor *t, void *data, int32_t dtype, int64_t n, int64_t c,
-                    const int64_t *spatial, const int64_t *strides5) {
-    memset(t, 0, sizeof *t);
-    t->data = data;
-    t->dtype = dtype;
-    t->ndim = 5;
-    const int64_t shape[5] = {n, c, spatial[0], spatial[1], spatial[2]};
-    for (int i = 0; i < 5; i++) {
-        t->shape[i] = shape[i];
-        t->strides[i] = strides5[i];
-    }
 }
 
 static void dense5(int64_t c, const int64_t *sp, int64_t *st) {
@@ -511,9 +498,8 @@ static void prepack_filter(run *R, const layout *L, char *base, int threads) {
     }
     /* items: (group, phase, four panels) */
     const int64_t blocks = (p->ICpg + 4 * R->mr - 1) / (4 * R->mr), items = p->G * phases * blocks;
-    int team = items < threads ? (int)items : threads;
-    (void)team;
-    GRADREF_OMP(omp parallel num_threads(team)) {
+    int team = gradref__team(items, threads);
+    GRADREF_PARALLEL(team) {
         const int me = gradref__thread_num();
         int64_t *mytap = (int64_t *)(base + L->thread0 + L->per_thread * (size_t)me + L->taps_at);
         int64_t b, e;
@@ -546,6 +532,10 @@ static void item_depthwise(const run *R, int64_t n, int64_t g) {
                                  R->acc + n * R->an + g * R->ac, R->kernel);
 }
 
+static void ref_part(const void *plan, int64_t begin, int64_t end) {
+    gradref__cbd_ref_slabs(plan, begin, end);
+}
+
 void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
     const int64_t slabs = p->N * p->G * p->ICpg;
     if (slabs == 0 || pixels(p->I) == 0) return;
@@ -553,14 +543,8 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
     char *base = (char *)ws;
     const int finite =
         L.path != PATH_REFERENCE && pack_filter(p, (float *)(base + L.apack), threads);
-    if (!finite) {
-        const int team = slabs < threads ? (int)slabs : threads;
-        (void)team;
-        GRADREF_OMP(omp parallel num_threads(team)) {
-            int64_t b, e;
-            gradref__my_range(slabs, &b, &e);
-            gradref__cbd_ref_slabs(p, b, e);
-        }
+    if (!finite) { /* the reference loop, slabs split over the threads */
+        gradref__parallel_ranges(slabs, threads, ref_part, p);
         return;
     }
     run R;
@@ -573,12 +557,10 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
     dense5(C_in, p->O, dst5);
     dense5(C_out, p->I, ast5);
     if (L.stage_diff) {
-        gradref_tensor src, dst;
         const int64_t s5[5] = {p->ds[0], p->ds[2], p->ds[3], p->ds[4], p->ds[5]};
-        tensor5(&src, (void *)p->diff, p->in_dtype, p->N, C_in, p->O, s5);
-        tensor5(&dst, base + L.diff32, GRADREF_F32, p->N, C_in, p->O, dst5);
-        gradref_exec e = {NULL, 0, threads, GRADREF_PRECISION_DEFAULT};
-        (void)gradref_copy(&src, &dst, &e);
+        const int64_t shape[5] = {p->N, C_in, p->O[0], p->O[1], p->O[2]};
+        gradref__copy5(shape, p->diff, p->in_dtype, s5, base + L.diff32, GRADREF_F32, dst5,
+                       threads);
         R.diff = (const float *)(base + L.diff32);
         R.dn = dst5[0];
         R.dc = dst5[1];
@@ -615,9 +597,8 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
     if (L.path == PATH_GEMM) icb = (icb + R.mr - 1) / R.mr * R.mr;
     const int64_t blocks = (p->ICpg + icb - 1) / icb;
     const int64_t items = p->N * p->G * blocks;
-    int team = items < threads ? (int)items : threads;
-    (void)team;
-    GRADREF_OMP(omp parallel num_threads(team)) {
+    int team = gradref__team(items, threads);
+    GRADREF_PARALLEL(team) {
         const int me = gradref__thread_num();
         char *mine = base + L.thread0 + L.per_thread * (size_t)me;
         int64_t b, e;
@@ -632,11 +613,8 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
         }
     }
     if (L.acc_buffer) {
-        gradref_tensor src, dst;
         const int64_t g5[5] = {p->gs[0], p->gs[2], p->gs[3], p->gs[4], p->gs[5]};
-        tensor5(&src, R.acc, GRADREF_F32, p->N, C_out, p->I, ast5);
-        tensor5(&dst, p->grad, p->out_dtype, p->N, C_out, p->I, g5);
-        gradref_exec e = {NULL, 0, threads, GRADREF_PRECISION_DEFAULT};
-        (void)gradref_copy(&src, &dst, &e);
+        const int64_t shape[5] = {p->N, C_out, p->I[0], p->I[1], p->I[2]};
+        gradref__copy5(shape, R.acc, GRADREF_F32, ast5, p->grad, p->out_dtype, g5, threads);
     }
 }

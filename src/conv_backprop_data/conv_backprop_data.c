@@ -11,6 +11,14 @@
 
 static const char OP[] = "conv_backprop_data";
 
+static size_t fast_workspace(const void *plan, int32_t precision, int threads) {
+    return gradref__cbd_fast_workspace(plan, precision, threads);
+}
+static void fast_run(const void *plan, void *ws, int threads) {
+    gradref__cbd_fast(plan, ws, threads);
+}
+static const gradref__fast_path FAST = {OP, fast_workspace, fast_run};
+
 static gradref_status check_dtypes(const gradref_tensor *filter, const gradref_tensor *diff,
                                    const gradref_tensor *grad) {
     const int32_t in = filter->dtype, out = grad->dtype;
@@ -42,12 +50,12 @@ gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref
                                      const gradref_tensor *diff, const gradref_tensor *grad,
                                      gradref__cbd_plan *plan) {
     gradref_status s;
-    if ((s = gradref__conv_check_params(OP, p)) != GRADREF_OK) return s;
+    GRADREF_FORWARD_IF_ERROR(gradref__conv_check_params(OP, p));
     gradref__extent fe, de, ge;
     gradref_tensor fl, dl, gl;
-    if ((s = gradref__take_input(OP, "filter", filter, &fl, &fe)) != GRADREF_OK) return s;
-    if ((s = gradref__take_input(OP, "diff", diff, &dl, &de)) != GRADREF_OK) return s;
-    if ((s = gradref__take_output(OP, "grad", grad, &gl, &ge)) != GRADREF_OK) return s;
+    GRADREF_FORWARD_IF_ERROR(gradref__take_input(OP, "filter", filter, &fl, &fe));
+    GRADREF_FORWARD_IF_ERROR(gradref__take_input(OP, "diff", diff, &dl, &de));
+    GRADREF_FORWARD_IF_ERROR(gradref__take_output(OP, "grad", grad, &gl, &ge));
     filter = &fl;
     diff = &dl;
     grad = &gl;
@@ -56,13 +64,13 @@ gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref
                              "diff.ndim is %d; it must be 3, 4 or 5 (N, C and 1 to 3 spatial dims)",
                              (int)diff->ndim);
     const int r = diff->ndim - 2;
-    if ((s = gradref__check_rank(OP, "grad", grad, diff->ndim)) != GRADREF_OK) return s;
+    GRADREF_FORWARD_IF_ERROR(gradref__check_rank(OP, "grad", grad, diff->ndim));
     if (filter->ndim != r + 2 && filter->ndim != r + 3)
         return gradref__fail(GRADREF_ERR_RANK, OP,
                              "filter.ndim is %d; with %d spatial dims it must be %d (OC, IC/G, "
                              "k...) or %d (G, OC/G, IC/G, k...)",
                              (int)filter->ndim, r, r + 2, r + 3);
-    if ((s = check_dtypes(filter, diff, grad)) != GRADREF_OK) return s;
+    GRADREF_FORWARD_IF_ERROR(check_dtypes(filter, diff, grad));
 
     const int grouped = filter->ndim == r + 3;
     int64_t G, OCpg, ICpg;
@@ -105,9 +113,8 @@ gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref
     const int64_t *fk = filter->shape + filter->ndim - r;
     for (int j = 0; j < r; j++) {
         const int64_t i = grad->shape[2 + j], o = diff->shape[2 + j];
-        if ((s = gradref__conv_check_dim(OP, p, j, "filter", filter->ndim - r + j, fk[j], "grad", i,
-                                         "diff", o)) != GRADREF_OK)
-            return s;
+        GRADREF_FORWARD_IF_ERROR(gradref__conv_check_dim(OP, p, j, "filter", filter->ndim - r + j,
+                                                         fk[j], "grad", i, "diff", o));
         plan->K[off + j] = fk[j];
         plan->I[off + j] = i;
         plan->O[off + j] = o;
@@ -117,8 +124,8 @@ gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref
         plan->dil[off + j] = fk[j] == 1 ? 1 : p->dilation[j];
         plan->pad_begin[off + j] = p->pad[2 * j];
     }
-    if ((s = gradref__check_disjoint(OP, "grad", &ge, "filter", &fe)) != GRADREF_OK) return s;
-    if ((s = gradref__check_disjoint(OP, "grad", &ge, "diff", &de)) != GRADREF_OK) return s;
+    GRADREF_FORWARD_IF_ERROR(gradref__check_disjoint(OP, "grad", &ge, "filter", &fe));
+    GRADREF_FORWARD_IF_ERROR(gradref__check_disjoint(OP, "grad", &ge, "diff", &de));
 
     plan->mode = p->mode;
     plan->in_dtype = filter->dtype;
@@ -166,25 +173,14 @@ gradref_status gradref_conv_backprop_data(const gradref_conv_params *p,
                                           const gradref_tensor *grad, const gradref_exec *exec) {
     gradref__ctx ctx;
     gradref__cbd_plan plan;
-    gradref_status s = gradref__exec_resolve(OP, exec, &ctx);
-    if (s != GRADREF_OK) return s;
-    if ((s = gradref__cbd_validate(p, filter, diff, grad, &plan)) != GRADREF_OK) return s;
+    GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
+    GRADREF_FORWARD_IF_ERROR(gradref__cbd_validate(p, filter, diff, grad, &plan));
     plan.precision = ctx.precision;
     if (plan.zero_only) {
         gradref__fill_zero(&plan.grad_desc, ctx.num_threads);
         return GRADREF_OK;
     }
-    const int threads =
-        gradref__workspace_threads(/* fewer if the caller's workspace holds fewer */
-                                   &ctx, gradref__cbd_fast_workspace(&plan, ctx.precision, 1),
-                                   gradref__cbd_fast_workspace(&plan, ctx.precision, 2));
-    void *ws, *owned;
-    s = gradref__workspace_acquire(
-        OP, &ctx, gradref__cbd_fast_workspace(&plan, ctx.precision, threads), &ws, &owned);
-    if (s != GRADREF_OK) return s;
-    gradref__cbd_fast(&plan, ws, threads);
-    gradref__workspace_release(owned);
-    return GRADREF_OK;
+    return gradref__run_fast_path(&FAST, &ctx, &plan);
 }
 
 gradref_status gradref_conv_backprop_data_workspace_size(const gradref_conv_params *p,
@@ -194,14 +190,7 @@ gradref_status gradref_conv_backprop_data_workspace_size(const gradref_conv_para
                                                          size_t *bytes) {
     gradref__cbd_plan plan;
     if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "bytes is NULL");
-    gradref_status s = gradref__cbd_validate(p, filter, diff, grad, &plan);
-    if (s != GRADREF_OK) return s;
-    const int threads = gradref__default_threads();
-    size_t a = 0, b = 0;
-    if (!plan.zero_only) {
-        a = gradref__cbd_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, threads);
-        b = gradref__cbd_fast_workspace(&plan, GRADREF_PRECISION_HIGH, threads);
-    }
-    *bytes = gradref__workspace_bytes(a > b ? a : b);
+    GRADREF_FORWARD_IF_ERROR(gradref__cbd_validate(p, filter, diff, grad, &plan));
+    *bytes = plan.zero_only ? 0 : gradref__fast_path_workspace(&FAST, &plan);
     return GRADREF_OK;
 }

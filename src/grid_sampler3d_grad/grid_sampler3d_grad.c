@@ -9,6 +9,14 @@
 
 static const char OP[] = "grid_sampler3d_grad";
 
+static size_t fast_workspace(const void *plan, int32_t precision, int threads) {
+    return gradref__gs3d_fast_workspace(plan, precision, threads);
+}
+static void fast_run(const void *plan, void *ws, int threads) {
+    gradref__gs3d_fast(plan, ws, threads);
+}
+static const gradref__fast_path FAST = {OP, fast_workspace, fast_run};
+
 static gradref_status check_params(const gradref_grid_sampler3d_params *p) {
     if (p == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "p is NULL");
     if (p->interpolation != GRADREF_INTERP_BILINEAR && p->interpolation != GRADREF_INTERP_NEAREST)
@@ -37,15 +45,15 @@ gradref_status gradref__gs3d_validate(const gradref_grid_sampler3d_params *p,
                                       const gradref_tensor *grid, const gradref_tensor *dx,
                                       const gradref_tensor *dgrid, gradref__gs3d_plan *plan) {
     gradref_status s;
-    if ((s = check_params(p)) != GRADREF_OK) return s;
+    GRADREF_FORWARD_IF_ERROR(check_params(p));
     const char *in_names[3] = {"grad", "x", "grid"};
     const gradref_tensor *in[3] = {grad, x, grid};
     gradref_tensor local[5]; /* grad, x, grid, dx, dgrid */
     gradref__extent in_ext[3], out_ext[2] = {{0, 0, 0}, {0, 0, 0}};
     for (int i = 0; i < 3; i++) {
-        if ((s = gradref__take_input(OP, in_names[i], in[i], &local[i], &in_ext[i])) != GRADREF_OK)
-            return s;
-        if ((s = gradref__check_rank(OP, in_names[i], in[i], 5)) != GRADREF_OK) return s;
+        GRADREF_FORWARD_IF_ERROR(
+            gradref__take_input(OP, in_names[i], in[i], &local[i], &in_ext[i]));
+        GRADREF_FORWARD_IF_ERROR(gradref__check_rank(OP, in_names[i], in[i], 5));
     }
     grad = &local[0];
     x = &local[1];
@@ -57,7 +65,7 @@ gradref_status gradref__gs3d_validate(const gradref_grid_sampler3d_params *p,
         if ((s = gradref__take_output(OP, out_names[i], out[i], &local[3 + i], &out_ext[i])) !=
             GRADREF_OK)
             return s;
-        if ((s = gradref__check_rank(OP, out_names[i], out[i], 5)) != GRADREF_OK) return s;
+        GRADREF_FORWARD_IF_ERROR(gradref__check_rank(OP, out_names[i], out[i], 5));
         out[i] = &local[3 + i];
     }
     dx = out[0];
@@ -76,16 +84,15 @@ gradref_status gradref__gs3d_validate(const gradref_grid_sampler3d_params *p,
                                  gradref__dtype_name(dtype));
 
     const int64_t N = x->shape[0], C = x->shape[1];
-    if ((s = gradref__check_dim(OP, "grad", grad, 0, N, "x.shape[0]")) != GRADREF_OK) return s;
-    if ((s = gradref__check_dim(OP, "grid", grid, 0, N, "x.shape[0]")) != GRADREF_OK) return s;
-    if ((s = gradref__check_dim(OP, "grad", grad, 1, C, "x.shape[1]")) != GRADREF_OK) return s;
+    GRADREF_FORWARD_IF_ERROR(gradref__check_dim(OP, "grad", grad, 0, N, "x.shape[0]"));
+    GRADREF_FORWARD_IF_ERROR(gradref__check_dim(OP, "grid", grid, 0, N, "x.shape[0]"));
+    GRADREF_FORWARD_IF_ERROR(gradref__check_dim(OP, "grad", grad, 1, C, "x.shape[1]"));
     if ((s = gradref__check_dim(OP, "grid", grid, 4, 3, "the number of spatial dims")) !=
         GRADREF_OK)
         return s;
     for (int d = 0; d < 3; d++)
-        if ((s = gradref__check_dim(OP, "grid", grid, 1 + d, grad->shape[2 + d],
-                                    "the grad size")) != GRADREF_OK)
-            return s;
+        GRADREF_FORWARD_IF_ERROR(
+            gradref__check_dim(OP, "grid", grid, 1 + d, grad->shape[2 + d], "the grad size"));
     for (int d = 2; d < 5; d++)
         if (x->shape[d] == 0)
             return gradref__fail(GRADREF_ERR_SHAPE, OP,
@@ -101,9 +108,8 @@ gradref_status gradref__gs3d_validate(const gradref_grid_sampler3d_params *p,
     for (int o = 0; o < 2; o++) {
         if (out[o] == NULL) continue;
         for (int i = 0; i < 3; i++)
-            if ((s = gradref__check_disjoint(OP, out_names[o], &out_ext[o], in_names[i],
-                                             &in_ext[i])) != GRADREF_OK)
-                return s;
+            GRADREF_FORWARD_IF_ERROR(
+                gradref__check_disjoint(OP, out_names[o], &out_ext[o], in_names[i], &in_ext[i]));
     }
     if (dx != NULL && dgrid != NULL &&
         (s = gradref__check_disjoint(OP, "dgrid", &out_ext[1], "dx", &out_ext[0])) != GRADREF_OK)
@@ -139,21 +145,10 @@ gradref_status gradref_grid_sampler3d_grad(const gradref_grid_sampler3d_params *
                                            const gradref_tensor *dgrid, const gradref_exec *exec) {
     gradref__ctx ctx;
     gradref__gs3d_plan plan;
-    gradref_status s = gradref__exec_resolve(OP, exec, &ctx);
-    if (s != GRADREF_OK) return s;
-    if ((s = gradref__gs3d_validate(p, grad, x, grid, dx, dgrid, &plan)) != GRADREF_OK) return s;
+    GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
+    GRADREF_FORWARD_IF_ERROR(gradref__gs3d_validate(p, grad, x, grid, dx, dgrid, &plan));
     plan.precision = ctx.precision;
-    const int threads =
-        gradref__workspace_threads(/* fewer if the caller's workspace holds fewer */
-                                   &ctx, gradref__gs3d_fast_workspace(&plan, ctx.precision, 1),
-                                   gradref__gs3d_fast_workspace(&plan, ctx.precision, 2));
-    void *ws, *owned;
-    s = gradref__workspace_acquire(
-        OP, &ctx, gradref__gs3d_fast_workspace(&plan, ctx.precision, threads), &ws, &owned);
-    if (s != GRADREF_OK) return s;
-    gradref__gs3d_fast(&plan, ws, threads);
-    gradref__workspace_release(owned);
-    return GRADREF_OK;
+    return gradref__run_fast_path(&FAST, &ctx, &plan);
 }
 
 gradref_status
@@ -163,11 +158,7 @@ gradref_grid_sampler3d_grad_workspace_size(const gradref_grid_sampler3d_params *
                                            const gradref_tensor *dgrid, size_t *bytes) {
     gradref__gs3d_plan plan;
     if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "bytes is NULL");
-    gradref_status s = gradref__gs3d_validate(p, grad, x, grid, dx, dgrid, &plan);
-    if (s != GRADREF_OK) return s;
-    const int threads = gradref__default_threads();
-    size_t a = gradref__gs3d_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, threads);
-    size_t b = gradref__gs3d_fast_workspace(&plan, GRADREF_PRECISION_HIGH, threads);
-    *bytes = gradref__workspace_bytes(a > b ? a : b);
+    GRADREF_FORWARD_IF_ERROR(gradref__gs3d_validate(p, grad, x, grid, dx, dgrid, &plan));
+    *bytes = gradref__fast_path_workspace(&FAST, &plan);
     return GRADREF_OK;
 }

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "common/copy.h"
 #include "common/convert.h"
 #include "common/exec.h"
 #include "common/tensor.h"
@@ -189,35 +190,13 @@ size_t gradref__gs3d_fast_workspace(const gradref__gs3d_plan *p, int32_t precisi
     return layout_of(p, precision, threads).total;
 }
 
-static void make_tensor(gradref_tensor *t, void *data, int32_t dtype, const int64_t *shape,
-                        const int64_t *strides) {
-    memset(t, 0, sizeof *t);
-    t->data = data;
-    t->dtype = dtype;
-    t->ndim = 5;
-    for (int i = 0; i < 5; i++) {
-        t->shape[i] = shape[i];
-        t->strides[i] = strides[i];
-    }
-}
-
-/* dst (dtype, shape, strides) = src; both descriptors were validated. */
-static void copy5(const void *src, int32_t sdt, const int64_t *ss, void *dst, int32_t ddt,
-                  const int64_t *ds, const int64_t *shape, int num_threads) {
-    gradref_tensor s, d;
-    gradref_exec e = {NULL, 0, num_threads, GRADREF_PRECISION_DEFAULT};
-    make_tensor(&s, (void *)src, sdt, shape, ss);
-    make_tensor(&d, dst, ddt, shape, ds);
-    (void)gradref_copy(&s, &d, &e);
-}
-
 static void zero_fill(const gradref__gs3d_view *v, int32_t dtype, const int64_t *shape,
                       int num_threads) {
     const double zero64 = 0.0;
     char zero[8];
     gradref__store_float(dtype, zero, zero64);
     const int64_t none[5] = {0, 0, 0, 0, 0};
-    copy5(zero, dtype, none, v->data, dtype, v->s, shape, num_threads);
+    gradref__copy5(shape, zero, dtype, none, v->data, dtype, v->s, num_threads);
 }
 
 #ifdef GRADREF_GS3D_SIMD
@@ -347,14 +326,15 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
     if (L.stage_x) {
         r.xs[1] = 1, r.xs[4] = p->C, r.xs[3] = p->W * p->C, r.xs[2] = p->H * r.xs[3];
         r.xs[0] = p->D * r.xs[2];
-        copy5(p->x.data, p->dtype, p->x.s, base + L.x32, GRADREF_F32, r.xs, xsh, num_threads);
+        gradref__copy5(xsh, p->x.data, p->dtype, p->x.s, base + L.x32, GRADREF_F32, r.xs,
+                       num_threads);
         r.x = base + L.x32;
     }
     if (L.stage_grad) {
         r.gs[1] = 1, r.gs[4] = p->C, r.gs[3] = p->Wo * p->C, r.gs[2] = p->Ho * r.gs[3];
         r.gs[0] = p->Do * r.gs[2];
-        copy5(p->grad.data, p->dtype, p->grad.s, base + L.grad32, GRADREF_F32, r.gs, gsh,
-              num_threads);
+        gradref__copy5(gsh, p->grad.data, p->dtype, p->grad.s, base + L.grad32, GRADREF_F32, r.gs,
+                       num_threads);
         r.grad = base + L.grad32;
     }
     r.grad_points_dense = r.gs[4] == 1 && r.gs[3] == p->Wo && r.gs[2] == p->Ho * p->Wo;
@@ -398,9 +378,8 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
     const int64_t dx_items = p->dx.data != NULL ? p->N * dx_per_image : 0;
     const int64_t dgrid_per_image = (r.P + GS3D_POINT_BLOCK - 1) / GS3D_POINT_BLOCK;
     const int64_t dgrid_items = p->dgrid.data != NULL && bilinear ? p->N * dgrid_per_image : 0;
-    (void)threads;
 
-    GRADREF_OMP(omp parallel num_threads(threads)) {
+    GRADREF_PARALLEL(threads) {
         int64_t b, e;
         gradref__my_range(NP, &b, &e);
         run_geometry(&r, pair, simd_geometry, b, e);
@@ -440,6 +419,6 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
     if (p->dgrid.data != NULL && !bilinear && !dense_zero_dgrid)
         zero_fill(&p->dgrid, p->dtype, gridsh, num_threads);
     if (L.acc_buffer)
-        copy5(r.acc, pair == PAIR_FF ? GRADREF_F32 : GRADREF_F64, r.as, p->dx.data, p->dtype,
-              p->dx.s, xsh, num_threads);
+        gradref__copy5(xsh, r.acc, pair == PAIR_FF ? GRADREF_F32 : GRADREF_F64, r.as, p->dx.data,
+                       p->dtype, p->dx.s, num_threads);
 }

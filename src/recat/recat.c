@@ -19,12 +19,11 @@ static gradref_status check_tensors(recat_args *a, int32_t go_ndim) {
         GRADREF_OK)
         return s;
     a->grad_output = &a->go_local;
-    if ((s = gradref__check_rank(a->op, "grad_output", a->grad_output, go_ndim)) != GRADREF_OK)
-        return s;
-    if ((s = gradref__take_output(a->op, "out", a->out, &a->out_local, &a->out_ext)) != GRADREF_OK)
-        return s;
+    GRADREF_FORWARD_IF_ERROR(gradref__check_rank(a->op, "grad_output", a->grad_output, go_ndim));
+    GRADREF_FORWARD_IF_ERROR(
+        gradref__take_output(a->op, "out", a->out, &a->out_local, &a->out_ext));
     a->out = &a->out_local;
-    if ((s = gradref__check_rank(a->op, "out", a->out, 1)) != GRADREF_OK) return s;
+    GRADREF_FORWARD_IF_ERROR(gradref__check_rank(a->op, "out", a->out, 1));
     if (a->out->dtype != a->grad_output->dtype)
         return gradref__fail(
             GRADREF_ERR_DTYPE, a->op, "out.dtype is %s but grad_output.dtype is %s",
@@ -79,7 +78,7 @@ static gradref_status validate_list(recat_args *a, int32_t go_ndim, const int64_
                                     int32_t num_ranks, const char *list_name,
                                     gradref__recat_plan *p) {
     gradref_status s;
-    if ((s = check_tensors(a, go_ndim)) != GRADREF_OK) return s;
+    GRADREF_FORWARD_IF_ERROR(check_tensors(a, go_ndim));
     if (num_ranks < 1)
         return gradref__fail(GRADREF_ERR_PARAM, a->op, "num_ranks is %d; at least 1 is required",
                              (int)num_ranks);
@@ -91,9 +90,8 @@ static gradref_status validate_list(recat_args *a, int32_t go_ndim, const int64_
         GRADREF_OK)
         return s;
     /* the list is read again while out is written */
-    if ((s = gradref__check_array(a->op, "out", &a->out_ext, list_name, n, num_ranks, 1,
-                                  sizeof *n)) != GRADREF_OK)
-        return s;
+    GRADREF_FORWARD_IF_ERROR(
+        gradref__check_array(a->op, "out", &a->out_ext, list_name, n, num_ranks, 1, sizeof *n));
     int64_t strides[3] = {go->strides[0], go->strides[1], go_ndim == 3 ? go->strides[2] : 1};
     fill_plan(p, a, total, go_ndim == 3 ? go->shape[2] : 1, strides, n, 1, num_ranks);
     return GRADREF_OK;
@@ -102,15 +100,14 @@ static gradref_status validate_list(recat_args *a, int32_t go_ndim, const int64_
 static gradref_status check_index_tensor(const recat_args *a, const char *name,
                                          const gradref_tensor *t, gradref_tensor *local,
                                          gradref__extent *ext) {
-    gradref_status s;
-    if ((s = gradref__take_input(a->op, name, t, local, ext)) != GRADREF_OK) return s;
+    GRADREF_FORWARD_IF_ERROR(gradref__take_input(a->op, name, t, local, ext));
     t = local;
     if (t->dtype != GRADREF_I64)
         return gradref__fail(GRADREF_ERR_DTYPE, a->op,
                              "%s.dtype is %s; recat needs I64 (torchrec's cumsum buffers are I32 "
                              "inclusive prefixes: pass the exclusive I64 prefix instead)",
                              name, gradref__dtype_name(t->dtype));
-    if ((s = gradref__check_rank(a->op, name, t, 1)) != GRADREF_OK) return s;
+    GRADREF_FORWARD_IF_ERROR(gradref__check_rank(a->op, name, t, 1));
     if (t->shape[0] < 1)
         return gradref__fail(GRADREF_ERR_SHAPE, a->op,
                              "%s.shape[0] is 0; at least 1 rank is required", name);
@@ -122,9 +119,8 @@ static gradref_status validate_batch(recat_args *a, const gradref_tensor *dims,
     gradref_status s;
     gradref__extent de, ce;
     gradref_tensor dims_local, cumsum_local;
-    if ((s = check_tensors(a, 2)) != GRADREF_OK) return s;
-    if ((s = check_index_tensor(a, "dim_sum_per_rank", dims, &dims_local, &de)) != GRADREF_OK)
-        return s;
+    GRADREF_FORWARD_IF_ERROR(check_tensors(a, 2));
+    GRADREF_FORWARD_IF_ERROR(check_index_tensor(a, "dim_sum_per_rank", dims, &dims_local, &de));
     if ((s = check_index_tensor(a, "cumsum_dim_sum_per_rank", cumsum, &cumsum_local, &ce)) !=
         GRADREF_OK)
         return s;
@@ -138,9 +134,8 @@ static gradref_status validate_batch(recat_args *a, const gradref_tensor *dims,
             (long long)cumsum->shape[0], (long long)W);
     const int64_t *n = (const int64_t *)dims->data, *c = (const int64_t *)cumsum->data;
     int64_t ns = dims->strides[0], cs = cumsum->strides[0];
-    if ((s = check_split(a->op, "dim_sum_per_rank", n, ns, W, a->grad_output->shape[1],
-                         "grad_output.shape[1]")) != GRADREF_OK)
-        return s;
+    GRADREF_FORWARD_IF_ERROR(check_split(a->op, "dim_sum_per_rank", n, ns, W,
+                                         a->grad_output->shape[1], "grad_output.shape[1]"));
     int64_t exclusive = 0; /* cannot overflow: the entries sum to shape[1] */
     for (int64_t r = 0; r < W; r++) {
         if (c[r * cs] != exclusive) {

@@ -89,8 +89,7 @@ void gradref__recat_fast(const gradref__recat_plan *p, int num_threads) {
         threads = 1;
     }
     if ((int64_t)threads > items) threads = (int)items;
-    (void)threads;
-    GRADREF_OMP(omp parallel num_threads(threads)) {
+    GRADREF_PARALLEL(threads) {
         int64_t begin, end;
         gradref__my_range(items, &begin, &end);
         int64_t k = begin / W, r = begin % W;

@@ -266,8 +266,7 @@ void gradref__rope_grad_fast(const gradref__rope_plan *p, int num_threads) {
 #endif
     int threads = T * per_token >= PARALLEL_MIN_ELEMENTS ? num_threads : 1;
     if ((int64_t)threads > T) threads = (int)T;
-    (void)threads;
-    GRADREF_OMP(omp parallel num_threads(threads)) {
+    GRADREF_PARALLEL(threads) {
         int64_t begin, end;
         gradref__my_range(T, &begin, &end);
         if (begin < end) {
