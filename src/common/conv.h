@@ -7,6 +7,24 @@
 
 #include "gradref.h"
 
+/* The fields both convolution plans start with (declared once, read by name in each module):
+ * the call's numerics and the problem held as 3-D (a 1-D or 2-D call gets leading spatial
+ * dims of size 1, stride and dilation 1, no pad). "in" is the pair of operands the sums
+ * read (filter/diff, x/dy), "out" the written tensor (grad, dw). */
+#define GRADREF_CONV_PLAN_FIELDS                                                                   \
+  int32_t mode;              /* gradref_conv_mode */                                               \
+  int32_t in_dtype;          /* the two operands' dtype */                                         \
+  int32_t out_dtype;         /* the output's dtype */                                              \
+  int32_t precision;         /* gradref_precision */                                               \
+  int32_t kernel;            /* highest GEMM/SIMD family allowed (gemm.h); tests lower it */       \
+  int32_t zero_only;         /* an operand or the output is empty: the output is +0 */             \
+  int64_t N, G;              /* batch, groups */                                                   \
+  int64_t K[3], I[3], O[3];  /* kernel, input (x/grad) and output (y/diff) spatial sizes */        \
+  int64_t stride[3], dil[3]; /* 1 where they change nothing (one output, one tap) */               \
+  int64_t pad_begin[3];                                                                            \
+  size_t in_size, out_size; /* element bytes */                                                    \
+  gradref_tensor out_desc   /* the output, normalised (written directly when zero_only) */
+
 /* p is not NULL, its mode is a gradref_conv_mode and its groups >= 0. */
 gradref_status gradref__conv_check_params(const char *op, const gradref_conv_params *p);
 

@@ -7,6 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/conv.h"
 #include "gradref.h"
 
 /* Reduction indices per block: each dw element sums blocks of this many consecutive
@@ -14,22 +15,13 @@
 #define GRADREF_C3F_BLOCK 256
 
 typedef struct gradref__c3f_plan {
-    int32_t mode;      /* gradref_conv_mode */
-    int32_t in_dtype;  /* x and dy */
-    int32_t out_dtype; /* dw */
-    int32_t precision; /* gradref_precision */
-    int32_t kernel;    /* highest GEMM family allowed (common/gemm.h); tests lower it */
-    int64_t N, G, Cin_g, Cout_g;
-    int64_t K[3], I[3], O[3];
-    int64_t stride[3], dil[3], pad_begin[3];
+    GRADREF_CONV_PLAN_FIELDS; /* in: x and dy; out: dw */
+    int64_t Cin_g, Cout_g;
     const char *x, *dy;
     char *dw;
     int64_t xs[5]; /* x strides: n, c, d, h, w */
     int64_t ys[5]; /* dy strides */
     int64_t ws[5]; /* dw strides: co, ci, kd, kh, kw */
-    size_t in_size, out_size;
-    int32_t zero_only;      /* dw, x or dy is empty (no term in any sum): dw = +0 */
-    gradref_tensor dw_desc; /* dw, normalised (for zero_only) */
 } gradref__c3f_plan;
 
 gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref_tensor *x,

@@ -96,7 +96,7 @@ gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref
     plan->in_size = gradref__dtype_size(in);
     plan->out_size = gradref__dtype_size(out);
     plan->zero_only = we.numel == 0 || xe.numel == 0 || ye.numel == 0; /* N, Cin or every x row 0 */
-    plan->dw_desc = wl;
+    plan->out_desc = wl;
     return GRADREF_OK;
 }
 
@@ -109,7 +109,7 @@ gradref_status gradref_conv3d_backprop_filter(const gradref_conv_params *p, cons
     GRADREF_FORWARD_IF_ERROR(gradref__c3f_validate(p, x, dy, dw, &plan));
     plan.precision = ctx.precision;
     if (plan.zero_only) {
-        gradref__fill_zero(&plan.dw_desc, ctx.num_threads);
+        gradref__fill_zero(&plan.out_desc, ctx.num_threads);
         return GRADREF_OK;
     }
     return gradref__run_fast_path(&FAST, &ctx, &plan);

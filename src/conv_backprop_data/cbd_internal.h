@@ -8,26 +8,18 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "common/conv.h"
 #include "gradref.h"
 
 typedef struct gradref__cbd_plan {
-    int32_t mode;      /* gradref_conv_mode */
-    int32_t in_dtype;  /* filter and diff */
-    int32_t out_dtype; /* grad */
-    int32_t precision; /* gradref_precision */
-    int32_t kernel;    /* highest GEMM/SIMD family allowed (gemm.h); tests lower it */
-    int32_t rank;      /* spatial dims of the call: 1, 2 or 3 */
-    int64_t N, G, ICpg, OCpg;
-    int64_t K[3], I[3], O[3]; /* kernel, grad and diff spatial sizes */
-    int64_t stride[3], dil[3], pad_begin[3];
+    GRADREF_CONV_PLAN_FIELDS; /* in: filter and diff; out: grad */
+    int32_t rank;             /* spatial dims of the call: 1, 2 or 3 */
+    int64_t ICpg, OCpg;
     const char *filter, *diff;
     char *grad;
-    int64_t fs[6];            /* filter strides: g, oc, ic, k0, k1, k2 */
-    int64_t ds[6];            /* diff strides: n, g, oc, o0, o1, o2 */
-    int64_t gs[6];            /* grad strides: n, g, ic, i0, i1, i2 */
-    size_t in_size, out_size; /* element bytes */
-    int32_t zero_only;        /* grad, filter or diff is empty (no term in any sum): grad = +0 */
-    gradref_tensor grad_desc; /* grad, normalised (for zero_only) */
+    int64_t fs[6]; /* filter strides: g, oc, ic, k0, k1, k2 */
+    int64_t ds[6]; /* diff strides: n, g, oc, o0, o1, o2 */
+    int64_t gs[6]; /* grad strides: n, g, ic, i0, i1, i2 */
 } gradref__cbd_plan;
 
 /* Validates every argument (before anything is written) and fills *plan. */

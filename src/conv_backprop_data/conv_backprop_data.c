@@ -143,7 +143,7 @@ gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref
     plan->in_size = gradref__dtype_size(filter->dtype);
     plan->out_size = gradref__dtype_size(grad->dtype);
     plan->zero_only = ge.numel == 0 || fe.numel == 0 || de.numel == 0;
-    plan->grad_desc = gl;
+    plan->out_desc = gl;
     /* filter strides (g, oc, ic, k...): a dense filter's group steps over OCpg rows */
     if (grouped) {
         plan->fs[0] = filter->strides[0];
@@ -177,7 +177,7 @@ gradref_status gradref_conv_backprop_data(const gradref_conv_params *p,
     GRADREF_FORWARD_IF_ERROR(gradref__cbd_validate(p, filter, diff, grad, &plan));
     plan.precision = ctx.precision;
     if (plan.zero_only) {
-        gradref__fill_zero(&plan.grad_desc, ctx.num_threads);
+        gradref__fill_zero(&plan.out_desc, ctx.num_threads);
         return GRADREF_OK;
     }
     return gradref__run_fast_path(&FAST, &ctx, &plan);
