@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* gradref-bench: times each problem of bench/problems.txt (or the file given) and, in the same
+/* gradref-bench: times each problem of problems/problems.txt (or the file given) and, in the same
  * run, a plain memory copy of the same number of bytes, so figures from different machines can
  * be read as a fraction of what the memory system gives.
  *
@@ -552,7 +552,7 @@ static void usage(void) {
 
 int main(int argc, char **argv) {
     int threads = 0, repeats = 11;
-    const char *path = GRADREF_BENCH_PROBLEMS, *filter = NULL;
+    const char *path = GRADREF_PROBLEMS, *filter = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-t") == 0 && i + 1 < argc)
             threads = atoi(argv[++i]);

@@ -366,28 +366,7 @@ static void test_small_integers_exact(void **state) {
 
 /* ------------------------------------------------------------ fast path vs reference */
 
-static void expect_same(const cbd_case *c, const gradref_tensor *want) {
-    const geometry *g = &c->geo;
-    int64_t isz[3];
-    for (int j = 0; j < g->rank; j++)
-        isz[j] = grad_size(g, j);
-    for (int64_t n = 0; n < g->N; n++)
-        for (int64_t ch = 0; ch < g->G * g->ICpg; ch++) {
-            int64_t i[3] = {0, 0, 0};
-            do {
-                int64_t idx[5] = {n, ch, i[0], i[1], i[2]};
-                const char *a = (const char *)c->grad.data + tu_offset(&c->grad, idx);
-                const char *b = (const char *)want->data + tu_offset(want, idx);
-                if (memcmp(a, b, tu_dtype_size(c->out_dtype)) != 0)
-                    fail_msg("grad[%lld,%lld,%lld,%lld,%lld] = %.9g, reference %.9g", (long long)n,
-                             (long long)ch, (long long)i[0], (long long)i[1], (long long)i[2],
-                             data_at(&c->grad, g->rank, n, ch, i),
-                             data_at(want, g->rank, n, ch, i));
-            } while (next_index(i, isz, g->rank));
-        }
-}
-
-static void check_fast(cbd_case *c, int32_t precision) {
+static void check_fast_against_reference(cbd_case *c, int32_t precision) {
     gradref_tensor want = c->grad;
     void *wb = malloc(c->bytes[2] ? c->bytes[2] : 1);
     want.data = wb;
@@ -409,7 +388,7 @@ static void check_fast(cbd_case *c, int32_t precision) {
             assert_non_null(block);
             gradref__cbd_fast(&plan, block + (64 - (uintptr_t)block % 64) % 64, threads[t]);
             free(block);
-            expect_same(c, &want);
+            tu_expect_same_bits(&c->grad, &want, "grad");
         }
     free(wb);
 }
@@ -427,7 +406,8 @@ static void test_fast_matches_reference(void **state) {
         if (iter % 10 == 2) o = GRADREF_F16; /* F16 in, F16 out */
         cbd_case c;
         make_case(&c, &g, in[d], o, iter % 3, (iter / 3) % 3, 0, &r);
-        check_fast(&c, (iter / 5) % 2 ? GRADREF_PRECISION_HIGH : GRADREF_PRECISION_DEFAULT);
+        check_fast_against_reference(&c, (iter / 5) % 2 ? GRADREF_PRECISION_HIGH
+                                                        : GRADREF_PRECISION_DEFAULT);
         free_case(&c);
     }
 }
@@ -449,7 +429,7 @@ static void test_megengine_list(void **state) {
             cbd_case c;
             make_case(&c, &g, GRADREF_F32, GRADREF_F32, i % 2 ? F_GROUPED : F_DENSE, D_NCHW, 0, &r);
             check_adjoint(&c, 1e-5);
-            check_fast(&c, GRADREF_PRECISION_DEFAULT);
+            check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
             free_case(&c);
         }
 }
@@ -474,7 +454,7 @@ static void test_gemm_shapes(void **state) {
             geo2(2, a[0], a[5], a[6], a[1], a[2], a[2], a[3], a[4], 1, a[7], (int32_t)s % 2);
         cbd_case c;
         make_case(&c, &g, GRADREF_F32, GRADREF_F32, F_DENSE, s % 2 ? D_NHWC : D_NCHW, 0, &r);
-        check_fast(&c, GRADREF_PRECISION_DEFAULT);
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
         free_case(&c);
     }
     /* a 1-D row too wide for the col buffer: pieces of one row */
@@ -484,7 +464,7 @@ static void test_gemm_shapes(void **state) {
     g.stride[0] = 1, g.dil[0] = 2, g.pb[0] = 3, g.pe[0] = 1;
     cbd_case c;
     make_case(&c, &g, GRADREF_F32, GRADREF_F32, F_DENSE, D_NCHW, 0, &r);
-    check_fast(&c, GRADREF_PRECISION_DEFAULT);
+    check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
     free_case(&c);
 }
 
@@ -506,7 +486,7 @@ static void test_packed_tiles(void **state) {
         cbd_case c;
         make_case(&c, &g, GRADREF_F32, GRADREF_F32, s % 2 ? F_GROUPED : F_DENSE,
                   s % 2 ? D_NHWC : D_NCHW, 0, &r);
-        check_fast(&c, GRADREF_PRECISION_DEFAULT);
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
         free_case(&c);
     }
 }
@@ -528,7 +508,7 @@ static void test_depthwise_strips(void **state) {
         g.pb[0] = a[2], g.pe[0] = a[3], g.pb[1] = a[4], g.pe[1] = a[5];
         cbd_case c;
         make_case(&c, &g, GRADREF_F32, GRADREF_F32, F_DENSE, s % 2 ? D_NHWC : D_NCHW, 0, &r);
-        check_fast(&c, GRADREF_PRECISION_DEFAULT);
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
         free_case(&c);
     }
 }
@@ -559,7 +539,7 @@ static void test_direct_tiles(void **state) {
         }
         cbd_case c;
         make_case(&c, &g, GRADREF_F32, GRADREF_F32, (int)(s % 3), (int)(s % 3), 0, &r);
-        check_fast(&c, GRADREF_PRECISION_DEFAULT);
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
         free_case(&c);
     }
 }

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "../bench/problem.h"
+#include "problem.h"
 #include "common/cpu.h"
 #include "golden.h"
 #include "grid_sampler3d_grad/gs3d_internal.h"
@@ -389,7 +389,8 @@ static void test_dgrid_finite_differences(void **state) {
 
 /* The reference into fresh outputs shaped like c's, then the public call, compared bit for
  * bit (by value and zero sign; NaN as NaN) at the given thread counts and SIMD choice. */
-static void check_fast(gs_case *c, int32_t precision, int want_dx, int want_dgrid) {
+static void check_fast_against_reference(gs_case *c, int32_t precision, int want_dx,
+                                         int want_dgrid) {
     gradref_tensor rdx = c->dx, rdg = c->dgrid;
     void *bdx = malloc(c->bytes[3] ? c->bytes[3] : 1), *bdg = malloc(c->bytes[4] ? c->bytes[4] : 1);
     rdx.data = bdx;
@@ -435,8 +436,8 @@ static void test_fast_matches_reference(void **state) {
                 gradref_grid_sampler3d_params p = {m / 6, m / 2 % 3, m % 2};
                 c.params = p;
                 int32_t precision = (s + m) % 2 ? GRADREF_PRECISION_HIGH : 0;
-                check_fast(&c, precision, 1, 1);
-                check_fast(&c, 1 - precision, (m % 3) != 0, (m % 3) != 1);
+                check_fast_against_reference(&c, precision, 1, 1);
+                check_fast_against_reference(&c, 1 - precision, (m % 3) != 0, (m % 3) != 1);
                 free_case(&c);
             }
 }
@@ -452,7 +453,7 @@ static void test_threads_and_layouts(void **state) {
             make_case(&c, layout == 2 ? GRADREF_F16 : GRADREF_F32, dims, layout, 1.3, &r);
             gradref_grid_sampler3d_params p = {m == 3, m % 3, m == 2};
             c.params = p;
-            check_fast(&c, GRADREF_PRECISION_DEFAULT, 1, 1);
+            check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT, 1, 1);
             free_case(&c);
         }
 }
@@ -469,7 +470,7 @@ static void test_collisions(void **state) {
         for (int m = 0; m < 2; m++) {
             gradref_grid_sampler3d_params p = {m, GRADREF_PAD_BORDER, 1};
             c.params = p;
-            check_fast(&c, GRADREF_PRECISION_DEFAULT, 1, 1);
+            check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT, 1, 1);
         }
         free_case(&c);
     }
@@ -510,7 +511,7 @@ static void test_nearest_voxel_blocks(void **state) {
             for (int m = 0; m < 4; m++) {
                 gradref_grid_sampler3d_params p = {GRADREF_INTERP_NEAREST, m % 3, m / 2};
                 c.params = p;
-                check_fast(&c, GRADREF_PRECISION_DEFAULT, 1, m == 1);
+                check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT, 1, m == 1);
             }
             c.dx.data = own;
             free(block);
@@ -563,7 +564,7 @@ static void test_broadcast_inputs(void **state) {
     for (int m = 0; m < 12; m++) {
         gradref_grid_sampler3d_params p = {m / 6, m / 2 % 3, m % 2};
         c.params = p;
-        check_fast(&c, GRADREF_PRECISION_DEFAULT, 1, 1);
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT, 1, 1);
     }
     free_case(&c);
 }
@@ -608,12 +609,12 @@ static void test_non_finite(void **state) {
     for (int m = 0; m < 12; m++) {
         gradref_grid_sampler3d_params q = {m / 6, m / 2 % 3, m % 2};
         c.params = q;
-        check_fast(&c, GRADREF_PRECISION_DEFAULT, 1, 1);
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT, 1, 1);
     }
     put5(&c.x, 0, 0, 1, 1, 2, NAN);
     put5(&c.grad, 0, 0, 0, 1, 1, INFINITY);
     c.params = p;
-    check_fast(&c, GRADREF_PRECISION_DEFAULT, 1, 1);
+    check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT, 1, 1);
     run_ok(&c, NULL);
     assert_true(isinf(at5(&c.dx, 0, 0, 0, 1, 1)));
     assert_true(isnan(at5(&c.dgrid, 0, 1, 1, 2, 0)));
@@ -661,8 +662,8 @@ static void test_optional_outputs_and_workspace(void **state) {
     c.params = p;
     assert_int_equal(gradref_grid_sampler3d_grad(&p, &c.grad, &c.x, &c.grid, NULL, NULL, NULL),
                      GRADREF_OK);
-    check_fast(&c, GRADREF_PRECISION_HIGH, 1, 0);
-    check_fast(&c, GRADREF_PRECISION_HIGH, 0, 1);
+    check_fast_against_reference(&c, GRADREF_PRECISION_HIGH, 1, 0);
+    check_fast_against_reference(&c, GRADREF_PRECISION_HIGH, 0, 1);
     size_t bytes = 0;
     assert_int_equal(gradref_grid_sampler3d_grad_workspace_size(&p, &c.grad, &c.x, &c.grid, &c.dx,
                                                                 &c.dgrid, &bytes),
@@ -677,12 +678,12 @@ static void test_optional_outputs_and_workspace(void **state) {
     free_case(&c);
 }
 
-/* Every line of bench/problems.txt for this operator, cut down, fast vs reference. */
+/* Every line of problems/problems.txt for this operator, cut down, fast vs reference. */
 static void test_bench_problems(void **state) {
     (void)state;
     problem *list;
     char err[256];
-    int count = problem_load(GRADREF_BENCH_PROBLEMS, &list, err, sizeof err);
+    int count = problem_load(GRADREF_PROBLEMS, &list, err, sizeof err);
     if (count < 0) fail_msg("%s", err);
     tu_rng r = tu_rng_make(403);
     int ran = 0;
@@ -697,7 +698,7 @@ static void test_bench_problems(void **state) {
                                            (int32_t)problem_get(pb, "pad", 0),
                                            (int32_t)problem_get(pb, "ac", 0)};
         c.params = p;
-        check_fast(&c, GRADREF_PRECISION_DEFAULT, 1, 1);
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT, 1, 1);
         free_case(&c);
         ran++;
     }

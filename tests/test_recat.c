@@ -8,7 +8,7 @@
 
 #include "test_util.h"
 
-#include "../bench/problem.h"
+#include "problem.h"
 #include "golden.h"
 #include "recat/recat_internal.h"
 
@@ -297,7 +297,7 @@ static gradref__recat_plan plan_of(const problem_buf *p) {
 
 /* Runs the fast path through every variant and thread count, and the reference loop, on one
  * problem; all outputs (including the bytes between strided elements) must be identical. */
-static void check_problem(problem_buf *p) {
+static void check_fast_against_reference(problem_buf *p) {
     unsigned char *ref = malloc(p->out_bytes + 1), *want = malloc((size_t)p->out.shape[0] * 8 + 1);
     memset(p->out_buf, 0xa5, p->out_bytes);
     gradref__recat_plan plan = plan_of(p);
@@ -332,7 +332,7 @@ static void test_fast_matches_reference(void **state) {
             ranks[i] = tu_range(&r, 0, 4) == 0 ? 0 : tu_range(&r, 1, 6);
         problem_buf p;
         make_problem(&p, dtype, B, D, ranks, W, iter % 3 == 1, &r);
-        check_problem(&p);
+        check_fast_against_reference(&p);
         free_problem(&p);
     }
 }
@@ -347,7 +347,7 @@ static void test_threads_bitwise_equal(void **state) {
         for (int strided = 0; strided < 2; strided++) {
             problem_buf p;
             make_problem(&p, dtype, 1500, dtype == GRADREF_I8 ? 4 : 1, ranks, 6, strided, &r);
-            check_problem(&p);
+            check_fast_against_reference(&p);
             free_problem(&p);
         }
 }
@@ -356,7 +356,7 @@ static void test_bench_problems(void **state) {
     (void)state;
     problem *list;
     char err[256];
-    int n = problem_load(GRADREF_BENCH_PROBLEMS, &list, err, sizeof err);
+    int n = problem_load(GRADREF_PROBLEMS, &list, err, sizeof err);
     if (n < 0) fail_msg("%s", err);
     tu_rng r = tu_rng_make(13);
     int ran = 0;
@@ -365,7 +365,7 @@ static void test_bench_problems(void **state) {
         problem_buf p;
         int64_t B = problem_get(&list[i], "B", 1), D = problem_get(&list[i], "D", 1);
         make_problem(&p, list[i].dtype, B < 37 ? B : 37, D, list[i].dims, list[i].num_dims, 0, &r);
-        check_problem(&p);
+        check_fast_against_reference(&p);
         free_problem(&p);
         ran++;
     }

@@ -10,7 +10,7 @@
 
 #include "test_util.h"
 
-#include "../bench/problem.h"
+#include "problem.h"
 #include "golden.h"
 #include "rope_grad/rope_grad_internal.h"
 
@@ -252,7 +252,7 @@ static void test_adjoint_identity(void **state) {
 /* Runs the public call at 1, 2 and 3 threads (the widest SIMD kernels the CPU has), the AVX2
  * kernels and the portable fast path, and compares each output buffer, bit for bit, with the
  * reference loop. */
-static void check_against_reference(rope_case *c, int32_t precision) {
+static void check_fast_against_reference(rope_case *c, int32_t precision) {
     gradref__rope_plan plan;
     assert_int_equal(gradref__rope_grad_validate(&c->params, &c->q, &c->k, &c->cos, &c->sin, &c->dq,
                                                  &c->dk, &plan),
@@ -303,7 +303,7 @@ static void test_fast_matches_reference(void **state) {
                     make_case(&c, mode, dtype, D, rotary, 4, lens, variant ? starts : NULL, 64,
                               4 * D, D, layout, &r);
                     for (int32_t precision = 0; precision < 2; precision++)
-                        check_against_reference(&c, precision);
+                        check_fast_against_reference(&c, precision);
                     free_case(&c);
                 }
 }
@@ -320,7 +320,7 @@ static void test_bf16_tiny_products(void **state) {
     fill(&c.k, ldexp(1, -66), &r);
     fill(&c.cos, ldexp(1, -62), &r);
     fill(&c.sin, ldexp(1, -63), &r);
-    check_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+    check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
     int subnormal = 0; /* the case does reach bf16 subnormals */
     for (int64_t i = 0; i < 64; i++)
         for (int64_t j = 0; j < 512; j++) {
@@ -371,7 +371,7 @@ static void test_bench_problems(void **state) {
     (void)state;
     problem *list;
     char err[256];
-    int n = problem_load(GRADREF_BENCH_PROBLEMS, &list, err, sizeof err);
+    int n = problem_load(GRADREF_PROBLEMS, &list, err, sizeof err);
     if (n < 0) fail_msg("%s", err);
     int ran = 0;
     for (int i = 0; i < n; i++) {
@@ -385,7 +385,7 @@ static void test_bench_problems(void **state) {
         make_case(&c, mode, list[i].dtype, problem_get(&list[i], "D", 128), 0, 3, lens, NULL, 7,
                   problem_get(&list[i], "Hq", 128) / 4, problem_get(&list[i], "Hk", 128) / 4, DENSE,
                   &r);
-        check_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
         free_case(&c);
         ran++;
     }

@@ -169,3 +169,33 @@ void tu_expect_untouched(const void *p, size_t bytes, unsigned char fill, const 
     for (size_t i = 0; i < bytes; i++)
         if (((const unsigned char *)p)[i] != fill) fail_msg("%s was written", what);
 }
+
+void tu_expect_same_bits(const gradref_tensor *got, const gradref_tensor *want, const char *what) {
+    assert_int_equal(got->ndim, want->ndim);
+    assert_int_equal(got->dtype, want->dtype);
+    int64_t idx[GRADREF_MAX_DIMS] = {0};
+    for (int d = 0; d < got->ndim; d++) {
+        assert_int_equal(got->shape[d], want->shape[d]);
+        if (got->shape[d] == 0) return;
+    }
+    const size_t esz = tu_dtype_size(got->dtype);
+    for (;;) {
+        const char *a = (const char *)got->data + tu_offset(got, idx);
+        const char *b = (const char *)want->data + tu_offset(want, idx);
+        if (memcmp(a, b, esz) != 0) {
+            char at[160];
+            int n = 0;
+            for (int d = 0; d < got->ndim && n < (int)sizeof at - 24; d++)
+                n += snprintf(at + n, sizeof at - (size_t)n, "%s%lld", d ? "," : "",
+                              (long long)idx[d]);
+            const int is_float = got->dtype <= GRADREF_BF16;
+            fail_msg("%s[%s] = %.17g, want %.17g (bits differ)", what, at,
+                     is_float ? tu_value(got->dtype, a) : 0.0,
+                     is_float ? tu_value(want->dtype, b) : 0.0);
+        }
+        int d = got->ndim - 1;
+        while (d >= 0 && ++idx[d] == got->shape[d])
+            idx[d--] = 0;
+        if (d < 0) return;
+    }
+}

@@ -58,6 +58,11 @@ void tu_expect_status(gradref_status got, gradref_status want, const char *op,
 /* Fails if a byte of p[0 .. bytes) is not `fill`: an output the failed call must not touch. */
 void tu_expect_untouched(const void *p, size_t bytes, unsigned char fill, const char *what);
 
+/* Fails unless every element of got has the bits of want's element at the same index (any
+ * rank and strides, one shape, one dtype); names the first index that differs and both
+ * values. The fast-path-against-reference checks use it. */
+void tu_expect_same_bits(const gradref_tensor *got, const gradref_tensor *want, const char *what);
+
 /* Thread counts the thread-invariance tests compare. */
 #define TU_THREAD_COUNTS                                                                           \
   { 1, 2, 3 }

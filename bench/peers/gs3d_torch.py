@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: Apache-2.0
 """PyTorch's CPU grid_sampler_3d_backward (aten, both outputs) on the grid_sampler3d_grad lines
-of bench/problems.txt: the peer for gradref's grid_sampler3d_grad. The grid is uniform in
+of problems/problems.txt: the peer for gradref's grid_sampler3d_grad. The grid is uniform in
 [-1, 1], as in gradref-bench. Usage: gs3d_torch.py [threads] (Debian: python3-torch)."""
 import sys
 import time
