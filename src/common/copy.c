@@ -236,16 +236,20 @@ void gradref__fill_zero(const gradref_tensor *t, int num_threads) {
     gradref__copy_run(&z, t, num_threads);
 }
 
-void gradref__copy_run(const gradref_tensor *src, const gradref_tensor *dst, int num_threads) {
-    for (int i = 0; i < dst->ndim; i++)
-        if (dst->shape[i] == 0) return; /* the other sizes of an empty tensor may be anything */
-    int64_t numel = 1;
-    for (int i = 0; i < dst->ndim; i++)
-        numel *= dst->shape[i]; /* within int64: validated */
-
-    /* Iterate in dst memory order (outermost = largest dst stride) with dims merged where both
-     * tensors are dense across them, so the inner loop is as long and as linear as it can be. */
+/* The copy's iteration space: dims in dst memory order (outermost = largest dst stride), size-1
+ * dims dropped, neighbours merged where both tensors are dense across them, so the inner loop
+ * is as long and as linear as it can be. */
+typedef struct copy_dims {
+    int m; /* dims; the last is the inner loop */
     int64_t shape[GRADREF_MAX_DIMS], ss[GRADREF_MAX_DIMS], ds[GRADREF_MAX_DIMS];
+    const char *src;
+    char *dst;
+    int32_t sdt, ddt;
+    size_t sz, dz;
+} copy_dims;
+
+static void merge_dims(const gradref_tensor *src, const gradref_tensor *dst, copy_dims *c) {
+    int64_t *shape = c->shape, *ss = c->ss, *ds = c->ds;
     int n = 0;
     for (int i = 0; i < dst->ndim; i++) {
         if (dst->shape[i] == 1) continue;
@@ -280,69 +284,84 @@ void gradref__copy_run(const gradref_tensor *src, const gradref_tensor *dst, int
         ss[0] = ds[0] = 1;
         m = 1;
     }
-    const char *sbase = (const char *)src->data;
-    char *dbase = (char *)dst->data;
-    size_t sz = gradref__dtype_size(src->dtype), dz = gradref__dtype_size(dst->dtype);
-    int threads = numel >= (INT64_C(1) << 16) ? num_threads : 1;
-    int64_t inner = shape[m - 1];
+    c->m = m;
+    c->src = (const char *)src->data;
+    c->dst = (char *)dst->data;
+    c->sdt = src->dtype;
+    c->ddt = dst->dtype;
+    c->sz = gradref__dtype_size(src->dtype);
+    c->dz = gradref__dtype_size(dst->dtype);
+}
 
-    /* A layout change (src's unit-stride dim is not dst's innermost): copy tiles of TILE x TILE
-     * over those two dims so both sides stay within a few cache lines. */
-    int t = -1;
-    for (int k = 0; k < m - 1 && ss[m - 1] != 1; k++)
-        if (ss[k] == 1 && shape[k] >= 8 && inner >= 8) t = k;
-    if (t >= 0) {
-        enum { TILE = 32 };
-        const int64_t ti = (shape[t] + TILE - 1) / TILE, tj = (inner + TILE - 1) / TILE;
-        const int64_t rows = numel / (inner * shape[t]);
-        const int64_t items = rows * ti * tj;
+/* Element offsets of outer position `rest` over dims [0, m - 1) other than `skip`. */
+static void outer_offsets(const copy_dims *c, int64_t rest, int skip, int64_t *so, int64_t *dof) {
+    *so = 0, *dof = 0;
+    for (int k = c->m - 2; k >= 0; k--) {
+        if (k == skip) continue;
+        const int64_t idx = rest % c->shape[k];
+        rest /= c->shape[k];
+        *so += idx * c->ss[k];
+        *dof += idx * c->ds[k];
+    }
+}
+
+/* A layout change (src's unit-stride dim t is not dst's innermost): tiles of TILE x TILE over
+ * dims t and the inner one, so that both sides stay within a few cache lines. */
+static void copy_tiles(const copy_dims *c, int t, int64_t numel, int threads) {
+    enum { TILE = 32 };
+    const int m = c->m;
+    const int64_t inner = c->shape[m - 1], s_in = c->ss[m - 1], d_in = c->ds[m - 1];
+    const int64_t ti = (c->shape[t] + TILE - 1) / TILE, tj = (inner + TILE - 1) / TILE;
+    const int64_t items = numel / (inner * c->shape[t]) * ti * tj;
 #ifdef GRADREF_COPY_AVX2
-        const int blocks8 =
-            src->dtype == dst->dtype && sz == 4 && ds[m - 1] == 1 && gradref__cpu_has_avx2_f16c();
+    const int blocks8 = c->sdt == c->ddt && c->sz == 4 && d_in == 1 && gradref__cpu_has_avx2_f16c();
 #endif
-        GRADREF_PARALLEL_FOR(threads, schedule(static))
-        for (int64_t it = 0; it < items; it++) {
-            int64_t rest = it / (ti * tj), so = 0, dof = 0;
-            const int64_t i0 = it / tj % ti * TILE, j0 = it % tj * TILE;
-            for (int k = m - 2; k >= 0; k--) {
-                if (k == t) continue;
-                int64_t idx = rest % shape[k];
-                rest /= shape[k];
-                so += idx * ss[k];
-                dof += idx * ds[k];
-            }
-            const int64_t i1 = i0 + TILE < shape[t] ? i0 + TILE : shape[t];
-            const int64_t len = j0 + TILE < inner ? TILE : inner - j0;
+    GRADREF_PARALLEL_FOR(threads, schedule(static))
+    for (int64_t it = 0; it < items; it++) {
+        int64_t so, dof;
+        outer_offsets(c, it / (ti * tj), t, &so, &dof);
+        const int64_t i0 = it / tj % ti * TILE, j0 = it % tj * TILE;
+        const int64_t i1 = i0 + TILE < c->shape[t] ? i0 + TILE : c->shape[t];
+        const int64_t len = j0 + TILE < inner ? TILE : inner - j0;
 #ifdef GRADREF_COPY_AVX2
-            if (blocks8 && i1 - i0 == TILE && len == TILE) { /* bits moved, 8 x 8 at a time */
-                const uint32_t *sp = (const uint32_t *)sbase + so + j0 * ss[m - 1];
-                uint32_t *dp = (uint32_t *)dbase + dof + j0;
-                for (int64_t i = i0; i < i1; i += 8)
-                    for (int64_t j = 0; j < TILE; j += 8)
-                        transpose8x8_32(sp + j * ss[m - 1] + i, ss[m - 1], dp + i * ds[t] + j,
-                                        ds[t]);
-                continue;
-            }
-#endif
-            for (int64_t i = i0; i < i1; i++)
-                copy_row(sbase + (size_t)(so + i * ss[t] + j0 * ss[m - 1]) * sz, ss[m - 1],
-                         src->dtype, dbase + (size_t)(dof + i * ds[t] + j0 * ds[m - 1]) * dz,
-                         ds[m - 1], dst->dtype, len);
+        if (blocks8 && i1 - i0 == TILE && len == TILE) { /* bits moved, 8 x 8 at a time */
+            const uint32_t *sp = (const uint32_t *)c->src + so + j0 * s_in;
+            uint32_t *dp = (uint32_t *)c->dst + dof + j0;
+            for (int64_t i = i0; i < i1; i += 8)
+                for (int64_t j = 0; j < TILE; j += 8)
+                    transpose8x8_32(sp + j * s_in + i, s_in, dp + i * c->ds[t] + j, c->ds[t]);
+            continue;
         }
+#endif
+        for (int64_t i = i0; i < i1; i++)
+            copy_row(c->src + (size_t)(so + i * c->ss[t] + j0 * s_in) * c->sz, s_in, c->sdt,
+                     c->dst + (size_t)(dof + i * c->ds[t] + j0 * d_in) * c->dz, d_in, c->ddt, len);
+    }
+}
+
+void gradref__copy_run(const gradref_tensor *src, const gradref_tensor *dst, int num_threads) {
+    for (int i = 0; i < dst->ndim; i++)
+        if (dst->shape[i] == 0) return; /* the other sizes of an empty tensor may be anything */
+    int64_t numel = 1;
+    for (int i = 0; i < dst->ndim; i++)
+        numel *= dst->shape[i]; /* within int64: validated */
+    copy_dims c;
+    merge_dims(src, dst, &c);
+    const int m = c.m, threads = numel >= (INT64_C(1) << 16) ? num_threads : 1;
+    const int64_t inner = c.shape[m - 1];
+    int t = -1;
+    for (int k = 0; k < m - 1 && c.ss[m - 1] != 1; k++)
+        if (c.ss[k] == 1 && c.shape[k] >= 8 && inner >= 8) t = k;
+    if (t >= 0) {
+        copy_tiles(&c, t, numel, threads);
         return;
     }
-
-    int64_t rows = numel / inner;
+    const int64_t rows = numel / inner;
     GRADREF_PARALLEL_FOR(threads, schedule(static))
     for (int64_t r = 0; r < rows; r++) {
-        int64_t rest = r, so = 0, dof = 0;
-        for (int k = m - 2; k >= 0; k--) {
-            int64_t idx = rest % shape[k];
-            rest /= shape[k];
-            so += idx * ss[k];
-            dof += idx * ds[k];
-        }
-        copy_row(sbase + (size_t)so * sz, ss[m - 1], src->dtype, dbase + (size_t)dof * dz,
-                 ds[m - 1], dst->dtype, inner);
+        int64_t so, dof;
+        outer_offsets(&c, r, -1, &so, &dof);
+        copy_row(c.src + (size_t)so * c.sz, c.ss[m - 1], c.sdt, c.dst + (size_t)dof * c.dz,
+                 c.ds[m - 1], c.ddt, inner);
     }
 }

@@ -363,12 +363,117 @@ static void direct_tiles(const run *R, const phase *f, const float *panels, int6
 }
 #endif
 
+/* grad positions j0..j1 of phase ph's sub-grid, for M channels (chunk: M rows of j1 - j0), to
+ * the slabs at slab0: runs of a sub-grid row, or whole rows of one sub-grid plane per call. */
+static void scatter_chunk(const run *R, const phase *f, const int64_t *ph, float *slab0,
+                          const float *chunk, int64_t M, int64_t j0, int64_t j1) {
+    const gradref__cbd_plan *p = R->p;
+    const int64_t W = f->Q[2], row_stride = p->stride[1] * p->I[2];
+    for (int64_t m = 0; m < M; m++) { /* each grad element is in one phase */
+        float *slab = slab0 + m * R->ac;
+        const float *src = chunk + m * (j1 - j0);
+        int64_t q2 = j0 % W, q1 = j0 / W % f->Q[1], q0 = j0 / (W * f->Q[1]);
+        for (int64_t j = j0; j < j1;) {
+            const int64_t len = W - q2 < j1 - j ? W - q2 : j1 - j;
+            int64_t rows = 1;
+            if (q2 == 0 && len == W) {
+                rows = (j1 - j) / W;
+                if (rows > f->Q[1] - q1) rows = f->Q[1] - q1;
+            }
+            float *row =
+                slab +
+                ((q0 * p->stride[0] + ph[0]) * p->I[1] + q1 * p->stride[1] + ph[1]) * p->I[2] +
+                q2 * p->stride[2] + ph[2];
+            const float *from = src + (j - j0);
+#ifdef GRADREF_CBD_TILES
+            if (p->stride[2] == 2 && R->mr == GRADREF_CBD_TILE_ROWS)
+                gradref__cbd_scatter2_avx512(from, len, rows, row, row_stride);
+            else
+#endif
+                for (int64_t r = 0; r < rows; r++)
+                    for (int64_t x = 0; x < len; x++)
+                        row[r * row_stride + x * p->stride[2]] = from[r * len + x];
+            j += rows * len;
+            q2 += len;
+            q1 += rows - 1;
+            if (q2 == W) {
+                q2 = 0;
+                if (++q1 == f->Q[1]) q1 = 0, q0++;
+            }
+        }
+    }
+}
+
+/* Channels [ic0, ic1) of image n, group g, stride phase ph: a GEMM (or 32-pixel tiles) straight
+ * into grad when the stride is 1, else through the chunk buffer, whole sub-grid rows at a
+ * time when they fit, then scattered. */
+static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t M,
+                       const int64_t *ph, float *slab0, char *mine, const layout *L) {
+    const gradref__cbd_plan *p = R->p;
+    int64_t *tap = (int64_t *)(mine + L->taps_at);
+    phase f;
+    memset(&f, 0, sizeof f);
+    f.R = R, f.n = n, f.g = g, f.ic0 = ic0, f.tap = tap;
+    int64_t N = 1;
+    for (int j = 0; j < 3; j++) {
+        f.Q[j] = ph[j] < p->I[j] ? (p->I[j] - ph[j] + p->stride[j] - 1) / p->stride[j] : 0;
+        N *= f.Q[j];
+    }
+    if (N == 0) return;
+    f.ntaps = phase_taps(p, ph, tap);
+    f.flat_ok = gradref__sgemm_best_kernel() == GRADREF_GEMM_AVX512 &&
+                R->kernel == GRADREF_GEMM_AVX512 && pixels(p->O) < INT64_C(1) << 30 &&
+                pixels(f.Q) < INT64_C(1) << 30;
+    gradref__sgemm_args a;
+    memset(&a, 0, sizeof a);
+    a.M = M;
+    a.K = f.ntaps * p->OCpg;
+    a.pack_b = pack_b_phase;
+    a.pack_b_ctx = &f;
+    const int64_t f_index = (ph[0] * p->stride[1] + ph[1]) * p->stride[2] + ph[2];
+    a.a_panels =
+        R->panels + g * R->group_floats + R->phase_off[f_index] + ic0 / R->mr * a.K * R->mr;
+#ifdef GRADREF_CBD_TILES
+    const int direct = f.flat_ok && f.Q[1] == p->O[1] && f.Q[2] == p->O[2];
+    if (unit_strides(p) && direct) {
+        direct_tiles(R, &f, a.a_panels, M, 0, N, slab0, R->ac, mine, L);
+        return;
+    }
+#endif
+    if (unit_strides(p)) { /* the only phase: straight into grad */
+        a.N = N;
+        a.c = slab0;
+        a.c_rs = R->ac;
+        a.c_cs = 1;
+        gradref__sgemm(&a, R->kernel, mine);
+        return;
+    }
+    if (a.K == 0) return; /* no tap reaches this phase: +0 from the start */
+    float *chunk = (float *)(mine + L->chunk_at);
+    const int64_t W = f.Q[2], per_row = W * M;
+    const int64_t step = per_row <= CHUNK_FLOATS ? CHUNK_FLOATS / per_row * W
+                                                 : (CHUNK_FLOATS / M > 0 ? CHUNK_FLOATS / M : 1);
+    for (int64_t j0 = 0; j0 < N; j0 += step) {
+        const int64_t j1 = j0 + step < N ? j0 + step : N;
+        f.j_base = j0;
+        a.N = j1 - j0;
+        a.c = chunk;
+        a.c_rs = j1 - j0;
+        a.c_cs = 1;
+#ifdef GRADREF_CBD_TILES
+        if (direct)
+            direct_tiles(R, &f, a.a_panels, M, j0, j1, chunk, j1 - j0, mine, L);
+        else
+#endif
+            gradref__sgemm(&a, R->kernel, mine);
+        scatter_chunk(R, &f, ph, slab0, chunk, M, j0, j1);
+    }
+}
+
+/* One work item: channels [ic0, ic1) of image n, group g, every stride phase in turn. */
 static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t ic1, char *mine,
                       const layout *L) {
     const gradref__cbd_plan *p = R->p;
-    void *work = mine;
-    float *chunk = (float *)(mine + L->chunk_at);
-    int64_t *tap = (int64_t *)(mine + L->taps_at);
     const int64_t M = ic1 - ic0;
     float *slab0 = R->acc + n * R->an + (g * p->ICpg + ic0) * R->ac;
     if (!unit_strides(p)) { /* phases fill in their elements; the ones no tap reaches stay +0 */
@@ -378,105 +483,12 @@ static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t i
             for (int64_t m = 0; m < M; m++)
                 memset(slab0 + m * R->ac, 0, (size_t)pixels(p->I) * sizeof(float));
     }
-    int64_t ph[3];
-    for (ph[0] = 0; ph[0] < p->stride[0]; ph[0]++)
-        for (ph[1] = 0; ph[1] < p->stride[1]; ph[1]++)
-            for (ph[2] = 0; ph[2] < p->stride[2]; ph[2]++) {
-                phase f;
-                memset(&f, 0, sizeof f);
-                f.R = R, f.n = n, f.g = g, f.ic0 = ic0, f.tap = tap;
-                int64_t N = 1;
-                for (int j = 0; j < 3; j++) {
-                    f.Q[j] =
-                        ph[j] < p->I[j] ? (p->I[j] - ph[j] + p->stride[j] - 1) / p->stride[j] : 0;
-                    N *= f.Q[j];
-                }
-                if (N == 0) continue;
-                f.ntaps = phase_taps(p, ph, tap);
-                f.flat_ok = gradref__sgemm_best_kernel() == GRADREF_GEMM_AVX512 &&
-                            R->kernel == GRADREF_GEMM_AVX512 && pixels(p->O) < INT64_C(1) << 30 &&
-                            pixels(f.Q) < INT64_C(1) << 30;
-                gradref__sgemm_args a;
-                memset(&a, 0, sizeof a);
-                a.M = M;
-                a.K = f.ntaps * p->OCpg;
-                a.pack_b = pack_b_phase;
-                a.pack_b_ctx = &f;
-                const int64_t f_index = (ph[0] * p->stride[1] + ph[1]) * p->stride[2] + ph[2];
-                a.a_panels = R->panels + g * R->group_floats + R->phase_off[f_index] +
-                             ic0 / R->mr * a.K * R->mr;
-#ifdef GRADREF_CBD_TILES
-                const int direct = f.flat_ok && f.Q[1] == p->O[1] && f.Q[2] == p->O[2];
-                if (unit_strides(p) && direct) {
-                    direct_tiles(R, &f, a.a_panels, M, 0, N, slab0, R->ac, mine, L);
-                    continue;
-                }
-#endif
-                if (unit_strides(p)) { /* the only phase: straight into grad */
-                    a.N = N;
-                    a.c = slab0;
-                    a.c_rs = R->ac;
-                    a.c_cs = 1;
-                    gradref__sgemm(&a, R->kernel, work);
-                    continue;
-                }
-                if (a.K == 0) continue; /* no tap reaches this phase: +0 from the start */
-                /* GEMM into the chunk buffer, whole sub-grid rows at a time when they fit */
-                const int64_t W = f.Q[2], per_row = W * M;
-                const int64_t step = per_row <= CHUNK_FLOATS
-                                         ? CHUNK_FLOATS / per_row * W
-                                         : (CHUNK_FLOATS / M > 0 ? CHUNK_FLOATS / M : 1);
-                for (int64_t j0 = 0; j0 < N; j0 += step) {
-                    const int64_t j1 = j0 + step < N ? j0 + step : N;
-                    f.j_base = j0;
-                    a.N = j1 - j0;
-                    a.c = chunk;
-                    a.c_rs = j1 - j0;
-                    a.c_cs = 1;
-#ifdef GRADREF_CBD_TILES
-                    if (direct)
-                        direct_tiles(R, &f, a.a_panels, M, j0, j1, chunk, j1 - j0, mine, L);
-                    else
-#endif
-                        gradref__sgemm(&a, R->kernel, work);
-                    for (int64_t m = 0; m < M; m++) { /* each grad element is in one phase */
-                        float *slab = slab0 + m * R->ac;
-                        const float *src = chunk + m * (j1 - j0);
-                        int64_t q2 = j0 % W, q1 = j0 / W % f.Q[1], q0 = j0 / (W * f.Q[1]);
-                        for (int64_t j = j0; j < j1;) {
-                            /* a run of a row, or whole rows of one sub-grid plane */
-                            const int64_t len = W - q2 < j1 - j ? W - q2 : j1 - j;
-                            int64_t rows = 1;
-                            if (q2 == 0 && len == W) {
-                                rows = (j1 - j) / W;
-                                if (rows > f.Q[1] - q1) rows = f.Q[1] - q1;
-                            }
-                            float *row = slab +
-                                         ((q0 * p->stride[0] + ph[0]) * p->I[1] +
-                                          q1 * p->stride[1] + ph[1]) *
-                                             p->I[2] +
-                                         q2 * p->stride[2] + ph[2];
-                            const float *from = src + (j - j0);
-                            const int64_t row_stride = p->stride[1] * p->I[2];
-#ifdef GRADREF_CBD_TILES
-                            if (p->stride[2] == 2 && R->mr == GRADREF_CBD_TILE_ROWS)
-                                gradref__cbd_scatter2_avx512(from, len, rows, row, row_stride);
-                            else
-#endif
-                                for (int64_t r = 0; r < rows; r++)
-                                    for (int64_t x = 0; x < len; x++)
-                                        row[r * row_stride + x * p->stride[2]] = from[r * len + x];
-                            j += rows * len;
-                            q2 += len;
-                            q1 += rows - 1;
-                            if (q2 == W) {
-                                q2 = 0;
-                                if (++q1 == f.Q[1]) q1 = 0, q0++;
-                            }
-                        }
-                    }
-                }
-            }
+    const int64_t phases = p->stride[0] * p->stride[1] * p->stride[2];
+    for (int64_t f_index = 0; f_index < phases; f_index++) {
+        const int64_t ph[3] = {f_index / (p->stride[1] * p->stride[2]),
+                               f_index / p->stride[2] % p->stride[1], f_index % p->stride[2]};
+        item_phase(R, n, g, ic0, M, ph, slab0, mine, L);
+    }
 }
 
 /* The filter of every (group, phase) into GEMM panels, once per call; phase offsets first. */

@@ -276,6 +276,162 @@ static void run_dx(const gs3d_run *r, int pair, int64_t n, int64_t z) {
         dx_item_dd(r, n, z);
 }
 
+/* The geometry, bucket and voxel arrays of the run, carved from the workspace. */
+static void bind_workspace(gs3d_run *r, const ws_layout *L, char *base) {
+    const gradref__gs3d_plan *p = r->p;
+    r->g.w = base + L->w;
+    r->g.dist = base + L->dist;
+    r->g.mult = base + L->mult;
+    r->g.offx = (int64_t *)(base + L->offx);
+    r->g.offa = (int64_t *)(base + L->offa);
+    r->g.zplane = (int64_t *)(base + L->zplane);
+    r->b.records = base + L->records;
+    r->b.start = (int64_t *)(base + L->start);
+    r->b.cursor = (int64_t *)(base + L->cursor);
+    r->g.offg = (int64_t *)(base + L->offg);
+    r->g.mask = (uint8_t *)(base + L->mask);
+    memset(r->g.mask + p->N * r->P, 0, 8);
+    if (!L->voxels) return;
+    r->v.vox = (int32_t *)(base + L->vox);
+    r->v.slots = (int32_t *)(base + L->slots);
+    r->v.later = (int32_t *)(base + L->later);
+    r->v.over = (int32_t *)(base + L->over);
+    r->v.block_start = (int32_t *)(base + L->block_start);
+    /* blocks of 16 voxels start where dx's cache lines do when every plane is aligned alike,
+     * so that they can be streamed */
+    const uintptr_t at = (uintptr_t)p->dx.data;
+    r->v.stream = at % 4 == 0 && p->dx.s[1] % 16 == 0 && (p->N == 1 || p->dx.s[0] % 16 == 0);
+    r->v.lead = r->v.stream ? (int64_t)((64 - at % 64) % 64 / 4) : 0;
+}
+
+/* x and grad as the kernels read them (staged channels-last f32 when the layout asks for
+ * it), dx's accumulator, and the corner offsets. */
+static void bind_tensors(gs3d_run *r, const ws_layout *L, char *base, const int64_t *xsh,
+                         const int64_t *gsh, int num_threads) {
+    const gradref__gs3d_plan *p = r->p;
+    r->x = p->x.data;
+    r->grad = p->grad.data;
+    memcpy(r->xs, p->x.s, sizeof r->xs);
+    memcpy(r->gs, p->grad.s, sizeof r->gs);
+    if (L->stage_x) {
+        r->xs[1] = 1, r->xs[4] = p->C, r->xs[3] = p->W * p->C, r->xs[2] = p->H * r->xs[3];
+        r->xs[0] = p->D * r->xs[2];
+        gradref__copy5(xsh, p->x.data, p->dtype, p->x.s, base + L->x32, GRADREF_F32, r->xs,
+                       num_threads);
+        r->x = base + L->x32;
+    }
+    if (L->stage_grad) {
+        r->gs[1] = 1, r->gs[4] = p->C, r->gs[3] = p->Wo * p->C, r->gs[2] = p->Ho * r->gs[3];
+        r->gs[0] = p->Do * r->gs[2];
+        gradref__copy5(gsh, p->grad.data, p->dtype, p->grad.s, base + L->grad32, GRADREF_F32, r->gs,
+                       num_threads);
+        r->grad = base + L->grad32;
+    }
+    r->grad_points_dense = r->gs[4] == 1 && r->gs[3] == p->Wo && r->gs[2] == p->Ho * p->Wo;
+    if (p->dx.data != NULL) {
+        if (L->acc_buffer) {
+            r->as[1] = 1, r->as[4] = p->C, r->as[3] = p->W * p->C, r->as[2] = p->H * r->as[3];
+            r->as[0] = p->D * r->as[2];
+            r->acc = base + L->acc;
+        } else {
+            memcpy(r->as, p->dx.s, sizeof r->as);
+            r->acc = p->dx.data;
+        }
+    }
+    for (int k = 0; k < 8; k++) {
+        int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
+        r->dx_corner[k] = dz * r->xs[2] + dy * r->xs[3] + dx * r->xs[4];
+    }
+    for (int j = 0; j < 4; j++)
+        r->da_plane[j] = (j >> 1) * r->as[3] + (j & 1) * r->as[4];
+}
+
+/* What the threads share out: the work items of each stage and the kernels picked. */
+typedef struct gs3d_schedule {
+    int pair, simd_dgrid, simd_geometry, dense_zero_dgrid;
+    int64_t dx_per_image, dx_items, dgrid_per_image, dgrid_items;
+} gs3d_schedule;
+
+static gs3d_schedule schedule_of(const gs3d_run *r, const ws_layout *L) {
+    const gradref__gs3d_plan *p = r->p;
+    gs3d_schedule s;
+    memset(&s, 0, sizeof s);
+    s.pair = L->pair;
+    const int bilinear = p->interp == GRADREF_INTERP_BILINEAR;
+#ifdef GRADREF_GS3D_SIMD
+    if (s.pair == PAIR_FF && gradref__gs3d_simd_level(p) > 0) {
+        s.simd_dgrid = bilinear && gather_offsets_fit(r) ? gradref__gs3d_simd_level(p) : 0;
+        s.simd_geometry = gradref__gs3d_simd_level(p) == 2 && vector_geometry_fits(r);
+    }
+#endif
+    /* nearest's dgrid, when dense, is cleared by the threads inside the region */
+    const int64_t *gds = p->dgrid.s;
+    s.dense_zero_dgrid = p->dgrid.data != NULL && !bilinear && gds[4] == 1 && gds[3] == 3 &&
+                         gds[2] == 3 * p->Wo && gds[1] == 3 * p->Wo * p->Ho &&
+                         (p->N == 1 || gds[0] == 3 * r->P);
+    /* dx work: (image, plane) pairs, (image, channel) pairs for the scatter path, or (image,
+     * channel block) pairs for the voxel path */
+    s.dx_per_image = L->voxels    ? (p->C + GS3D_STAGE_CHANNELS - 1) / GS3D_STAGE_CHANNELS
+                     : L->scatter ? p->C
+                                  : p->D;
+    s.dx_items = p->dx.data != NULL ? p->N * s.dx_per_image : 0;
+    s.dgrid_per_image = (r->P + GS3D_POINT_BLOCK - 1) / GS3D_POINT_BLOCK;
+    s.dgrid_items = p->dgrid.data != NULL && bilinear ? p->N * s.dgrid_per_image : 0;
+    return s;
+}
+
+/* dx item `it`: a plane of an image, or with AVX-512 nearest a channel or a block of staged
+ * channels. */
+static void dx_item(const gs3d_run *r, const ws_layout *L, const gs3d_schedule *s, char *base,
+                    int64_t it) {
+    const int64_t n = it / s->dx_per_image, c = it % s->dx_per_image;
+#ifdef GRADREF_GS3D_SIMD
+    if (L->voxels) {
+        float *stage = (float *)(base + L->stage + L->stage_bytes * (size_t)gradref__thread_num());
+        gradref__gs3d_avx512_nearest_dx_voxels(r, n, c * GS3D_STAGE_CHANNELS, stage);
+        return;
+    }
+    if (L->scatter) {
+        gradref__gs3d_avx512_nearest_dx(r, n, c);
+        return;
+    }
+#else
+    (void)L, (void)base;
+#endif
+    run_dx(r, s->pair, n, c);
+}
+
+/* Inside the parallel region: geometry, then buckets/voxels, dgrid and the dgrid clear, then
+ * dx, each stage split over the team. */
+static void run_stages(const gs3d_run *r, const ws_layout *L, const gs3d_schedule *s, char *base) {
+    const gradref__gs3d_plan *p = r->p;
+    const int64_t NP = p->N * r->P;
+    int64_t b, e;
+    gradref__my_range(NP, &b, &e);
+    run_geometry(r, s->pair, s->simd_geometry, b, e);
+    GRADREF_OMP(omp barrier)
+    gradref__my_range(s->dx_items > 0 && !L->scatter ? p->N : 0, &b, &e);
+    for (int64_t n = b; n < e; n++)
+        run_bucket(r, s->pair, n);
+#ifdef GRADREF_GS3D_SIMD
+    gradref__my_range(s->dx_items > 0 && L->voxels ? p->N : 0, &b, &e);
+    for (int64_t n = b; n < e; n++)
+        build_voxels(r, n);
+#endif
+    gradref__my_range(s->dense_zero_dgrid ? NP * 3 : 0, &b, &e); /* +0 is all zero bytes */
+    if (b < e) memset(p->dgrid.data + (size_t)b * p->elem_size, 0, (size_t)(e - b) * p->elem_size);
+    gradref__my_range(s->dgrid_items, &b, &e);
+    for (int64_t it = b; it < e; it++) {
+        const int64_t n = it / s->dgrid_per_image, q0 = it % s->dgrid_per_image * GS3D_POINT_BLOCK;
+        const int64_t q1 = q0 + GS3D_POINT_BLOCK < r->P ? q0 + GS3D_POINT_BLOCK : r->P;
+        run_dgrid(r, s->pair, s->simd_dgrid, n, q0, q1);
+    }
+    GRADREF_OMP(omp barrier)
+    gradref__my_range(s->dx_items, &b, &e);
+    for (int64_t it = b; it < e; it++)
+        dx_item(r, L, s, base, it);
+}
+
 void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) {
     if (p->dx.data == NULL && p->dgrid.data == NULL) return;
     int64_t xsh[5], gsh[5], gridsh[5];
@@ -294,131 +450,16 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
     }
     const ws_layout L = layout_of(p, p->precision, 1);
     char *base = (char *)ws;
-    r.g.w = base + L.w;
-    r.g.dist = base + L.dist;
-    r.g.mult = base + L.mult;
-    r.g.offx = (int64_t *)(base + L.offx);
-    r.g.offa = (int64_t *)(base + L.offa);
-    r.g.zplane = (int64_t *)(base + L.zplane);
-    r.b.records = base + L.records;
-    r.b.start = (int64_t *)(base + L.start);
-    r.b.cursor = (int64_t *)(base + L.cursor);
-    r.g.offg = (int64_t *)(base + L.offg);
-    r.g.mask = (uint8_t *)(base + L.mask);
-    memset(r.g.mask + NP, 0, 8);
-    if (L.voxels) {
-        r.v.vox = (int32_t *)(base + L.vox);
-        r.v.slots = (int32_t *)(base + L.slots);
-        r.v.later = (int32_t *)(base + L.later);
-        r.v.over = (int32_t *)(base + L.over);
-        r.v.block_start = (int32_t *)(base + L.block_start);
-        /* blocks of 16 voxels start where dx's cache lines do when every plane is aligned
-         * alike, so that they can be streamed */
-        const uintptr_t at = (uintptr_t)p->dx.data;
-        r.v.stream = at % 4 == 0 && p->dx.s[1] % 16 == 0 && (p->N == 1 || p->dx.s[0] % 16 == 0);
-        r.v.lead = r.v.stream ? (int64_t)((64 - at % 64) % 64 / 4) : 0;
-    }
-
-    r.x = p->x.data;
-    r.grad = p->grad.data;
-    memcpy(r.xs, p->x.s, sizeof r.xs);
-    memcpy(r.gs, p->grad.s, sizeof r.gs);
-    if (L.stage_x) {
-        r.xs[1] = 1, r.xs[4] = p->C, r.xs[3] = p->W * p->C, r.xs[2] = p->H * r.xs[3];
-        r.xs[0] = p->D * r.xs[2];
-        gradref__copy5(xsh, p->x.data, p->dtype, p->x.s, base + L.x32, GRADREF_F32, r.xs,
-                       num_threads);
-        r.x = base + L.x32;
-    }
-    if (L.stage_grad) {
-        r.gs[1] = 1, r.gs[4] = p->C, r.gs[3] = p->Wo * p->C, r.gs[2] = p->Ho * r.gs[3];
-        r.gs[0] = p->Do * r.gs[2];
-        gradref__copy5(gsh, p->grad.data, p->dtype, p->grad.s, base + L.grad32, GRADREF_F32, r.gs,
-                       num_threads);
-        r.grad = base + L.grad32;
-    }
-    r.grad_points_dense = r.gs[4] == 1 && r.gs[3] == p->Wo && r.gs[2] == p->Ho * p->Wo;
-    if (p->dx.data != NULL) {
-        if (L.acc_buffer) {
-            r.as[1] = 1, r.as[4] = p->C, r.as[3] = p->W * p->C, r.as[2] = p->H * r.as[3];
-            r.as[0] = p->D * r.as[2];
-            r.acc = base + L.acc;
-        } else {
-            memcpy(r.as, p->dx.s, sizeof r.as);
-            r.acc = p->dx.data;
-        }
-    }
-    for (int k = 0; k < 8; k++) {
-        int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
-        r.dx_corner[k] = dz * r.xs[2] + dy * r.xs[3] + dx * r.xs[4];
-    }
-    for (int j = 0; j < 4; j++)
-        r.da_plane[j] = (j >> 1) * r.as[3] + (j & 1) * r.as[4];
-
-    const int pair = L.pair;
-    const int bilinear = p->interp == GRADREF_INTERP_BILINEAR;
-    int simd_dgrid = 0, simd_geometry = 0;
-#ifdef GRADREF_GS3D_SIMD
-    if (pair == PAIR_FF && gradref__gs3d_simd_level(p) > 0) {
-        simd_dgrid = bilinear && gather_offsets_fit(&r) ? gradref__gs3d_simd_level(p) : 0;
-        simd_geometry = gradref__gs3d_simd_level(p) == 2 && vector_geometry_fits(&r);
-    }
-#endif
-    int threads = NP * p->C >= PARALLEL_MIN_WORK ? num_threads : 1;
-    /* nearest's dgrid, when dense, is cleared by the threads inside the region */
-    const int64_t *gds = p->dgrid.s;
-    const int dense_zero_dgrid = p->dgrid.data != NULL && !bilinear && gds[4] == 1 && gds[3] == 3 &&
-                                 gds[2] == 3 * p->Wo && gds[1] == 3 * p->Wo * p->Ho &&
-                                 (p->N == 1 || gds[0] == 3 * r.P);
-    /* dx work: (image, plane) pairs, (image, channel) pairs for the scatter path, or (image,
-     * channel block) pairs for the voxel path */
-    const int64_t dx_per_image = L.voxels ? (p->C + GS3D_STAGE_CHANNELS - 1) / GS3D_STAGE_CHANNELS
-                                 : L.scatter ? p->C
-                                             : p->D;
-    const int64_t dx_items = p->dx.data != NULL ? p->N * dx_per_image : 0;
-    const int64_t dgrid_per_image = (r.P + GS3D_POINT_BLOCK - 1) / GS3D_POINT_BLOCK;
-    const int64_t dgrid_items = p->dgrid.data != NULL && bilinear ? p->N * dgrid_per_image : 0;
-
+    bind_workspace(&r, &L, base);
+    bind_tensors(&r, &L, base, xsh, gsh, num_threads);
+    const gs3d_schedule s = schedule_of(&r, &L);
+    const int threads = NP * p->C >= PARALLEL_MIN_WORK ? num_threads : 1;
     GRADREF_PARALLEL(threads) {
-        int64_t b, e;
-        gradref__my_range(NP, &b, &e);
-        run_geometry(&r, pair, simd_geometry, b, e);
-        GRADREF_OMP(omp barrier)
-        gradref__my_range(dx_items > 0 && !L.scatter ? p->N : 0, &b, &e);
-        for (int64_t n = b; n < e; n++)
-            run_bucket(&r, pair, n);
-#ifdef GRADREF_GS3D_SIMD
-        gradref__my_range(dx_items > 0 && L.voxels ? p->N : 0, &b, &e);
-        for (int64_t n = b; n < e; n++)
-            build_voxels(&r, n);
-#endif
-        gradref__my_range(dense_zero_dgrid ? NP * 3 : 0, &b, &e); /* +0 is all zero bytes */
-        if (b < e)
-            memset(p->dgrid.data + (size_t)b * p->elem_size, 0, (size_t)(e - b) * p->elem_size);
-        gradref__my_range(dgrid_items, &b, &e);
-        for (int64_t it = b; it < e; it++) {
-            int64_t n = it / dgrid_per_image, blk = it % dgrid_per_image;
-            int64_t q0 = blk * GS3D_POINT_BLOCK;
-            int64_t q1 = q0 + GS3D_POINT_BLOCK < r.P ? q0 + GS3D_POINT_BLOCK : r.P;
-            run_dgrid(&r, pair, simd_dgrid, n, q0, q1);
-        }
-        GRADREF_OMP(omp barrier)
-        gradref__my_range(dx_items, &b, &e);
-        for (int64_t it = b; it < e; it++)
-#ifdef GRADREF_GS3D_SIMD
-            if (L.voxels)
-                gradref__gs3d_avx512_nearest_dx_voxels(
-                    &r, it / dx_per_image, it % dx_per_image * GS3D_STAGE_CHANNELS,
-                    (float *)(base + L.stage + L.stage_bytes * (size_t)gradref__thread_num()));
-            else if (L.scatter)
-                gradref__gs3d_avx512_nearest_dx(&r, it / dx_per_image, it % dx_per_image);
-            else
-#endif
-                run_dx(&r, pair, it / dx_per_image, it % dx_per_image);
+        run_stages(&r, &L, &s, base);
     }
-    if (p->dgrid.data != NULL && !bilinear && !dense_zero_dgrid)
+    if (p->dgrid.data != NULL && p->interp != GRADREF_INTERP_BILINEAR && !s.dense_zero_dgrid)
         zero_fill(&p->dgrid, p->dtype, gridsh, num_threads);
     if (L.acc_buffer)
-        gradref__copy5(xsh, r.acc, pair == PAIR_FF ? GRADREF_F32 : GRADREF_F64, r.as, p->dx.data,
+        gradref__copy5(xsh, r.acc, s.pair == PAIR_FF ? GRADREF_F32 : GRADREF_F64, r.as, p->dx.data,
                        p->dtype, p->dx.s, num_threads);
 }
