@@ -305,12 +305,14 @@ static void item(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j
         float *sum = top == 0 ? level : fresh;
         block_runs(p, r0, r1, u);
         const float *bp = dy_panels(R, g, u, r0, r1, L->nr, dyt);
+        int done = 0;
 #ifdef C3F_AVX512
         if (L->indirect) {
             block_indirect(R, g, j0, j1, u, r1 - r0, bp, rows, sum);
-        } else
+            done = 1;
+        }
 #endif
-        {
+        if (!done) { /* the packed GEMM */
             (void)rows;
             pack_panels(R, L, g, j0 / p->Cin_g, j1 / p->Cin_g, u, r0, r1, col);
             gradref__sgemm_args a;

@@ -363,6 +363,22 @@ static void direct_tiles(const run *R, const phase *f, const float *panels, int6
 }
 #endif
 
+/* `rows` runs of len values (from, contiguous) to grad rows row_stride apart, stride[2] apart
+ * within a row. */
+static void scatter_rows(const run *R, const float *from, int64_t len, int64_t rows, float *row,
+                         int64_t row_stride) {
+    const int64_t step = R->p->stride[2];
+#ifdef GRADREF_CBD_TILES
+    if (step == 2 && R->mr == GRADREF_CBD_TILE_ROWS) {
+        gradref__cbd_scatter2_avx512(from, len, rows, row, row_stride);
+        return;
+    }
+#endif
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t x = 0; x < len; x++)
+            row[r * row_stride + x * step] = from[r * len + x];
+}
+
 /* grad positions j0..j1 of phase ph's sub-grid, for M channels (chunk: M rows of j1 - j0), to
  * the slabs at slab0: runs of a sub-grid row, or whole rows of one sub-grid plane per call. */
 static void scatter_chunk(const run *R, const phase *f, const int64_t *ph, float *slab0,
@@ -385,14 +401,7 @@ static void scatter_chunk(const run *R, const phase *f, const int64_t *ph, float
                 ((q0 * p->stride[0] + ph[0]) * p->I[1] + q1 * p->stride[1] + ph[1]) * p->I[2] +
                 q2 * p->stride[2] + ph[2];
             const float *from = src + (j - j0);
-#ifdef GRADREF_CBD_TILES
-            if (p->stride[2] == 2 && R->mr == GRADREF_CBD_TILE_ROWS)
-                gradref__cbd_scatter2_avx512(from, len, rows, row, row_stride);
-            else
-#endif
-                for (int64_t r = 0; r < rows; r++)
-                    for (int64_t x = 0; x < len; x++)
-                        row[r * row_stride + x * p->stride[2]] = from[r * len + x];
+            scatter_rows(R, from, len, rows, row, row_stride);
             j += rows * len;
             q2 += len;
             q1 += rows - 1;
@@ -464,8 +473,10 @@ static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t 
         if (direct)
             direct_tiles(R, &f, a.a_panels, M, j0, j1, chunk, j1 - j0, mine, L);
         else
-#endif
             gradref__sgemm(&a, R->kernel, mine);
+#else
+        gradref__sgemm(&a, R->kernel, mine);
+#endif
         scatter_chunk(R, &f, ph, slab0, chunk, M, j0, j1);
     }
 }

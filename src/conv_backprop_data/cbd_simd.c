@@ -521,8 +521,10 @@ void gradref__cbd_depthwise_plane(const gradref__cbd_plan *p, const float *w, co
             if (kernel == GRADREF_GEMM_AVX2)
                 row_avx2(p, w, rows[0], base[0], nr[0], out);
             else
-#endif
                 row_portable(p, w, rows[0], base[0], nr[0], out);
+#else
+            row_portable(p, w, rows[0], base[0], nr[0], out);
+#endif
             i1++;
         }
 }
