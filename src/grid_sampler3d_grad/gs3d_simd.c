@@ -223,20 +223,14 @@ TARGET_512 static inline void store64(int64_t *dst, const __m512i v[2], __mmask1
     _mm512_storeu_si512((void *)(dst + 8), _mm512_maskz_mov_epi64((__mmask8)(keep >> 8), v[1]));
 }
 
-TARGET_512 int64_t gradref__gs3d_avx512_geometry(const gs3d_run *r, int64_t n, int64_t q0,
-                                                 int64_t q1) {
-    const gradref__gs3d_plan *p = r->p;
-    const int64_t NP = p->N * r->P;
-    const gradref__gs3d_view *gv = &p->grid;
-    float *w = (float *)r->g.w, *dist = (float *)r->g.dist, *mult = (float *)r->g.mult;
-    const int border = p->padding == GRADREF_PAD_BORDER, nearest = p->interp != 0;
-    const int64_t size[3] = {p->W, p->H, p->D};
-    const float *grid0 = (const float *)gv->data + n * gv->s[0];
-    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
-    /* a dense grid: coordinate k of point j (of 16) is float 3 j + k of 48; the first
-     * permutation takes those below 32 from two vectors, the second the rest from the third */
-    const int packed = gv->s[3] == 3 && gv->s[4] == 1;
+/* Permutations that split a dense grid's 48 floats (16 points' x, y, z) into three vectors:
+ * coordinate k of point j is float 3 j + k; from_ab takes those below 32 from the first two
+ * loads, from_c the rest from the third. */
+typedef struct grid_perm {
     __m512i from_ab[3], from_c[3];
+} grid_perm;
+
+TARGET_512 static void grid_perm_init(grid_perm *g) {
     for (int k = 0; k < 3; k++) {
         int32_t ab[16], cc[16];
         for (int j = 0; j < 16; j++) {
@@ -244,29 +238,129 @@ TARGET_512 int64_t gradref__gs3d_avx512_geometry(const gs3d_run *r, int64_t n, i
             ab[j] = f < 32 ? f : 0;
             cc[j] = f < 32 ? j : 16 + (f - 32);
         }
-        from_ab[k] = _mm512_loadu_si512((const void *)ab);
-        from_c[k] = _mm512_loadu_si512((const void *)cc);
+        g->from_ab[k] = _mm512_loadu_si512((const void *)ab);
+        g->from_c[k] = _mm512_loadu_si512((const void *)cc);
     }
+}
+
+/* The grid coordinates of points q..q+15: three loads and permutations when the grid is
+ * dense, three gathers otherwise. */
+TARGET_512 static inline void load_grid16(const gradref__gs3d_view *gv, const float *grid0,
+                                          const grid_perm *perm, int packed, int64_t q, __m512i pts,
+                                          __m512 raw[3]) {
+    if (packed) {
+        const float *at = grid0 + 3 * q;
+        const __m512 a = _mm512_loadu_ps(at), b = _mm512_loadu_ps(at + 16),
+                     c = _mm512_loadu_ps(at + 32);
+        for (int k = 0; k < 3; k++)
+            raw[k] = _mm512_permutex2var_ps(_mm512_permutex2var_ps(a, perm->from_ab[k], b),
+                                            perm->from_c[k], c);
+        return;
+    }
+    for (int k = 0; k < 3; k++) {
+        const __m512i idx =
+            _mm512_add_epi32(_mm512_mullo_epi32(pts, _mm512_set1_epi32((int32_t)gv->s[3])),
+                             _mm512_set1_epi32((int32_t)(k * gv->s[4])));
+        raw[k] = _mm512_i32gather_ps(idx, grid0, 4);
+    }
+}
+
+/* The per-point offsets a geometry pass stores (two 8-lane halves each) and its corner mask. */
+typedef struct geometry16 {
+    __m512i offx[2], offa[2], zp[2], maskv;
+    __mmask16 any;
+} geometry16;
+
+/* Nearest: the rounded voxel of points at pt (16 lanes); with a voxel index only the voxel is
+ * stored (returns 1), else the offsets go to *out (returns 0). */
+TARGET_512 static inline int nearest16(const gs3d_run *r, int64_t i, const __m512 coord[3],
+                                       const int64_t size[3], geometry16 *out) {
+    const gradref__gs3d_plan *p = r->p;
+    __m512i v[3];
+    __mmask16 in = 0xffff;
+    for (int k = 0; k < 3; k++) {
+        const __m512 f =
+            _mm512_roundscale_ps(coord[k], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        in &= _mm512_cmp_ps_mask(f, _mm512_setzero_ps(), _CMP_GE_OQ) &
+              _mm512_cmp_ps_mask(f, _mm512_set1_ps((float)size[k]), _CMP_LT_OQ);
+        v[k] = _mm512_cvttps_epi32(f);
+    }
+    if (r->v.vox) { /* the voxel index needs only each point's voxel */
+        const __m512i zy =
+            _mm512_add_epi32(_mm512_mullo_epi32(v[2], _mm512_set1_epi32((int32_t)p->H)), v[1]);
+        const __m512i vox =
+            _mm512_add_epi32(_mm512_mullo_epi32(zy, _mm512_set1_epi32((int32_t)p->W)), v[0]);
+        _mm512_storeu_si512((void *)(r->v.vox + i),
+                            _mm512_mask_blend_epi32(in, _mm512_set1_epi32(-1), vox));
+        return 1;
+    }
+    out->maskv = _mm512_maskz_mov_epi32(in, _mm512_set1_epi32(1));
+    madd64(out->offa, v[1], r->as[3]);
+    madd64(out->offa, v[0], r->as[4]);
+    madd64(out->zp, v[2], 1);
+    out->any = in;
+    return 0;
+}
+
+/* Trilinear: distances, corner weights and multipliers stored for points i..i+15, offsets and
+ * the corner mask to *out. */
+TARGET_512 static inline void trilinear16(const gs3d_run *r, int64_t i, const __m512 coord[3],
+                                          const __m512 m[3], const int64_t size[3],
+                                          geometry16 *out) {
+    const int64_t NP = r->p->N * r->P;
+    float *w = (float *)r->g.w, *dist = (float *)r->g.dist, *mult = (float *)r->g.mult;
+    __m512 d[6];
+    __mmask16 in0[3], in1[3];
+    __m512i v[3];
+    for (int k = 0; k < 3; k++) {
+        const __m512 f0 = _mm512_roundscale_ps(coord[k], _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
+        const __m512 f1 = _mm512_add_ps(f0, _mm512_set1_ps(1));
+        const __m512 lim = _mm512_set1_ps((float)size[k]);
+        in0[k] = _mm512_cmp_ps_mask(f0, _mm512_setzero_ps(), _CMP_GE_OQ) &
+                 _mm512_cmp_ps_mask(f0, lim, _CMP_LT_OQ);
+        in1[k] = _mm512_cmp_ps_mask(f1, _mm512_setzero_ps(), _CMP_GE_OQ) &
+                 _mm512_cmp_ps_mask(f1, lim, _CMP_LT_OQ);
+        d[2 * k] = _mm512_sub_ps(f1, coord[k]);
+        d[2 * k + 1] = _mm512_sub_ps(coord[k], f0);
+        v[k] = _mm512_cvttps_epi32(f0);
+        _mm512_storeu_ps(dist + (2 * k) * NP + i, d[2 * k]);
+        _mm512_storeu_ps(dist + (2 * k + 1) * NP + i, d[2 * k + 1]);
+        _mm512_storeu_ps(mult + k * NP + i, m[k]);
+    }
+    out->any = 0;
+    for (int k = 0; k < 8; k++) {
+        const int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
+        const __mmask16 on =
+            (dx ? in1[0] : in0[0]) & (dy ? in1[1] : in0[1]) & (dz ? in1[2] : in0[2]);
+        out->maskv = _mm512_mask_or_epi32(out->maskv, on, out->maskv, _mm512_set1_epi32(1 << k));
+        out->any |= on;
+        _mm512_storeu_ps(w + k * NP + i, _mm512_mul_ps(_mm512_mul_ps(d[dx], d[2 + dy]), d[4 + dz]));
+    }
+    madd64(out->offx, v[2], r->xs[2]);
+    madd64(out->offx, v[1], r->xs[3]);
+    madd64(out->offx, v[0], r->xs[4]);
+    madd64(out->offa, v[1], r->as[3]);
+    madd64(out->offa, v[0], r->as[4]);
+    madd64(out->zp, v[2], 1);
+}
+
+TARGET_512 int64_t gradref__gs3d_avx512_geometry(const gs3d_run *r, int64_t n, int64_t q0,
+                                                 int64_t q1) {
+    const gradref__gs3d_plan *p = r->p;
+    const gradref__gs3d_view *gv = &p->grid;
+    const int border = p->padding == GRADREF_PAD_BORDER, nearest = p->interp != 0;
+    const int64_t size[3] = {p->W, p->H, p->D};
+    const float *grid0 = (const float *)gv->data + n * gv->s[0];
+    const __m512i lane = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+    const int packed = gv->s[3] == 3 && gv->s[4] == 1;
+    grid_perm perm;
+    grid_perm_init(&perm);
     int64_t q = q0;
     for (; q + 16 <= q1; q += 16) {
         const int64_t i = n * r->P + q;
         const __m512i pts = _mm512_add_epi32(lane, _mm512_set1_epi32((int32_t)q));
         __m512 coord[3], m[3], raw[3];
-        if (packed) { /* 16 points' (x, y, z) are 48 consecutive floats: three loads */
-            const float *at = grid0 + 3 * q;
-            const __m512 a = _mm512_loadu_ps(at), b = _mm512_loadu_ps(at + 16),
-                         c = _mm512_loadu_ps(at + 32);
-            for (int k = 0; k < 3; k++)
-                raw[k] =
-                    _mm512_permutex2var_ps(_mm512_permutex2var_ps(a, from_ab[k], b), from_c[k], c);
-        } else {
-            for (int k = 0; k < 3; k++) {
-                const __m512i idx =
-                    _mm512_add_epi32(_mm512_mullo_epi32(pts, _mm512_set1_epi32((int32_t)gv->s[3])),
-                                     _mm512_set1_epi32((int32_t)(k * gv->s[4])));
-                raw[k] = _mm512_i32gather_ps(idx, grid0, 4);
-            }
-        }
+        load_grid16(gv, grid0, &perm, packed, q, pts, raw);
         for (int k = 0; k < 3; k++)
             coord[k] = source16(raw[k], size[k], p->align_corners, border, &m[k]);
         if (!(nearest && r->v.vox)) { /* the voxel index reads grad by point number */
@@ -275,77 +369,17 @@ TARGET_512 int64_t gradref__gs3d_avx512_geometry(const gs3d_run *r, int64_t n, i
             _mm512_storeu_si512((void *)(r->g.offg + i), goff[0]);
             _mm512_storeu_si512((void *)(r->g.offg + i + 8), goff[1]);
         }
-        __m512i offx[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-        __m512i offa[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-        __m512i zp[2] = {_mm512_setzero_si512(), _mm512_setzero_si512()};
-        __m512i maskv = _mm512_setzero_si512();
-        __mmask16 any;
+        geometry16 g;
+        memset(&g, 0, sizeof g);
         if (nearest) {
-            __m512i v[3];
-            __mmask16 in = 0xffff;
-            for (int k = 0; k < 3; k++) {
-                const __m512 f =
-                    _mm512_roundscale_ps(coord[k], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-                in &= _mm512_cmp_ps_mask(f, _mm512_setzero_ps(), _CMP_GE_OQ) &
-                      _mm512_cmp_ps_mask(f, _mm512_set1_ps((float)size[k]), _CMP_LT_OQ);
-                v[k] = _mm512_cvttps_epi32(f);
-            }
-            if (r->v.vox) { /* the voxel index needs only each point's voxel */
-                const __m512i vox = _mm512_add_epi32(
-                    _mm512_mullo_epi32(
-                        _mm512_add_epi32(_mm512_mullo_epi32(v[2], _mm512_set1_epi32((int32_t)p->H)),
-                                         v[1]),
-                        _mm512_set1_epi32((int32_t)p->W)),
-                    v[0]);
-                _mm512_storeu_si512((void *)(r->v.vox + i),
-                                    _mm512_mask_blend_epi32(in, _mm512_set1_epi32(-1), vox));
-                continue;
-            }
-            maskv = _mm512_maskz_mov_epi32(in, _mm512_set1_epi32(1));
-            madd64(offa, v[1], r->as[3]);
-            madd64(offa, v[0], r->as[4]);
-            madd64(zp, v[2], 1);
-            any = in;
+            if (nearest16(r, i, coord, size, &g)) continue;
         } else {
-            __m512 f0[3], d[6];
-            __mmask16 in0[3], in1[3];
-            __m512i v[3];
-            for (int k = 0; k < 3; k++) {
-                f0[k] = _mm512_roundscale_ps(coord[k], _MM_FROUND_TO_NEG_INF | _MM_FROUND_NO_EXC);
-                const __m512 f1 = _mm512_add_ps(f0[k], _mm512_set1_ps(1));
-                const __m512 lim = _mm512_set1_ps((float)size[k]);
-                in0[k] = _mm512_cmp_ps_mask(f0[k], _mm512_setzero_ps(), _CMP_GE_OQ) &
-                         _mm512_cmp_ps_mask(f0[k], lim, _CMP_LT_OQ);
-                in1[k] = _mm512_cmp_ps_mask(f1, _mm512_setzero_ps(), _CMP_GE_OQ) &
-                         _mm512_cmp_ps_mask(f1, lim, _CMP_LT_OQ);
-                d[2 * k] = _mm512_sub_ps(f1, coord[k]);
-                d[2 * k + 1] = _mm512_sub_ps(coord[k], f0[k]);
-                v[k] = _mm512_cvttps_epi32(f0[k]);
-                _mm512_storeu_ps(dist + (2 * k) * NP + i, d[2 * k]);
-                _mm512_storeu_ps(dist + (2 * k + 1) * NP + i, d[2 * k + 1]);
-                _mm512_storeu_ps(mult + k * NP + i, m[k]);
-            }
-            any = 0;
-            for (int k = 0; k < 8; k++) {
-                const int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
-                const __mmask16 on =
-                    (dx ? in1[0] : in0[0]) & (dy ? in1[1] : in0[1]) & (dz ? in1[2] : in0[2]);
-                maskv = _mm512_mask_or_epi32(maskv, on, maskv, _mm512_set1_epi32(1 << k));
-                any |= on;
-                _mm512_storeu_ps(w + k * NP + i,
-                                 _mm512_mul_ps(_mm512_mul_ps(d[dx], d[2 + dy]), d[4 + dz]));
-            }
-            madd64(offx, v[2], r->xs[2]);
-            madd64(offx, v[1], r->xs[3]);
-            madd64(offx, v[0], r->xs[4]);
-            madd64(offa, v[1], r->as[3]);
-            madd64(offa, v[0], r->as[4]);
-            madd64(zp, v[2], 1);
+            trilinear16(r, i, coord, m, size, &g);
         }
-        _mm_storeu_si128((__m128i *)(r->g.mask + i), _mm512_cvtepi32_epi8(maskv));
-        if (!nearest) store64(r->g.offx + i, offx, any); /* x is read by dgrid only */
-        store64(r->g.offa + i, offa, any);
-        store64(r->g.zplane + i, zp, any);
+        _mm_storeu_si128((__m128i *)(r->g.mask + i), _mm512_cvtepi32_epi8(g.maskv));
+        if (!nearest) store64(r->g.offx + i, g.offx, g.any); /* x is read by dgrid only */
+        store64(r->g.offa + i, g.offa, g.any);
+        store64(r->g.zplane + i, g.zp, g.any);
     }
     return q - q0;
 }
