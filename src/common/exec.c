@@ -2,6 +2,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "copy.h"
 #include "exec.h"
 
 gradref_status gradref__exec_resolve(const char *op, const gradref_exec *exec, gradref__ctx *ctx) {
@@ -90,6 +91,11 @@ int gradref__workspace_threads(const gradref__ctx *ctx, size_t one, size_t two) 
 
 gradref_status gradref__run_fast_path(const gradref__fast_path *fp, const gradref__ctx *ctx,
                                       const void *plan) {
+    const gradref_tensor *zero = fp->zero_output ? fp->zero_output(plan) : NULL;
+    if (zero != NULL) {
+        gradref__fill_zero(zero, ctx->num_threads);
+        return GRADREF_OK;
+    }
     const int threads = gradref__workspace_threads(ctx, fp->workspace(plan, ctx->precision, 1),
                                                    fp->workspace(plan, ctx->precision, 2));
     void *ws, *owned;
@@ -101,6 +107,7 @@ gradref_status gradref__run_fast_path(const gradref__fast_path *fp, const gradre
 }
 
 size_t gradref__fast_path_workspace(const gradref__fast_path *fp, const void *plan) {
+    if (fp->zero_output && fp->zero_output(plan)) return 0;
     const int threads = gradref__default_threads();
     const size_t a = fp->workspace(plan, GRADREF_PRECISION_DEFAULT, threads),
                  b = fp->workspace(plan, GRADREF_PRECISION_HIGH, threads);

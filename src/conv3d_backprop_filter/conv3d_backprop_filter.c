@@ -11,13 +11,8 @@
 
 static const char OP[] = "conv3d_backprop_filter";
 
-static size_t fast_workspace(const void *plan, int32_t precision, int threads) {
-    return gradref__c3f_fast_workspace(plan, precision, threads);
-}
-static void fast_run(const void *plan, void *ws, int threads) {
-    gradref__c3f_fast(plan, ws, threads);
-}
-static const gradref__fast_path FAST = {OP, fast_workspace, fast_run};
+GRADREF_DEFINE_CONV_FAST_PATH(FAST, OP, gradref__c3f_plan, gradref__c3f_fast_workspace,
+                              gradref__c3f_fast);
 
 gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref_tensor *x,
                                      const gradref_tensor *dy, const gradref_tensor *dw,
@@ -108,10 +103,6 @@ gradref_status gradref_conv3d_backprop_filter(const gradref_conv_params *p, cons
     GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
     GRADREF_FORWARD_IF_ERROR(gradref__c3f_validate(p, x, dy, dw, &plan));
     plan.precision = ctx.precision;
-    if (plan.zero_only) {
-        gradref__fill_zero(&plan.out_desc, ctx.num_threads);
-        return GRADREF_OK;
-    }
     return gradref__run_fast_path(&FAST, &ctx, &plan);
 }
 
@@ -123,7 +114,7 @@ gradref_status gradref_conv3d_backprop_filter_workspace_size(const gradref_conv_
     gradref__c3f_plan plan;
     if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "bytes is NULL");
     GRADREF_FORWARD_IF_ERROR(gradref__c3f_validate(p, x, dy, dw, &plan));
-    *bytes = plan.zero_only ? 0 : gradref__fast_path_workspace(&FAST, &plan);
+    *bytes = gradref__fast_path_workspace(&FAST, &plan);
     return GRADREF_OK;
 }
 

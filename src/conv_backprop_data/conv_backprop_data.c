@@ -11,13 +11,8 @@
 
 static const char OP[] = "conv_backprop_data";
 
-static size_t fast_workspace(const void *plan, int32_t precision, int threads) {
-    return gradref__cbd_fast_workspace(plan, precision, threads);
-}
-static void fast_run(const void *plan, void *ws, int threads) {
-    gradref__cbd_fast(plan, ws, threads);
-}
-static const gradref__fast_path FAST = {OP, fast_workspace, fast_run};
+GRADREF_DEFINE_CONV_FAST_PATH(FAST, OP, gradref__cbd_plan, gradref__cbd_fast_workspace,
+                              gradref__cbd_fast);
 
 static gradref_status check_dtypes(const gradref_tensor *filter, const gradref_tensor *diff,
                                    const gradref_tensor *grad) {
@@ -176,10 +171,6 @@ gradref_status gradref_conv_backprop_data(const gradref_conv_params *p,
     GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
     GRADREF_FORWARD_IF_ERROR(gradref__cbd_validate(p, filter, diff, grad, &plan));
     plan.precision = ctx.precision;
-    if (plan.zero_only) {
-        gradref__fill_zero(&plan.out_desc, ctx.num_threads);
-        return GRADREF_OK;
-    }
     return gradref__run_fast_path(&FAST, &ctx, &plan);
 }
 
@@ -191,6 +182,6 @@ gradref_status gradref_conv_backprop_data_workspace_size(const gradref_conv_para
     gradref__cbd_plan plan;
     if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "bytes is NULL");
     GRADREF_FORWARD_IF_ERROR(gradref__cbd_validate(p, filter, diff, grad, &plan));
-    *bytes = plan.zero_only ? 0 : gradref__fast_path_workspace(&FAST, &plan);
+    *bytes = gradref__fast_path_workspace(&FAST, &plan);
     return GRADREF_OK;
 }

@@ -9,13 +9,7 @@
 
 static const char OP[] = "grid_sampler3d_grad";
 
-static size_t fast_workspace(const void *plan, int32_t precision, int threads) {
-    return gradref__gs3d_fast_workspace(plan, precision, threads);
-}
-static void fast_run(const void *plan, void *ws, int threads) {
-    gradref__gs3d_fast(plan, ws, threads);
-}
-static const gradref__fast_path FAST = {OP, fast_workspace, fast_run};
+GRADREF_DEFINE_FAST_PATH(FAST, OP, gradref__gs3d_fast_workspace, gradref__gs3d_fast);
 
 static gradref_status check_params(const gradref_grid_sampler3d_params *p) {
     if (p == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "p is NULL");
