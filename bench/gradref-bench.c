@@ -3,14 +3,22 @@
  * run, a plain memory copy of the same number of bytes, so figures from different machines can
  * be read as a fraction of what the memory system gives.
  *
- *   gradref-bench [-t threads] [-r repeats] [-f problems.txt] [substring]
+ *   gradref-bench [-t threads] [-r repeats] [-f problems.txt] [--isa portable|avx2|avx512]
+ *                 [--csv] [substring]
+ *
+ * Operators with a workspace are timed twice: with a caller workspace (allocated once, as a
+ * training loop would) and with a NULL one (the call allocates it each time: what a caller
+ * gets by default). --isa caps gradref's kernels (GRADREF_MAX_ISA) and oneDNN's
+ * (ONEDNN_MAX_CPU_ISA) alike: the program runs itself again with both set.
  */
 #define _POSIX_C_SOURCE 200809L
+#include <math.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #ifdef _OPENMP
 #  include <omp.h>
 #endif
@@ -69,6 +77,8 @@ typedef struct timing {
     const char *unit;                /* "Mpc/s" (million point-channels), "GFLOP/s" */
     double unit_scale;               /* work/second times this gives the unit */
     double peer_seconds;             /* a same-run peer's time (oneDNN), 0 when none */
+    double null_ws_seconds;          /* the operator with a NULL workspace */
+    size_t workspace_bytes;          /* what its _workspace_size twin reports */
 } timing;
 
 /* Runs the operator once; returns its status. */
@@ -134,6 +144,35 @@ static int measure(const problem *p, op_fn fn, void *ctx, const copy_pair *pairs
     free(cp);
     return rc;
 }
+
+/* The operator alone, medians of `repeats` after a warm-up: its time with a NULL workspace. */
+static double time_alone(op_fn fn, void *ctx, int threads, int repeats) {
+    double *v = malloc(sizeof(double) * (size_t)repeats), result = 0;
+    if (!v) return 0;
+    for (int r = -1; r < repeats; r++) {
+        const double t0 = now_seconds();
+        const gradref_status s = fn(ctx, threads);
+        const double t1 = now_seconds();
+        if (s != GRADREF_OK) {
+            free(v);
+            return 0;
+        }
+        if (r >= 0) v[r] = t1 - t0;
+    }
+    result = median(v, repeats);
+    free(v);
+    return result;
+}
+
+/* After the timing with the caller's workspace: the same calls with none. */
+#define TIME_NULL_WORKSPACE(c, once, threads, repeats, t)                                          \
+  do {                                                                                             \
+    (t)->workspace_bytes = (c).workspace_bytes;                                                    \
+    free((c).workspace);                                                                           \
+    (c).workspace = NULL;                                                                          \
+    (c).workspace_bytes = 0;                                                                       \
+    (t)->null_ws_seconds = time_alone(once, &(c), threads, repeats);                               \
+  } while (0)
 
 /* ---- recat ---- */
 
@@ -279,9 +318,37 @@ static gradref_status gs3d_once(void *arg, int threads) {
                                        &exec);
 }
 
-/* grid_sampler3d_grad N C D H W [Do Ho Wo, default D H W] interp pad ac dtype ncdhw|ndhwc:
- * grid uniform in [-1, 1]; both outputs. Work: N*C*Do*Ho*Wo point-channels. The workspace is
- * allocated once, as a training loop would (docs/api.md). */
+/* A smooth grid, as spatial transformers and image registration sample: the identity plus a
+ * displacement of a few voxels that varies slowly over the volume. */
+static void fill_smooth_grid(gradref_dtype dtype, void *dst, int64_t N, int64_t D, int64_t H,
+                             int64_t W) {
+    int64_t i = 0;
+    for (int64_t n = 0; n < N; n++)
+        for (int64_t z = 0; z < D; z++)
+            for (int64_t y = 0; y < H; y++)
+                for (int64_t x = 0; x < W; x++) {
+                    const double at[3] = {(double)x / (double)(W > 1 ? W - 1 : 1),
+                                          (double)y / (double)(H > 1 ? H - 1 : 1),
+                                          (double)z / (double)(D > 1 ? D - 1 : 1)};
+                    for (int k = 0; k < 3; k++, i++) {
+                        const double shift = 0.04 * sin(6.0 * at[(k + 1) % 3] + (double)n + k);
+                        const float v = (float)(2.0 * at[k] - 1.0 + shift);
+                        if (dtype == GRADREF_F64)
+                            ((double *)dst)[i] = v;
+                        else if (dtype == GRADREF_F16)
+                            ((uint16_t *)dst)[i] = gradref__f32_to_f16(v);
+                        else if (dtype == GRADREF_BF16)
+                            ((uint16_t *)dst)[i] = gradref__f32_to_bf16(v);
+                        else
+                            ((float *)dst)[i] = v;
+                    }
+                }
+}
+
+/* grid_sampler3d_grad N C D H W [Do Ho Wo, default D H W] interp pad ac [smooth1] dtype
+ * ncdhw|ndhwc: grid uniform in [-1, 1], or smooth (fill_smooth_grid); both outputs. Work:
+ * N*C*Do*Ho*Wo point-channels. The workspace is allocated once, as a training loop would
+ * (docs/api.md). */
 static int run_gs3d(const problem *p, int threads, int repeats, timing *t) {
     const int64_t N = problem_get(p, "N", 1), C = problem_get(p, "C", 1);
     const int64_t D = problem_get(p, "D", 1), H = problem_get(p, "H", 1),
@@ -299,7 +366,10 @@ static int run_gs3d(const problem *p, int threads, int repeats, timing *t) {
     if (x && dx && g && grid && dgrid) {
         fill_values(p->dtype, x, xn, 1);
         fill_values(p->dtype, g, gn, 2);
-        fill_values(p->dtype, grid, grn, 3);
+        if (problem_get(p, "smooth", 0))
+            fill_smooth_grid(p->dtype, grid, N, Do, Ho, Wo);
+        else
+            fill_values(p->dtype, grid, grn, 3);
         gs3d_ctx c;
         gradref_grid_sampler3d_params params = {(int32_t)problem_get(p, "interp", 0),
                                                 (int32_t)problem_get(p, "pad", 0),
@@ -320,7 +390,7 @@ static int run_gs3d(const problem *p, int threads, int repeats, timing *t) {
             c.workspace_bytes > 0)
             c.workspace = malloc(c.workspace_bytes);
         rc = measure(p, gs3d_once, &c, NULL, 0, threads, repeats, t);
-        free(c.workspace);
+        TIME_NULL_WORKSPACE(c, gs3d_once, threads, repeats, t);
         t->work = (double)gn;
         t->unit = "Mpc/s";
         t->unit_scale = 1e-6;
@@ -450,7 +520,7 @@ static int run_cbd(const problem *p, int threads, int repeats, timing *t) {
             c.workspace = malloc(c.workspace_bytes);
         peer_onednn *peer = dt == GRADREF_F32 ? peer_onednn_conv_bwd_data(&pc, threads) : NULL;
         rc = time_with_peer(p, cbd_once, &c, peer, threads, repeats, t);
-        free(c.workspace);
+        TIME_NULL_WORKSPACE(c, cbd_once, threads, repeats, t);
         t->work = 2.0 * (double)(pc.N * C_in * pc.OCpg * taps * opix);
         t->unit = "GFLOP/s";
         t->unit_scale = 1e-9;
@@ -534,7 +604,7 @@ static int run_c3f(const problem *p, int threads, int repeats, timing *t) {
             c.workspace = malloc(c.workspace_bytes);
         peer_onednn *peer = dt == GRADREF_F32 ? peer_onednn_conv_bwd_weights(&pc, threads) : NULL;
         rc = time_with_peer(p, c3f_once, &c, peer, threads, repeats, t);
-        free(c.workspace);
+        TIME_NULL_WORKSPACE(c, c3f_once, threads, repeats, t);
         t->work = 2.0 * (double)(pc.N * C_out * pc.ICpg * taps * opix);
         t->unit = "GFLOP/s";
         t->unit_scale = 1e-9;
@@ -546,13 +616,63 @@ static int run_c3f(const problem *p, int threads, int repeats, timing *t) {
 }
 
 static void usage(void) {
-    fprintf(stderr,
-            "usage: gradref-bench [-t threads] [-r repeats] [-f problems.txt] [substring]\n");
+    fprintf(stderr, "usage: gradref-bench [-t threads] [-r repeats] [-f problems.txt] "
+                    "[--isa portable|avx2|avx512] [--csv] [substring]\n");
+}
+
+/* --isa: runs this program again with GRADREF_MAX_ISA and oneDNN's ONEDNN_MAX_CPU_ISA set
+ * (both are read when the libraries load). Returns only on an error. */
+static int rerun_with_isa(const char *isa, char **argv) {
+    const char *onednn = strcmp(isa, "portable") == 0 ? "SSE41"
+                         : strcmp(isa, "avx2") == 0   ? "AVX2"
+                         : strcmp(isa, "avx512") == 0 ? "AVX512_CORE"
+                                                      : NULL;
+    if (onednn == NULL) {
+        fprintf(stderr, "gradref-bench: --isa %s: use portable, avx2 or avx512\n", isa);
+        return 2;
+    }
+    const char *set = getenv("GRADREF_MAX_ISA");
+    if (set && strcmp(set, isa) == 0) return 0; /* already the child */
+    setenv("GRADREF_MAX_ISA", isa, 1);
+    setenv("ONEDNN_MAX_CPU_ISA", onednn, 1);
+    execv("/proc/self/exe", argv);
+    perror("gradref-bench: execv");
+    return 2;
+}
+
+/* The CPU's model name (for the CSV's machine column). */
+static void cpu_name(char *out, size_t size) {
+    snprintf(out, size, "unknown");
+    FILE *f = fopen("/proc/cpuinfo", "r");
+    if (!f) return;
+    char line[512];
+    while (fgets(line, sizeof line, f)) {
+        if (strncmp(line, "model name", 10) != 0) continue;
+        const char *v = strchr(line, ':');
+        if (!v) break;
+        v++;
+        while (*v == ' ')
+            v++;
+        snprintf(out, size, "%s", v);
+        out[strcspn(out, "\n,")] = 0;
+        break;
+    }
+    fclose(f);
+}
+
+static int run_problem(const problem *p, int threads, int repeats, timing *t) {
+    if (strcmp(p->op, "recat") == 0) return run_recat(p, threads, repeats, t);
+    if (strcmp(p->op, "rope") == 0) return run_rope(p, threads, repeats, t);
+    if (strcmp(p->op, "grid_sampler3d_grad") == 0) return run_gs3d(p, threads, repeats, t);
+    if (strcmp(p->op, "conv_backprop_data") == 0) return run_cbd(p, threads, repeats, t);
+    if (strcmp(p->op, "conv3d_backprop_filter") == 0) return run_c3f(p, threads, repeats, t);
+    fprintf(stderr, "gradref-bench: unknown operator '%s'\n", p->op);
+    return 1;
 }
 
 int main(int argc, char **argv) {
-    int threads = 0, repeats = 11;
-    const char *path = GRADREF_PROBLEMS, *filter = NULL;
+    int threads = 0, repeats = 11, csv = 0;
+    const char *path = GRADREF_PROBLEMS, *filter = NULL, *isa = NULL;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-t") == 0 && i + 1 < argc)
             threads = atoi(argv[++i]);
@@ -560,11 +680,19 @@ int main(int argc, char **argv) {
             repeats = atoi(argv[++i]);
         else if (strcmp(argv[i], "-f") == 0 && i + 1 < argc)
             path = argv[++i];
+        else if (strcmp(argv[i], "--isa") == 0 && i + 1 < argc)
+            isa = argv[++i];
+        else if (strcmp(argv[i], "--csv") == 0)
+            csv = 1;
         else if (argv[i][0] == '-') {
             usage();
             return 2;
         } else
             filter = argv[i];
+    }
+    if (isa) {
+        const int rc = rerun_with_isa(isa, argv);
+        if (rc) return rc;
     }
     if (repeats < 1) repeats = 1;
 #ifdef _OPENMP
@@ -574,56 +702,61 @@ int main(int argc, char **argv) {
 #else
     threads = 1;
 #endif
-    char err[256];
+    char err[256], machine[128];
+    cpu_name(machine, sizeof machine);
     problem *list;
     int n = problem_load(path, &list, err, sizeof err);
     if (n < 0) {
         fprintf(stderr, "gradref-bench: %s\n", err);
         return 2;
     }
-    printf("gradref %s, %d thread(s), median of %d runs\n", gradref_version(), threads, repeats);
-    printf("%-56s %10s %10s %-8s %10s %7s\n", "problem", "ms", "rate", "unit", "baseline", "ratio");
-    printf("(baseline: same-run copy GB/s for data movers, oneDNN for convolutions)\n");
+    const char *level = isa ? isa : "widest";
+    if (csv) {
+        printf("machine,isa,threads,operator,problem,ms,ms_null_workspace,workspace_bytes,rate,"
+               "unit,baseline,ratio\n");
+    } else {
+        printf("gradref %s on %s, %d thread(s), ISA %s, median of %d runs\n", gradref_version(),
+               machine, threads, level, repeats);
+        printf("%-58s %9s %9s %8s %9s %-7s %9s %6s\n", "problem", "ms", "ms NULL", "ws MiB", "rate",
+               "unit", "baseline", "ratio");
+        printf("(ms NULL: a NULL workspace; baseline: same-run copy GB/s for data movers, "
+               "oneDNN for convolutions)\n");
+    }
     int failed = 0;
     for (int i = 0; i < n; i++) {
         const problem *p = &list[i];
         if (filter && !strstr(p->text, filter)) continue;
         timing t;
         memset(&t, 0, sizeof t);
-        int rc;
-        if (strcmp(p->op, "recat") == 0) {
-            rc = run_recat(p, threads, repeats, &t);
-        } else if (strcmp(p->op, "rope") == 0) {
-            rc = run_rope(p, threads, repeats, &t);
-        } else if (strcmp(p->op, "grid_sampler3d_grad") == 0) {
-            rc = run_gs3d(p, threads, repeats, &t);
-        } else if (strcmp(p->op, "conv_backprop_data") == 0) {
-            rc = run_cbd(p, threads, repeats, &t);
-        } else if (strcmp(p->op, "conv3d_backprop_filter") == 0) {
-            rc = run_c3f(p, threads, repeats, &t);
-        } else {
-            fprintf(stderr, "gradref-bench: unknown operator '%s'\n", p->op);
-            rc = 1;
-        }
-        if (rc) {
+        if (run_problem(p, threads, repeats, &t)) {
             failed = 1;
             continue;
         }
+        if (t.null_ws_seconds == 0) t.null_ws_seconds = t.op_seconds; /* no workspace */
+        double rate, base = 0;
+        const char *unit;
         if (t.work > 0) { /* compute-bound: a rate, and the same-run peer's when there is one */
-            const double rate = t.work / t.op_seconds * t.unit_scale;
-            if (t.peer_seconds > 0) {
-                const double peer = t.work / t.peer_seconds * t.unit_scale;
-                printf("%-56s %10.3f %10.2f %-8s %10.2f %7.2f\n", p->text, t.op_seconds * 1e3, rate,
-                       t.unit, peer, rate / peer);
-            } else {
-                printf("%-56s %10.3f %10.2f %-8s\n", p->text, t.op_seconds * 1e3, rate, t.unit);
-            }
-            continue;
+            rate = t.work / t.op_seconds * t.unit_scale;
+            unit = t.unit;
+            if (t.peer_seconds > 0) base = t.work / t.peer_seconds * t.unit_scale;
+        } else {
+            rate = t.bytes_moved / t.op_seconds * 1e-9;
+            unit = "GB/s";
+            base = t.bytes_moved / t.copy_seconds * 1e-9;
         }
-        double gbs = t.bytes_moved / t.op_seconds * 1e-9,
-               copy = t.bytes_moved / t.copy_seconds * 1e-9;
-        printf("%-56s %10.3f %10.2f %-8s %10.2f %7.2f\n", p->text, t.op_seconds * 1e3, gbs, "GB/s",
-               copy, gbs / copy);
+        if (csv) {
+            printf("\"%s\",%s,%d,%s,\"%s\",%.4f,%.4f,%zu,%.4f,%s,%.4f,%.4f\n", machine, level,
+                   threads, p->op, p->text, t.op_seconds * 1e3, t.null_ws_seconds * 1e3,
+                   t.workspace_bytes, rate, unit, base, base > 0 ? rate / base : 0.0);
+        } else if (base > 0) {
+            printf("%-58s %9.3f %9.3f %8.1f %9.2f %-7s %9.2f %6.2f\n", p->text, t.op_seconds * 1e3,
+                   t.null_ws_seconds * 1e3, (double)t.workspace_bytes / 1048576.0, rate, unit, base,
+                   rate / base);
+        } else {
+            printf("%-58s %9.3f %9.3f %8.1f %9.2f %-7s\n", p->text, t.op_seconds * 1e3,
+                   t.null_ws_seconds * 1e3, (double)t.workspace_bytes / 1048576.0, rate, unit);
+        }
+        fflush(stdout);
     }
     free(list);
     return failed;

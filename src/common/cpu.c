@@ -7,6 +7,8 @@
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #  include <cpuid.h>
+#  include <stdlib.h>
+#  include <string.h>
 
 static int detect_avx_f16c(void) {
     unsigned a, b, c, d;
@@ -46,11 +48,24 @@ static int detect_fma(void) {
 
 static int has_avx_f16c, has_avx2_f16c, has_avx512, has_fma;
 
+/* GRADREF_MAX_ISA=portable|avx2|avx512 caps the kernels (tests and benchmarks of the lower
+ * levels on a machine that has the higher ones); read once, with the flags. */
+static void apply_isa_cap(void) {
+    const char *cap = getenv("GRADREF_MAX_ISA");
+    if (cap == NULL) return;
+    if (strcmp(cap, "portable") == 0) {
+        has_avx_f16c = has_avx2_f16c = has_avx512 = has_fma = 0;
+    } else if (strcmp(cap, "avx2") == 0) {
+        has_avx512 = 0;
+    }
+}
+
 __attribute__((constructor)) static void detect_features(void) {
     has_avx_f16c = detect_avx_f16c();
     has_avx2_f16c = detect_avx2_f16c();
     has_avx512 = detect_avx512();
     has_fma = detect_fma();
+    apply_isa_cap();
 }
 
 int gradref__cpu_has_avx_f16c(void) {
