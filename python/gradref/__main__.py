@@ -51,7 +51,7 @@ OPERATORS = {
         ["dw"]),
 }
 COMMON_ATTRS = {"dtype": "bf16: uint16 inputs hold bf16 bits", "threads": "int",
-                "precision": "default or high (not recat)"}
+                "precision": "default or high (recat moves bits: no effect)"}
 
 
 def _parse_value(text):
@@ -130,8 +130,6 @@ def main(argv=None):
             args.op, ", ".join(bad), ", ".join(list(attrs) + list(COMMON_ATTRS))),
             file=sys.stderr)
         return 2
-    if args.op.startswith("recat"):
-        kwargs.pop("precision", None)
     try:
         arrays = [np.load(given[i], allow_pickle=False) for i in inputs]
         result = fn(*arrays, **kwargs)

@@ -144,7 +144,7 @@ def grid_sampler3d_grad(grad_output, input, grid, interpolation_mode, padding_mo
 
 # ---------------------------------------------------------------- recat
 
-def _recat_list(grad_output, values, name, fn, out, threads, dtype):
+def _recat_list(grad_output, values, name, fn, out, threads, precision, dtype):
     bf16 = _bf16(dtype)
     go = as_input(grad_output, "grad_output", bf16)
     ranks = _ints(values, name)
@@ -153,30 +153,31 @@ def _recat_list(grad_output, values, name, fn, out, threads, dtype):
     for s in go.shape:
         numel *= s
     o = _result(out, go.kind, (numel,), go.code, "out", bf16)
-    e = _exec(threads, None)
+    e = _exec(threads, precision)
     _check(fn(go.ref, arr, len(ranks), o.ref, ctypes.byref(e)))
     return o.obj
 
 
 def recat_embedding_grad_output(grad_output, num_features_per_rank, *, out=None, threads=None,
-                                dtype=None):
+                                precision=None, dtype=None):
     """FBGEMM recat_embedding_grad_output: grad_output (B, T, D), num_features_per_rank a list
     of ints summing to T; returns the 1-D re-laid gradient."""
     return _recat_list(grad_output, num_features_per_rank, "num_features_per_rank",
-                       lib.gradref_recat_embedding_grad_output, out, threads, dtype)
+                       lib.gradref_recat_embedding_grad_output, out, threads, precision, dtype)
 
 
 def recat_embedding_grad_output_mixed_D(grad_output, dim_sum_per_rank, *, out=None,
-                                        threads=None, dtype=None):
+                                        threads=None, precision=None, dtype=None):
     """FBGEMM recat_embedding_grad_output_mixed_D: grad_output (B, sumD), dim_sum_per_rank a
     list of ints summing to sumD."""
     return _recat_list(grad_output, dim_sum_per_rank, "dim_sum_per_rank",
-                       lib.gradref_recat_embedding_grad_output_mixed_d, out, threads, dtype)
+                       lib.gradref_recat_embedding_grad_output_mixed_d, out, threads, precision,
+                       dtype)
 
 
 def recat_embedding_grad_output_mixed_D_batch(grad_output, dim_sum_per_rank,
                                               cumsum_dim_sum_per_rank, *, out=None,
-                                              threads=None, dtype=None):
+                                              threads=None, precision=None, dtype=None):
     """FBGEMM recat_embedding_grad_output_mixed_D_batch: the split as int64 tensors; the cumsum
     is the exclusive prefix sum (FBGEMM's kernel reads it so)."""
     bf16 = _bf16(dtype)
@@ -187,7 +188,7 @@ def recat_embedding_grad_output_mixed_D_batch(grad_output, dim_sum_per_rank,
     for s in go.shape:
         numel *= s
     o = _result(out, go.kind, (numel,), go.code, "out", bf16)
-    e = _exec(threads, None)
+    e = _exec(threads, precision)
     _check(lib.gradref_recat_embedding_grad_output_mixed_d_batch(go.ref, d.ref, c.ref, o.ref,
                                                                  ctypes.byref(e)))
     return o.obj
@@ -449,12 +450,12 @@ def conv3d_dw_transpose_needed(dw_format, din, cin, cout, core_count, shape_know
         _int(core_count, "core_count"), 1 if shape_known else 0))
 
 
-def copy(src, out, *, threads=None, dtype=None):
+def copy(src, out, *, threads=None, precision=None, dtype=None):
     """out[...] = src[...] between any two layouts of one shape, converting the dtype (round
     to nearest even; equal dtypes copy bits). Returns out."""
     bf16 = _bf16(dtype)
     s = as_input(src, "src", bf16)
     d = as_output(out, "out", bf16)
-    e = _exec(threads, None)
+    e = _exec(threads, precision)
     _check(lib.gradref_copy(s.ref, d.ref, ctypes.byref(e)))
     return d.obj

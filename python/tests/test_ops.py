@@ -87,6 +87,11 @@ def test_recat_out_and_errors():
     with pytest.raises(gradref.Error) as e:  # out of the wrong size
         gradref.recat_embedding_grad_output_mixed_D(go, [2, 3], out=np.zeros(9, np.float32))
     assert e.value.status_name == "GRADREF_ERR_SHAPE"
+    high = gradref.recat_embedding_grad_output_mixed_D(go, [2, 3], precision="high", threads=1)
+    assert high.tolist() == [0, 1, 5, 6, 2, 3, 4, 7, 8, 9]
+    with pytest.raises(gradref.Error) as e:
+        gradref.recat_embedding_grad_output_mixed_D(go, [2, 3], precision=5)
+    assert e.value.status_name == "GRADREF_ERR_PARAM" and "exec.precision is 5" in e.value.message
     with pytest.raises(TypeError):
         gradref.recat_embedding_grad_output_mixed_D(go.tolist(), [2, 3])
     with pytest.raises(TypeError):

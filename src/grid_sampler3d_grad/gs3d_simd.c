@@ -294,6 +294,7 @@ TARGET_512 static inline int nearest16(const gs3d_run *r, int64_t i, const __m51
                             _mm512_mask_blend_epi32(in, _mm512_set1_epi32(-1), vox));
         return 1;
     }
+    memset(out, 0, sizeof *out);
     out->maskv = _mm512_maskz_mov_epi32(in, _mm512_set1_epi32(1));
     madd64(out->offa, v[1], r->as[3]);
     madd64(out->offa, v[0], r->as[4]);
@@ -309,6 +310,7 @@ TARGET_512 static inline void trilinear16(const gs3d_run *r, int64_t i, const __
                                           geometry16 *out) {
     const int64_t NP = r->p->N * r->P;
     float *w = (float *)r->g.w, *dist = (float *)r->g.dist, *mult = (float *)r->g.mult;
+    memset(out, 0, sizeof *out);
     __m512 d[6];
     __mmask16 in0[3], in1[3];
     __m512i v[3];
@@ -369,8 +371,7 @@ TARGET_512 int64_t gradref__gs3d_avx512_geometry(const gs3d_run *r, int64_t n, i
             _mm512_storeu_si512((void *)(r->g.offg + i), goff[0]);
             _mm512_storeu_si512((void *)(r->g.offg + i + 8), goff[1]);
         }
-        geometry16 g;
-        memset(&g, 0, sizeof g);
+        geometry16 g; /* set by nearest16 (unless it stores voxels) and trilinear16 */
         if (nearest) {
             if (nearest16(r, i, coord, size, &g)) continue;
         } else {
