@@ -4,6 +4,7 @@
  * library is loaded and only read afterwards: the library's one piece of global state, constant
  * for the life of the process. */
 #include "cpu.h"
+#include "isa.h"
 
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
 #  include <cpuid.h>
@@ -97,3 +98,8 @@ int gradref__cpu_has_fma(void) {
 }
 
 #endif
+
+int gradref__isa_level(void) {
+    if (gradref__cpu_has_avx512()) return GRADREF_ISA_AVX512;
+    return gradref__cpu_has_avx2_f16c() ? GRADREF_ISA_AVX2 : GRADREF_ISA_PORTABLE;
+}

@@ -10,10 +10,11 @@
 #include "common/convert.h"
 #include "common/convert_array.h"
 #include "common/internal.h"
+#include "common/isa.h"
 #include "common/stream.h"
 #include "gradref.h"
 #include "rope_grad_internal.h"
-#include "rope_grad_simd.h"
+#include "rope_grad_kernels.h"
 
 #define CHUNK                 128                /* pairs of weights built at a time */
 #define PARALLEL_MIN_ELEMENTS (INT64_C(1) << 15) /* smaller problems run on one thread */
@@ -48,41 +49,12 @@ static void atb_weights(int32_t dtype, const float *c, const float *s, float *w,
     }
 }
 
-/* Products g*w for ATB, rounded once when stored: exact ATB (see rope_grad_simd.c). */
-static void atb_products(const float *g, const float *w, float *prod, int64_t n) {
-    for (int64_t i = 0; i < n; i++)
-        prod[i] = g[i] * w[i];
-}
-
 typedef struct token_ctx {
     const gradref__rope_plan *p;
     int64_t row, pos;
-    int stream; /* write outputs with streaming stores */
-    int simd;   /* row kernels: 0 none, 1 AVX2/F16C, 2 AVX-512 for F32/F16 rows */
+    int stream;                     /* write outputs with streaming stores */
+    const gradref__rope_kernels *k; /* the row kernels */
 } token_ctx;
-
-/* Rounds n f32 results to the dtype and writes them to dst. */
-static void emit_narrow(const token_ctx *tc, const float *v, char *dst, int64_t n) {
-    const int32_t dt = tc->p->dtype;
-    uint16_t half[2 * CHUNK];
-    const void *bytes = v;
-    if (dt != GRADREF_F32) {
-        narrow(dt, v, (char *)half, n);
-        bytes = half;
-    }
-    size_t size = (size_t)n * tc->p->elem_size;
-    if (tc->stream)
-        gradref__copy_stream(dst, bytes, size);
-    else
-        memcpy(dst, bytes, size);
-}
-
-/* The f32 view of n elements at src: the elements themselves for F32, else widened into buf. */
-static const float *as_f32(int32_t dtype, const char *src, float *buf, int64_t n) {
-    if (dtype == GRADREF_F32) return (const float *)(const void *)src;
-    widen(dtype, src, buf, n);
-    return buf;
-}
 
 /* Pointer to element (row, col) of a stream's input or output, for dense rows. */
 static const char *in_at(const gradref__rope_plan *p, const gradref__rope_stream *st, int64_t row,
@@ -95,18 +67,50 @@ static char *out_at(const gradref__rope_plan *p, const gradref__rope_stream *st,
     return st->out + (size_t)(row * st->out_stride[0] + col) * p->elem_size;
 }
 
+/* Every head of one stream for the pairs [j0, j0 + L) of a token, with its weights: c_both
+ * holds c[j] then c[j + H] (ATB: the weights of both halves), sf and sb s[j] and s[j + H]. */
+static void heads_half(const token_ctx *tc, const gradref__rope_stream *st, int64_t j0, int64_t L,
+                       const float *c_both, const float *sf, const float *sb) {
+    const gradref__rope_plan *p = tc->p;
+    const gradref__rope_kernels *k = tc->k;
+    const int32_t dt = p->dtype;
+    const int atb = p->mode == GRADREF_ROPE_ATB;
+    const int64_t D = p->head_dim, H = p->rotary_dim / 2;
+    const float *cf = c_both, *cb = c_both + L;
+    /* F16 HALF: every head at once, the weights in registers (measured faster; F32 measured
+     * faster head by head) */
+    if (k->half_heads && dt == GRADREF_F16 && !atb && L == H && H % 16 == 0 && H <= 64) {
+        k->half_heads(dt, in_at(p, st, tc->row, 0), out_at(p, st, tc->row, 0), st->heads, D, cf, sb,
+                      cb, sf, H, tc->stream);
+        return;
+    }
+    for (int64_t n = 0; n < st->heads; n++) {
+        const char *in_f = in_at(p, st, tc->row, n * D + j0);
+        const char *in_b = in_at(p, st, tc->row, n * D + j0 + H);
+        char *out_f = out_at(p, st, tc->row, n * D + j0);
+        char *out_b = out_at(p, st, tc->row, n * D + j0 + H);
+        if (atb && L == H) { /* the whole head row in one pass */
+            k->atb_row(dt, in_f, out_f, c_both, 2 * L, tc->stream);
+        } else if (atb) {
+            k->atb_row(dt, in_f, out_f, cf, L, tc->stream);
+            k->atb_row(dt, in_b, out_b, cb, L, tc->stream);
+        } else {
+            k->half_row(dt, in_f, in_b, out_f, out_b, cf, sb, cb, sf, L, tc->stream);
+        }
+    }
+}
+
 /* One token, rotate_half and ATB: pairs (j, j + H) for j < H = R/2. */
 static void token_half(const token_ctx *tc) {
     const gradref__rope_plan *p = tc->p;
     const int32_t dt = p->dtype;
     const int atb = p->mode == GRADREF_ROPE_ATB;
-    const int64_t D = p->head_dim, R = p->rotary_dim, H = R / 2;
+    const int64_t H = p->rotary_dim / 2;
     const char *crow = p->cos + (size_t)(tc->pos * p->cos_stride[0]) * p->elem_size;
     const char *srow = p->sin + (size_t)(tc->pos * p->sin_stride[0]) * p->elem_size;
     /* c[j] then c[j+H] side by side, so that when one chunk covers the head (L == H) the ATB
      * weights of the whole row are one array */
     float c_both[2 * CHUNK], sf[CHUNK], sb[CHUNK]; /* s[j], s[j+H] */
-    float gf_buf[CHUNK], gb_buf[CHUNK], of[CHUNK], ob[CHUNK];
     for (int64_t j0 = 0; j0 < H; j0 += CHUNK) {
         const int64_t L = H - j0 < CHUNK ? H - j0 : CHUNK;
         float *cf = c_both, *cb = c_both + L;
@@ -118,61 +122,8 @@ static void token_half(const token_ctx *tc) {
             atb_weights(dt, cf, sb, cf, L, 1); /* front: c[j] + s[j+H] */
             atb_weights(dt, cb, sf, cb, L, 0); /* back:  c[j+H] - s[j] */
         }
-        for (int s = 0; s < 2; s++) {
-            const gradref__rope_stream *st = &p->stream[s];
-#ifdef GRADREF_ROPE_SIMD
-            /* F16 HALF: every head at once, the weights in registers (measured faster; F32
-             * measured faster head by head, see gradref__rope_half_row_avx512) */
-            if (tc->simd == 2 && dt == GRADREF_F16 && !atb && L == H && H % 16 == 0 && H <= 64) {
-                gradref__rope_half_heads_avx512(dt, in_at(p, st, tc->row, 0),
-                                                out_at(p, st, tc->row, 0), st->heads, D, cf, sb, cb,
-                                                sf, H, tc->stream);
-                continue;
-            }
-#endif
-            for (int64_t n = 0; n < st->heads; n++) {
-#ifdef GRADREF_ROPE_SIMD
-                if (tc->simd) {
-                    const int wide = tc->simd == 2 && dt != GRADREF_BF16;
-                    const char *in_f = in_at(p, st, tc->row, n * D + j0);
-                    const char *in_b = in_at(p, st, tc->row, n * D + j0 + H);
-                    char *out_f = out_at(p, st, tc->row, n * D + j0);
-                    char *out_b = out_at(p, st, tc->row, n * D + j0 + H);
-                    void (*atb_row)(int32_t, const void *, void *, const float *, int64_t, int) =
-                        wide ? gradref__rope_atb_row_avx512 : gradref__rope_atb_row;
-                    if (atb && L == H) { /* the whole head row in one pass */
-                        atb_row(dt, in_f, out_f, c_both, 2 * L, tc->stream);
-                    } else if (atb) {
-                        atb_row(dt, in_f, out_f, cf, L, tc->stream);
-                        atb_row(dt, in_b, out_b, cb, L, tc->stream);
-                    } else {
-                        if (wide)
-                            gradref__rope_half_row_avx512(dt, in_f, in_b, out_f, out_b, cf, sb, cb,
-                                                          sf, L, tc->stream);
-                        else
-                            gradref__rope_half_row(dt, in_f, in_b, out_f, out_b, cf, sb, cb, sf, L,
-                                                   tc->stream);
-                    }
-                    continue;
-                }
-#endif
-                const float *gf = as_f32(dt, in_at(p, st, tc->row, n * D + j0), gf_buf, L);
-                const float *gb = as_f32(dt, in_at(p, st, tc->row, n * D + j0 + H), gb_buf, L);
-                if (atb) {
-                    atb_products(gf, cf, of, L);
-                    atb_products(gb, cb, ob, L);
-                } else {
-                    for (int64_t i = 0; i < L; i++) {
-                        float front = cf[i] * gf[i], front_partner = sb[i] * gb[i];
-                        float back = cb[i] * gb[i], back_partner = sf[i] * gf[i];
-                        of[i] = front + front_partner;
-                        ob[i] = back - back_partner;
-                    }
-                }
-                emit_narrow(tc, of, out_at(p, st, tc->row, n * D + j0), L);
-                emit_narrow(tc, ob, out_at(p, st, tc->row, n * D + j0 + H), L);
-            }
-        }
+        for (int s = 0; s < 2; s++)
+            heads_half(tc, &p->stream[s], j0, L, c_both, sf, sb);
     }
 }
 
@@ -183,31 +134,16 @@ static void token_interleaved(const token_ctx *tc) {
     const int64_t D = p->head_dim, R = p->rotary_dim;
     const char *crow = p->cos + (size_t)(tc->pos * p->cos_stride[0]) * p->elem_size;
     const char *srow = p->sin + (size_t)(tc->pos * p->sin_stride[0]) * p->elem_size;
-    float c[2 * CHUNK], sn[2 * CHUNK], g_buf[2 * CHUNK], o[2 * CHUNK];
+    float c[2 * CHUNK], sn[2 * CHUNK];
     for (int64_t j0 = 0; j0 < R; j0 += 2 * CHUNK) {
         const int64_t L = R - j0 < 2 * CHUNK ? R - j0 : 2 * CHUNK; /* even */
         widen(dt, crow + (size_t)j0 * p->elem_size, c, L);
         widen(dt, srow + (size_t)j0 * p->elem_size, sn, L);
         for (int s = 0; s < 2; s++) {
             const gradref__rope_stream *st = &p->stream[s];
-            for (int64_t n = 0; n < st->heads; n++) {
-#ifdef GRADREF_ROPE_SIMD
-                if (tc->simd) {
-                    gradref__rope_interleaved_row(dt, in_at(p, st, tc->row, n * D + j0),
-                                                  out_at(p, st, tc->row, n * D + j0), c, sn, L,
-                                                  tc->stream);
-                    continue;
-                }
-#endif
-                const float *g = as_f32(dt, in_at(p, st, tc->row, n * D + j0), g_buf, L);
-                for (int64_t i = 0; i < L; i += 2) {
-                    float even = c[i] * g[i], even_partner = sn[i + 1] * g[i + 1];
-                    float odd = c[i + 1] * g[i + 1], odd_partner = sn[i] * g[i];
-                    o[i] = even + even_partner;
-                    o[i + 1] = odd - odd_partner;
-                }
-                emit_narrow(tc, o, out_at(p, st, tc->row, n * D + j0), L);
-            }
+            for (int64_t n = 0; n < st->heads; n++)
+                tc->k->interleaved_row(dt, in_at(p, st, tc->row, n * D + j0),
+                                       out_at(p, st, tc->row, n * D + j0), c, sn, L, tc->stream);
         }
     }
 }
@@ -232,8 +168,8 @@ static int dense_rows(const gradref__rope_plan *p) {
 }
 
 static void rows_fast(const gradref__rope_plan *p, int64_t row_begin, int64_t row_end, int stream,
-                      int simd) {
-    token_ctx tc = {p, 0, 0, stream, simd};
+                      const gradref__rope_kernels *k) {
+    token_ctx tc = {p, 0, 0, stream, k};
     int64_t row = 0;
     for (int64_t b = 0; b < p->num_seqs && row < row_end; b++) {
         const int64_t len = p->seq_lens[b];
@@ -259,11 +195,7 @@ void gradref__rope_grad_fast(const gradref__rope_plan *p, int num_threads) {
     const int64_t T = p->tokens;
     const int64_t per_token = (p->stream[0].heads + p->stream[1].heads) * p->head_dim;
     const int stream = fast && (size_t)(T * per_token) * p->elem_size >= GRADREF_STREAM_MIN_BYTES;
-    int simd = 0;
-#ifdef GRADREF_ROPE_SIMD
-    simd = gradref__rope_simd_level();
-    if (simd > p->allow_simd) simd = p->allow_simd;
-#endif
+    const gradref__rope_kernels *k = gradref__rope_kernels_for(p->allow_simd);
     int threads = T * per_token >= PARALLEL_MIN_ELEMENTS ? num_threads : 1;
     if ((int64_t)threads > T) threads = (int)T;
     GRADREF_PARALLEL(threads) {
@@ -271,7 +203,7 @@ void gradref__rope_grad_fast(const gradref__rope_plan *p, int num_threads) {
         gradref__my_range(T, &begin, &end);
         if (begin < end) {
             if (fast)
-                rows_fast(p, begin, end, stream, simd);
+                rows_fast(p, begin, end, stream, k);
             else
                 gradref__rope_grad_ref_rows(p, begin, end);
         }

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* rope_grad's AVX2 + F16C row kernels: 8 lanes, F32, F16 and BF16 rows. */
+#include "rope_grad_avx2.h"
+
+#ifdef GRADREF_X86
+
+/* ---- ATB ---- */
+
+/* The f32 product of two F16 or BF16 values is exact except when it lies below 2^-134 (its at
+ * most 16 significant bits then reach under f32's 2^-149 grid), and there both the exact and
+ * the f32 value round to zero in BF16; so rounding the f32 product once is exact ATB. */
+GRADREF_TARGET_AVX2 void gradref__rope_atb_row_avx2(int32_t dt, const void *g, void *out,
+                                                    const float *w, int64_t n, int stream) {
+    const size_t es = gradref__rope_esize(dt);
+    stream = stream && gradref__rope_aligned16(out);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        prefetch((const char *)g + i * es);
+        __m256 prod = _mm256_mul_ps(load8(dt, (const char *)g + i * es), _mm256_loadu_ps(w + i));
+        store8(dt, (char *)out + i * es, prod, stream);
+    }
+    for (; i < n; i++)
+        gradref__rope_store1(dt, out, i, gradref__rope_load1(dt, g, i) * w[i]);
+}
+
+/* ---- rotate_half ---- */
+
+GRADREF_TARGET_AVX2 void gradref__rope_half_row_avx2(int32_t dt, const void *gf, const void *gb,
+                                                     void *out_f, void *out_b, const float *cf,
+                                                     const float *sb, const float *cb,
+                                                     const float *sf, int64_t n, int stream) {
+    const size_t es = gradref__rope_esize(dt);
+    stream = stream && gradref__rope_aligned16(out_f) && gradref__rope_aligned16(out_b);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        prefetch((const char *)gf + i * es);
+        prefetch((const char *)gb + i * es);
+        __m256 f = load8(dt, (const char *)gf + i * es), b = load8(dt, (const char *)gb + i * es);
+        __m256 front = _mm256_mul_ps(_mm256_loadu_ps(cf + i), f);
+        __m256 front_partner = _mm256_mul_ps(_mm256_loadu_ps(sb + i), b);
+        __m256 back = _mm256_mul_ps(_mm256_loadu_ps(cb + i), b);
+        __m256 back_partner = _mm256_mul_ps(_mm256_loadu_ps(sf + i), f);
+        store8(dt, (char *)out_f + i * es, _mm256_add_ps(front, front_partner), stream);
+        store8(dt, (char *)out_b + i * es, _mm256_sub_ps(back, back_partner), stream);
+    }
+    for (; i < n; i++) {
+        float f = gradref__rope_load1(dt, gf, i), b = gradref__rope_load1(dt, gb, i);
+        float front = cf[i] * f, front_partner = sb[i] * b;
+        float back = cb[i] * b, back_partner = sf[i] * f;
+        gradref__rope_store1(dt, out_f, i, front + front_partner);
+        gradref__rope_store1(dt, out_b, i, back - back_partner);
+    }
+}
+
+/* ---- interleaved ---- */
+
+GRADREF_TARGET_AVX2 void gradref__rope_interleaved_row_avx2(int32_t dt, const void *g, void *out,
+                                                            const float *c, const float *s,
+                                                            int64_t n, int stream) {
+    const size_t es = gradref__rope_esize(dt);
+    stream = stream && gradref__rope_aligned16(out);
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        prefetch((const char *)g + i * es);
+        __m256 gv = load8(dt, (const char *)g + i * es);
+        __m256 partner_g = _mm256_permute_ps(gv, 0xb1); /* swap each pair */
+        __m256 partner_s = _mm256_permute_ps(_mm256_loadu_ps(s + i), 0xb1);
+        __m256 own = _mm256_mul_ps(_mm256_loadu_ps(c + i), gv);
+        __m256 cross = _mm256_mul_ps(partner_s, partner_g);
+        /* even lanes own + cross, odd lanes own - cross */
+        __m256 r = _mm256_blend_ps(_mm256_add_ps(own, cross), _mm256_sub_ps(own, cross), 0xaa);
+        store8(dt, (char *)out + i * es, r, stream);
+    }
+    for (; i < n; i += 2) {
+        float g0 = gradref__rope_load1(dt, g, i), g1 = gradref__rope_load1(dt, g, i + 1);
+        float even = c[i] * g0, even_partner = s[i + 1] * g1;
+        float odd = c[i + 1] * g1, odd_partner = s[i] * g0;
+        gradref__rope_store1(dt, out, i, even + even_partner);
+        gradref__rope_store1(dt, out, i + 1, odd - odd_partner);
+    }
+}
+
+const gradref__rope_kernels gradref__rope_kernels_avx2 = {"avx2", gradref__rope_atb_row_avx2,
+                                                          gradref__rope_half_row_avx2, NULL,
+                                                          gradref__rope_interleaved_row_avx2};
+
+#else
+typedef int gradref__rope_avx2_unused;
+#endif
