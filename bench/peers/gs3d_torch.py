@@ -22,7 +22,9 @@ def parse(line):
     keys, words = {}, []
     for tok in line.split()[1:]:
         head = tok.rstrip("0123456789")
-        if head and head != tok and not tok.startswith("dims"):
+        if tok in ("f32", "f64", "f16", "bf16"):
+            words.append(tok)
+        elif head and head != tok and not tok.startswith("dims"):
             keys[head] = int(tok[len(head):])
         else:
             words.append(tok)
