@@ -5,8 +5,9 @@
 
 #include "convert.h"
 #include "cpu.h"
+#include "isa.h"
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#ifdef GRADREF_X86
 #  define GRADREF_HAVE_F16C_KERNELS 1
 #  include <immintrin.h>
 

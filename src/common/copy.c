@@ -8,8 +8,9 @@
 #include "cpu.h"
 #include "exec.h"
 #include "tensor.h"
+#include "isa.h"
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#ifdef GRADREF_X86
 #  include <immintrin.h>
 #  define GRADREF_COPY_AVX2 1
 

@@ -6,7 +6,7 @@
 #include "cpu.h"
 #include "isa.h"
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#ifdef GRADREF_X86
 #  include <cpuid.h>
 #  include <stdlib.h>
 #  include <string.h>

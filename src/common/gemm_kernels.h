@@ -6,6 +6,7 @@
 #define GRADREF_COMMON_GEMM_KERNELS_H
 
 #include <stdint.h>
+#include "isa.h"
 
 #define GRADREF__PORTABLE_MR   4
 #define GRADREF__PORTABLE_NR   4
@@ -15,7 +16,7 @@
 #define GRADREF__AVX512_NR     32
 #define GRADREF__GEMM_MAX_TILE (GRADREF__AVX512_MR * GRADREF__AVX512_NR)
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#ifdef GRADREF_X86
 #  define GRADREF__GEMM_X86 1
 void gradref__sgemm_kernel_avx2(int64_t k, const float *a, const float *b, float *c, int64_t ldc,
                                 int load);

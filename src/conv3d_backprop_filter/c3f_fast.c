@@ -24,6 +24,7 @@
 #include "common/gemm_kernels.h"
 #include "common/exec.h"
 #include "common/internal.h"
+#include "common/isa.h"
 
 #define BLOCK GRADREF_C3F_BLOCK
 /* j rows per item: their level buffers (j x Cout/G floats each) stay near 1 MiB */
@@ -121,7 +122,7 @@ static void block_runs(const gradref__c3f_plan *p, int64_t r0, int64_t r1, runs 
     }
 }
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#ifdef GRADREF_X86
 #  include <immintrin.h>
 #  define C3F_AVX512 1
 /* Lanes [la, lb) of `run` consecutive panel rows (mr floats apart): row q takes channels from

@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "common/gemm.h"
+#include "common/isa.h"
 
 /* The diff column of grad column i2 through tap position kp2 (stride 1). */
 static int64_t column_shift(const gradref__cbd_plan *p, int64_t kp2) {
@@ -47,7 +48,7 @@ static void row_portable(const gradref__cbd_plan *p, const float *w, const float
     }
 }
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#ifdef GRADREF_X86
 #  include <immintrin.h>
 #  define CBD_X86 1
 

@@ -7,13 +7,14 @@
 #define GRADREF_CBD_SIMD_H
 
 #include "cbd_internal.h"
+#include "common/isa.h"
 
 /* One channel: w holds the K0*K1*K2 taps (stored order), diff and grad are dense planes of
  * O and I pixels. `kernel` is the highest family allowed (common/gemm.h numbering). */
 void gradref__cbd_depthwise_plane(const gradref__cbd_plan *p, const float *w, const float *diff,
                                   float *grad, int kernel);
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#ifdef GRADREF_X86
 #  define GRADREF_CBD_TILES 1
 /* Rows of the AVX-512 GEMM panels (gradref__sgemm_mr for that family). */
 #  define GRADREF_CBD_TILE_ROWS 14

@@ -8,8 +8,9 @@
 #include <stdint.h>
 
 #include "gs3d_fast.h"
+#include "common/isa.h"
 
-#if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
+#ifdef GRADREF_X86
 #  define GRADREF_GS3D_SIMD 1
 
 /* The kernel level to use: the plan's allow_simd, lowered to what the CPU has (1 AVX2,
