@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* BLIS-style loops around the micro-kernels of gemm_kernels.c: C is cut into NC-column and
- * MC-row blocks, K into KC slices taken in ascending order (so each element's chain of fused
- * multiply-adds runs k = 0, 1, ... whatever the blocking), A and B are packed into MR-row and
- * NR-column panels padded with zeros, and each MR x NR tile is one micro-kernel call per
+/* BLIS-style loops around the micro-kernels (gemm_kernels.h; the portable one is here): C is cut
+ * into NC-column and MC-row blocks, K into KC slices taken in ascending order (so each element's
+ * chain of fused multiply-adds runs k = 0, 1, ... whatever the blocking), A and B are packed into
+ * MR-row and NR-column panels padded with zeros, and each MR x NR tile is one micro-kernel call per
  * slice. Padded rows and columns only ever reach tile elements that are not stored. */
 #include <math.h>
 #include <string.h>
@@ -41,9 +41,6 @@ static void kernel_portable(int64_t k, const float *a, const float *b, float *c,
         for (int j = 0; j < NR; j++)
             c[i * ldc + j] = acc[i][j];
 }
-
-typedef void (*micro_kernel)(int64_t k, const float *a, const float *b, float *c, int64_t ldc,
-                             int load);
 
 /* A[i0.., k0..] into panels of mr rows: panel p holds k-major runs of mr values. */
 static void pack_a(const gradref__sgemm_args *g, int64_t i0, int64_t mc, int64_t k0, int64_t kc,
@@ -89,24 +86,26 @@ int gradref__sgemm_kernel(int kernel) {
     return kernel > best ? best : kernel < 0 ? 0 : kernel;
 }
 
-int64_t gradref__sgemm_mr(int kernel) {
+const gradref__sgemm_kernels gradref__sgemm_kernels_portable = {
+    "portable", GRADREF__PORTABLE_MR, GRADREF__PORTABLE_NR, kernel_portable};
+
+/* The table of a GRADREF_GEMM_* level, lowered to what the CPU runs. */
+static const gradref__sgemm_kernels *kernels_of(int kernel) {
     switch (gradref__sgemm_kernel(kernel)) {
 #ifdef GRADREF__GEMM_X86
-    case GRADREF_GEMM_AVX512: return GRADREF__AVX512_MR;
-    case GRADREF_GEMM_AVX2: return GRADREF__AVX2_MR;
+    case GRADREF_GEMM_AVX512: return &gradref__sgemm_kernels_avx512;
+    case GRADREF_GEMM_AVX2: return &gradref__sgemm_kernels_avx2;
 #endif
-    default: return GRADREF__PORTABLE_MR;
+    default: return &gradref__sgemm_kernels_portable;
     }
 }
 
+int64_t gradref__sgemm_mr(int kernel) {
+    return kernels_of(kernel)->mr;
+}
+
 int64_t gradref__sgemm_nr(int kernel) {
-    switch (gradref__sgemm_kernel(kernel)) {
-#ifdef GRADREF__GEMM_X86
-    case GRADREF_GEMM_AVX512: return GRADREF__AVX512_NR;
-    case GRADREF_GEMM_AVX2: return GRADREF__AVX2_NR;
-#endif
-    default: return GRADREF__PORTABLE_NR;
-    }
+    return kernels_of(kernel)->nr;
 }
 
 void gradref__sgemm_prepack_a(const gradref__sgemm_args *g, int kernel, float *dst) {
@@ -127,17 +126,9 @@ void gradref__sgemm_prepack_a(const gradref__sgemm_args *g, int kernel, float *d
 void gradref__sgemm(const gradref__sgemm_args *g, int kernel, void *work) {
     if (g->M <= 0 || g->N <= 0) return;
     kernel = gradref__sgemm_kernel(kernel);
-    micro_kernel run = kernel_portable;
-    int mr = GRADREF__PORTABLE_MR, nr = GRADREF__PORTABLE_NR;
-#ifdef GRADREF__GEMM_X86
-    if (kernel == GRADREF_GEMM_AVX512) {
-        run = gradref__sgemm_kernel_avx512;
-        mr = GRADREF__AVX512_MR, nr = GRADREF__AVX512_NR;
-    } else if (kernel == GRADREF_GEMM_AVX2) {
-        run = gradref__sgemm_kernel_avx2;
-        mr = GRADREF__AVX2_MR, nr = GRADREF__AVX2_NR;
-    }
-#endif
+    const gradref__sgemm_kernels *kt = kernels_of(kernel);
+    const gradref__sgemm_micro run = kt->micro;
+    const int mr = kt->mr, nr = kt->nr;
     if (g->K <= 0) { /* empty chains: +0, or C as it is */
         if (!g->accumulate)
             for (int64_t i = 0; i < g->M; i++)

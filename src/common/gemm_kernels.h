@@ -16,12 +16,24 @@
 #define GRADREF__AVX512_NR     32
 #define GRADREF__GEMM_MAX_TILE (GRADREF__AVX512_MR * GRADREF__AVX512_NR)
 
+/* One MR x NR tile over a k-slice (see the top of this file). */
+typedef void (*gradref__sgemm_micro)(int64_t k, const float *a, const float *b, float *c,
+                                     int64_t ldc, int load);
+
+/* A micro-kernel with its tile, one table per ISA: gemm.c (portable), gemm_avx2.c,
+ * gemm_avx512.c. */
+typedef struct gradref__sgemm_kernels {
+    const char *isa;
+    int mr, nr;
+    gradref__sgemm_micro micro;
+} gradref__sgemm_kernels;
+
+extern const gradref__sgemm_kernels gradref__sgemm_kernels_portable;
+
 #ifdef GRADREF_X86
 #  define GRADREF__GEMM_X86 1
-void gradref__sgemm_kernel_avx2(int64_t k, const float *a, const float *b, float *c, int64_t ldc,
-                                int load);
-void gradref__sgemm_kernel_avx512(int64_t k, const float *a, const float *b, float *c, int64_t ldc,
-                                  int load);
+extern const gradref__sgemm_kernels gradref__sgemm_kernels_avx2;
+extern const gradref__sgemm_kernels gradref__sgemm_kernels_avx512;
 /* The indirect AVX-512 micro-kernel (the CPU must have AVX-512F and FMA): for i < rows (1 .. 14)
  * and j < cols (1 .. 32), c[i * ldc + j] = the chain over p < k from +0 of
  * a_rows[p][a_off + i * a_cs] * b[p * 32 + j]. Row p of A is wherever a_rows[p] points (an
