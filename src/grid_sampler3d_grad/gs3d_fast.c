@@ -244,7 +244,7 @@ static void run_dgrid(const gs3d_run *r, int pair, int simd, int64_t n, int64_t 
     int64_t q = q0;
 #ifdef GRADREF_GS3D_SIMD
     if (simd == 2) q += gradref__gs3d_avx512_dgrid(r, n, q, q1);
-    if (simd) q += gradref__gs3d_simd_dgrid(r, n, q, q1);
+    if (simd) q += gradref__gs3d_avx2_dgrid(r, n, q, q1);
 #else
     (void)simd;
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* AVX2 kernels of the grid_sampler3d_grad fast path (x86-64, GCC or Clang), for f32 geometry
- * and f32 sums. They perform the portable passes' operations in the same order, 8 lanes at a
- * time, with no FMA, so the bits are the reference's. */
+/* The x86 kernels of the grid_sampler3d_grad fast path (GCC or Clang), for f32 geometry and f32
+ * sums, one ISA per file (gs3d_avx2.c, gs3d_avx512.c; gs3d_kernels.c chooses). They perform the
+ * portable passes' operations in the same order, with no FMA, so the bits are the reference's. */
 #ifndef GRADREF_GS3D_SIMD_H
 #define GRADREF_GS3D_SIMD_H
 
@@ -20,7 +20,7 @@ int gradref__gs3d_simd_level(const gradref__gs3d_plan *p);
 /* dgrid of points [q0, q1) of image n, 8 points per step; returns how many it did (the rest,
  * fewer than 8, is left to the caller). Needs trilinear mode and x and grad offsets that fit
  * in int32. */
-int64_t gradref__gs3d_simd_dgrid(const gs3d_run *r, int64_t n, int64_t q0, int64_t q1);
+int64_t gradref__gs3d_avx2_dgrid(const gs3d_run *r, int64_t n, int64_t q0, int64_t q1);
 /* The same, 16 points per step (AVX-512). */
 int64_t gradref__gs3d_avx512_dgrid(const gs3d_run *r, int64_t n, int64_t q0, int64_t q1);
 
@@ -48,6 +48,17 @@ int64_t gradref__gs3d_avx512_voxel_slots(const gs3d_run *r, int64_t n);
  * points of 16 voxels are read as stage rows and transposed into channel vectors; the later
  * points of the few fuller voxels are then added in point order. */
 void gradref__gs3d_avx512_nearest_dx_voxels(const gs3d_run *r, int64_t n, int64_t c0, float *stage);
+
+/* dgrid of `count` consecutive points from q: out[k][j] is component k of point q + j
+ * (gs3d_kernels.c, for both ISA files). */
+void gradref__gs3d_store_dgrid(const gs3d_run *r, int64_t n, int64_t q, int count,
+                               float out[3][16]);
+
+/* The dx-plane kernels gradref__gs3d_dx_plane_f32 chooses between. */
+void gradref__gs3d_avx2_dx_plane(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,
+                                 float *plane, const float *gn);
+void gradref__gs3d_avx512_dx_plane(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,
+                                   float *plane, const float *gn);
 
 /* dx for one accumulator plane when channels are adjacent in the accumulator and in grad:
  * the records in order, each adding w * grad[point, :] to its corners' channel rows. Returns 0

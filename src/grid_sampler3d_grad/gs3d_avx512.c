@@ -1,4 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* grid_sampler3d_grad's AVX-512 kernels: dgrid and geometry 16 points per step, the nearest
+ * dx paths (scatter and voxel index) and dx planes 16 channels per step; the reference's
+ * operations in its order, so its bits. */
 #include "gs3d_simd.h"
 
 #ifdef GRADREF_GS3D_SIMD
@@ -7,112 +10,8 @@
 #  include <string.h>
 
 #  include "common/convert.h"
-#  include "common/cpu.h"
 
-#  define TARGET     __attribute__((target("avx2")))
 #  define TARGET_512 __attribute__((target("avx2,avx512f,avx512cd,avx512dq,avx512bw,avx512vl")))
-
-int gradref__gs3d_simd_level(const gradref__gs3d_plan *p) {
-    int cpu = gradref__cpu_has_avx512() ? 2 : gradref__cpu_has_avx2_f16c();
-    return cpu < p->allow_simd ? cpu : p->allow_simd;
-}
-
-/* dgrid of `count` consecutive points from q: out[k][j] is component k of point q + j. */
-static void store_dgrid(const gs3d_run *r, int64_t n, int64_t q, int count, float out[3][16]) {
-    const gradref__gs3d_plan *p = r->p;
-    const gradref__gs3d_view *dv = &p->dgrid;
-    int64_t od = q / (p->Ho * p->Wo), oh = q / p->Wo % p->Ho, ow = q % p->Wo;
-    for (int j = 0; j < count; j++) {
-        char *o =
-            dv->data +
-            (size_t)(n * dv->s[0] + od * dv->s[1] + oh * dv->s[2] + ow * dv->s[3]) * p->elem_size;
-        for (int k = 0; k < 3; k++) {
-            char *e = o + (size_t)(k * dv->s[4]) * p->elem_size;
-            if (p->dtype == GRADREF_F32)
-                *(float *)e = out[k][j];
-            else
-                gradref__store_float(p->dtype, e, out[k][j]);
-        }
-        if (++ow == p->Wo) {
-            ow = 0;
-            if (++oh == p->Ho) {
-                oh = 0;
-                od++;
-            }
-        }
-    }
-}
-
-/* The low 32 bits of 8 int64 values (they fit: the caller checked). */
-TARGET static inline __m256i narrow8(const int64_t *v) {
-    __m256 lo = _mm256_castsi256_ps(_mm256_loadu_si256((const __m256i *)v));
-    __m256 hi = _mm256_castsi256_ps(_mm256_loadu_si256((const __m256i *)(v + 4)));
-    __m256i mixed = _mm256_castps_si256(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)));
-    return _mm256_permute4x64_epi64(mixed, _MM_SHUFFLE(3, 1, 2, 0));
-}
-
-TARGET int64_t gradref__gs3d_simd_dgrid(const gs3d_run *r, int64_t n, int64_t q0, int64_t q1) {
-    const gradref__gs3d_plan *p = r->p;
-    const int64_t NP = p->N * r->P;
-    const float *dist = (const float *)r->g.dist, *mult = (const float *)r->g.mult;
-    const float *xn = (const float *)r->x + n * r->xs[0];
-    const float *gn = (const float *)r->grad + n * r->gs[0];
-    __m256i corner[8];
-    for (int k = 0; k < 8; k++)
-        corner[k] = _mm256_set1_epi32((int32_t)r->dx_corner[k]);
-    int64_t q = q0;
-    for (; q + 8 <= q1; q += 8) {
-        const int64_t i = n * r->P + q;
-        const __m256i m8 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(r->g.mask + i)));
-        __m256 gix = _mm256_setzero_ps(), giy = gix, giz = gix;
-        if (!_mm256_testz_si256(m8, m8)) {
-            const __m256i offx = narrow8(r->g.offx + i), offg = narrow8(r->g.offg + i);
-            const __m256 w[2] = {_mm256_loadu_ps(dist + i), _mm256_loadu_ps(dist + NP + i)};
-            const __m256 h[2] = {_mm256_loadu_ps(dist + 2 * NP + i),
-                                 _mm256_loadu_ps(dist + 3 * NP + i)};
-            const __m256 d[2] = {_mm256_loadu_ps(dist + 4 * NP + i),
-                                 _mm256_loadu_ps(dist + 5 * NP + i)};
-            __m256i lane[8], idx[8];
-            int live = 0;
-            for (int k = 0; k < 8; k++) {
-                __m256i bit = _mm256_set1_epi32(1 << k);
-                lane[k] = _mm256_cmpeq_epi32(_mm256_and_si256(m8, bit), bit);
-                idx[k] = _mm256_add_epi32(offx, corner[k]);
-                if (!_mm256_testz_si256(lane[k], lane[k])) live |= 1 << k;
-            }
-            for (int64_t c = 0; c < p->C; c++) {
-                const float *xc = xn + c * r->xs[1];
-                const float *gc = gn + c * r->gs[1];
-                const __m256 g = r->grad_points_dense ? _mm256_loadu_ps(gc + q)
-                                                      : _mm256_i32gather_ps(gc, offg, 4);
-                for (int k = 0; k < 8; k++) {
-                    if (!((live >> k) & 1)) continue;
-                    const int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
-                    const __m256 on = _mm256_castsi256_ps(lane[k]);
-                    const __m256 v =
-                        _mm256_mask_i32gather_ps(_mm256_setzero_ps(), xc, idx[k], on, 4);
-                    const __m256 vw = _mm256_mul_ps(v, w[dx]);
-                    const __m256 tx =
-                        _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(v, h[dy]), d[dz]), g);
-                    const __m256 ty = _mm256_mul_ps(_mm256_mul_ps(vw, d[dz]), g);
-                    const __m256 tz = _mm256_mul_ps(_mm256_mul_ps(vw, h[dy]), g);
-                    gix = _mm256_blendv_ps(
-                        gix, dx ? _mm256_add_ps(gix, tx) : _mm256_sub_ps(gix, tx), on);
-                    giy = _mm256_blendv_ps(
-                        giy, dy ? _mm256_add_ps(giy, ty) : _mm256_sub_ps(giy, ty), on);
-                    giz = _mm256_blendv_ps(
-                        giz, dz ? _mm256_add_ps(giz, tz) : _mm256_sub_ps(giz, tz), on);
-                }
-            }
-        }
-        float out[3][16];
-        _mm256_storeu_ps(out[0], _mm256_mul_ps(_mm256_loadu_ps(mult + i), gix));
-        _mm256_storeu_ps(out[1], _mm256_mul_ps(_mm256_loadu_ps(mult + NP + i), giy));
-        _mm256_storeu_ps(out[2], _mm256_mul_ps(_mm256_loadu_ps(mult + 2 * NP + i), giz));
-        store_dgrid(r, n, q, 8, out);
-    }
-    return q - q0;
-}
 
 /* The low 32 bits of 16 int64 values. */
 TARGET_512 static inline __m512i narrow16(const int64_t *v) {
@@ -178,7 +77,7 @@ TARGET_512 int64_t gradref__gs3d_avx512_dgrid(const gs3d_run *r, int64_t n, int6
         _mm512_storeu_ps(out[0], _mm512_mul_ps(_mm512_loadu_ps(mult + i), gix));
         _mm512_storeu_ps(out[1], _mm512_mul_ps(_mm512_loadu_ps(mult + NP + i), giy));
         _mm512_storeu_ps(out[2], _mm512_mul_ps(_mm512_loadu_ps(mult + 2 * NP + i), giz));
-        store_dgrid(r, n, q, 16, out);
+        gradref__gs3d_store_dgrid(r, n, q, 16, out);
     }
     return q - q0;
 }
@@ -632,8 +531,8 @@ TARGET_512 static inline void axpy512(float *a, const float *g, float w, int64_t
     }
 }
 
-TARGET_512 static void dx_plane_512(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,
-                                    float *plane, const float *gn) {
+TARGET_512 void gradref__gs3d_avx512_dx_plane(const gs3d_run *r, const gs3d_record_f *rec,
+                                              int64_t count, float *plane, const float *gn) {
     const int64_t C = r->p->C;
     const int scale = r->p->interp != GRADREF_INTERP_NEAREST;
     for (int64_t e = 0; e < count; e++) {
@@ -649,42 +548,6 @@ TARGET_512 static void dx_plane_512(const gs3d_run *r, const gs3d_record_f *rec,
     }
 }
 
-TARGET static void dx_plane_avx2(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,
-                                 float *plane, const float *gn) {
-    const int64_t C = r->p->C;
-    const int scale = r->p->interp != GRADREF_INTERP_NEAREST;
-    for (int64_t e = 0; e < count; e++) {
-        if (e + 8 < count) _mm_prefetch((const char *)(gn + rec[e + 8].g), _MM_HINT_T0);
-        const float *g = gn + rec[e].g;
-        float *a = plane + rec[e].a;
-        for (int j = 0; j < 4; j++) {
-            if (!((rec[e].on >> j) & 1u)) continue;
-            float *aj = a + r->da_plane[j];
-            const float w = rec[e].w[j];
-            const __m256 wv = _mm256_set1_ps(w);
-            int64_t c = 0;
-            for (; c + 8 <= C; c += 8) {
-                __m256 gv = _mm256_loadu_ps(g + c);
-                __m256 add = scale ? _mm256_mul_ps(wv, gv) : gv;
-                _mm256_storeu_ps(aj + c, _mm256_add_ps(_mm256_loadu_ps(aj + c), add));
-            }
-            for (; c < C; c++)
-                aj[c] += scale ? w * g[c] : g[c];
-        }
-    }
-}
-
-int gradref__gs3d_dx_plane_f32(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,
-                               float *plane, const float *gn) {
-    if (r->as[1] != 1 || r->gs[1] != 1) return 0;
-    int level = gradref__gs3d_simd_level(r->p);
-    if (level == 2)
-        dx_plane_512(r, rec, count, plane, gn);
-    else if (level == 1)
-        dx_plane_avx2(r, rec, count, plane, gn);
-    return level > 0;
-}
-
 #else
-typedef int gradref__gs3d_simd_unused;
+typedef int gradref__gs3d_avx512_unused;
 #endif

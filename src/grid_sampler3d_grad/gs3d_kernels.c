@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The grid_sampler3d_grad kernel choice and what the ISA files share: the level a plan runs
+ * at, dgrid stores, and the dx-plane dispatch. The kernels: gs3d_avx2.c, gs3d_avx512.c. */
+#include "gs3d_simd.h"
+
+#ifdef GRADREF_GS3D_SIMD
+
+#  include "common/convert.h"
+#  include "common/cpu.h"
+
+int gradref__gs3d_simd_level(const gradref__gs3d_plan *p) {
+    int cpu = gradref__cpu_has_avx512() ? 2 : gradref__cpu_has_avx2_f16c();
+    return cpu < p->allow_simd ? cpu : p->allow_simd;
+}
+
+/* dgrid of `count` consecutive points from q: out[k][j] is component k of point q + j. */
+void gradref__gs3d_store_dgrid(const gs3d_run *r, int64_t n, int64_t q, int count,
+                               float out[3][16]) {
+    const gradref__gs3d_plan *p = r->p;
+    const gradref__gs3d_view *dv = &p->dgrid;
+    int64_t od = q / (p->Ho * p->Wo), oh = q / p->Wo % p->Ho, ow = q % p->Wo;
+    for (int j = 0; j < count; j++) {
+        char *o =
+            dv->data +
+            (size_t)(n * dv->s[0] + od * dv->s[1] + oh * dv->s[2] + ow * dv->s[3]) * p->elem_size;
+        for (int k = 0; k < 3; k++) {
+            char *e = o + (size_t)(k * dv->s[4]) * p->elem_size;
+            if (p->dtype == GRADREF_F32)
+                *(float *)e = out[k][j];
+            else
+                gradref__store_float(p->dtype, e, out[k][j]);
+        }
+        if (++ow == p->Wo) {
+            ow = 0;
+            if (++oh == p->Ho) {
+                oh = 0;
+                od++;
+            }
+        }
+    }
+}
+
+int gradref__gs3d_dx_plane_f32(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,
+                               float *plane, const float *gn) {
+    if (r->as[1] != 1 || r->gs[1] != 1) return 0;
+    int level = gradref__gs3d_simd_level(r->p);
+    if (level == 2)
+        gradref__gs3d_avx512_dx_plane(r, rec, count, plane, gn);
+    else if (level == 1)
+        gradref__gs3d_avx2_dx_plane(r, rec, count, plane, gn);
+    return level > 0;
+}
+
+#else
+typedef int gradref__gs3d_kernels_unused;
+#endif
