@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Depthwise rows of the conv_backprop_data fast path (stride 1): each grad element is the
- * reference's chain of fused multiply-adds over its taps, with taps outside diff read as 0
- * (exact for a finite filter). AVX-512 and AVX2+FMA kernels, chosen at run time, and a
- * portable loop give the same bits. */
+/* The conv_backprop_data kernels, one ISA per file: depthwise rows (stride 1; each grad
+ * element is the reference's chain of fused multiply-adds over its taps, with taps outside
+ * diff read as 0, exact for a finite filter) in cbd_kernels.c (portable, and the choice),
+ * cbd_avx2.c and cbd_avx512.c, all giving the same bits; and the AVX-512 direct tiles. */
 #ifndef GRADREF_CBD_SIMD_H
 #define GRADREF_CBD_SIMD_H
 
@@ -14,7 +14,27 @@
 void gradref__cbd_depthwise_plane(const gradref__cbd_plan *p, const float *w, const float *diff,
                                   float *grad, int kernel);
 
+/* The diff column of grad column i2 through tap position kp2 (stride 1). */
+static inline int64_t gradref__cbd_column_shift(const gradref__cbd_plan *p, int64_t kp2) {
+    return p->pad_begin[2] - kp2 * p->dil[2];
+}
+
+/* The stored index of tap position kp along dim j (flipped in CONVOLUTION mode). */
+static inline int64_t gradref__cbd_stored(const gradref__cbd_plan *p, int j, int64_t kp) {
+    return p->mode == GRADREF_CONV_CROSS_CORRELATION ? kp : p->K[j] - 1 - kp;
+}
+
 #ifdef GRADREF_X86
+/* The depthwise kernels gradref__cbd_depthwise_plane chooses among (cbd_avx2.c, cbd_avx512.c):
+ * one grad row from the nrows diff rows its row taps reach (rows, with the stored row-tap
+ * index base); four rows at once; a whole plane for K <= 3 x 3 and one depth. */
+void gradref__cbd_row_avx2(const gradref__cbd_plan *p, const float *w, const float *const *rows,
+                           const int64_t *base, int64_t nrows, float *out);
+void gradref__cbd_rows4_avx512(const gradref__cbd_plan *p, const float *w, const float *diff,
+                               const float *const rows[4][64], const int64_t base[4][64],
+                               const int64_t *nr, int64_t nrow, float *out);
+void gradref__cbd_plane_small_avx512(const gradref__cbd_plan *p, const float *w, const float *diff,
+                                     float *grad);
 #  define GRADREF_CBD_TILES 1
 /* Rows of the AVX-512 GEMM panels (gradref__sgemm_mr for that family). */
 #  define GRADREF_CBD_TILE_ROWS 14

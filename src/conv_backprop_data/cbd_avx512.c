@@ -1,56 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
+/* conv_backprop_data's AVX-512 kernels: the depthwise rows (four at a time, and whole small
+ * planes for 3 x 3), the 32-pixel direct tiles, their packing and the stride-2 scatter. */
 #include "cbd_simd.h"
-
-#include <math.h>
-
-#include "common/gemm.h"
-#include "common/isa.h"
-
-/* The diff column of grad column i2 through tap position kp2 (stride 1). */
-static int64_t column_shift(const gradref__cbd_plan *p, int64_t kp2) {
-    return p->pad_begin[2] - kp2 * p->dil[2];
-}
-
-static int64_t stored(const gradref__cbd_plan *p, int j, int64_t kp) {
-    return p->mode == GRADREF_CONV_CROSS_CORRELATION ? kp : p->K[j] - 1 - kp;
-}
-
-/* Row (i0, i1) of grad: the diff rows its row taps reach, in the chain's order. Returns how
- * many, filling rows[] and the stored row-tap index base (k0 * K1 + k1) * K2. */
-static int64_t row_taps(const gradref__cbd_plan *p, const float *diff, int64_t i0, int64_t i1,
-                        const float **rows, int64_t *base) {
-    int64_t n = 0;
-    for (int64_t kp0 = p->K[0] - 1; kp0 >= 0; kp0--) {
-        const int64_t o0 = i0 + p->pad_begin[0] - kp0 * p->dil[0];
-        if (o0 < 0 || o0 >= p->O[0]) continue;
-        for (int64_t kp1 = p->K[1] - 1; kp1 >= 0; kp1--) {
-            const int64_t o1 = i1 + p->pad_begin[1] - kp1 * p->dil[1];
-            if (o1 < 0 || o1 >= p->O[1]) continue;
-            rows[n] = diff + (o0 * p->O[1] + o1) * p->O[2];
-            base[n] = (stored(p, 0, kp0) * p->K[1] + stored(p, 1, kp1)) * p->K[2];
-            n++;
-        }
-    }
-    return n;
-}
-
-static void row_portable(const gradref__cbd_plan *p, const float *w, const float *const *rows,
-                         const int64_t *base, int64_t nrows, float *out) {
-    for (int64_t i2 = 0; i2 < p->I[2]; i2++) {
-        float acc = 0.0f;
-        for (int64_t r = 0; r < nrows; r++)
-            for (int64_t kp2 = p->K[2] - 1; kp2 >= 0; kp2--) {
-                const int64_t o2 = i2 + column_shift(p, kp2);
-                if (o2 >= 0 && o2 < p->O[2])
-                    acc = fmaf(w[base[r] + stored(p, 2, kp2)], rows[r][o2], acc);
-            }
-        out[i2] = acc;
-    }
-}
 
 #ifdef GRADREF_X86
 #  include <immintrin.h>
-#  define CBD_X86 1
 
 /* Lanes l of o2 = start + l inside [0, O2), as a 16-lane mask. */
 static uint32_t valid16(int64_t start, int64_t O2) {
@@ -63,15 +17,15 @@ static uint32_t valid16(int64_t start, int64_t O2) {
  * independent chains in registers. Each element's chain runs over its row taps, then its
  * column taps, as in the reference; a row with fewer row taps gets masked (all-zero) loads for
  * the rest, which leave its chain exact (the filter is finite). K2 <= 64. */
-__attribute__((target("avx512f,fma"))) static void
-rows4_avx512(const gradref__cbd_plan *p, const float *w, const float *diff,
-             const float *const rows[4][64], const int64_t base[4][64], const int64_t *nr,
-             int64_t nrow, float *out) {
+__attribute__((target("avx512f,fma"))) void
+gradref__cbd_rows4_avx512(const gradref__cbd_plan *p, const float *w, const float *diff,
+                          const float *const rows[4][64], const int64_t base[4][64],
+                          const int64_t *nr, int64_t nrow, float *out) {
     const int64_t I2 = p->I[2], O2 = p->O[2], K2 = p->K[2];
     int64_t shift[64], k2s[64], most = 0;
     for (int64_t c = 0; c < K2; c++) {
-        shift[c] = column_shift(p, K2 - 1 - c);
-        k2s[c] = stored(p, 2, K2 - 1 - c);
+        shift[c] = gradref__cbd_column_shift(p, K2 - 1 - c);
+        k2s[c] = gradref__cbd_stored(p, 2, K2 - 1 - c);
     }
     for (int r = 0; r < 4; r++)
         most = nr[r] > most ? nr[r] : most;
@@ -231,18 +185,20 @@ strip_3x3_2(const __m512 wr[3][3], const int64_t shift[3], const float *diff, in
     strip_3x3(2, wr, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
 }
 
-__attribute__((target("avx512f,fma"))) static void
-plane_small_avx512(const gradref__cbd_plan *p, const float *w, const float *diff, float *grad) {
+__attribute__((target("avx512f,fma"))) void
+gradref__cbd_plane_small_avx512(const gradref__cbd_plan *p, const float *w, const float *diff,
+                                float *grad) {
     const int64_t I1 = p->I[1], I2 = p->I[2], O1 = p->O[1], O2 = p->O[2];
     const int64_t K1 = p->K[1], K2 = p->K[2], pb1 = p->pad_begin[1];
     __m512 wr[3][3]; /* [kp1][c], c = column taps in chain order (kp2 descending) */
     int64_t shift[3] = {0, 0, 0};
     for (int64_t c = 0; c < 3; c++)
-        if (c < K2) shift[c] = column_shift(p, K2 - 1 - c);
+        if (c < K2) shift[c] = gradref__cbd_column_shift(p, K2 - 1 - c);
     for (int64_t kp1 = 0; kp1 < 3; kp1++)
         for (int64_t c = 0; c < 3; c++)
             wr[kp1][c] = kp1 < K1 && c < K2
-                             ? _mm512_set1_ps(w[stored(p, 1, kp1) * K2 + stored(p, 2, K2 - 1 - c)])
+                             ? _mm512_set1_ps(w[gradref__cbd_stored(p, 1, kp1) * K2 +
+                                                gradref__cbd_stored(p, 2, K2 - 1 - c)])
                              : _mm512_setzero_ps();
     int64_t first = 0; /* rows before it are done */
     if (K1 == 3 && K2 == 3) {
@@ -453,79 +409,6 @@ __attribute__((target("avx512f"))) void gradref__cbd_scatter2_avx512(const float
         }
 }
 
-__attribute__((target("avx2,fma"))) static void row_avx2(const gradref__cbd_plan *p, const float *w,
-                                                         const float *const *rows,
-                                                         const int64_t *base, int64_t nrows,
-                                                         float *out) {
-    const int64_t I2 = p->I[2], O2 = p->O[2];
-    int64_t i2 = 0;
-    for (; i2 + 8 <= I2; i2 += 8) {
-        __m256 acc = _mm256_setzero_ps();
-        for (int64_t r = 0; r < nrows; r++)
-            for (int64_t kp2 = p->K[2] - 1; kp2 >= 0; kp2--) {
-                const int64_t start = i2 + column_shift(p, kp2);
-                __m256 v;
-                if (start >= 0 && start + 8 <= O2) {
-                    v = _mm256_loadu_ps(rows[r] + start);
-                } else {
-                    float tmp[8];
-                    for (int l = 0; l < 8; l++)
-                        tmp[l] = start + l >= 0 && start + l < O2 ? rows[r][start + l] : 0.0f;
-                    v = _mm256_loadu_ps(tmp);
-                }
-                acc = _mm256_fmadd_ps(_mm256_set1_ps(w[base[r] + stored(p, 2, kp2)]), v, acc);
-            }
-        _mm256_storeu_ps(out + i2, acc);
-    }
-    for (; i2 < I2; i2++) { /* the tail, as the portable loop */
-        float acc = 0.0f;
-        for (int64_t r = 0; r < nrows; r++)
-            for (int64_t kp2 = p->K[2] - 1; kp2 >= 0; kp2--) {
-                const int64_t o2 = i2 + column_shift(p, kp2);
-                if (o2 >= 0 && o2 < O2)
-                    acc = fmaf(w[base[r] + stored(p, 2, kp2)], rows[r][o2], acc);
-            }
-        out[i2] = acc;
-    }
-}
-#endif
-
-void gradref__cbd_depthwise_plane(const gradref__cbd_plan *p, const float *w, const float *diff,
-                                  float *grad, int kernel) {
-    const float *rows[4][64];
-    int64_t base[4][64], nr[4];
-    int best = gradref__sgemm_best_kernel();
-    if (kernel > best) kernel = best;
-#ifdef CBD_X86
-    if (kernel == GRADREF_GEMM_AVX512 && p->I[0] == 1 && p->O[0] == 1 && p->K[0] == 1 &&
-        p->K[1] <= 3 && p->K[2] <= 3 && p->dil[1] == 1 && p->dil[2] == 1) {
-        plane_small_avx512(p, w, diff, grad);
-        return;
-    }
-#endif
-    for (int64_t i0 = 0; i0 < p->I[0]; i0++)
-        for (int64_t i1 = 0; i1 < p->I[1];) {
-            float *out = grad + (i0 * p->I[1] + i1) * p->I[2];
-#ifdef CBD_X86
-            if (kernel == GRADREF_GEMM_AVX512 && p->K[2] <= 64) {
-                const int64_t nrow = p->I[1] - i1 < 4 ? p->I[1] - i1 : 4;
-                for (int64_t r = 0; r < 4; r++)
-                    nr[r] = r < nrow ? row_taps(p, diff, i0, i1 + r, rows[r], base[r]) : 0;
-                rows4_avx512(p, w, diff, (const float *const(*)[64])rows,
-                             (const int64_t(*)[64])base, nr, nrow, out);
-                i1 += nrow;
-                continue;
-            }
-#endif
-            nr[0] = row_taps(p, diff, i0, i1, rows[0], base[0]);
-#ifdef CBD_X86
-            if (kernel == GRADREF_GEMM_AVX2)
-                row_avx2(p, w, rows[0], base[0], nr[0], out);
-            else
-                row_portable(p, w, rows[0], base[0], nr[0], out);
 #else
-            row_portable(p, w, rows[0], base[0], nr[0], out);
+typedef int gradref__cbd_avx512_unused;
 #endif
-            i1++;
-        }
-}

@@ -1,0 +1,83 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The depthwise rows' portable kernel and the choice among the ISA files (cbd_avx2.c,
+ * cbd_avx512.c). */
+#include "cbd_simd.h"
+
+#include <math.h>
+
+#include "common/gemm.h"
+#include "common/isa.h"
+
+/* Row (i0, i1) of grad: the diff rows its row taps reach, in the chain's order. Returns how
+ * many, filling rows[] and the stored row-tap index base (k0 * K1 + k1) * K2. */
+static int64_t row_taps(const gradref__cbd_plan *p, const float *diff, int64_t i0, int64_t i1,
+                        const float **rows, int64_t *base) {
+    int64_t n = 0;
+    for (int64_t kp0 = p->K[0] - 1; kp0 >= 0; kp0--) {
+        const int64_t o0 = i0 + p->pad_begin[0] - kp0 * p->dil[0];
+        if (o0 < 0 || o0 >= p->O[0]) continue;
+        for (int64_t kp1 = p->K[1] - 1; kp1 >= 0; kp1--) {
+            const int64_t o1 = i1 + p->pad_begin[1] - kp1 * p->dil[1];
+            if (o1 < 0 || o1 >= p->O[1]) continue;
+            rows[n] = diff + (o0 * p->O[1] + o1) * p->O[2];
+            base[n] = (gradref__cbd_stored(p, 0, kp0) * p->K[1] + gradref__cbd_stored(p, 1, kp1)) *
+                      p->K[2];
+            n++;
+        }
+    }
+    return n;
+}
+
+static void row_portable(const gradref__cbd_plan *p, const float *w, const float *const *rows,
+                         const int64_t *base, int64_t nrows, float *out) {
+    for (int64_t i2 = 0; i2 < p->I[2]; i2++) {
+        float acc = 0.0f;
+        for (int64_t r = 0; r < nrows; r++)
+            for (int64_t kp2 = p->K[2] - 1; kp2 >= 0; kp2--) {
+                const int64_t o2 = i2 + gradref__cbd_column_shift(p, kp2);
+                if (o2 >= 0 && o2 < p->O[2])
+                    acc = fmaf(w[base[r] + gradref__cbd_stored(p, 2, kp2)], rows[r][o2], acc);
+            }
+        out[i2] = acc;
+    }
+}
+
+void gradref__cbd_depthwise_plane(const gradref__cbd_plan *p, const float *w, const float *diff,
+                                  float *grad, int kernel) {
+    const float *rows[4][64];
+    int64_t base[4][64], nr[4];
+    int best = gradref__sgemm_best_kernel();
+    if (kernel > best) kernel = best;
+#ifdef GRADREF_X86
+    if (kernel == GRADREF_GEMM_AVX512 && p->I[0] == 1 && p->O[0] == 1 && p->K[0] == 1 &&
+        p->K[1] <= 3 && p->K[2] <= 3 && p->dil[1] == 1 && p->dil[2] == 1) {
+        gradref__cbd_plane_small_avx512(p, w, diff, grad);
+        return;
+    }
+#endif
+    for (int64_t i0 = 0; i0 < p->I[0]; i0++)
+        for (int64_t i1 = 0; i1 < p->I[1];) {
+            float *out = grad + (i0 * p->I[1] + i1) * p->I[2];
+#ifdef GRADREF_X86
+            if (kernel == GRADREF_GEMM_AVX512 && p->K[2] <= 64) {
+                const int64_t nrow = p->I[1] - i1 < 4 ? p->I[1] - i1 : 4;
+                for (int64_t r = 0; r < 4; r++)
+                    nr[r] = r < nrow ? row_taps(p, diff, i0, i1 + r, rows[r], base[r]) : 0;
+                gradref__cbd_rows4_avx512(p, w, diff, (const float *const(*)[64])rows,
+                                          (const int64_t(*)[64])base, nr, nrow, out);
+                i1 += nrow;
+                continue;
+            }
+#endif
+            nr[0] = row_taps(p, diff, i0, i1, rows[0], base[0]);
+#ifdef GRADREF_X86
+            if (kernel == GRADREF_GEMM_AVX2)
+                gradref__cbd_row_avx2(p, w, rows[0], base[0], nr[0], out);
+            else
+                row_portable(p, w, rows[0], base[0], nr[0], out);
+#else
+            row_portable(p, w, rows[0], base[0], nr[0], out);
+#endif
+            i1++;
+        }
+}
