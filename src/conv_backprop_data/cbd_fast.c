@@ -13,10 +13,10 @@
  * (fma(w, 0, acc) = acc, and acc is never -0), so the path requires a finite filter; a filter
  * holding Inf or NaN runs the reference loop, which skips those taps.
  *
- * Depthwise convolutions with stride 1 use direct row kernels (cbd_simd.c). Work items are
- * (image, group, input-channel block); each writes only its own grad channels, so the bits do
- * not depend on the thread count. F64, I8 and GRADREF_PRECISION_HIGH run the reference loop
- * over the same items. */
+ * Depthwise convolutions with stride 1 use direct row kernels (cbd_kernels.c, cbd_avx2.c,
+ * cbd_avx512.c). Work items are (image, group, input-channel block); each writes only its own grad
+ * channels, so the bits do not depend on the thread count. F64, I8 and GRADREF_PRECISION_HIGH run
+ * the reference loop over the same items. */
 #include <math.h>
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The fast path's working state, shared by the portable passes (gs3d_fast.c) and the AVX2
- * kernels (gs3d_simd.c).
+ * kernels (gs3d_avx2.c, gs3d_avx512.c).
  *
  * Pass 1 computes each output point's geometry once (corner offsets, in-bounds mask, weights,
  * distances, multipliers). Pass 2 (dgrid) owns blocks of points and loops the channels of
