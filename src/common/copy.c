@@ -11,32 +11,7 @@
 #include "isa.h"
 
 #ifdef GRADREF_X86
-#  include <immintrin.h>
 #  define GRADREF_COPY_AVX2 1
-
-/* d[i * dstride + j] = s[j * sstride + i] for an 8 x 8 block of 32-bit elements. */
-__attribute__((target("avx2"))) static void transpose8x8_32(const uint32_t *s, int64_t sstride,
-                                                            uint32_t *d, int64_t dstride) {
-    __m256 r[8], t[8];
-    for (int k = 0; k < 8; k++)
-        r[k] = _mm256_loadu_ps((const float *)(s + k * sstride));
-    for (int k = 0; k < 4; k++) {
-        t[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
-        t[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
-    }
-    for (int k = 0; k < 2; k++) {
-        r[4 * k] = _mm256_shuffle_ps(t[4 * k], t[4 * k + 2], _MM_SHUFFLE(1, 0, 1, 0));
-        r[4 * k + 1] = _mm256_shuffle_ps(t[4 * k], t[4 * k + 2], _MM_SHUFFLE(3, 2, 3, 2));
-        r[4 * k + 2] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], _MM_SHUFFLE(1, 0, 1, 0));
-        r[4 * k + 3] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    for (int k = 0; k < 4; k++) {
-        t[k] = _mm256_permute2f128_ps(r[k], r[k + 4], 0x20);
-        t[k + 4] = _mm256_permute2f128_ps(r[k], r[k + 4], 0x31);
-    }
-    for (int k = 0; k < 8; k++)
-        _mm256_storeu_ps((float *)(d + k * dstride), t[k]);
-}
 #endif
 
 static const char OP[] = "copy";
@@ -330,7 +305,8 @@ static void copy_tiles(const copy_dims *c, int t, int64_t numel, int threads) {
             uint32_t *dp = (uint32_t *)c->dst + dof + j0;
             for (int64_t i = i0; i < i1; i += 8)
                 for (int64_t j = 0; j < TILE; j += 8)
-                    transpose8x8_32(sp + j * s_in + i, s_in, dp + i * c->ds[t] + j, c->ds[t]);
+                    gradref__transpose8x8_32_avx2(sp + j * s_in + i, s_in, dp + i * c->ds[t] + j,
+                                                  c->ds[t]);
             continue;
         }
 #endif

@@ -123,24 +123,7 @@ static void block_runs(const gradref__c3f_plan *p, int64_t r0, int64_t r1, runs 
 }
 
 #ifdef GRADREF_X86
-#  include <immintrin.h>
 #  define C3F_AVX512 1
-/* Lanes [la, lb) of `run` consecutive panel rows (mr floats apart): row q takes channels from
- * base + q * step (ci 0 at lane la) when lo <= q < hi, else zeros. */
-__attribute__((target("avx512f"))) static void panel_lanes(float *dst, int64_t mr,
-                                                           const float *base, int64_t step,
-                                                           int64_t lo, int64_t hi, int64_t run,
-                                                           int64_t la, int64_t lb) {
-    const __mmask16 m = (__mmask16)(((1u << lb) - 1u) & ~((1u << la) - 1u));
-    const __m512 zero = _mm512_setzero_ps();
-    int64_t q = 0;
-    for (; q < lo; q++)
-        _mm512_mask_storeu_ps(dst + q * mr, m, zero);
-    for (; q < hi; q++)
-        _mm512_mask_storeu_ps(dst + q * mr, m, _mm512_maskz_loadu_ps(m, base + q * step - la));
-    for (; q < run; q++)
-        _mm512_mask_storeu_ps(dst + q * mr, m, zero);
-}
 #endif
 
 /* The tap's input offsets (flipped in CONVOLUTION mode). */
@@ -197,7 +180,8 @@ static void pack_panels(const run *R, const layout *L, int64_t g, int64_t t0, in
                 const int64_t step = p->stride[2] * R->xs[4];
 #ifdef C3F_AVX512
                 if (avx512) {
-                    panel_lanes(dst, mr, base ? base + ci0 : NULL, step, lo, hi, run, la, lb);
+                    gradref__c3f_panel_lanes_avx512(dst, mr, base ? base + ci0 : NULL, step, lo, hi,
+                                                    run, la, lb);
                     j += lb - la;
                     continue;
                 }

@@ -1,0 +1,34 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* gradref_copy's AVX2 kernel: 8 x 8 blocks of 32-bit elements transposed in registers. */
+#include "copy.h"
+#include "isa.h"
+
+#ifdef GRADREF_X86
+#  include <immintrin.h>
+
+/* d[i * dstride + j] = s[j * sstride + i] for an 8 x 8 block of 32-bit elements. */
+__attribute__((target("avx2"))) void
+gradref__transpose8x8_32_avx2(const uint32_t *s, int64_t sstride, uint32_t *d, int64_t dstride) {
+    __m256 r[8], t[8];
+    for (int k = 0; k < 8; k++)
+        r[k] = _mm256_loadu_ps((const float *)(s + k * sstride));
+    for (int k = 0; k < 4; k++) {
+        t[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+        t[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+    }
+    for (int k = 0; k < 2; k++) {
+        r[4 * k] = _mm256_shuffle_ps(t[4 * k], t[4 * k + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * k + 1] = _mm256_shuffle_ps(t[4 * k], t[4 * k + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        r[4 * k + 2] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * k + 3] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int k = 0; k < 4; k++) {
+        t[k] = _mm256_permute2f128_ps(r[k], r[k + 4], 0x20);
+        t[k + 4] = _mm256_permute2f128_ps(r[k], r[k + 4], 0x31);
+    }
+    for (int k = 0; k < 8; k++)
+        _mm256_storeu_ps((float *)(d + k * dstride), t[k]);
+}
+#else
+typedef int gradref__copy_avx2_unused;
+#endif
