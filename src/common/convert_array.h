@@ -12,4 +12,8 @@ void gradref__f32_to_f16_array(const float *src, uint16_t *dst, size_t n);
 void gradref__bf16_to_f32_array(const uint16_t *src, float *dst, size_t n);
 void gradref__f32_to_bf16_array(const float *src, uint16_t *dst, size_t n);
 
+/* The F16C versions (convert_array_avx2.c; the CPU must have AVX and F16C). */
+void gradref__f16_to_f32_f16c(const uint16_t *src, float *dst, size_t n);
+void gradref__f32_to_f16_f16c(const float *src, uint16_t *dst, size_t n);
+
 #endif

@@ -1,0 +1,43 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The F16C array conversions (the AVX2 level: AVX2 with F16C), bit for bit convert.h's. */
+#include "convert.h"
+#include "convert_array.h"
+#include "isa.h"
+
+#ifdef GRADREF_X86
+#  include <immintrin.h>
+
+/* F16C converts NaNs quietly; blocks holding a NaN are redone with the scalar routine so the
+ * payloads come out as convert.h makes them. */
+__attribute__((target("avx,f16c"))) void gradref__f16_to_f32_f16c(const uint16_t *src, float *dst,
+                                                                  size_t n) {
+    size_t i = 0;
+    const __m128i abs = _mm_set1_epi16(0x7fff), inf = _mm_set1_epi16(0x7c00);
+    for (; i + 8 <= n; i += 8) {
+        __m128i h = _mm_loadu_si128((const __m128i *)(src + i));
+        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+        if (_mm_movemask_epi8(_mm_cmpgt_epi16(_mm_and_si128(h, abs), inf)))
+            for (size_t j = i; j < i + 8; j++)
+                dst[j] = gradref__f16_to_f32(src[j]);
+    }
+    for (; i < n; i++)
+        dst[i] = gradref__f16_to_f32(src[i]);
+}
+
+__attribute__((target("avx,f16c"))) void gradref__f32_to_f16_f16c(const float *src, uint16_t *dst,
+                                                                  size_t n) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8) {
+        __m256 v = _mm256_loadu_ps(src + i);
+        _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+        if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)))
+            for (size_t j = i; j < i + 8; j++)
+                dst[j] = gradref__f32_to_f16(src[j]);
+    }
+    for (; i < n; i++)
+        dst[i] = gradref__f32_to_f16(src[i]);
+}
+
+#else
+typedef int gradref__convert_array_avx2_unused;
+#endif
