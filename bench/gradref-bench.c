@@ -217,6 +217,18 @@ static int run_recat(const problem *p, int threads, int repeats, timing *t) {
 
 /* ---- rope ---- */
 
+/* dst[i] = v in the dtype (rounded to nearest even for the 16-bit ones). */
+static void store_value(gradref_dtype dtype, void *dst, int64_t i, float v) {
+    if (dtype == GRADREF_F64)
+        ((double *)dst)[i] = v;
+    else if (dtype == GRADREF_F16)
+        ((uint16_t *)dst)[i] = gradref__f32_to_f16(v);
+    else if (dtype == GRADREF_BF16)
+        ((uint16_t *)dst)[i] = gradref__f32_to_bf16(v);
+    else
+        ((float *)dst)[i] = v;
+}
+
 /* Values in [-1, 1) of the dtype: no subnormal, so no slow microcode paths. */
 /* Uniform values in [-1, 1) from splitmix64 (consecutive xorshift32 outputs are correlated
  * enough to put grid points on planes, which changes grid_sampler's memory pattern). */
@@ -228,14 +240,7 @@ static void fill_values(gradref_dtype dtype, void *dst, int64_t n, unsigned seed
         z = (z ^ (z >> 27)) * 0x94d049bb133111ebu;
         z ^= z >> 31;
         float v = (float)(z >> 40) * 0x1p-23f - 1.0f;
-        if (dtype == GRADREF_F64)
-            ((double *)dst)[i] = v;
-        else if (dtype == GRADREF_F16)
-            ((uint16_t *)dst)[i] = gradref__f32_to_f16(v);
-        else if (dtype == GRADREF_BF16)
-            ((uint16_t *)dst)[i] = gradref__f32_to_bf16(v);
-        else
-            ((float *)dst)[i] = v;
+        store_value(dtype, dst, i, v);
     }
 }
 
@@ -333,14 +338,7 @@ static void fill_smooth_grid(gradref_dtype dtype, void *dst, int64_t N, int64_t 
                     for (int k = 0; k < 3; k++, i++) {
                         const double shift = 0.04 * sin(6.0 * at[(k + 1) % 3] + (double)n + k);
                         const float v = (float)(2.0 * at[k] - 1.0 + shift);
-                        if (dtype == GRADREF_F64)
-                            ((double *)dst)[i] = v;
-                        else if (dtype == GRADREF_F16)
-                            ((uint16_t *)dst)[i] = gradref__f32_to_f16(v);
-                        else if (dtype == GRADREF_BF16)
-                            ((uint16_t *)dst)[i] = gradref__f32_to_bf16(v);
-                        else
-                            ((float *)dst)[i] = v;
+                        store_value(dtype, dst, i, v);
                     }
                 }
 }
