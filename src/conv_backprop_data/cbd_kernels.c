@@ -42,42 +42,48 @@ static void row_portable(const gradref__cbd_plan *p, const float *w, const float
     }
 }
 
-void gradref__cbd_depthwise_plane(const gradref__cbd_plan *p, const float *w, const float *diff,
-                                  float *grad, int kernel) {
-    const float *rows[4][64];
-    int64_t base[4][64], nr[4];
-    int best = gradref__sgemm_best_kernel();
+static const gradref__cbd_depthwise_kernels portable = {"portable", row_portable, NULL, NULL};
+
+#ifdef GRADREF_X86
+static const gradref__cbd_depthwise_kernels avx2 = {"avx2", gradref__cbd_row_avx2, NULL, NULL};
+static const gradref__cbd_depthwise_kernels avx512 = {
+    "avx512", gradref__cbd_row_avx2, gradref__cbd_rows4_avx512, gradref__cbd_plane_small_avx512};
+#endif
+
+const gradref__cbd_depthwise_kernels *gradref__cbd_depthwise_kernels_for(int kernel) {
+    const int best = gradref__sgemm_best_kernel();
     if (kernel > best) kernel = best;
 #ifdef GRADREF_X86
-    if (kernel == GRADREF_GEMM_AVX512 && p->I[0] == 1 && p->O[0] == 1 && p->K[0] == 1 &&
-        p->K[1] <= 3 && p->K[2] <= 3 && p->dil[1] == 1 && p->dil[2] == 1) {
-        gradref__cbd_plane_small_avx512(p, w, diff, grad);
+    if (kernel == GRADREF_GEMM_AVX512) return &avx512;
+    if (kernel == GRADREF_GEMM_AVX2) return &avx2;
+#endif
+    return &portable;
+}
+
+void gradref__cbd_depthwise_plane(const gradref__cbd_plan *p, const float *w, const float *diff,
+                                  float *grad, int kernel) {
+    const gradref__cbd_depthwise_kernels *k = gradref__cbd_depthwise_kernels_for(kernel);
+    const float *rows[4][64];
+    int64_t base[4][64], nr[4];
+    if (k->plane_small && p->I[0] == 1 && p->O[0] == 1 && p->K[0] == 1 && p->K[1] <= 3 &&
+        p->K[2] <= 3 && p->dil[1] == 1 && p->dil[2] == 1) {
+        k->plane_small(p, w, diff, grad);
         return;
     }
-#endif
     for (int64_t i0 = 0; i0 < p->I[0]; i0++)
         for (int64_t i1 = 0; i1 < p->I[1];) {
             float *out = grad + (i0 * p->I[1] + i1) * p->I[2];
-#ifdef GRADREF_X86
-            if (kernel == GRADREF_GEMM_AVX512 && p->K[2] <= 64) {
+            if (k->rows4 && p->K[2] <= 64) {
                 const int64_t nrow = p->I[1] - i1 < 4 ? p->I[1] - i1 : 4;
                 for (int64_t r = 0; r < 4; r++)
                     nr[r] = r < nrow ? row_taps(p, diff, i0, i1 + r, rows[r], base[r]) : 0;
-                gradref__cbd_rows4_avx512(p, w, diff, (const float *const(*)[64])rows,
-                                          (const int64_t(*)[64])base, nr, nrow, out);
+                k->rows4(p, w, diff, (const float *const(*)[64])rows, (const int64_t(*)[64])base,
+                         nr, nrow, out);
                 i1 += nrow;
                 continue;
             }
-#endif
             nr[0] = row_taps(p, diff, i0, i1, rows[0], base[0]);
-#ifdef GRADREF_X86
-            if (kernel == GRADREF_GEMM_AVX2)
-                gradref__cbd_row_avx2(p, w, rows[0], base[0], nr[0], out);
-            else
-                row_portable(p, w, rows[0], base[0], nr[0], out);
-#else
-            row_portable(p, w, rows[0], base[0], nr[0], out);
-#endif
+            k->row(p, w, rows[0], base[0], nr[0], out);
             i1++;
         }
 }

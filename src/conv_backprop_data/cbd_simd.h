@@ -9,6 +9,22 @@
 #include "cbd_internal.h"
 #include "common/isa.h"
 
+/* The depthwise kernels of one ISA: one grad row from the nrows diff rows its row taps reach
+ * (rows, with the stored row-tap index base), never NULL; four rows at once (NULL: row by row);
+ * a whole plane for K <= 3 x 3 and one depth (NULL: rows). */
+typedef struct gradref__cbd_depthwise_kernels {
+    const char *isa;
+    void (*row)(const gradref__cbd_plan *p, const float *w, const float *const *rows,
+                const int64_t *base, int64_t nrows, float *out);
+    void (*rows4)(const gradref__cbd_plan *p, const float *w, const float *diff,
+                  const float *const rows[4][64], const int64_t base[4][64], const int64_t *nr,
+                  int64_t nrow, float *out);
+    void (*plane_small)(const gradref__cbd_plan *p, const float *w, const float *diff, float *grad);
+} gradref__cbd_depthwise_kernels;
+
+/* The table of the widest family the CPU runs, at most `kernel` (common/gemm.h numbering). */
+const gradref__cbd_depthwise_kernels *gradref__cbd_depthwise_kernels_for(int kernel);
+
 /* One channel: w holds the K0*K1*K2 taps (stored order), diff and grad are dense planes of
  * O and I pixels. `kernel` is the highest family allowed (common/gemm.h numbering). */
 void gradref__cbd_depthwise_plane(const gradref__cbd_plan *p, const float *w, const float *diff,
