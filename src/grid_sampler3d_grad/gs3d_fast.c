@@ -11,13 +11,11 @@
 #include "gs3d_fast.h"
 #include "gs3d_simd.h"
 
-#define GS_T     float
-#define GS_A     float
-#define GS_FN(f) f##_ff
-#define GS_REC   gs3d_record_f
-#ifdef GRADREF_GS3D_SIMD
-#  define GS_PLANE_KERNEL gradref__gs3d_dx_plane_f32
-#endif
+#define GS_T            float
+#define GS_A            float
+#define GS_FN(f)        f##_ff
+#define GS_REC          gs3d_record_f
+#define GS_PLANE_KERNEL gradref__gs3d_dx_plane_f32
 #include "gs3d_fast_impl.h"
 #undef GS_T
 #undef GS_A
@@ -75,21 +73,14 @@ static void grad_shape(const gradref__gs3d_plan *p, int64_t *s) {
 /* Nearest mode's AVX-512 path for channel-major data: dx itself (F32) takes 16 points of a
  * channel per gather-add-scatter, with no copies and no buckets (gs3d_simd.h). */
 static int nearest_scatter_fits(const gradref__gs3d_plan *p, int32_t precision) {
-#ifdef GRADREF_GS3D_SIMD
     const int64_t *g = p->grad.s, *d = p->dx.s;
     const int64_t reach = (p->D - 1) * d[2] + (p->H - 1) * d[3] + (p->W - 1) * d[4];
     return p->interp == GRADREF_INTERP_NEAREST && p->dx.data != NULL && p->dtype == GRADREF_F32 &&
            precision == GRADREF_PRECISION_DEFAULT && p->C > 1 && d[1] != 1 && g[4] == 1 &&
            g[3] == p->Wo && g[2] == p->Ho * p->Wo && reach < INT64_C(0x7fffffff) &&
-           gradref__gs3d_simd_level(p) == 2;
-#else
-    (void)p;
-    (void)precision;
-    return 0;
-#endif
+           gradref__gs3d_kernels_for(p)->nearest_dx != NULL;
 }
 
-#ifdef GRADREF_GS3D_SIMD
 /* Nearest: image n's voxel index (gs3d_voxels): one pass over the points in order, then the
  * later points sorted (stably) by voxel block. */
 static void build_voxels(const gs3d_run *r, int64_t n) {
@@ -101,7 +92,7 @@ static void build_voxels(const gs3d_run *r, int64_t n) {
     const int32_t none = gs3d_no_point(P);
     for (int64_t i = 0; i < 2 * V; i++)
         slots[i] = none;
-    const int64_t count = gradref__gs3d_avx512_voxel_slots(r, n);
+    const int64_t count = r->k->voxel_slots(r, n);
     int32_t *start = r->v.block_start + n * (blocks + 1), *over = r->v.over + n * 2 * P;
     memset(start, 0, (size_t)(blocks + 1) * sizeof *start);
     for (int64_t e = 0; e < count; e++)
@@ -116,7 +107,6 @@ static void build_voxels(const gs3d_run *r, int64_t n) {
     memmove(start + 1, start, (size_t)blocks * sizeof *start);
     start[0] = 0;
 }
-#endif
 
 /* threads: how many per-thread parts to count in total (at least one). */
 static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision, int threads) {
@@ -199,7 +189,6 @@ static void zero_fill(const gradref__gs3d_view *v, int32_t dtype, const int64_t 
     gradref__copy5(shape, zero, dtype, none, v->data, dtype, v->s, num_threads);
 }
 
-#ifdef GRADREF_GS3D_SIMD
 /* The AVX-512 geometry kernel's conditions (gs3d_simd.h). */
 static int vector_geometry_fits(const gs3d_run *r) {
     const gradref__gs3d_plan *p = r->p;
@@ -219,17 +208,12 @@ static int gather_offsets_fit(const gs3d_run *r) {
     int64_t greach = (p->Do - 1) * r->gs[2] + (p->Ho - 1) * r->gs[3] + (p->Wo - 1) * r->gs[4];
     return xreach + corner < limit && greach < limit;
 }
-#endif
 
 static void run_geometry(const gs3d_run *r, int pair, int simd, int64_t b, int64_t e) {
     while (b < e) { /* image by image */
         const int64_t n = b / r->P, end = (n + 1) * r->P < e ? (n + 1) * r->P : e;
         int64_t i = b;
-#ifdef GRADREF_GS3D_SIMD
-        if (simd) i += gradref__gs3d_avx512_geometry(r, n, b - n * r->P, end - n * r->P);
-#else
-        (void)simd;
-#endif
+        if (simd) i += r->k->geometry16(r, n, b - n * r->P, end - n * r->P);
         if (pair == PAIR_FF)
             geometry_ff(r, i, end);
         else if (pair == PAIR_FD)
@@ -242,12 +226,8 @@ static void run_geometry(const gs3d_run *r, int pair, int simd, int64_t b, int64
 
 static void run_dgrid(const gs3d_run *r, int pair, int simd, int64_t n, int64_t q0, int64_t q1) {
     int64_t q = q0;
-#ifdef GRADREF_GS3D_SIMD
-    if (simd == 2) q += gradref__gs3d_avx512_dgrid(r, n, q, q1);
-    if (simd) q += gradref__gs3d_avx2_dgrid(r, n, q, q1);
-#else
-    (void)simd;
-#endif
+    if (simd && r->k->dgrid16) q += r->k->dgrid16(r, n, q, q1);
+    if (simd && r->k->dgrid8) q += r->k->dgrid8(r, n, q, q1);
     for (; q < q1; q++) {
         if (pair == PAIR_FF)
             dgrid_point_ff(r, n, q);
@@ -358,12 +338,10 @@ static gs3d_schedule schedule_of(const gs3d_run *r, const ws_layout *L) {
     memset(&s, 0, sizeof s);
     s.pair = L->pair;
     const int bilinear = p->interp == GRADREF_INTERP_BILINEAR;
-#ifdef GRADREF_GS3D_SIMD
-    if (s.pair == PAIR_FF && gradref__gs3d_simd_level(p) > 0) {
-        s.simd_dgrid = bilinear && gather_offsets_fit(r) ? gradref__gs3d_simd_level(p) : 0;
-        s.simd_geometry = gradref__gs3d_simd_level(p) == 2 && vector_geometry_fits(r);
+    if (s.pair == PAIR_FF) {
+        s.simd_dgrid = bilinear && (r->k->dgrid16 || r->k->dgrid8) && gather_offsets_fit(r);
+        s.simd_geometry = r->k->geometry16 && vector_geometry_fits(r);
     }
-#endif
     /* nearest's dgrid, when dense, is cleared by the threads inside the region */
     const int64_t *gds = p->dgrid.s;
     s.dense_zero_dgrid = p->dgrid.data != NULL && !bilinear && gds[4] == 1 && gds[3] == 3 &&
@@ -385,19 +363,15 @@ static gs3d_schedule schedule_of(const gs3d_run *r, const ws_layout *L) {
 static void dx_item(const gs3d_run *r, const ws_layout *L, const gs3d_schedule *s, char *base,
                     int64_t it) {
     const int64_t n = it / s->dx_per_image, c = it % s->dx_per_image;
-#ifdef GRADREF_GS3D_SIMD
-    if (L->voxels) {
+    if (L->voxels) { /* both need the table's nearest kernels (nearest_scatter_fits) */
         float *stage = (float *)(base + L->stage + L->stage_bytes * (size_t)gradref__thread_num());
-        gradref__gs3d_avx512_nearest_dx_voxels(r, n, c * GS3D_STAGE_CHANNELS, stage);
+        r->k->nearest_dx_voxels(r, n, c * GS3D_STAGE_CHANNELS, stage);
         return;
     }
     if (L->scatter) {
-        gradref__gs3d_avx512_nearest_dx(r, n, c);
+        r->k->nearest_dx(r, n, c);
         return;
     }
-#else
-    (void)L, (void)base;
-#endif
     run_dx(r, s->pair, n, c);
 }
 
@@ -413,11 +387,9 @@ static void run_stages(const gs3d_run *r, const ws_layout *L, const gs3d_schedul
     gradref__my_range(s->dx_items > 0 && !L->scatter ? p->N : 0, &b, &e);
     for (int64_t n = b; n < e; n++)
         run_bucket(r, s->pair, n);
-#ifdef GRADREF_GS3D_SIMD
     gradref__my_range(s->dx_items > 0 && L->voxels ? p->N : 0, &b, &e);
     for (int64_t n = b; n < e; n++)
         build_voxels(r, n);
-#endif
     gradref__my_range(s->dense_zero_dgrid ? NP * 3 : 0, &b, &e); /* +0 is all zero bytes */
     if (b < e) memset(p->dgrid.data + (size_t)b * p->elem_size, 0, (size_t)(e - b) * p->elem_size);
     gradref__my_range(s->dgrid_items, &b, &e);
@@ -441,6 +413,7 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
     gs3d_run r;
     memset(&r, 0, sizeof r);
     r.p = p;
+    r.k = gradref__gs3d_kernels_for(p);
     r.P = p->Do * p->Ho * p->Wo;
     const int64_t NP = p->N * r.P;
     if (NP == 0 || p->C == 0) { /* nothing reaches dx; PyTorch zero-fills dgrid here */

@@ -103,16 +103,19 @@ static inline int64_t gs3d_stage_floats(int64_t P) {
     return (gs3d_zero_row(P) + 4) * GS3D_STAGE_CHANNELS;
 }
 
+struct gradref__gs3d_kernels;
+
 typedef struct gs3d_run {
     const gradref__gs3d_plan *p;
-    int64_t P;             /* points per image: Do*Ho*Wo */
-    const void *x, *grad;  /* T data (the plan's, or f32 copies) */
-    int64_t xs[5], gs[5];  /* their strides */
-    int grad_points_dense; /* grad[n, c] is contiguous over the points */
-    void *acc;             /* A data: dx itself, or a dense NCDHW buffer; NULL: no dx */
-    int64_t as[5];         /* its strides */
-    int64_t dx_corner[8];  /* corner k's offset from tnw in x */
-    int64_t da_plane[4];   /* corner (dy, dx) offset from tnw within an accumulator plane */
+    const struct gradref__gs3d_kernels *k; /* the vector kernels (gs3d_simd.h) */
+    int64_t P;                             /* points per image: Do*Ho*Wo */
+    const void *x, *grad;                  /* T data (the plan's, or f32 copies) */
+    int64_t xs[5], gs[5];                  /* their strides */
+    int grad_points_dense;                 /* grad[n, c] is contiguous over the points */
+    void *acc;            /* A data: dx itself, or a dense NCDHW buffer; NULL: no dx */
+    int64_t as[5];        /* its strides */
+    int64_t dx_corner[8]; /* corner k's offset from tnw in x */
+    int64_t da_plane[4];  /* corner (dy, dx) offset from tnw within an accumulator plane */
     gs3d_geom g;
     gs3d_buckets b;
     gs3d_voxels v;

@@ -3,15 +3,12 @@
  * at, dgrid stores, and the dx-plane dispatch. The kernels: gs3d_avx2.c, gs3d_avx512.c. */
 #include "gs3d_simd.h"
 
+#include "common/isa.h"
+
 #ifdef GRADREF_GS3D_SIMD
 
 #  include "common/convert.h"
 #  include "common/cpu.h"
-
-int gradref__gs3d_simd_level(const gradref__gs3d_plan *p) {
-    int cpu = gradref__cpu_has_avx512() ? 2 : gradref__cpu_has_avx2_f16c();
-    return cpu < p->allow_simd ? cpu : p->allow_simd;
-}
 
 /* dgrid of `count` consecutive points from q: out[k][j] is component k of point q + j. */
 void gradref__gs3d_store_dgrid(const gs3d_run *r, int64_t n, int64_t q, int count,
@@ -40,17 +37,35 @@ void gradref__gs3d_store_dgrid(const gs3d_run *r, int64_t n, int64_t q, int coun
     }
 }
 
-int gradref__gs3d_dx_plane_f32(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,
-                               float *plane, const float *gn) {
-    if (r->as[1] != 1 || r->gs[1] != 1) return 0;
-    int level = gradref__gs3d_simd_level(r->p);
-    if (level == 2)
-        gradref__gs3d_avx512_dx_plane(r, rec, count, plane, gn);
-    else if (level == 1)
-        gradref__gs3d_avx2_dx_plane(r, rec, count, plane, gn);
-    return level > 0;
+static const gradref__gs3d_kernels avx2 = {"avx2", NULL, gradref__gs3d_avx2_dgrid,   NULL, NULL,
+                                           NULL,   NULL, gradref__gs3d_avx2_dx_plane};
+static const gradref__gs3d_kernels avx512 = {"avx512",
+                                             gradref__gs3d_avx512_dgrid,
+                                             gradref__gs3d_avx2_dgrid,
+                                             gradref__gs3d_avx512_geometry,
+                                             gradref__gs3d_avx512_voxel_slots,
+                                             gradref__gs3d_avx512_nearest_dx,
+                                             gradref__gs3d_avx512_nearest_dx_voxels,
+                                             gradref__gs3d_avx512_dx_plane};
+
+#endif
+
+static const gradref__gs3d_kernels portable = {"portable", NULL, NULL, NULL,
+                                               NULL,       NULL, NULL, NULL};
+
+const gradref__gs3d_kernels *gradref__gs3d_kernels_for(const gradref__gs3d_plan *p) {
+    int level = gradref__isa_level();
+    if (level > p->allow_simd) level = p->allow_simd;
+#ifdef GRADREF_GS3D_SIMD
+    if (level >= GRADREF_ISA_AVX512) return &avx512;
+    if (level >= GRADREF_ISA_AVX2) return &avx2;
+#endif
+    return &portable;
 }
 
-#else
-typedef int gradref__gs3d_kernels_unused;
-#endif
+int gradref__gs3d_dx_plane_f32(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,
+                               float *plane, const float *gn) {
+    if (r->k->dx_plane == NULL || r->as[1] != 1 || r->gs[1] != 1) return 0;
+    r->k->dx_plane(r, rec, count, plane, gn);
+    return 1;
+}

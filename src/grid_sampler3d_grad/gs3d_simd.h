@@ -10,12 +10,35 @@
 #include "gs3d_fast.h"
 #include "common/isa.h"
 
+/* The vector kernels of one ISA, each replacing a part of the fast path's own loops (which are
+ * the portable kernels: a NULL entry leaves that part to them). The widest table the plan's
+ * allow_simd and the CPU allow is picked once per call (gs3d_kernels.c). */
+typedef struct gradref__gs3d_kernels {
+    const char *isa;
+    /* F32 trilinear dgrid from point q0 on, 16 or 8 points per step (the conditions below);
+     * each returns how many points it did. */
+    int64_t (*dgrid16)(const gs3d_run *r, int64_t n, int64_t q0, int64_t q1);
+    int64_t (*dgrid8)(const gs3d_run *r, int64_t n, int64_t q0, int64_t q1);
+    /* F32 geometry, 16 points per step; returns how many. */
+    int64_t (*geometry16)(const gs3d_run *r, int64_t n, int64_t q0, int64_t q1);
+    /* nearest: the voxel index's pass, dx by channel, dx by voxel from the index */
+    int64_t (*voxel_slots)(const gs3d_run *r, int64_t n);
+    void (*nearest_dx)(const gs3d_run *r, int64_t n, int64_t c);
+    void (*nearest_dx_voxels)(const gs3d_run *r, int64_t n, int64_t c0, float *stage);
+    /* one dx accumulator plane with adjacent channels */
+    void (*dx_plane)(const gs3d_run *r, const gs3d_record_f *rec, int64_t count, float *plane,
+                     const float *gn);
+} gradref__gs3d_kernels;
+
+const gradref__gs3d_kernels *gradref__gs3d_kernels_for(const gradref__gs3d_plan *p);
+
+/* dx for one accumulator plane with the table's dx_plane when channels are adjacent in the
+ * accumulator and in grad; returns 0 (doing nothing) otherwise. */
+int gradref__gs3d_dx_plane_f32(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,
+                               float *plane, const float *gn);
+
 #ifdef GRADREF_X86
 #  define GRADREF_GS3D_SIMD 1
-
-/* The kernel level to use: the plan's allow_simd, lowered to what the CPU has (1 AVX2,
- * 2 AVX-512 too). */
-int gradref__gs3d_simd_level(const gradref__gs3d_plan *p);
 
 /* dgrid of points [q0, q1) of image n, 8 points per step; returns how many it did (the rest,
  * fewer than 8, is left to the caller). Needs trilinear mode and x and grad offsets that fit
@@ -60,11 +83,6 @@ void gradref__gs3d_avx2_dx_plane(const gs3d_run *r, const gs3d_record_f *rec, in
 void gradref__gs3d_avx512_dx_plane(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,
                                    float *plane, const float *gn);
 
-/* dx for one accumulator plane when channels are adjacent in the accumulator and in grad:
- * the records in order, each adding w * grad[point, :] to its corners' channel rows. Returns 0
- * (doing nothing) when those strides are not 1 or the CPU lacks AVX2. */
-int gradref__gs3d_dx_plane_f32(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,
-                               float *plane, const float *gn);
 #endif
 
 #endif
