@@ -87,10 +87,9 @@ int gradref__sgemm_kernel(int kernel) {
 }
 
 const gradref__sgemm_kernels gradref__sgemm_kernels_portable = {
-    "portable", GRADREF__PORTABLE_MR, GRADREF__PORTABLE_NR, kernel_portable};
+    "portable", GRADREF__PORTABLE_MR, GRADREF__PORTABLE_NR, kernel_portable, NULL};
 
-/* The table of a GRADREF_GEMM_* level, lowered to what the CPU runs. */
-static const gradref__sgemm_kernels *kernels_of(int kernel) {
+const gradref__sgemm_kernels *gradref__sgemm_kernels_for(int kernel) {
     switch (gradref__sgemm_kernel(kernel)) {
 #ifdef GRADREF__GEMM_X86
     case GRADREF_GEMM_AVX512: return &gradref__sgemm_kernels_avx512;
@@ -101,11 +100,11 @@ static const gradref__sgemm_kernels *kernels_of(int kernel) {
 }
 
 int64_t gradref__sgemm_mr(int kernel) {
-    return kernels_of(kernel)->mr;
+    return gradref__sgemm_kernels_for(kernel)->mr;
 }
 
 int64_t gradref__sgemm_nr(int kernel) {
-    return kernels_of(kernel)->nr;
+    return gradref__sgemm_kernels_for(kernel)->nr;
 }
 
 void gradref__sgemm_prepack_a(const gradref__sgemm_args *g, int kernel, float *dst) {
@@ -126,7 +125,7 @@ void gradref__sgemm_prepack_a(const gradref__sgemm_args *g, int kernel, float *d
 void gradref__sgemm(const gradref__sgemm_args *g, int kernel, void *work) {
     if (g->M <= 0 || g->N <= 0) return;
     kernel = gradref__sgemm_kernel(kernel);
-    const gradref__sgemm_kernels *kt = kernels_of(kernel);
+    const gradref__sgemm_kernels *kt = gradref__sgemm_kernels_for(kernel);
     const gradref__sgemm_micro run = kt->micro;
     const int mr = kt->mr, nr = kt->nr;
     if (g->K <= 0) { /* empty chains: +0, or C as it is */

@@ -30,7 +30,7 @@ kernel_avx2(int64_t k, const float *a, const float *b, float *c, int64_t ldc, in
 }
 
 const gradref__sgemm_kernels gradref__sgemm_kernels_avx2 = {"avx2", GRADREF__AVX2_MR,
-                                                            GRADREF__AVX2_NR, kernel_avx2};
+                                                            GRADREF__AVX2_NR, kernel_avx2, NULL};
 
 #else
 typedef int gradref__gemm_avx2_unused;

@@ -97,7 +97,8 @@ void gradref__sgemm_indirect_avx512(int rows, int cols, int64_t k, const float *
 }
 
 const gradref__sgemm_kernels gradref__sgemm_kernels_avx512 = {"avx512", GRADREF__AVX512_MR,
-                                                              GRADREF__AVX512_NR, kernel_avx512};
+                                                              GRADREF__AVX512_NR, kernel_avx512,
+                                                              gradref__sgemm_indirect_avx512};
 
 #else
 typedef int gradref__gemm_avx512_unused;

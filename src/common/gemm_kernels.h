@@ -22,11 +22,22 @@ typedef void (*gradref__sgemm_micro)(int64_t k, const float *a, const float *b, 
 
 /* A micro-kernel with its tile, one table per ISA: gemm.c (portable), gemm_avx2.c,
  * gemm_avx512.c. */
+/* An indirect kernel: for i < rows (1 .. mr) and j < cols (1 .. nr), c[i * ldc + j] = the chain
+ * over p < k from +0 of a_rows[p][a_off + i * a_cs] * b[p * nr + j]; a NULL row is skipped
+ * (see gradref__sgemm_indirect_avx512). */
+typedef void (*gradref__sgemm_indirect)(int rows, int cols, int64_t k, const float *const *a_rows,
+                                        int64_t a_off, int64_t a_cs, const float *b, float *c,
+                                        int64_t ldc);
+
 typedef struct gradref__sgemm_kernels {
     const char *isa;
     int mr, nr;
     gradref__sgemm_micro micro;
+    gradref__sgemm_indirect indirect; /* NULL where the ISA has none */
 } gradref__sgemm_kernels;
+
+/* The table of a GRADREF_GEMM_* level (common/gemm.h), lowered to what the CPU runs. */
+const gradref__sgemm_kernels *gradref__sgemm_kernels_for(int kernel);
 
 extern const gradref__sgemm_kernels gradref__sgemm_kernels_portable;
 

@@ -66,7 +66,7 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
     L.nr = gradref__sgemm_nr(p->kernel);
     /* AVX-512: the indirect kernel reads x in place (faster even for 1 to 7 channels per tap,
      * where its tiles are short, than packing panels that straddle taps) */
-    L.indirect = gradref__sgemm_kernel(p->kernel) == GRADREF_GEMM_AVX512;
+    L.indirect = gradref__sgemm_kernels_for(p->kernel)->indirect != NULL;
     /* f32 x (channels-last for the packed panels, whose rows are runs of channels) and f32
      * channels-last dy (a B panel row is a run of channels) */
     L.stage_x = p->in_dtype != GRADREF_F32 || (!L.indirect && p->xs[1] != 1 && p->G * p->Cin_g > 1);
@@ -108,6 +108,10 @@ typedef struct run {
     int64_t xs[5], ys[5];
     int kernel;
     int dy_is_panel; /* dy's rows, in order, are whole B panels (one group, Cout == nr) */
+    const gradref__sgemm_kernels *gk; /* the GEMM kernels of `kernel` */
+    /* A-panel lanes filled with vector stores (c3f_avx512.c), or NULL: the loop below */
+    void (*panel_lanes)(float *dst, int64_t mr, const float *base, int64_t step, int64_t lo,
+                        int64_t hi, int64_t run, int64_t la, int64_t lb);
 } run;
 
 static void block_runs(const gradref__c3f_plan *p, int64_t r0, int64_t r1, runs *u) {
@@ -121,10 +125,6 @@ static void block_runs(const gradref__c3f_plan *p, int64_t r0, int64_t r1, runs 
         r += u->len[c];
     }
 }
-
-#ifdef GRADREF_X86
-#  define C3F_AVX512 1
-#endif
 
 /* The tap's input offsets (flipped in CONVOLUTION mode). */
 static void tap_offsets(const gradref__c3f_plan *p, int64_t t, int64_t off[3]) {
@@ -160,8 +160,6 @@ static void pack_panels(const run *R, const layout *L, int64_t g, int64_t t0, in
                         const runs *u, int64_t r0, int64_t r1, float *panels) {
     const gradref__c3f_plan *p = R->p;
     const int64_t K = r1 - r0, mr = L->mr, C = p->Cin_g, rows = (t1 - t0) * C;
-    const int avx512 = gradref__sgemm_kernel(R->kernel) == GRADREF_GEMM_AVX512;
-    (void)avx512;
     for (int64_t t = t0; t < t1; t++) {
         int64_t off[3];
         tap_offsets(p, t, off);
@@ -178,14 +176,11 @@ static void pack_panels(const run *R, const layout *L, int64_t g, int64_t t0, in
                 const int64_t ci0 = j - j_first;
                 float *dst = panels + pn * K * mr + k * mr;
                 const int64_t step = p->stride[2] * R->xs[4];
-#ifdef C3F_AVX512
-                if (avx512) {
-                    gradref__c3f_panel_lanes_avx512(dst, mr, base ? base + ci0 : NULL, step, lo, hi,
-                                                    run, la, lb);
+                if (R->panel_lanes) {
+                    R->panel_lanes(dst, mr, base ? base + ci0 : NULL, step, lo, hi, run, la, lb);
                     j += lb - la;
                     continue;
                 }
-#endif
                 for (int64_t q = 0; q < run; q++, dst += mr) {
                     const float *src = q >= lo && q < hi ? base + q * step + ci0 : NULL;
                     for (int64_t l = la; l < lb; l++)
@@ -229,19 +224,18 @@ static const float *dy_panels(const run *R, int64_t g, const runs *u, int64_t r0
     return dst;
 }
 
-#ifdef C3F_AVX512
 /* out[j - j0][co] for rows j = t * Cin/G + ci in [j0, j1) with the indirect kernel: row k of
  * the implicit im2col is a pointer to x's channels at the tap, NULL where the tap falls
  * outside x (the kernel skips those terms: adding fma(0, dy, acc) would leave acc as it is,
- * dy being finite). Tiles of at most 14 channels stay inside one tap. */
+ * dy being finite). Tiles of at most mr channels stay inside one tap. */
 static void block_indirect(const run *R, int64_t g, int64_t j0, int64_t j1, const runs *u,
                            int64_t K, const float *bp, const float **rows, float *out) {
     const gradref__c3f_plan *p = R->p;
-    const int64_t Ci = p->Cin_g, C = p->Cout_g, nr = 32;
+    const int64_t Ci = p->Cin_g, C = p->Cout_g, mr = R->gk->mr, nr = R->gk->nr;
     for (int64_t t = j0 / Ci; t * Ci < j1; t++) {
         const int64_t c_lo = j0 > t * Ci ? j0 - t * Ci : 0,
                       c_hi = j1 < (t + 1) * Ci ? j1 - t * Ci : Ci;
-        const int64_t tiles = (c_hi - c_lo + 13) / 14;
+        const int64_t tiles = (c_hi - c_lo + mr - 1) / mr;
         int64_t off[3];
         tap_offsets(p, t, off);
         const float **row = rows;
@@ -261,14 +255,12 @@ static void block_indirect(const run *R, int64_t g, int64_t j0, int64_t j1, cons
             for (int64_t i = 0; i < tiles; i++) {
                 const int64_t ci0 = c_lo + (c_hi - c_lo) * i / tiles,
                               ci1 = c_lo + (c_hi - c_lo) * (i + 1) / tiles;
-                gradref__sgemm_indirect_avx512((int)(ci1 - ci0), cols, K, rows, ci0 * R->xs[1],
-                                               R->xs[1], bp + pn * K * nr,
-                                               out + (t * Ci + ci0 - j0) * C + pn * nr, C);
+                R->gk->indirect((int)(ci1 - ci0), cols, K, rows, ci0 * R->xs[1], R->xs[1],
+                                bp + pn * K * nr, out + (t * Ci + ci0 - j0) * C + pn * nr, C);
             }
         }
     }
 }
-#endif
 
 /* dw rows j in [j0, j1) of group g (whole taps unless the kernel is indirect). */
 static void item(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j1, char *mine,
@@ -290,14 +282,9 @@ static void item(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j
         float *sum = top == 0 ? level : fresh;
         block_runs(p, r0, r1, u);
         const float *bp = dy_panels(R, g, u, r0, r1, L->nr, dyt);
-        int done = 0;
-#ifdef C3F_AVX512
         if (L->indirect) {
             block_indirect(R, g, j0, j1, u, r1 - r0, bp, rows, sum);
-            done = 1;
-        }
-#endif
-        if (!done) { /* the packed GEMM */
+        } else { /* the packed GEMM */
             (void)rows;
             pack_panels(R, L, g, j0 / p->Cin_g, j1 / p->Cin_g, u, r0, r1, col);
             gradref__sgemm_args a;
@@ -394,6 +381,10 @@ void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
     memset(&R, 0, sizeof R);
     R.p = p;
     R.kernel = p->kernel;
+    R.gk = gradref__sgemm_kernels_for(p->kernel);
+#ifdef GRADREF_X86
+    if (R.gk->indirect) R.panel_lanes = gradref__c3f_panel_lanes_avx512; /* the AVX-512 level */
+#endif
     R.x = (const float *)p->x;
     R.dy = (const float *)p->dy;
     memcpy(R.xs, p->xs, sizeof R.xs);
