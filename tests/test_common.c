@@ -443,7 +443,7 @@ static void test_sgemm(void **state) {
  * and strided channels. */
 static void test_sgemm_indirect(void **state) {
     (void)state;
-#ifdef GRADREF__GEMM_X86
+#ifdef GRADREF_X86
     if (gradref__sgemm_kernel(GRADREF_GEMM_AVX512) != GRADREF_GEMM_AVX512) skip();
     tu_rng r = tu_rng_make(46);
     enum { ROWS = 40, WIDTH = 40, KMAX = 300 };

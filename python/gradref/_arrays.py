@@ -11,11 +11,6 @@ from . import _lib
 _NUMPY_CODES = {"float32": _lib.F32, "float64": _lib.F64, "float16": _lib.F16,
                 "int8": _lib.I8, "int32": _lib.I32, "int64": _lib.I64}
 _NUMPY_NAMES = {v: k for k, v in _NUMPY_CODES.items()}
-_ITEMSIZE = {_lib.F32: 4, _lib.F64: 8, _lib.F16: 2, _lib.BF16: 2, _lib.I8: 1, _lib.I32: 4,
-             _lib.I64: 8}
-DTYPE_NAMES = {_lib.F32: "f32", _lib.F64: "f64", _lib.F16: "f16", _lib.BF16: "bf16",
-               _lib.I8: "i8", _lib.I32: "i32", _lib.I64: "i64"}
-
 
 def _torch():
     return sys.modules.get("torch")
@@ -90,41 +85,35 @@ def _element_strides(a):
 def as_input(x, name, bf16=False):
     """An input array; copied only when numpy's layout cannot be described (negative or
     fractional strides, misaligned data)."""
-    if is_torch(x):
-        return _torch_arg(x, name, output=False)
-    np = _numpy()
-    if not isinstance(x, np.ndarray):
-        raise TypeError("gradref: %s is a %s; pass a numpy array or a CPU torch tensor"
-                        % (name, type(x).__name__))
-    code = _numpy_code(x, name, bf16)
-    strides = _element_strides(x)
-    if strides is None and x.size > 0:
-        x = np.array(x, copy=True, order="C")
-        strides = _element_strides(x)
-    if strides is None:
-        strides = [0] * x.ndim
-    return Arg(x, "numpy", code, x.shape, strides, x.ctypes.data if x.size else 0)
+    return _as_arg(x, name, bf16, output=False)
 
 
 def as_output(x, name, bf16=False):
     """A caller's out= array: written in place, so its layout must be describable."""
+    return _as_arg(x, name, bf16, output=True)
+
+
+def _as_arg(x, name, bf16, output):
     if is_torch(x):
-        return _torch_arg(x, name, output=True)
+        return _torch_arg(x, name, output)
     np = _numpy()
+    what = "out " + name if output else name
     if not isinstance(x, np.ndarray):
-        raise TypeError("gradref: out %s is a %s; pass a numpy array or a CPU torch tensor"
-                        % (name, type(x).__name__))
+        raise TypeError("gradref: %s is a %s; pass a numpy array or a CPU torch tensor"
+                        % (what, type(x).__name__))
     code = _numpy_code(x, name, bf16)
-    if not x.flags.writeable:
+    if output and not x.flags.writeable:
         raise ValueError("gradref: out %s is read-only" % name)
     strides = _element_strides(x)
-    if strides is None:
-        if x.size == 0:
-            strides = [0] * x.ndim
-        else:
+    if strides is None and x.size > 0:
+        if output:
             raise ValueError("gradref: out %s has strides %s bytes (item size %d) or misaligned "
                              "data; outputs need non-negative strides that are multiples of the "
                              "item size" % (name, x.strides, x.itemsize))
+        x = np.array(x, copy=True, order="C")
+        strides = _element_strides(x)
+    if strides is None:  # empty: no element is addressed
+        strides = [0] * x.ndim
     return Arg(x, "numpy", code, x.shape, strides, x.ctypes.data if x.size else 0)
 
 
@@ -162,6 +151,3 @@ def new_output(kind, shape, code):
     dt = "uint16" if code == _lib.BF16 else _NUMPY_NAMES[code]
     return as_output(np.empty(tuple(shape), dtype=dt), "result", bf16=code == _lib.BF16)
 
-
-def itemsize(code):
-    return _ITEMSIZE[code]

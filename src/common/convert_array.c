@@ -7,16 +7,9 @@
 #include "cpu.h"
 #include "isa.h"
 
-#ifdef GRADREF_X86
-#  define GRADREF_HAVE_F16C_KERNELS 1
-static int have_f16c(void) {
-    return gradref__cpu_has_avx_f16c();
-}
-#endif
-
 void gradref__f16_to_f32_array(const uint16_t *src, float *dst, size_t n) {
-#ifdef GRADREF_HAVE_F16C_KERNELS
-    if (have_f16c()) {
+#ifdef GRADREF_X86
+    if (gradref__cpu_has_avx_f16c()) {
         gradref__f16_to_f32_f16c(src, dst, n);
         return;
     }
@@ -26,8 +19,8 @@ void gradref__f16_to_f32_array(const uint16_t *src, float *dst, size_t n) {
 }
 
 void gradref__f32_to_f16_array(const float *src, uint16_t *dst, size_t n) {
-#ifdef GRADREF_HAVE_F16C_KERNELS
-    if (have_f16c()) {
+#ifdef GRADREF_X86
+    if (gradref__cpu_has_avx_f16c()) {
         gradref__f32_to_f16_f16c(src, dst, n);
         return;
     }

@@ -10,10 +10,6 @@
 #include "tensor.h"
 #include "isa.h"
 
-#ifdef GRADREF_X86
-#  define GRADREF_COPY_AVX2 1
-#endif
-
 static const char OP[] = "copy";
 
 static int integer_rank(int32_t dtype) {
@@ -289,7 +285,7 @@ static void copy_tiles(const copy_dims *c, int t, int64_t numel, int threads) {
     const int64_t inner = c->shape[m - 1], s_in = c->ss[m - 1], d_in = c->ds[m - 1];
     const int64_t ti = (c->shape[t] + TILE - 1) / TILE, tj = (inner + TILE - 1) / TILE;
     const int64_t items = numel / (inner * c->shape[t]) * ti * tj;
-#ifdef GRADREF_COPY_AVX2
+#ifdef GRADREF_X86
     const int blocks8 = c->sdt == c->ddt && c->sz == 4 && d_in == 1 && gradref__cpu_has_avx2_f16c();
 #endif
     GRADREF_PARALLEL_FOR(threads, schedule(static))
@@ -299,7 +295,7 @@ static void copy_tiles(const copy_dims *c, int t, int64_t numel, int threads) {
         const int64_t i0 = it / tj % ti * TILE, j0 = it % tj * TILE;
         const int64_t i1 = i0 + TILE < c->shape[t] ? i0 + TILE : c->shape[t];
         const int64_t len = j0 + TILE < inner ? TILE : inner - j0;
-#ifdef GRADREF_COPY_AVX2
+#ifdef GRADREF_X86
         if (blocks8 && i1 - i0 == TILE && len == TILE) { /* bits moved, 8 x 8 at a time */
             const uint32_t *sp = (const uint32_t *)c->src + so + j0 * s_in;
             uint32_t *dp = (uint32_t *)c->dst + dof + j0;

@@ -91,7 +91,7 @@ const gradref__sgemm_kernels gradref__sgemm_kernels_portable = {
 
 const gradref__sgemm_kernels *gradref__sgemm_kernels_for(int kernel) {
     switch (gradref__sgemm_kernel(kernel)) {
-#ifdef GRADREF__GEMM_X86
+#ifdef GRADREF_X86
     case GRADREF_GEMM_AVX512: return &gradref__sgemm_kernels_avx512;
     case GRADREF_GEMM_AVX2: return &gradref__sgemm_kernels_avx2;
 #endif

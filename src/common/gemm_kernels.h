@@ -42,7 +42,6 @@ const gradref__sgemm_kernels *gradref__sgemm_kernels_for(int kernel);
 extern const gradref__sgemm_kernels gradref__sgemm_kernels_portable;
 
 #ifdef GRADREF_X86
-#  define GRADREF__GEMM_X86 1
 extern const gradref__sgemm_kernels gradref__sgemm_kernels_avx2;
 extern const gradref__sgemm_kernels gradref__sgemm_kernels_avx512;
 /* The indirect AVX-512 micro-kernel (the CPU must have AVX-512F and FMA): for i < rows (1 .. 14)

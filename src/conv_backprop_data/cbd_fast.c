@@ -296,7 +296,7 @@ static int64_t phase_taps(const gradref__cbd_plan *p, const int64_t *ph, int64_t
     return n;
 }
 
-#ifdef GRADREF_CBD_TILES
+#ifdef GRADREF_X86
 /* Sub-grid pixels [jb, je) of a phase whose sub-grid has diff's last two sizes, into c (pixel
  * jb of row ic0 at c, rows ldc apart): tiles of 32 pixels computed straight from diff (no B
  * packing), a group of tiles at a time for every filter panel. */
@@ -368,7 +368,7 @@ static void direct_tiles(const run *R, const phase *f, const float *panels, int6
 static void scatter_rows(const run *R, const float *from, int64_t len, int64_t rows, float *row,
                          int64_t row_stride) {
     const int64_t step = R->p->stride[2];
-#ifdef GRADREF_CBD_TILES
+#ifdef GRADREF_X86
     if (step == 2 && R->mr == GRADREF_CBD_TILE_ROWS) {
         gradref__cbd_scatter2_avx512(from, len, rows, row, row_stride);
         return;
@@ -442,7 +442,7 @@ static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t 
     const int64_t f_index = (ph[0] * p->stride[1] + ph[1]) * p->stride[2] + ph[2];
     a.a_panels =
         R->panels + g * R->group_floats + R->phase_off[f_index] + ic0 / R->mr * a.K * R->mr;
-#ifdef GRADREF_CBD_TILES
+#ifdef GRADREF_X86
     const int direct = f.flat_ok && f.Q[1] == p->O[1] && f.Q[2] == p->O[2];
     if (unit_strides(p) && direct) {
         direct_tiles(R, &f, a.a_panels, M, 0, N, slab0, R->ac, mine, L);
@@ -469,7 +469,7 @@ static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t 
         a.c = chunk;
         a.c_rs = j1 - j0;
         a.c_cs = 1;
-#ifdef GRADREF_CBD_TILES
+#ifdef GRADREF_X86
         if (direct)
             direct_tiles(R, &f, a.a_panels, M, j0, j1, chunk, j1 - j0, mine, L);
         else

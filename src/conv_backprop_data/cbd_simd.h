@@ -51,7 +51,6 @@ void gradref__cbd_rows4_avx512(const gradref__cbd_plan *p, const float *w, const
                                const int64_t *nr, int64_t nrow, float *out);
 void gradref__cbd_plane_small_avx512(const gradref__cbd_plan *p, const float *w, const float *diff,
                                      float *grad);
-#  define GRADREF_CBD_TILES 1
 /* Rows of the AVX-512 GEMM panels (gradref__sgemm_mr for that family). */
 #  define GRADREF_CBD_TILE_ROWS 14
 /* Stride 1 and grad's last two sizes equal to diff's: grad[ic0 + i][j0 .. j0 + cols) for

@@ -4,7 +4,7 @@
  * operations in its order, so its bits. */
 #include "gs3d_simd.h"
 
-#ifdef GRADREF_GS3D_SIMD
+#ifdef GRADREF_X86
 
 #  include <immintrin.h>
 #  include <string.h>

@@ -5,10 +5,9 @@
 
 #include "common/isa.h"
 
-#ifdef GRADREF_GS3D_SIMD
+#ifdef GRADREF_X86
 
 #  include "common/convert.h"
-#  include "common/cpu.h"
 
 /* dgrid of `count` consecutive points from q: out[k][j] is component k of point q + j. */
 void gradref__gs3d_store_dgrid(const gs3d_run *r, int64_t n, int64_t q, int count,
@@ -56,7 +55,7 @@ static const gradref__gs3d_kernels portable = {"portable", NULL, NULL, NULL,
 const gradref__gs3d_kernels *gradref__gs3d_kernels_for(const gradref__gs3d_plan *p) {
     int level = gradref__isa_level();
     if (level > p->allow_simd) level = p->allow_simd;
-#ifdef GRADREF_GS3D_SIMD
+#ifdef GRADREF_X86
     if (level >= GRADREF_ISA_AVX512) return &avx512;
     if (level >= GRADREF_ISA_AVX2) return &avx2;
 #endif

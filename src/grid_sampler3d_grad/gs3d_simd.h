@@ -38,7 +38,6 @@ int gradref__gs3d_dx_plane_f32(const gs3d_run *r, const gs3d_record_f *rec, int6
                                float *plane, const float *gn);
 
 #ifdef GRADREF_X86
-#  define GRADREF_GS3D_SIMD 1
 
 /* dgrid of points [q0, q1) of image n, 8 points per step; returns how many it did (the rest,
  * fewer than 8, is left to the caller). Needs trilinear mode and x and grad offsets that fit
