@@ -25,6 +25,14 @@
   size_t in_size, out_size; /* element bytes */                                                    \
   gradref_tensor out_desc   /* the output, normalised (written directly when zero_only) */
 
+/* Spatial dim j's stride and dilation as a plan holds them: 1 where they change nothing (one
+ * output position, one tap), which keeps every later product of them small. */
+static inline void gradref__conv_plan_steps(const gradref_conv_params *p, int j, int64_t k,
+                                            int64_t o, int64_t *stride, int64_t *dil) {
+    *stride = o == 1 ? 1 : p->stride[j];
+    *dil = k == 1 ? 1 : p->dilation[j];
+}
+
 /* p is not NULL, its mode is a gradref_conv_mode and its groups >= 0. */
 gradref_status gradref__conv_check_params(const char *op, const gradref_conv_params *p);
 

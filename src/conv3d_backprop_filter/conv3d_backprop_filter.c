@@ -63,10 +63,7 @@ gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref
         plan->K[j] = k;
         plan->I[j] = i;
         plan->O[j] = o;
-        /* a stride with one output position, or a dilation with one tap, changes nothing:
-         * 1 keeps every later product small */
-        plan->stride[j] = o == 1 ? 1 : p->stride[j];
-        plan->dil[j] = k == 1 ? 1 : p->dilation[j];
+        gradref__conv_plan_steps(p, j, k, o, &plan->stride[j], &plan->dil[j]);
         plan->pad_begin[j] = p->pad[2 * j];
     }
     GRADREF_FORWARD_IF_ERROR(gradref__check_disjoint(OP, "dw", &we, "x", &xe));

@@ -113,10 +113,7 @@ gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref
         plan->K[off + j] = fk[j];
         plan->I[off + j] = i;
         plan->O[off + j] = o;
-        /* a stride with one output position, or a dilation with one tap, changes nothing:
-         * 1 keeps every later product small */
-        plan->stride[off + j] = o == 1 ? 1 : p->stride[j];
-        plan->dil[off + j] = fk[j] == 1 ? 1 : p->dilation[j];
+        gradref__conv_plan_steps(p, j, fk[j], o, &plan->stride[off + j], &plan->dil[off + j]);
         plan->pad_begin[off + j] = p->pad[2 * j];
     }
     GRADREF_FORWARD_IF_ERROR(gradref__check_disjoint(OP, "grad", &ge, "filter", &fe));
