@@ -7,26 +7,40 @@
 #include "cpu.h"
 #include "isa.h"
 
-void gradref__f16_to_f32_array(const uint16_t *src, float *dst, size_t n) {
-#ifdef GRADREF_X86
-    if (gradref__cpu_has_avx_f16c()) {
-        gradref__f16_to_f32_f16c(src, dst, n);
-        return;
-    }
-#endif
+static void f16_to_f32_portable(const uint16_t *src, float *dst, size_t n) {
     for (size_t i = 0; i < n; i++)
         dst[i] = gradref__f16_to_f32(src[i]);
 }
 
-void gradref__f32_to_f16_array(const float *src, uint16_t *dst, size_t n) {
-#ifdef GRADREF_X86
-    if (gradref__cpu_has_avx_f16c()) {
-        gradref__f32_to_f16_f16c(src, dst, n);
-        return;
-    }
-#endif
+static void f32_to_f16_portable(const float *src, uint16_t *dst, size_t n) {
     for (size_t i = 0; i < n; i++)
         dst[i] = gradref__f32_to_f16(src[i]);
+}
+
+static const gradref__array_kernels portable = {"portable", f16_to_f32_portable,
+                                                f32_to_f16_portable, NULL};
+#ifdef GRADREF_X86
+/* F16C came with AVX, before AVX2: such a CPU still converts in vectors */
+static const gradref__array_kernels f16c = {"f16c", gradref__f16_to_f32_f16c,
+                                            gradref__f32_to_f16_f16c, NULL};
+static const gradref__array_kernels avx2 = {
+    "avx2", gradref__f16_to_f32_f16c, gradref__f32_to_f16_f16c, gradref__transpose8x8_u32_avx2};
+#endif
+
+const gradref__array_kernels *gradref__array_kernels_best(void) {
+#ifdef GRADREF_X86
+    if (gradref__cpu_has_avx2_f16c()) return &avx2;
+    if (gradref__cpu_has_avx_f16c()) return &f16c;
+#endif
+    return &portable;
+}
+
+void gradref__f16_to_f32_array(const uint16_t *src, float *dst, size_t n) {
+    gradref__array_kernels_best()->f16_to_f32(src, dst, n);
+}
+
+void gradref__f32_to_f16_array(const float *src, uint16_t *dst, size_t n) {
+    gradref__array_kernels_best()->f32_to_f16(src, dst, n);
 }
 
 /* Both bf16 directions are integer operations; written branch-free so they vectorize. */

@@ -12,8 +12,22 @@ void gradref__f32_to_f16_array(const float *src, uint16_t *dst, size_t n);
 void gradref__bf16_to_f32_array(const uint16_t *src, float *dst, size_t n);
 void gradref__f32_to_bf16_array(const float *src, uint16_t *dst, size_t n);
 
-/* The F16C versions (convert_array_avx2.c; the CPU must have AVX and F16C). */
+/* The array kernels of one ISA (the data movers' own: the conversions above and gradref_copy's
+ * 8 x 8 transpose), picked from the CPU flags. The conversions are never NULL; transpose8x8_32,
+ * d[i * dstride + j] = s[j * sstride + i] for 32-bit elements, is NULL where the ISA has none. */
+typedef struct gradref__array_kernels {
+    const char *isa;
+    void (*f16_to_f32)(const uint16_t *src, float *dst, size_t n);
+    void (*f32_to_f16)(const float *src, uint16_t *dst, size_t n);
+    void (*transpose8x8_32)(const uint32_t *s, int64_t sstride, uint32_t *d, int64_t dstride);
+} gradref__array_kernels;
+
+const gradref__array_kernels *gradref__array_kernels_best(void);
+
+/* The x86 kernels (convert_array_avx2.c: AVX with F16C; copy_avx2.c: AVX2). */
 void gradref__f16_to_f32_f16c(const uint16_t *src, float *dst, size_t n);
 void gradref__f32_to_f16_f16c(const float *src, uint16_t *dst, size_t n);
+void gradref__transpose8x8_u32_avx2(const uint32_t *s, int64_t sstride, uint32_t *d,
+                                    int64_t dstride);
 
 #endif

@@ -5,10 +5,8 @@
 #include "convert.h"
 #include "copy.h"
 #include "convert_array.h"
-#include "cpu.h"
 #include "exec.h"
 #include "tensor.h"
-#include "isa.h"
 
 static const char OP[] = "copy";
 
@@ -285,9 +283,8 @@ static void copy_tiles(const copy_dims *c, int t, int64_t numel, int threads) {
     const int64_t inner = c->shape[m - 1], s_in = c->ss[m - 1], d_in = c->ds[m - 1];
     const int64_t ti = (c->shape[t] + TILE - 1) / TILE, tj = (inner + TILE - 1) / TILE;
     const int64_t items = numel / (inner * c->shape[t]) * ti * tj;
-#ifdef GRADREF_X86
-    const int blocks8 = c->sdt == c->ddt && c->sz == 4 && d_in == 1 && gradref__cpu_has_avx2_f16c();
-#endif
+    const gradref__array_kernels *k = gradref__array_kernels_best();
+    const int blocks8 = k->transpose8x8_32 && c->sdt == c->ddt && c->sz == 4 && d_in == 1;
     GRADREF_PARALLEL_FOR(threads, schedule(static))
     for (int64_t it = 0; it < items; it++) {
         int64_t so, dof;
@@ -295,17 +292,14 @@ static void copy_tiles(const copy_dims *c, int t, int64_t numel, int threads) {
         const int64_t i0 = it / tj % ti * TILE, j0 = it % tj * TILE;
         const int64_t i1 = i0 + TILE < c->shape[t] ? i0 + TILE : c->shape[t];
         const int64_t len = j0 + TILE < inner ? TILE : inner - j0;
-#ifdef GRADREF_X86
         if (blocks8 && i1 - i0 == TILE && len == TILE) { /* bits moved, 8 x 8 at a time */
             const uint32_t *sp = (const uint32_t *)c->src + so + j0 * s_in;
             uint32_t *dp = (uint32_t *)c->dst + dof + j0;
             for (int64_t i = i0; i < i1; i += 8)
                 for (int64_t j = 0; j < TILE; j += 8)
-                    gradref__transpose8x8_32_avx2(sp + j * s_in + i, s_in, dp + i * c->ds[t] + j,
-                                                  c->ds[t]);
+                    k->transpose8x8_32(sp + j * s_in + i, s_in, dp + i * c->ds[t] + j, c->ds[t]);
             continue;
         }
-#endif
         for (int64_t i = i0; i < i1; i++)
             copy_row(c->src + (size_t)(so + i * c->ss[t] + j0 * s_in) * c->sz, s_in, c->sdt,
                      c->dst + (size_t)(dof + i * c->ds[t] + j0 * d_in) * c->dz, d_in, c->ddt, len);

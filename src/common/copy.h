@@ -16,11 +16,6 @@ void gradref__copy_run(const gradref_tensor *src, const gradref_tensor *dst, int
 void gradref__copy5(const int64_t *shape, const void *src, int32_t sdt, const int64_t *ss,
                     void *dst, int32_t ddt, const int64_t *ds, int num_threads);
 
-/* d[i * dstride + j] = s[j * sstride + i] for an 8 x 8 block of 32-bit elements (copy_avx2.c;
- * the CPU must have AVX2). */
-void gradref__transpose8x8_32_avx2(const uint32_t *s, int64_t sstride, uint32_t *d,
-                                   int64_t dstride);
-
 /* Writes +0 to every element of a valid output descriptor. */
 void gradref__fill_zero(const gradref_tensor *t, int num_threads);
 

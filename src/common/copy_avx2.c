@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gradref_copy's AVX2 kernel: 8 x 8 blocks of 32-bit elements transposed in registers. */
-#include "copy.h"
+#include "convert_array.h"
 #include "isa.h"
 
 #ifdef GRADREF_X86
@@ -8,7 +8,7 @@
 
 /* d[i * dstride + j] = s[j * sstride + i] for an 8 x 8 block of 32-bit elements. */
 __attribute__((target("avx2"))) void
-gradref__transpose8x8_32_avx2(const uint32_t *s, int64_t sstride, uint32_t *d, int64_t dstride) {
+gradref__transpose8x8_u32_avx2(const uint32_t *s, int64_t sstride, uint32_t *d, int64_t dstride) {
     __m256 r[8], t[8];
     for (int k = 0; k < 8; k++)
         r[k] = _mm256_loadu_ps((const float *)(s + k * sstride));

@@ -10,8 +10,8 @@
 /* Lanes [la, lb) of `run` consecutive panel rows (mr floats apart): row q takes channels from
  * base + q * step (ci 0 at lane la) when lo <= q < hi, else zeros. */
 __attribute__((target("avx512f"))) void
-gradref__c3f_panel_lanes_avx512(float *dst, int64_t mr, const float *base, int64_t step, int64_t lo,
-                                int64_t hi, int64_t run, int64_t la, int64_t lb) {
+gradref__c3f_f32_panel_lanes_avx512(float *dst, int64_t mr, const float *base, int64_t step,
+                                    int64_t lo, int64_t hi, int64_t run, int64_t la, int64_t lb) {
     const __mmask16 m = (__mmask16)(((1u << lb) - 1u) & ~((1u << la) - 1u));
     const __m512 zero = _mm512_setzero_ps();
     int64_t q = 0;

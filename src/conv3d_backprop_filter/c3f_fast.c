@@ -109,9 +109,7 @@ typedef struct run {
     int kernel;
     int dy_is_panel; /* dy's rows, in order, are whole B panels (one group, Cout == nr) */
     const gradref__sgemm_kernels *gk; /* the GEMM kernels of `kernel` */
-    /* A-panel lanes filled with vector stores (c3f_avx512.c), or NULL: the loop below */
-    void (*panel_lanes)(float *dst, int64_t mr, const float *base, int64_t step, int64_t lo,
-                        int64_t hi, int64_t run, int64_t la, int64_t lb);
+    const gradref__c3f_kernels *k;    /* the same family's own kernels */
 } run;
 
 static void block_runs(const gradref__c3f_plan *p, int64_t r0, int64_t r1, runs *u) {
@@ -176,8 +174,8 @@ static void pack_panels(const run *R, const layout *L, int64_t g, int64_t t0, in
                 const int64_t ci0 = j - j_first;
                 float *dst = panels + pn * K * mr + k * mr;
                 const int64_t step = p->stride[2] * R->xs[4];
-                if (R->panel_lanes) {
-                    R->panel_lanes(dst, mr, base ? base + ci0 : NULL, step, lo, hi, run, la, lb);
+                if (R->k->panel_lanes) {
+                    R->k->panel_lanes(dst, mr, base ? base + ci0 : NULL, step, lo, hi, run, la, lb);
                     j += lb - la;
                     continue;
                 }
@@ -381,10 +379,8 @@ void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
     memset(&R, 0, sizeof R);
     R.p = p;
     R.kernel = p->kernel;
-    R.gk = gradref__sgemm_kernels_for(p->kernel);
-#ifdef GRADREF_X86
-    if (R.gk->indirect) R.panel_lanes = gradref__c3f_panel_lanes_avx512; /* the AVX-512 level */
-#endif
+    R.k = gradref__c3f_kernels_for(p->kernel);
+    R.gk = R.k->gemm;
     R.x = (const float *)p->x;
     R.dy = (const float *)p->dy;
     memcpy(R.xs, p->xs, sizeof R.xs);

@@ -38,10 +38,23 @@ size_t gradref__c3f_fast_workspace(const gradref__c3f_plan *plan, int32_t precis
 /* The fast path; `ws` is 64-byte aligned and holds the bytes for `threads`. */
 void gradref__c3f_fast(const gradref__c3f_plan *plan, void *ws, int threads);
 
-/* Lanes [la, lb) of `run` consecutive A-panel rows (mr floats apart): row q takes channels from
- * base + q * step (ci 0 at lane la) when lo <= q < hi, else zeros (c3f_avx512.c; the CPU must
- * have AVX-512F). */
-void gradref__c3f_panel_lanes_avx512(float *dst, int64_t mr, const float *base, int64_t step,
-                                     int64_t lo, int64_t hi, int64_t run, int64_t la, int64_t lb);
+/* The fast path's kernels of one ISA, picked once per call: the GEMM family's kernels, and
+ * panel_lanes, which fills lanes [la, lb) of `run` consecutive A-panel rows (mr floats apart):
+ * row q takes channels from base + q * step (ci 0 at lane la) when lo <= q < hi, else zeros
+ * (NULL: the fast path's own loop). */
+typedef struct gradref__c3f_kernels {
+    const char *isa;
+    const struct gradref__sgemm_kernels *gemm;
+    void (*panel_lanes)(float *dst, int64_t mr, const float *base, int64_t step, int64_t lo,
+                        int64_t hi, int64_t run, int64_t la, int64_t lb);
+} gradref__c3f_kernels;
+
+/* The table of the widest family the CPU runs, at most `kernel` (common/gemm.h numbering). */
+const gradref__c3f_kernels *gradref__c3f_kernels_for(int kernel);
+
+/* panel_lanes with 16-lane masked stores (c3f_avx512.c; the CPU must have AVX-512F). */
+void gradref__c3f_f32_panel_lanes_avx512(float *dst, int64_t mr, const float *base, int64_t step,
+                                         int64_t lo, int64_t hi, int64_t run, int64_t la,
+                                         int64_t lb);
 
 #endif

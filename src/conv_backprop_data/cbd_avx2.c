@@ -7,8 +7,9 @@
 #  include <math.h>
 
 __attribute__((target("avx2,fma"))) void
-gradref__cbd_row_avx2(const gradref__cbd_plan *p, const float *w, const float *const *rows,
-                      const int64_t *base, int64_t nrows, float *out) {
+gradref__cbd_f32_dw_row_avx2(const gradref__cbd_dw_shape *p, const float *w,
+                             const float *const *rows, const int64_t *base, int64_t nrows,
+                             float *out) {
     const int64_t I2 = p->I[2], O2 = p->O[2];
     int64_t i2 = 0;
     for (; i2 + 8 <= I2; i2 += 8) {

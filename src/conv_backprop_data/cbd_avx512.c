@@ -18,9 +18,9 @@ static uint32_t valid16(int64_t start, int64_t O2) {
  * column taps, as in the reference; a row with fewer row taps gets masked (all-zero) loads for
  * the rest, which leave its chain exact (the filter is finite). K2 <= 64. */
 __attribute__((target("avx512f,fma"))) void
-gradref__cbd_rows4_avx512(const gradref__cbd_plan *p, const float *w, const float *diff,
-                          const float *const rows[4][64], const int64_t base[4][64],
-                          const int64_t *nr, int64_t nrow, float *out) {
+gradref__cbd_f32_dw_rows4_avx512(const gradref__cbd_dw_shape *p, const float *w, const float *diff,
+                                 const float *const rows[4][64], const int64_t base[4][64],
+                                 const int64_t *nr, int64_t nrow, float *out) {
     const int64_t I2 = p->I[2], O2 = p->O[2], K2 = p->K[2];
     int64_t shift[64], k2s[64], most = 0;
     for (int64_t c = 0; c < K2; c++) {
@@ -186,10 +186,10 @@ strip_3x3_2(const __m512 wr[3][3], const int64_t shift[3], const float *diff, in
 }
 
 __attribute__((target("avx512f,fma"))) void
-gradref__cbd_plane_small_avx512(const gradref__cbd_plan *p, const float *w, const float *diff,
-                                float *grad) {
+gradref__cbd_f32_dw_plane3x3_avx512(const gradref__cbd_dw_shape *p, const float *w,
+                                    const float *diff, float *grad) {
     const int64_t I1 = p->I[1], I2 = p->I[2], O1 = p->O[1], O2 = p->O[2];
-    const int64_t K1 = p->K[1], K2 = p->K[2], pb1 = p->pad_begin[1];
+    const int64_t K1 = p->K[1], K2 = p->K[2], pb1 = p->pad[1];
     __m512 wr[3][3]; /* [kp1][c], c = column taps in chain order (kp2 descending) */
     int64_t shift[3] = {0, 0, 0};
     for (int64_t c = 0; c < 3; c++)
@@ -256,10 +256,9 @@ __attribute__((target("avx512f"))) static void lane_coords(int64_t j0, const int
             qv[d][h] = _mm512_loadu_si512((const void *)(q[d] + 16 * h));
 }
 
-__attribute__((target("avx512f"))) void gradref__cbd_tile_masks(const int64_t *tap, int64_t ntaps,
-                                                                const int64_t *Q, const int64_t *O,
-                                                                int64_t j0, int64_t cols,
-                                                                uint16_t *masks) {
+__attribute__((target("avx512f"))) void
+gradref__cbd_tile32_masks_avx512(const int64_t *tap, int64_t ntaps, const int64_t *Q,
+                                 const int64_t *O, int64_t j0, int64_t cols, uint16_t *masks) {
     __m512i qv[3][2];
     lane_coords(j0, Q, qv);
     const __mmask16 live[2] = {(__mmask16)(cols >= 16 ? 0xffffu : (1u << cols) - 1u),
@@ -364,10 +363,10 @@ static const tile_fn tiles[3][2][GRADREF_CBD_TILE_ROWS] = {{TILE_LIST(0, 1), TIL
                                                            {TILE_LIST(1, 1), TILE_LIST(1, 2)},
                                                            {TILE_LIST(2, 1), TILE_LIST(2, 2)}};
 
-void gradref__cbd_tile_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
-                              const int64_t *offset, const uint16_t *masks, int64_t ntaps,
-                              int64_t cols, int inside, const float *a, int rows, float *c,
-                              int64_t ldc) {
+void gradref__cbd_f32_tile32_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
+                                    const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                                    int64_t cols, int inside, const float *a, int rows, float *c,
+                                    int64_t ldc) {
     const __mmask16 live0 = (__mmask16)(cols >= 16 ? 0xffffu : (1u << cols) - 1u),
                     live1 = (__mmask16)(cols <= 16   ? 0u
                                         : cols >= 32 ? 0xffffu
@@ -377,9 +376,9 @@ void gradref__cbd_tile_avx512(const float *image, int64_t channel_stride, int64_
 }
 
 __attribute__((target("avx512f"))) void
-gradref__cbd_pack_tile_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
-                              const int64_t *offset, const uint16_t *masks, int64_t ntaps,
-                              float *dst) {
+gradref__cbd_f32_pack_tile32_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
+                                    const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                                    float *dst) {
     for (int64_t t = 0; t < ntaps; t++) {
         const __mmask16 m0 = masks[2 * t], m1 = masks[2 * t + 1];
         if ((m0 | m1) == 0) continue;
@@ -396,9 +395,10 @@ gradref__cbd_pack_tile_avx512(const float *image, int64_t channel_stride, int64_
     }
 }
 
-__attribute__((target("avx512f"))) void gradref__cbd_scatter2_avx512(const float *from, int64_t len,
-                                                                     int64_t rows, float *row,
-                                                                     int64_t row_stride) {
+__attribute__((target("avx512f"))) void gradref__cbd_f32_scatter2_avx512(const float *from,
+                                                                         int64_t len, int64_t rows,
+                                                                         float *row,
+                                                                         int64_t row_stride) {
     for (int64_t r = 0; r < rows; r++, from += len, row += row_stride)
         for (int64_t x = 0; x < len; x += 8) {
             const int64_t n = len - x < 8 ? len - x : 8;

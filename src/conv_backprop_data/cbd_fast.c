@@ -168,8 +168,10 @@ typedef struct run {
     int64_t span_lo, span_hi; /* diff's elements lie in [diff + span_lo, diff + span_hi) */
     float *acc;               /* f32 grad, likewise */
     int64_t an, ac;
-    int kernel;
-    const float *panels; /* group g, phase f: panels + g * group_floats + phase_off[f] */
+    int kernel;                    /* the GEMM's (common/gemm.h numbering) */
+    const gradref__cbd_kernels *k; /* the same family's own kernels */
+    gradref__cbd_dw_shape dw;      /* depthwise: every channel's geometry */
+    const float *panels;           /* group g, phase f: panels + g * group_floats + phase_off[f] */
     const int64_t *phase_off;
     int64_t group_floats, mr;
 } run;
@@ -183,7 +185,7 @@ typedef struct phase {
     int64_t ntaps;
     const int64_t *tap; /* per phase tap: stored tap index, then the 3 shifts */
     int64_t j_base;     /* first sub-grid pixel of the current GEMM call */
-    int flat_ok;        /* AVX-512 direct tiles may run (offsets fit int32) */
+    int flat_ok;        /* direct tiles may run (the table has them, offsets fit int32) */
 } phase;
 
 /* A (rows: input channels; k = (phase tap, oc)) from the packed filter. */
@@ -296,7 +298,6 @@ static int64_t phase_taps(const gradref__cbd_plan *p, const int64_t *ph, int64_t
     return n;
 }
 
-#ifdef GRADREF_X86
 /* Sub-grid pixels [jb, je) of a phase whose sub-grid has diff's last two sizes, into c (pixel
  * jb of row ic0 at c, rows ldc apart): tiles of 32 pixels computed straight from diff (no B
  * packing), a group of tiles at a time for every filter panel. */
@@ -321,8 +322,8 @@ static void direct_tiles(const run *R, const phase *f, const float *panels, int6
     for (int64_t g0 = jb; g0 < je; g0 += TILE_GROUP * 32) {
         const int64_t g1 = je - g0 < TILE_GROUP * 32 ? je : g0 + TILE_GROUP * 32;
         for (int64_t j0 = g0; j0 < g1; j0 += 32)
-            gradref__cbd_tile_masks(f->tap, f->ntaps, f->Q, p->O, j0, g1 - j0 < 32 ? g1 - j0 : 32,
-                                    masks + (j0 - g0) / 32 * per_tile);
+            R->k->tile32_masks(f->tap, f->ntaps, f->Q, p->O, j0, g1 - j0 < 32 ? g1 - j0 : 32,
+                               masks + (j0 - g0) / 32 * per_tile);
         if (L->tile_at) { /* each tile packed once, then every panel */
             float *block = (float *)(mine + L->tile_at);
             int64_t *block_offset = offset + f->ntaps;
@@ -332,16 +333,15 @@ static void direct_tiles(const run *R, const phase *f, const float *panels, int6
             for (int64_t j0 = g0; j0 < g1; j0 += 32) {
                 const uint16_t *m = masks + (j0 - g0) / 32 * per_tile;
                 const int64_t cols = g1 - j0 < 32 ? g1 - j0 : 32;
-                gradref__cbd_pack_tile_avx512(image + j0, R->dc, p->OCpg, offset, m, f->ntaps,
-                                              block);
+                R->k->pack_tile32(image + j0, R->dc, p->OCpg, offset, m, f->ntaps, block);
                 for (int64_t t = 0; t < f->ntaps; t++) /* same taps skipped, zeros packed */
                     block_masks[2 * t] = block_masks[2 * t + 1] =
                         (uint16_t)((m[2 * t] | m[2 * t + 1]) ? 0xffffu : 0u);
                 for (int64_t i0 = 0; i0 < M; i0 += R->mr)
-                    gradref__cbd_tile_avx512(block, 32, p->OCpg, block_offset, block_masks,
-                                             f->ntaps, cols, 2, panels + i0 / R->mr * K * R->mr,
-                                             (int)(M - i0 < R->mr ? M - i0 : R->mr),
-                                             c + i0 * ldc + (j0 - jb), ldc);
+                    R->k->tile32(block, 32, p->OCpg, block_offset, block_masks, f->ntaps, cols, 2,
+                                 panels + i0 / R->mr * K * R->mr,
+                                 (int)(M - i0 < R->mr ? M - i0 : R->mr), c + i0 * ldc + (j0 - jb),
+                                 ldc);
             }
             continue;
         }
@@ -353,27 +353,24 @@ static void direct_tiles(const run *R, const phase *f, const float *panels, int6
             for (int64_t inner = 0; inner < (tile_outer ? panels_n : tiles); inner++) {
                 const int64_t tile = tile_outer ? outer : inner, pn = tile_outer ? inner : outer;
                 const int64_t i0 = pn * R->mr, j0 = g0 + tile * 32;
-                gradref__cbd_tile_avx512(
-                    image + j0, R->dc, p->OCpg, offset, masks + tile * per_tile, f->ntaps,
-                    g1 - j0 < 32 ? g1 - j0 : 32, j0 + lo >= R->span_lo && j0 + hi <= R->span_hi,
-                    panels + pn * K * R->mr, (int)(M - i0 < R->mr ? M - i0 : R->mr),
-                    c + i0 * ldc + (j0 - jb), ldc);
+                R->k->tile32(image + j0, R->dc, p->OCpg, offset, masks + tile * per_tile, f->ntaps,
+                             g1 - j0 < 32 ? g1 - j0 : 32,
+                             j0 + lo >= R->span_lo && j0 + hi <= R->span_hi,
+                             panels + pn * K * R->mr, (int)(M - i0 < R->mr ? M - i0 : R->mr),
+                             c + i0 * ldc + (j0 - jb), ldc);
             }
     }
 }
-#endif
 
 /* `rows` runs of len values (from, contiguous) to grad rows row_stride apart, stride[2] apart
  * within a row. */
 static void scatter_rows(const run *R, const float *from, int64_t len, int64_t rows, float *row,
                          int64_t row_stride) {
     const int64_t step = R->p->stride[2];
-#ifdef GRADREF_X86
-    if (step == 2 && R->mr == GRADREF_CBD_TILE_ROWS) {
-        gradref__cbd_scatter2_avx512(from, len, rows, row, row_stride);
+    if (step == 2 && R->k->scatter2) {
+        R->k->scatter2(from, len, rows, row, row_stride);
         return;
     }
-#endif
     for (int64_t r = 0; r < rows; r++)
         for (int64_t x = 0; x < len; x++)
             row[r * row_stride + x * step] = from[r * len + x];
@@ -430,8 +427,7 @@ static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t 
     }
     if (N == 0) return;
     f.ntaps = phase_taps(p, ph, tap);
-    f.flat_ok = gradref__sgemm_best_kernel() == GRADREF_GEMM_AVX512 &&
-                R->kernel == GRADREF_GEMM_AVX512 && pixels(p->O) < INT64_C(1) << 30 &&
+    f.flat_ok = R->k->tile32 && R->mr == R->k->tile_rows && pixels(p->O) < INT64_C(1) << 30 &&
                 pixels(f.Q) < INT64_C(1) << 30;
     gradref__sgemm_args a;
     memset(&a, 0, sizeof a);
@@ -442,13 +438,11 @@ static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t 
     const int64_t f_index = (ph[0] * p->stride[1] + ph[1]) * p->stride[2] + ph[2];
     a.a_panels =
         R->panels + g * R->group_floats + R->phase_off[f_index] + ic0 / R->mr * a.K * R->mr;
-#ifdef GRADREF_X86
     const int direct = f.flat_ok && f.Q[1] == p->O[1] && f.Q[2] == p->O[2];
     if (unit_strides(p) && direct) {
         direct_tiles(R, &f, a.a_panels, M, 0, N, slab0, R->ac, mine, L);
         return;
     }
-#endif
     if (unit_strides(p)) { /* the only phase: straight into grad */
         a.N = N;
         a.c = slab0;
@@ -469,14 +463,10 @@ static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t 
         a.c = chunk;
         a.c_rs = j1 - j0;
         a.c_cs = 1;
-#ifdef GRADREF_X86
         if (direct)
             direct_tiles(R, &f, a.a_panels, M, j0, j1, chunk, j1 - j0, mine, L);
         else
             gradref__sgemm(&a, R->kernel, mine);
-#else
-        gradref__sgemm(&a, R->kernel, mine);
-#endif
         scatter_chunk(R, &f, ph, slab0, chunk, M, j0, j1);
     }
 }
@@ -551,8 +541,8 @@ static void prepack_filter(run *R, const layout *L, char *base, int threads) {
 
 static void item_depthwise(const run *R, int64_t n, int64_t g) {
     const gradref__cbd_plan *p = R->p;
-    gradref__cbd_depthwise_plane(p, R->apack + g * taps_of(p), R->diff + n * R->dn + g * R->dc,
-                                 R->acc + n * R->an + g * R->ac, R->kernel);
+    gradref__cbd_depthwise_plane(R->k, &R->dw, R->apack + g * taps_of(p),
+                                 R->diff + n * R->dn + g * R->dc, R->acc + n * R->an + g * R->ac);
 }
 
 static void ref_part(const void *plan, int64_t begin, int64_t end) {
@@ -574,6 +564,8 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
     memset(&R, 0, sizeof R);
     R.p = p;
     R.kernel = p->kernel;
+    R.k = gradref__cbd_kernels_for(p->kernel);
+    if (L.path == PATH_DEPTHWISE) R.dw = gradref__cbd_dw_shape_of(p);
     R.apack = (const float *)(base + L.apack);
     const int64_t C_in = p->G * p->OCpg, C_out = p->G * p->ICpg;
     int64_t dst5[5], ast5[5];

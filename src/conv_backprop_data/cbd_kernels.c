@@ -1,5 +1,5 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The depthwise rows' portable kernel and the choice among the ISA files (cbd_avx2.c,
+/* The portable depthwise row kernel and the kernel tables of every ISA (cbd_avx2.c,
  * cbd_avx512.c). */
 #include "cbd_simd.h"
 
@@ -10,14 +10,14 @@
 
 /* Row (i0, i1) of grad: the diff rows its row taps reach, in the chain's order. Returns how
  * many, filling rows[] and the stored row-tap index base (k0 * K1 + k1) * K2. */
-static int64_t row_taps(const gradref__cbd_plan *p, const float *diff, int64_t i0, int64_t i1,
+static int64_t row_taps(const gradref__cbd_dw_shape *p, const float *diff, int64_t i0, int64_t i1,
                         const float **rows, int64_t *base) {
     int64_t n = 0;
     for (int64_t kp0 = p->K[0] - 1; kp0 >= 0; kp0--) {
-        const int64_t o0 = i0 + p->pad_begin[0] - kp0 * p->dil[0];
+        const int64_t o0 = i0 + p->pad[0] - kp0 * p->dil[0];
         if (o0 < 0 || o0 >= p->O[0]) continue;
         for (int64_t kp1 = p->K[1] - 1; kp1 >= 0; kp1--) {
-            const int64_t o1 = i1 + p->pad_begin[1] - kp1 * p->dil[1];
+            const int64_t o1 = i1 + p->pad[1] - kp1 * p->dil[1];
             if (o1 < 0 || o1 >= p->O[1]) continue;
             rows[n] = diff + (o0 * p->O[1] + o1) * p->O[2];
             base[n] = (gradref__cbd_stored(p, 0, kp0) * p->K[1] + gradref__cbd_stored(p, 1, kp1)) *
@@ -28,7 +28,7 @@ static int64_t row_taps(const gradref__cbd_plan *p, const float *diff, int64_t i
     return n;
 }
 
-static void row_portable(const gradref__cbd_plan *p, const float *w, const float *const *rows,
+static void row_portable(const gradref__cbd_dw_shape *p, const float *w, const float *const *rows,
                          const int64_t *base, int64_t nrows, float *out) {
     for (int64_t i2 = 0; i2 < p->I[2]; i2++) {
         float acc = 0.0f;
@@ -42,15 +42,37 @@ static void row_portable(const gradref__cbd_plan *p, const float *w, const float
     }
 }
 
-static const gradref__cbd_depthwise_kernels portable = {"portable", row_portable, NULL, NULL};
+gradref__cbd_dw_shape gradref__cbd_dw_shape_of(const gradref__cbd_plan *p) {
+    gradref__cbd_dw_shape s;
+    for (int j = 0; j < 3; j++) {
+        s.I[j] = p->I[j];
+        s.O[j] = p->O[j];
+        s.K[j] = p->K[j];
+        s.pad[j] = p->pad_begin[j];
+        s.dil[j] = p->dil[j];
+    }
+    s.flip = p->mode != GRADREF_CONV_CROSS_CORRELATION;
+    return s;
+}
+
+static const gradref__cbd_kernels portable = {"portable", row_portable, NULL, NULL, 0,
+                                              NULL,       NULL,         NULL, NULL};
 
 #ifdef GRADREF_X86
-static const gradref__cbd_depthwise_kernels avx2 = {"avx2", gradref__cbd_row_avx2, NULL, NULL};
-static const gradref__cbd_depthwise_kernels avx512 = {
-    "avx512", gradref__cbd_row_avx2, gradref__cbd_rows4_avx512, gradref__cbd_plane_small_avx512};
+static const gradref__cbd_kernels avx2 = {
+    "avx2", gradref__cbd_f32_dw_row_avx2, NULL, NULL, 0, NULL, NULL, NULL, NULL};
+static const gradref__cbd_kernels avx512 = {"avx512",
+                                            gradref__cbd_f32_dw_row_avx2,
+                                            gradref__cbd_f32_dw_rows4_avx512,
+                                            gradref__cbd_f32_dw_plane3x3_avx512,
+                                            GRADREF_CBD_TILE_ROWS,
+                                            gradref__cbd_f32_tile32_avx512,
+                                            gradref__cbd_f32_pack_tile32_avx512,
+                                            gradref__cbd_tile32_masks_avx512,
+                                            gradref__cbd_f32_scatter2_avx512};
 #endif
 
-const gradref__cbd_depthwise_kernels *gradref__cbd_depthwise_kernels_for(int kernel) {
+const gradref__cbd_kernels *gradref__cbd_kernels_for(int kernel) {
     const int best = gradref__sgemm_best_kernel();
     if (kernel > best) kernel = best;
 #ifdef GRADREF_X86
@@ -60,30 +82,29 @@ const gradref__cbd_depthwise_kernels *gradref__cbd_depthwise_kernels_for(int ker
     return &portable;
 }
 
-void gradref__cbd_depthwise_plane(const gradref__cbd_plan *p, const float *w, const float *diff,
-                                  float *grad, int kernel) {
-    const gradref__cbd_depthwise_kernels *k = gradref__cbd_depthwise_kernels_for(kernel);
+void gradref__cbd_depthwise_plane(const gradref__cbd_kernels *k, const gradref__cbd_dw_shape *p,
+                                  const float *w, const float *diff, float *grad) {
     const float *rows[4][64];
     int64_t base[4][64], nr[4];
-    if (k->plane_small && p->I[0] == 1 && p->O[0] == 1 && p->K[0] == 1 && p->K[1] <= 3 &&
+    if (k->dw_plane3x3 && p->I[0] == 1 && p->O[0] == 1 && p->K[0] == 1 && p->K[1] <= 3 &&
         p->K[2] <= 3 && p->dil[1] == 1 && p->dil[2] == 1) {
-        k->plane_small(p, w, diff, grad);
+        k->dw_plane3x3(p, w, diff, grad);
         return;
     }
     for (int64_t i0 = 0; i0 < p->I[0]; i0++)
         for (int64_t i1 = 0; i1 < p->I[1];) {
             float *out = grad + (i0 * p->I[1] + i1) * p->I[2];
-            if (k->rows4 && p->K[2] <= 64) {
+            if (k->dw_rows4 && p->K[2] <= 64) {
                 const int64_t nrow = p->I[1] - i1 < 4 ? p->I[1] - i1 : 4;
                 for (int64_t r = 0; r < 4; r++)
                     nr[r] = r < nrow ? row_taps(p, diff, i0, i1 + r, rows[r], base[r]) : 0;
-                k->rows4(p, w, diff, (const float *const(*)[64])rows, (const int64_t(*)[64])base,
-                         nr, nrow, out);
+                k->dw_rows4(p, w, diff, (const float *const(*)[64])rows, (const int64_t(*)[64])base,
+                            nr, nrow, out);
                 i1 += nrow;
                 continue;
             }
             nr[0] = row_taps(p, diff, i0, i1, rows[0], base[0]);
-            k->row(p, w, rows[0], base[0], nr[0], out);
+            k->dw_row(p, w, rows[0], base[0], nr[0], out);
             i1++;
         }
 }
