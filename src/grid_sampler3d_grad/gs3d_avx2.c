@@ -15,9 +15,9 @@ GRADREF_TARGET_AVX2 static inline __m256i narrow8(const int64_t *v) {
     return _mm256_permute4x64_epi64(mixed, _MM_SHUFFLE(3, 1, 2, 0));
 }
 
-GRADREF_TARGET_AVX2 int64_t gradref__gs3d_avx2_dgrid(const gs3d_run *r, int64_t n, int64_t q0,
-                                                     int64_t q1) {
-    const gradref__gs3d_plan *p = r->p;
+GRADREF_TARGET_AVX2 int64_t gradref__gs3d_f32_dgrid8_avx2(const gs3d_run *r, int64_t n, int64_t q0,
+                                                          int64_t q1) {
+    const gs3d_shape *p = &r->shape;
     const int64_t NP = p->N * r->P;
     const float *dist = (const float *)r->g.dist, *mult = (const float *)r->g.mult;
     const float *xn = (const float *)r->x + n * r->xs[0];
@@ -79,10 +79,11 @@ GRADREF_TARGET_AVX2 int64_t gradref__gs3d_avx2_dgrid(const gs3d_run *r, int64_t 
     return q - q0;
 }
 
-GRADREF_TARGET_AVX2 void gradref__gs3d_avx2_dx_plane(const gs3d_run *r, const gs3d_record_f *rec,
-                                                     int64_t count, float *plane, const float *gn) {
-    const int64_t C = r->p->C;
-    const int scale = r->p->interp != GRADREF_INTERP_NEAREST;
+GRADREF_TARGET_AVX2 void gradref__gs3d_f32_dx_plane_avx2(const gs3d_run *r,
+                                                         const gs3d_record_f *rec, int64_t count,
+                                                         float *plane, const float *gn) {
+    const int64_t C = r->shape.C;
+    const int scale = r->shape.interp != GRADREF_INTERP_NEAREST;
     for (int64_t e = 0; e < count; e++) {
         if (e + 8 < count) _mm_prefetch((const char *)(gn + rec[e + 8].g), _MM_HINT_T0);
         const float *g = gn + rec[e].g;

@@ -20,9 +20,9 @@ TARGET_512 static inline __m512i narrow16(const int64_t *v) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
-TARGET_512 int64_t gradref__gs3d_avx512_dgrid(const gs3d_run *r, int64_t n, int64_t q0,
-                                              int64_t q1) {
-    const gradref__gs3d_plan *p = r->p;
+TARGET_512 int64_t gradref__gs3d_f32_dgrid16_avx512(const gs3d_run *r, int64_t n, int64_t q0,
+                                                    int64_t q1) {
+    const gs3d_shape *p = &r->shape;
     const int64_t NP = p->N * r->P;
     const float *dist = (const float *)r->g.dist, *mult = (const float *)r->g.mult;
     const float *xn = (const float *)r->x + n * r->xs[0];
@@ -174,7 +174,7 @@ typedef struct geometry16 {
  * stored (returns 1), else the offsets go to *out (returns 0). */
 TARGET_512 static inline int nearest16(const gs3d_run *r, int64_t i, const __m512 coord[3],
                                        const int64_t size[3], geometry16 *out) {
-    const gradref__gs3d_plan *p = r->p;
+    const gs3d_shape *p = &r->shape;
     __m512i v[3];
     __mmask16 in = 0xffff;
     for (int k = 0; k < 3; k++) {
@@ -207,7 +207,7 @@ TARGET_512 static inline int nearest16(const gs3d_run *r, int64_t i, const __m51
 TARGET_512 static inline void trilinear16(const gs3d_run *r, int64_t i, const __m512 coord[3],
                                           const __m512 m[3], const int64_t size[3],
                                           geometry16 *out) {
-    const int64_t NP = r->p->N * r->P;
+    const int64_t NP = r->shape.N * r->P;
     float *w = (float *)r->g.w, *dist = (float *)r->g.dist, *mult = (float *)r->g.mult;
     memset(out, 0, sizeof *out);
     __m512 d[6];
@@ -245,9 +245,9 @@ TARGET_512 static inline void trilinear16(const gs3d_run *r, int64_t i, const __
     madd64(out->zp, v[2], 1);
 }
 
-TARGET_512 int64_t gradref__gs3d_avx512_geometry(const gs3d_run *r, int64_t n, int64_t q0,
-                                                 int64_t q1) {
-    const gradref__gs3d_plan *p = r->p;
+TARGET_512 int64_t gradref__gs3d_f32_geometry16_avx512(const gs3d_run *r, int64_t n, int64_t q0,
+                                                       int64_t q1) {
+    const gs3d_shape *p = &r->shape;
     const gradref__gs3d_view *gv = &p->grid;
     const int border = p->padding == GRADREF_PAD_BORDER, nearest = p->interp != 0;
     const int64_t size[3] = {p->W, p->H, p->D};
@@ -284,8 +284,8 @@ TARGET_512 int64_t gradref__gs3d_avx512_geometry(const gs3d_run *r, int64_t n, i
     return q - q0;
 }
 
-TARGET_512 void gradref__gs3d_avx512_nearest_dx(const gs3d_run *r, int64_t n, int64_t c) {
-    const gradref__gs3d_plan *p = r->p;
+TARGET_512 void gradref__gs3d_f32_nearest_dx_avx512(const gs3d_run *r, int64_t n, int64_t c) {
+    const gs3d_shape *p = &r->shape;
     float *acc = (float *)r->acc + n * r->as[0] + c * r->as[1];
     const float *g = (const float *)r->grad + n * r->gs[0] + c * r->gs[1];
     for (int64_t z = 0; z < p->D; z++)
@@ -357,8 +357,8 @@ static inline int64_t slot_point(int32_t *slots, int32_t *later, int64_t count, 
     return count + (!is_first && !is_second);
 }
 
-TARGET_512 int64_t gradref__gs3d_avx512_voxel_slots(const gs3d_run *r, int64_t n) {
-    const gradref__gs3d_plan *p = r->p;
+TARGET_512 int64_t gradref__gs3d_voxel_slots_avx512(const gs3d_run *r, int64_t n) {
+    const gs3d_shape *p = &r->shape;
     const int64_t V = p->D * p->H * p->W, P = r->P;
     int32_t *slots = r->v.slots + n * 2 * V, *later = r->v.later + n * 2 * P;
     const int32_t *vox = r->v.vox + n * P;
@@ -472,9 +472,9 @@ voxel_blocks(float *acc, int64_t as1, const int cb, const int stream, const floa
     return v;
 }
 
-TARGET_512 void gradref__gs3d_avx512_nearest_dx_voxels(const gs3d_run *r, int64_t n, int64_t c0,
-                                                       float *stage) {
-    const gradref__gs3d_plan *p = r->p;
+TARGET_512 void gradref__gs3d_f32_nearest_dx_voxels_avx512(const gs3d_run *r, int64_t n, int64_t c0,
+                                                           float *stage) {
+    const gs3d_shape *p = &r->shape;
     const int64_t V = p->D * p->H * p->W, P = r->P;
     const int cb = p->C - c0 < GS3D_STAGE_CHANNELS ? (int)(p->C - c0) : GS3D_STAGE_CHANNELS;
     const int64_t as1 = r->as[1];
@@ -531,10 +531,10 @@ TARGET_512 static inline void axpy512(float *a, const float *g, float w, int64_t
     }
 }
 
-TARGET_512 void gradref__gs3d_avx512_dx_plane(const gs3d_run *r, const gs3d_record_f *rec,
-                                              int64_t count, float *plane, const float *gn) {
-    const int64_t C = r->p->C;
-    const int scale = r->p->interp != GRADREF_INTERP_NEAREST;
+TARGET_512 void gradref__gs3d_f32_dx_plane_avx512(const gs3d_run *r, const gs3d_record_f *rec,
+                                                  int64_t count, float *plane, const float *gn) {
+    const int64_t C = r->shape.C;
+    const int scale = r->shape.interp != GRADREF_INTERP_NEAREST;
     for (int64_t e = 0; e < count; e++) {
         if (e + 8 < count) { /* grad rows are random: fetch ahead */
             const char *next = (const char *)(gn + rec[e + 8].g);

@@ -70,6 +70,15 @@ static void grad_shape(const gradref__gs3d_plan *p, int64_t *s) {
     s[0] = p->N, s[1] = p->C, s[2] = p->Do, s[3] = p->Ho, s[4] = p->Wo;
 }
 
+static gs3d_shape shape_of(const gradref__gs3d_plan *p) {
+    gs3d_shape s;
+    s.N = p->N, s.C = p->C, s.D = p->D, s.H = p->H, s.W = p->W, s.Ho = p->Ho, s.Wo = p->Wo;
+    s.interp = p->interp, s.padding = p->padding, s.align_corners = p->align_corners;
+    s.dtype = p->dtype, s.elem_size = p->elem_size;
+    s.grid = p->grid, s.dgrid = p->dgrid;
+    return s;
+}
+
 /* Nearest mode's AVX-512 path for channel-major data: dx itself (F32) takes 16 points of a
  * channel per gather-add-scatter, with no copies and no buckets (gs3d_simd.h). */
 static int nearest_scatter_fits(const gradref__gs3d_plan *p, int32_t precision) {
@@ -413,6 +422,7 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
     gs3d_run r;
     memset(&r, 0, sizeof r);
     r.p = p;
+    r.shape = shape_of(p);
     r.k = gradref__gs3d_kernels_for(p);
     r.P = p->Do * p->Ho * p->Wo;
     const int64_t NP = p->N * r.P;

@@ -105,8 +105,18 @@ static inline int64_t gs3d_stage_floats(int64_t P) {
 
 struct gradref__gs3d_kernels;
 
+/* The sizes, modes and grid/dgrid views the kernels read (the plan's, copied: the kernels take
+ * the run, never the plan). */
+typedef struct gs3d_shape {
+    int64_t N, C, D, H, W, Ho, Wo;
+    int32_t interp, padding, align_corners, dtype;
+    size_t elem_size;
+    gradref__gs3d_view grid, dgrid;
+} gs3d_shape;
+
 typedef struct gs3d_run {
-    const gradref__gs3d_plan *p;
+    const gradref__gs3d_plan *p;           /* the portable passes' (gs3d_fast.c) */
+    gs3d_shape shape;                      /* the kernels' */
     const struct gradref__gs3d_kernels *k; /* the vector kernels (gs3d_simd.h) */
     int64_t P;                             /* points per image: Do*Ho*Wo */
     const void *x, *grad;                  /* T data (the plan's, or f32 copies) */

@@ -12,7 +12,7 @@
 /* dgrid of `count` consecutive points from q: out[k][j] is component k of point q + j. */
 void gradref__gs3d_store_dgrid(const gs3d_run *r, int64_t n, int64_t q, int count,
                                float out[3][16]) {
-    const gradref__gs3d_plan *p = r->p;
+    const gs3d_shape *p = &r->shape;
     const gradref__gs3d_view *dv = &p->dgrid;
     int64_t od = q / (p->Ho * p->Wo), oh = q / p->Wo % p->Ho, ow = q % p->Wo;
     for (int j = 0; j < count; j++) {
@@ -36,16 +36,16 @@ void gradref__gs3d_store_dgrid(const gs3d_run *r, int64_t n, int64_t q, int coun
     }
 }
 
-static const gradref__gs3d_kernels avx2 = {"avx2", NULL, gradref__gs3d_avx2_dgrid,   NULL, NULL,
-                                           NULL,   NULL, gradref__gs3d_avx2_dx_plane};
+static const gradref__gs3d_kernels avx2 = {"avx2", NULL, gradref__gs3d_f32_dgrid8_avx2,  NULL, NULL,
+                                           NULL,   NULL, gradref__gs3d_f32_dx_plane_avx2};
 static const gradref__gs3d_kernels avx512 = {"avx512",
-                                             gradref__gs3d_avx512_dgrid,
-                                             gradref__gs3d_avx2_dgrid,
-                                             gradref__gs3d_avx512_geometry,
-                                             gradref__gs3d_avx512_voxel_slots,
-                                             gradref__gs3d_avx512_nearest_dx,
-                                             gradref__gs3d_avx512_nearest_dx_voxels,
-                                             gradref__gs3d_avx512_dx_plane};
+                                             gradref__gs3d_f32_dgrid16_avx512,
+                                             gradref__gs3d_f32_dgrid8_avx2,
+                                             gradref__gs3d_f32_geometry16_avx512,
+                                             gradref__gs3d_voxel_slots_avx512,
+                                             gradref__gs3d_f32_nearest_dx_avx512,
+                                             gradref__gs3d_f32_nearest_dx_voxels_avx512,
+                                             gradref__gs3d_f32_dx_plane_avx512};
 
 #endif
 
