@@ -955,6 +955,61 @@ static void test_exec_and_workspace(void **state) {
     gradref__workspace_release(owned);
     assert_int_equal(gradref__workspace_acquire("op", &ctx, SIZE_MAX - 8, &ptr, &owned),
                      GRADREF_ERR_OVERFLOW);
+    /* above 32 MiB the block is mapped (huge pages): aligned, every byte writable */
+    const size_t big = (size_t)40 << 20;
+    assert_int_equal(gradref__workspace_acquire("op", &ctx, big, &ptr, &owned), GRADREF_OK);
+    assert_non_null(owned);
+    assert_true((uintptr_t)ptr % GRADREF_WORKSPACE_ALIGN == 0);
+    memset(ptr, 0x5a, big);
+    assert_int_equal(((unsigned char *)ptr)[big - 1], 0x5a);
+    gradref__workspace_release(owned);
+    gradref__workspace_release(NULL);
+}
+
+/* An operator whose internal workspace is mapped (over 32 MiB) gives the bits a caller's
+ * workspace gives. */
+static void test_large_internal_workspace(void **state) {
+    (void)state;
+    enum { C = 2, S = 8 };
+    const int64_t xs[5] = {1, C, S, S, S}, gs[5] = {1, 16, 64, 256, 3}, ys[5] = {1, C, 16, 64, 256};
+    gradref_tensor x, grid, grad, dx[2], dgrid[2];
+    tu_rng r = tu_rng_make(77);
+    void *xd = tu_make_tensor(&x, GRADREF_F32, 5, xs, NULL, NULL, NULL, &r),
+         *gd = tu_make_tensor(&grid, GRADREF_F32, 5, gs, NULL, NULL, NULL, &r),
+         *yd = tu_make_tensor(&grad, GRADREF_F32, 5, ys, NULL, NULL, NULL, &r);
+    float *f = xd;
+    for (int64_t i = 0; i < C * S * S * S; i++)
+        f[i] = (float)(tu_uniform(&r) * 2 - 1);
+    f = gd;
+    for (int64_t i = 0; i < 16 * 64 * 256 * 3; i++)
+        f[i] = (float)(tu_uniform(&r) * 2.2 - 1.1);
+    f = yd;
+    for (int64_t i = 0; i < C * 16 * 64 * 256; i++)
+        f[i] = (float)(tu_uniform(&r) * 2 - 1);
+    void *dxd[2], *dgd[2];
+    for (int k = 0; k < 2; k++) {
+        dxd[k] = tu_make_tensor(&dx[k], GRADREF_F32, 5, xs, NULL, NULL, NULL, &r);
+        dgd[k] = tu_make_tensor(&dgrid[k], GRADREF_F32, 5, gs, NULL, NULL, NULL, &r);
+    }
+    gradref_grid_sampler3d_params p = {GRADREF_INTERP_BILINEAR, GRADREF_PAD_ZEROS, 0};
+    size_t need = 0;
+    assert_int_equal(
+        gradref_grid_sampler3d_grad_workspace_size(&p, &grad, &x, &grid, &dx[0], &dgrid[0], &need),
+        GRADREF_OK);
+    assert_true(need > ((size_t)32 << 20));
+    void *ws = malloc(need);
+    assert_non_null(ws);
+    gradref_exec given = {ws, need, 0, GRADREF_PRECISION_DEFAULT};
+    assert_int_equal(gradref_grid_sampler3d_grad(&p, &grad, &x, &grid, &dx[0], &dgrid[0], &given),
+                     GRADREF_OK);
+    assert_int_equal(gradref_grid_sampler3d_grad(&p, &grad, &x, &grid, &dx[1], &dgrid[1], NULL),
+                     GRADREF_OK);
+    tu_expect_same_bits(&dx[1], &dx[0], "dx");
+    tu_expect_same_bits(&dgrid[1], &dgrid[0], "dgrid");
+    free(ws);
+    free(xd), free(gd), free(yd);
+    for (int k = 0; k < 2; k++)
+        free(dxd[k]), free(dgd[k]);
 }
 
 int main(void) {
@@ -982,6 +1037,7 @@ int main(void) {
         cmocka_unit_test(test_copy_bits_and_threads),
         cmocka_unit_test(test_copy_errors),
         cmocka_unit_test(test_exec_and_workspace),
+        cmocka_unit_test(test_large_internal_workspace),
     };
     return cmocka_run_group_tests_name("common", tests, NULL, NULL);
 }
