@@ -536,17 +536,19 @@ typedef struct c3f_ctx {
     gradref_tensor x, dy, dw;
     void *workspace;
     size_t workspace_bytes;
+    int32_t precision;
 } c3f_ctx;
 
 static gradref_status c3f_once(void *arg, int threads) {
     c3f_ctx *c = arg;
-    gradref_exec exec = {c->workspace, c->workspace_bytes, threads, GRADREF_PRECISION_DEFAULT};
+    gradref_exec exec = {c->workspace, c->workspace_bytes, threads, c->precision};
     return gradref_conv3d_backprop_filter(&c->params, &c->x, &c->dy, &c->dw, &exec);
 }
 
-/* conv3d_backprop_filter N IC OC [G] D H W K [KD] S P [PD] dtype ncdhw|ndhwc: the weight
+/* conv3d_backprop_filter N IC OC [G] D H W K [KD] S P [PD] [prec] dtype ncdhw|ndhwc: the weight
  * gradient of a 3-D convolution with a K^3 kernel (depth KD when given), stride S, pads P on
- * both sides (depth PD). Work: 2 N OC (IC/G) taps O flops; oneDNN side by side. */
+ * both sides (depth PD), at gradref_precision prec (default 0). Work: 2 N OC (IC/G) taps O
+ * flops; oneDNN side by side (at its own f32 precision). */
 static int run_c3f(const problem *p, int threads, int repeats, timing *t) {
     peer_conv pc;
     memset(&pc, 0, sizeof pc);
@@ -583,6 +585,7 @@ static int run_c3f(const problem *p, int threads, int repeats, timing *t) {
         fill_values(dt, y, yn, 2);
         c3f_ctx c;
         memset(&c, 0, sizeof c);
+        c.precision = (int32_t)problem_get(p, "prec", GRADREF_PRECISION_DEFAULT);
         c.params.groups = (int32_t)pc.G;
         for (int j = 0; j < 3; j++) {
             c.params.stride[j] = pc.stride[j];

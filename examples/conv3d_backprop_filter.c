@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* conv3d_backprop_filter: dL/dw of a 3-D convolution. CANN's all-ones example, a SAME-padded
- * case with the weight gradient in TF's DHWIO (DHWCN) layout, and CANN's transpose rule.
+ * case with the weight gradient in TF's DHWIO (DHWCN) layout, CANN's transpose rule and its
+ * HF32 mode.
  * Checks its own output and exits non-zero on a mismatch. */
 #include <stdio.h>
 #include <string.h>
@@ -68,6 +69,21 @@ int main(void) {
         printf("expected error: %s\n", gradref_last_error());
     else
         bad = 1;
+    /* CANN's HF32 mode: x = 1 + 2^-11 is a tie at 10 kept bits and rounds away from zero to
+     * 1 + 2^-10; dy = 1; one tap: dw = the rounded x */
+    float xh = 1.0f + 1.0f / 2048.0f, dyh = 1.0f, dwh = 0.0f;
+    const int64_t one[5] = {1, 1, 1, 1, 1};
+    gradref_tensor_init(&tx, &xh, GRADREF_F32, 5, one);
+    gradref_tensor_init(&tdy, &dyh, GRADREF_F32, 5, one);
+    gradref_tensor_init(&tdw, &dwh, GRADREF_F32, 5, one);
+    gradref_conv_params unit;
+    memset(&unit, 0, sizeof unit);
+    for (int j = 0; j < 3; j++)
+        unit.stride[j] = unit.dilation[j] = 1;
+    gradref_exec hf32 = {NULL, 0, 0, GRADREF_PRECISION_HF32};
+    if (gradref_conv3d_backprop_filter(&unit, &tx, &tdy, &tdw, &hf32) != GRADREF_OK) return 1;
+    printf("HF32: x = 1 + 2^-11 gives dw = 1 + %g * 2^-10\n", (dwh - 1.0f) * 1024.0f);
+    bad |= dwh != 1.0f + 1.0f / 1024.0f;
     puts(bad ? "MISMATCH" : "ok");
     return bad;
 }

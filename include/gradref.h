@@ -95,9 +95,17 @@ typedef enum gradref_status {
     GRADREF_ERR_WORKSPACE = 10 /* workspace given but smaller than required */
 } gradref_status;
 
+/* How floats are computed. DEFAULT and HIGH apply to every operator that does arithmetic
+ * (recat and gradref_copy ignore precision). The device modes reproduce a device's numerics and
+ * apply only where stated; elsewhere they are a PARAM error. */
 typedef enum gradref_precision {
     GRADREF_PRECISION_DEFAULT = 0, /* f16/bf16/f32 accumulate in f32, f64 in f64, ints in i32 */
-    GRADREF_PRECISION_HIGH = 1     /* every float dtype accumulates in f64 */
+    GRADREF_PRECISION_HIGH = 1,    /* every float dtype accumulates in f64 */
+    /* conv3d_backprop_filter with F32 x and dy: each x and dy value rounded to HF32 before the
+     * products (CANN's golden: 10 mantissa bits kept, ties away from zero; the default and
+     * Ascend 950), f32 accumulation, F32 dw not rounded */
+    GRADREF_PRECISION_HF32 = 2,
+    GRADREF_PRECISION_HF32_910B = 3 /* the same keeping 11 mantissa bits (Ascend 910B) */
 } gradref_precision;
 
 /* The most threads one call runs on. An explicit gradref_exec.num_threads above it is a PARAM

@@ -607,6 +607,126 @@ static void test_errors(void **state) {
     free_case(&c);
 }
 
+/* ------------------------------------------------------------ HF32 precisions */
+
+/* CANN's golden on the int32 view, as written there: ((v >> (22 - kept)) + 1) >> 1 <<
+ * (23 - kept), with floor shifts and int32 wrap-around (computed in int64 here). */
+static uint32_t hf32_model(uint32_t bits, int kept) {
+    const int64_t v = (int64_t)bits - (bits >= 0x80000000u ? INT64_C(0x100000000) : 0);
+    const int64_t shift = 22 - kept;
+    int64_t t = v >= 0 ? v / (INT64_C(1) << shift) : -((-v + (INT64_C(1) << shift) - 1) >> shift);
+    t = t + 1;
+    t = t >= 0 ? t / 2 : -((-t + 1) / 2);
+    return (uint32_t)((uint64_t)t << (shift + 1));
+}
+
+static float float_of(uint32_t bits) {
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+static uint32_t bits_of(float f) {
+    uint32_t b;
+    memcpy(&b, &f, sizeof b);
+    return b;
+}
+
+/* A 1 x K tap filter over one row of x against dy = 1: dw[k] = hf32(x[k]) * 1 from +0, so every
+ * bit pattern class comes out as the model rounds it: ties, just off ties, subnormals, carries
+ * into the exponent and to Inf, Inf, NaN payloads inside and below the kept bits, -0. */
+static void test_hf32_bit_patterns(void **state) {
+    (void)state;
+    enum { FIXED = 28, K = FIXED + 2000 };
+    static const uint32_t fixed[FIXED] = {
+        0x3f800000u, 0x3f801000u, 0x3f800fffu, 0x3f801001u, 0x3f803000u, 0x3f800800u, 0x3f801800u,
+        0xbf801000u, 0xbf800fffu, 0x3fffffffu, 0x00000001u, 0x00001000u, 0x00000fffu, 0x007ff000u,
+        0x807ff000u, 0x7f7fffffu, 0x7f7fefffu, 0xff7fffffu, 0x7f800000u, 0xff800000u, 0x7fc00000u,
+        0x7f800001u, 0x7fc01000u, 0xffffffffu, 0x7fffffffu, 0x80000000u, 0x00000000u, 0x3eaaaaabu};
+    tu_rng r = tu_rng_make(31);
+    for (int kept = 10; kept <= 11; kept++) {
+        const int64_t I[3] = {1, 1, K}, KK[3] = {1, 1, K}, S[3] = {1, 1, 1};
+        geometry g = geo(1, 1, 1, 1, I, KK, S, NULL);
+        c3f_case c;
+        make_case(&c, &g, GRADREF_F32, GRADREF_F32, 0, 0, &r);
+        uint32_t *x = c.buf[0];
+        for (int k = 0; k < K; k++)
+            x[k] = k < FIXED ? fixed[k] : (uint32_t)tu_next(&r);
+        *(float *)c.buf[1] = 1.0f;
+        static const int threads[] = TU_THREAD_COUNTS;
+        for (int t = 0; t < 3; t++) {
+            gradref_exec e = {NULL, 0, threads[t],
+                              kept == 10 ? GRADREF_PRECISION_HF32 : GRADREF_PRECISION_HF32_910B};
+            run_ok(&c, &e);
+            const uint32_t *dw = c.buf[2];
+            for (int k = 0; k < K; k++) {
+                const uint32_t want = bits_of(fmaf(float_of(hf32_model(x[k], kept)), 1.0f, 0.0f));
+                if (dw[k] != want)
+                    fail_msg("kept %d: x %08x gives %08x, want %08x", kept, (unsigned)x[k],
+                             (unsigned)dw[k], (unsigned)want);
+            }
+        }
+        free_case(&c);
+    }
+    /* the model itself on the classes named above */
+    assert_int_equal(hf32_model(0x3f801000u, 10), 0x3f802000u); /* tie: away from zero */
+    assert_int_equal(hf32_model(0xbf801000u, 10), 0xbf802000u);
+    assert_int_equal(hf32_model(0x3f800fffu, 10), 0x3f800000u);
+    assert_int_equal(hf32_model(0x3f800800u, 11), 0x3f801000u);
+    assert_int_equal(hf32_model(0x007ff000u, 10), 0x00800000u); /* subnormal to normal */
+    assert_int_equal(hf32_model(0x7f7fffffu, 10), 0x7f800000u); /* to Inf */
+    assert_int_equal(hf32_model(0x7f800001u, 10), 0x7f800000u); /* payload cut: Inf */
+    assert_int_equal(hf32_model(0xffffffffu, 10), 0x00000000u); /* wraps to +0 */
+}
+
+/* The HF32 precisions equal the default precision on inputs the test rounds itself (every
+ * product of two HF32 values is exact in f32), in both layouts and dw layouts, at every kernel
+ * level the fast path has and 1, 2, 3 threads (check_fast_against_reference). */
+static void test_hf32_equals_default_on_rounded_inputs(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(32);
+    for (int iter = 0; iter < 16; iter++) {
+        const int kept = iter % 2 ? 11 : 10;
+        const int32_t mode = kept == 10 ? GRADREF_PRECISION_HF32 : GRADREF_PRECISION_HF32_910B;
+        geometry g = random_geometry(&r);
+        c3f_case c;
+        make_case(&c, &g, GRADREF_F32, GRADREF_F32, iter % 2, iter % 3, &r);
+        check_fast_against_reference(&c, mode);
+        gradref_exec e = {NULL, 0, 2, mode};
+        run_ok(&c, &e);
+        void *hf = malloc(c.bytes[2]);
+        memcpy(hf, c.buf[2], c.bytes[2]);
+        for (int t = 0; t < 2; t++) { /* round x and dy in place, every element */
+            uint32_t *v = c.buf[t];
+            for (size_t i = 0; i < c.bytes[t] / 4; i++)
+                v[i] = hf32_model(v[i], kept);
+        }
+        gradref_exec d = {NULL, 0, 2, GRADREF_PRECISION_DEFAULT};
+        run_ok(&c, &d);
+        gradref_tensor got = c.dw;
+        got.data = hf;
+        tu_expect_same_bits(&got, &c.dw, "dw");
+        free(hf);
+        free_case(&c);
+    }
+}
+
+/* HF32 takes F32 data only, and only this operator has it. */
+static void test_hf32_errors(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(33);
+    const int64_t I[3] = {3, 4, 5}, K[3] = {2, 2, 2}, S[3] = {1, 1, 1};
+    geometry g = geo(1, 2, 2, 1, I, K, S, NULL);
+    c3f_case c;
+    make_case(&c, &g, GRADREF_F16, GRADREF_F32, 0, 0, &r);
+    memset(c.buf[2], 0xee, c.bytes[2]);
+    gradref_exec e = {NULL, 0, 1, GRADREF_PRECISION_HF32};
+    expect_error(&c, gradref_conv3d_backprop_filter(&c.params, &c.x, &c.dy, &c.dw, &e),
+                 GRADREF_ERR_PARAM,
+                 "exec.precision is HF32, which takes F32 x and dy; x.dtype is F16");
+    free_case(&c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_ones),
@@ -622,6 +742,9 @@ int main(void) {
         cmocka_unit_test(test_transpose_rule),
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_hf32_bit_patterns),
+        cmocka_unit_test(test_hf32_equals_default_on_rounded_inputs),
+        cmocka_unit_test(test_hf32_errors),
     };
     tu_seed();
     return cmocka_run_group_tests(tests, NULL, NULL);

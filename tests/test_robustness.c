@@ -360,6 +360,29 @@ static void test_misaligned_data(void **state) {
     assert_int_equal(gradref_copy(&s, &t, NULL), GRADREF_OK);
 }
 
+/* The HF32 precisions are conv3d_backprop_filter's: elsewhere they are PARAM, outputs untouched;
+ * an operator without arithmetic ignores them as it ignores the others. */
+static void test_device_precision_elsewhere(void **state) {
+    (void)state;
+    float filt[4] = {1, 2, 3, 4}, diff[6] = {1, -1, 2, 0, 3, 1}, grad[8];
+    memset(grad, 0xee, sizeof grad);
+    gradref_conv_params p;
+    memset(&p, 0, sizeof p);
+    for (int j = 0; j < 3; j++)
+        p.stride[j] = p.dilation[j] = 1;
+    int64_t fs[3] = {2, 2, 1}, ds[3] = {1, 2, 3};
+    gradref_tensor f = dense(filt, GRADREF_F32, 3, fs), d = dense(diff, GRADREF_F32, 3, ds),
+                   g = dense(grad, GRADREF_F32, 3, ds);
+    gradref_exec e = {NULL, 0, 1, GRADREF_PRECISION_HF32_910B};
+    tu_expect_status(gradref_conv_backprop_data(&p, &f, &d, &g, &e), GRADREF_ERR_PARAM,
+                     "conv_backprop_data",
+                     "exec.precision is HF32_910B, which conv_backprop_data does not take");
+    tu_expect_untouched(grad, sizeof grad, 0xee, "grad");
+    int64_t n = 6;
+    gradref_tensor s = dense(diff, GRADREF_F32, 1, &n), t = dense(grad, GRADREF_F32, 1, &n);
+    assert_int_equal(gradref_copy(&s, &t, &e), GRADREF_OK);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_thread_limit),
@@ -372,6 +395,7 @@ int main(void) {
         cmocka_unit_test(test_huge_unit_strides),
         cmocka_unit_test(test_rope_huge_start),
         cmocka_unit_test(test_misaligned_data),
+        cmocka_unit_test(test_device_precision_elsewhere),
     };
     return cmocka_run_group_tests_name("robustness", tests, NULL, NULL);
 }

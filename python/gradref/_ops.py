@@ -54,7 +54,8 @@ def _ints(values, name):
     return [_int(v, "%s[%d]" % (name, i)) for i, v in enumerate(values)]
 
 
-_PRECISIONS = {"default": _lib.PRECISION_DEFAULT, "high": _lib.PRECISION_HIGH}
+_PRECISIONS = {"default": _lib.PRECISION_DEFAULT, "high": _lib.PRECISION_HIGH,
+               "hf32": _lib.PRECISION_HF32, "hf32_910b": _lib.PRECISION_HF32_910B}
 
 
 def _exec(threads, precision):

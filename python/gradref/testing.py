@@ -2,8 +2,8 @@
 """Comparing a kernel's result with a gradref golden.
 
 assert_close(actual, golden) fails with a report of where and by how much they differ;
-ulp_distance(a, b) counts representable values between them. Both take numpy arrays or torch
-tensors (any device: they are moved to the CPU), and bf16 as torch.bfloat16 or as uint16
+ulp_distance(a, b) counts representable values between them; hf32_round(a) rounds float32
+values as CANN's golden emulates HF32. They take numpy arrays or torch tensors (any device: they are moved to the CPU), and bf16 as torch.bfloat16 or as uint16
 numpy arrays with dtype="bf16".
 """
 import numbers
@@ -146,3 +146,24 @@ def _ordered(u, sign):
     neg = (u & sign) != 0
     mag = u & ~sign
     return np.where(neg, sign - np.uint64(1) - mag, sign + mag)
+
+
+def hf32_round(a, kept_bits=10):
+    """float32 values rounded to HF32 as CANN's golden does (simulate_hf32_precision on the
+    int32 view): kept_bits 10 (the default and Ascend 950) or 11 (Ascend 910B). Ties round away
+    from zero, carries run into the exponent. gradref's HF32 precisions round x and dy this way;
+    the golden also rounds its float32 output, which gradref leaves to this function. Returns a
+    numpy float32 array."""
+    np = _np()
+    if kept_bits not in (10, 11):
+        raise ValueError("gradref.testing.hf32_round: kept_bits is %r, not 10 or 11" % (kept_bits,))
+    try:
+        import torch
+        if isinstance(a, torch.Tensor):
+            a = a.detach().cpu().numpy()
+    except ImportError:
+        pass
+    v = np.array(a, dtype=np.float32, copy=True).view(np.uint32)
+    cut = 23 - kept_bits
+    v = (v + np.uint32(1 << (cut - 1))) & np.uint32((0xffffffff >> cut) << cut)
+    return v.view(np.float32)

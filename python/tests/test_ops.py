@@ -327,6 +327,26 @@ def test_conv3d_backprop_filter_against_torch_and_layouts():
     same_bits(dwl, dw.numpy())
 
 
+def test_conv3d_backprop_filter_hf32():
+    rng = np.random.default_rng(9)
+    x = rng.standard_normal((1, 5, 6, 4, 3)).astype(np.float32)     # NDHWC
+    dy = rng.standard_normal((1, 3, 4, 2, 4)).astype(np.float32)    # VALID, stride 1
+    for name, kept in (("hf32", 10), ("hf32_910b", 11)):
+        dw = gradref.conv3d_backprop_filter(x, (3, 3, 3, 3, 4), dy, (1, 1, 1, 1, 1), "VALID",
+                                            precision=name)
+        want = gradref.conv3d_backprop_filter(gradref.testing.hf32_round(x, kept), (3, 3, 3, 3, 4),
+                                              gradref.testing.hf32_round(dy, kept),
+                                              (1, 1, 1, 1, 1), "VALID")
+        same_bits(dw, want)
+    bits = np.array([0x3f801000, 0xbf801000, 0x7f7fffff, 0xffffffff], dtype=np.uint32)
+    got = gradref.testing.hf32_round(bits.view(np.float32)).view(np.uint32)
+    assert got.tolist() == [0x3f802000, 0xbf802000, 0x7f800000, 0]
+    with pytest.raises(gradref.Error, match="which takes F32 x and dy"):
+        gradref.conv3d_backprop_filter(x.astype(np.float16), (3, 3, 3, 3, 4),
+                                       dy.astype(np.float16), (1, 1, 1, 1, 1), "VALID",
+                                       precision="hf32")
+
+
 def test_conv3d_backprop_filter_same_valid_and_helper():
     rng = np.random.default_rng(8)
     x = rng.standard_normal((1, 5, 5, 5, 3)).astype(np.float32)     # NDHWC

@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "gradref.h"
+
 static inline uint32_t gradref__f32_bits(float f) {
     uint32_t x;
     memcpy(&x, &f, sizeof x);
@@ -18,6 +20,23 @@ static inline float gradref__f32_from_bits(uint32_t x) {
     float f;
     memcpy(&f, &x, sizeof f);
     return f;
+}
+
+/* f rounded to HF32 keeping `kept` (10 or 11) mantissa bits, as CANN's golden rounds on the
+ * int32 view, ((v >> (22 - kept)) + 1) >> 1 << (23 - kept): half of the last kept bit is added
+ * to the bit pattern and the rest cut, so magnitudes round half away from zero, carries run
+ * into the exponent (the largest finites become Inf), and NaN patterns are cut like any other
+ * (a payload only in the cut bits leaves Inf, and the all-ones pattern wraps to +0). */
+static inline float gradref__hf32_round(float f, int kept) {
+    const uint32_t cut = 23u - (uint32_t)kept;
+    return gradref__f32_from_bits((gradref__f32_bits(f) + (1u << (cut - 1))) & ~((1u << cut) - 1u));
+}
+
+/* The mantissa bits an HF32 precision keeps (0: not an HF32 precision). */
+static inline int gradref__hf32_kept_bits(int32_t precision) {
+    return precision == GRADREF_PRECISION_HF32        ? 10
+           : precision == GRADREF_PRECISION_HF32_910B ? 11
+                                                      : 0;
 }
 
 static inline float gradref__f16_to_f32(uint16_t h) {

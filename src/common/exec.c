@@ -18,7 +18,7 @@ gradref_status gradref__exec_resolve(const char *op, const gradref_exec *exec, g
     if (exec->num_threads < 0 || exec->num_threads > GRADREF_MAX_THREADS)
         return gradref__fail(GRADREF_ERR_PARAM, op, "exec.num_threads is %d, outside 0..%d",
                              (int)exec->num_threads, GRADREF_MAX_THREADS);
-    if (exec->precision != GRADREF_PRECISION_DEFAULT && exec->precision != GRADREF_PRECISION_HIGH)
+    if (exec->precision < GRADREF_PRECISION_DEFAULT || exec->precision >= GRADREF__PRECISIONS)
         return gradref__fail(GRADREF_ERR_PARAM, op, "exec.precision is %d, not a gradref_precision",
                              (int)exec->precision);
     int threads = exec->num_threads;
@@ -125,6 +125,18 @@ void gradref__workspace_release(void *owned) {
     free(h.base);
 }
 
+const char *gradref__precision_name(int32_t precision) {
+    static const char *const names[GRADREF__PRECISIONS] = {"DEFAULT", "HIGH", "HF32", "HF32_910B"};
+    return precision >= 0 && precision < GRADREF__PRECISIONS ? names[precision] : "?";
+}
+
+gradref_status gradref__check_general_precision(const char *op, const gradref__ctx *ctx) {
+    if (ctx->precision == GRADREF_PRECISION_DEFAULT || ctx->precision == GRADREF_PRECISION_HIGH)
+        return GRADREF_OK;
+    return gradref__fail(GRADREF_ERR_PARAM, op, "exec.precision is %s, which %s does not take",
+                         gradref__precision_name(ctx->precision), op);
+}
+
 int gradref__default_threads(void) {
     gradref__ctx ctx;
     gradref_exec none = {NULL, 0, 0, GRADREF_PRECISION_DEFAULT};
@@ -164,9 +176,12 @@ gradref_status gradref__run_fast_path(const gradref__fast_path *fp, const gradre
 size_t gradref__fast_path_workspace(const gradref__fast_path *fp, const void *plan) {
     if (fp->zero_output && fp->zero_output(plan)) return 0;
     const int threads = gradref__default_threads();
-    const size_t a = fp->workspace(plan, GRADREF_PRECISION_DEFAULT, threads),
-                 b = fp->workspace(plan, GRADREF_PRECISION_HIGH, threads);
-    return gradref__workspace_bytes(a > b ? a : b);
+    size_t most = 0;
+    for (int32_t precision = 0; precision < GRADREF__PRECISIONS; precision++) {
+        const size_t bytes = fp->workspace(plan, precision, threads);
+        if (bytes > most) most = bytes;
+    }
+    return gradref__workspace_bytes(most);
 }
 
 void gradref__parallel_ranges(int64_t n, int threads,

@@ -25,8 +25,17 @@ static inline size_t gradref__ws_take(size_t *at, size_t bytes) {
     return here;
 }
 
+/* The number of gradref_precision values. */
+#define GRADREF__PRECISIONS 4
+
 /* Validates exec (num_threads >= 0, a known precision) and resolves the defaults. */
 gradref_status gradref__exec_resolve(const char *op, const gradref_exec *exec, gradref__ctx *ctx);
+
+/* The enum's name of a precision ("DEFAULT", "HF32", ...). */
+const char *gradref__precision_name(int32_t precision);
+
+/* PARAM unless ctx's precision is DEFAULT or HIGH (an operator without device modes). */
+gradref_status gradref__check_general_precision(const char *op, const gradref__ctx *ctx);
 
 /* What an operator's _workspace_size reports for `need` usable bytes (0 stays 0). */
 size_t gradref__workspace_bytes(size_t need);
@@ -77,7 +86,7 @@ typedef struct gradref__fast_path {
 gradref_status gradref__run_fast_path(const gradref__fast_path *fp, const gradref__ctx *ctx,
                                       const void *plan);
 
-/* What a _workspace_size twin reports for a validated plan: the larger precision's bytes at
+/* What a _workspace_size twin reports for a validated plan: the most any precision needs at
  * the default thread count, with the alignment slack. */
 size_t gradref__fast_path_workspace(const gradref__fast_path *fp, const void *plan);
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The fast path for F32 compute (F32, F16, BF16 at the default precision):
+/* The fast path for F32 compute (F32, F16, BF16 at the default precision; F32 at the HF32
+ * precisions, from staged copies rounded to HF32):
  *
  *   for each block of GRADREF_C3F_BLOCK reduction indices r = (n, od, oh, ow):
  *     S_block[j][co] = sum over r in the block of col[j][r] * dy[r][co]     (one GEMM slice)
@@ -59,7 +60,9 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
     memset(&L, 0, sizeof L);
     const int f32 = p->in_dtype != GRADREF_F64;
     const int64_t J = p->Cin_g * taps_of(p), R = reduction(p);
-    L.gemm = f32 && precision == GRADREF_PRECISION_DEFAULT && J > 0 && p->Cout_g > 0 && R > 0;
+    const int hf32 = gradref__hf32_kept_bits(precision) != 0;
+    L.gemm =
+        f32 && (precision == GRADREF_PRECISION_DEFAULT || hf32) && J > 0 && p->Cout_g > 0 && R > 0;
     if (!L.gemm) return L;
     size_t at = 0;
     L.mr = gradref__sgemm_mr(p->kernel);
@@ -69,8 +72,9 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
     L.indirect = gradref__sgemm_kernels_for(p->kernel)->indirect != NULL;
     /* f32 x (channels-last for the packed panels, whose rows are runs of channels) and f32
      * channels-last dy (a B panel row is a run of channels) */
-    L.stage_x = p->in_dtype != GRADREF_F32 || (!L.indirect && p->xs[1] != 1 && p->G * p->Cin_g > 1);
-    L.stage_dy = p->in_dtype != GRADREF_F32 || (p->ys[1] != 1 && p->G * p->Cout_g > 1);
+    L.stage_x =
+        p->in_dtype != GRADREF_F32 || hf32 || (!L.indirect && p->xs[1] != 1 && p->G * p->Cin_g > 1);
+    L.stage_dy = p->in_dtype != GRADREF_F32 || hf32 || (p->ys[1] != 1 && p->G * p->Cout_g > 1);
     const int64_t xn = p->N * p->G * p->Cin_g * p->I[0] * p->I[1] * p->I[2];
     const int64_t yn = p->N * p->G * p->Cout_g * p->O[0] * p->O[1] * p->O[2];
     if (L.stage_x) L.x32 = gradref__ws_take(&at, (size_t)xn * 4);
@@ -332,11 +336,18 @@ static void item(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j
 }
 
 /* A dense channels-last f32 copy of a 5-D tensor (n, c, d, h, w); its strides into st. */
+/* src as dense channels-last f32 at dst (strides st); with `hf32` kept bits each value is then
+ * rounded to HF32. */
 static void channels_last(const char *src, int32_t dtype, const int64_t *shape, const int64_t *s,
-                          float *dst, int64_t *st, int threads) {
+                          float *dst, int64_t *st, int hf32, int threads) {
     st[1] = 1, st[4] = shape[1], st[3] = shape[4] * st[4], st[2] = shape[3] * st[3];
     st[0] = shape[2] * st[2];
     gradref__copy5(shape, src, dtype, s, dst, GRADREF_F32, st, threads);
+    if (!hf32) return;
+    const int64_t n = shape[0] * st[0];
+    GRADREF_PARALLEL_FOR(threads, schedule(static))
+    for (int64_t i = 0; i < n; i++)
+        dst[i] = gradref__hf32_round(dst[i], hf32);
 }
 
 /* Whether every element of dy (f32, strides st) is finite: rows (n, od, oh) in parallel, a
@@ -374,6 +385,7 @@ void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
     const int64_t elements = p->G * p->Cout_g * p->Cin_g * taps_of(p);
     if (elements == 0) return;
     const layout L = layout_of(p, p->precision, threads);
+    const int hf32 = gradref__hf32_kept_bits(p->precision);
     char *base = (char *)ws;
     run R;
     memset(&R, 0, sizeof R);
@@ -389,11 +401,13 @@ void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
     const int64_t yshape[5] = {p->N, p->G * p->Cout_g, p->O[0], p->O[1], p->O[2]};
     int gemm = L.gemm;
     if (gemm && L.stage_x) {
-        channels_last(p->x, p->in_dtype, xshape, p->xs, (float *)(base + L.x32), R.xs, threads);
+        channels_last(p->x, p->in_dtype, xshape, p->xs, (float *)(base + L.x32), R.xs, hf32,
+                      threads);
         R.x = (const float *)(base + L.x32);
     }
     if (gemm && L.stage_dy) {
-        channels_last(p->dy, p->in_dtype, yshape, p->ys, (float *)(base + L.dy32), R.ys, threads);
+        channels_last(p->dy, p->in_dtype, yshape, p->ys, (float *)(base + L.dy32), R.ys, hf32,
+                      threads);
         R.dy = (const float *)(base + L.dy32);
     }
     R.dy_is_panel = p->G == 1 && p->Cout_g == L.nr && R.ys[4] == p->Cout_g &&

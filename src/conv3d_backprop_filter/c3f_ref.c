@@ -5,7 +5,8 @@
  * x (the others are skipped); the block sums are combined as a binary counter: a new sum merges
  * with the stored sum of its level (older + newer) and moves up while that level is taken; at
  * the end the stored sums are added from the lowest level up, each higher (older) one on the
- * left. F32/F16/BF16 run in f32 (fmaf), F64 and GRADREF_PRECISION_HIGH in f64. */
+ * left. F32/F16/BF16 run in f32 (fmaf), F64 and GRADREF_PRECISION_HIGH in f64; the HF32
+ * precisions round each x and dy value to HF32 first (gradref__hf32_round). */
 #include <math.h>
 
 #include "c3f_internal.h"
@@ -60,6 +61,7 @@ void gradref__c3f_ref(const gradref__c3f_plan *p) {
 
 void gradref__c3f_ref_elements(const gradref__c3f_plan *p, int64_t e0, int64_t e1) {
     const int wide = p->in_dtype == GRADREF_F64 || p->precision == GRADREF_PRECISION_HIGH;
+    const int hf32 = gradref__hf32_kept_bits(p->precision); /* F32 in: validated */
     const int64_t T = p->K[0] * p->K[1] * p->K[2], R = p->N * p->O[0] * p->O[1] * p->O[2];
     const int64_t Cout = p->G * p->Cout_g;
     (void)Cout;
@@ -95,7 +97,10 @@ void gradref__c3f_ref_elements(const gradref__c3f_plan *p, int64_t e0, int64_t e
                                 p->in_dtype, yc + (size_t)(n * p->ys[0] + od * p->ys[2] +
                                                            oh * p->ys[3] + ow * p->ys[4]) *
                                                       p->in_size);
-                            if (wide)
+                            if (hf32)
+                                b32 = fmaf(gradref__hf32_round((float)xv, hf32),
+                                           gradref__hf32_round((float)dv, hf32), b32);
+                            else if (wide)
                                 b64 = fma(xv, dv, b64);
                             else
                                 b32 = fmaf((float)xv, (float)dv, b32);

@@ -5,6 +5,7 @@
 
 #include "c3f_internal.h"
 #include "common/conv.h"
+#include "common/convert.h"
 #include "common/copy.h"
 #include "common/exec.h"
 #include "common/tensor.h"
@@ -99,6 +100,10 @@ gradref_status gradref_conv3d_backprop_filter(const gradref_conv_params *p, cons
     gradref__c3f_plan plan;
     GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
     GRADREF_FORWARD_IF_ERROR(gradref__c3f_validate(p, x, dy, dw, &plan));
+    if (gradref__hf32_kept_bits(ctx.precision) && plan.in_dtype != GRADREF_F32)
+        return gradref__fail(
+            GRADREF_ERR_PARAM, OP, "exec.precision is %s, which takes F32 x and dy; x.dtype is %s",
+            gradref__precision_name(ctx.precision), gradref__dtype_name(plan.in_dtype));
     plan.precision = ctx.precision;
     return gradref__run_fast_path(&FAST, &ctx, &plan);
 }

@@ -140,6 +140,7 @@ gradref_status gradref_grid_sampler3d_grad(const gradref_grid_sampler3d_params *
     gradref__ctx ctx;
     gradref__gs3d_plan plan;
     GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
+    GRADREF_FORWARD_IF_ERROR(gradref__check_general_precision(OP, &ctx));
     GRADREF_FORWARD_IF_ERROR(gradref__gs3d_validate(p, grad, x, grid, dx, dgrid, &plan));
     plan.precision = ctx.precision;
     return gradref__run_fast_path(&FAST, &ctx, &plan);
