@@ -1,13 +1,30 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* rope_grad's AVX-512 row kernels: 16 lanes for F32 and F16 rows (half the instructions per
- * byte); BF16 rows and the tails go to the AVX2 kernels. */
+/* rope_grad's AVX-512 row kernels: 16 lanes for F32, F16 and BF16 rows (half the instructions
+ * per byte); the tails go to the AVX2 kernels. */
 #include "rope_grad_avx2.h"
 
 #ifdef GRADREF_X86
 
 GRADREF_TARGET_AVX512 static inline __m512 load16(int32_t dt, const void *p) {
     if (dt == GRADREF_F32) return _mm512_loadu_ps((const float *)p);
-    return _mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)p));
+    const __m256i h = _mm256_loadu_si256((const __m256i *)p);
+    if (dt == GRADREF_F16) return _mm512_cvtph_ps(h);
+    return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
+}
+
+/* f32 -> bf16 bits as to_bf16 (rope_grad_avx2.h), 16 lanes: round to nearest even, a NaN stays
+ * NaN (its quiet bit set when the kept payload would read as infinity). Integer operations, so
+ * subnormals round exactly (the BF16 conversion instructions flush them). */
+GRADREF_TARGET_AVX512 static inline __m256i to_bf16_16(__m512 v) {
+    const __m512i x = _mm512_castps_si512(v), hi = _mm512_srli_epi32(x, 16);
+    const __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
+    const __m512i rounded = _mm512_srli_epi32(
+        _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16);
+    const __mmask16 is_nan = _mm512_cmpgt_epi32_mask(
+        _mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
+    const __mmask16 payload_lost = _mm512_testn_epi32_mask(hi, _mm512_set1_epi32(0x7f));
+    const __m512i nan = _mm512_mask_or_epi32(hi, payload_lost, hi, _mm512_set1_epi32(0x40));
+    return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(is_nan, rounded, nan));
 }
 
 GRADREF_TARGET_AVX512 static inline void store16(int32_t dt, void *p, __m512 v, int stream) {
@@ -23,7 +40,7 @@ GRADREF_TARGET_AVX512 static inline void store16(int32_t dt, void *p, __m512 v, 
         }
         return;
     }
-    __m256i h = _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT);
+    __m256i h = dt == GRADREF_F16 ? _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT) : to_bf16_16(v);
     if (stream && ((uintptr_t)p & 31u) == 0) {
         _mm256_stream_si256((__m256i *)p, h);
     } else if (stream) {
@@ -132,27 +149,34 @@ gradref__rope_half_heads_avx512(int32_t dt, const void *in, void *out, int64_t h
     }
 }
 
-GRADREF_TARGET_AVX512 static void atb_row(int32_t dt, const void *g, void *out, const float *w,
-                                          int64_t n, int stream) {
-    if (dt == GRADREF_BF16)
-        gradref__rope_atb_row_avx2(dt, g, out, w, n, stream);
-    else
-        gradref__rope_atb_row_avx512(dt, g, out, w, n, stream);
+/* The interleaved adjoint as the AVX2 kernel computes it, 16 lanes: each pair's partner by an
+ * in-lane swap, even lanes own + cross, odd lanes own - cross. */
+GRADREF_TARGET_AVX512 static void gradref__rope_interleaved_row_avx512(int32_t dt, const void *g,
+                                                                       void *out, const float *c,
+                                                                       const float *s, int64_t n,
+                                                                       int stream) {
+    const size_t es = gradref__rope_esize(dt);
+    stream = stream && gradref__rope_aligned16(out);
+    int64_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        prefetch((const char *)g + i * es);
+        const __m512 gv = load16(dt, (const char *)g + i * es);
+        const __m512 partner_g = _mm512_permute_ps(gv, 0xb1);
+        const __m512 partner_s = _mm512_permute_ps(_mm512_loadu_ps(s + i), 0xb1);
+        const __m512 own = _mm512_mul_ps(_mm512_loadu_ps(c + i), gv);
+        const __m512 cross = _mm512_mul_ps(partner_s, partner_g);
+        store16(dt, (char *)out + i * es,
+                _mm512_mask_blend_ps(0xaaaa, _mm512_add_ps(own, cross), _mm512_sub_ps(own, cross)),
+                stream);
+    }
+    if (i < n)
+        gradref__rope_interleaved_row_avx2(dt, (const char *)g + i * es, (char *)out + i * es,
+                                           c + i, s + i, n - i, stream);
 }
 
-GRADREF_TARGET_AVX512 static void half_row(int32_t dt, const void *gf, const void *gb, void *out_f,
-                                           void *out_b, const float *cf, const float *sb,
-                                           const float *cb, const float *sf, int64_t n,
-                                           int stream) {
-    if (dt == GRADREF_BF16)
-        gradref__rope_half_row_avx2(dt, gf, gb, out_f, out_b, cf, sb, cb, sf, n, stream);
-    else
-        gradref__rope_half_row_avx512(dt, gf, gb, out_f, out_b, cf, sb, cb, sf, n, stream);
-}
-
-const gradref__rope_kernels gradref__rope_kernels_avx512 = {"avx512", atb_row, half_row,
-                                                            gradref__rope_half_heads_avx512,
-                                                            gradref__rope_interleaved_row_avx2};
+const gradref__rope_kernels gradref__rope_kernels_avx512 = {
+    "avx512", gradref__rope_atb_row_avx512, gradref__rope_half_row_avx512,
+    gradref__rope_half_heads_avx512, gradref__rope_interleaved_row_avx512};
 
 #else
 typedef int gradref__rope_avx512_unused;
