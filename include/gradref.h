@@ -92,7 +92,8 @@ typedef enum gradref_status {
     GRADREF_ERR_OVERFLOW = 7, /* a size or offset does not fit in int64 / size_t */
     GRADREF_ERR_ALIAS = 8,    /* an output overlaps an input or another output */
     GRADREF_ERR_NO_MEMORY = 9,
-    GRADREF_ERR_WORKSPACE = 10 /* workspace given but smaller than required */
+    GRADREF_ERR_WORKSPACE = 10 /* reserved: a workspace smaller than one thread's share now runs
+                                  the no-workspace path (docs/api.md) */
 } gradref_status;
 
 /* How floats are computed. DEFAULT and HIGH apply to every operator that does arithmetic

@@ -53,36 +53,45 @@ typedef struct gradref__fast_path {
     const char *op;
     size_t (*workspace)(const void *plan, int32_t precision, int threads);
     void (*run)(const void *plan, void *ws, int threads);
+    /* The path without a workspace (the reference loop, same bits), for a caller's workspace
+     * too small for one thread's share */
+    gradref_status (*no_workspace)(const void *plan, int threads);
     /* NULL, or the output to fill with +0 instead of running (an empty operand): no
      * workspace then */
     const gradref_tensor *(*zero_output)(const void *plan);
 } gradref__fast_path;
 
-/* Defines `name`, the gradref__fast_path of an operator whose plan type is what workspace_fn
- * and run_fn take (the adapters turn the plan back from const void *). */
-#define GRADREF_FAST_PATH_ADAPTERS(name, workspace_fn, run_fn)                                     \
+/* Defines `name`, the gradref__fast_path of an operator whose plan type is what workspace_fn,
+ * run_fn and no_workspace_fn take (the adapters turn the plan back from const void *). */
+#define GRADREF_FAST_PATH_ADAPTERS(name, workspace_fn, run_fn, no_workspace_fn)                    \
   static size_t name##_workspace(const void *plan, int32_t precision, int threads) {               \
     return workspace_fn(plan, precision, threads);                                                 \
   }                                                                                                \
   static void name##_run(const void *plan, void *ws, int threads) {                                \
     run_fn(plan, ws, threads);                                                                     \
+  }                                                                                                \
+  static gradref_status name##_no_workspace(const void *plan, int threads) {                       \
+    return no_workspace_fn(plan, threads);                                                         \
   }
-#define GRADREF_DEFINE_FAST_PATH(name, op, workspace_fn, run_fn)                                   \
-  GRADREF_FAST_PATH_ADAPTERS(name, workspace_fn, run_fn)                                           \
-  static const gradref__fast_path name = {op, name##_workspace, name##_run, NULL}
+#define GRADREF_DEFINE_FAST_PATH(name, op, workspace_fn, run_fn, no_workspace_fn)                  \
+  GRADREF_FAST_PATH_ADAPTERS(name, workspace_fn, run_fn, no_workspace_fn)                          \
+  static const gradref__fast_path name = {op, name##_workspace, name##_run, name##_no_workspace,   \
+                                          NULL}
 
 /* The same for a convolution plan (GRADREF_CONV_PLAN_FIELDS): a zero_only plan fills
  * out_desc with +0 and needs no workspace. */
-#define GRADREF_DEFINE_CONV_FAST_PATH(name, op, plan_type, workspace_fn, run_fn)                   \
-  GRADREF_FAST_PATH_ADAPTERS(name, workspace_fn, run_fn)                                           \
+#define GRADREF_DEFINE_CONV_FAST_PATH(name, op, plan_type, workspace_fn, run_fn, no_workspace_fn)  \
+  GRADREF_FAST_PATH_ADAPTERS(name, workspace_fn, run_fn, no_workspace_fn)                          \
   static const gradref_tensor *name##_zero_output(const void *plan) {                              \
     const plan_type *p = plan;                                                                     \
     return p->zero_only ? &p->out_desc : NULL;                                                     \
   }                                                                                                \
-  static const gradref__fast_path name = {op, name##_workspace, name##_run, name##_zero_output}
+  static const gradref__fast_path name = {op, name##_workspace, name##_run, name##_no_workspace,   \
+                                          name##_zero_output}
 
 /* The tail of an entry point once its plan is validated (and its precision set): the threads
- * the caller's workspace holds, the workspace (the caller's or one malloc), the run. */
+ * the caller's workspace holds, the workspace (the caller's or one allocation), the run; a
+ * caller's workspace too small for one thread's share runs the no-workspace path instead. */
 gradref_status gradref__run_fast_path(const gradref__fast_path *fp, const gradref__ctx *ctx,
                                       const void *plan);
 

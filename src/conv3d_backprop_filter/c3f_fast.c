@@ -381,6 +381,11 @@ static void ref_part(const void *plan, int64_t begin, int64_t end) {
     gradref__c3f_ref_elements(plan, begin, end);
 }
 
+gradref_status gradref__c3f_no_workspace(const gradref__c3f_plan *p, int threads) {
+    gradref__parallel_ranges(p->G * p->Cout_g * p->Cin_g * taps_of(p), threads, ref_part, p);
+    return GRADREF_OK;
+}
+
 void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
     const int64_t elements = p->G * p->Cout_g * p->Cin_g * taps_of(p);
     if (elements == 0) return;

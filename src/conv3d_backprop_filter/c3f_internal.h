@@ -37,6 +37,8 @@ void gradref__c3f_ref_elements(const gradref__c3f_plan *plan, int64_t e0, int64_
 size_t gradref__c3f_fast_workspace(const gradref__c3f_plan *plan, int32_t precision, int threads);
 /* The fast path; `ws` is 64-byte aligned and holds the bytes for `threads`. */
 void gradref__c3f_fast(const gradref__c3f_plan *plan, void *ws, int threads);
+/* The same bits without a workspace: the reference loop, dw elements split over the threads. */
+gradref_status gradref__c3f_no_workspace(const gradref__c3f_plan *plan, int threads);
 
 /* The fast path's kernels of one ISA, picked once per call: the GEMM family's kernels, and
  * panel_lanes, which fills lanes [la, lb) of `run` consecutive A-panel rows (mr floats apart):

@@ -549,6 +549,11 @@ static void ref_part(const void *plan, int64_t begin, int64_t end) {
     gradref__cbd_ref_slabs(plan, begin, end);
 }
 
+gradref_status gradref__cbd_no_workspace(const gradref__cbd_plan *p, int threads) {
+    gradref__parallel_ranges(p->N * p->G * p->ICpg, threads, ref_part, p);
+    return GRADREF_OK;
+}
+
 void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
     const int64_t slabs = p->N * p->G * p->ICpg;
     if (slabs == 0 || pixels(p->I) == 0) return;

@@ -36,5 +36,7 @@ void gradref__cbd_ref_slabs(const gradref__cbd_plan *plan, int64_t s0, int64_t s
 size_t gradref__cbd_fast_workspace(const gradref__cbd_plan *plan, int32_t precision, int threads);
 /* The fast path; `ws` is 64-byte aligned and holds the bytes for `threads`. */
 void gradref__cbd_fast(const gradref__cbd_plan *plan, void *ws, int threads);
+/* The same bits without a workspace: the reference loop, grad slabs split over the threads. */
+gradref_status gradref__cbd_no_workspace(const gradref__cbd_plan *plan, int threads);
 
 #endif

@@ -9,7 +9,8 @@
 
 static const char OP[] = "grid_sampler3d_grad";
 
-GRADREF_DEFINE_FAST_PATH(FAST, OP, gradref__gs3d_fast_workspace, gradref__gs3d_fast);
+GRADREF_DEFINE_FAST_PATH(FAST, OP, gradref__gs3d_fast_workspace, gradref__gs3d_fast,
+                         gradref__gs3d_no_workspace);
 
 static gradref_status check_params(const gradref_grid_sampler3d_params *p) {
     if (p == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "p is NULL");
