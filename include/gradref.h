@@ -109,6 +109,13 @@ typedef enum gradref_precision {
     GRADREF_PRECISION_HF32_910B = 3 /* the same keeping 11 mantissa bits (Ascend 910B) */
 } gradref_precision;
 
+/* A flag OR'ed into gradref_exec.precision: strict upstream validation. The call then also
+ * rejects what the upstream operator it is modelled on rejects (ATB's RopeGrad, CANN's
+ * GridSampler3DGrad and Conv3DBackpropFilterV2, MegEngine's ConvolutionBackwardData, FBGEMM's
+ * CPU recat; docs/api.md lists the rules), before anything is written. The results of the calls
+ * it accepts do not change. The _workspace_size twins have no exec and validate as without it. */
+#define GRADREF_STRICT_UPSTREAM 0x100
+
 /* The most threads one call runs on. An explicit gradref_exec.num_threads above it is a PARAM
  * error; an OpenMP default above it is lowered to it. */
 #define GRADREF_MAX_THREADS 1024

@@ -749,6 +749,31 @@ static void test_hf32_errors(void **state) {
     free_case(&c);
 }
 
+/* GRADREF_STRICT_UPSTREAM: CANN's Conv3DBackpropFilterV2 refuses F64; F32 passes, same bits. */
+static void test_strict_cann(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(34);
+    const int64_t I[3] = {3, 4, 5}, K[3] = {2, 2, 2}, S[3] = {1, 1, 1};
+    geometry g = geo(1, 2, 2, 1, I, K, S, NULL);
+    const gradref_exec strict = {NULL, 0, 2, GRADREF_PRECISION_DEFAULT | GRADREF_STRICT_UPSTREAM};
+    c3f_case c;
+    make_case(&c, &g, GRADREF_F32, GRADREF_F32, 1, 2, &r);
+    run_ok(&c, NULL);
+    void *want = malloc(c.bytes[2]);
+    memcpy(want, c.buf[2], c.bytes[2]);
+    memset(c.buf[2], 0xee, c.bytes[2]);
+    run_ok(&c, &strict);
+    assert_memory_equal(c.buf[2], want, c.bytes[2]);
+    free(want);
+    free_case(&c);
+    make_case(&c, &g, GRADREF_F64, GRADREF_F64, 0, 0, &r);
+    memset(c.buf[2], 0xee, c.bytes[2]);
+    expect_error(&c, gradref_conv3d_backprop_filter(&c.params, &c.x, &c.dy, &c.dw, &strict),
+                 GRADREF_ERR_DTYPE,
+                 "strict CANN: F64; Conv3DBackpropFilterV2 takes F16, BF16 and F32");
+    free_case(&c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_ones),
@@ -767,6 +792,7 @@ int main(void) {
         cmocka_unit_test(test_hf32_bit_patterns),
         cmocka_unit_test(test_hf32_equals_default_on_rounded_inputs),
         cmocka_unit_test(test_hf32_errors),
+        cmocka_unit_test(test_strict_cann),
     };
     tu_seed();
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -874,6 +874,39 @@ static void test_errors(void **state) {
     free_case(&c);
 }
 
+/* GRADREF_STRICT_UPSTREAM: CANN refuses F64 in NDHWC; F64 in NCDHW and F32 in NDHWC pass with
+ * the bits of a plain call. */
+static void test_strict_cann(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(880);
+    const int64_t dims[8] = {2, 3, 3, 4, 5, 2, 3, 4};
+    const gradref_exec strict = {NULL, 0, 2, GRADREF_PRECISION_DEFAULT | GRADREF_STRICT_UPSTREAM};
+    static const struct {
+        int32_t dtype;
+        int layout;
+    } ok[] = {{GRADREF_F64, NCDHW}, {GRADREF_F32, NDHWC}, {GRADREF_F16, NDHWC}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        gs_case c;
+        make_case(&c, ok[i].dtype, dims, ok[i].layout, 1.2, &r);
+        run_ok(&c, NULL);
+        void *want = malloc(c.bytes[3]);
+        memcpy(want, c.buf[3], c.bytes[3]);
+        memset(c.buf[3], 0xee, c.bytes[3]);
+        run_ok(&c, &strict);
+        assert_memory_equal(c.buf[3], want, c.bytes[3]);
+        free(want);
+        free_case(&c);
+    }
+    gs_case c;
+    make_case(&c, GRADREF_F64, dims, NDHWC, 1.2, &r);
+    run_ok(&c, NULL);
+    memset(c.buf[3], 0xee, c.bytes[3]);
+    memset(c.buf[4], 0xee, c.bytes[4]);
+    expect_error(&c, run(&c, &strict), GRADREF_ERR_DTYPE,
+                 "strict CANN: F64 takes NCDHW only (a tensor is channels-last)");
+    free_case(&c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_boundary_table),
@@ -893,6 +926,7 @@ int main(void) {
         cmocka_unit_test(test_bench_problems),
         cmocka_unit_test(test_golden_pytorch),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_strict_cann),
     };
     tu_seed();
     return cmocka_run_group_tests(tests, NULL, NULL);

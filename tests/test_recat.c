@@ -634,6 +634,47 @@ static void test_errors_batch(void **state) {
     assert_memory_equal(f.out, want, sizeof want);
 }
 
+/* GRADREF_STRICT_UPSTREAM: FBGEMM's CPU recat takes F32 and F16, contiguous; those pass with the
+ * bits of a plain call, BF16/F64 and a strided grad_output are refused, out untouched. */
+static void test_strict_fbgemm(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(91);
+    const int64_t ranks[3] = {2, 0, 3};
+    const gradref_exec strict = {NULL, 0, 2, GRADREF_PRECISION_DEFAULT | GRADREF_STRICT_UPSTREAM};
+    static const int32_t dtypes[4] = {GRADREF_F32, GRADREF_F16, GRADREF_BF16, GRADREF_F64};
+    for (int d = 0; d < 4; d++)
+        for (int strided = 0; strided < 2; strided++)
+            for (int v = FIXED; v <= BATCH; v++) {
+                problem_buf p;
+                make_problem(&p, dtypes[d], 5, 3, ranks, 3, strided, &r);
+                if (v != FIXED && p.go2.ndim == 0) { /* no 2-D view of this layout */
+                    free_problem(&p);
+                    continue;
+                }
+                assert_int_equal(run_variant(&p, (variant)v, NULL), GRADREF_OK);
+                unsigned char *want = malloc(p.out_bytes);
+                memcpy(want, p.out_buf, p.out_bytes);
+                memset(p.out_buf, 0xee, p.out_bytes);
+                const gradref_status s = run_variant(&p, (variant)v, &strict);
+                const char *op = v == FIXED   ? "recat_embedding_grad_output"
+                                 : v == MIXED ? "recat_embedding_grad_output_mixed_d"
+                                              : "recat_embedding_grad_output_mixed_d_batch";
+                if (d >= 2) {
+                    tu_expect_status(s, GRADREF_ERR_DTYPE, op, "FBGEMM takes F32 and F16");
+                    tu_expect_untouched(p.out_buf, p.out_bytes, 0xee, "out");
+                } else if (strided) {
+                    tu_expect_status(s, GRADREF_ERR_STRIDE, op,
+                                     "strict FBGEMM: grad_output is not contiguous");
+                    tu_expect_untouched(p.out_buf, p.out_bytes, 0xee, "out");
+                } else {
+                    assert_int_equal(s, GRADREF_OK);
+                    assert_memory_equal(p.out_buf, want, p.out_bytes);
+                }
+                free(want);
+                free_problem(&p);
+            }
+}
+
 int main(void) {
     tu_seed();
     const struct CMUnitTest tests[] = {
@@ -642,6 +683,7 @@ int main(void) {
         cmocka_unit_test(test_fast_matches_reference), cmocka_unit_test(test_threads_bitwise_equal),
         cmocka_unit_test(test_bench_problems),         cmocka_unit_test(test_errors_mixed),
         cmocka_unit_test(test_errors_fixed),           cmocka_unit_test(test_errors_batch),
+        cmocka_unit_test(test_strict_fbgemm),
     };
     return cmocka_run_group_tests_name("recat", tests, NULL, NULL);
 }

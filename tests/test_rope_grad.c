@@ -616,6 +616,81 @@ static void test_errors(void **state) {
     free_case(&c);
 }
 
+/* GRADREF_STRICT_UPSTREAM: ATB's positive case passes with the bits of a plain call; each of
+ * ATB's rejections that gradref would accept is refused, outputs untouched. */
+static void test_strict_atb(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(650);
+    const int32_t lens[4] = {2, 1, 4, 4};
+    const int64_t starts[4] = {0, 1, 2, 3};
+    const gradref_exec strict = {NULL, 0, 2, GRADREF_PRECISION_DEFAULT | GRADREF_STRICT_UPSTREAM};
+    rope_case c;
+    make_case(&c, GRADREF_ROPE_ATB, GRADREF_F16, 128, 0, 4, lens, NULL, 64, 128, 128, DENSE, &r);
+    assert_int_equal(run(&c, NULL), GRADREF_OK);
+    void *want = malloc(c.bytes[4]);
+    memcpy(want, c.buf[4], c.bytes[4]);
+    memset(c.buf[4], 0xee, c.bytes[4]);
+    assert_int_equal(run(&c, &strict), GRADREF_OK);
+    assert_memory_equal(c.buf[4], want, c.bytes[4]);
+    free(want);
+    free_case(&c);
+    static const struct {
+        int32_t mode, dtype;
+        int64_t D, Hk;
+        int starts;
+        gradref_status status;
+        const char *message;
+    } bad[] = {
+        {GRADREF_ROPE_HALF, GRADREF_F16, 128, 128, 0, GRADREF_ERR_PARAM,
+         "strict ATB: p.mode must be GRADREF_ROPE_ATB"},
+        {GRADREF_ROPE_ATB, GRADREF_F32, 128, 128, 0, GRADREF_ERR_DTYPE,
+         "strict ATB: the tensors are F32; RopeGrad takes F16 only"},
+        {GRADREF_ROPE_ATB, GRADREF_BF16, 128, 128, 0, GRADREF_ERR_DTYPE, "takes F16 only"},
+        {GRADREF_ROPE_ATB, GRADREF_F16, 64, 128, 0, GRADREF_ERR_SHAPE,
+         "strict ATB: head_dim is 64; RopeGrad's headSize is 128 only"},
+        {GRADREF_ROPE_ATB, GRADREF_F16, 128, 256, 0, GRADREF_ERR_SHAPE,
+         "strict ATB: q has 1 heads and k 2; RopeGrad needs equal shapes"},
+        {GRADREF_ROPE_ATB, GRADREF_F16, 128, 128, 1, GRADREF_ERR_PARAM,
+         "strict ATB: p.start_positions must be NULL"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        make_case(&c, bad[i].mode, bad[i].dtype, bad[i].D, 0, 4, lens,
+                  bad[i].starts ? starts : NULL, 64, bad[i].D, bad[i].Hk, DENSE, &r);
+        assert_int_equal(run(&c, NULL), GRADREF_OK); /* accepted without the flag */
+        memset(c.buf[4], 0xee, c.bytes[4]);
+        memset(c.buf[5], 0xee, c.bytes[5]);
+        expect_error(&c, run(&c, &strict), bad[i].status, bad[i].message);
+        free_case(&c);
+    }
+    /* ATB's tiling limit: batch < 100000 (one token per sequence here) */
+    enum { SEQS = 100000 };
+    int32_t *ones = malloc(SEQS * sizeof *ones);
+    for (int b = 0; b < SEQS; b++)
+        ones[b] = 1;
+    make_case(&c, GRADREF_ROPE_ATB, GRADREF_F16, 128, 0, 1, lens, NULL, 2, 128, 128, DENSE, &r);
+    gradref_tensor q = c.q, k = c.k, dq = c.dq, dk = c.dk;
+    void *big[4];
+    big[0] = make2d(&q, GRADREF_F16, SEQS, 128, DENSE, NULL, &r);
+    big[1] = make2d(&k, GRADREF_F16, SEQS, 128, DENSE, NULL, &r);
+    big[2] = make2d(&dq, GRADREF_F16, SEQS, 128, DENSE, NULL, &r);
+    big[3] = make2d(&dk, GRADREF_F16, SEQS, 128, DENSE, NULL, &r);
+    gradref_rope_params p = c.params;
+    p.num_seqs = SEQS;
+    p.seq_lens = ones;
+    memset(big[2], 0xee, (size_t)SEQS * 128 * 2);
+    tu_expect_status(gradref_rope_grad(&p, &q, &k, &c.cos, &c.sin, &dq, &dk, &strict),
+                     GRADREF_ERR_PARAM, "rope_grad",
+                     "strict ATB: p.num_seqs is 100000; RopeGrad's batch must be < 100000");
+    tu_expect_untouched(big[2], (size_t)SEQS * 128 * 2, 0xee, "q_grad");
+    p.num_seqs = SEQS - 1;
+    q.shape[0] = k.shape[0] = dq.shape[0] = dk.shape[0] = SEQS - 1;
+    assert_int_equal(gradref_rope_grad(&p, &q, &k, &c.cos, &c.sin, &dq, &dk, &strict), GRADREF_OK);
+    for (int i = 0; i < 4; i++)
+        free(big[i]);
+    free(ones);
+    free_case(&c);
+}
+
 int main(void) {
     tu_seed();
     const struct CMUnitTest tests[] = {
@@ -628,6 +703,7 @@ int main(void) {
         cmocka_unit_test(test_bench_problems),
         cmocka_unit_test(test_golden_pytorch),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_strict_atb),
     };
     return cmocka_run_group_tests_name("rope_grad", tests, NULL, NULL);
 }

@@ -52,7 +52,8 @@ OPERATORS = {
 }
 COMMON_ATTRS = {"dtype": "bf16: uint16 inputs hold bf16 bits", "threads": "int",
                 "precision": "default or high; conv3d_backprop_filter also hf32 or hf32_910b "
-                             "(recat moves bits: no effect)"}
+                             "(recat moves bits: no effect)",
+                "strict": "True: also reject what the upstream operator rejects"}
 
 
 def _parse_value(text):

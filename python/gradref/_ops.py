@@ -58,7 +58,7 @@ _PRECISIONS = {"default": _lib.PRECISION_DEFAULT, "high": _lib.PRECISION_HIGH,
                "hf32": _lib.PRECISION_HF32, "hf32_910b": _lib.PRECISION_HF32_910B}
 
 
-def _exec(threads, precision):
+def _exec(threads, precision, strict=False):
     e = _lib.Exec()
     e.num_threads = 0 if threads is None else _int(threads, "threads")
     if precision is None:
@@ -69,6 +69,8 @@ def _exec(threads, precision):
         e.precision = _PRECISIONS[precision.lower()]
     else:
         e.precision = _int(precision, "precision")
+    if strict:
+        e.precision |= _lib.STRICT_UPSTREAM
     return e
 
 
@@ -116,7 +118,7 @@ _PADDING = {"zeros": 0, "border": 1, "reflection": 2}
 
 def grid_sampler3d_grad(grad_output, input, grid, interpolation_mode, padding_mode,
                         align_corners, output_mask=(True, True), *, out=None, threads=None,
-                        precision=None, dtype=None):
+                        precision=None, strict=False, dtype=None):
     """PyTorch's grid_sampler_3d_backward / CANN GridSampler3DGrad: returns (dx, dgrid), each
     None when output_mask says so. interpolation_mode 0/"bilinear" or 1/"nearest";
     padding_mode 0/"zeros", 1/"border", 2/"reflection"."""
@@ -136,7 +138,7 @@ def grid_sampler3d_grad(grad_output, input, grid, interpolation_mode, padding_mo
     out_dx, out_dgrid = _outs(out, 2)
     dx = _result(out_dx, g.kind, x.shape, x.code, "dx", bf16) if mask[0] else None
     dgrid = _result(out_dgrid, g.kind, gr.shape, gr.code, "dgrid", bf16) if mask[1] else None
-    e = _exec(threads, precision)
+    e = _exec(threads, precision, strict)
     _check(lib.gradref_grid_sampler3d_grad(ctypes.byref(p), g.ref, x.ref, gr.ref,
                                            dx.ref if dx else None, dgrid.ref if dgrid else None,
                                            ctypes.byref(e)))
@@ -145,7 +147,7 @@ def grid_sampler3d_grad(grad_output, input, grid, interpolation_mode, padding_mo
 
 # ---------------------------------------------------------------- recat
 
-def _recat_list(grad_output, values, name, fn, out, threads, precision, dtype):
+def _recat_list(grad_output, values, name, fn, out, threads, precision, strict, dtype):
     bf16 = _bf16(dtype)
     go = as_input(grad_output, "grad_output", bf16)
     ranks = _ints(values, name)
@@ -154,31 +156,33 @@ def _recat_list(grad_output, values, name, fn, out, threads, precision, dtype):
     for s in go.shape:
         numel *= s
     o = _result(out, go.kind, (numel,), go.code, "out", bf16)
-    e = _exec(threads, precision)
+    e = _exec(threads, precision, strict)
     _check(fn(go.ref, arr, len(ranks), o.ref, ctypes.byref(e)))
     return o.obj
 
 
 def recat_embedding_grad_output(grad_output, num_features_per_rank, *, out=None, threads=None,
-                                precision=None, dtype=None):
+                                precision=None, strict=False, dtype=None):
     """FBGEMM recat_embedding_grad_output: grad_output (B, T, D), num_features_per_rank a list
     of ints summing to T; returns the 1-D re-laid gradient."""
     return _recat_list(grad_output, num_features_per_rank, "num_features_per_rank",
-                       lib.gradref_recat_embedding_grad_output, out, threads, precision, dtype)
+                       lib.gradref_recat_embedding_grad_output, out, threads, precision, strict,
+                       dtype)
 
 
 def recat_embedding_grad_output_mixed_D(grad_output, dim_sum_per_rank, *, out=None,
-                                        threads=None, precision=None, dtype=None):
+                                        threads=None, precision=None, strict=False, dtype=None):
     """FBGEMM recat_embedding_grad_output_mixed_D: grad_output (B, sumD), dim_sum_per_rank a
     list of ints summing to sumD."""
     return _recat_list(grad_output, dim_sum_per_rank, "dim_sum_per_rank",
                        lib.gradref_recat_embedding_grad_output_mixed_d, out, threads, precision,
-                       dtype)
+                       strict, dtype)
 
 
 def recat_embedding_grad_output_mixed_D_batch(grad_output, dim_sum_per_rank,
                                               cumsum_dim_sum_per_rank, *, out=None,
-                                              threads=None, precision=None, dtype=None):
+                                              threads=None, precision=None, strict=False,
+                                              dtype=None):
     """FBGEMM recat_embedding_grad_output_mixed_D_batch: the split as int64 tensors; the cumsum
     is the exclusive prefix sum (FBGEMM's kernel reads it so)."""
     bf16 = _bf16(dtype)
@@ -189,7 +193,7 @@ def recat_embedding_grad_output_mixed_D_batch(grad_output, dim_sum_per_rank,
     for s in go.shape:
         numel *= s
     o = _result(out, go.kind, (numel,), go.code, "out", bf16)
-    e = _exec(threads, precision)
+    e = _exec(threads, precision, strict)
     _check(lib.gradref_recat_embedding_grad_output_mixed_d_batch(go.ref, d.ref, c.ref, o.ref,
                                                                  ctypes.byref(e)))
     return o.obj
@@ -202,7 +206,7 @@ _ROPE_MODES = {"atb": 0, "half": 1, "rotate_half": 1, "interleaved": 2}
 
 def rope_grad(q_embed_grad, k_embed_grad, cos, sin, seq_len, mode="atb", *, head_dim=None,
               rotary_dim=0, start_positions=None, out=None, threads=None, precision=None,
-              dtype=None):
+              strict=False, dtype=None):
     """ATB RopeGrad (mode "atb", bit for bit) or the exact adjoint of rotate_half ("half") or
     interleaved ("interleaved") RoPE. q_embed_grad (T, Hq), k_embed_grad (T, Hk), cos and sin
     (S_max, head_dim); seq_len is ATB's qSeqLen (a list summing to T). Returns (q_grad, k_grad)."""
@@ -231,7 +235,7 @@ def rope_grad(q_embed_grad, k_embed_grad, cos, sin, seq_len, mode="atb", *, head
     out_q, out_k = _outs(out, 2)
     dq = _result(out_q, q.kind, q.shape, q.code, "q_grad", bf16)
     dk = _result(out_k, q.kind, k.shape, k.code, "k_grad", bf16)
-    e = _exec(threads, precision)
+    e = _exec(threads, precision, strict)
     _check(lib.gradref_rope_grad(ctypes.byref(p), q.ref, k.ref, c.ref, s.ref, dq.ref, dk.ref,
                                  ctypes.byref(e)))
     return dq.obj, dk.obj
@@ -288,7 +292,7 @@ def _permuted(arg, order):
 
 def conv_backprop_data(filter, diff, mode="CROSS_CORRELATION", sparse="DENSE", format="NCHW",
                        stride=1, pad=0, dilate=1, *, grad_shape=None, out=None, threads=None,
-                       precision=None, dtype=None):
+                       precision=None, strict=False, dtype=None):
     """MegEngine ConvolutionBackwardData: grad = dL/dx from filter and diff = dL/dy, 1-D to 3-D.
     format "NCHW" (also NCW, NCDHW) or "NHWC" (NWC, NDHWC) lays out diff, grad and filter as
     MegEngine does (NHWC filter (OC, FH, FW, IC)); sparse "GROUP" takes a (G, OC/G, IC/G, ...)
@@ -353,7 +357,7 @@ def conv_backprop_data(filter, diff, mode="CROSS_CORRELATION", sparse="DENSE", f
     g = _result(out, d.kind, shape, out_code, "grad", bf16)
     if last:
         _permuted(g, [0, r + 1] + list(range(1, r + 1)))
-    e = _exec(threads, precision)
+    e = _exec(threads, precision, strict)
     _check(lib.gradref_conv_backprop_data(ctypes.byref(p), f.ref, d.ref, g.ref, ctypes.byref(e)))
     return g.obj
 
@@ -375,7 +379,7 @@ def _tf_spatial(values, name, data_format, minimum):
 
 def conv3d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
                            data_format="NDHWC", dilations=(1, 1, 1, 1, 1), groups=None, *,
-                           out=None, threads=None, precision=None, dtype=None):
+                           out=None, threads=None, precision=None, strict=False, dtype=None):
     """TensorFlow Conv3DBackpropFilterV2: dw for input and out_backprop in data_format
     ("NDHWC" or "NCDHW"), returned in TF's filter layout (kd, kh, kw, in/groups, out).
     filter_sizes is that shape; strides and dilations have 5 entries (or 3 spatial); padding
@@ -424,7 +428,7 @@ def conv3d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
     code = x.code
     w = _result(out, x.kind, ks, code, "out", bf16)
     _permuted(w, [4, 3, 0, 1, 2])  # DHWIO -> (Cout, Cin/G, kd, kh, kw)
-    e = _exec(threads, precision)
+    e = _exec(threads, precision, strict)
     _check(lib.gradref_conv3d_backprop_filter(ctypes.byref(p), x.ref, dy.ref, w.ref,
                                               ctypes.byref(e)))
     return w.obj

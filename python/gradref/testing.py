@@ -3,8 +3,9 @@
 
 assert_close(actual, golden) fails with a report of where and by how much they differ;
 ulp_distance(a, b) counts representable values between them; hf32_round(a) rounds float32
-values as CANN's golden emulates HF32. They take numpy arrays or torch tensors (any device: they are moved to the CPU), and bf16 as torch.bfloat16 or as uint16
-numpy arrays with dtype="bf16".
+values as CANN's golden emulates HF32. They take numpy arrays or torch tensors (any device:
+they are moved to the CPU), and bf16 as torch.bfloat16 or as uint16 numpy arrays with
+dtype="bf16".
 """
 import numbers
 

@@ -347,6 +347,23 @@ def test_conv3d_backprop_filter_hf32():
                                        precision="hf32")
 
 
+def test_strict_upstream():
+    rng = np.random.default_rng(10)
+    q = rng.uniform(-2, 2, (11, 128)).astype(np.float16)
+    cs = rng.uniform(-1, 1, (64, 128)).astype(np.float16)
+    plain = gradref.rope_grad(q, q, cs, cs, [2, 1, 4, 4])
+    strict = gradref.rope_grad(q, q, cs, cs, [2, 1, 4, 4], strict=True)
+    same_bits(plain[0], strict[0])
+    with pytest.raises(gradref.Error, match="RopeGrad takes F16 only") as e:
+        gradref.rope_grad(q.astype(np.float32), q.astype(np.float32), cs.astype(np.float32),
+                          cs.astype(np.float32), [2, 1, 4, 4], strict=True)
+    assert e.value.status_name == "GRADREF_ERR_DTYPE"
+    go = rng.standard_normal((4, 6)).astype(np.float64)
+    gradref.recat_embedding_grad_output_mixed_D(go, [2, 4])
+    with pytest.raises(gradref.Error, match="FBGEMM takes F32 and F16"):
+        gradref.recat_embedding_grad_output_mixed_D(go, [2, 4], strict=True)
+
+
 def test_conv3d_backprop_filter_same_valid_and_helper():
     rng = np.random.default_rng(8)
     x = rng.standard_normal((1, 5, 5, 5, 3)).astype(np.float32)     # NDHWC

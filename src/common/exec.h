@@ -9,7 +9,8 @@
 
 typedef struct gradref__ctx {
     int num_threads; /* >= 1: resolved from exec->num_threads and the OpenMP default */
-    int precision;   /* gradref_precision */
+    int precision;   /* gradref_precision (without the strict flag) */
+    int strict;      /* GRADREF_STRICT_UPSTREAM was set */
     void *workspace; /* caller's, or NULL */
     size_t workspace_bytes;
 } gradref__ctx;

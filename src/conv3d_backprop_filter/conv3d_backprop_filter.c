@@ -93,6 +93,15 @@ gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref
     return GRADREF_OK;
 }
 
+/* GRADREF_STRICT_UPSTREAM: what CANN's Conv3DBackpropFilterV2 rejects and gradref accepts:
+ * F64 (x and out_backprop are F16, BF16 or F32). */
+static gradref_status check_cann(const gradref__c3f_plan *plan) {
+    if (plan->in_dtype == GRADREF_F64)
+        return gradref__fail(GRADREF_ERR_DTYPE, OP,
+                             "strict CANN: F64; Conv3DBackpropFilterV2 takes F16, BF16 and F32");
+    return GRADREF_OK;
+}
+
 gradref_status gradref_conv3d_backprop_filter(const gradref_conv_params *p, const gradref_tensor *x,
                                               const gradref_tensor *dy, const gradref_tensor *dw,
                                               const gradref_exec *exec) {
@@ -100,6 +109,7 @@ gradref_status gradref_conv3d_backprop_filter(const gradref_conv_params *p, cons
     gradref__c3f_plan plan;
     GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
     GRADREF_FORWARD_IF_ERROR(gradref__c3f_validate(p, x, dy, dw, &plan));
+    if (ctx.strict) GRADREF_FORWARD_IF_ERROR(check_cann(&plan));
     if (gradref__hf32_kept_bits(ctx.precision) && plan.in_dtype != GRADREF_F32)
         return gradref__fail(
             GRADREF_ERR_PARAM, OP, "exec.precision is %s, which takes F32 x and dy; x.dtype is %s",

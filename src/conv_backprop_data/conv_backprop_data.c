@@ -160,6 +160,27 @@ gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref
     return GRADREF_OK;
 }
 
+/* GRADREF_STRICT_UPSTREAM: what MegEngine's ConvolutionBackwardData rejects and gradref
+ * accepts: a spatial rank other than 2 (its CanonizedFilterMeta has spatial_ndim 2), F64 (it has
+ * no float64 dtype), and unequal pads on the two sides of a dim (its pads are symmetric). */
+static gradref_status check_megengine(const gradref_conv_params *p, const gradref__cbd_plan *plan) {
+    if (plan->rank != 2)
+        return gradref__fail(GRADREF_ERR_RANK, OP,
+                             "strict MegEngine: a %d-D convolution; ConvolutionBackwardData is 2-D",
+                             (int)plan->rank);
+    if (plan->in_dtype == GRADREF_F64)
+        return gradref__fail(GRADREF_ERR_DTYPE, OP,
+                             "strict MegEngine: F64; MegEngine has no float64");
+    for (int j = 0; j < 2; j++)
+        if (p->pad[2 * j] != p->pad[2 * j + 1])
+            return gradref__fail(
+                GRADREF_ERR_PARAM, OP,
+                "strict MegEngine: p.pad[%d] is %lld and p.pad[%d] %lld; MegEngine "
+                "pads both sides alike",
+                2 * j, (long long)p->pad[2 * j], 2 * j + 1, (long long)p->pad[2 * j + 1]);
+    return GRADREF_OK;
+}
+
 gradref_status gradref_conv_backprop_data(const gradref_conv_params *p,
                                           const gradref_tensor *filter, const gradref_tensor *diff,
                                           const gradref_tensor *grad, const gradref_exec *exec) {
@@ -168,6 +189,7 @@ gradref_status gradref_conv_backprop_data(const gradref_conv_params *p,
     GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
     GRADREF_FORWARD_IF_ERROR(gradref__check_general_precision(OP, &ctx));
     GRADREF_FORWARD_IF_ERROR(gradref__cbd_validate(p, filter, diff, grad, &plan));
+    if (ctx.strict) GRADREF_FORWARD_IF_ERROR(check_megengine(p, &plan));
     plan.precision = ctx.precision;
     return gradref__run_fast_path(&FAST, &ctx, &plan);
 }

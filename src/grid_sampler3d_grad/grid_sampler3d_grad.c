@@ -134,6 +134,18 @@ gradref_status gradref__gs3d_validate(const gradref_grid_sampler3d_params *p,
     return GRADREF_OK;
 }
 
+/* GRADREF_STRICT_UPSTREAM: what CANN's aclnnGridSampler3DBackward rejects and gradref accepts:
+ * F64 in NDHWC (its documentation: DOUBLE takes NCDHW only). NDHWC is channels innermost in x,
+ * grad or dx (with more than one channel; one channel is both layouts). */
+static gradref_status check_cann(const gradref__gs3d_plan *plan) {
+    const int ndhwc = plan->C > 1 && (plan->x.s[1] == 1 || plan->grad.s[1] == 1 ||
+                                      (plan->dx.data != NULL && plan->dx.s[1] == 1));
+    if (plan->dtype == GRADREF_F64 && ndhwc)
+        return gradref__fail(GRADREF_ERR_DTYPE, OP,
+                             "strict CANN: F64 takes NCDHW only (a tensor is channels-last)");
+    return GRADREF_OK;
+}
+
 gradref_status gradref_grid_sampler3d_grad(const gradref_grid_sampler3d_params *p,
                                            const gradref_tensor *grad, const gradref_tensor *x,
                                            const gradref_tensor *grid, const gradref_tensor *dx,
@@ -143,6 +155,7 @@ gradref_status gradref_grid_sampler3d_grad(const gradref_grid_sampler3d_params *
     GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
     GRADREF_FORWARD_IF_ERROR(gradref__check_general_precision(OP, &ctx));
     GRADREF_FORWARD_IF_ERROR(gradref__gs3d_validate(p, grad, x, grid, dx, dgrid, &plan));
+    if (ctx.strict) GRADREF_FORWARD_IF_ERROR(check_cann(&plan));
     plan.precision = ctx.precision;
     return gradref__run_fast_path(&FAST, &ctx, &plan);
 }

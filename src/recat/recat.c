@@ -166,12 +166,34 @@ static gradref_status validate_batch(recat_args *a, const gradref_tensor *dims,
 #define OP_MIXED "recat_embedding_grad_output_mixed_d"
 #define OP_BATCH "recat_embedding_grad_output_mixed_d_batch"
 
+/* GRADREF_STRICT_UPSTREAM: what FBGEMM's CPU recat rejects and gradref accepts: dtypes other
+ * than F32 and F16 (FBGEMM_DISPATCH_FLOAT_AND_HALF) and a grad_output that is not contiguous
+ * (TORCH_CHECK(grad_output.is_contiguous())). */
+static gradref_status check_fbgemm(const char *op, const gradref_tensor *go) {
+    if (go->dtype != GRADREF_F32 && go->dtype != GRADREF_F16)
+        return gradref__fail(GRADREF_ERR_DTYPE, op,
+                             "strict FBGEMM: grad_output.dtype is %s; FBGEMM takes F32 and F16",
+                             gradref__dtype_name(go->dtype));
+    int64_t expect = 1;
+    for (int i = go->ndim - 1; i >= 0; i--) {
+        if (go->shape[i] != 1 && go->strides[i] != expect)
+            return gradref__fail(GRADREF_ERR_STRIDE, op,
+                                 "strict FBGEMM: grad_output is not contiguous (strides[%d] is "
+                                 "%lld, not %lld)",
+                                 i, (long long)go->strides[i], (long long)expect);
+        expect *= go->shape[i];
+    }
+    return GRADREF_OK;
+}
+
 static gradref_status execute(const char *op, gradref_status validated,
-                              const gradref__recat_plan *p, const gradref_exec *exec) {
+                              const gradref__recat_plan *p, const gradref_tensor *go,
+                              const gradref_exec *exec) {
     gradref__ctx ctx;
     gradref_status s = gradref__exec_resolve(op, exec, &ctx);
     if (s != GRADREF_OK) return s;
     if (validated != GRADREF_OK) return validated;
+    if (ctx.strict) GRADREF_FORWARD_IF_ERROR(check_fbgemm(op, go));
     gradref__recat_fast(p, ctx.num_threads);
     return GRADREF_OK;
 }
@@ -207,7 +229,7 @@ gradref_status gradref_recat_embedding_grad_output(const gradref_tensor *grad_ou
                                                    const gradref_exec *exec) {
     gradref__recat_plan p;
     return execute(OP_FIXED, validate_fixed(grad_output, num_features_per_rank, num_ranks, out, &p),
-                   &p, exec);
+                   &p, grad_output, exec);
 }
 
 gradref_status gradref_recat_embedding_grad_output_workspace_size(
@@ -225,7 +247,7 @@ gradref_status gradref_recat_embedding_grad_output_mixed_d(const gradref_tensor 
                                                            const gradref_exec *exec) {
     gradref__recat_plan p;
     return execute(OP_MIXED, validate_mixed(grad_output, dim_sum_per_rank, num_ranks, out, &p), &p,
-                   exec);
+                   grad_output, exec);
 }
 
 gradref_status gradref_recat_embedding_grad_output_mixed_d_workspace_size(
@@ -244,7 +266,7 @@ gradref_status gradref_recat_embedding_grad_output_mixed_d_batch(
     return execute(
         OP_BATCH,
         validate_mixed_batch(grad_output, dim_sum_per_rank, cumsum_dim_sum_per_rank, out, &p), &p,
-        exec);
+        grad_output, exec);
 }
 
 gradref_status gradref_recat_embedding_grad_output_mixed_d_batch_workspace_size(

@@ -166,6 +166,36 @@ gradref_status gradref__rope_grad_validate(const gradref_rope_params *p, const g
     return GRADREF_OK;
 }
 
+/* GRADREF_STRICT_UPSTREAM: what ATB's RopeGrad (operation and kernel checks) rejects and
+ * gradref accepts, with ATB's error classes mapped: INI_MATCH (dtype) to DTYPE, TENSOR_DIM and
+ * TENSOR_SIZE to SHAPE, the parameter and tiling limits to PARAM. */
+static gradref_status check_atb(const gradref__rope_plan *plan) {
+    if (plan->mode != GRADREF_ROPE_ATB)
+        return gradref__fail(GRADREF_ERR_PARAM, OP,
+                             "strict ATB: p.mode must be GRADREF_ROPE_ATB (RopeGrad has no other)");
+    if (plan->dtype != GRADREF_F16)
+        return gradref__fail(GRADREF_ERR_DTYPE, OP,
+                             "strict ATB: the tensors are %s; RopeGrad takes F16 only",
+                             gradref__dtype_name(plan->dtype));
+    if (plan->head_dim != 128)
+        return gradref__fail(GRADREF_ERR_SHAPE, OP,
+                             "strict ATB: head_dim is %lld; RopeGrad's headSize is 128 only",
+                             (long long)plan->head_dim);
+    if (plan->stream[0].heads != plan->stream[1].heads)
+        return gradref__fail(GRADREF_ERR_SHAPE, OP,
+                             "strict ATB: q has %lld heads and k %lld; RopeGrad needs equal shapes",
+                             (long long)plan->stream[0].heads, (long long)plan->stream[1].heads);
+    if (plan->num_seqs >= 100000)
+        return gradref__fail(GRADREF_ERR_PARAM, OP,
+                             "strict ATB: p.num_seqs is %lld; RopeGrad's batch must be < 100000",
+                             (long long)plan->num_seqs);
+    if (plan->start_positions != NULL)
+        return gradref__fail(GRADREF_ERR_PARAM, OP,
+                             "strict ATB: p.start_positions must be NULL (every sequence starts at "
+                             "cos/sin row 0 in RopeGrad)");
+    return GRADREF_OK;
+}
+
 gradref_status gradref_rope_grad(const gradref_rope_params *p, const gradref_tensor *q_embed_grad,
                                  const gradref_tensor *k_embed_grad, const gradref_tensor *cos,
                                  const gradref_tensor *sin, const gradref_tensor *q_grad,
@@ -176,6 +206,7 @@ gradref_status gradref_rope_grad(const gradref_rope_params *p, const gradref_ten
     GRADREF_FORWARD_IF_ERROR(gradref__check_general_precision(OP, &ctx));
     GRADREF_FORWARD_IF_ERROR(gradref__rope_grad_validate(p, q_embed_grad, k_embed_grad, cos, sin,
                                                          q_grad, k_grad, &plan));
+    if (ctx.strict) GRADREF_FORWARD_IF_ERROR(check_atb(&plan));
     plan.precision = ctx.precision;
     gradref__rope_grad_fast(&plan, ctx.num_threads);
     return GRADREF_OK;

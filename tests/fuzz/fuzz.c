@@ -354,11 +354,16 @@ void fz_check(fz *f, const fz_call *c) {
     const int null_exec = fz_one_in(f, 8);
     ex.num_threads = thread_choices[fz_range(f, 0, 15) & (fz_one_in(f, 4) ? 15 : 7)];
     ex.precision = fz_one_in(f, 3) ? (fz_one_in(f, 8) ? (int32_t)fz_range(f, -1, 9) : 1) : 0;
+    if (fz_one_in(f, 8)) ex.precision |= GRADREF_STRICT_UPSTREAM;
+    const int32_t base_precision = ex.precision & ~GRADREF_STRICT_UPSTREAM;
     const int ws_mode = (int)fz_range(f, 0, 7);
     const int threads_ok = ex.num_threads >= 0 && ex.num_threads <= 1024;
-    const int exec_valid = null_exec || (threads_ok && (ex.precision == 0 || ex.precision == 1));
-    /* the HF32 precisions: valid for conv3d_backprop_filter on F32 data, PARAM elsewhere */
-    const int device_mode = !null_exec && threads_ok && (ex.precision == 2 || ex.precision == 3);
+    const int exec_valid = null_exec || (threads_ok && ex.precision >= 0 && ex.precision <= 1);
+    /* the HF32 precisions (valid for conv3d_backprop_filter on F32 data, PARAM elsewhere) and
+     * strict validation (upstream's rules) reject calls their twins accept */
+    const int device_mode = !null_exec && threads_ok && base_precision >= 0 &&
+                            base_precision <= 3 &&
+                            (base_precision >= 2 || ex.precision != base_precision);
 
     const size_t end = used_end();
     if (end > dirty_end) dirty_end = end;
