@@ -56,6 +56,14 @@ int main(void) {
     static const float want2[25] = {1, 1, 2, 2, 0, 1, 1, 2, 2, 0, 3, 3, 4,
                                     4, 0, 3, 3, 4, 4, 0, 0, 0, 0, 0, 0};
     bad |= check("2-D stride 2, 5x5", dx2, want2, 25);
+    /* a workspace too small for the fast path (here no usable byte): the reference loop runs
+     * instead, with the same bits */
+    float again[25];
+    char tiny[1];
+    gradref_tensor_init(&grad, again, GRADREF_F32, 4, g2);
+    gradref_exec small = {tiny, sizeof tiny, 0, GRADREF_PRECISION_DEFAULT};
+    if (gradref_conv_backprop_data(&p, &filter, &diff, &grad, &small) != GRADREF_OK) return 1;
+    bad |= check("tiny workspace, same bits", again, dx2, 25);
 
     /* I8 x I8 -> I32: exact */
     int8_t wi[3] = {-128, 127, 3}, di[2] = {-128, 100};

@@ -51,6 +51,13 @@ int main(void) {
     gradref_status st = gradref_rope_grad(&p, &q, &k, &c, &s, &dq, &dk, NULL);
     printf("bad seq_lens -> %s: %s\n", gradref_status_string(st), gradref_last_error());
     bad |= st != GRADREF_ERR_PARAM;
+    /* Strict ATB validation: RopeGrad takes F16 and head 128 only, so this F32 call is refused
+     * before anything is written (without the flag it is the ATB call above). */
+    gradref_rope_params atb = {GRADREF_ROPE_ATB, 4, 0, 2, seq_lens, NULL};
+    const gradref_exec strict = {NULL, 0, 0, GRADREF_PRECISION_DEFAULT | GRADREF_STRICT_UPSTREAM};
+    st = gradref_rope_grad(&atb, &q, &k, &c, &s, &dq, &dk, &strict);
+    printf("strict ATB -> %s: %s\n", gradref_status_string(st), gradref_last_error());
+    bad |= st != GRADREF_ERR_DTYPE;
     if (bad) {
         fprintf(stderr, "unexpected result\n");
         return 1;
