@@ -442,17 +442,18 @@ typedef struct cbd_ctx {
     gradref_tensor filter, diff, grad;
     void *workspace;
     size_t workspace_bytes;
+    int32_t precision;
 } cbd_ctx;
 
 static gradref_status cbd_once(void *arg, int threads) {
     cbd_ctx *c = arg;
-    gradref_exec exec = {c->workspace, c->workspace_bytes, threads, GRADREF_PRECISION_DEFAULT};
+    gradref_exec exec = {c->workspace, c->workspace_bytes, threads, c->precision};
     return gradref_conv_backprop_data(&c->params, &c->filter, &c->diff, &c->grad, &exec);
 }
 
-/* conv_backprop_data N IC OC [G] [D] H W K S P [dil] dtype nchw|nhwc: a 2-D convolution (3-D with
- * a D key) with a K^rank kernel, stride S, pads P on both sides, of an (N, IC, [D,] H, W) input;
- * diff is its output's gradient. Work: 2 N IC (OC/G) K^rank O flops. */
+/* conv_backprop_data N IC OC [G] [D] H W K S P [dil] [prec] dtype nchw|nhwc: a 2-D convolution (3-D
+ * with a D key) with a K^rank kernel, stride S, pads P on both sides, of an (N, IC, [D,] H, W)
+ * input; diff is its output's gradient. Work: 2 N IC (OC/G) K^rank O flops. */
 static int run_cbd(const problem *p, int threads, int repeats, timing *t) {
     peer_conv pc;
     memset(&pc, 0, sizeof pc);
@@ -491,6 +492,7 @@ static int run_cbd(const problem *p, int threads, int repeats, timing *t) {
         fill_values(dt, d, dn, 2);
         cbd_ctx c;
         memset(&c, 0, sizeof c);
+        c.precision = (int32_t)problem_get(p, "prec", GRADREF_PRECISION_DEFAULT);
         c.params.groups = (int32_t)pc.G;
         for (int j = 0; j < pc.rank; j++) {
             c.params.stride[j] = pc.stride[j];

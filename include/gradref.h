@@ -106,7 +106,11 @@ typedef enum gradref_precision {
      * products (CANN's golden: 10 mantissa bits kept, ties away from zero; the default and
      * Ascend 950), f32 accumulation, F32 dw not rounded */
     GRADREF_PRECISION_HF32 = 2,
-    GRADREF_PRECISION_HF32_910B = 3 /* the same keeping 11 mantissa bits (Ascend 910B) */
+    GRADREF_PRECISION_HF32_910B = 3, /* the same keeping 11 mantissa bits (Ascend 910B) */
+    /* conv_backprop_data with F16 or BF16: MegEngine's compute_mode DEFAULT, which accumulates
+     * in the 16-bit grad element itself, in its naive kernel's order (docs/conv_backprop_data.md);
+     * gradref's DEFAULT is MegEngine's FLOAT32 */
+    GRADREF_PRECISION_MEGENGINE_DEFAULT = 4
 } gradref_precision;
 
 /* A flag OR'ed into gradref_exec.precision: strict upstream validation. The call then also

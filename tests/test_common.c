@@ -894,7 +894,7 @@ static void test_copy_errors(void **state) {
     gradref_exec bad = {NULL, 0, -2, 0};
     assert_int_equal(gradref_copy(&src, &dst, &bad), GRADREF_ERR_PARAM);
     bad.num_threads = 1;
-    bad.precision = 4; /* past the last gradref_precision */
+    bad.precision = 99; /* not a gradref_precision */
     assert_int_equal(gradref_copy(&src, &dst, &bad), GRADREF_ERR_PARAM);
     for (int i = 0; i < 64; i++)
         assert_true(b[i] == -1.0f);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/convert.h"
 #include "conv_backprop_data/cbd_internal.h"
 #include "golden.h"
 #include "test_util.h"
@@ -815,6 +816,166 @@ static void test_strict_megengine(void **state) {
     }
 }
 
+/* ------------------------------------------------------------ MegEngine compute_mode DEFAULT */
+
+/* F16 from a finite float as MegEngine's half.hpp rounds: to nearest, ties away from zero
+ * (written here from the definition, in double arithmetic). */
+static uint16_t model_f16_away(float f) {
+    const uint16_t sign = signbit(f) ? 0x8000u : 0u;
+    const double a = fabs((double)f);
+    if (a >= 65520.0) return (uint16_t)(sign | 0x7c00u);
+    if (a < 0x1p-14) /* subnormal steps of 2^-24; 1024 steps is the smallest normal */
+        return (uint16_t)(sign | (uint16_t)floor(a * 0x1p24 + 0.5));
+    int ex;
+    frexp(a, &ex); /* a = m * 2^ex, m in [0.5, 1) */
+    int E = ex - 1;
+    double q = floor(ldexp(a, 10 - E) + 0.5); /* 1024 .. 2048 */
+    if (q == 2048.0) q = 1024.0, E++;
+    if (E > 15) return (uint16_t)(sign | 0x7c00u);
+    return (uint16_t)(sign | (uint16_t)((E + 15) << 10) | (uint16_t)(q - 1024.0));
+}
+
+/* MegEngine's naive backward_data for a 2-D problem as helper.h writes it: grad zeroed, then
+ * for n, oc, oh, ow, fh, fw, ic: ih = sh*oh + fh*dh_eff + h_off (conv mode: h_off = -ph +
+ * (dFH-1)*dh, dh_eff = -dh), grad += (half)F * (half)diff, the sum in float and rounded back. */
+static void megengine_model(const cbd_case *c, uint16_t *want /* dense (N, IC, IH, IW) */) {
+    const geometry *g = &c->geo;
+    const int32_t dt = c->in_dtype;
+    const int64_t IH = c->grad.shape[2], IW = c->grad.shape[3], OH = g->O[0], OW = g->O[1];
+    const int64_t IC = g->G * g->ICpg, OC = g->G * g->OCpg, FH = g->K[0], FW = g->K[1];
+    const int flip = g->mode == GRADREF_CONV_CONVOLUTION;
+    const int64_t dh = flip ? -g->dil[0] : g->dil[0], dw = flip ? -g->dil[1] : g->dil[1];
+    const int64_t h_off = -g->pb[0] + (flip ? (FH - 1) * g->dil[0] : 0);
+    const int64_t w_off = -g->pb[1] + (flip ? (FW - 1) * g->dil[1] : 0);
+    memset(want, 0, (size_t)(g->N * IC * IH * IW) * sizeof *want);
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t oc = 0; oc < OC; oc++) {
+            const int64_t grp = oc / g->OCpg;
+            for (int64_t oh = 0; oh < OH; oh++)
+                for (int64_t ow = 0; ow < OW; ow++)
+                    for (int64_t fh = 0; fh < FH; fh++)
+                        for (int64_t fw = 0; fw < FW; fw++) {
+                            const int64_t ih = g->stride[0] * oh + fh * dh + h_off;
+                            const int64_t iw = g->stride[1] * ow + fw * dw + w_off;
+                            if (ih < 0 || ih >= IH || iw < 0 || iw >= IW) continue;
+                            for (int64_t ic = grp * g->ICpg; ic < (grp + 1) * g->ICpg; ic++) {
+                                const int64_t fi[4] = {oc, ic - grp * g->ICpg, fh, fw};
+                                const int64_t di[4] = {n, oc, oh, ow};
+                                const float prod =
+                                    (float)tu_get(&c->filter, fi) * (float)tu_get(&c->diff, di);
+                                uint16_t *e = want + ((n * IC + ic) * IH + ih) * IW + iw;
+                                const double old =
+                                    dt == GRADREF_F16 ? tu_f16_value(*e) : tu_bf16_value(*e);
+                                const float sum = (float)old + prod;
+                                *e = dt == GRADREF_F16 ? model_f16_away(sum)
+                                                       : tu_round_bf16((double)sum);
+                            }
+                        }
+        }
+}
+
+/* GRADREF_PRECISION_MEGENGINE_DEFAULT equals the transcription bit for bit: F16 and BF16,
+ * both modes, groups, strides, dilation, padding, NCHW and NHWC, 1 to 3 threads. Values are
+ * multiples of 1/8 so that sums land on ties, where F16 rounds away from zero. */
+static void test_megengine_default(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(731);
+    static const int threads[] = TU_THREAD_COUNTS;
+    int ties_seen = 0;
+    for (int iter = 0; iter < 24; iter++) {
+        const int64_t G = iter % 3 == 2 ? 2 : 1, S = 1 + iter % 2, D = 1 + iter / 8 % 2;
+        geometry g = geo2(2, 3, 4 + iter % 3, 5, 3, 3, 2, S, iter % 3 == 0 ? 1 : 0, D, G,
+                          iter % 4 < 2 ? GRADREF_CONV_CROSS_CORRELATION : GRADREF_CONV_CONVOLUTION);
+        g.extra[0] = S - 1;
+        const int32_t dt = iter % 2 ? GRADREF_BF16 : GRADREF_F16;
+        cbd_case c;
+        make_case(&c, &g, dt, dt, F_DENSE, iter % 6 < 3 ? D_NCHW : D_NHWC, 0, &r);
+        for (int t = 0; t < 2; t++) { /* multiples of 1/8 up to 64: sums reach ties */
+            const gradref_tensor *x = t ? &c.diff : &c.filter;
+            int64_t total = 1, idx[4];
+            for (int d = 0; d < 4; d++)
+                total *= x->shape[d];
+            for (int64_t e = 0; e < total; e++) {
+                int64_t rest = e;
+                for (int d = 3; d >= 0; d--)
+                    idx[d] = rest % x->shape[d], rest /= x->shape[d];
+                tu_put(x, idx, (double)tu_range(&r, -512, 512) / 8);
+            }
+        }
+        const int64_t IC = g.G * g.ICpg, IH = c.grad.shape[2], IW = c.grad.shape[3];
+        const size_t count = (size_t)(g.N * IC * IH * IW);
+        uint16_t *want = malloc(count * sizeof *want);
+        megengine_model(&c, want);
+        for (int t = 0; t < 3; t++) {
+            gradref_exec e = {NULL, 0, threads[t], GRADREF_PRECISION_MEGENGINE_DEFAULT};
+            memset(c.buf[2], 0xee, c.bytes[2]);
+            run_ok(&c, &e);
+            for (int64_t n = 0; n < g.N; n++)
+                for (int64_t ic = 0; ic < IC; ic++)
+                    for (int64_t ih = 0; ih < IH; ih++)
+                        for (int64_t iw = 0; iw < IW; iw++) {
+                            const int64_t gi[4] = {n, ic, ih, iw};
+                            const uint16_t got = *(const uint16_t *)((const char *)c.grad.data +
+                                                                     tu_offset(&c.grad, gi));
+                            const uint16_t w = want[((n * IC + ic) * IH + ih) * IW + iw];
+                            if (got != w)
+                                fail_msg("iter %d (%s): grad[%lld,%lld,%lld,%lld] is %04x, "
+                                         "MegEngine gives %04x",
+                                         iter, dt == GRADREF_F16 ? "F16" : "BF16", (long long)n,
+                                         (long long)ic, (long long)ih, (long long)iw, got, w);
+                        }
+        }
+        /* the default precision (one rounding at the end) differs somewhere: the mode matters */
+        run_ok(&c, NULL);
+        for (size_t k = 0; k < count && !ties_seen; k++) {
+            const int64_t gi[4] = {(int64_t)(k / (size_t)(IC * IH * IW)),
+                                   (int64_t)(k / (size_t)(IH * IW) % (size_t)IC),
+                                   (int64_t)(k / (size_t)IW % (size_t)IH),
+                                   (int64_t)(k % (size_t)IW)};
+            ties_seen |=
+                *(const uint16_t *)((const char *)c.grad.data + tu_offset(&c.grad, gi)) != want[k];
+        }
+        free(want);
+        free_case(&c);
+    }
+    assert_true(ties_seen);
+    /* F32 (and every other dtype) has no MegEngine DEFAULT mode here: PARAM */
+    geometry g = geo2(1, 2, 3, 3, 2, 2, 2, 1, 0, 1, 1, GRADREF_CONV_CROSS_CORRELATION);
+    cbd_case c;
+    make_case(&c, &g, GRADREF_F32, GRADREF_F32, F_DENSE, D_NCHW, 0, &r);
+    memset(c.buf[2], 0xee, c.bytes[2]);
+    gradref_exec e = {NULL, 0, 1, GRADREF_PRECISION_MEGENGINE_DEFAULT};
+    expect_error(&c, gradref_conv_backprop_data(&c.params, &c.filter, &c.diff, &c.grad, &e),
+                 GRADREF_ERR_PARAM,
+                 "exec.precision is MEGENGINE_DEFAULT, which takes F16 or BF16 filter, diff and "
+                 "grad; they are F32 and F32");
+    free_case(&c);
+}
+
+/* MegEngine's F16 conversion on its own: ties away from zero, overflow, NaN payloads. */
+static void test_megengine_f16_rounding(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(732);
+    for (int k = 0; k < 200000; k++) {
+        uint32_t bits = (uint32_t)tu_next(&r);
+        if (k % 4 == 0) bits = (bits & 0xffffe000u) | 0x1000u; /* a tie for normal F16 */
+        float f;
+        memcpy(&f, &bits, 4);
+        if (!isfinite(f)) continue;
+        const uint16_t got = gradref__f32_to_f16_megengine(f), want = model_f16_away(f);
+        if (got != want) fail_msg("%08x: %04x, want %04x", (unsigned)bits, got, want);
+    }
+    assert_int_equal(gradref__f32_to_f16_megengine(1.0f + 0x1p-11f), 0x3c01); /* tie: away */
+    assert_int_equal(gradref__f32_to_f16_megengine(-0x1p-25f), 0x8001);       /* 2^-25: away */
+    assert_int_equal(gradref__f32_to_f16_megengine(65519.0f), 0x7bff);
+    assert_int_equal(gradref__f32_to_f16_megengine(65520.0f), 0x7c00);
+    const float nan_low = gradref__f32_from_bits(0x7f800001u); /* payload below the kept bits */
+    assert_int_equal(gradref__f32_to_f16_megengine(nan_low), 0x7c00);
+    assert_int_equal(gradref__f32_to_bf16_megengine(gradref__f32_from_bits(0x7fc00001u)), 0x7fc1);
+    assert_int_equal(gradref__f32_to_bf16_megengine(gradref__f32_from_bits(0x3f808000u)), 0x3f80);
+    assert_int_equal(gradref__f32_to_bf16_megengine(gradref__f32_from_bits(0x3f818000u)), 0x3f82);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_worked_example),
@@ -831,6 +992,8 @@ int main(void) {
         cmocka_unit_test(test_golden_pytorch),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_strict_megengine),
+        cmocka_unit_test(test_megengine_default),
+        cmocka_unit_test(test_megengine_f16_rounding),
     };
     tu_seed();
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -51,8 +51,8 @@ OPERATORS = {
         ["dw"]),
 }
 COMMON_ATTRS = {"dtype": "bf16: uint16 inputs hold bf16 bits", "threads": "int",
-                "precision": "default or high; conv3d_backprop_filter also hf32 or hf32_910b "
-                             "(recat moves bits: no effect)",
+                "precision": "default or high; conv3d_backprop_filter also hf32 or hf32_910b, "
+                             "conv_backprop_data megengine_default (recat moves bits: no effect)",
                 "strict": "True: also reject what the upstream operator rejects"}
 
 

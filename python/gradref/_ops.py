@@ -55,7 +55,8 @@ def _ints(values, name):
 
 
 _PRECISIONS = {"default": _lib.PRECISION_DEFAULT, "high": _lib.PRECISION_HIGH,
-               "hf32": _lib.PRECISION_HF32, "hf32_910b": _lib.PRECISION_HF32_910B}
+               "hf32": _lib.PRECISION_HF32, "hf32_910b": _lib.PRECISION_HF32_910B,
+               "megengine_default": _lib.PRECISION_MEGENGINE_DEFAULT}
 
 
 def _exec(threads, precision, strict=False):

@@ -347,6 +347,19 @@ def test_conv3d_backprop_filter_hf32():
                                        precision="hf32")
 
 
+def test_conv_backprop_data_megengine_default():
+    # a 1x1 convolution, two output channels: grad = 2048 * 1 + 1 * 1 = 2049, a tie in F16
+    # (spacing 2): MegEngine's DEFAULT mode rounds it away from zero after the second term, the
+    # default rounds the f32 sum once to even
+    f = np.array([2048, 1], dtype=np.float16).reshape(2, 1, 1, 1)
+    d = np.ones((1, 2, 1, 1), dtype=np.float16)
+    assert gradref.conv_backprop_data(f, d).item() == 2048
+    assert gradref.conv_backprop_data(f, d, precision="megengine_default").item() == 2050
+    with pytest.raises(gradref.Error, match="which takes F16 or BF16"):
+        gradref.conv_backprop_data(f.astype(np.float32), d.astype(np.float32),
+                                   precision="megengine_default")
+
+
 def test_strict_upstream():
     rng = np.random.default_rng(10)
     q = rng.uniform(-2, 2, (11, 128)).astype(np.float16)

@@ -77,6 +77,22 @@ static inline uint16_t gradref__f32_to_f16(float f) {
     return (uint16_t)(sign | q);
 }
 
+/* f to F16 as MegEngine's half.hpp (half 1.11, HALF_ROUND_STYLE 1, HALF_ROUND_TIES_TO_EVEN 0)
+ * converts on the host: to nearest with ties away from zero; values from 65520 up become Inf;
+ * a NaN keeps the top 10 bits of its payload and is not quieted (so a payload only in the
+ * lower 13 bits becomes Inf). */
+static inline uint16_t gradref__f32_to_f16_megengine(float f) {
+    const uint32_t x = gradref__f32_bits(f), e = (x >> 23) & 0xffu, m = x & 0x7fffffu;
+    const uint16_t sign = (uint16_t)((x >> 16) & 0x8000u);
+    if (e == 0xffu) return (uint16_t)(sign | 0x7c00u | (m >> 13));
+    if (e > 142u) return (uint16_t)(sign | 0x7c00u);
+    if (e >= 113u) /* a normal F16: the first cut bit rounds up (carrying into the exponent) */
+        return (uint16_t)((sign | ((e - 112u) << 10) | (m >> 13)) + ((m >> 12) & 1u));
+    if (e < 102u) return sign;
+    const uint32_t full = m | 0x800000u, shift = 126u - e; /* 14..24: F16 subnormals */
+    return (uint16_t)((sign | (full >> shift)) + ((full >> (shift - 1u)) & 1u));
+}
+
 static inline float gradref__bf16_to_f32(uint16_t h) {
     return gradref__f32_from_bits((uint32_t)h << 16);
 }
@@ -101,5 +117,16 @@ uint16_t gradref__i64_to_bf16(int64_t v);
  * f64 rounded once into an element of any float dtype. */
 double gradref__load_float(int32_t dtype, const void *p);
 void gradref__store_float(int32_t dtype, void *p, double v);
+
+/* f to BF16 as MegEngine's bfloat16.hpp converts: to nearest even; Inf and NaN are cut to
+ * their top 16 bits, and a NaN with payload in the cut bits gets the lowest kept bit set. */
+static inline uint16_t gradref__f32_to_bf16_megengine(float f) {
+    uint32_t x = gradref__f32_bits(f);
+    if (~x & 0x7f800000u)
+        x += 0x7fffu + ((x >> 16) & 1u);
+    else if (x & 0xffffu)
+        x |= 0x10000u;
+    return (uint16_t)(x >> 16);
+}
 
 #endif

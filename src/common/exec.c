@@ -130,7 +130,8 @@ void gradref__workspace_release(void *owned) {
 }
 
 const char *gradref__precision_name(int32_t precision) {
-    static const char *const names[GRADREF__PRECISIONS] = {"DEFAULT", "HIGH", "HF32", "HF32_910B"};
+    static const char *const names[GRADREF__PRECISIONS] = {"DEFAULT", "HIGH", "HF32", "HF32_910B",
+                                                           "MEGENGINE_DEFAULT"};
     return precision >= 0 && precision < GRADREF__PRECISIONS ? names[precision] : "?";
 }
 

@@ -27,7 +27,7 @@ static inline size_t gradref__ws_take(size_t *at, size_t bytes) {
 }
 
 /* The number of gradref_precision values. */
-#define GRADREF__PRECISIONS 4
+#define GRADREF__PRECISIONS 5
 
 /* Validates exec (num_threads >= 0, a known precision) and resolves the defaults. */
 gradref_status gradref__exec_resolve(const char *op, const gradref_exec *exec, gradref__ctx *ctx);

@@ -549,14 +549,25 @@ static void ref_part(const void *plan, int64_t begin, int64_t end) {
     gradref__cbd_ref_slabs(plan, begin, end);
 }
 
+static void megengine_part(const void *plan, int64_t begin, int64_t end) {
+    gradref__cbd_megengine_items(plan, begin, end);
+}
+
 gradref_status gradref__cbd_no_workspace(const gradref__cbd_plan *p, int threads) {
-    gradref__parallel_ranges(p->N * p->G * p->ICpg, threads, ref_part, p);
+    if (p->precision == GRADREF_PRECISION_MEGENGINE_DEFAULT)
+        gradref__parallel_ranges(p->N * p->G, threads, megengine_part, p);
+    else
+        gradref__parallel_ranges(p->N * p->G * p->ICpg, threads, ref_part, p);
     return GRADREF_OK;
 }
 
 void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
     const int64_t slabs = p->N * p->G * p->ICpg;
     if (slabs == 0 || pixels(p->I) == 0) return;
+    if (p->precision == GRADREF_PRECISION_MEGENGINE_DEFAULT) { /* no workspace */
+        gradref__cbd_no_workspace(p, threads);
+        return;
+    }
     const layout L = layout_of(p, p->precision, threads);
     char *base = (char *)ws;
     const int finite =

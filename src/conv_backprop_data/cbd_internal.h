@@ -32,6 +32,10 @@ void gradref__cbd_ref(const gradref__cbd_plan *plan);
 /* The same for the grad channel slabs [s0, s1) of the N*G*ICpg slabs (n, g, ic), in order. */
 void gradref__cbd_ref_slabs(const gradref__cbd_plan *plan, int64_t s0, int64_t s1);
 
+/* GRADREF_PRECISION_MEGENGINE_DEFAULT on items [item0, item1) of the N*G items (n, g): MegEngine's
+ * naive scatter, accumulating in the F16/BF16 grad elements (cbd_megengine.c). */
+void gradref__cbd_megengine_items(const gradref__cbd_plan *plan, int64_t item0, int64_t item1);
+
 /* Workspace bytes of the fast path for this plan at `precision` with `threads` threads. */
 size_t gradref__cbd_fast_workspace(const gradref__cbd_plan *plan, int32_t precision, int threads);
 /* The fast path; `ws` is 64-byte aligned and holds the bytes for `threads`. */

@@ -187,8 +187,17 @@ gradref_status gradref_conv_backprop_data(const gradref_conv_params *p,
     gradref__ctx ctx;
     gradref__cbd_plan plan;
     GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
-    GRADREF_FORWARD_IF_ERROR(gradref__check_general_precision(OP, &ctx));
+    if (ctx.precision != GRADREF_PRECISION_MEGENGINE_DEFAULT)
+        GRADREF_FORWARD_IF_ERROR(gradref__check_general_precision(OP, &ctx));
     GRADREF_FORWARD_IF_ERROR(gradref__cbd_validate(p, filter, diff, grad, &plan));
+    if (ctx.precision == GRADREF_PRECISION_MEGENGINE_DEFAULT &&
+        ((plan.in_dtype != GRADREF_F16 && plan.in_dtype != GRADREF_BF16) ||
+         plan.out_dtype != plan.in_dtype))
+        return gradref__fail(GRADREF_ERR_PARAM, OP,
+                             "exec.precision is MEGENGINE_DEFAULT, which takes F16 or BF16 filter, "
+                             "diff and grad; they are %s and %s",
+                             gradref__dtype_name(plan.in_dtype),
+                             gradref__dtype_name(plan.out_dtype));
     if (ctx.strict) GRADREF_FORWARD_IF_ERROR(check_megengine(p, &plan));
     plan.precision = ctx.precision;
     return gradref__run_fast_path(&FAST, &ctx, &plan);

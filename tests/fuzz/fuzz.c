@@ -359,10 +359,10 @@ void fz_check(fz *f, const fz_call *c) {
     const int ws_mode = (int)fz_range(f, 0, 7);
     const int threads_ok = ex.num_threads >= 0 && ex.num_threads <= 1024;
     const int exec_valid = null_exec || (threads_ok && ex.precision >= 0 && ex.precision <= 1);
-    /* the HF32 precisions (valid for conv3d_backprop_filter on F32 data, PARAM elsewhere) and
-     * strict validation (upstream's rules) reject calls their twins accept */
+    /* the device precisions 2..4 (each valid for one operator and some dtypes, PARAM elsewhere)
+     * and strict validation (upstream's rules) reject calls their twins accept */
     const int device_mode = !null_exec && threads_ok && base_precision >= 0 &&
-                            base_precision <= 3 &&
+                            base_precision <= 4 &&
                             (base_precision >= 2 || ex.precision != base_precision);
 
     const size_t end = used_end();
