@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* conv_backprop_data: dL/dx of a convolution. A 1-D worked example in both modes, a strided
- * 2-D case whose input size is above the minimum (PyTorch's output_padding), and I8 x I8 ->
- * I32. Checks its own output and exits non-zero on a mismatch. */
+ * 2-D case whose input size is above the minimum (PyTorch's output_padding), a workspace too
+ * small for the fast path, I8 x I8 -> I32 and MegEngine's QuantizedS8 grad, and MegEngine's F16
+ * compute_mode DEFAULT. Checks its own output and exits non-zero on a mismatch. */
 #include <stdio.h>
 #include <string.h>
 
@@ -83,6 +84,21 @@ int main(void) {
     }
     puts("");
 
+    /* the same as MegEngine's QuantizedS8 grad: scales 0.5 and 0.25 in, 32 out, so each sum
+     * becomes roundf(acc / 256), saturated (-63.5 is a tie: away from zero) */
+    int8_t gq[5];
+    gradref_tensor_init(&grad, gq, GRADREF_I8, 3, gs5);
+    const gradref_qs8_scales scales = {0.5f, 0.25f, 32.0f};
+    if (gradref_conv_backprop_data_qs8(&p, &scales, &filter, &diff, &grad, NULL) != GRADREF_OK)
+        return 1;
+    const int8_t want_q[5] = {64, -64, -52, 50, 1};
+    printf("%-26s", "QuantizedS8");
+    for (int i = 0; i < 5; i++) {
+        printf(" %d", (int)gq[i]);
+        bad |= gq[i] != want_q[i];
+    }
+    puts("");
+
     /* diff's size must match the geometry: an error with the numbers, grad untouched */
     gradref_tensor_init(&grad, gi, GRADREF_I32, 3, gs6);
     p.stride[0] = 1;
@@ -90,6 +106,26 @@ int main(void) {
         printf("expected error: %s\n", gradref_last_error());
     else
         bad = 1;
+    /* MegEngine's compute_mode DEFAULT on F16: the sum 2048 + 1 is kept in F16 after each term,
+     * a tie that its rounding takes away from zero (2050); the default rounds once (2048) */
+    const uint16_t w16[2] = {0x6800 /* 2048 */, 0x3c00 /* 1 */}, d16[2] = {0x3c00, 0x3c00};
+    uint16_t g16[1];
+    const int64_t fs16[4] = {2, 1, 1, 1}, ds16[4] = {1, 2, 1, 1}, gs16[4] = {1, 1, 1, 1};
+    gradref_tensor_init(&filter, (void *)w16, GRADREF_F16, 4, fs16);
+    gradref_tensor_init(&diff, (void *)d16, GRADREF_F16, 4, ds16);
+    gradref_tensor_init(&grad, g16, GRADREF_F16, 4, gs16);
+    gradref_conv_params unit;
+    memset(&unit, 0, sizeof unit);
+    unit.stride[0] = unit.stride[1] = unit.dilation[0] = unit.dilation[1] = 1;
+    if (gradref_conv_backprop_data(&unit, &filter, &diff, &grad, NULL) != GRADREF_OK) return 1;
+    const uint16_t once = g16[0];
+    gradref_exec megengine = {NULL, 0, 0, GRADREF_PRECISION_MEGENGINE_DEFAULT};
+    if (gradref_conv_backprop_data(&unit, &filter, &diff, &grad, &megengine) != GRADREF_OK)
+        return 1;
+    printf("%-26s default %04x (2048), MegEngine DEFAULT %04x (2050)\n", "F16 2048 + 1", once,
+           g16[0]);
+    bad |= once != 0x6800 || g16[0] != 0x6801;
+
     puts(bad ? "MISMATCH" : "ok");
     return bad;
 }

@@ -267,6 +267,23 @@ GRADREF_API gradref_status gradref_conv_backprop_data_workspace_size(const gradr
                                                                      const gradref_tensor *grad,
                                                                      size_t *bytes);
 
+/* QuantizedS8 grad (MegEngine's QuantizedS8 x QuantizedS8 -> QuantizedS8 backward data): I8
+ * filter and diff holding QuantizedS8 values of the given scales, an I8 grad of scale
+ * scales->grad. Each grad element's exact int32 sum acc (as the I8 -> I32 call gives it) is
+ * requantised as MegEngine does: t = (float)acc * (filter * diff) in float, then
+ * roundf(t / grad) (half away from zero), saturated to -128..127. Scales must be finite and
+ * > 0 (PARAM). The rest as gradref_conv_backprop_data; it needs no workspace. */
+typedef struct gradref_qs8_scales {
+    float filter, diff, grad;
+} gradref_qs8_scales;
+
+GRADREF_API gradref_status gradref_conv_backprop_data_qs8(
+    const gradref_conv_params *p, const gradref_qs8_scales *scales, const gradref_tensor *filter,
+    const gradref_tensor *diff, const gradref_tensor *grad, const gradref_exec *exec);
+GRADREF_API gradref_status gradref_conv_backprop_data_qs8_workspace_size(
+    const gradref_conv_params *p, const gradref_qs8_scales *scales, const gradref_tensor *filter,
+    const gradref_tensor *diff, const gradref_tensor *grad, size_t *bytes);
+
 /* ------------------------------------------------------------------------------------------ */
 /* conv3d_backprop_filter: TF/CANN Conv3DBackpropFilter(V2) (docs/conv3d_backprop_filter.md)  */
 /* ------------------------------------------------------------------------------------------ */

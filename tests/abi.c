@@ -62,6 +62,9 @@ ABI_ASSERT(conv_params, sizeof(gradref_conv_params) == 8 + 12 * 8 &&
                             offsetof(gradref_conv_params, stride) == 8 &&
                             offsetof(gradref_conv_params, dilation) == 32 &&
                             offsetof(gradref_conv_params, pad) == 56);
+ABI_ASSERT(qs8_scales,
+           sizeof(gradref_qs8_scales) == 12 && offsetof(gradref_qs8_scales, filter) == 0 &&
+               offsetof(gradref_qs8_scales, diff) == 4 && offsetof(gradref_qs8_scales, grad) == 8);
 ABI_ASSERT(rope_params, sizeof(gradref_rope_params) == 16 + 2 * P &&
                             offsetof(gradref_rope_params, mode) == 0 &&
                             offsetof(gradref_rope_params, head_dim) == 4 &&
@@ -94,6 +97,10 @@ int gradref_abi_signatures(void) {
     op4 cbd = gradref_conv_backprop_data, c3f = gradref_conv3d_backprop_filter;
     ws4 cbd_ws = gradref_conv_backprop_data_workspace_size,
         c3f_ws = gradref_conv3d_backprop_filter_workspace_size;
+    gradref_status (*cbd_qs8)(const gradref_conv_params *, const gradref_qs8_scales *, T, T, T,
+                              const gradref_exec *) = gradref_conv_backprop_data_qs8;
+    gradref_status (*cbd_qs8_ws)(const gradref_conv_params *, const gradref_qs8_scales *, T, T, T,
+                                 size_t *) = gradref_conv_backprop_data_qs8_workspace_size;
     gradref_status (*pads_same)(gradref_conv_params *, int32_t, const int64_t *, const int64_t *) =
         gradref_conv_pads_same;
     int32_t (*transpose_needed)(int32_t, int64_t, int64_t, int64_t, int64_t, int32_t) =
@@ -124,6 +131,7 @@ int gradref_abi_signatures(void) {
                          (const void *)&rope,          (const void *)&rope_ws,
                          (const void *)&recat,         (const void *)&recat_ws,
                          (const void *)&mixed,         (const void *)&mixed_ws,
-                         (const void *)&batch,         (const void *)&batch_ws};
+                         (const void *)&batch,         (const void *)&batch_ws,
+                         (const void *)&cbd_qs8,       (const void *)&cbd_qs8_ws};
     return (int)(sizeof all / sizeof all[0]);
 }

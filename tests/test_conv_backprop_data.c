@@ -976,6 +976,152 @@ static void test_megengine_f16_rounding(void **state) {
     assert_int_equal(gradref__f32_to_bf16_megengine(gradref__f32_from_bits(0x3f818000u)), 0x3f82);
 }
 
+/* ------------------------------------------------------------ QuantizedS8 */
+
+/* MegEngine's requantisation, transcribed: QuantizedS32(sf * sf)'s dequantize, then
+ * QuantizedS8(sg)'s quantize (roundf, fmin(fmax(-128, v), 127)). */
+static int8_t model_qs8(int64_t acc, float sf, float sd, float sg) {
+    const float t = (float)(int32_t)acc * (sf * sd);
+    return (int8_t)fminf(fmaxf(-128.0f, roundf(t / sg)), 127.0f);
+}
+
+static int64_t int8_at(const gradref_tensor *t, const int64_t *index) {
+    return *(const int8_t *)((const char *)t->data + tu_offset(t, index));
+}
+
+/* The exact int sums by the scatter of megengine_model, in int64. */
+static void int_sums_model(const cbd_case *c, int64_t *acc /* dense (N, IC, IH, IW) */) {
+    const geometry *g = &c->geo;
+    const int64_t IH = c->grad.shape[2], IW = c->grad.shape[3], OH = g->O[0], OW = g->O[1];
+    const int64_t IC = g->G * g->ICpg, OC = g->G * g->OCpg;
+    memset(acc, 0, (size_t)(g->N * IC * IH * IW) * sizeof *acc);
+    for (int64_t n = 0; n < g->N; n++)
+        for (int64_t oc = 0; oc < OC; oc++)
+            for (int64_t oh = 0; oh < OH; oh++)
+                for (int64_t ow = 0; ow < OW; ow++)
+                    for (int64_t fh = 0; fh < g->K[0]; fh++)
+                        for (int64_t fw = 0; fw < g->K[1]; fw++) {
+                            const int64_t ih = g->stride[0] * oh + fh * g->dil[0] - g->pb[0];
+                            const int64_t iw = g->stride[1] * ow + fw * g->dil[1] - g->pb[1];
+                            if (ih < 0 || ih >= IH || iw < 0 || iw >= IW) continue;
+                            const int64_t grp = oc / g->OCpg;
+                            for (int64_t ic = grp * g->ICpg; ic < (grp + 1) * g->ICpg; ic++) {
+                                const int64_t fi[4] = {oc, ic - grp * g->ICpg, fh, fw};
+                                const int64_t di[4] = {n, oc, oh, ow};
+                                acc[((n * IC + ic) * IH + ih) * IW + iw] +=
+                                    int8_at(&c->filter, fi) * int8_at(&c->diff, di);
+                            }
+                        }
+}
+
+/* gradref_conv_backprop_data_qs8 against the transcription: random scales and problems
+ * (groups, strides, padding, dilation, NCHW and NHWC, sums past 2^24 where float rounds the
+ * int32), 1 to 3 threads; then ties, saturation and every error, grad untouched. */
+static void test_qs8(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(741);
+    static const int threads[] = TU_THREAD_COUNTS;
+    for (int iter = 0; iter < 12; iter++) {
+        const int64_t OCpg = iter == 11 ? 400 : 3, G = iter % 3 == 1 ? 2 : 1;
+        geometry g = geo2(2, 2, 4, 5, OCpg, 3, 3, 1 + iter % 2, iter % 2, 1 + iter / 6, G,
+                          GRADREF_CONV_CROSS_CORRELATION);
+        g.extra[0] = g.stride[0] - 1;
+        cbd_case c;
+        make_case(&c, &g, GRADREF_I8, GRADREF_I8, F_DENSE, iter % 4 < 2 ? D_NCHW : D_NHWC, 0, &r);
+        if (iter == 11) { /* sums near 2^24 and past it */
+            memset(c.buf[0], 0x80, c.bytes[0]);
+            memset(c.buf[1], 0x81, c.bytes[1]);
+        }
+        const gradref_qs8_scales sc = {(float)(0.001 + tu_uniform(&r) * 0.05),
+                                       (float)(0.001 + tu_uniform(&r) * 0.05),
+                                       (float)(0.0005 + tu_uniform(&r) * 0.01)};
+        const int64_t IC = g.G * g.ICpg, IH = c.grad.shape[2], IW = c.grad.shape[3];
+        int64_t *acc = malloc((size_t)(g.N * IC * IH * IW) * sizeof *acc);
+        int_sums_model(&c, acc);
+        int saturated = 0;
+        for (int t = 0; t < 3; t++) {
+            gradref_exec e = {NULL, 0, threads[t], GRADREF_PRECISION_DEFAULT};
+            memset(c.buf[2], 0x5a, c.bytes[2]);
+            assert_int_equal(
+                gradref_conv_backprop_data_qs8(&c.params, &sc, &c.filter, &c.diff, &c.grad, &e),
+                GRADREF_OK);
+            for (int64_t k = 0; k < g.N * IC * IH * IW; k++) {
+                const int64_t gi[4] = {k / (IC * IH * IW), k / (IH * IW) % IC, k / IW % IH, k % IW};
+                const int8_t got =
+                    *(const int8_t *)((const char *)c.grad.data + tu_offset(&c.grad, gi));
+                const int8_t want = model_qs8(acc[k], sc.filter, sc.diff, sc.grad);
+                saturated |= want == 127 || want == -128;
+                if (got != want)
+                    fail_msg("iter %d: grad element %lld is %d, MegEngine gives %d (sum %lld)",
+                             iter, (long long)k, got, want, (long long)acc[k]);
+            }
+        }
+        if (iter == 11) { /* the case reached saturation and sums that float rounds */
+            int64_t most = 0;
+            for (int64_t k = 0; k < g.N * IC * IH * IW; k++)
+                most = acc[k] > most ? acc[k] : most;
+            assert_true(saturated && most > (INT64_C(1) << 24));
+        }
+        free(acc);
+        free_case(&c);
+    }
+    /* 1x1, one channel: grad = roundf(w * d * sf * sd / sg) */
+    static const struct {
+        int8_t w, d;
+        float sf, sd, sg;
+        int8_t want;
+    } edge[] = {
+        {5, 1, 1, 1, 2, 3},           {-5, 1, 1, 1, 2, -3},       /* ties away from zero */
+        {3, 1, 1, 1, 2, 2},           {1, 1, 1, 1, 4, 0},         /* 0.25 to 0 */
+        {127, 127, 1, 1, 1, 127},     {-128, 127, 1, 1, 1, -128}, /* saturation */
+        {-128, -128, 1, 1, 128, 127}, {-128, 1, 0.5f, 0.5f, 0.25f, -128},
+        {1, 1, 1e-30f, 1e-30f, 1, 0}, /* a product scale that underflows to 0 */
+    };
+    for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
+        int8_t w = edge[i].w, d = edge[i].d, out = 99;
+        const int64_t one[4] = {1, 1, 1, 1};
+        gradref_tensor tw, td, tg;
+        gradref_tensor_init(&tw, &w, GRADREF_I8, 4, one);
+        gradref_tensor_init(&td, &d, GRADREF_I8, 4, one);
+        gradref_tensor_init(&tg, &out, GRADREF_I8, 4, one);
+        gradref_conv_params p;
+        memset(&p, 0, sizeof p);
+        p.stride[0] = p.stride[1] = p.dilation[0] = p.dilation[1] = 1;
+        const gradref_qs8_scales sc = {edge[i].sf, edge[i].sd, edge[i].sg};
+        assert_int_equal(gradref_conv_backprop_data_qs8(&p, &sc, &tw, &td, &tg, NULL), GRADREF_OK);
+        if (out != edge[i].want || out != model_qs8(w * d, sc.filter, sc.diff, sc.grad))
+            fail_msg("edge %d: %d * %d gives %d, want %d", (int)i, w, d, out, edge[i].want);
+    }
+    /* errors: grad untouched */
+    geometry g = geo2(1, 2, 3, 3, 2, 2, 2, 1, 0, 1, 1, GRADREF_CONV_CROSS_CORRELATION);
+    cbd_case c;
+    make_case(&c, &g, GRADREF_I8, GRADREF_I8, F_DENSE, D_NCHW, 0, &r);
+    memset(c.buf[2], 0xee, c.bytes[2]);
+    const gradref_qs8_scales good = {0.1f, 0.2f, 0.3f};
+    expect_error(&c,
+                 gradref_conv_backprop_data_qs8(&c.params, NULL, &c.filter, &c.diff, &c.grad, NULL),
+                 GRADREF_ERR_NULL, "scales is NULL");
+    const float bad_values[4] = {0.0f, -1.0f, INFINITY, NAN};
+    for (int k = 0; k < 4; k++) {
+        gradref_qs8_scales bad = good;
+        bad.grad = bad_values[k];
+        expect_error(
+            &c, gradref_conv_backprop_data_qs8(&c.params, &bad, &c.filter, &c.diff, &c.grad, NULL),
+            GRADREF_ERR_PARAM, "a QuantizedS8 scale is finite and > 0");
+    }
+    gradref_tensor wide = c.grad;
+    wide.dtype = GRADREF_I32;
+    expect_error(&c,
+                 gradref_conv_backprop_data_qs8(&c.params, &good, &c.filter, &c.diff, &wide, NULL),
+                 GRADREF_ERR_DTYPE, "the QuantizedS8 call takes I8 filter, diff and grad");
+    size_t bytes = 1;
+    assert_int_equal(gradref_conv_backprop_data_qs8_workspace_size(&c.params, &good, &c.filter,
+                                                                   &c.diff, &c.grad, &bytes),
+                     GRADREF_OK);
+    assert_int_equal(bytes, 0);
+    free_case(&c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_worked_example),
@@ -994,6 +1140,7 @@ int main(void) {
         cmocka_unit_test(test_strict_megengine),
         cmocka_unit_test(test_megengine_default),
         cmocka_unit_test(test_megengine_f16_rounding),
+        cmocka_unit_test(test_qs8),
     };
     tu_seed();
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -67,6 +67,15 @@ class ConvParams(ctypes.Structure):
     ]
 
 
+class Qs8Scales(ctypes.Structure):
+    """gradref_qs8_scales"""
+    _fields_ = [
+        ("filter", ctypes.c_float),
+        ("diff", ctypes.c_float),
+        ("grad", ctypes.c_float),
+    ]
+
+
 class RopeParams(ctypes.Structure):
     """gradref_rope_params"""
     _fields_ = [
@@ -85,6 +94,7 @@ STRUCTS = {
     "gradref_grid_sampler3d_params": GridSampler3dParams,
     "gradref_conv_params": ConvParams,
     "gradref_rope_params": RopeParams,
+    "gradref_qs8_scales": Qs8Scales,
 }
 
 _P = ctypes.POINTER
@@ -105,6 +115,9 @@ PROTOTYPES = {
         (_S, [_P(GridSampler3dParams), _T, _T, _T, _T, _T, _SZ]),
     "gradref_conv_backprop_data": (_S, [_P(ConvParams), _T, _T, _T, _E]),
     "gradref_conv_backprop_data_workspace_size": (_S, [_P(ConvParams), _T, _T, _T, _SZ]),
+    "gradref_conv_backprop_data_qs8": (_S, [_P(ConvParams), _P(Qs8Scales), _T, _T, _T, _E]),
+    "gradref_conv_backprop_data_qs8_workspace_size":
+        (_S, [_P(ConvParams), _P(Qs8Scales), _T, _T, _T, _SZ]),
     "gradref_conv3d_backprop_filter": (_S, [_P(ConvParams), _T, _T, _T, _E]),
     "gradref_conv3d_backprop_filter_workspace_size": (_S, [_P(ConvParams), _T, _T, _T, _SZ]),
     "gradref_conv_pads_same": (_S, [_P(ConvParams), ctypes.c_int32, _I64, _I64]),

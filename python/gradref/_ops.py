@@ -292,14 +292,16 @@ def _permuted(arg, order):
 
 
 def conv_backprop_data(filter, diff, mode="CROSS_CORRELATION", sparse="DENSE", format="NCHW",
-                       stride=1, pad=0, dilate=1, *, grad_shape=None, out=None, threads=None,
-                       precision=None, strict=False, dtype=None):
+                       stride=1, pad=0, dilate=1, *, grad_shape=None, qs8_scales=None, out=None,
+                       threads=None, precision=None, strict=False, dtype=None):
     """MegEngine ConvolutionBackwardData: grad = dL/dx from filter and diff = dL/dy, 1-D to 3-D.
     format "NCHW" (also NCW, NCDHW) or "NHWC" (NWC, NDHWC) lays out diff, grad and filter as
     MegEngine does (NHWC filter (OC, FH, FW, IC)); sparse "GROUP" takes a (G, OC/G, IC/G, ...)
     filter. pad is an int, one per dim (symmetric, as MegEngine) or (begin, end) per dim.
     grad_shape gives grad's spatial size (or whole shape) when stride > 1 leaves it ambiguous.
-    I8 filter and diff give an I32 grad; F16/BF16 give their own dtype."""
+    I8 filter and diff give an I32 grad; F16/BF16 give their own dtype. qs8_scales =
+    (filter_scale, diff_scale, grad_scale) makes it MegEngine's QuantizedS8 call: I8 inputs of
+    those scales, an I8 grad requantised to grad_scale."""
     bf16 = _bf16(dtype)
     f = as_input(filter, "filter", bf16)
     d = as_input(diff, "diff", bf16)
@@ -352,14 +354,26 @@ def conv_backprop_data(filter, diff, mode="CROSS_CORRELATION", sparse="DENSE", f
             raise ValueError("gradref: grad_shape has %d entries; give %d (spatial) or %d"
                              % (len(gs), r, r + 2))
         spatial = gs
-    out_code = _lib.I32 if f.code == _lib.I8 else f.code
+    if qs8_scales is not None:
+        sc = tuple(float(v) for v in qs8_scales)
+        if len(sc) != 3:
+            raise TypeError("gradref: qs8_scales is (filter_scale, diff_scale, grad_scale)")
+        scales = _lib.Qs8Scales(*sc)
+        out_code = f.code  # I8
+    else:
+        out_code = _lib.I32 if f.code == _lib.I8 else f.code
     c = groups * icpg
     shape = [n] + spatial + [c] if last else [n, c] + spatial
     g = _result(out, d.kind, shape, out_code, "grad", bf16)
     if last:
         _permuted(g, [0, r + 1] + list(range(1, r + 1)))
     e = _exec(threads, precision, strict)
-    _check(lib.gradref_conv_backprop_data(ctypes.byref(p), f.ref, d.ref, g.ref, ctypes.byref(e)))
+    if qs8_scales is not None:
+        _check(lib.gradref_conv_backprop_data_qs8(ctypes.byref(p), ctypes.byref(scales), f.ref,
+                                                  d.ref, g.ref, ctypes.byref(e)))
+    else:
+        _check(lib.gradref_conv_backprop_data(ctypes.byref(p), f.ref, d.ref, g.ref,
+                                              ctypes.byref(e)))
     return g.obj
 
 

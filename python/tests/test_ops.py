@@ -360,6 +360,20 @@ def test_conv_backprop_data_megengine_default():
                                    precision="megengine_default")
 
 
+def test_conv_backprop_data_qs8():
+    # 1x1, one channel each: grad = requant(w * d) = roundf(w * d * 1 * 1 / 2), saturated
+    w = np.array([5, -5, 127, -128, 3], dtype=np.int8)
+    d = np.array([1, 1, 127, 127, 1], dtype=np.int8)
+    got = [gradref.conv_backprop_data(w[i].reshape(1, 1, 1, 1), d[i].reshape(1, 1, 1, 1),
+                                      qs8_scales=(1.0, 1.0, 2.0)).item() for i in range(5)]
+    assert got == [3, -3, 127, -128, 2]  # ties away from zero, then saturation
+    raw = gradref.conv_backprop_data(w[:1].reshape(1, 1, 1, 1), d[:1].reshape(1, 1, 1, 1))
+    assert raw.dtype == np.int32 and raw.item() == 5
+    with pytest.raises(gradref.Error, match="a QuantizedS8 scale is finite and > 0"):
+        gradref.conv_backprop_data(w[:1].reshape(1, 1, 1, 1), d[:1].reshape(1, 1, 1, 1),
+                                   qs8_scales=(1.0, 0.0, 2.0))
+
+
 def test_strict_upstream():
     rng = np.random.default_rng(10)
     q = rng.uniform(-2, 2, (11, 128)).astype(np.float16)

@@ -20,12 +20,24 @@ typedef struct gradref__cbd_plan {
     int64_t fs[6]; /* filter strides: g, oc, ic, k0, k1, k2 */
     int64_t ds[6]; /* diff strides: n, g, oc, o0, o1, o2 */
     int64_t gs[6]; /* grad strides: n, g, ic, i0, i1, i2 */
+    int32_t qs8;   /* I8 grad of QuantizedS8 values: the I32 sums requantised */
+    float qs8_acc_scale, qs8_grad_scale; /* filter * diff scale (float), grad's scale */
 } gradref__cbd_plan;
 
 /* Validates every argument (before anything is written) and fills *plan. */
 gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref_tensor *filter,
                                      const gradref_tensor *diff, const gradref_tensor *grad,
                                      gradref__cbd_plan *plan);
+/* The same for gradref_conv_backprop_data_qs8 (I8 in and out, the scales checked). */
+gradref_status gradref__cbd_validate_qs8(const gradref_conv_params *p,
+                                         const gradref_qs8_scales *scales,
+                                         const gradref_tensor *filter, const gradref_tensor *diff,
+                                         const gradref_tensor *grad, gradref__cbd_plan *plan);
+
+/* MegEngine's QuantizedS8 requantisation of an int32 sum (DTypeParamImpl<dt_qint8>::quantize
+ * of the QuantizedS32 value): t = acc * acc_scale in float, roundf(t / grad_scale), clamped to
+ * -128..127 (a NaN gives -128, as fmax(-128, NaN) does). */
+int8_t gradref__cbd_qs8_requantize(int32_t acc, float acc_scale, float grad_scale);
 
 /* The formula of docs/conv_backprop_data.md element by element (the oracle). */
 void gradref__cbd_ref(const gradref__cbd_plan *plan);

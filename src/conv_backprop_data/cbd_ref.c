@@ -7,7 +7,8 @@
  * over the taps k that reach i, in ascending diff position o (lexicographic), and within a tap
  * over oc = 0..OCpg-1. F32/F16/BF16 use fmaf in f32 (F16/BF16 rounded once at the end); F64,
  * and GRADREF_PRECISION_HIGH, use fma in f64; I8 sums exactly in int64 and keeps the low 32
- * bits. Taps whose position falls outside diff are skipped. */
+ * bits (requantised to QuantizedS8 for the _qs8 call). Taps whose position falls outside diff
+ * are skipped. */
 #include <math.h>
 
 #include "cbd_internal.h"
@@ -30,6 +31,12 @@ static double in_value(const gradref__cbd_plan *p, const char *base, int64_t off
     const char *e = base + (size_t)off * p->in_size;
     if (p->in_dtype == GRADREF_I8) return (double)*(const int8_t *)e;
     return gradref__load_float(p->in_dtype, e);
+}
+
+int8_t gradref__cbd_qs8_requantize(int32_t acc, float acc_scale, float grad_scale) {
+    const float t = (float)acc * acc_scale; /* QuantizedS32's dequantize */
+    const float v = roundf(t / grad_scale);
+    return (int8_t)fminf(fmaxf(-128.0f, v), 127.0f);
 }
 
 void gradref__cbd_ref(const gradref__cbd_plan *p) {
@@ -78,7 +85,10 @@ void gradref__cbd_ref_slabs(const gradref__cbd_plan *p, int64_t s0, int64_t s1) 
                     }
                     char *e = out + (size_t)(i[0] * p->gs[3] + i[1] * p->gs[4] + i[2] * p->gs[5]) *
                                         p->out_size;
-                    if (integer)
+                    if (integer && p->qs8)
+                        *(int8_t *)e = gradref__cbd_qs8_requantize(
+                            (int32_t)(uint32_t)(uint64_t)acci, p->qs8_acc_scale, p->qs8_grad_scale);
+                    else if (integer)
                         *(int32_t *)e = (int32_t)(uint32_t)(uint64_t)acci;
                     else
                         gradref__store_float(p->out_dtype, e, wide ? acc64 : (double)acc32);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* conv_backprop_data entry points: validation (everything before any write), workspace,
  * dispatch to the fast path. */
+#include <math.h>
 #include <string.h>
 
 #include "cbd_internal.h"
@@ -15,11 +16,19 @@ GRADREF_DEFINE_CONV_FAST_PATH(FAST, OP, gradref__cbd_plan, gradref__cbd_fast_wor
                               gradref__cbd_fast, gradref__cbd_no_workspace);
 
 static gradref_status check_dtypes(const gradref_tensor *filter, const gradref_tensor *diff,
-                                   const gradref_tensor *grad) {
+                                   const gradref_tensor *grad, int qs8) {
     const int32_t in = filter->dtype, out = grad->dtype;
     if (diff->dtype != in)
         return gradref__fail(GRADREF_ERR_DTYPE, OP, "diff.dtype is %s but filter.dtype is %s",
                              gradref__dtype_name(diff->dtype), gradref__dtype_name(in));
+    if (qs8) {
+        if (in != GRADREF_I8 || out != GRADREF_I8)
+            return gradref__fail(GRADREF_ERR_DTYPE, OP,
+                                 "the QuantizedS8 call takes I8 filter, diff and grad, not %s and "
+                                 "%s",
+                                 gradref__dtype_name(in), gradref__dtype_name(out));
+        return GRADREF_OK;
+    }
     int ok;
     switch (in) {
     case GRADREF_F32:
@@ -41,9 +50,9 @@ static gradref_status check_dtypes(const gradref_tensor *filter, const gradref_t
     return GRADREF_OK;
 }
 
-gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref_tensor *filter,
-                                     const gradref_tensor *diff, const gradref_tensor *grad,
-                                     gradref__cbd_plan *plan) {
+static gradref_status validate(const gradref_conv_params *p, const gradref_tensor *filter,
+                               const gradref_tensor *diff, const gradref_tensor *grad, int qs8,
+                               gradref__cbd_plan *plan) {
     gradref_status s;
     GRADREF_FORWARD_IF_ERROR(gradref__conv_check_params(OP, p));
     gradref__extent fe, de, ge;
@@ -65,7 +74,7 @@ gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref
                              "filter.ndim is %d; with %d spatial dims it must be %d (OC, IC/G, "
                              "k...) or %d (G, OC/G, IC/G, k...)",
                              (int)filter->ndim, r, r + 2, r + 3);
-    GRADREF_FORWARD_IF_ERROR(check_dtypes(filter, diff, grad));
+    GRADREF_FORWARD_IF_ERROR(check_dtypes(filter, diff, grad, qs8));
 
     const int grouped = filter->ndim == r + 3;
     int64_t G, OCpg, ICpg;
@@ -160,6 +169,31 @@ gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref
     return GRADREF_OK;
 }
 
+gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref_tensor *filter,
+                                     const gradref_tensor *diff, const gradref_tensor *grad,
+                                     gradref__cbd_plan *plan) {
+    return validate(p, filter, diff, grad, 0, plan);
+}
+
+gradref_status gradref__cbd_validate_qs8(const gradref_conv_params *p,
+                                         const gradref_qs8_scales *scales,
+                                         const gradref_tensor *filter, const gradref_tensor *diff,
+                                         const gradref_tensor *grad, gradref__cbd_plan *plan) {
+    if (scales == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "scales is NULL");
+    const float sc[3] = {scales->filter, scales->diff, scales->grad};
+    static const char *const names[3] = {"filter", "diff", "grad"};
+    for (int i = 0; i < 3; i++)
+        if (!(sc[i] > 0.0f) || !isfinite(sc[i]))
+            return gradref__fail(GRADREF_ERR_PARAM, OP,
+                                 "scales->%s is %g; a QuantizedS8 scale is finite and > 0",
+                                 names[i], (double)sc[i]);
+    GRADREF_FORWARD_IF_ERROR(validate(p, filter, diff, grad, 1, plan));
+    plan->qs8 = 1;
+    plan->qs8_acc_scale = scales->filter * scales->diff; /* MegEngine's QuantizedS32 scale */
+    plan->qs8_grad_scale = scales->grad;
+    return GRADREF_OK;
+}
+
 /* GRADREF_STRICT_UPSTREAM: what MegEngine's ConvolutionBackwardData rejects and gradref
  * accepts: a spatial rank other than 2 (its CanonizedFilterMeta has spatial_ndim 2), F64 (it has
  * no float64 dtype), and unequal pads on the two sides of a dim (its pads are symmetric). */
@@ -201,6 +235,30 @@ gradref_status gradref_conv_backprop_data(const gradref_conv_params *p,
     if (ctx.strict) GRADREF_FORWARD_IF_ERROR(check_megengine(p, &plan));
     plan.precision = ctx.precision;
     return gradref__run_fast_path(&FAST, &ctx, &plan);
+}
+
+gradref_status
+gradref_conv_backprop_data_qs8(const gradref_conv_params *p, const gradref_qs8_scales *scales,
+                               const gradref_tensor *filter, const gradref_tensor *diff,
+                               const gradref_tensor *grad, const gradref_exec *exec) {
+    gradref__ctx ctx;
+    gradref__cbd_plan plan;
+    GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
+    GRADREF_FORWARD_IF_ERROR(gradref__check_general_precision(OP, &ctx));
+    GRADREF_FORWARD_IF_ERROR(gradref__cbd_validate_qs8(p, scales, filter, diff, grad, &plan));
+    if (ctx.strict) GRADREF_FORWARD_IF_ERROR(check_megengine(p, &plan));
+    plan.precision = ctx.precision;
+    return gradref__run_fast_path(&FAST, &ctx, &plan);
+}
+
+gradref_status gradref_conv_backprop_data_qs8_workspace_size(
+    const gradref_conv_params *p, const gradref_qs8_scales *scales, const gradref_tensor *filter,
+    const gradref_tensor *diff, const gradref_tensor *grad, size_t *bytes) {
+    gradref__cbd_plan plan;
+    if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "bytes is NULL");
+    GRADREF_FORWARD_IF_ERROR(gradref__cbd_validate_qs8(p, scales, filter, diff, grad, &plan));
+    *bytes = gradref__fast_path_workspace(&FAST, &plan);
+    return GRADREF_OK;
 }
 
 gradref_status gradref_conv_backprop_data_workspace_size(const gradref_conv_params *p,
