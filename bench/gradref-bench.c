@@ -225,6 +225,8 @@ static void store_value(gradref_dtype dtype, void *dst, int64_t i, float v) {
         ((uint16_t *)dst)[i] = gradref__f32_to_f16(v);
     else if (dtype == GRADREF_BF16)
         ((uint16_t *)dst)[i] = gradref__f32_to_bf16(v);
+    else if (dtype == GRADREF_I8)
+        ((int8_t *)dst)[i] = (int8_t)(v * 127.0f);
     else
         ((float *)dst)[i] = v;
 }
@@ -443,15 +445,22 @@ typedef struct cbd_ctx {
     void *workspace;
     size_t workspace_bytes;
     int32_t precision;
+    int qs8; /* the QuantizedS8 call (I8 in and out) */
 } cbd_ctx;
 
 static gradref_status cbd_once(void *arg, int threads) {
     cbd_ctx *c = arg;
     gradref_exec exec = {c->workspace, c->workspace_bytes, threads, c->precision};
+    if (c->qs8) {
+        const gradref_qs8_scales scales = {0.02f, 0.02f, 0.05f};
+        return gradref_conv_backprop_data_qs8(&c->params, &scales, &c->filter, &c->diff, &c->grad,
+                                              &exec);
+    }
     return gradref_conv_backprop_data(&c->params, &c->filter, &c->diff, &c->grad, &exec);
 }
 
-/* conv_backprop_data N IC OC [G] [D] H W K S P [dil] [prec] dtype nchw|nhwc: a 2-D convolution (3-D
+/* conv_backprop_data N IC OC [G] [D] H W K S P [dil] [prec] [qs8] [tinyws1] dtype nchw|nhwc (qs8:
+ * the QuantizedS8 call on i8; tinyws1: a 1-byte workspace): a 2-D convolution (3-D
  * with a D key) with a K^rank kernel, stride S, pads P on both sides, of an (N, IC, [D,] H, W)
  * input; diff is its output's gradient. Work: 2 N IC (OC/G) K^rank O flops. */
 static int run_cbd(const problem *p, int threads, int repeats, timing *t) {
@@ -493,6 +502,7 @@ static int run_cbd(const problem *p, int threads, int repeats, timing *t) {
         cbd_ctx c;
         memset(&c, 0, sizeof c);
         c.precision = (int32_t)problem_get(p, "prec", GRADREF_PRECISION_DEFAULT);
+        c.qs8 = problem_get(p, "qs", 0) == 8;
         c.params.groups = (int32_t)pc.G;
         for (int j = 0; j < pc.rank; j++) {
             c.params.stride[j] = pc.stride[j];
@@ -518,6 +528,8 @@ static int run_cbd(const problem *p, int threads, int repeats, timing *t) {
                                                       &c.workspace_bytes) == GRADREF_OK &&
             c.workspace_bytes > 0)
             c.workspace = malloc(c.workspace_bytes);
+        if (problem_get(p, "tinyws", 0)) /* a workspace too small: the no-workspace path */
+            c.workspace_bytes = 1;
         peer_onednn *peer = dt == GRADREF_F32 ? peer_onednn_conv_bwd_data(&pc, threads) : NULL;
         rc = time_with_peer(p, cbd_once, &c, peer, threads, repeats, t);
         TIME_NULL_WORKSPACE(c, cbd_once, threads, repeats, t);
