@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gradref_conv_backprop_data: 1-D to 3-D, groups (dense and grouped filters), stride,
- * dilation, pads, both modes, every dtype pairing including I8 -> I32. */
+ * dilation, pads, both modes, every dtype pairing including I8 -> I32; and
+ * gradref_conv_backprop_data_qs8 (I8 -> I8 with scales, some of them invalid). */
 #include <string.h>
 
 #include "fuzz.h"
@@ -8,15 +9,23 @@
 typedef struct cbd_args {
     gradref_conv_params p;
     gradref_tensor filter, diff, grad;
+    int qs8;
+    gradref_qs8_scales scales;
 } cbd_args;
 
 static gradref_status run(void *ctx, const gradref_exec *exec) {
     cbd_args *a = ctx;
+    if (a->qs8)
+        return gradref_conv_backprop_data_qs8(&a->p, &a->scales, &a->filter, &a->diff, &a->grad,
+                                              exec);
     return gradref_conv_backprop_data(&a->p, &a->filter, &a->diff, &a->grad, exec);
 }
 
 static gradref_status twin(void *ctx, size_t *bytes) {
     cbd_args *a = ctx;
+    if (a->qs8)
+        return gradref_conv_backprop_data_qs8_workspace_size(&a->p, &a->scales, &a->filter,
+                                                             &a->diff, &a->grad, bytes);
     return gradref_conv_backprop_data_workspace_size(&a->p, &a->filter, &a->diff, &a->grad, bytes);
 }
 
@@ -61,6 +70,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     int32_t out_dt = in_dt == GRADREF_I8 ? GRADREF_I32 : in_dt;
     if ((in_dt == GRADREF_F16 || in_dt == GRADREF_BF16) && fz_one_in(&f, 2)) out_dt = GRADREF_F32;
     if (fz_one_in(&f, 20)) out_dt = (int32_t)fz_range(&f, 0, 6);
+    if (in_dt == GRADREF_I8 && fz_one_in(&f, 2)) { /* the QuantizedS8 call */
+        static const float scale_choices[8] = {0.02f, 0.5f, 1.0f, 1e-30f, 3e38f, 0.0f, -1.0f, 1.0f};
+        a.qs8 = 1;
+        out_dt = fz_one_in(&f, 16) ? GRADREF_I32 : GRADREF_I8;
+        a.scales.filter = scale_choices[fz_range(&f, 0, 7) & (fz_one_in(&f, 8) ? 7 : 3)];
+        a.scales.diff = scale_choices[fz_range(&f, 0, 3)];
+        a.scales.grad = scale_choices[fz_range(&f, 0, 7) & (fz_one_in(&f, 8) ? 7 : 3)];
+    }
     int64_t fshape[6], dshape[5], gshape[5];
     int fn = 0;
     if (grouped) fshape[fn++] = G;
