@@ -766,6 +766,10 @@ static void expect_error(gs_case *c, gradref_status got, gradref_status want,
     tu_expect_untouched(c->buf[4], c->bytes[4], 0xee, "dgrid");
 }
 
+static gradref_status call_case(void *ctx, const gradref_exec *e) {
+    return run(ctx, e);
+}
+
 static void test_errors(void **state) {
     (void)state;
     const int64_t dims[8] = {2, 3, 4, 5, 6, 2, 3, 4};
@@ -839,31 +843,8 @@ static void test_errors(void **state) {
     expect_error(&c, CALL(&good, G, X, GR, DX, &t, NULL), GRADREF_ERR_ALIAS, "dgrid");
     t = c.dgrid, t.data = c.dx.data;
     expect_error(&c, CALL(&good, G, X, GR, DX, &t, NULL), GRADREF_ERR_ALIAS, "dgrid");
-    /* a workspace smaller than one thread's share: the no-workspace path, the bits of a NULL
-     * workspace at 1, 2 and 3 threads, the workspace untouched */
-    {
-        char small[64];
-        memset(small, 0x5c, sizeof small);
-        unsigned char *want[2];
-        for (int o = 0; o < 2; o++)
-            want[o] = malloc(c.bytes[3 + o]);
-        assert_int_equal(CALL(&good, G, X, GR, DX, DG, NULL), GRADREF_OK);
-        for (int o = 0; o < 2; o++)
-            memcpy(want[o], c.buf[3 + o], c.bytes[3 + o]);
-        for (int t = 1; t <= 3; t++) {
-            gradref_exec tiny = {small, t == 3 ? 1 : sizeof small, t, 0};
-            for (int o = 0; o < 2; o++)
-                memset(c.buf[3 + o], 0xee, c.bytes[3 + o]);
-            assert_int_equal(CALL(&good, G, X, GR, DX, DG, &tiny), GRADREF_OK);
-            for (int o = 0; o < 2; o++)
-                assert_memory_equal(c.buf[3 + o], want[o], c.bytes[3 + o]);
-        }
-        tu_expect_untouched(small, sizeof small, 0x5c, "workspace");
-        for (int o = 0; o < 2; o++) {
-            memset(c.buf[3 + o], 0xee, c.bytes[3 + o]);
-            free(want[o]);
-        }
-    }
+    /* a workspace smaller than one thread's share: the no-workspace path, same bits */
+    tu_expect_tiny_workspace_same_bits(call_case, &c, c.buf + 3, c.bytes + 3, 2);
     size_t bytes;
     expect_error(&c, gradref_grid_sampler3d_grad_workspace_size(&good, G, X, GR, DX, DG, NULL),
                  GRADREF_ERR_NULL, "bytes is NULL");

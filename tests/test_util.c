@@ -199,3 +199,30 @@ void tu_expect_same_bits(const gradref_tensor *got, const gradref_tensor *want, 
         if (d < 0) return;
     }
 }
+
+void tu_expect_tiny_workspace_same_bits(gradref_status (*call)(void *ctx, const gradref_exec *e),
+                                        void *ctx, void *const *out, const size_t *bytes,
+                                        int count) {
+    unsigned char small[64], *want[8];
+    assert_true(count <= 8);
+    memset(small, 0x5c, sizeof small);
+    assert_int_equal(call(ctx, NULL), GRADREF_OK);
+    for (int o = 0; o < count; o++) {
+        want[o] = malloc(bytes[o]);
+        assert_non_null(want[o]);
+        memcpy(want[o], out[o], bytes[o]);
+    }
+    for (int t = 1; t <= 3; t++) {
+        gradref_exec tiny = {small, t == 3 ? 1 : sizeof small, t, GRADREF_PRECISION_DEFAULT};
+        for (int o = 0; o < count; o++)
+            memset(out[o], 0xee, bytes[o]);
+        assert_int_equal(call(ctx, &tiny), GRADREF_OK);
+        for (int o = 0; o < count; o++)
+            assert_memory_equal(out[o], want[o], bytes[o]);
+    }
+    tu_expect_untouched(small, sizeof small, 0x5c, "workspace");
+    for (int o = 0; o < count; o++) {
+        memset(out[o], 0xee, bytes[o]);
+        free(want[o]);
+    }
+}

@@ -63,6 +63,14 @@ void tu_expect_untouched(const void *p, size_t bytes, unsigned char fill, const 
  * values. The fast-path-against-reference checks use it. */
 void tu_expect_same_bits(const gradref_tensor *got, const gradref_tensor *want, const char *what);
 
+/* A caller's workspace too small for one thread's share (64 bytes, then 1 byte) runs the
+ * no-workspace path: call(ctx, exec) must succeed at 1, 2 and 3 threads with the bits a NULL
+ * workspace gives in its `count` output buffers (out[i], bytes[i]), without touching that
+ * workspace. The outputs are left filled with 0xee. */
+void tu_expect_tiny_workspace_same_bits(gradref_status (*call)(void *ctx, const gradref_exec *e),
+                                        void *ctx, void *const *out, const size_t *bytes,
+                                        int count);
+
 /* Thread counts the thread-invariance tests compare. */
 #define TU_THREAD_COUNTS                                                                           \
   { 1, 2, 3 }
