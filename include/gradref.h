@@ -189,7 +189,7 @@ GRADREF_API gradref_status gradref_copy(const gradref_tensor *src, const gradref
  * NULL to skip it. Any strides (NCDHW, NDHWC, views, zero-stride inputs). Dtypes F32, F64,
  * F16, BF16, all alike; F16/BF16 are computed in f32 and rounded once. A grid coordinate that
  * is NaN, infinite or beyond the int32 range after padding counts as out of bounds.
- * Errors: NULL, DTYPE, RANK, SHAPE, PARAM, STRIDE, OVERFLOW, ALIAS, NO_MEMORY, WORKSPACE.
+ * Errors: NULL, DTYPE, RANK, SHAPE, PARAM, STRIDE, OVERFLOW, ALIAS, NO_MEMORY.
  * Outputs are untouched on error. */
 typedef enum gradref_interp {
     GRADREF_INTERP_BILINEAR = 0,
@@ -253,7 +253,7 @@ GRADREF_API gradref_status gradref_conv_pads_same(gradref_conv_params *p, int32_
  * floor((i + pad_begin + pad_end - dilation*(k-1) - 1) / stride) + 1 is diff's; positions no
  * tap reaches are 0. Dtypes: filter and diff F32, F64, F16 or BF16 with grad alike (or F32 for
  * F16/BF16); or I8 x I8 -> I32 (exact, modulo 2^32). Any strides (NCHW, NHWC, ...).
- * Errors: NULL, DTYPE, RANK, SHAPE, PARAM, STRIDE, OVERFLOW, ALIAS, NO_MEMORY, WORKSPACE.
+ * Errors: NULL, DTYPE, RANK, SHAPE, PARAM, STRIDE, OVERFLOW, ALIAS, NO_MEMORY.
  * grad is untouched on error. */
 GRADREF_API gradref_status gradref_conv_backprop_data(const gradref_conv_params *p,
                                                       const gradref_tensor *filter,
@@ -292,7 +292,7 @@ GRADREF_API gradref_status gradref_conv_backprop_data_qs8_workspace_size(
  * NCDHW, NDHWC or DHWCN = TF's DHWIO through gradref_tensor_init_format). Each dw element is
  * the sum over (n, od, oh, ow) in a fixed blocked order (the doc gives it and its error bound).
  * Dtypes: x and dy F32, F64, F16 or BF16; dw alike, or F32 for F16/BF16 (CANN V2).
- * Errors: NULL, DTYPE, RANK, SHAPE, PARAM, STRIDE, OVERFLOW, ALIAS, NO_MEMORY, WORKSPACE.
+ * Errors: NULL, DTYPE, RANK, SHAPE, PARAM, STRIDE, OVERFLOW, ALIAS, NO_MEMORY.
  * dw is untouched on error. */
 GRADREF_API gradref_status gradref_conv3d_backprop_filter(const gradref_conv_params *p,
                                                           const gradref_tensor *x,
