@@ -966,26 +966,23 @@ static void test_exec_and_workspace(void **state) {
     gradref__workspace_release(NULL);
 }
 
-/* An operator whose internal workspace is mapped (over 32 MiB) gives the bits a caller's
- * workspace gives. */
-static void test_large_internal_workspace(void **state) {
-    (void)state;
+/* A NULL workspace gives the bits of a caller's: for grid_sampler3d_grad with one large image
+ * (its internal workspace over 32 MiB, mapped) and with three images (run in groups of images
+ * to keep the allocation small, where a caller's workspace takes the batch at once). */
+static void check_null_workspace_bits(int64_t N, int64_t Do, int64_t Ho, int64_t Wo,
+                                      size_t min_need) {
     enum { C = 2, S = 8 };
-    const int64_t xs[5] = {1, C, S, S, S}, gs[5] = {1, 16, 64, 256, 3}, ys[5] = {1, C, 16, 64, 256};
+    const int64_t xs[5] = {N, C, S, S, S}, gs[5] = {N, Do, Ho, Wo, 3}, ys[5] = {N, C, Do, Ho, Wo};
     gradref_tensor x, grid, grad, dx[2], dgrid[2];
     tu_rng r = tu_rng_make(77);
     void *xd = tu_make_tensor(&x, GRADREF_F32, 5, xs, NULL, NULL, NULL, &r),
          *gd = tu_make_tensor(&grid, GRADREF_F32, 5, gs, NULL, NULL, NULL, &r),
          *yd = tu_make_tensor(&grad, GRADREF_F32, 5, ys, NULL, NULL, NULL, &r);
-    float *f = xd;
-    for (int64_t i = 0; i < C * S * S * S; i++)
-        f[i] = (float)(tu_uniform(&r) * 2 - 1);
-    f = gd;
-    for (int64_t i = 0; i < 16 * 64 * 256 * 3; i++)
-        f[i] = (float)(tu_uniform(&r) * 2.2 - 1.1);
-    f = yd;
-    for (int64_t i = 0; i < C * 16 * 64 * 256; i++)
-        f[i] = (float)(tu_uniform(&r) * 2 - 1);
+    const int64_t counts[3] = {N * C * S * S * S, N * Do * Ho * Wo * 3, N * C * Do * Ho * Wo};
+    float *data[3] = {xd, gd, yd};
+    for (int t = 0; t < 3; t++)
+        for (int64_t i = 0; i < counts[t]; i++)
+            data[t][i] = (float)(tu_uniform(&r) * (t == 1 ? 2.2 : 2.0) - (t == 1 ? 1.1 : 1.0));
     void *dxd[2], *dgd[2];
     for (int k = 0; k < 2; k++) {
         dxd[k] = tu_make_tensor(&dx[k], GRADREF_F32, 5, xs, NULL, NULL, NULL, &r);
@@ -996,7 +993,7 @@ static void test_large_internal_workspace(void **state) {
     assert_int_equal(
         gradref_grid_sampler3d_grad_workspace_size(&p, &grad, &x, &grid, &dx[0], &dgrid[0], &need),
         GRADREF_OK);
-    assert_true(need > ((size_t)32 << 20));
+    assert_true(need > min_need);
     void *ws = malloc(need);
     assert_non_null(ws);
     gradref_exec given = {ws, need, 0, GRADREF_PRECISION_DEFAULT};
@@ -1010,6 +1007,12 @@ static void test_large_internal_workspace(void **state) {
     free(xd), free(gd), free(yd);
     for (int k = 0; k < 2; k++)
         free(dxd[k]), free(dgd[k]);
+}
+
+static void test_null_workspace_bits(void **state) {
+    (void)state;
+    check_null_workspace_bits(1, 16, 64, 256, (size_t)32 << 20); /* mapped, huge pages */
+    check_null_workspace_bits(3, 16, 64, 64, (size_t)24 << 20);  /* groups of images */
 }
 
 int main(void) {
@@ -1037,7 +1040,7 @@ int main(void) {
         cmocka_unit_test(test_copy_bits_and_threads),
         cmocka_unit_test(test_copy_errors),
         cmocka_unit_test(test_exec_and_workspace),
-        cmocka_unit_test(test_large_internal_workspace),
+        cmocka_unit_test(test_null_workspace_bits),
     };
     return cmocka_run_group_tests_name("common", tests, NULL, NULL);
 }

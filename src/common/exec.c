@@ -171,8 +171,11 @@ gradref_status gradref__run_fast_path(const gradref__fast_path *fp, const gradre
     const size_t one = fp->workspace(plan, ctx->precision, 1);
     if (ctx->workspace != NULL && one > 0 && gradref__workspace_usable(ctx) < one)
         return fp->no_workspace(plan, ctx->num_threads); /* as MegEngine's workspace limit 0 */
-    const int threads =
-        gradref__workspace_threads(ctx, one, fp->workspace(plan, ctx->precision, 2));
+    int threads = gradref__workspace_threads(ctx, one, fp->workspace(plan, ctx->precision, 2));
+    /* the estimate assumes bytes grow linearly with threads: step down should a layout not */
+    while (ctx->workspace != NULL && threads > 1 &&
+           fp->workspace(plan, ctx->precision, threads) > gradref__workspace_usable(ctx))
+        threads--;
     void *ws, *owned;
     GRADREF_FORWARD_IF_ERROR(gradref__workspace_acquire(
         fp->op, ctx, fp->workspace(plan, ctx->precision, threads), &ws, &owned));

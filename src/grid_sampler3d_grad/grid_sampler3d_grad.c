@@ -157,6 +157,9 @@ gradref_status gradref_grid_sampler3d_grad(const gradref_grid_sampler3d_params *
     GRADREF_FORWARD_IF_ERROR(gradref__gs3d_validate(p, grad, x, grid, dx, dgrid, &plan));
     if (ctx.strict) GRADREF_FORWARD_IF_ERROR(check_cann(&plan));
     plan.precision = ctx.precision;
+    if (ctx.workspace == NULL) /* the library allocates: in groups of images (gs3d_fast.c) */
+        plan.images_per_pass =
+            gradref__gs3d_images_per_group(&plan, ctx.precision, ctx.num_threads);
     return gradref__run_fast_path(&FAST, &ctx, &plan);
 }
 

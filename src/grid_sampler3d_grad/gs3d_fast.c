@@ -51,9 +51,9 @@ typedef struct ws_layout {
     size_t w, dist, mult, offx, offa, zplane, offg, mask; /* geometry */
     size_t records, start, cursor;                        /* dx buckets */
     size_t x32, grad32;                                   /* f32 copies of inputs */
-    size_t acc;                                           /* dx accumulator, when not dx */
-    size_t vox, slots, later, over, block_start;          /* nearest: the voxel index */
-    size_t stage, stage_bytes;                            /* nearest: per thread, last */
+    size_t planes, plane_bytes; /* dx accumulator planes, when not dx: per thread, last */
+    size_t vox, slots, later, over, block_start; /* nearest: the voxel index */
+    size_t stage, stage_bytes;                   /* nearest: per thread, last */
     size_t total;
     int pair, acc_buffer, stage_x, stage_grad, scatter, voxels;
 } ws_layout;
@@ -77,6 +77,13 @@ static gs3d_shape shape_of(const gradref__gs3d_plan *p) {
     s.dtype = p->dtype, s.elem_size = p->elem_size;
     s.grid = p->grid, s.dgrid = p->dgrid;
     return s;
+}
+
+void gs3d_plane_out(const gs3d_run *r, const void *plane, int wide, int64_t n, int64_t z) {
+    const gradref__gs3d_plan *p = r->p;
+    const int64_t shape[5] = {1, p->C, 1, p->H, p->W}, ps[5] = {0, 1, 0, r->as[3], r->as[4]};
+    char *dst = p->dx.data + (size_t)(n * p->dx.s[0] + z * p->dx.s[2]) * p->elem_size;
+    gradref__copy5(shape, plane, wide ? GRADREF_F64 : GRADREF_F32, ps, dst, p->dtype, p->dx.s, 1);
 }
 
 /* Nearest mode's AVX-512 path for channel-major data: dx itself (F32) takes 16 points of a
@@ -175,18 +182,52 @@ static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision, int t
     const int dx_channels_last = p->C == 1 || p->dx.s[1] == 1;
     L.acc_buffer = p->dx.data != NULL && !L.scatter &&
                    (narrow || (p->dtype == GRADREF_F32 && wide) || !dx_channels_last);
-    if (L.acc_buffer) L.acc = gradref__ws_take(&at, (size_t)numel5(xs) * a);
-    if (L.voxels) {
-        L.stage_bytes = (size_t)gs3d_stage_floats(P) * 4; /* whole cache lines */
-        L.stage = at;
-        at += L.stage_bytes * (size_t)(threads > 1 ? threads : 1);
-    }
+    /* one dense channels-last plane per thread, copied out to dx when its item is done */
+    if (L.acc_buffer) L.plane_bytes = ((size_t)(p->H * p->W * p->C) * a + 63) & ~(size_t)63;
+    if (L.voxels) L.stage_bytes = (size_t)gs3d_stage_floats(P) * 4; /* whole cache lines */
+    L.stage = at;
+    at += L.stage_bytes * (size_t)(threads > 1 ? threads : 1);
+    L.planes = at;
+    at += L.plane_bytes * (size_t)(threads > 1 ? threads : 1);
     L.total = at;
     return L;
 }
 
+/* With a NULL workspace a batch whose whole-batch workspace is large runs in groups of images,
+ * each group a plan of its own (images are independent, so the bits do not change): the
+ * allocation is then one group's, small enough for glibc to hand the same heap pages back call
+ * after call. A caller's workspace keeps the whole batch in one pass (faster: the buckets of
+ * several images are filled in parallel). */
+#define GROUP_BYTES ((size_t)24 << 20)
+
+int64_t gradref__gs3d_images_per_group(const gradref__gs3d_plan *p, int32_t precision,
+                                       int threads) {
+    if (p->N <= 1) return 1;
+    gradref__gs3d_plan one = *p;
+    one.N = 1;
+    const size_t per_image = layout_of(&one, precision, threads).total;
+    if (per_image == 0 || layout_of(p, precision, threads).total <= GROUP_BYTES) return p->N;
+    const int64_t g = (int64_t)(GROUP_BYTES / per_image);
+    return g < 1 ? 1 : g > p->N ? p->N : g;
+}
+
+/* Images [n0, n0 + count) of p as a plan of their own. */
+static gradref__gs3d_plan images_of(const gradref__gs3d_plan *p, int64_t n0, int64_t count) {
+    gradref__gs3d_plan q = *p;
+    gradref__gs3d_view *v[5] = {&q.grad, &q.x, &q.grid, &q.dx, &q.dgrid};
+    for (int i = 0; i < 5; i++)
+        if (v[i]->data != NULL) v[i]->data += (size_t)(n0 * v[i]->s[0]) * p->elem_size;
+    q.N = count;
+    return q;
+}
+
+static int64_t group_of(const gradref__gs3d_plan *p) {
+    return p->images_per_pass > 0 && p->images_per_pass < p->N ? p->images_per_pass : p->N;
+}
+
 size_t gradref__gs3d_fast_workspace(const gradref__gs3d_plan *p, int32_t precision, int threads) {
-    return layout_of(p, precision, threads).total;
+    const gradref__gs3d_plan group = images_of(p, 0, group_of(p));
+    return layout_of(&group, precision, threads).total;
 }
 
 static void zero_fill(const gradref__gs3d_view *v, int32_t dtype, const int64_t *shape,
@@ -318,10 +359,11 @@ static void bind_tensors(gs3d_run *r, const ws_layout *L, char *base, const int6
     }
     r->grad_points_dense = r->gs[4] == 1 && r->gs[3] == p->Wo && r->gs[2] == p->Ho * p->Wo;
     if (p->dx.data != NULL) {
-        if (L->acc_buffer) {
-            r->as[1] = 1, r->as[4] = p->C, r->as[3] = p->W * p->C, r->as[2] = p->H * r->as[3];
-            r->as[0] = p->D * r->as[2];
-            r->acc = base + L->acc;
+        if (L->acc_buffer) { /* plane-local strides: each item has its own plane */
+            r->as[1] = 1, r->as[4] = p->C, r->as[3] = p->W * p->C, r->as[2] = r->as[0] = 0;
+            r->acc = NULL;
+            r->acc_planes = base + L->planes;
+            r->acc_plane_bytes = L->plane_bytes;
         } else {
             memcpy(r->as, p->dx.s, sizeof r->as);
             r->acc = p->dx.data;
@@ -413,7 +455,7 @@ static void run_stages(const gs3d_run *r, const ws_layout *L, const gs3d_schedul
         dx_item(r, L, s, base, it);
 }
 
-void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) {
+static void run_images(const gradref__gs3d_plan *p, void *ws, int num_threads) {
     if (p->dx.data == NULL && p->dgrid.data == NULL) return;
     int64_t xsh[5], gsh[5], gridsh[5];
     x_shape(p, xsh);
@@ -442,7 +484,16 @@ void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) 
     }
     if (p->dgrid.data != NULL && p->interp != GRADREF_INTERP_BILINEAR && !s.dense_zero_dgrid)
         zero_fill(&p->dgrid, p->dtype, gridsh, num_threads);
-    if (L.acc_buffer)
-        gradref__copy5(xsh, r.acc, s.pair == PAIR_FF ? GRADREF_F32 : GRADREF_F64, r.as, p->dx.data,
-                       p->dtype, p->dx.s, num_threads);
+}
+
+void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) {
+    const int64_t g = group_of(p);
+    if (g >= p->N) {
+        run_images(p, ws, num_threads);
+        return;
+    }
+    for (int64_t n0 = 0; n0 < p->N; n0 += g) {
+        const gradref__gs3d_plan group = images_of(p, n0, p->N - n0 < g ? p->N - n0 : g);
+        run_images(&group, ws, num_threads);
+    }
 }

@@ -12,6 +12,7 @@
 
 #include <stdint.h>
 
+#include "common/internal.h"
 #include "gs3d_internal.h"
 
 /* Per point p of all N*P points (index n*P + q); T is float or double as the pass's type. On the
@@ -122,14 +123,25 @@ typedef struct gs3d_run {
     const void *x, *grad;                  /* T data (the plan's, or f32 copies) */
     int64_t xs[5], gs[5];                  /* their strides */
     int grad_points_dense;                 /* grad[n, c] is contiguous over the points */
-    void *acc;            /* A data: dx itself, or a dense NCDHW buffer; NULL: no dx */
-    int64_t as[5];        /* its strides */
+    void *acc;                             /* A data: dx itself; NULL: per-thread planes or no dx */
+    int64_t as[5];                         /* its strides (plane-local ones for the planes) */
+    char *acc_planes; /* per thread, one dense channels-last A plane (dx_item copies it out) */
+    size_t acc_plane_bytes;
     int64_t dx_corner[8]; /* corner k's offset from tnw in x */
     int64_t da_plane[4];  /* corner (dy, dx) offset from tnw within an accumulator plane */
     gs3d_geom g;
     gs3d_buckets b;
     gs3d_voxels v;
 } gs3d_run;
+
+/* Image n's accumulator plane z: in dx, or this thread's plane buffer. */
+static inline void *gs3d_acc_plane(const gs3d_run *r, int64_t n, int64_t z, size_t elem) {
+    if (r->acc_planes) return r->acc_planes + r->acc_plane_bytes * (size_t)gradref__thread_num();
+    return (char *)r->acc + (size_t)(n * r->as[0] + z * r->as[2]) * elem;
+}
+
+/* A finished plane buffer (f32, or f64 when wide) to dx[n, :, z], rounded to dx's dtype. */
+void gs3d_plane_out(const gs3d_run *r, const void *plane, int wide, int64_t n, int64_t z);
 
 /* Points per dgrid work item. */
 #define GS3D_POINT_BLOCK 256

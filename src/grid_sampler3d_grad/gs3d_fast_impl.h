@@ -196,7 +196,7 @@ static void GS_FN(dgrid_point)(const gs3d_run *r, int64_t n, int64_t q) {
 /* Plane z of image n of the accumulator = 0, every channel. */
 static void GS_FN(zero_plane)(const gs3d_run *r, int64_t n, int64_t z) {
     const gradref__gs3d_plan *p = r->p;
-    GS_A *plane = (GS_A *)r->acc + n * r->as[0] + z * r->as[2];
+    GS_A *plane = gs3d_acc_plane(r, n, z, sizeof(GS_A));
     if (r->as[1] == 1 && r->as[4] == p->C && r->as[3] == p->W * p->C) {
         memset(plane, 0, (size_t)(p->H * p->W * p->C) * sizeof *plane);
         return;
@@ -241,17 +241,12 @@ static void GS_FN(bucket)(const gs3d_run *r, int64_t n) {
     }
 }
 
-/* Pass 3 for plane z of image n: every record of the plane's bucket, in point order, adds
- * weight * grad to its in-bounds corners, all channels at a time. */
-static void GS_FN(dx_item)(const gs3d_run *r, int64_t n, int64_t z) {
-    const gradref__gs3d_plan *p = r->p;
-    GS_FN(zero_plane)(r, n, z);
-    const int nearest = p->interp == GRADREF_INTERP_NEAREST;
-    const int64_t *start = r->b.start + n * (p->D + 1);
-    const GS_REC *rec = (const GS_REC *)r->b.records + n * 2 * r->P + start[z];
-    const int64_t count = start[z + 1] - start[z], C = p->C, as1 = r->as[1], gs1 = r->gs[1];
-    GS_A *plane = (GS_A *)r->acc + n * r->as[0] + z * r->as[2];
-    const GS_T *gn = (const GS_T *)r->grad + n * r->gs[0];
+/* The records of one plane's bucket into the plane, in point order: weight * grad to each
+ * in-bounds corner, all channels at a time. */
+static void GS_FN(accumulate)(const gs3d_run *r, const GS_REC *rec, int64_t count, GS_A *plane,
+                              const GS_T *gn) {
+    const int nearest = r->p->interp == GRADREF_INTERP_NEAREST;
+    const int64_t C = r->p->C, as1 = r->as[1], gs1 = r->gs[1];
 #ifdef GS_PLANE_KERNEL
     if (GS_PLANE_KERNEL(r, rec, count, plane, gn)) return;
 #endif
@@ -271,4 +266,16 @@ static void GS_FN(dx_item)(const gs3d_run *r, int64_t n, int64_t z) {
             }
         }
     }
+}
+
+/* Pass 3 for plane z of image n: the plane zeroed, its bucket accumulated, and (a thread's plane
+ * buffer) rounded out to dx. */
+static void GS_FN(dx_item)(const gs3d_run *r, int64_t n, int64_t z) {
+    const gradref__gs3d_plan *p = r->p;
+    GS_FN(zero_plane)(r, n, z);
+    const int64_t *start = r->b.start + n * (p->D + 1);
+    const GS_REC *rec = (const GS_REC *)r->b.records + n * 2 * r->P + start[z];
+    GS_A *plane = gs3d_acc_plane(r, n, z, sizeof(GS_A));
+    GS_FN(accumulate)(r, rec, start[z + 1] - start[z], plane, (const GS_T *)r->grad + n * r->gs[0]);
+    if (r->acc_planes) gs3d_plane_out(r, plane, sizeof(GS_A) == 8, n, z);
 }

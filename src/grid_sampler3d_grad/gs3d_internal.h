@@ -27,6 +27,7 @@ typedef struct gradref__gs3d_plan {
     int64_t Do, Ho, Wo; /* grad's (and grid's) spatial sizes */
     gradref__gs3d_view grad, x, grid;
     gradref__gs3d_view dx, dgrid; /* data NULL: not wanted */
+    int64_t images_per_pass;      /* the fast path's images per pass; 0: all N */
 } gradref__gs3d_plan;
 
 /* Validates every argument (before anything is written) and fills *plan. */
@@ -42,6 +43,10 @@ gradref_status gradref__gs3d_ref(const gradref__gs3d_plan *plan);
 /* Workspace bytes the fast path needs for this plan at `precision` on `threads` threads (some
  * parts are per thread). */
 size_t gradref__gs3d_fast_workspace(const gradref__gs3d_plan *plan, int32_t precision, int threads);
+
+/* Images per pass that keep a NULL-workspace call's allocation small (gs3d_fast.c). */
+int64_t gradref__gs3d_images_per_group(const gradref__gs3d_plan *plan, int32_t precision,
+                                       int threads);
 
 /* The fast path; `ws` holds gradref__gs3d_fast_workspace(plan, plan->precision, num_threads)
  * bytes, 64-byte aligned. */
