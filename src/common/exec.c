@@ -187,10 +187,14 @@ gradref_status gradref__run_fast_path(const gradref__fast_path *fp, const gradre
 size_t gradref__fast_path_workspace(const gradref__fast_path *fp, const void *plan) {
     if (fp->zero_output && fp->zero_output(plan)) return 0;
     const int threads = gradref__default_threads();
-    /* the general precisions only: a device mode's extra staging would cost every caller */
-    const size_t a = fp->workspace(plan, GRADREF_PRECISION_DEFAULT, threads),
-                 b = fp->workspace(plan, GRADREF_PRECISION_HIGH, threads);
-    return gradref__workspace_bytes(a > b ? a : b);
+    /* every precision: a workspace of this size never sends a device mode to the slow
+     * no-workspace path (HF32 stages x as well, which the default does not need) */
+    size_t most = 0;
+    for (int32_t precision = 0; precision < GRADREF__PRECISIONS; precision++) {
+        const size_t bytes = fp->workspace(plan, precision, threads);
+        if (bytes > most) most = bytes;
+    }
+    return gradref__workspace_bytes(most);
 }
 
 void gradref__parallel_ranges(int64_t n, int threads,

@@ -96,8 +96,8 @@ typedef struct gradref__fast_path {
 gradref_status gradref__run_fast_path(const gradref__fast_path *fp, const gradref__ctx *ctx,
                                       const void *plan);
 
-/* What a _workspace_size twin reports for a validated plan: the more DEFAULT or HIGH needs at
- * the default thread count, with the alignment slack (a device precision may need more). */
+/* What a _workspace_size twin reports for a validated plan: the most any precision needs at
+ * the default thread count, with the alignment slack. */
 size_t gradref__fast_path_workspace(const gradref__fast_path *fp, const void *plan);
 
 /* Splits [0, n) into one contiguous range per thread of a team of at most `threads` and runs

@@ -70,20 +70,26 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
     /* AVX-512: the indirect kernel reads x in place (faster even for 1 to 7 channels per tap,
      * where its tiles are short, than packing panels that straddle taps) */
     L.indirect = gradref__sgemm_kernels_for(p->kernel)->indirect != NULL;
-    /* f32 x (channels-last for the packed panels, whose rows are runs of channels) and f32
-     * channels-last dy (a B panel row is a run of channels) */
-    L.stage_x =
-        p->in_dtype != GRADREF_F32 || hf32 || (!L.indirect && p->xs[1] != 1 && p->G * p->Cin_g > 1);
-    L.stage_dy = p->in_dtype != GRADREF_F32 || hf32 || (p->ys[1] != 1 && p->G * p->Cout_g > 1);
-    const int64_t xn = p->N * p->G * p->Cin_g * p->I[0] * p->I[1] * p->I[2];
-    const int64_t yn = p->N * p->G * p->Cout_g * p->O[0] * p->O[1] * p->O[2];
-    if (L.stage_x) L.x32 = gradref__ws_take(&at, (size_t)xn * 4);
-    if (L.stage_dy) L.dy32 = gradref__ws_take(&at, (size_t)yn * 4);
     L.unit = L.indirect ? 1 : p->Cin_g; /* packed panels straddle taps, tiles need not */
     int64_t units = LEVEL_FLOATS / (L.unit * p->Cout_g);
     if (units < 1) units = 1;
     if (units > J / L.unit) units = J / L.unit;
     L.jb = units * L.unit;
+    /* f32 x (channels-last for the packed panels, whose rows are runs of channels) and f32
+     * channels-last dy (a B panel row is a run of channels). Channel-major F32 dy that few row
+     * blocks read is packed straight from dy instead (each block's B panels gathered across the
+     * channels): one pass over dy per block rather than a whole copy first */
+    L.stage_x =
+        p->in_dtype != GRADREF_F32 || hf32 || (!L.indirect && p->xs[1] != 1 && p->G * p->Cin_g > 1);
+    /* (with at least 512 rows per block to share the gather; fewer rows, as a first layer's
+     * 3 x 27, spend more on gathering than the copy costs) */
+    const int few_blocks = p->G * ((J + L.jb - 1) / L.jb) <= 2 && L.jb >= 512;
+    L.stage_dy = p->in_dtype != GRADREF_F32 || hf32 ||
+                 (p->ys[1] != 1 && p->G * p->Cout_g > 1 && !few_blocks);
+    const int64_t xn = p->N * p->G * p->Cin_g * p->I[0] * p->I[1] * p->I[2];
+    const int64_t yn = p->N * p->G * p->Cout_g * p->O[0] * p->O[1] * p->O[2];
+    if (L.stage_x) L.x32 = gradref__ws_take(&at, (size_t)xn * 4);
+    if (L.stage_dy) L.dy32 = gradref__ws_take(&at, (size_t)yn * 4);
     int64_t blocks = (R + BLOCK - 1) / BLOCK;
     L.levels = 1;
     while ((INT64_C(1) << (L.levels - 1)) < blocks)
@@ -206,22 +212,30 @@ static void pack_panels(const run *R, const layout *L, int64_t g, int64_t t0, in
 static const float *dy_panels(const run *R, int64_t g, const runs *u, int64_t r0, int64_t r1,
                               int64_t nr, float *dst) {
     const gradref__c3f_plan *p = R->p;
-    const int64_t C = p->Cout_g, K = r1 - r0;
+    const int64_t C = p->Cout_g, K = r1 - r0, cs = R->ys[1];
     if (R->dy_is_panel) return R->dy + r0 * C;
     int64_t k = 0;
     for (int64_t c = 0; c < u->count; c++) {
-        const float *src = R->dy + u->n[c] * R->ys[0] + g * C + u->od[c] * R->ys[2] +
+        const float *src = R->dy + u->n[c] * R->ys[0] + g * C * cs + u->od[c] * R->ys[2] +
                            u->oh[c] * R->ys[3] + u->ow[c] * R->ys[4];
-        for (int64_t q = 0; q < u->len[c]; q++, k++) {
-            const float *row = src + q * R->ys[4];
-            for (int64_t pn = 0; pn * nr < C; pn++) {
-                const int64_t cols = C - pn * nr < nr ? C - pn * nr : nr;
-                float *out = dst + pn * K * nr + k * nr;
-                memcpy(out, row + pn * nr, (size_t)cols * sizeof *out);
-                for (int64_t j = cols; j < nr; j++)
-                    out[j] = 0.0f;
+        const int64_t len = u->len[c];
+        for (int64_t pn = 0; pn * nr < C; pn++) {
+            const int64_t cols = C - pn * nr < nr ? C - pn * nr : nr;
+            float *out = dst + pn * K * nr + k * nr;
+            if (C == 1 || cs == 1) { /* channels-last: a row's channels are adjacent */
+                for (int64_t q = 0; q < len; q++)
+                    memcpy(out + q * nr, src + q * R->ys[4] + pn * nr, (size_t)cols * sizeof *out);
+            } else { /* channel-major: each channel's run is adjacent, gathered into lanes */
+                for (int64_t j = 0; j < cols; j++) {
+                    const float *ch = src + (pn * nr + j) * cs;
+                    for (int64_t q = 0; q < len; q++)
+                        out[q * nr + j] = ch[q * R->ys[4]];
+                }
             }
+            for (int64_t q = 0; q < len && cols < nr; q++)
+                memset(out + q * nr + cols, 0, (size_t)(nr - cols) * sizeof *out);
         }
+        k += len;
     }
     return dst;
 }
