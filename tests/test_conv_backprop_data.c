@@ -967,10 +967,6 @@ static int8_t model_qs8(int64_t acc, float sf, float sd, float sg) {
     return (int8_t)fminf(fmaxf(-128.0f, roundf(t / sg)), 127.0f);
 }
 
-static int64_t int8_at(const gradref_tensor *t, const int64_t *index) {
-    return *(const int8_t *)((const char *)t->data + tu_offset(t, index));
-}
-
 /* The exact int sums by the scatter of megengine_model, in int64. */
 static void int_sums_model(const cbd_case *c, int64_t *acc /* dense (N, IC, IH, IW) */) {
     const geometry *g = &c->geo;
@@ -991,7 +987,7 @@ static void int_sums_model(const cbd_case *c, int64_t *acc /* dense (N, IC, IH, 
                                 const int64_t fi[4] = {oc, ic - grp * g->ICpg, fh, fw};
                                 const int64_t di[4] = {n, oc, oh, ow};
                                 acc[((n * IC + ic) * IH + ih) * IW + iw] +=
-                                    int8_at(&c->filter, fi) * int8_at(&c->diff, di);
+                                    (int64_t)tu_get(&c->filter, fi) * (int64_t)tu_get(&c->diff, di);
                             }
                         }
 }

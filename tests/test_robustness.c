@@ -378,6 +378,23 @@ static void test_device_precision_elsewhere(void **state) {
                      "conv_backprop_data",
                      "exec.precision is HF32_910B, which conv_backprop_data does not take");
     tu_expect_untouched(grad, sizeof grad, 0xee, "grad");
+    e.precision = GRADREF_PRECISION_HF32;
+    tu_expect_status(gradref_conv_backprop_data(&p, &f, &d, &g, &e), GRADREF_ERR_PARAM,
+                     "conv_backprop_data", "exec.precision is HF32, which conv_backprop_data");
+    tu_expect_untouched(grad, sizeof grad, 0xee, "grad");
+    /* MegEngine's mode is conv_backprop_data's, not conv3d_backprop_filter's */
+    float x5[8] = {1, 2, 3, 4, 5, 6, 7, 8}, dy5[8] = {1, 1, 1, 1, 1, 1, 1, 1}, dw5[1];
+    memset(dw5, 0xee, sizeof dw5);
+    int64_t xs5[5] = {1, 1, 2, 2, 2}, ws5[5] = {1, 1, 1, 1, 1};
+    gradref_tensor tx = dense(x5, GRADREF_F32, 5, xs5), ty = dense(dy5, GRADREF_F32, 5, xs5),
+                   tw = dense(dw5, GRADREF_F32, 5, ws5);
+    e.precision = GRADREF_PRECISION_MEGENGINE_DEFAULT;
+    tu_expect_status(gradref_conv3d_backprop_filter(&p, &tx, &ty, &tw, &e), GRADREF_ERR_PARAM,
+                     "conv3d_backprop_filter",
+                     "exec.precision is MEGENGINE_DEFAULT, which conv3d_backprop_filter does not "
+                     "take");
+    tu_expect_untouched(dw5, sizeof dw5, 0xee, "dw");
+    e.precision = GRADREF_PRECISION_HF32_910B;
     int64_t n = 6;
     gradref_tensor s = dense(diff, GRADREF_F32, 1, &n), t = dense(grad, GRADREF_F32, 1, &n);
     assert_int_equal(gradref_copy(&s, &t, &e), GRADREF_OK);

@@ -88,6 +88,8 @@ double tu_value(int32_t dtype, const void *p) {
     case GRADREF_F32: return *(const float *)p;
     case GRADREF_F64: return *(const double *)p;
     case GRADREF_F16: return tu_f16_value(*(const uint16_t *)p);
+    case GRADREF_I8: return *(const int8_t *)p;
+    case GRADREF_I32: return *(const int32_t *)p;
     default: return tu_bf16_value(*(const uint16_t *)p);
     }
 }

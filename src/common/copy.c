@@ -182,6 +182,14 @@ gradref_status gradref_copy(const gradref_tensor *src, const gradref_tensor *dst
     return GRADREF_OK;
 }
 
+void gradref__channels_last_strides(const int64_t *shape, int64_t *st) {
+    st[1] = 1;
+    st[4] = shape[1];
+    st[3] = shape[4] * st[4];
+    st[2] = shape[3] * st[3];
+    st[0] = shape[2] * st[2];
+}
+
 void gradref__copy5(const int64_t *shape, const void *src, int32_t sdt, const int64_t *ss,
                     void *dst, int32_t ddt, const int64_t *ds, int num_threads) {
     gradref_tensor s, d;

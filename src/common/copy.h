@@ -13,6 +13,10 @@ void gradref__copy_run(const gradref_tensor *src, const gradref_tensor *dst, int
 
 /* gradref__copy_run on arrays given by pointer, dtype and 5-D shape and strides: the staging
  * copies of the fast paths (both sides addressable, dst not overlapping itself or src). */
+/* The strides of a dense channels-last (N, D, H, W, C) layout of the 5-D logical shape
+ * (N, C, D, H, W), in logical order. */
+void gradref__channels_last_strides(const int64_t *shape, int64_t *st);
+
 void gradref__copy5(const int64_t *shape, const void *src, int32_t sdt, const int64_t *ss,
                     void *dst, int32_t ddt, const int64_t *ds, int num_threads);
 

@@ -135,9 +135,8 @@ const char *gradref__precision_name(int32_t precision) {
     return precision >= 0 && precision < GRADREF__PRECISIONS ? names[precision] : "?";
 }
 
-gradref_status gradref__check_general_precision(const char *op, const gradref__ctx *ctx) {
-    if (ctx->precision == GRADREF_PRECISION_DEFAULT || ctx->precision == GRADREF_PRECISION_HIGH)
-        return GRADREF_OK;
+gradref_status gradref__check_precision(const char *op, const gradref__ctx *ctx, unsigned allowed) {
+    if (allowed & GRADREF__PRECISION_BIT(ctx->precision)) return GRADREF_OK;
     return gradref__fail(GRADREF_ERR_PARAM, op, "exec.precision is %s, which %s does not take",
                          gradref__precision_name(ctx->precision), op);
 }

@@ -35,8 +35,15 @@ gradref_status gradref__exec_resolve(const char *op, const gradref_exec *exec, g
 /* The enum's name of a precision ("DEFAULT", "HF32", ...). */
 const char *gradref__precision_name(int32_t precision);
 
-/* PARAM unless ctx's precision is DEFAULT or HIGH (an operator without device modes). */
-gradref_status gradref__check_general_precision(const char *op, const gradref__ctx *ctx);
+/* A set of precisions for gradref__check_precision. */
+#define GRADREF__PRECISION_BIT(precision) (1u << (precision))
+#define GRADREF__GENERAL_PRECISIONS                                                                \
+  (GRADREF__PRECISION_BIT(GRADREF_PRECISION_DEFAULT) |                                             \
+   GRADREF__PRECISION_BIT(GRADREF_PRECISION_HIGH))
+
+/* PARAM unless ctx's precision is in `allowed` (the operator's: the general ones plus its
+ * device modes). */
+gradref_status gradref__check_precision(const char *op, const gradref__ctx *ctx, unsigned allowed);
 
 /* What an operator's _workspace_size reports for `need` usable bytes (0 stays 0). */
 size_t gradref__workspace_bytes(size_t need);

@@ -354,8 +354,7 @@ static void item(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j
  * rounded to HF32. */
 static void channels_last(const char *src, int32_t dtype, const int64_t *shape, const int64_t *s,
                           float *dst, int64_t *st, int hf32, int threads) {
-    st[1] = 1, st[4] = shape[1], st[3] = shape[4] * st[4], st[2] = shape[3] * st[3];
-    st[0] = shape[2] * st[2];
+    gradref__channels_last_strides(shape, st);
     gradref__copy5(shape, src, dtype, s, dst, GRADREF_F32, st, threads);
     if (!hf32) return;
     const int64_t n = shape[0] * st[0];

@@ -108,6 +108,10 @@ gradref_status gradref_conv3d_backprop_filter(const gradref_conv_params *p, cons
     gradref__ctx ctx;
     gradref__c3f_plan plan;
     GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
+    GRADREF_FORWARD_IF_ERROR(gradref__check_precision(
+        OP, &ctx,
+        GRADREF__GENERAL_PRECISIONS | GRADREF__PRECISION_BIT(GRADREF_PRECISION_HF32) |
+            GRADREF__PRECISION_BIT(GRADREF_PRECISION_HF32_910B)));
     GRADREF_FORWARD_IF_ERROR(gradref__c3f_validate(p, x, dy, dw, &plan));
     if (ctx.strict) GRADREF_FORWARD_IF_ERROR(check_cann(&plan));
     if (gradref__hf32_kept_bits(ctx.precision) && plan.in_dtype != GRADREF_F32)

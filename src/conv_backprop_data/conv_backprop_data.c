@@ -221,8 +221,9 @@ gradref_status gradref_conv_backprop_data(const gradref_conv_params *p,
     gradref__ctx ctx;
     gradref__cbd_plan plan;
     GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
-    if (ctx.precision != GRADREF_PRECISION_MEGENGINE_DEFAULT)
-        GRADREF_FORWARD_IF_ERROR(gradref__check_general_precision(OP, &ctx));
+    GRADREF_FORWARD_IF_ERROR(gradref__check_precision(
+        OP, &ctx,
+        GRADREF__GENERAL_PRECISIONS | GRADREF__PRECISION_BIT(GRADREF_PRECISION_MEGENGINE_DEFAULT)));
     GRADREF_FORWARD_IF_ERROR(gradref__cbd_validate(p, filter, diff, grad, &plan));
     if (ctx.precision == GRADREF_PRECISION_MEGENGINE_DEFAULT &&
         ((plan.in_dtype != GRADREF_F16 && plan.in_dtype != GRADREF_BF16) ||
@@ -244,7 +245,7 @@ gradref_conv_backprop_data_qs8(const gradref_conv_params *p, const gradref_qs8_s
     gradref__ctx ctx;
     gradref__cbd_plan plan;
     GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
-    GRADREF_FORWARD_IF_ERROR(gradref__check_general_precision(OP, &ctx));
+    GRADREF_FORWARD_IF_ERROR(gradref__check_precision(OP, &ctx, GRADREF__GENERAL_PRECISIONS));
     GRADREF_FORWARD_IF_ERROR(gradref__cbd_validate_qs8(p, scales, filter, diff, grad, &plan));
     if (ctx.strict) GRADREF_FORWARD_IF_ERROR(check_megengine(p, &plan));
     plan.precision = ctx.precision;

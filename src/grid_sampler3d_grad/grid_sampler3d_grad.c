@@ -153,7 +153,7 @@ gradref_status gradref_grid_sampler3d_grad(const gradref_grid_sampler3d_params *
     gradref__ctx ctx;
     gradref__gs3d_plan plan;
     GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
-    GRADREF_FORWARD_IF_ERROR(gradref__check_general_precision(OP, &ctx));
+    GRADREF_FORWARD_IF_ERROR(gradref__check_precision(OP, &ctx, GRADREF__GENERAL_PRECISIONS));
     GRADREF_FORWARD_IF_ERROR(gradref__gs3d_validate(p, grad, x, grid, dx, dgrid, &plan));
     if (ctx.strict) GRADREF_FORWARD_IF_ERROR(check_cann(&plan));
     plan.precision = ctx.precision;

@@ -344,15 +344,13 @@ static void bind_tensors(gs3d_run *r, const ws_layout *L, char *base, const int6
     memcpy(r->xs, p->x.s, sizeof r->xs);
     memcpy(r->gs, p->grad.s, sizeof r->gs);
     if (L->stage_x) {
-        r->xs[1] = 1, r->xs[4] = p->C, r->xs[3] = p->W * p->C, r->xs[2] = p->H * r->xs[3];
-        r->xs[0] = p->D * r->xs[2];
+        gradref__channels_last_strides(xsh, r->xs);
         gradref__copy5(xsh, p->x.data, p->dtype, p->x.s, base + L->x32, GRADREF_F32, r->xs,
                        num_threads);
         r->x = base + L->x32;
     }
     if (L->stage_grad) {
-        r->gs[1] = 1, r->gs[4] = p->C, r->gs[3] = p->Wo * p->C, r->gs[2] = p->Ho * r->gs[3];
-        r->gs[0] = p->Do * r->gs[2];
+        gradref__channels_last_strides(gsh, r->gs);
         gradref__copy5(gsh, p->grad.data, p->dtype, p->grad.s, base + L->grad32, GRADREF_F32, r->gs,
                        num_threads);
         r->grad = base + L->grad32;

@@ -203,7 +203,7 @@ gradref_status gradref_rope_grad(const gradref_rope_params *p, const gradref_ten
     gradref__ctx ctx;
     gradref__rope_plan plan;
     GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
-    GRADREF_FORWARD_IF_ERROR(gradref__check_general_precision(OP, &ctx));
+    GRADREF_FORWARD_IF_ERROR(gradref__check_precision(OP, &ctx, GRADREF__GENERAL_PRECISIONS));
     GRADREF_FORWARD_IF_ERROR(gradref__rope_grad_validate(p, q_embed_grad, k_embed_grad, cos, sin,
                                                          q_grad, k_grad, &plan));
     if (ctx.strict) GRADREF_FORWARD_IF_ERROR(check_atb(&plan));
