@@ -409,6 +409,36 @@ static void test_dy_gathered(void **state) {
     }
 }
 
+/* Few input channels in one group (a first layer): a tile holds a tap row's every (kw, ci)
+ * from an x staged with zeros past its w edges, and the threads share the reduction in chunks
+ * of blocks (a partial last chunk here) whose sums the blocks' counter combines. Strides, odd
+ * pads, both data layouts, F16 input, HF32, 5 to 64 output channels (the B panels gathered
+ * from channel-major dy with partial lanes), CONVOLUTION mode (split, no row tiles) and a dy
+ * holding Inf and NaN (found in the B panels: the reference's bits, NaN where it has NaN). */
+static void test_row_tiles_and_split(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(83);
+    static const int64_t cin[] = {3, 1, 4, 3, 2}, cout[] = {64, 5, 40, 16, 33};
+    static const int32_t in[] = {GRADREF_F32, GRADREF_F32, GRADREF_F16, GRADREF_F32, GRADREF_BF16};
+    for (int iter = 0; iter < 10; iter++) {
+        const int64_t I[3] = {3 + iter % 3, 9 + iter % 4, 23 + iter}, K[3] = {3, 3, 3 - iter / 8};
+        const int64_t S[3] = {1, 1 + iter % 2, 1 + iter % 2};
+        const int64_t P[6] = {1, 1, iter % 3, 1, 1 + iter % 2, iter % 3};
+        geometry g = geo(2, cin[iter % 5], cout[(iter + iter / 5) % 5], 1, I, K, S, P);
+        g.mode = iter == 7 ? GRADREF_CONV_CONVOLUTION : GRADREF_CONV_CROSS_CORRELATION;
+        c3f_case c;
+        make_case(&c, &g, in[iter % 5], GRADREF_F32, iter % 2 ? 0 : iter % 4 == 2, iter % 3, &r);
+        check_fast_against_reference(&c, iter == 3 ? GRADREF_PRECISION_HF32 : 0);
+        if (iter == 9) {
+            int64_t i[5] = {1, 2, 0, 1, 2}, j[5] = {0, 3, 2, 4, 10};
+            tu_put(&c.dy, i, INFINITY);
+            tu_put(&c.dy, j, NAN);
+            check_fast_against_reference(&c, 0);
+        }
+        free_case(&c);
+    }
+}
+
 /* A reduction of 29 blocks of 256 (N * Do * Ho * Wo = 7424): the blocked f32 sum stays within
  * its bound of the f64 sum, (256 + levels + 1) * 2^-24 * sum |x * dy|. */
 static void test_blocked_sum_accuracy(void **state) {
@@ -788,6 +818,7 @@ int main(void) {
         cmocka_unit_test(test_threads_layouts_dtypes),
         cmocka_unit_test(test_wide_channels),
         cmocka_unit_test(test_dy_gathered),
+        cmocka_unit_test(test_row_tiles_and_split),
         cmocka_unit_test(test_workspace_for_fewer_threads),
         cmocka_unit_test(test_blocked_sum_accuracy),
         cmocka_unit_test(test_long_and_nonfinite),

@@ -8,13 +8,16 @@
  *
  * with j = (tap, ci) and col the im2col of x for the block (zero where the tap falls outside
  * x). With AVX-512 col is never built: the indirect kernel reads row r of a tap through a
- * pointer into x and skips the rows outside it; otherwise col is packed into GEMM panels. A
- * zero term is exact when dy is finite (fma(0, d, acc) = acc, and acc is never -0), so the
- * path requires a finite dy; one holding Inf or NaN runs the reference, which skips those
- * taps. dy goes to the GEMM as packed B panels from a channels-last f32 dy. Work items are
- * (group, range of j); each thread keeps its own level buffers and writes only its items' dw
- * elements, so the bits do not depend on the thread count. F64 and GRADREF_PRECISION_HIGH run
- * the reference loop over dw ranges. */
+ * pointer into x and skips the rows outside it (with few channels, x staged with zeros past its
+ * w edges lets one tile take a tap row's every kw); otherwise col is packed into GEMM panels.
+ * A zero term is exact when dy is finite (fma(0, d, acc) = acc, and acc is never -0), so the
+ * path requires a finite dy: each B panel is checked, and one holding Inf or NaN sends the call
+ * to the reference, which skips those taps. dy goes to the GEMM as packed B panels, copied
+ * from a channels-last dy or gathered from a channel-major one. Work items are (group, range
+ * of j), or, for one group whose rows fit one item, aligned chunks of blocks (the split
+ * reduction); each thread keeps its own level buffers and the partial sums combine in the
+ * reference's tree, so the bits do not depend on the thread count. F64 and
+ * GRADREF_PRECISION_HIGH run the reference loop over dw ranges. */
 #include <math.h>
 #include <string.h>
 
@@ -30,17 +33,27 @@
 #define BLOCK GRADREF_C3F_BLOCK
 /* j rows per item: their level buffers (j x Cout/G floats each) stay near 1 MiB */
 #define LEVEL_FLOATS (INT64_C(256) * 1024)
+/* the split reduction's chunk sums, all together, as far as balance allows */
+#define CHUNK_FLOATS (INT64_C(4) * 1024 * 1024)
 
 /* The block's output rows (n, od, oh) as runs of columns ow, the same for every tap. */
 typedef struct runs {
     int64_t n[BLOCK], od[BLOCK], oh[BLOCK], ow[BLOCK], len[BLOCK], count;
+    uint32_t nonfinite; /* a B panel of this thread held Inf or NaN */
 } runs;
 
 typedef struct layout {
     int gemm, stage_x, stage_dy, indirect;
-    int64_t mr, nr; /* GEMM panel rows and columns */
-    int64_t unit;   /* items hold whole multiples of this many rows j: a tap, or one row */
-    int64_t jb;     /* the most rows j per item */
+    int row_tiles; /* x staged with zeros past its w edges: a tile holds a tap row's every kw and ci
+                    */
+    int split;     /* every row in one item: threads split the reduction into aligned chunks */
+    int64_t xw;    /* row_tiles: the staged x's padded width */
+    int64_t chunk_blocks; /* split: blocks per chunk, a power of two */
+    int64_t chunks;
+    size_t chunk_at; /* split: the chunks' sums */
+    int64_t mr, nr;  /* GEMM panel rows and columns */
+    int64_t unit;    /* items hold whole multiples of this many rows j: a tap, or one row */
+    int64_t jb;      /* the most rows j per item */
     int64_t levels;
     size_t x32, dy32;
     size_t thread0, per_thread, col_at, dyt_at, level_at, runs_at, rows_at;
@@ -53,6 +66,15 @@ static int64_t taps_of(const gradref__c3f_plan *p) {
 
 static int64_t reduction(const gradref__c3f_plan *p) {
     return p->N * p->O[0] * p->O[1] * p->O[2];
+}
+
+/* Whether a tile may hold every (kw, ci) of a tap row: x staged channels-last with zeros past
+ * its w edges puts them at consecutive floats (kw * Cin + ci, no group stride, dilation 1, taps
+ * in order), so a tap row of few channels fills more of a tile than one tap does. */
+static int row_tiles_fit(const gradref__c3f_plan *p, int64_t mr) {
+    const int64_t row = p->Cin_g * p->K[2];
+    return p->G == 1 && p->K[2] > 1 && p->Cin_g < mr && row <= mr && p->dil[2] == 1 &&
+           p->mode == GRADREF_CONV_CROSS_CORRELATION;
 }
 
 static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threads) {
@@ -70,29 +92,57 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
     /* AVX-512: the indirect kernel reads x in place (faster even for 1 to 7 channels per tap,
      * where its tiles are short, than packing panels that straddle taps) */
     L.indirect = gradref__sgemm_kernels_for(p->kernel)->indirect != NULL;
-    L.unit = L.indirect ? 1 : p->Cin_g; /* packed panels straddle taps, tiles need not */
+    L.row_tiles = L.indirect && row_tiles_fit(p, L.mr);
+    /* packed panels straddle taps, tiles need not (but row tiles keep a tap row whole) */
+    L.unit = L.row_tiles ? p->Cin_g * p->K[2] : L.indirect ? 1 : p->Cin_g;
     int64_t units = LEVEL_FLOATS / (L.unit * p->Cout_g);
     if (units < 1) units = 1;
     if (units > J / L.unit) units = J / L.unit;
     L.jb = units * L.unit;
+    const int64_t blocks = (R + BLOCK - 1) / BLOCK;
+    /* One group whose rows all fit one item: the threads share the reduction instead of the
+     * rows, so each reads only its part of dy. Any aligned run of 2^k blocks is a subtree of
+     * the blocks' binary-counter sum, so the chunks' sums combined by the same counter give
+     * the bits of one pass, whatever the chunk size or thread count. */
+    L.split = p->G == 1 && L.jb == J && blocks > 1;
+    L.chunk_blocks = blocks;
+    L.chunks = 1;
+    if (L.split) {
+        /* at least 16 chunks per thread (an even share) while their sums fit CHUNK_FLOATS,
+         * never fewer than 4 per thread */
+        const int64_t most = CHUNK_FLOATS / (J * p->Cout_g);
+        const int64_t want = 16 * (int64_t)threads < most ? 16 * (int64_t)threads : most;
+        L.chunk_blocks = 1;
+        while (blocks / (L.chunk_blocks * 2) >= (want > 4 * threads ? want : 4 * threads))
+            L.chunk_blocks *= 2;
+        L.chunks = (blocks + L.chunk_blocks - 1) / L.chunk_blocks;
+    }
     /* f32 x (channels-last for the packed panels, whose rows are runs of channels) and f32
-     * channels-last dy (a B panel row is a run of channels). Channel-major F32 dy that few row
-     * blocks read is packed straight from dy instead (each block's B panels gathered across the
-     * channels): one pass over dy per block rather than a whole copy first */
-    L.stage_x =
-        p->in_dtype != GRADREF_F32 || hf32 || (!L.indirect && p->xs[1] != 1 && p->G * p->Cin_g > 1);
+     * channels-last dy (a B panel row is a run of channels). Channel-major F32 dy is packed
+     * straight from dy (each block's B panels gathered across the channels) when each block is
+     * read once (split) or by few row blocks: one pass over dy per reader rather than a whole
+     * copy first */
+    L.stage_x = p->in_dtype != GRADREF_F32 || hf32 || L.row_tiles ||
+                (!L.indirect && p->xs[1] != 1 && p->G * p->Cin_g > 1);
     /* (with at least 512 rows per block to share the gather; fewer rows, as a first layer's
      * 3 x 27, spend more on gathering than the copy costs) */
     const int few_blocks = p->G * ((J + L.jb - 1) / L.jb) <= 2 && L.jb >= 512;
     L.stage_dy = p->in_dtype != GRADREF_F32 || hf32 ||
-                 (p->ys[1] != 1 && p->G * p->Cout_g > 1 && !few_blocks);
-    const int64_t xn = p->N * p->G * p->Cin_g * p->I[0] * p->I[1] * p->I[2];
+                 (p->ys[1] != 1 && p->G * p->Cout_g > 1 && !few_blocks && !L.split);
     const int64_t yn = p->N * p->G * p->Cout_g * p->O[0] * p->O[1] * p->O[2];
+    int64_t xn = p->N * p->G * p->Cin_g * p->I[0] * p->I[1] * p->I[2];
+    if (L.row_tiles) { /* w from -pad_begin to the last tap of the last output */
+        const int64_t last = (p->O[2] - 1) * p->stride[2] + p->K[2];
+        L.xw = p->pad_begin[2] + p->I[2] > last ? p->pad_begin[2] + p->I[2] : last;
+        xn = p->N * p->Cin_g * p->I[0] * p->I[1] * L.xw;
+    }
     if (L.stage_x) L.x32 = gradref__ws_take(&at, (size_t)xn * 4);
     if (L.stage_dy) L.dy32 = gradref__ws_take(&at, (size_t)yn * 4);
-    int64_t blocks = (R + BLOCK - 1) / BLOCK;
+    if (L.split) L.chunk_at = gradref__ws_take(&at, (size_t)(L.chunks * J * p->Cout_g) * 4);
+    /* levels for the blocks of an item or a chunk, and for combining the chunks */
+    const int64_t pushes = L.chunk_blocks > L.chunks ? L.chunk_blocks : L.chunks;
     L.levels = 1;
-    while ((INT64_C(1) << (L.levels - 1)) < blocks)
+    while ((INT64_C(1) << (L.levels - 1)) < pushes)
         L.levels++;
     size_t per = 0;
     gradref__ws_take(&per, gradref__sgemm_work_bytes());
@@ -118,6 +168,7 @@ typedef struct run {
     int64_t xs[5], ys[5];
     int kernel;
     int dy_is_panel; /* dy's rows, in order, are whole B panels (one group, Cout == nr) */
+    int row_tiles;   /* x is staged with zeros past its w edges (layout.row_tiles) */
     const gradref__sgemm_kernels *gk; /* the GEMM kernels of `kernel` */
     const gradref__c3f_kernels *k;    /* the same family's own kernels */
 } run;
@@ -219,6 +270,13 @@ static const float *dy_panels(const run *R, int64_t g, const runs *u, int64_t r0
         const float *src = R->dy + u->n[c] * R->ys[0] + g * C * cs + u->od[c] * R->ys[2] +
                            u->oh[c] * R->ys[3] + u->ow[c] * R->ys[4];
         const int64_t len = u->len[c];
+        if (R->k->gather_panel && C > 1 && cs != 1 && R->ys[4] == 1 && nr % 16 == 0) {
+            for (int64_t pn = 0; pn * nr < C; pn++) /* channel-major runs, transposed */
+                R->k->gather_panel(dst + pn * K * nr + k * nr, nr, src + pn * nr * cs, cs, len,
+                                   C - pn * nr < nr ? C - pn * nr : nr);
+            k += len;
+            continue;
+        }
         for (int64_t pn = 0; pn * nr < C; pn++) {
             const int64_t cols = C - pn * nr < nr ? C - pn * nr : nr;
             float *out = dst + pn * K * nr + k * nr;
@@ -240,6 +298,35 @@ static const float *dy_panels(const run *R, int64_t g, const runs *u, int64_t r0
     return dst;
 }
 
+/* block_indirect with one tile per tap row (kd, kh): its rows j = kw * Cin + ci are the
+ * consecutive floats of the zero-padded x from the row's w origin, so only rows whose (id, ih)
+ * falls outside x are skipped. Rows [j0, j1) hold whole tap rows. */
+static void block_row_tiles(const run *R, int64_t j0, int64_t j1, const runs *u, int64_t K,
+                            const float *bp, const float **rows, float *out) {
+    const gradref__c3f_plan *p = R->p;
+    const int64_t C = p->Cout_g, nr = R->gk->nr, row = p->Cin_g * p->K[2];
+    const int64_t step = p->stride[2] * R->xs[4];
+    for (int64_t tr = j0 / row; tr < j1 / row; tr++) {
+        int64_t off[3];
+        tap_offsets(p, tr * p->K[2], off); /* kw = 0: w offset -pad_begin, the staged origin */
+        const float **at = rows;
+        for (int64_t c = 0; c < u->count; c++) {
+            const int64_t id = u->od[c] * p->stride[0] + off[0],
+                          ih = u->oh[c] * p->stride[1] + off[1];
+            const float *base = NULL;
+            if (id >= 0 && id < p->I[0] && ih >= 0 && ih < p->I[1])
+                base = R->x + u->n[c] * R->xs[0] + id * R->xs[2] + ih * R->xs[3] + u->ow[c] * step;
+            for (int64_t q = 0; q < u->len[c]; q++)
+                *at++ = base ? base + q * step : NULL;
+        }
+        for (int64_t pn = 0; pn * nr < C; pn++) {
+            const int cols = (int)(C - pn * nr < nr ? C - pn * nr : nr);
+            R->gk->indirect((int)row, cols, K, rows, 0, 1, bp + pn * K * nr,
+                            out + (tr * row - j0) * C + pn * nr, C);
+        }
+    }
+}
+
 /* out[j - j0][co] for rows j = t * Cin/G + ci in [j0, j1) with the indirect kernel: row k of
  * the implicit im2col is a pointer to x's channels at the tap, NULL where the tap falls
  * outside x (the kernel skips those terms: adding fma(0, dy, acc) would leave acc as it is,
@@ -248,6 +335,10 @@ static void block_indirect(const run *R, int64_t g, int64_t j0, int64_t j1, cons
                            int64_t K, const float *bp, const float **rows, float *out) {
     const gradref__c3f_plan *p = R->p;
     const int64_t Ci = p->Cin_g, C = p->Cout_g, mr = R->gk->mr, nr = R->gk->nr;
+    if (R->row_tiles) {
+        block_row_tiles(R, j0, j1, u, K, bp, rows, out);
+        return;
+    }
     for (int64_t t = j0 / Ci; t * Ci < j1; t++) {
         const int64_t c_lo = j0 > t * Ci ? j0 - t * Ci : 0,
                       c_hi = j1 < (t + 1) * Ci ? j1 - t * Ci : Ci;
@@ -278,69 +369,120 @@ static void block_indirect(const run *R, int64_t g, int64_t j0, int64_t j1, cons
     }
 }
 
-/* dw rows j in [j0, j1) of group g (whole taps unless the kernel is indirect). */
-static void item(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j1, char *mine,
-                 runs *u) {
-    const gradref__c3f_plan *p = R->p;
-    const int64_t nj = j1 - j0, C = p->Cout_g, size = nj * C, total_r = reduction(p);
-    void *work = mine;
-    float *col = (float *)(mine + L->col_at), *dyt = (float *)(mine + L->dyt_at);
-    float *level = (float *)(mine + L->level_at); /* levels + 1 slots of size floats */
-    const float **rows = (const float **)(mine + L->rows_at);
-    int used[64] = {0};
-    float *fresh = level + L->levels * size; /* the newest block's sum */
-    for (int64_t r0 = 0; r0 < total_r; r0 += BLOCK) {
-        const int64_t r1 = r0 + BLOCK < total_r ? r0 + BLOCK : total_r;
-        /* the block's sum carries through the used levels [0, top) into level top */
-        int top = 0;
-        while (used[top])
-            top++;
-        float *sum = top == 0 ? level : fresh;
-        block_runs(p, r0, r1, u);
-        const float *bp = dy_panels(R, g, u, r0, r1, L->nr, dyt);
-        if (L->indirect) {
-            block_indirect(R, g, j0, j1, u, r1 - r0, bp, rows, sum);
-        } else { /* the packed GEMM */
-            (void)rows;
-            pack_panels(R, L, g, j0 / p->Cin_g, j1 / p->Cin_g, u, r0, r1, col);
-            gradref__sgemm_args a;
-            memset(&a, 0, sizeof a);
-            a.M = nj, a.N = C, a.K = r1 - r0;
-            a.a_panels = col;
-            a.b_panels = bp;
-            a.c = sum, a.c_rs = C, a.c_cs = 1;
-            gradref__sgemm(&a, R->kernel, work);
-        }
-        for (int l = 0; l < top; l++) { /* older + newer, moving up */
-            const float *old = level + l * size;
-            float *dst = l == top - 1 ? level + top * size : fresh;
-            for (int64_t e = 0; e < size; e++)
-                dst[e] = old[e] + fresh[e];
-            used[l] = 0;
-        }
-        used[top] = 1;
+/* The blocks' binary counter: sums pushed in order; level l holds the sum of 2^l of them, and
+ * a push carries through the used levels (older + newer); the fold adds the stored sums from
+ * the lowest level up, each older one on the left. levels + 1 slots of `size` floats, the
+ * last the newest sum. */
+typedef struct counter {
+    float *level;
+    int64_t size;
+    int levels, used[64];
+} counter;
+
+static counter counter_make(float *level, int64_t size, int levels) {
+    counter c;
+    memset(&c, 0, sizeof c);
+    c.level = level, c.size = size, c.levels = levels;
+    return c;
+}
+
+/* Where the next sum goes before counter_push. */
+static float *counter_slot(const counter *c) {
+    return c->used[0] ? c->level + c->levels * c->size : c->level;
+}
+
+static void counter_push(counter *c) {
+    int top = 0;
+    while (c->used[top])
+        top++;
+    float *fresh = c->level + c->levels * c->size;
+    for (int l = 0; l < top; l++) {
+        const float *old = c->level + l * c->size;
+        float *dst = l == top - 1 ? c->level + top * c->size : fresh;
+        for (int64_t e = 0; e < c->size; e++)
+            dst[e] = old[e] + fresh[e];
+        c->used[l] = 0;
     }
-    /* the stored sums from the lowest level up, each older one on the left */
+    c->used[top] = 1;
+}
+
+/* The fold, in the newest slot (which it returns). At least one sum was pushed. */
+static float *counter_fold(counter *c) {
+    float *fresh = c->level + c->levels * c->size;
     int started = 0;
-    for (int l = 0; l < L->levels; l++) {
-        if (!used[l]) continue;
-        const float *s = level + l * size;
+    for (int l = 0; l < c->levels; l++) {
+        if (!c->used[l]) continue;
+        const float *s = c->level + l * c->size;
         if (!started) {
-            memcpy(fresh, s, (size_t)size * sizeof *fresh);
+            memcpy(fresh, s, (size_t)c->size * sizeof *fresh);
             started = 1;
         } else {
-            for (int64_t e = 0; e < size; e++)
+            for (int64_t e = 0; e < c->size; e++)
                 fresh[e] = s[e] + fresh[e];
         }
     }
-    for (int64_t jj = 0; jj < nj; jj++) {
-        const int64_t t = (j0 + jj) / p->Cin_g, ci = (j0 + jj) % p->Cin_g;
+    return fresh;
+}
+
+/* Whether the n floats at d are finite (a branch-free test on the exponent bits). */
+static int all_finite(const float *d, int64_t n) {
+    uint32_t hit = 0;
+    for (int64_t e = 0; e < n; e++) {
+        uint32_t bits;
+        memcpy(&bits, d + e, 4);
+        hit |= (uint32_t)((bits & 0x7f800000u) == 0x7f800000u);
+    }
+    return hit == 0;
+}
+
+/* The sum over reduction indices [r0, r1) of dw rows j in [j0, j1) of group g, into sum. */
+static void block_sum(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j1, int64_t r0,
+                      int64_t r1, char *mine, runs *u, float *sum) {
+    const gradref__c3f_plan *p = R->p;
+    block_runs(p, r0, r1, u);
+    const float *bp = dy_panels(R, g, u, r0, r1, L->nr, (float *)(mine + L->dyt_at));
+    u->nonfinite |= !all_finite(bp, (p->Cout_g + L->nr - 1) / L->nr * L->nr * (r1 - r0));
+    if (L->indirect) {
+        block_indirect(R, g, j0, j1, u, r1 - r0, bp, (const float **)(mine + L->rows_at), sum);
+        return;
+    }
+    float *col = (float *)(mine + L->col_at);
+    pack_panels(R, L, g, j0 / p->Cin_g, j1 / p->Cin_g, u, r0, r1, col);
+    gradref__sgemm_args a;
+    memset(&a, 0, sizeof a);
+    a.M = j1 - j0, a.N = p->Cout_g, a.K = r1 - r0;
+    a.a_panels = col;
+    a.b_panels = bp;
+    a.c = sum, a.c_rs = p->Cout_g, a.c_cs = 1;
+    gradref__sgemm(&a, R->kernel, mine);
+}
+
+/* The counter's fold of blocks [b0, b1) for dw rows j in [j0, j1) of group g. */
+static float *blocks_sum(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j1,
+                         int64_t b0, int64_t b1, char *mine, runs *u) {
+    const int64_t total_r = reduction(R->p);
+    counter c =
+        counter_make((float *)(mine + L->level_at), (j1 - j0) * R->p->Cout_g, (int)L->levels);
+    for (int64_t b = b0; b < b1; b++) {
+        const int64_t r0 = b * BLOCK, r1 = r0 + BLOCK < total_r ? r0 + BLOCK : total_r;
+        block_sum(R, L, g, j0, j1, r0, r1, mine, u, counter_slot(&c));
+        counter_push(&c);
+    }
+    return counter_fold(&c);
+}
+
+/* dw rows j in [j0, j1) of group g from their sums s[(j - j0) * Cout/G + co]. */
+static void store_rows(const gradref__c3f_plan *p, int64_t g, int64_t j0, int64_t j1,
+                       const float *s) {
+    const int64_t C = p->Cout_g;
+    for (int64_t j = j0; j < j1; j++) {
+        const int64_t t = j / p->Cin_g, ci = j % p->Cin_g;
         const int64_t kd = t / (p->K[1] * p->K[2]), kh = t / p->K[2] % p->K[1], kw = t % p->K[2];
         for (int64_t co = 0; co < C; co++) {
             char *out = p->dw + (size_t)((g * C + co) * p->ws[0] + ci * p->ws[1] + kd * p->ws[2] +
                                          kh * p->ws[3] + kw * p->ws[4]) *
                                     p->out_size;
-            const float v = fresh[jj * C + co];
+            const float v = s[(j - j0) * C + co];
             if (p->out_dtype == GRADREF_F32)
                 *(float *)out = v;
             else
@@ -349,45 +491,93 @@ static void item(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j
     }
 }
 
-/* A dense channels-last f32 copy of a 5-D tensor (n, c, d, h, w); its strides into st. */
-/* src as dense channels-last f32 at dst (strides st); with `hf32` kept bits each value is then
- * rounded to HF32. */
+/* dw rows j in [j0, j1) of group g (whole units). */
+static void item(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j1, char *mine,
+                 runs *u) {
+    const int64_t blocks = (reduction(R->p) + BLOCK - 1) / BLOCK;
+    store_rows(R->p, g, j0, j1, blocks_sum(R, L, g, j0, j1, 0, blocks, mine, u));
+}
+
+/* The split reduction (one group, every row): chunks of L->chunk_blocks blocks shared by the
+ * threads, their sums kept for combine_chunks. Returns the team. */
+static int split_chunks(const run *R, const layout *L, char *base, int threads) {
+    const gradref__c3f_plan *p = R->p;
+    const int64_t J = p->Cin_g * taps_of(p), size = J * p->Cout_g;
+    const int64_t blocks = (reduction(p) + BLOCK - 1) / BLOCK;
+    float *chunk = (float *)(base + L->chunk_at);
+    const int team = gradref__team(L->chunks, threads);
+    GRADREF_PARALLEL(team) {
+        char *mine = base + L->thread0 + L->per_thread * (size_t)gradref__thread_num();
+        runs *u = (runs *)(mine + L->runs_at);
+        u->nonfinite = 0;
+        int64_t b, e;
+        gradref__my_range(L->chunks, &b, &e);
+        for (int64_t k = b; k < e; k++) {
+            const int64_t b0 = k * L->chunk_blocks,
+                          b1 = b0 + L->chunk_blocks < blocks ? b0 + L->chunk_blocks : blocks;
+            const float *s = blocks_sum(R, L, 0, 0, J, b0, b1, mine, u);
+            memcpy(chunk + k * size, s, (size_t)size * sizeof *s);
+        }
+    }
+    return team;
+}
+
+/* dw from the chunks' sums combined by the counter, rows shared by the threads. */
+static void combine_chunks(const run *R, const layout *L, char *base, int threads) {
+    const gradref__c3f_plan *p = R->p;
+    const int64_t J = p->Cin_g * taps_of(p), size = J * p->Cout_g;
+    const float *chunk = (const float *)(base + L->chunk_at);
+    GRADREF_PARALLEL(gradref__team(J, threads)) {
+        char *mine = base + L->thread0 + L->per_thread * (size_t)gradref__thread_num();
+        int64_t j0, j1;
+        gradref__my_range(J, &j0, &j1);
+        if (j1 > j0) {
+            const int64_t n = (j1 - j0) * p->Cout_g;
+            counter c = counter_make((float *)(mine + L->level_at), n, (int)L->levels);
+            for (int64_t k = 0; k < L->chunks; k++) {
+                memcpy(counter_slot(&c), chunk + k * size + j0 * p->Cout_g,
+                       (size_t)n * sizeof(float));
+                counter_push(&c);
+            }
+            store_rows(p, 0, j0, j1, counter_fold(&c));
+        }
+    }
+}
+
+/* src as channels-last f32 at dst (strides st), each row (n, d, h) `width` >= W positions
+ * long with zeros before w = 0 (w0 of them) and after w = W; with `hf32` kept bits each value
+ * is then rounded to HF32. st addresses position w = -w0. */
 static void channels_last(const char *src, int32_t dtype, const int64_t *shape, const int64_t *s,
-                          float *dst, int64_t *st, int hf32, int threads) {
-    gradref__channels_last_strides(shape, st);
-    gradref__copy5(shape, src, dtype, s, dst, GRADREF_F32, st, threads);
+                          float *dst, int64_t *st, int64_t width, int64_t w0, int hf32,
+                          int threads) {
+    const int64_t C = shape[1], W = shape[4], rows = shape[0] * shape[2] * shape[3];
+    st[1] = 1, st[4] = C, st[3] = width * C, st[2] = shape[3] * st[3], st[0] = shape[2] * st[2];
+    if (width > W) {
+        GRADREF_PARALLEL_FOR(threads, schedule(static))
+        for (int64_t r = 0; r < rows; r++) {
+            float *row = dst + r * width * C;
+            memset(row, 0, (size_t)(w0 * C) * sizeof *row);
+            memset(row + (w0 + W) * C, 0, (size_t)((width - w0 - W) * C) * sizeof *row);
+        }
+    }
+    if (dtype == GRADREF_F32 && s[4] == 1 && C < 16) { /* a few channel-major planes, woven */
+        GRADREF_PARALLEL_FOR(threads, schedule(static))
+        for (int64_t r = 0; r < rows; r++) {
+            const float *in = (const float *)src + r / (shape[2] * shape[3]) * s[0] +
+                              r / shape[3] % shape[2] * s[2] + r % shape[3] * s[3];
+            float *out = dst + r * width * C + w0 * C;
+            for (int64_t c = 0; c < C; c++)
+                for (int64_t w = 0; w < W; w++)
+                    out[w * C + c] = in[c * s[1] + w];
+        }
+    } else {
+        gradref__copy5(shape, src, dtype, s, dst + w0 * C, GRADREF_F32, st, threads);
+    }
     if (!hf32) return;
     const int64_t n = shape[0] * st[0];
     GRADREF_PARALLEL_FOR(threads, schedule(static))
     for (int64_t i = 0; i < n; i++)
         dst[i] = gradref__hf32_round(dst[i], hf32);
-}
-
-/* Whether every element of dy (f32, strides st) is finite: rows (n, od, oh) in parallel, a
- * branch-free test on the exponent bits. */
-static int all_finite(const float *d, const int64_t *shape, const int64_t *st, int threads) {
-    const int64_t D = shape[2], H = shape[3], rows = shape[0] * D * H;
-    const int64_t W = shape[4], C = shape[1];
-    const int flat = st[1] == 1 && st[4] == C; /* a row is W * C consecutive floats */
-    uint32_t bad = 0;
-    GRADREF_PARALLEL_FOR(threads, reduction(| : bad) schedule(static))
-    for (int64_t r = 0; r < rows; r++) {
-        const float *row = d + r / (D * H) * st[0] + r / H % D * st[2] + r % H * st[3];
-        uint32_t hit = 0;
-        if (flat) {
-            for (int64_t e = 0; e < W * C; e++) {
-                uint32_t bits;
-                memcpy(&bits, row + e, 4);
-                hit |= (uint32_t)((bits & 0x7f800000u) == 0x7f800000u);
-            }
-        } else {
-            for (int64_t w = 0; w < W; w++)
-                for (int64_t c = 0; c < C; c++)
-                    hit |= (uint32_t)!isfinite(row[w * st[4] + c * st[1]]);
-        }
-        bad |= hit;
-    }
-    return bad == 0;
 }
 
 static void ref_part(const void *plan, int64_t begin, int64_t end) {
@@ -419,41 +609,60 @@ void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
     const int64_t yshape[5] = {p->N, p->G * p->Cout_g, p->O[0], p->O[1], p->O[2]};
     int gemm = L.gemm;
     if (gemm && L.stage_x) {
-        channels_last(p->x, p->in_dtype, xshape, p->xs, (float *)(base + L.x32), R.xs, hf32,
-                      threads);
+        const int64_t width = L.row_tiles ? L.xw : p->I[2];
+        channels_last(p->x, p->in_dtype, xshape, p->xs, (float *)(base + L.x32), R.xs, width,
+                      L.row_tiles ? p->pad_begin[2] : 0, hf32, threads);
         R.x = (const float *)(base + L.x32);
     }
     if (gemm && L.stage_dy) {
-        channels_last(p->dy, p->in_dtype, yshape, p->ys, (float *)(base + L.dy32), R.ys, hf32,
-                      threads);
+        channels_last(p->dy, p->in_dtype, yshape, p->ys, (float *)(base + L.dy32), R.ys, p->O[2], 0,
+                      hf32, threads);
         R.dy = (const float *)(base + L.dy32);
     }
     R.dy_is_panel = p->G == 1 && p->Cout_g == L.nr && R.ys[4] == p->Cout_g &&
                     R.ys[3] == p->O[2] * R.ys[4] && R.ys[2] == p->O[1] * R.ys[3] &&
                     R.ys[0] == p->O[0] * R.ys[2];
-    if (gemm) gemm = all_finite(R.dy, yshape, R.ys, threads);
     if (!gemm) { /* the reference loop, dw elements split over the threads */
         gradref__parallel_ranges(elements, threads, ref_part, p);
         return;
     }
-    /* items: (group, row block), as few blocks per group as the level buffers allow, their
-     * count making items a multiple of the threads when that is possible, rows spread evenly */
-    const int64_t units = p->Cin_g * taps_of(p) / L.unit;
-    int64_t per_group = (units * L.unit + L.jb - 1) / L.jb;
-    while ((p->G * per_group) % threads != 0 && per_group < units)
-        per_group++;
-    const int64_t items = p->G * per_group;
-    const int team = gradref__team(items, threads);
-    GRADREF_PARALLEL(team) {
-        const int me = gradref__thread_num();
-        char *mine = base + L.thread0 + L.per_thread * (size_t)me;
-        runs *u = (runs *)(mine + L.runs_at);
-        int64_t b, e;
-        gradref__my_range(items, &b, &e);
-        for (int64_t it = b; it < e; it++) {
-            const int64_t g = it / per_group, blk = it % per_group;
-            item(&R, &L, g, units * blk / per_group * L.unit,
-                 units * (blk + 1) / per_group * L.unit, mine, u);
+    R.row_tiles = L.row_tiles;
+    int team;
+    if (L.split) {
+        team = split_chunks(&R, &L, base, threads);
+    } else {
+        /* items: (group, row block), as few blocks per group as the level buffers allow, their
+         * count making items a multiple of the threads when that is possible, rows spread
+         * evenly */
+        const int64_t units = p->Cin_g * taps_of(p) / L.unit;
+        int64_t per_group = (units * L.unit + L.jb - 1) / L.jb;
+        while ((p->G * per_group) % threads != 0 && per_group < units)
+            per_group++;
+        const int64_t items = p->G * per_group;
+        team = gradref__team(items, threads);
+        GRADREF_PARALLEL(team) {
+            const int me = gradref__thread_num();
+            char *mine = base + L.thread0 + L.per_thread * (size_t)me;
+            runs *u = (runs *)(mine + L.runs_at);
+            u->nonfinite = 0;
+            int64_t b, e;
+            gradref__my_range(items, &b, &e);
+            for (int64_t it = b; it < e; it++) {
+                const int64_t g = it / per_group, blk = it % per_group;
+                item(&R, &L, g, units * blk / per_group * L.unit,
+                     units * (blk + 1) / per_group * L.unit, mine, u);
+            }
         }
     }
+    /* dy held Inf or NaN (seen in a B panel): the reference, which skips the taps outside x
+     * where the kernels would add 0 * Inf */
+    uint32_t nonfinite = 0;
+    for (int t = 0; t < team; t++)
+        nonfinite |=
+            ((const runs *)(base + L.thread0 + L.per_thread * (size_t)t + L.runs_at))->nonfinite;
+    if (nonfinite) {
+        gradref__parallel_ranges(elements, threads, ref_part, p);
+        return;
+    }
+    if (L.split) combine_chunks(&R, &L, base, threads);
 }

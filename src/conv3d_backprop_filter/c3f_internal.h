@@ -40,15 +40,18 @@ void gradref__c3f_fast(const gradref__c3f_plan *plan, void *ws, int threads);
 /* The same bits without a workspace: the reference loop, dw elements split over the threads. */
 gradref_status gradref__c3f_no_workspace(const gradref__c3f_plan *plan, int threads);
 
-/* The fast path's kernels of one ISA, picked once per call: the GEMM family's kernels, and
+/* The fast path's kernels of one ISA, picked once per call: the GEMM family's kernels;
  * panel_lanes, which fills lanes [la, lb) of `run` consecutive A-panel rows (mr floats apart):
- * row q takes channels from base + q * step (ci 0 at lane la) when lo <= q < hi, else zeros
- * (NULL: the fast path's own loop). */
+ * row q takes channels from base + q * step (ci 0 at lane la) when lo <= q < hi, else zeros;
+ * gather_panel, which fills rows q < len of a B panel (nr floats apart, a multiple of 16): lane
+ * j < cols takes src[j * cs + q], the others zeros (NULL: the fast path's own loops). */
 typedef struct gradref__c3f_kernels {
     const char *isa;
     const struct gradref__sgemm_kernels *gemm;
     void (*panel_lanes)(float *dst, int64_t mr, const float *base, int64_t step, int64_t lo,
                         int64_t hi, int64_t run, int64_t la, int64_t lb);
+    void (*gather_panel)(float *dst, int64_t nr, const float *src, int64_t cs, int64_t len,
+                         int64_t cols);
 } gradref__c3f_kernels;
 
 /* The table of the widest family the CPU runs, at most `kernel` (common/gemm.h numbering). */
@@ -58,5 +61,9 @@ const gradref__c3f_kernels *gradref__c3f_kernels_for(int kernel);
 void gradref__c3f_f32_panel_lanes_avx512(float *dst, int64_t mr, const float *base, int64_t step,
                                          int64_t lo, int64_t hi, int64_t run, int64_t la,
                                          int64_t lb);
+
+/* gather_panel with 16 x 16 register transposes (c3f_avx512.c; the CPU must have AVX-512F). */
+void gradref__c3f_f32_gather_panel_avx512(float *dst, int64_t nr, const float *src, int64_t cs,
+                                          int64_t len, int64_t cols);
 
 #endif
