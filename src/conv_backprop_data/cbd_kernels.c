@@ -59,8 +59,11 @@ static const gradref__cbd_kernels portable = {"portable", row_portable, NULL, NU
                                               NULL,       NULL,         NULL, NULL};
 
 #ifdef GRADREF_X86
-static const gradref__cbd_kernels avx2 = {
-    "avx2", gradref__cbd_f32_dw_row_avx2, NULL, NULL, 0, NULL, NULL, NULL, NULL};
+static const gradref__cbd_kernels avx2 = {"avx2", gradref__cbd_f32_dw_row_avx2,
+                                          NULL,   gradref__cbd_f32_dw_plane3x3_avx2,
+                                          0,      NULL,
+                                          NULL,   NULL,
+                                          NULL};
 static const gradref__cbd_kernels avx512 = {"avx512",
                                             gradref__cbd_f32_dw_row_avx2,
                                             gradref__cbd_f32_dw_rows4_avx512,

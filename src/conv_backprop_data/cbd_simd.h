@@ -70,6 +70,8 @@ static inline int64_t gradref__cbd_stored(const gradref__cbd_dw_shape *s, int j,
 void gradref__cbd_f32_dw_row_avx2(const gradref__cbd_dw_shape *s, const float *w,
                                   const float *const *rows, const int64_t *base, int64_t nrows,
                                   float *out);
+void gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *s, const float *w,
+                                       const float *diff, float *grad);
 void gradref__cbd_f32_dw_rows4_avx512(const gradref__cbd_dw_shape *s, const float *w,
                                       const float *diff, const float *const rows[4][64],
                                       const int64_t base[4][64], const int64_t *nr, int64_t nrow,
