@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* conv_backprop_data's AVX2 + FMA depthwise kernels: one row, and whole small planes for 3 x 3. */
 #include "cbd_simd.h"
+#include "common/gemm_kernels.h"
 
 #ifdef GRADREF_X86
 #  include <immintrin.h>
@@ -127,6 +128,125 @@ gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const float *w
     }
 }
 #  undef DW_ROW8
+
+/* ------------------------------------------------------------ direct tiles at 8 lanes */
+
+#  if GRADREF_CBD_TILE_ROWS_AVX2 != GRADREF__AVX2_MR || GRADREF__AVX2_MR != 6
+#    error "the AVX2 tiles take the AVX2 GEMM's 6-row panels"
+#  endif
+
+/* The 8 lanes of bits b as an AVX2 mask (all ones where the bit is set). */
+__attribute__((target("avx2"))) static inline __m256i lanes8(unsigned b) {
+    const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)b), bit), bit);
+}
+
+/* One 16-pixel half (h) of a tile: R rows (R <= 6) of two 8-lane accumulators, the chain over
+ * (tap, oc) as the AVX-512 tile and the GEMM. `inside` 1: whole vectors are readable, loaded
+ * plainly and the lanes outside the tap cleared with an AND (AMD microcodes masked loads); 0:
+ * masked loads; 2: a packed tile, plain loads. Named accumulators keep gcc from spilling. */
+#  define HALF_FMA(i)                                                                              \
+    if ((i) < R) {                                                                                 \
+      const __m256 wi = _mm256_broadcast_ss(w + (i));                                              \
+      c##i##a = _mm256_fmadd_ps(wi, b0, c##i##a);                                                  \
+      c##i##b = _mm256_fmadd_ps(wi, b1, c##i##b);                                                  \
+    }
+#  define HALF_STORE(i)                                                                            \
+    if ((i) < R) {                                                                                 \
+      if (whole) {                                                                                 \
+        _mm256_storeu_ps(c + (i)*ldc, c##i##a);                                                    \
+        _mm256_storeu_ps(c + (i)*ldc + 8, c##i##b);                                                \
+      } else {                                                                                     \
+        _mm256_maskstore_ps(c + (i)*ldc, live0, c##i##a);                                          \
+        _mm256_maskstore_ps(c + (i)*ldc + 8, live1, c##i##b);                                      \
+      }                                                                                            \
+    }
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+half_body(int inside, int R, int h, const float *image, int64_t channel_stride, int64_t ocpg,
+          const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a, float *c,
+          int64_t ldc, int64_t cols) {
+    __m256 c0a = _mm256_setzero_ps(), c0b = c0a, c1a = c0a, c1b = c0a, c2a = c0a, c2b = c0a;
+    __m256 c3a = c0a, c3b = c0a, c4a = c0a, c4b = c0a, c5a = c0a, c5b = c0a;
+    for (int64_t t = 0; t < ntaps; t++) {
+        const unsigned m = masks[2 * t + h];
+        if (m == 0) continue; /* all zero: fma(w, 0, acc) = acc for a finite w */
+        const __m256i k0 = lanes8(m & 0xffu), k1 = lanes8(m >> 8);
+        const float *src = image + offset[t] + 16 * h;
+        const float *w = a + t * ocpg * 6;
+        for (int64_t oc = 0; oc < ocpg; oc++, src += channel_stride, w += 6) {
+            __m256 b0, b1;
+            if (inside == 2) {
+                b0 = _mm256_loadu_ps(src), b1 = _mm256_loadu_ps(src + 8);
+            } else if (inside) {
+                b0 = _mm256_and_ps(_mm256_loadu_ps(src), _mm256_castsi256_ps(k0));
+                b1 = _mm256_and_ps(_mm256_loadu_ps(src + 8), _mm256_castsi256_ps(k1));
+            } else {
+                b0 = _mm256_maskload_ps(src, k0), b1 = _mm256_maskload_ps(src + 8, k1);
+            }
+            HALF_FMA(0) HALF_FMA(1) HALF_FMA(2) HALF_FMA(3) HALF_FMA(4) HALF_FMA(5)
+        }
+    }
+    const int64_t left = cols - 16 * h;
+    const int whole = left >= 16;
+    const unsigned live = left >= 16 ? 0xffffu : (1u << left) - 1u;
+    const __m256i live0 = lanes8(live & 0xffu), live1 = lanes8(live >> 8);
+    HALF_STORE(0) HALF_STORE(1) HALF_STORE(2) HALF_STORE(3) HALF_STORE(4) HALF_STORE(5)
+}
+#  undef HALF_FMA
+#  undef HALF_STORE
+
+typedef void (*half_fn)(int h, const float *image, int64_t channel_stride, int64_t ocpg,
+                        const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a,
+                        float *c, int64_t ldc, int64_t cols);
+#  define HALF(INSIDE, R)                                                                          \
+    __attribute__((target("avx2,fma"))) static void half_##INSIDE##_##R(                           \
+        int h, const float *image, int64_t channel_stride, int64_t ocpg, const int64_t *offset,    \
+        const uint16_t *masks, int64_t ntaps, const float *a, float *c, int64_t ldc,               \
+        int64_t cols) {                                                                            \
+      half_body(INSIDE, R, h, image, channel_stride, ocpg, offset, masks, ntaps, a, c, ldc, cols); \
+    }
+#  define HALF_ROWS(INSIDE)                                                                        \
+    HALF(INSIDE, 1) HALF(INSIDE, 2) HALF(INSIDE, 3) HALF(INSIDE, 4) HALF(INSIDE, 5) HALF(INSIDE, 6)
+HALF_ROWS(0)
+HALF_ROWS(1)
+HALF_ROWS(2)
+#  define HALF_LIST(INSIDE)                                                                        \
+    {                                                                                              \
+      half_##INSIDE##_1, half_##INSIDE##_2, half_##INSIDE##_3, half_##INSIDE##_4,                  \
+          half_##INSIDE##_5, half_##INSIDE##_6                                                     \
+    }
+static const half_fn halves[3][GRADREF_CBD_TILE_ROWS_AVX2] = {HALF_LIST(0), HALF_LIST(1),
+                                                              HALF_LIST(2)};
+
+void gradref__cbd_f32_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
+                                  const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                                  int64_t cols, int inside, const float *a, int rows, float *c,
+                                  int64_t ldc) {
+    for (int h = 0; h < 2 && 16 * h < cols; h++)
+        halves[inside][rows - 1](h, image, channel_stride, ocpg, offset, masks, ntaps, a,
+                                 c + 16 * h, ldc, cols);
+}
+
+__attribute__((target("avx2"))) void
+gradref__cbd_f32_pack_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
+                                  const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                                  float *dst) {
+    for (int64_t t = 0; t < ntaps; t++) {
+        const unsigned m = (unsigned)masks[2 * t] | (unsigned)masks[2 * t + 1] << 16;
+        if (m == 0) continue;
+        const float *src = image + offset[t];
+        float *out = dst + t * ocpg * 32;
+        for (int64_t oc = 0; oc < ocpg; oc++, src += channel_stride, out += 32) {
+            if (m == 0xffffffffu) {
+                for (int v = 0; v < 4; v++)
+                    _mm256_storeu_ps(out + 8 * v, _mm256_loadu_ps(src + 8 * v));
+                continue;
+            }
+            for (int l = 0; l < 32; l++) /* lanes outside the tap are never read */
+                out[l] = m >> l & 1u ? src[l] : 0.0f;
+        }
+    }
+}
 #else
 typedef int gradref__cbd_avx2_unused;
 #endif

@@ -19,8 +19,9 @@ typedef struct gradref__cbd_dw_shape {
 /* The shape of plan p's channels (p depthwise, stride 1). */
 gradref__cbd_dw_shape gradref__cbd_dw_shape_of(const gradref__cbd_plan *p);
 
-/* Rows of the AVX-512 GEMM panels (gradref__sgemm_mr for that family). */
-#define GRADREF_CBD_TILE_ROWS 14
+/* Rows of the AVX-512 and AVX2 GEMM panels (gradref__sgemm_mr for those families). */
+#define GRADREF_CBD_TILE_ROWS      14
+#define GRADREF_CBD_TILE_ROWS_AVX2 6
 
 /* The kernels of one ISA, picked once per call. Depthwise (f32, stride 1): one grad row from
  * the nrows diff rows its row taps reach (rows, with the stored row-tap index base), never NULL;
@@ -102,6 +103,17 @@ void gradref__cbd_f32_pack_tile32_avx512(const float *image, int64_t channel_str
  * (<= 32) pixels from j0 of a sub-grid of sizes Q over diff's sizes O. */
 void gradref__cbd_tile32_masks_avx512(const int64_t *tap, int64_t ntaps, const int64_t *Q,
                                       const int64_t *O, int64_t j0, int64_t cols, uint16_t *masks);
+/* The same tiles at 8 lanes (cbd_avx2.c; 6-row AVX2 panels, each tile as two 16-pixel halves)
+ * and a portable tile32_masks (cbd_kernels.c). */
+void gradref__cbd_f32_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
+                                  const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                                  int64_t cols, int inside, const float *a, int rows, float *c,
+                                  int64_t ldc);
+void gradref__cbd_f32_pack_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
+                                       const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                                       float *dst);
+void gradref__cbd_tile32_masks(const int64_t *tap, int64_t ntaps, const int64_t *Q,
+                               const int64_t *O, int64_t j0, int64_t cols, uint16_t *masks);
 /* row[r * row_stride + 2 * x] = from[r * len + x] for x < len and r < rows, the odd elements
  * untouched. */
 void gradref__cbd_f32_scatter2_avx512(const float *from, int64_t len, int64_t rows, float *row,
