@@ -100,6 +100,15 @@ static inline int gradref__thread_num(void) {
 #endif
 }
 
+/* Inside a parallel region (or outside one, as a team of one): the team's size. */
+static inline int gradref__team_size(void) {
+#ifdef _OPENMP
+    return omp_get_num_threads();
+#else
+    return 1;
+#endif
+}
+
 /* Inside a parallel region (or outside one, as a team of one): this thread's part of [0, n). */
 static inline void gradref__my_range(int64_t n, int64_t *begin, int64_t *end) {
     int64_t team = 1;

@@ -196,9 +196,9 @@ static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision, int t
 /* With a NULL workspace a batch whose whole-batch workspace is large runs in groups of images,
  * each group a plan of its own (images are independent, so the bits do not change): the
  * allocation is then one group's, small enough for glibc to hand the same heap pages back call
- * after call. A caller's workspace keeps the whole batch in one pass (faster: the buckets of
- * several images are filled in parallel). */
-#define GROUP_BYTES ((size_t)24 << 20)
+ * after call (glibc serves blocks up to 32 MiB from its heap once one was freed; 31 MiB leaves
+ * room for the block's alignment). A caller's workspace keeps the whole batch in one pass. */
+#define GROUP_BYTES ((size_t)31 << 20)
 
 int64_t gradref__gs3d_images_per_group(const gradref__gs3d_plan *p, int32_t precision,
                                        int threads) {
@@ -424,6 +424,12 @@ static void dx_item(const gs3d_run *r, const ws_layout *L, const gs3d_schedule *
     run_dx(r, s->pair, n, c);
 }
 
+static void dgrid_item(const gs3d_run *r, const gs3d_schedule *s, int64_t it) {
+    const int64_t n = it / s->dgrid_per_image, q0 = it % s->dgrid_per_image * GS3D_POINT_BLOCK;
+    const int64_t q1 = q0 + GS3D_POINT_BLOCK < r->P ? q0 + GS3D_POINT_BLOCK : r->P;
+    run_dgrid(r, s->pair, s->simd_dgrid, n, q0, q1);
+}
+
 /* Inside the parallel region: geometry, then buckets/voxels, dgrid and the dgrid clear, then
  * dx, each stage split over the team. */
 static void run_stages(const gs3d_run *r, const ws_layout *L, const gs3d_schedule *s, char *base) {
@@ -441,11 +447,17 @@ static void run_stages(const gs3d_run *r, const ws_layout *L, const gs3d_schedul
         build_voxels(r, n);
     gradref__my_range(s->dense_zero_dgrid ? NP * 3 : 0, &b, &e); /* +0 is all zero bytes */
     if (b < e) memset(p->dgrid.data + (size_t)b * p->elem_size, 0, (size_t)(e - b) * p->elem_size);
-    gradref__my_range(s->dgrid_items, &b, &e);
-    for (int64_t it = b; it < e; it++) {
-        const int64_t n = it / s->dgrid_per_image, q0 = it % s->dgrid_per_image * GS3D_POINT_BLOCK;
-        const int64_t q1 = q0 + GS3D_POINT_BLOCK < r->P ? q0 + GS3D_POINT_BLOCK : r->P;
-        run_dgrid(r, s->pair, s->simd_dgrid, n, q0, q1);
+    /* dgrid blocks: an even split (each thread near its own points), or, when the buckets
+     * above left the threads uneven (fewer images than threads), as threads come free (each
+     * block is one item's, so the bits do not depend on who takes it) */
+    if (s->dx_items > 0 && !L->scatter && p->N % gradref__team_size() != 0) {
+        GRADREF_OMP(omp for schedule(dynamic, 2) nowait)
+        for (int64_t it = 0; it < s->dgrid_items; it++)
+            dgrid_item(r, s, it);
+    } else {
+        gradref__my_range(s->dgrid_items, &b, &e);
+        for (int64_t it = b; it < e; it++)
+            dgrid_item(r, s, it);
     }
     GRADREF_OMP(omp barrier)
     gradref__my_range(s->dx_items, &b, &e);
