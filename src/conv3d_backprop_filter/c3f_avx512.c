@@ -7,6 +7,8 @@
 #ifdef GRADREF_X86
 #  include <immintrin.h>
 
+#  include "common/transpose_avx512.h"
+
 /* Lanes [la, lb) of `run` consecutive panel rows (mr floats apart): row q takes channels from
  * base + q * step (ci 0 at lane la) when lo <= q < hi, else zeros. */
 __attribute__((target("avx512f"))) void
@@ -21,33 +23,6 @@ gradref__c3f_f32_panel_lanes_avx512(float *dst, int64_t mr, const float *base, i
         _mm512_mask_storeu_ps(dst + q * mr, m, _mm512_maskz_loadu_ps(m, base + q * step - la));
     for (; q < run; q++)
         _mm512_mask_storeu_ps(dst + q * mr, m, zero);
-}
-
-/* The 16 x 16 transpose of r[0..15] (rows) in place: r[c] becomes column c. */
-__attribute__((target("avx512f"), always_inline)) static inline void transpose16(__m512 r[16]) {
-    __m512 t[16], u[16];
-    for (int i = 0; i < 16; i += 2) {
-        t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);
-        t[i + 1] = _mm512_unpackhi_ps(r[i], r[i + 1]);
-    }
-    for (int i = 0; i < 16; i += 4) { /* u[i + c]: column 4k + c of rows i .. i + 3, lane k */
-        u[i] = _mm512_shuffle_ps(t[i], t[i + 2], 0x44);
-        u[i + 1] = _mm512_shuffle_ps(t[i], t[i + 2], 0xee);
-        u[i + 2] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0x44);
-        u[i + 3] = _mm512_shuffle_ps(t[i + 1], t[i + 3], 0xee);
-    }
-    for (int c = 0; c < 4; c++) { /* t[c]: columns c, 8 + c; t[4 + c]: 4 + c, 12 + c */
-        t[c] = _mm512_shuffle_f32x4(u[c], u[4 + c], 0x88);
-        t[4 + c] = _mm512_shuffle_f32x4(u[c], u[4 + c], 0xdd);
-        t[8 + c] = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0x88);
-        t[12 + c] = _mm512_shuffle_f32x4(u[8 + c], u[12 + c], 0xdd);
-    }
-    for (int c = 0; c < 4; c++) {
-        r[c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0x88);
-        r[8 + c] = _mm512_shuffle_f32x4(t[c], t[8 + c], 0xdd);
-        r[4 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0x88);
-        r[12 + c] = _mm512_shuffle_f32x4(t[4 + c], t[12 + c], 0xdd);
-    }
 }
 
 /* floats ahead in a channel that the gather prefetches: 64 channel streams are more than the
@@ -69,7 +44,7 @@ gradref__c3f_f32_gather_panel_avx512(float *dst, int64_t nr, const float *src, i
             for (int64_t j = 0; j < 16; j++)
                 r[j] = j0 + j < cols ? _mm512_maskz_loadu_ps(m, src + (j0 + j) * cs + q0)
                                      : _mm512_setzero_ps();
-            transpose16(r);
+            gradref__transpose16x16_ps(r);
             for (int64_t q = 0; q < n; q++)
                 _mm512_storeu_ps(dst + (q0 + q) * nr + j0, r[q]);
         }
