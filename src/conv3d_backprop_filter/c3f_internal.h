@@ -62,6 +62,9 @@ void gradref__c3f_f32_panel_lanes_avx512(float *dst, int64_t mr, const float *ba
                                          int64_t lo, int64_t hi, int64_t run, int64_t la,
                                          int64_t lb);
 
+/* gather_panel with 8 x 8 register transposes (c3f_avx2.c; the CPU must have AVX2). */
+void gradref__c3f_f32_gather_panel_avx2(float *dst, int64_t nr, const float *src, int64_t cs,
+                                        int64_t len, int64_t cols);
 /* gather_panel with 16 x 16 register transposes (c3f_avx512.c; the CPU must have AVX-512F). */
 void gradref__c3f_f32_gather_panel_avx512(float *dst, int64_t nr, const float *src, int64_t cs,
                                           int64_t len, int64_t cols);

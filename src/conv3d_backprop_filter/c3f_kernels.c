@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* conv3d_backprop_filter's kernel tables, one per ISA (the kernels: common/gemm*.c and
- * c3f_avx512.c). */
+/* conv3d_backprop_filter's kernel tables, one per ISA (the kernels: common/gemm*.c,
+ * c3f_avx2.c and c3f_avx512.c). */
 #include "c3f_internal.h"
 #include "common/gemm.h"
 #include "common/gemm_kernels.h"
@@ -9,7 +9,8 @@
 static const gradref__c3f_kernels portable = {"portable", &gradref__sgemm_kernels_portable, NULL,
                                               NULL};
 #ifdef GRADREF_X86
-static const gradref__c3f_kernels avx2 = {"avx2", &gradref__sgemm_kernels_avx2, NULL, NULL};
+static const gradref__c3f_kernels avx2 = {"avx2", &gradref__sgemm_kernels_avx2, NULL,
+                                          gradref__c3f_f32_gather_panel_avx2};
 static const gradref__c3f_kernels avx512 = {"avx512", &gradref__sgemm_kernels_avx512,
                                             gradref__c3f_f32_panel_lanes_avx512,
                                             gradref__c3f_f32_gather_panel_avx512};

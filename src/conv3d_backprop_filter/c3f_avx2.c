@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* conv3d_backprop_filter's AVX2 kernel (its GEMMs are common/gemm_avx2.c's): gathering B-panel
+ * rows from channel-major dy, 8 x 8 blocks transposed in registers. */
+#include "c3f_internal.h"
+#include "common/convert_array.h"
+#include "common/isa.h"
+
+#ifdef GRADREF_X86
+
+void gradref__c3f_f32_gather_panel_avx2(float *dst, int64_t nr, const float *src, int64_t cs,
+                                        int64_t len, int64_t cols) {
+    for (int64_t j0 = 0; j0 < nr; j0 += 8)
+        for (int64_t q0 = 0; q0 < len; q0 += 8) {
+            if (j0 + 8 <= cols && q0 + 8 <= len) {
+                gradref__transpose8x8_u32_avx2((const uint32_t *)(const void *)(src + j0 * cs + q0),
+                                               cs, (uint32_t *)(void *)(dst + q0 * nr + j0), nr);
+                continue;
+            }
+            for (int64_t q = q0; q < q0 + 8 && q < len; q++) /* an edge block */
+                for (int64_t j = j0; j < j0 + 8; j++)
+                    dst[q * nr + j] = j < cols ? src[j * cs + q] : 0.0f;
+        }
+}
+#else
+typedef int gradref__c3f_avx2_unused;
+#endif
