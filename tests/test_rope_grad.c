@@ -291,12 +291,13 @@ static void test_fast_matches_reference(void **state) {
     for (int32_t dtype = 0; dtype < 4; dtype++)
         for (int32_t mode = 0; mode < 3; mode++)
             for (int layout = DENSE; layout <= COLUMN_STRIDED; layout++)
-                for (int variant = 0; variant < 6; variant++) {
+                for (int variant = 0; variant < 10; variant++) {
                     tu_rng r = tu_rng_make(
                         300 + (uint64_t)(dtype * 100 + mode * 10 + layout * 5 + variant));
                     /* head dims past one chunk and with SIMD tails; partial rotary; GQA; every
-                     * half width of the all-heads kernel (16 to 64) */
-                    static const int64_t dims[6] = {128, 2 * 272, 22, 96, 32, 64};
+                     * half width of the all-heads kernel (16 to 64) and every width of the
+                     * interleaved one (16 to 128) */
+                    static const int64_t dims[10] = {128, 2 * 272, 22, 96, 32, 64, 16, 48, 80, 112};
                     int64_t D = dims[variant];
                     int32_t rotary = mode == GRADREF_ROPE_ATB || variant != 2 ? 0 : 10;
                     rope_case c;

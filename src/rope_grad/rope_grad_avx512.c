@@ -174,9 +174,70 @@ GRADREF_TARGET_AVX512 static void gradref__rope_interleaved_row_avx512(int32_t d
                                            c + i, s + i, n - i, stream);
 }
 
-const gradref__rope_kernels gradref__rope_kernels_avx512 = {
-    "avx512", gradref__rope_atb_row_avx512, gradref__rope_half_row_avx512,
-    gradref__rope_half_heads_avx512, gradref__rope_interleaved_row_avx512};
+/* All `heads` heads of one token row (head h at in/out + h * head_dim elements), V vectors of
+ * 16, with c and the pair-swapped s held in registers across the heads; dt a constant in each
+ * instance, so the loads, the rounding and the stores carry no dtype test. The operations are
+ * interleaved_row's. */
+GRADREF_TARGET_AVX512 static inline __attribute__((always_inline)) void
+interleaved_heads(int V, int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim,
+                  const float *c, const float *s, int stream) {
+    const size_t es = gradref__rope_esize(dt), row = (size_t)head_dim * es;
+    __m512 wc[8], ws[8];
+    for (int v = 0; v < V; v++) {
+        wc[v] = _mm512_loadu_ps(c + 16 * v);
+        ws[v] = _mm512_permute_ps(_mm512_loadu_ps(s + 16 * v), 0xb1);
+    }
+    for (int64_t h = 0; h < heads; h++, in += row, out += row) {
+        for (size_t line = 0; line < (size_t)(16 * V) * es; line += 64)
+            prefetch(in + line);
+        for (int v = 0; v < V; v++) {
+            const __m512 gv = load16(dt, in + (size_t)(16 * v) * es);
+            const __m512 own = _mm512_mul_ps(wc[v], gv);
+            const __m512 cross = _mm512_mul_ps(ws[v], _mm512_permute_ps(gv, 0xb1));
+            store16(
+                dt, out + (size_t)(16 * v) * es,
+                _mm512_mask_blend_ps(0xaaaa, _mm512_add_ps(own, cross), _mm512_sub_ps(own, cross)),
+                stream);
+        }
+    }
+}
+
+#  define INTERLEAVED_HEADS(DT)                                                                    \
+    switch (n / 16) {                                                                              \
+    case 1: interleaved_heads(1, DT, i, o, heads, head_dim, c, s, stream); break;                  \
+    case 2: interleaved_heads(2, DT, i, o, heads, head_dim, c, s, stream); break;                  \
+    case 3: interleaved_heads(3, DT, i, o, heads, head_dim, c, s, stream); break;                  \
+    case 4: interleaved_heads(4, DT, i, o, heads, head_dim, c, s, stream); break;                  \
+    case 5: interleaved_heads(5, DT, i, o, heads, head_dim, c, s, stream); break;                  \
+    case 6: interleaved_heads(6, DT, i, o, heads, head_dim, c, s, stream); break;                  \
+    case 7: interleaved_heads(7, DT, i, o, heads, head_dim, c, s, stream); break;                  \
+    default: interleaved_heads(8, DT, i, o, heads, head_dim, c, s, stream); break;                 \
+    }
+
+GRADREF_TARGET_AVX512 static void
+gradref__rope_interleaved_heads_avx512(int32_t dt, const void *in, void *out, int64_t heads,
+                                       int64_t head_dim, const float *c, const float *s, int64_t n,
+                                       int stream) {
+    stream = stream && gradref__rope_aligned16(out) &&
+             (head_dim * (int64_t)gradref__rope_esize(dt)) % 16 == 0;
+    const char *i = (const char *)in;
+    char *o = (char *)out;
+    if (dt == GRADREF_BF16) {
+        INTERLEAVED_HEADS(GRADREF_BF16)
+    } else if (dt == GRADREF_F16) {
+        INTERLEAVED_HEADS(GRADREF_F16)
+    } else {
+        INTERLEAVED_HEADS(GRADREF_F32)
+    }
+}
+#  undef INTERLEAVED_HEADS
+
+const gradref__rope_kernels gradref__rope_kernels_avx512 = {"avx512",
+                                                            gradref__rope_atb_row_avx512,
+                                                            gradref__rope_half_row_avx512,
+                                                            gradref__rope_half_heads_avx512,
+                                                            gradref__rope_interleaved_row_avx512,
+                                                            gradref__rope_interleaved_heads_avx512};
 
 #else
 typedef int gradref__rope_avx512_unused;

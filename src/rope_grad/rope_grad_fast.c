@@ -141,6 +141,11 @@ static void token_interleaved(const token_ctx *tc) {
         widen(dt, srow + (size_t)j0 * p->elem_size, sn, L);
         for (int s = 0; s < 2; s++) {
             const gradref__rope_stream *st = &p->stream[s];
+            if (tc->k->interleaved_heads && L % 16 == 0 && L <= 128) { /* c, s in registers */
+                tc->k->interleaved_heads(dt, in_at(p, st, tc->row, j0), out_at(p, st, tc->row, j0),
+                                         st->heads, D, c, sn, L, tc->stream);
+                continue;
+            }
             for (int64_t n = 0; n < st->heads; n++)
                 tc->k->interleaved_row(dt, in_at(p, st, tc->row, n * D + j0),
                                        out_at(p, st, tc->row, n * D + j0), c, sn, L, tc->stream);

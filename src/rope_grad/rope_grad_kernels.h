@@ -31,6 +31,11 @@ typedef struct gradref__rope_kernels {
      * s[i-1]*g[i-1]. */
     void (*interleaved_row)(int32_t dtype, const void *g, void *out, const float *c, const float *s,
                             int64_t n, int stream);
+    /* interleaved_row on every head of a token row at once, c and s held in registers: n in
+     * {16, 32, ..., 128}, heads head_dim elements apart. NULL: head by head. */
+    void (*interleaved_heads)(int32_t dtype, const void *in, void *out, int64_t heads,
+                              int64_t head_dim, const float *c, const float *s, int64_t n,
+                              int stream);
 } gradref__rope_kernels;
 
 /* The table of the widest level the CPU runs, at most max_level (GRADREF_ISA_*). */
