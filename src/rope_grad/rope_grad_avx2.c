@@ -82,7 +82,8 @@ GRADREF_TARGET_AVX2 void gradref__rope_interleaved_row_avx2(int32_t dt, const vo
 
 const gradref__rope_kernels gradref__rope_kernels_avx2 = {
     "avx2", gradref__rope_atb_row_avx2,         gradref__rope_half_row_avx2,
-    NULL,   gradref__rope_interleaved_row_avx2, NULL};
+    NULL,   gradref__rope_interleaved_row_avx2, NULL,
+    NULL};
 
 #else
 typedef int gradref__rope_avx2_unused;

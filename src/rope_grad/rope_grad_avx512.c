@@ -174,6 +174,54 @@ GRADREF_TARGET_AVX512 static void gradref__rope_interleaved_row_avx512(int32_t d
                                            c + i, s + i, n - i, stream);
 }
 
+/* All `heads` heads of one token row, V vectors of 16 ATB weights in registers, dt a constant
+ * in each instance; atb_row's operations. */
+GRADREF_TARGET_AVX512 static inline __attribute__((always_inline)) void
+atb_heads(int V, int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim,
+          const float *w, int stream) {
+    const size_t es = gradref__rope_esize(dt), row = (size_t)head_dim * es;
+    __m512 wv[8];
+    for (int v = 0; v < V; v++)
+        wv[v] = _mm512_loadu_ps(w + 16 * v);
+    for (int64_t h = 0; h < heads; h++, in += row, out += row) {
+        for (size_t line = 0; line < (size_t)(16 * V) * es; line += 64)
+            prefetch(in + line);
+        for (int v = 0; v < V; v++)
+            store16(dt, out + (size_t)(16 * v) * es,
+                    _mm512_mul_ps(load16(dt, in + (size_t)(16 * v) * es), wv[v]), stream);
+    }
+}
+
+#  define ATB_HEADS(DT)                                                                            \
+    switch (n / 16) {                                                                              \
+    case 1: atb_heads(1, DT, i, o, heads, head_dim, w, stream); break;                             \
+    case 2: atb_heads(2, DT, i, o, heads, head_dim, w, stream); break;                             \
+    case 3: atb_heads(3, DT, i, o, heads, head_dim, w, stream); break;                             \
+    case 4: atb_heads(4, DT, i, o, heads, head_dim, w, stream); break;                             \
+    case 5: atb_heads(5, DT, i, o, heads, head_dim, w, stream); break;                             \
+    case 6: atb_heads(6, DT, i, o, heads, head_dim, w, stream); break;                             \
+    case 7: atb_heads(7, DT, i, o, heads, head_dim, w, stream); break;                             \
+    default: atb_heads(8, DT, i, o, heads, head_dim, w, stream); break;                            \
+    }
+
+GRADREF_TARGET_AVX512 static void gradref__rope_atb_heads_avx512(int32_t dt, const void *in,
+                                                                 void *out, int64_t heads,
+                                                                 int64_t head_dim, const float *w,
+                                                                 int64_t n, int stream) {
+    stream = stream && gradref__rope_aligned16(out) &&
+             (head_dim * (int64_t)gradref__rope_esize(dt)) % 16 == 0;
+    const char *i = (const char *)in;
+    char *o = (char *)out;
+    if (dt == GRADREF_BF16) {
+        ATB_HEADS(GRADREF_BF16)
+    } else if (dt == GRADREF_F16) {
+        ATB_HEADS(GRADREF_F16)
+    } else {
+        ATB_HEADS(GRADREF_F32)
+    }
+}
+#  undef ATB_HEADS
+
 /* All `heads` heads of one token row (head h at in/out + h * head_dim elements), V vectors of
  * 16, with c and the pair-swapped s held in registers across the heads; dt a constant in each
  * instance, so the loads, the rounding and the stores carry no dtype test. The operations are
@@ -237,6 +285,7 @@ const gradref__rope_kernels gradref__rope_kernels_avx512 = {"avx512",
                                                             gradref__rope_half_row_avx512,
                                                             gradref__rope_half_heads_avx512,
                                                             gradref__rope_interleaved_row_avx512,
+                                                            gradref__rope_atb_heads_avx512,
                                                             gradref__rope_interleaved_heads_avx512};
 
 #else

@@ -84,6 +84,11 @@ static void heads_half(const token_ctx *tc, const gradref__rope_stream *st, int6
                       cb, sf, H, tc->stream);
         return;
     }
+    if (k->atb_heads && atb && L == H && (2 * L) % 16 == 0 && 2 * L <= 128) { /* w in registers */
+        k->atb_heads(dt, in_at(p, st, tc->row, 0), out_at(p, st, tc->row, 0), st->heads, D, c_both,
+                     2 * L, tc->stream);
+        return;
+    }
     for (int64_t n = 0; n < st->heads; n++) {
         const char *in_f = in_at(p, st, tc->row, n * D + j0);
         const char *in_b = in_at(p, st, tc->row, n * D + j0 + H);

@@ -87,8 +87,8 @@ static void interleaved_row(int32_t dt, const void *g, void *out, const float *c
     }
 }
 
-const gradref__rope_kernels gradref__rope_kernels_portable = {"portable", atb_row,         half_row,
-                                                              NULL,       interleaved_row, NULL};
+const gradref__rope_kernels gradref__rope_kernels_portable = {
+    "portable", atb_row, half_row, NULL, interleaved_row, NULL, NULL};
 
 const gradref__rope_kernels *gradref__rope_kernels_for(int max_level) {
     int level = gradref__isa_level();

@@ -31,6 +31,10 @@ typedef struct gradref__rope_kernels {
      * s[i-1]*g[i-1]. */
     void (*interleaved_row)(int32_t dtype, const void *g, void *out, const float *c, const float *s,
                             int64_t n, int stream);
+    /* atb_row on every head of a token row at once, w held in registers: n (the head's weights)
+     * in {16, 32, ..., 128}, heads head_dim elements apart. NULL: head by head. */
+    void (*atb_heads)(int32_t dtype, const void *in, void *out, int64_t heads, int64_t head_dim,
+                      const float *w, int64_t n, int stream);
     /* interleaved_row on every head of a token row at once, c and s held in registers: n in
      * {16, 32, ..., 128}, heads head_dim elements apart. NULL: head by head. */
     void (*interleaved_heads)(int32_t dtype, const void *in, void *out, int64_t heads,
