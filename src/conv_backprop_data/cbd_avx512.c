@@ -191,15 +191,12 @@ gradref__cbd_f32_dw_plane3x3_avx512(const gradref__cbd_dw_shape *p, const float 
     const int64_t I1 = p->I[1], I2 = p->I[2], O1 = p->O[1], O2 = p->O[2];
     const int64_t K1 = p->K[1], K2 = p->K[2], pb1 = p->pad[1];
     __m512 wr[3][3]; /* [kp1][c], c = column taps in chain order (kp2 descending) */
-    int64_t shift[3] = {0, 0, 0};
-    for (int64_t c = 0; c < 3; c++)
-        if (c < K2) shift[c] = gradref__cbd_column_shift(p, K2 - 1 - c);
+    int64_t shift[3];
+    float weight[3][3];
+    gradref__cbd_plane3x3_taps(p, w, shift, weight);
     for (int64_t kp1 = 0; kp1 < 3; kp1++)
         for (int64_t c = 0; c < 3; c++)
-            wr[kp1][c] = kp1 < K1 && c < K2
-                             ? _mm512_set1_ps(w[gradref__cbd_stored(p, 1, kp1) * K2 +
-                                                gradref__cbd_stored(p, 2, K2 - 1 - c)])
-                             : _mm512_setzero_ps();
+            wr[kp1][c] = _mm512_set1_ps(weight[kp1][c]);
     int64_t first = 0; /* rows before it are done */
     if (K1 == 3 && K2 == 3) {
         for (int64_t b0 = 0; b0 < I2; b0 += 32)

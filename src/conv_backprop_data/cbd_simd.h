@@ -66,6 +66,22 @@ static inline int64_t gradref__cbd_stored(const gradref__cbd_dw_shape *s, int j,
     return s->flip ? s->K[j] - 1 - kp : kp;
 }
 
+/* A plane kernel's taps for K1, K2 <= 3: the diff column shift of chain column c (kp2 =
+ * K2 - 1 - c, the chain's order) and the weight of row tap kp1 at column c, zero where the
+ * kernel is narrower than 3 (an exact no-op for a finite filter). */
+static inline void gradref__cbd_plane3x3_taps(const gradref__cbd_dw_shape *s, const float *w,
+                                              int64_t shift[3], float weight[3][3]) {
+    const int64_t K1 = s->K[1], K2 = s->K[2];
+    for (int64_t c = 0; c < 3; c++)
+        shift[c] = c < K2 ? gradref__cbd_column_shift(s, K2 - 1 - c) : 0;
+    for (int64_t kp1 = 0; kp1 < 3; kp1++)
+        for (int64_t c = 0; c < 3; c++)
+            weight[kp1][c] =
+                kp1 < K1 && c < K2
+                    ? w[gradref__cbd_stored(s, 1, kp1) * K2 + gradref__cbd_stored(s, 2, K2 - 1 - c)]
+                    : 0.0f;
+}
+
 #ifdef GRADREF_X86
 /* The depthwise kernels (cbd_avx2.c, cbd_avx512.c) as in the table. */
 void gradref__cbd_f32_dw_row_avx2(const gradref__cbd_dw_shape *s, const float *w,
