@@ -57,6 +57,88 @@ __attribute__((target("avx2"))) static __m256i valid8(int64_t start, int64_t O2)
  * so each accumulator sees its terms in the chain's order (diff row ascending, then the column
  * taps), as the AVX-512 kernel and the reference. Missing taps are zero weights or zero loads:
  * exact no-ops for a finite filter. */
+/* A strip of 8 grad columns from b0 of a 3 x 3 kernel, in blocks of four grad rows from row 0
+ * (the rows past the last whole block are left to the caller), unrolled as the AVX-512 strips:
+ * a block reads six diff rows (d = 0..5, diff row i1 + pb1 - 2 + d) and grad row r takes row
+ * tap kp1 = r + 2 - d, so only a diff row outside diff needs a test. Same chains: diff rows
+ * ascending, then the column taps. */
+#  define DW8_TAP(acc, kp1, x)                                                                     \
+    do {                                                                                           \
+      acc = _mm256_fmadd_ps(w##kp1##0, x##0, acc);                                                 \
+      acc = _mm256_fmadd_ps(w##kp1##1, x##1, acc);                                                 \
+      acc = _mm256_fmadd_ps(w##kp1##2, x##2, acc);                                                 \
+    } while (0)
+#  define DW8_D0(x) DW8_TAP(a0, 2, x)
+#  define DW8_D1(x)                                                                                \
+    DW8_TAP(a0, 1, x);                                                                             \
+    DW8_TAP(a1, 2, x)
+#  define DW8_D2(x)                                                                                \
+    DW8_TAP(a0, 0, x);                                                                             \
+    DW8_TAP(a1, 1, x);                                                                             \
+    DW8_TAP(a2, 2, x)
+#  define DW8_D3(x)                                                                                \
+    DW8_TAP(a1, 0, x);                                                                             \
+    DW8_TAP(a2, 1, x);                                                                             \
+    DW8_TAP(a3, 2, x)
+#  define DW8_D4(x)                                                                                \
+    DW8_TAP(a2, 0, x);                                                                             \
+    DW8_TAP(a3, 1, x)
+#  define DW8_D5(x) DW8_TAP(a3, 0, x)
+#  define DW8_LOAD(c)                                                                              \
+    (f##c ? _mm256_loadu_ps(row + shift[c]) : _mm256_maskload_ps(row + shift[c], m##c))
+#  define DW8_ROW(d)                                                                               \
+    if (o1 + (d) >= 0 && o1 + (d) < O1) {                                                          \
+      const float *row = diff + (o1 + (d)) * O2 + b0;                                              \
+      const __m256 x0 = DW8_LOAD(0), x1 = DW8_LOAD(1), x2 = DW8_LOAD(2);                           \
+      DW8_D##d(x);                                                                                 \
+    }
+
+__attribute__((target("avx2,fma"))) static void
+strip_3x3_8(const float weight[3][3], const int64_t shift[3], const float *diff, int64_t pb1,
+            int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad) {
+    const __m256 w00 = _mm256_set1_ps(weight[0][0]), w01 = _mm256_set1_ps(weight[0][1]),
+                 w02 = _mm256_set1_ps(weight[0][2]), w10 = _mm256_set1_ps(weight[1][0]),
+                 w11 = _mm256_set1_ps(weight[1][1]), w12 = _mm256_set1_ps(weight[1][2]),
+                 w20 = _mm256_set1_ps(weight[2][0]), w21 = _mm256_set1_ps(weight[2][1]),
+                 w22 = _mm256_set1_ps(weight[2][2]);
+    const __m256i m0 = valid8(b0 + shift[0], O2), m1 = valid8(b0 + shift[1], O2),
+                  m2 = valid8(b0 + shift[2], O2), st = valid8(b0, I2);
+    const int f0 = b0 + shift[0] >= 0 && b0 + shift[0] + 8 <= O2,
+              f1 = b0 + shift[1] >= 0 && b0 + shift[1] + 8 <= O2,
+              f2 = b0 + shift[2] >= 0 && b0 + shift[2] + 8 <= O2, fs = b0 + 8 <= I2;
+    for (int64_t i1 = 0; i1 + 4 <= I1; i1 += 4) {
+        const int64_t o1 = i1 + pb1 - 2;
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        DW8_ROW(0)
+        DW8_ROW(1)
+        DW8_ROW(2)
+        DW8_ROW(3)
+        DW8_ROW(4)
+        DW8_ROW(5)
+        float *out = grad + i1 * I2 + b0;
+        if (fs) {
+            _mm256_storeu_ps(out, a0);
+            _mm256_storeu_ps(out + I2, a1);
+            _mm256_storeu_ps(out + 2 * I2, a2);
+            _mm256_storeu_ps(out + 3 * I2, a3);
+        } else {
+            _mm256_maskstore_ps(out, st, a0);
+            _mm256_maskstore_ps(out + I2, st, a1);
+            _mm256_maskstore_ps(out + 2 * I2, st, a2);
+            _mm256_maskstore_ps(out + 3 * I2, st, a3);
+        }
+    }
+}
+#  undef DW8_ROW
+#  undef DW8_LOAD
+#  undef DW8_D0
+#  undef DW8_D1
+#  undef DW8_D2
+#  undef DW8_D3
+#  undef DW8_D4
+#  undef DW8_D5
+#  undef DW8_TAP
+
 /* grad row i1 + r's terms from the diff row o1 (named accumulators stay in registers) */
 #  define DW_ROW8(acc, r)                                                                          \
     do {                                                                                           \
@@ -80,6 +162,12 @@ gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const float *w
     for (int64_t kp1 = 0; kp1 < 3; kp1++)
         for (int64_t c = 0; c < 3; c++)
             wr[kp1][c] = _mm256_set1_ps(weight[kp1][c]);
+    int64_t first = 0; /* rows before it are done */
+    if (K1 == 3 && K2 == 3) {
+        for (int64_t b0 = 0; b0 < I2; b0 += 8)
+            strip_3x3_8((const float(*)[3])weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
+        first = I1 / 4 * 4;
+    }
     const __m256i none = _mm256_setzero_si256();
     for (int64_t b0 = 0; b0 < I2; b0 += 8) {
         const __m256i m0 = K2 > 0 ? valid8(b0 + shift[0], O2) : none,
@@ -90,7 +178,7 @@ gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const float *w
         const int f0 = K2 > 0 && b0 + shift[0] >= 0 && b0 + shift[0] + 8 <= O2,
                   f1 = K2 > 1 && b0 + shift[1] >= 0 && b0 + shift[1] + 8 <= O2,
                   f2 = K2 > 2 && b0 + shift[2] >= 0 && b0 + shift[2] + 8 <= O2, fs = b0 + 8 <= I2;
-        for (int64_t i1 = 0; i1 < I1; i1 += 4) {
+        for (int64_t i1 = first; i1 < I1; i1 += 4) {
             const int64_t nrow = I1 - i1 < 4 ? I1 - i1 : 4;
             int64_t lo = i1 + pb1 - (K1 - 1), hi = i1 + nrow - 1 + pb1;
             if (lo < 0) lo = 0;
