@@ -80,10 +80,82 @@ GRADREF_TARGET_AVX2 void gradref__rope_interleaved_row_avx2(int32_t dt, const vo
     }
 }
 
-const gradref__rope_kernels gradref__rope_kernels_avx2 = {
-    "avx2", gradref__rope_atb_row_avx2,         gradref__rope_half_row_avx2,
-    NULL,   gradref__rope_interleaved_row_avx2, NULL,
-    NULL};
+/* ---- every head of a token row at once ---- */
+
+/* atb_row over every head of a token row (heads head_dim elements apart), n a multiple of 8 up
+ * to 128; dt a constant in each instance. */
+GRADREF_TARGET_AVX2 static inline __attribute__((always_inline)) void
+atb_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim, const float *w,
+           int64_t n, int stream) {
+    const size_t es = gradref__rope_esize(dt), row = (size_t)head_dim * es;
+    for (int64_t h = 0; h < heads; h++, in += row, out += row) {
+        for (size_t line = 0; line < (size_t)n * es; line += 64)
+            prefetch(in + line);
+        for (int64_t i = 0; i < n; i += 8)
+            store8(dt, out + (size_t)i * es,
+                   _mm256_mul_ps(load8(dt, in + (size_t)i * es), _mm256_loadu_ps(w + i)), stream);
+    }
+}
+
+GRADREF_TARGET_AVX2 static void gradref__rope_atb_heads_avx2(int32_t dt, const void *in, void *out,
+                                                             int64_t heads, int64_t head_dim,
+                                                             const float *w, int64_t n,
+                                                             int stream) {
+    stream = stream && gradref__rope_aligned16(out) &&
+             (head_dim * (int64_t)gradref__rope_esize(dt)) % 16 == 0;
+    if (dt == GRADREF_BF16)
+        atb_heads8(GRADREF_BF16, in, out, heads, head_dim, w, n, stream);
+    else if (dt == GRADREF_F16)
+        atb_heads8(GRADREF_F16, in, out, heads, head_dim, w, n, stream);
+    else
+        atb_heads8(GRADREF_F32, in, out, heads, head_dim, w, n, stream);
+}
+
+/* interleaved_row over every head of a token row, s pair-swapped once for all heads. */
+GRADREF_TARGET_AVX2 static inline __attribute__((always_inline)) void
+interleaved_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim,
+                   const float *c, const float *s, int64_t n, int stream) {
+    const size_t es = gradref__rope_esize(dt), row = (size_t)head_dim * es;
+    float swapped[128];
+    for (int64_t i = 0; i < n; i += 8)
+        _mm256_storeu_ps(swapped + i, _mm256_permute_ps(_mm256_loadu_ps(s + i), 0xb1));
+    for (int64_t h = 0; h < heads; h++, in += row, out += row) {
+        for (size_t line = 0; line < (size_t)n * es; line += 64)
+            prefetch(in + line);
+        for (int64_t i = 0; i < n; i += 8) {
+            const __m256 gv = load8(dt, in + (size_t)i * es);
+            const __m256 own = _mm256_mul_ps(_mm256_loadu_ps(c + i), gv);
+            const __m256 cross =
+                _mm256_mul_ps(_mm256_loadu_ps(swapped + i), _mm256_permute_ps(gv, 0xb1));
+            store8(dt, out + (size_t)i * es,
+                   _mm256_blend_ps(_mm256_add_ps(own, cross), _mm256_sub_ps(own, cross), 0xaa),
+                   stream);
+        }
+    }
+}
+
+GRADREF_TARGET_AVX2 static void gradref__rope_interleaved_heads_avx2(int32_t dt, const void *in,
+                                                                     void *out, int64_t heads,
+                                                                     int64_t head_dim,
+                                                                     const float *c, const float *s,
+                                                                     int64_t n, int stream) {
+    stream = stream && gradref__rope_aligned16(out) &&
+             (head_dim * (int64_t)gradref__rope_esize(dt)) % 16 == 0;
+    if (dt == GRADREF_BF16)
+        interleaved_heads8(GRADREF_BF16, in, out, heads, head_dim, c, s, n, stream);
+    else if (dt == GRADREF_F16)
+        interleaved_heads8(GRADREF_F16, in, out, heads, head_dim, c, s, n, stream);
+    else
+        interleaved_heads8(GRADREF_F32, in, out, heads, head_dim, c, s, n, stream);
+}
+
+const gradref__rope_kernels gradref__rope_kernels_avx2 = {"avx2",
+                                                          gradref__rope_atb_row_avx2,
+                                                          gradref__rope_half_row_avx2,
+                                                          NULL,
+                                                          gradref__rope_interleaved_row_avx2,
+                                                          gradref__rope_atb_heads_avx2,
+                                                          gradref__rope_interleaved_heads_avx2};
 
 #else
 typedef int gradref__rope_avx2_unused;
