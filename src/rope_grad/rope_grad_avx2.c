@@ -149,10 +149,53 @@ GRADREF_TARGET_AVX2 static void gradref__rope_interleaved_heads_avx2(int32_t dt,
         interleaved_heads8(GRADREF_F32, in, out, heads, head_dim, c, s, n, stream);
 }
 
+/* half_row over every head of a token row (half width n, a multiple of 8 up to 64): each head's
+ * front half, then its back half (the output row in order, the inputs in L1 for the second). */
+GRADREF_TARGET_AVX2 static inline __attribute__((always_inline)) void
+half_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim, const float *cf,
+            const float *sb, const float *cb, const float *sf, int64_t n, int stream) {
+    const size_t es = gradref__rope_esize(dt), row = (size_t)head_dim * es, half = (size_t)n * es;
+    for (int64_t h = 0; h < heads; h++, in += row, out += row) {
+        for (size_t line = 0; line < 2 * half; line += 64)
+            prefetch(in + line);
+        for (int64_t i = 0; i < n; i += 8) {
+            const __m256 f = load8(dt, in + (size_t)i * es),
+                         b = load8(dt, in + half + (size_t)i * es);
+            store8(dt, out + (size_t)i * es,
+                   _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(cf + i), f),
+                                 _mm256_mul_ps(_mm256_loadu_ps(sb + i), b)),
+                   stream);
+        }
+        for (int64_t i = 0; i < n; i += 8) {
+            const __m256 f = load8(dt, in + (size_t)i * es),
+                         b = load8(dt, in + half + (size_t)i * es);
+            store8(dt, out + half + (size_t)i * es,
+                   _mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(cb + i), b),
+                                 _mm256_mul_ps(_mm256_loadu_ps(sf + i), f)),
+                   stream);
+        }
+    }
+}
+
+GRADREF_TARGET_AVX2 static void gradref__rope_half_heads_avx2(int32_t dt, const void *in, void *out,
+                                                              int64_t heads, int64_t head_dim,
+                                                              const float *cf, const float *sb,
+                                                              const float *cb, const float *sf,
+                                                              int64_t n, int stream) {
+    stream = stream && gradref__rope_aligned16(out) &&
+             (head_dim * (int64_t)gradref__rope_esize(dt)) % 16 == 0;
+    if (dt == GRADREF_F16)
+        half_heads8(GRADREF_F16, in, out, heads, head_dim, cf, sb, cb, sf, n, stream);
+    else if (dt == GRADREF_BF16)
+        half_heads8(GRADREF_BF16, in, out, heads, head_dim, cf, sb, cb, sf, n, stream);
+    else
+        half_heads8(GRADREF_F32, in, out, heads, head_dim, cf, sb, cb, sf, n, stream);
+}
+
 const gradref__rope_kernels gradref__rope_kernels_avx2 = {"avx2",
                                                           gradref__rope_atb_row_avx2,
                                                           gradref__rope_half_row_avx2,
-                                                          NULL,
+                                                          gradref__rope_half_heads_avx2,
                                                           gradref__rope_interleaved_row_avx2,
                                                           gradref__rope_atb_heads_avx2,
                                                           gradref__rope_interleaved_heads_avx2};
