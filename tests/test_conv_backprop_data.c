@@ -492,6 +492,35 @@ static void test_packed_tiles(void **state) {
     }
 }
 
+/* Stride 2 along w, the phases' results scattered into every other column (the AVX-512 expand
+ * kernel): taps reaching only even columns (1 x 1, or width 3 with dilation 2 and even pads,
+ * the odd columns +0) or both (odd pads); odd and even grad widths, row strides 1 to 3, 2-D and
+ * 3-D, both data layouts, F16 input. */
+static void test_stride2_columns(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(13);
+    for (int iter = 0; iter < 12; iter++) {
+        geometry g;
+        memset(&g, 0, sizeof g);
+        g.rank = iter % 4 == 3 ? 3 : 2;
+        g.N = 2, g.G = 1 + iter % 2, g.ICpg = 20 + iter % 3, g.OCpg = 5;
+        const int w = g.rank - 1; /* the last spatial dim */
+        for (int j = 0; j < g.rank; j++) {
+            g.K[j] = 1, g.O[j] = 5 + (iter + j) % 4, g.stride[j] = 1 + (iter + j) % 3, g.dil[j] = 1;
+            g.extra[j] = tu_range(&r, 0, g.stride[j] - 1);
+        }
+        g.O[w] = 9 + iter % 5, g.stride[w] = 2, g.extra[w] = iter % 2;
+        if (iter % 3 == 1) g.K[w] = 3, g.dil[w] = 2, g.pb[w] = g.pe[w] = 2 * (iter % 2);
+        if (iter % 6 == 5) g.K[w] = 3, g.pb[w] = 1, g.pe[w] = 1; /* odd columns reached */
+        g.mode = (int32_t)(iter % 2);
+        cbd_case c;
+        make_case(&c, &g, iter % 4 == 2 ? GRADREF_F16 : GRADREF_F32, GRADREF_F32, F_DENSE,
+                  iter % 2 ? D_NHWC : D_NCHW, 0, &r);
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+        free_case(&c);
+    }
+}
+
 /* Depthwise 3x3 (and narrower) with stride 1: strips of 32 and 16 grad columns in blocks of
  * four rows, the rows left over, diff rows and columns missing at either end (every pad from
  * 0 to 2 on each side, so grad can be smaller or larger than diff), both modes. */
@@ -1110,6 +1139,7 @@ int main(void) {
         cmocka_unit_test(test_gemm_shapes),
         cmocka_unit_test(test_direct_tiles),
         cmocka_unit_test(test_depthwise_strips),
+        cmocka_unit_test(test_stride2_columns),
         cmocka_unit_test(test_packed_tiles),
         cmocka_unit_test(test_empty_sizes),
         cmocka_unit_test(test_workspace),
