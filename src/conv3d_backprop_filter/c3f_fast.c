@@ -44,8 +44,7 @@ typedef struct runs {
 
 typedef struct layout {
     int gemm, stage_x, stage_dy, indirect;
-    int row_tiles; /* x staged with zeros past its w edges: a tile holds a tap row's every kw and ci
-                    */
+    int row_tiles; /* x staged with zeros past its w edges: a tile takes a whole tap row */
     int split;     /* every row in one item: threads split the reduction into aligned chunks */
     int64_t xw;    /* row_tiles: the staged x's padded width */
     int64_t chunk_blocks; /* split: blocks per chunk, a power of two */
