@@ -331,6 +331,23 @@ void gradref__copy_run(const gradref_tensor *src, const gradref_tensor *dst, int
         copy_tiles(&c, t, numel, threads);
         return;
     }
+    /* dst's innermost dim too short for a row of its own (a channels-last copy of few channels):
+     * rows along src's unit-stride dim instead, every position of that short dim in turn, so
+     * consecutive rows fill the same dst lines */
+    for (int k = 0; k < m - 1 && inner < 8 && c.ss[m - 1] != 1; k++)
+        if (c.ss[k] == 1 && c.shape[k] >= 8) t = k;
+    if (t >= 0) {
+        const int64_t len = c.shape[t], rows = numel / len;
+        GRADREF_PARALLEL_FOR(threads, schedule(static))
+        for (int64_t r = 0; r < rows; r++) {
+            int64_t so, dof;
+            outer_offsets(&c, r / inner, t, &so, &dof);
+            so += r % inner * c.ss[m - 1], dof += r % inner * c.ds[m - 1];
+            copy_row(c.src + (size_t)so * c.sz, 1, c.sdt, c.dst + (size_t)dof * c.dz, c.ds[t],
+                     c.ddt, len);
+        }
+        return;
+    }
     const int64_t rows = numel / inner;
     GRADREF_PARALLEL_FOR(threads, schedule(static))
     for (int64_t r = 0; r < rows; r++) {

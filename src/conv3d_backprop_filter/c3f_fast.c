@@ -559,19 +559,7 @@ static void channels_last(const char *src, int32_t dtype, const int64_t *shape, 
             memset(row + (w0 + W) * C, 0, (size_t)((width - w0 - W) * C) * sizeof *row);
         }
     }
-    if (dtype == GRADREF_F32 && s[4] == 1 && C < 16) { /* a few channel-major planes, woven */
-        GRADREF_PARALLEL_FOR(threads, schedule(static))
-        for (int64_t r = 0; r < rows; r++) {
-            const float *in = (const float *)src + r / (shape[2] * shape[3]) * s[0] +
-                              r / shape[3] % shape[2] * s[2] + r % shape[3] * s[3];
-            float *out = dst + r * width * C + w0 * C;
-            for (int64_t c = 0; c < C; c++)
-                for (int64_t w = 0; w < W; w++)
-                    out[w * C + c] = in[c * s[1] + w];
-        }
-    } else {
-        gradref__copy5(shape, src, dtype, s, dst + w0 * C, GRADREF_F32, st, threads);
-    }
+    gradref__copy5(shape, src, dtype, s, dst + w0 * C, GRADREF_F32, st, threads);
     if (!hf32) return;
     const int64_t n = shape[0] * st[0];
     GRADREF_PARALLEL_FOR(threads, schedule(static))

@@ -101,8 +101,7 @@ GRADREF_TARGET_AVX2 static void gradref__rope_atb_heads_avx2(int32_t dt, const v
                                                              int64_t heads, int64_t head_dim,
                                                              const float *w, int64_t n,
                                                              int stream) {
-    stream = stream && gradref__rope_aligned16(out) &&
-             (head_dim * (int64_t)gradref__rope_esize(dt)) % 16 == 0;
+    stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
     if (dt == GRADREF_BF16)
         atb_heads8(GRADREF_BF16, in, out, heads, head_dim, w, n, stream);
     else if (dt == GRADREF_F16)
@@ -139,8 +138,7 @@ GRADREF_TARGET_AVX2 static void gradref__rope_interleaved_heads_avx2(int32_t dt,
                                                                      int64_t head_dim,
                                                                      const float *c, const float *s,
                                                                      int64_t n, int stream) {
-    stream = stream && gradref__rope_aligned16(out) &&
-             (head_dim * (int64_t)gradref__rope_esize(dt)) % 16 == 0;
+    stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
     if (dt == GRADREF_BF16)
         interleaved_heads8(GRADREF_BF16, in, out, heads, head_dim, c, s, n, stream);
     else if (dt == GRADREF_F16)
@@ -182,8 +180,7 @@ GRADREF_TARGET_AVX2 static void gradref__rope_half_heads_avx2(int32_t dt, const 
                                                               const float *cf, const float *sb,
                                                               const float *cb, const float *sf,
                                                               int64_t n, int stream) {
-    stream = stream && gradref__rope_aligned16(out) &&
-             (head_dim * (int64_t)gradref__rope_esize(dt)) % 16 == 0;
+    stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
     if (dt == GRADREF_F16)
         half_heads8(GRADREF_F16, in, out, heads, head_dim, cf, sb, cb, sf, n, stream);
     else if (dt == GRADREF_BF16)

@@ -137,8 +137,7 @@ GRADREF_TARGET_AVX512 static void
 gradref__rope_half_heads_avx512(int32_t dt, const void *in, void *out, int64_t heads,
                                 int64_t head_dim, const float *cf, const float *sb, const float *cb,
                                 const float *sf, int64_t n, int stream) {
-    stream = stream && gradref__rope_aligned16(out) &&
-             (head_dim * (int64_t)gradref__rope_esize(dt)) % 16 == 0;
+    stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
     const char *i = (const char *)in;
     char *o = (char *)out;
     switch (n / 16) {
@@ -208,8 +207,7 @@ GRADREF_TARGET_AVX512 static void gradref__rope_atb_heads_avx512(int32_t dt, con
                                                                  void *out, int64_t heads,
                                                                  int64_t head_dim, const float *w,
                                                                  int64_t n, int stream) {
-    stream = stream && gradref__rope_aligned16(out) &&
-             (head_dim * (int64_t)gradref__rope_esize(dt)) % 16 == 0;
+    stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
     const char *i = (const char *)in;
     char *o = (char *)out;
     if (dt == GRADREF_BF16) {
@@ -266,8 +264,7 @@ GRADREF_TARGET_AVX512 static void
 gradref__rope_interleaved_heads_avx512(int32_t dt, const void *in, void *out, int64_t heads,
                                        int64_t head_dim, const float *c, const float *s, int64_t n,
                                        int stream) {
-    stream = stream && gradref__rope_aligned16(out) &&
-             (head_dim * (int64_t)gradref__rope_esize(dt)) % 16 == 0;
+    stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
     const char *i = (const char *)in;
     char *o = (char *)out;
     if (dt == GRADREF_BF16) {

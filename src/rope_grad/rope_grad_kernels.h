@@ -71,4 +71,11 @@ static inline int gradref__rope_aligned16(const void *p) {
     return ((uintptr_t)p & 15u) == 0;
 }
 
+/* Whether an all-heads kernel may stream: every head row of out starts 16-byte aligned. */
+static inline int gradref__rope_heads_stream(int stream, const void *out, int64_t head_dim,
+                                             int32_t dt) {
+    return stream && gradref__rope_aligned16(out) &&
+           (head_dim * (int64_t)gradref__rope_esize(dt)) % 16 == 0;
+}
+
 #endif
