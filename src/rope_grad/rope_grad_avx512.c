@@ -191,16 +191,25 @@ atb_heads(int V, int32_t dt, const char *in, char *out, int64_t heads, int64_t h
     }
 }
 
-#  define ATB_HEADS(DT)                                                                            \
+/* CALL(V, DT) for n / 16 vectors (1 to 8) and the dtype dt, each a compiled instance. */
+#  define BY_WIDTH(CALL, DT)                                                                       \
     switch (n / 16) {                                                                              \
-    case 1: atb_heads(1, DT, i, o, heads, head_dim, w, stream); break;                             \
-    case 2: atb_heads(2, DT, i, o, heads, head_dim, w, stream); break;                             \
-    case 3: atb_heads(3, DT, i, o, heads, head_dim, w, stream); break;                             \
-    case 4: atb_heads(4, DT, i, o, heads, head_dim, w, stream); break;                             \
-    case 5: atb_heads(5, DT, i, o, heads, head_dim, w, stream); break;                             \
-    case 6: atb_heads(6, DT, i, o, heads, head_dim, w, stream); break;                             \
-    case 7: atb_heads(7, DT, i, o, heads, head_dim, w, stream); break;                             \
-    default: atb_heads(8, DT, i, o, heads, head_dim, w, stream); break;                            \
+    case 1: CALL(1, DT); break;                                                                    \
+    case 2: CALL(2, DT); break;                                                                    \
+    case 3: CALL(3, DT); break;                                                                    \
+    case 4: CALL(4, DT); break;                                                                    \
+    case 5: CALL(5, DT); break;                                                                    \
+    case 6: CALL(6, DT); break;                                                                    \
+    case 7: CALL(7, DT); break;                                                                    \
+    default: CALL(8, DT); break;                                                                   \
+    }
+#  define BY_WIDTH_AND_DTYPE(CALL)                                                                 \
+    if (dt == GRADREF_BF16) {                                                                      \
+      BY_WIDTH(CALL, GRADREF_BF16)                                                                 \
+    } else if (dt == GRADREF_F16) {                                                                \
+      BY_WIDTH(CALL, GRADREF_F16)                                                                  \
+    } else {                                                                                       \
+      BY_WIDTH(CALL, GRADREF_F32)                                                                  \
     }
 
 GRADREF_TARGET_AVX512 static void gradref__rope_atb_heads_avx512(int32_t dt, const void *in,
@@ -210,15 +219,10 @@ GRADREF_TARGET_AVX512 static void gradref__rope_atb_heads_avx512(int32_t dt, con
     stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
     const char *i = (const char *)in;
     char *o = (char *)out;
-    if (dt == GRADREF_BF16) {
-        ATB_HEADS(GRADREF_BF16)
-    } else if (dt == GRADREF_F16) {
-        ATB_HEADS(GRADREF_F16)
-    } else {
-        ATB_HEADS(GRADREF_F32)
-    }
+#  define ATB_CALL(V, DT) atb_heads(V, DT, i, o, heads, head_dim, w, stream)
+    BY_WIDTH_AND_DTYPE(ATB_CALL)
+#  undef ATB_CALL
 }
-#  undef ATB_HEADS
 
 /* All `heads` heads of one token row (head h at in/out + h * head_dim elements), V vectors of
  * 16, with c and the pair-swapped s held in registers across the heads; dt a constant in each
@@ -248,18 +252,6 @@ interleaved_heads(int V, int32_t dt, const char *in, char *out, int64_t heads, i
     }
 }
 
-#  define INTERLEAVED_HEADS(DT)                                                                    \
-    switch (n / 16) {                                                                              \
-    case 1: interleaved_heads(1, DT, i, o, heads, head_dim, c, s, stream); break;                  \
-    case 2: interleaved_heads(2, DT, i, o, heads, head_dim, c, s, stream); break;                  \
-    case 3: interleaved_heads(3, DT, i, o, heads, head_dim, c, s, stream); break;                  \
-    case 4: interleaved_heads(4, DT, i, o, heads, head_dim, c, s, stream); break;                  \
-    case 5: interleaved_heads(5, DT, i, o, heads, head_dim, c, s, stream); break;                  \
-    case 6: interleaved_heads(6, DT, i, o, heads, head_dim, c, s, stream); break;                  \
-    case 7: interleaved_heads(7, DT, i, o, heads, head_dim, c, s, stream); break;                  \
-    default: interleaved_heads(8, DT, i, o, heads, head_dim, c, s, stream); break;                 \
-    }
-
 GRADREF_TARGET_AVX512 static void
 gradref__rope_interleaved_heads_avx512(int32_t dt, const void *in, void *out, int64_t heads,
                                        int64_t head_dim, const float *c, const float *s, int64_t n,
@@ -267,15 +259,12 @@ gradref__rope_interleaved_heads_avx512(int32_t dt, const void *in, void *out, in
     stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
     const char *i = (const char *)in;
     char *o = (char *)out;
-    if (dt == GRADREF_BF16) {
-        INTERLEAVED_HEADS(GRADREF_BF16)
-    } else if (dt == GRADREF_F16) {
-        INTERLEAVED_HEADS(GRADREF_F16)
-    } else {
-        INTERLEAVED_HEADS(GRADREF_F32)
-    }
+#  define INTERLEAVED_CALL(V, DT) interleaved_heads(V, DT, i, o, heads, head_dim, c, s, stream)
+    BY_WIDTH_AND_DTYPE(INTERLEAVED_CALL)
+#  undef INTERLEAVED_CALL
 }
-#  undef INTERLEAVED_HEADS
+#  undef BY_WIDTH_AND_DTYPE
+#  undef BY_WIDTH
 
 const gradref__rope_kernels gradref__rope_kernels_avx512 = {"avx512",
                                                             gradref__rope_atb_row_avx512,
