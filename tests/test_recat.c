@@ -352,6 +352,47 @@ static void test_threads_bitwise_equal(void **state) {
         }
 }
 
+/* Outputs past the streaming threshold, at out offsets of 0-60 bytes from a line: segments of
+ * 12 to 400 bytes, whose lines shared between rows are assembled for the streaming stores, on
+ * 1, 2 and 3 threads (thread ends fall inside rows' shared lines). */
+static void test_streaming_unaligned(void **state) {
+    (void)state;
+    const int64_t ranks[6] = {17, 0, 40, 3, 100, 16}, B = 15001, G = 176;
+    const size_t bytes = (size_t)(B * G) * sizeof(float);
+    float *go = malloc(bytes), *want = malloc(bytes);
+    char *out_buf = malloc(bytes + 128);
+    assert_non_null(go);
+    assert_non_null(want);
+    assert_non_null(out_buf);
+    for (int64_t i = 0; i < B * G; i++)
+        go[i] = (float)i;
+    size_t o = 0;
+    for (int64_t r = 0, first = 0; r < 6; first += ranks[r++])
+        for (int64_t b = 0; b < B; b++)
+            for (int64_t c = 0; c < ranks[r]; c++)
+                want[o++] = go[b * G + first + c];
+    const int64_t shape[2] = {B, G}, flat = B * G;
+    const int offsets[4] = {0, 4, 20, 60};
+    const int counts[] = TU_THREAD_COUNTS;
+    for (int k = 0; k < 4; k++) {
+        float *out = (float *)(out_buf + (64 - (uintptr_t)out_buf % 64) + offsets[k]);
+        gradref_tensor tg, to;
+        gradref_tensor_init(&tg, go, GRADREF_F32, 2, shape);
+        gradref_tensor_init(&to, out, GRADREF_F32, 1, &flat);
+        for (size_t t = 0; t < sizeof counts / sizeof counts[0]; t++) {
+            gradref_exec exec = {NULL, 0, counts[t], GRADREF_PRECISION_DEFAULT};
+            memset(out, 0xa5, bytes);
+            assert_int_equal(gradref_recat_embedding_grad_output_mixed_d(&tg, ranks, 6, &to, &exec),
+                             GRADREF_OK);
+            if (memcmp(out, want, bytes) != 0)
+                fail_msg("offset %d at %d threads differs", offsets[k], counts[t]);
+        }
+    }
+    free(go);
+    free(want);
+    free(out_buf);
+}
+
 static void test_bench_problems(void **state) {
     (void)state;
     problem *list;
@@ -681,9 +722,9 @@ int main(void) {
         cmocka_unit_test(test_fbgemm_worked_example),  cmocka_unit_test(test_seed_examples),
         cmocka_unit_test(test_golden_pytorch),         cmocka_unit_test(test_edge_cases),
         cmocka_unit_test(test_fast_matches_reference), cmocka_unit_test(test_threads_bitwise_equal),
-        cmocka_unit_test(test_bench_problems),         cmocka_unit_test(test_errors_mixed),
-        cmocka_unit_test(test_errors_fixed),           cmocka_unit_test(test_errors_batch),
-        cmocka_unit_test(test_strict_fbgemm),
+        cmocka_unit_test(test_bench_problems),         cmocka_unit_test(test_streaming_unaligned),
+        cmocka_unit_test(test_errors_mixed),           cmocka_unit_test(test_errors_fixed),
+        cmocka_unit_test(test_errors_batch),           cmocka_unit_test(test_strict_fbgemm),
     };
     return cmocka_run_group_tests_name("recat", tests, NULL, NULL);
 }

@@ -1,6 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "stream.h"
 
+#include "isa.h"
+
 #include <stdint.h>
 #include <string.h>
 
@@ -10,13 +12,21 @@
 void gradref__copy_stream(void *dst, const void *src, size_t bytes) {
     char *d = dst;
     const char *s = src;
-    size_t head = (16u - ((uintptr_t)d & 15u)) & 15u;
+    /* Only whole 64-byte lines are streamed: a partial line would be flushed from the
+     * write-combining buffer as a partial write, which costs a read at the memory. */
+    size_t head = (64u - ((uintptr_t)d & 63u)) & 63u;
     if (head > bytes) head = bytes;
     memcpy(d, s, head);
     d += head;
     s += head;
     bytes -= head;
     size_t i = 0;
+#  ifdef GRADREF_X86
+    if (gradref__isa_level() >= GRADREF_ISA_AVX512) {
+        i = bytes & ~(size_t)63;
+        gradref__copy_stream_lines_avx512(d, s, i / 64);
+    }
+#  endif
     for (; i + 64 <= bytes; i += 64) {
         __m128i a = _mm_loadu_si128((const __m128i *)(s + i));
         __m128i b = _mm_loadu_si128((const __m128i *)(s + i + 16));
@@ -27,8 +37,6 @@ void gradref__copy_stream(void *dst, const void *src, size_t bytes) {
         _mm_stream_si128((__m128i *)(d + i + 32), c);
         _mm_stream_si128((__m128i *)(d + i + 48), e);
     }
-    for (; i + 16 <= bytes; i += 16)
-        _mm_stream_si128((__m128i *)(d + i), _mm_loadu_si128((const __m128i *)(s + i)));
     memcpy(d + i, s + i, bytes - i);
 }
 

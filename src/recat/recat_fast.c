@@ -6,21 +6,48 @@
  * Segments (one rank, one row) are a memcpy when grad_output's row is dense, a plain loop under
  * 64 bytes, and streaming stores when out is too large for the cache. */
 #include <string.h>
+#if defined(__SSE2__)
+#  include <emmintrin.h>
+#endif
 
 #include "common/internal.h"
 #include "common/stream.h"
 #include "recat_internal.h"
 
 #define SMALL_SEGMENT_BYTES 64
-/* Shorter segments are not worth a streaming store's partial lines at both ends. */
-#define STREAM_SEGMENT_BYTES 256
+/* Shorter segments take ordinary stores: they would share every line with other rows. */
+#define STREAM_SEGMENT_BYTES 64
 /* Rows per block: about this many bytes of grad_output. */
 #define BLOCK_BYTES 32768
+/* Small segments write out's lines this far ahead: its 16 ranks' write streams are too many
+ * for the hardware prefetchers, and a store that misses waits for the line's read. */
+#define PREFETCH_BYTES 1024
 /* Problems below this many bytes run on one thread: starting a team costs more. */
 #define PARALLEL_MIN_BYTES (INT64_C(1) << 18)
 
-/* Under 64 bytes: word copies, the last one overlapping, instead of a memcpy call. */
+/* Under 64 bytes: two overlapping moves of the largest power-of-two width that fits, instead of
+ * a memcpy call. */
 static void copy_small(char *dst, const char *src, size_t bytes) {
+#if defined(__SSE2__)
+    if (bytes >= 32) {
+        __m128i a = _mm_loadu_si128((const __m128i *)src);
+        __m128i b = _mm_loadu_si128((const __m128i *)(src + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(src + bytes - 32));
+        __m128i e = _mm_loadu_si128((const __m128i *)(src + bytes - 16));
+        _mm_storeu_si128((__m128i *)dst, a);
+        _mm_storeu_si128((__m128i *)(dst + 16), b);
+        _mm_storeu_si128((__m128i *)(dst + bytes - 32), c);
+        _mm_storeu_si128((__m128i *)(dst + bytes - 16), e);
+        return;
+    }
+    if (bytes >= 16) {
+        __m128i a = _mm_loadu_si128((const __m128i *)src);
+        __m128i b = _mm_loadu_si128((const __m128i *)(src + bytes - 16));
+        _mm_storeu_si128((__m128i *)dst, a);
+        _mm_storeu_si128((__m128i *)(dst + bytes - 16), b);
+        return;
+    }
+#endif
     if (bytes >= 8) {
         size_t i = 0;
         for (; i + 8 < bytes; i += 8) {
@@ -43,9 +70,34 @@ static void copy_small(char *dst, const char *src, size_t bytes) {
     }
 }
 
-/* Rows [b0, b1) of the rank owning features [first, first + n). */
+/* One row's segment (at least 64 bytes) of a rank whose rows are adjacent in out, with
+ * streaming stores for every whole line, however out is aligned. The line shared with the
+ * previous row is completed from that row's tail (prev, still in L1) and streamed here when
+ * this thread wrote that row (has_prev); the line shared with the next row is left to it
+ * (has_next). The lines at a thread's ends take ordinary stores. */
+static void stream_segment(char *dst, const char *src, const char *prev, size_t bytes, int has_prev,
+                           int has_next) {
+    const size_t a = (uintptr_t)dst & 63u, head = a ? 64 - a : 0;
+    if (head) {
+        if (has_prev) { /* the shared line is bytes [64 - a, 128 - a) of these two */
+            char both[128];
+            memcpy(both, prev + bytes - 64, 64);
+            memcpy(both + 64, src, 64);
+            gradref__copy_stream(dst - a, both + 64 - a, 64);
+        } else {
+            memcpy(dst, src, head);
+        }
+    }
+    const size_t body = (bytes - head) & ~(size_t)63, tail = bytes - head - body;
+    gradref__copy_stream(dst + head, src + head, body);
+    if (tail && !has_next) memcpy(dst + head + body, src + head + body, tail);
+}
+
+/* Rows [b0, b1) of the rank owning features [first, first + n). stream: out is written with
+ * streaming stores; then prev_rows (next_rows): this thread writes (wrote) the rows before
+ * (after) these, in order. */
 static void copy_item(const gradref__recat_plan *p, int64_t first, int64_t n, int64_t b0,
-                      int64_t b1, int stream) {
+                      int64_t b1, int stream, int prev_rows, int next_rows) {
     const int64_t D = p->width, len = n * D;
     const size_t esz = p->elem_size;
     const int64_t *st = p->src_stride;
@@ -56,11 +108,16 @@ static void copy_item(const gradref__recat_plan *p, int64_t first, int64_t n, in
     const size_t src_pitch = (size_t)st[0] * esz;
     if (dense) { /* out's rows of this item are adjacent: dst advances by one segment */
         if (bytes < SMALL_SEGMENT_BYTES) {
-            for (int64_t b = b0; b < b1; b++, src += src_pitch, dst += bytes)
+            for (int64_t b = b0; b < b1; b++, src += src_pitch, dst += bytes) {
+                __builtin_prefetch(dst + PREFETCH_BYTES, 1, 3);
                 copy_small(dst, src, bytes);
+            }
         } else if (stream && bytes >= STREAM_SEGMENT_BYTES) {
-            for (int64_t b = b0; b < b1; b++, src += src_pitch, dst += bytes)
-                gradref__copy_stream(dst, src, bytes);
+            for (int64_t b = b0; b < b1; b++, src += src_pitch, dst += bytes) {
+                const int has_prev = b > b0 || prev_rows;
+                stream_segment(dst, src, has_prev ? src - src_pitch : NULL, bytes, has_prev,
+                               b + 1 < b1 || next_rows);
+            }
         } else {
             for (int64_t b = b0; b < b1; b++, src += src_pitch, dst += bytes)
                 memcpy(dst, src, bytes);
@@ -77,18 +134,24 @@ void gradref__recat_fast(const gradref__recat_plan *p, int num_threads) {
     const int64_t B = p->batch, W = p->num_ranks, G = p->features * p->width;
     if (B == 0 || G == 0) return;
     const int64_t row_bytes = G * (int64_t)p->elem_size, total_bytes = B * row_bytes;
+    const int stream = p->dst_stride == 1 && (size_t)total_bytes >= GRADREF_STREAM_MIN_BYTES;
     int64_t block = BLOCK_BYTES / row_bytes;
     if (block < 1) block = 1;
     if (block > B) block = B;
     const int64_t blocks = (B + block - 1) / block;
     int64_t items;
-    const int stream = p->dst_stride == 1 && (size_t)total_bytes >= GRADREF_STREAM_MIN_BYTES;
     int threads = total_bytes >= PARALLEL_MIN_BYTES ? num_threads : 1;
     if (gradref__mul_ovf(blocks, W, &items)) { /* absurdly many empty ranks: one thread walks all */
         items = INT64_MAX;
         threads = 1;
     }
     if ((int64_t)threads > items) threads = (int)items;
+    /* A block's first rank takes a few bytes of each of its rows, a stride the hardware
+     * prefetchers follow late; so each item fetches a share of the next block (when grad_output
+     * is one dense run). */
+    const int contiguous = p->src_stride[0] == G && (p->width == 1 || p->src_stride[2] == 1) &&
+                           (p->features <= 1 || p->src_stride[1] == p->width);
+    const int64_t next_bytes = contiguous && block > 1 ? block * row_bytes : 0;
     GRADREF_PARALLEL(threads) {
         int64_t begin, end;
         gradref__my_range(items, &begin, &end);
@@ -99,7 +162,15 @@ void gradref__recat_fast(const gradref__recat_plan *p, int num_threads) {
         for (int64_t i = begin; i < end && k < blocks; i++) {
             int64_t n = p->rank_features[r * p->rank_features_stride];
             int64_t b0 = k * block, b1 = b0 + block < B ? b0 + block : B;
-            if (n > 0) copy_item(p, first, n, b0, b1, stream);
+            if (next_bytes > 0 && b1 < B) { /* this rank's share of the next block */
+                const char *next = p->src + (size_t)(b1 * p->src_stride[0]) * p->elem_size;
+                int64_t span = b1 + block < B ? next_bytes : (B - b1) * row_bytes;
+                for (int64_t o = span * r / W; o < span * (r + 1) / W; o += 64)
+                    __builtin_prefetch(next + o, 0, 3);
+            }
+            if (n > 0)
+                copy_item(p, first, n, b0, b1, stream, i - W >= begin,
+                          i + W < end && k + 1 < blocks);
             first += n;
             if (++r == W) {
                 r = 0;
