@@ -3,8 +3,8 @@
  * grad_output stays in L1 while every rank takes its columns from it, and each item writes one
  * contiguous run of out (rows b0..b1 of rank r are adjacent there). Threads take contiguous
  * ranges of items; a copy has no reduction, so the result never depends on the split.
- * Segments (one rank, one row) are a memcpy when grad_output's row is dense, a plain loop under
- * 64 bytes, and streaming stores when out is too large for the cache. */
+ * Segments (one rank, one row) are a memcpy when grad_output's row is dense, overlapping moves
+ * under 64 bytes, and streaming stores of whole lines when out is too large for the cache. */
 #include <string.h>
 #if defined(__SSE2__)
 #  include <emmintrin.h>
