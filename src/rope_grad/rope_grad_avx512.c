@@ -103,7 +103,8 @@ gradref__rope_half_row_avx512(int32_t dt, const void *gf, const void *gb, void *
 }
 
 /* All `heads` heads of one token row (head h at in/out + h * head_dim elements), half width
- * H = 16 * V, with the token's four weight half-rows held in registers across the heads. */
+ * H = 16 * V, with the token's four weight half-rows held in registers across the heads; dt a
+ * constant in each instance. */
 GRADREF_TARGET_AVX512 static inline __attribute__((always_inline)) void
 half_heads(int V, int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim,
            const float *cf, const float *sb, const float *cb, const float *sf, int stream) {
@@ -140,12 +141,23 @@ gradref__rope_half_heads_avx512(int32_t dt, const void *in, void *out, int64_t h
     stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
     const char *i = (const char *)in;
     char *o = (char *)out;
-    switch (n / 16) {
-    case 1: half_heads(1, dt, i, o, heads, head_dim, cf, sb, cb, sf, stream); break;
-    case 2: half_heads(2, dt, i, o, heads, head_dim, cf, sb, cb, sf, stream); break;
-    case 3: half_heads(3, dt, i, o, heads, head_dim, cf, sb, cb, sf, stream); break;
-    default: half_heads(4, dt, i, o, heads, head_dim, cf, sb, cb, sf, stream); break;
+#  define HALF_CALL(V, DT) half_heads(V, DT, i, o, heads, head_dim, cf, sb, cb, sf, stream)
+#  define HALF_BY_WIDTH(DT)                                                                        \
+    switch (n / 16) {                                                                              \
+    case 1: HALF_CALL(1, DT); break;                                                               \
+    case 2: HALF_CALL(2, DT); break;                                                               \
+    case 3: HALF_CALL(3, DT); break;                                                               \
+    default: HALF_CALL(4, DT); break;                                                              \
     }
+    if (dt == GRADREF_BF16) {
+        HALF_BY_WIDTH(GRADREF_BF16)
+    } else if (dt == GRADREF_F16) {
+        HALF_BY_WIDTH(GRADREF_F16)
+    } else {
+        HALF_BY_WIDTH(GRADREF_F32)
+    }
+#  undef HALF_BY_WIDTH
+#  undef HALF_CALL
 }
 
 /* The interleaved adjoint as the AVX2 kernel computes it, 16 lanes: each pair's partner by an

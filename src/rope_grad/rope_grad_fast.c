@@ -77,9 +77,8 @@ static void heads_half(const token_ctx *tc, const gradref__rope_stream *st, int6
     const int atb = p->mode == GRADREF_ROPE_ATB;
     const int64_t D = p->head_dim, H = p->rotary_dim / 2;
     const float *cf = c_both, *cb = c_both + L;
-    /* F16 HALF: every head at once, the weights in registers (measured faster; F32 measured
-     * faster head by head) */
-    if (k->half_heads && dt == GRADREF_F16 && !atb && L == H && H % 16 == 0 && H <= 64) {
+    /* HALF: every head at once, the weights in registers */
+    if (k->half_heads && !atb && L == H && H % 16 == 0 && H <= 64) {
         k->half_heads(dt, in_at(p, st, tc->row, 0), out_at(p, st, tc->row, 0), st->heads, D, cf, sb,
                       cb, sf, H, tc->stream);
         return;

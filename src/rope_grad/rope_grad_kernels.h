@@ -21,9 +21,9 @@ typedef struct gradref__rope_kernels {
     void (*half_row)(int32_t dtype, const void *gf, const void *gb, void *out_f, void *out_b,
                      const float *cf, const float *sb, const float *cb, const float *sf, int64_t n,
                      int stream);
-    /* rotate_half on every head of a token row at once, the weights held in registers: F32 or
-     * F16, half width n in {16, 32, 48, 64}, heads head_dim elements apart. NULL: head by
-     * head with half_row. */
+    /* rotate_half on every head of a token row at once, the weights held in registers: half
+     * width n in {16, 32, 48, 64}, heads head_dim elements apart. NULL: head by head with
+     * half_row. */
     void (*half_heads)(int32_t dtype, const void *in, void *out, int64_t heads, int64_t head_dim,
                        const float *cf, const float *sb, const float *cb, const float *sf,
                        int64_t n, int stream);
