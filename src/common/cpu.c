@@ -40,6 +40,13 @@ static int detect_avx512(void) {
     return (lo & 0xe6u) == 0xe6u;
 }
 
+/* AVX512_BF16 (CPUID leaf 7, subleaf 1, EAX bit 5), on top of the AVX-512 level. */
+static int detect_avx512_bf16(void) {
+    unsigned a, b, c, d;
+    if (!detect_avx512() || !__get_cpuid_count(7, 1, &a, &b, &c, &d)) return 0;
+    return (a >> 5) & 1u;
+}
+
 /* FMA3 (for kernels whose contract allows fused multiply-adds). */
 static int detect_fma(void) {
     unsigned a, b, c, d;
@@ -47,17 +54,20 @@ static int detect_fma(void) {
     return (c >> 12) & 1u;
 }
 
-static int has_avx_f16c, has_avx2_f16c, has_avx512, has_fma;
+static int has_avx_f16c, has_avx2_f16c, has_avx512, has_avx512_bf16, has_fma;
 
 /* GRADREF_MAX_ISA=portable|avx2|avx512 caps the kernels (tests and benchmarks of the lower
- * levels on a machine that has the higher ones); read once, with the flags. */
+ * levels on a machine that has the higher ones; avx512 leaves out its BF16 extension); read
+ * once, with the flags. */
 static void apply_isa_cap(void) {
     const char *cap = getenv("GRADREF_MAX_ISA");
     if (cap == NULL) return;
     if (strcmp(cap, "portable") == 0) {
-        has_avx_f16c = has_avx2_f16c = has_avx512 = has_fma = 0;
+        has_avx_f16c = has_avx2_f16c = has_avx512 = has_avx512_bf16 = has_fma = 0;
     } else if (strcmp(cap, "avx2") == 0) {
-        has_avx512 = 0;
+        has_avx512 = has_avx512_bf16 = 0;
+    } else if (strcmp(cap, "avx512") == 0) {
+        has_avx512_bf16 = 0;
     }
 }
 
@@ -65,6 +75,7 @@ __attribute__((constructor)) static void detect_features(void) {
     has_avx_f16c = detect_avx_f16c();
     has_avx2_f16c = detect_avx2_f16c();
     has_avx512 = detect_avx512();
+    has_avx512_bf16 = detect_avx512_bf16();
     has_fma = detect_fma();
     apply_isa_cap();
 }
@@ -77,6 +88,9 @@ int gradref__cpu_has_avx2_f16c(void) {
 }
 int gradref__cpu_has_avx512(void) {
     return has_avx512;
+}
+int gradref__cpu_has_avx512_bf16(void) {
+    return has_avx512_bf16;
 }
 int gradref__cpu_has_fma(void) {
     return has_fma;
@@ -91,6 +105,9 @@ int gradref__cpu_has_avx2_f16c(void) {
     return 0;
 }
 int gradref__cpu_has_avx512(void) {
+    return 0;
+}
+int gradref__cpu_has_avx512_bf16(void) {
     return 0;
 }
 int gradref__cpu_has_fma(void) {

@@ -3,9 +3,14 @@
  * per byte); the tails go to the AVX2 kernels. */
 #include "rope_grad_avx2.h"
 
+#include "common/cpu.h"
+
 #ifdef GRADREF_X86
 
-GRADREF_TARGET_AVX512 static inline __m512 load16(int32_t dt, const void *p) {
+/* The AVX-512 level includes DQ (its fpclass finds the lanes VCVTNEPS2BF16 would get wrong). */
+#  define ROPE_TARGET_AVX512 __attribute__((target("avx512f,avx512dq,avx2,f16c")))
+
+ROPE_TARGET_AVX512 static inline __m512 load16(int32_t dt, const void *p) {
     if (dt == GRADREF_F32) return _mm512_loadu_ps((const float *)p);
     const __m256i h = _mm256_loadu_si256((const __m256i *)p);
     if (dt == GRADREF_F16) return _mm512_cvtph_ps(h);
@@ -15,7 +20,7 @@ GRADREF_TARGET_AVX512 static inline __m512 load16(int32_t dt, const void *p) {
 /* f32 -> bf16 bits as to_bf16 (rope_grad_avx2.h), 16 lanes: round to nearest even, a NaN stays
  * NaN (its quiet bit set when the kept payload would read as infinity). Integer operations, so
  * subnormals round exactly (the BF16 conversion instructions flush them). */
-GRADREF_TARGET_AVX512 static inline __m256i to_bf16_16(__m512 v) {
+ROPE_TARGET_AVX512 static inline __m256i to_bf16_16(__m512 v) {
     const __m512i x = _mm512_castps_si512(v), hi = _mm512_srli_epi32(x, 16);
     const __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
     const __m512i rounded = _mm512_srli_epi32(
@@ -27,7 +32,26 @@ GRADREF_TARGET_AVX512 static inline __m256i to_bf16_16(__m512 v) {
     return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(is_nan, rounded, nan));
 }
 
-GRADREF_TARGET_AVX512 static inline void store16(int32_t dt, void *p, __m512 v, int stream) {
+/* A store dtype of this file only: BF16 rounded by AVX512_BF16's VCVTNEPS2BF16 (chosen per call
+ * when the CPU has it). The instruction rounds to nearest even as to_bf16_16 does, but flushes
+ * subnormal inputs to zero, so store16s checks each group of vectors and one holding a
+ * subnormal takes to_bf16_16 (or a NaN: the two agree on the quiet NaNs arithmetic makes, and
+ * the same test covers both). Inline assembly, so the file needs no BF16 target. The
+ * AVX2 tails, which name only F32 and F16, take it as BF16. */
+#  define BF16_BY_HW 0x100
+
+ROPE_TARGET_AVX512 static inline __m256i to_bf16_16_hw(__m512 v) {
+    __m256i h;
+    __asm__("vcvtneps2bf16 %1, %0" : "=v"(h) : "v"(v));
+    return h;
+}
+
+/* dt, or BF16_BY_HW for BF16 on a CPU with AVX512_BF16. */
+static inline int32_t store_dtype(int32_t dt) {
+    return dt == GRADREF_BF16 && gradref__cpu_has_avx512_bf16() ? BF16_BY_HW : dt;
+}
+
+ROPE_TARGET_AVX512 static inline void store16(int32_t dt, void *p, __m512 v, int stream) {
     if (dt == GRADREF_F32) {
         if (stream && ((uintptr_t)p & 63u) == 0) {
             _mm512_stream_ps((float *)p, v);
@@ -40,7 +64,9 @@ GRADREF_TARGET_AVX512 static inline void store16(int32_t dt, void *p, __m512 v, 
         }
         return;
     }
-    __m256i h = dt == GRADREF_F16 ? _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT) : to_bf16_16(v);
+    __m256i h = dt == GRADREF_F16  ? _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)
+                : dt == BF16_BY_HW ? to_bf16_16_hw(v)
+                                   : to_bf16_16(v);
     if (stream && ((uintptr_t)p & 31u) == 0) {
         _mm256_stream_si256((__m256i *)p, h);
     } else if (stream) {
@@ -51,16 +77,31 @@ GRADREF_TARGET_AVX512 static inline void store16(int32_t dt, void *p, __m512 v, 
     }
 }
 
-GRADREF_TARGET_AVX512 static void gradref__rope_atb_row_avx512(int32_t dt, const void *g, void *out,
-                                                               const float *w, int64_t n,
-                                                               int stream) {
+/* V vectors to p, 16 elements apart. For BF16_BY_HW one test covers the group (a test per
+ * vector measured 10 % slower on BF16 rope). */
+ROPE_TARGET_AVX512 static inline __attribute__((always_inline)) void
+store16s(int V, int32_t dt, char *p, const __m512 *v, int stream) {
+    const size_t es = gradref__rope_esize(dt);
+    if (dt == BF16_BY_HW) {
+        __mmask16 special = 0; /* a NaN or a subnormal */
+        for (int k = 0; k < V; k++)
+            special |= _mm512_fpclass_ps_mask(v[k], 0xa1);
+        if (special) dt = GRADREF_BF16;
+    }
+    for (int k = 0; k < V; k++)
+        store16(dt, p + (size_t)(16 * k) * es, v[k], stream);
+}
+
+ROPE_TARGET_AVX512 static void gradref__rope_atb_row_avx512(int32_t dt, const void *g, void *out,
+                                                            const float *w, int64_t n, int stream) {
     const size_t es = gradref__rope_esize(dt);
     stream = stream && gradref__rope_aligned16(out);
+    dt = store_dtype(dt);
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
         prefetch((const char *)g + i * es);
         __m512 prod = _mm512_mul_ps(load16(dt, (const char *)g + i * es), _mm512_loadu_ps(w + i));
-        store16(dt, (char *)out + i * es, prod, stream);
+        store16s(1, dt, (char *)out + i * es, &prod, stream);
     }
     if (i < n)
         gradref__rope_atb_row_avx2(dt, (const char *)g + i * es, (char *)out + i * es, w + i, n - i,
@@ -70,12 +111,13 @@ GRADREF_TARGET_AVX512 static void gradref__rope_atb_row_avx512(int32_t dt, const
 /* F32 rows write the front half's outputs and then the back half's (the output row in order,
  * the inputs in L1 for the second pass); F16 rows, half as wide, both in one pass: measured
  * the faster order for each (docs/performance.md). */
-GRADREF_TARGET_AVX512 static void
+ROPE_TARGET_AVX512 static void
 gradref__rope_half_row_avx512(int32_t dt, const void *gf, const void *gb, void *out_f, void *out_b,
                               const float *cf, const float *sb, const float *cb, const float *sf,
                               int64_t n, int stream) {
     const size_t es = gradref__rope_esize(dt);
     stream = stream && gradref__rope_aligned16(out_f) && gradref__rope_aligned16(out_b);
+    dt = store_dtype(dt);
     const int two_pass = dt == GRADREF_F32;
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
@@ -84,17 +126,20 @@ gradref__rope_half_row_avx512(int32_t dt, const void *gf, const void *gb, void *
         __m512 f = load16(dt, (const char *)gf + i * es), b = load16(dt, (const char *)gb + i * es);
         __m512 front = _mm512_mul_ps(_mm512_loadu_ps(cf + i), f);
         __m512 front_partner = _mm512_mul_ps(_mm512_loadu_ps(sb + i), b);
-        store16(dt, (char *)out_f + i * es, _mm512_add_ps(front, front_partner), stream);
+        const __m512 out_front = _mm512_add_ps(front, front_partner);
+        store16s(1, dt, (char *)out_f + i * es, &out_front, stream);
         if (two_pass) continue;
         __m512 back = _mm512_mul_ps(_mm512_loadu_ps(cb + i), b);
         __m512 back_partner = _mm512_mul_ps(_mm512_loadu_ps(sf + i), f);
-        store16(dt, (char *)out_b + i * es, _mm512_sub_ps(back, back_partner), stream);
+        const __m512 out_back = _mm512_sub_ps(back, back_partner);
+        store16s(1, dt, (char *)out_b + i * es, &out_back, stream);
     }
     for (int64_t k = 0; two_pass && k < i; k += 16) {
         __m512 f = load16(dt, (const char *)gf + k * es), b = load16(dt, (const char *)gb + k * es);
         __m512 back = _mm512_mul_ps(_mm512_loadu_ps(cb + k), b);
         __m512 back_partner = _mm512_mul_ps(_mm512_loadu_ps(sf + k), f);
-        store16(dt, (char *)out_b + k * es, _mm512_sub_ps(back, back_partner), stream);
+        const __m512 out_back = _mm512_sub_ps(back, back_partner);
+        store16s(1, dt, (char *)out_b + k * es, &out_back, stream);
     }
     if (i < n)
         gradref__rope_half_row_avx2(dt, (const char *)gf + i * es, (const char *)gb + i * es,
@@ -105,7 +150,7 @@ gradref__rope_half_row_avx512(int32_t dt, const void *gf, const void *gb, void *
 /* All `heads` heads of one token row (head h at in/out + h * head_dim elements), half width
  * H = 16 * V, with the token's four weight half-rows held in registers across the heads; dt a
  * constant in each instance. */
-GRADREF_TARGET_AVX512 static inline __attribute__((always_inline)) void
+ROPE_TARGET_AVX512 static inline __attribute__((always_inline)) void
 half_heads(int V, int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim,
            const float *cf, const float *sb, const float *cb, const float *sf, int stream) {
     const size_t es = gradref__rope_esize(dt), row = (size_t)head_dim * es,
@@ -123,22 +168,22 @@ half_heads(int V, int32_t dt, const char *in, char *out, int64_t heads, int64_t 
             f[v] = load16(dt, in + (size_t)(16 * v) * es);
             b[v] = load16(dt, in + half + (size_t)(16 * v) * es);
         }
+        __m512 r[4];
         for (int v = 0; v < V; v++) /* the output row in order */
-            store16(dt, out + (size_t)(16 * v) * es,
-                    _mm512_add_ps(_mm512_mul_ps(wcf[v], f[v]), _mm512_mul_ps(wsb[v], b[v])),
-                    stream);
+            r[v] = _mm512_add_ps(_mm512_mul_ps(wcf[v], f[v]), _mm512_mul_ps(wsb[v], b[v]));
+        store16s(V, dt, out, r, stream);
         for (int v = 0; v < V; v++)
-            store16(dt, out + half + (size_t)(16 * v) * es,
-                    _mm512_sub_ps(_mm512_mul_ps(wcb[v], b[v]), _mm512_mul_ps(wsf[v], f[v])),
-                    stream);
+            r[v] = _mm512_sub_ps(_mm512_mul_ps(wcb[v], b[v]), _mm512_mul_ps(wsf[v], f[v]));
+        store16s(V, dt, out + half, r, stream);
     }
 }
 
-GRADREF_TARGET_AVX512 static void
+ROPE_TARGET_AVX512 static void
 gradref__rope_half_heads_avx512(int32_t dt, const void *in, void *out, int64_t heads,
                                 int64_t head_dim, const float *cf, const float *sb, const float *cb,
                                 const float *sf, int64_t n, int stream) {
     stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
+    dt = store_dtype(dt);
     const char *i = (const char *)in;
     char *o = (char *)out;
 #  define HALF_CALL(V, DT) half_heads(V, DT, i, o, heads, head_dim, cf, sb, cb, sf, stream)
@@ -149,7 +194,9 @@ gradref__rope_half_heads_avx512(int32_t dt, const void *in, void *out, int64_t h
     case 3: HALF_CALL(3, DT); break;                                                               \
     default: HALF_CALL(4, DT); break;                                                              \
     }
-    if (dt == GRADREF_BF16) {
+    if (dt == BF16_BY_HW) {
+        HALF_BY_WIDTH(BF16_BY_HW)
+    } else if (dt == GRADREF_BF16) {
         HALF_BY_WIDTH(GRADREF_BF16)
     } else if (dt == GRADREF_F16) {
         HALF_BY_WIDTH(GRADREF_F16)
@@ -162,12 +209,13 @@ gradref__rope_half_heads_avx512(int32_t dt, const void *in, void *out, int64_t h
 
 /* The interleaved adjoint as the AVX2 kernel computes it, 16 lanes: each pair's partner by an
  * in-lane swap, even lanes own + cross, odd lanes own - cross. */
-GRADREF_TARGET_AVX512 static void gradref__rope_interleaved_row_avx512(int32_t dt, const void *g,
-                                                                       void *out, const float *c,
-                                                                       const float *s, int64_t n,
-                                                                       int stream) {
+ROPE_TARGET_AVX512 static void gradref__rope_interleaved_row_avx512(int32_t dt, const void *g,
+                                                                    void *out, const float *c,
+                                                                    const float *s, int64_t n,
+                                                                    int stream) {
     const size_t es = gradref__rope_esize(dt);
     stream = stream && gradref__rope_aligned16(out);
+    dt = store_dtype(dt);
     int64_t i = 0;
     for (; i + 16 <= n; i += 16) {
         prefetch((const char *)g + i * es);
@@ -176,9 +224,9 @@ GRADREF_TARGET_AVX512 static void gradref__rope_interleaved_row_avx512(int32_t d
         const __m512 partner_s = _mm512_permute_ps(_mm512_loadu_ps(s + i), 0xb1);
         const __m512 own = _mm512_mul_ps(_mm512_loadu_ps(c + i), gv);
         const __m512 cross = _mm512_mul_ps(partner_s, partner_g);
-        store16(dt, (char *)out + i * es,
-                _mm512_mask_blend_ps(0xaaaa, _mm512_add_ps(own, cross), _mm512_sub_ps(own, cross)),
-                stream);
+        const __m512 r =
+            _mm512_mask_blend_ps(0xaaaa, _mm512_add_ps(own, cross), _mm512_sub_ps(own, cross));
+        store16s(1, dt, (char *)out + i * es, &r, stream);
     }
     if (i < n)
         gradref__rope_interleaved_row_avx2(dt, (const char *)g + i * es, (char *)out + i * es,
@@ -187,7 +235,7 @@ GRADREF_TARGET_AVX512 static void gradref__rope_interleaved_row_avx512(int32_t d
 
 /* All `heads` heads of one token row, V vectors of 16 ATB weights in registers, dt a constant
  * in each instance; atb_row's operations. */
-GRADREF_TARGET_AVX512 static inline __attribute__((always_inline)) void
+ROPE_TARGET_AVX512 static inline __attribute__((always_inline)) void
 atb_heads(int V, int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim,
           const float *w, int stream) {
     const size_t es = gradref__rope_esize(dt), row = (size_t)head_dim * es;
@@ -197,9 +245,10 @@ atb_heads(int V, int32_t dt, const char *in, char *out, int64_t heads, int64_t h
     for (int64_t h = 0; h < heads; h++, in += row, out += row) {
         for (size_t line = 0; line < (size_t)(16 * V) * es; line += 64)
             prefetch(in + line);
+        __m512 r[8];
         for (int v = 0; v < V; v++)
-            store16(dt, out + (size_t)(16 * v) * es,
-                    _mm512_mul_ps(load16(dt, in + (size_t)(16 * v) * es), wv[v]), stream);
+            r[v] = _mm512_mul_ps(load16(dt, in + (size_t)(16 * v) * es), wv[v]);
+        store16s(V, dt, out, r, stream);
     }
 }
 
@@ -216,7 +265,9 @@ atb_heads(int V, int32_t dt, const char *in, char *out, int64_t heads, int64_t h
     default: CALL(8, DT); break;                                                                   \
     }
 #  define BY_WIDTH_AND_DTYPE(CALL)                                                                 \
-    if (dt == GRADREF_BF16) {                                                                      \
+    if (dt == BF16_BY_HW) {                                                                        \
+      BY_WIDTH(CALL, BF16_BY_HW)                                                                   \
+    } else if (dt == GRADREF_BF16) {                                                               \
       BY_WIDTH(CALL, GRADREF_BF16)                                                                 \
     } else if (dt == GRADREF_F16) {                                                                \
       BY_WIDTH(CALL, GRADREF_F16)                                                                  \
@@ -224,11 +275,12 @@ atb_heads(int V, int32_t dt, const char *in, char *out, int64_t heads, int64_t h
       BY_WIDTH(CALL, GRADREF_F32)                                                                  \
     }
 
-GRADREF_TARGET_AVX512 static void gradref__rope_atb_heads_avx512(int32_t dt, const void *in,
-                                                                 void *out, int64_t heads,
-                                                                 int64_t head_dim, const float *w,
-                                                                 int64_t n, int stream) {
+ROPE_TARGET_AVX512 static void gradref__rope_atb_heads_avx512(int32_t dt, const void *in, void *out,
+                                                              int64_t heads, int64_t head_dim,
+                                                              const float *w, int64_t n,
+                                                              int stream) {
     stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
+    dt = store_dtype(dt);
     const char *i = (const char *)in;
     char *o = (char *)out;
 #  define ATB_CALL(V, DT) atb_heads(V, DT, i, o, heads, head_dim, w, stream)
@@ -240,7 +292,7 @@ GRADREF_TARGET_AVX512 static void gradref__rope_atb_heads_avx512(int32_t dt, con
  * 16, with c and the pair-swapped s held in registers across the heads; dt a constant in each
  * instance, so the loads, the rounding and the stores carry no dtype test. The operations are
  * interleaved_row's. */
-GRADREF_TARGET_AVX512 static inline __attribute__((always_inline)) void
+ROPE_TARGET_AVX512 static inline __attribute__((always_inline)) void
 interleaved_heads(int V, int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim,
                   const float *c, const float *s, int stream) {
     const size_t es = gradref__rope_esize(dt), row = (size_t)head_dim * es;
@@ -252,23 +304,24 @@ interleaved_heads(int V, int32_t dt, const char *in, char *out, int64_t heads, i
     for (int64_t h = 0; h < heads; h++, in += row, out += row) {
         for (size_t line = 0; line < (size_t)(16 * V) * es; line += 64)
             prefetch(in + line);
+        __m512 r[8];
         for (int v = 0; v < V; v++) {
             const __m512 gv = load16(dt, in + (size_t)(16 * v) * es);
             const __m512 own = _mm512_mul_ps(wc[v], gv);
             const __m512 cross = _mm512_mul_ps(ws[v], _mm512_permute_ps(gv, 0xb1));
-            store16(
-                dt, out + (size_t)(16 * v) * es,
-                _mm512_mask_blend_ps(0xaaaa, _mm512_add_ps(own, cross), _mm512_sub_ps(own, cross)),
-                stream);
+            r[v] =
+                _mm512_mask_blend_ps(0xaaaa, _mm512_add_ps(own, cross), _mm512_sub_ps(own, cross));
         }
+        store16s(V, dt, out, r, stream);
     }
 }
 
-GRADREF_TARGET_AVX512 static void
+ROPE_TARGET_AVX512 static void
 gradref__rope_interleaved_heads_avx512(int32_t dt, const void *in, void *out, int64_t heads,
                                        int64_t head_dim, const float *c, const float *s, int64_t n,
                                        int stream) {
     stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
+    dt = store_dtype(dt);
     const char *i = (const char *)in;
     char *o = (char *)out;
 #  define INTERLEAVED_CALL(V, DT) interleaved_heads(V, DT, i, o, heads, head_dim, c, s, stream)
