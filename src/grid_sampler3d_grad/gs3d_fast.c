@@ -49,7 +49,7 @@ enum { PAIR_FF, PAIR_FD, PAIR_DD };
 /* Byte offsets of each workspace part (all 64-byte aligned). */
 typedef struct ws_layout {
     size_t w, dist, mult, offx, offa, zplane, offg, mask; /* geometry */
-    size_t records, start, cursor;                        /* dx buckets */
+    size_t records, start, counts;                        /* dx buckets */
     size_t x32, grad32;                                   /* f32 copies of inputs */
     size_t planes, plane_bytes; /* dx accumulator planes, when not dx: per thread, last */
     size_t vox, slots, later, over, block_start; /* nearest: the voxel index */
@@ -146,7 +146,8 @@ static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision, int t
         size_t rec = L.pair == PAIR_DD ? sizeof(gs3d_record_d) : sizeof(gs3d_record_f);
         L.records = gradref__ws_take(&at, 2 * np * rec);
         L.start = gradref__ws_take(&at, (size_t)(p->N * (p->D + 1)) * 8);
-        L.cursor = gradref__ws_take(&at, (size_t)(p->N * p->D) * 8);
+        L.counts =
+            gradref__ws_take(&at, (size_t)(threads > 1 ? threads : 1) * 3 * (size_t)p->D * 8);
     }
     int64_t xs[5], gs[5];
     x_shape(p, xs);
@@ -288,13 +289,40 @@ static void run_dgrid(const gs3d_run *r, int pair, int simd, int64_t n, int64_t 
     }
 }
 
-static void run_bucket(const gs3d_run *r, int pair, int64_t n) {
+/* Image n's buckets, filled by the whole team (inside the region): each thread counts its
+ * range of the points per plane, and after a barrier files them from where the ranges before
+ * its own end, so every bucket holds its records in point order whatever the team. Counts
+ * alternate between two arrays by image, so one barrier per image suffices. */
+static void run_buckets(const gs3d_run *r, int pair, int64_t n) {
+    const int64_t D = r->p->D, P = r->P;
+    const int nearest = r->p->interp == GRADREF_INTERP_NEAREST;
+    const int team = gradref__team_size(), me = gradref__thread_num();
+    int64_t b, e;
+    gradref__my_range(P, &b, &e);
+    b += n * P, e += n * P;
+    int64_t *mine = r->b.counts + (size_t)me * 3 * (size_t)D, *count = mine + n % 2 * D;
+    memset(count, 0, (size_t)D * sizeof *count);
+    for (int64_t i = b; i < e; i++) {
+        const unsigned m = r->g.mask[i];
+        if (m & 0x0fu) count[r->g.zplane[i]]++;
+        if (!nearest && (m & 0xf0u)) count[r->g.zplane[i] + 1]++;
+    }
+    GRADREF_OMP(omp barrier)
+    int64_t *cursor = mine + 2 * D, *start = r->b.start + n * (D + 1), at = 0;
+    for (int64_t z = 0; z < D; z++) {
+        if (me == 0) start[z] = at;
+        for (int t = 0; t < team; t++) {
+            if (t == me) cursor[z] = at;
+            at += r->b.counts[(size_t)t * 3 * (size_t)D + (size_t)(n % 2 * D + z)];
+        }
+    }
+    if (me == 0) start[D] = at;
     if (pair == PAIR_DD)
-        bucket_dd(r, n);
+        bucket_fill_dd(r, n, b, e, cursor);
     else if (pair == PAIR_FD)
-        bucket_fd(r, n);
+        bucket_fill_fd(r, n, b, e, cursor);
     else
-        bucket_ff(r, n);
+        bucket_fill_ff(r, n, b, e, cursor);
 }
 
 static void run_dx(const gs3d_run *r, int pair, int64_t n, int64_t z) {
@@ -317,7 +345,7 @@ static void bind_workspace(gs3d_run *r, const ws_layout *L, char *base) {
     r->g.zplane = (int64_t *)(base + L->zplane);
     r->b.records = base + L->records;
     r->b.start = (int64_t *)(base + L->start);
-    r->b.cursor = (int64_t *)(base + L->cursor);
+    r->b.counts = (int64_t *)(base + L->counts);
     r->g.offg = (int64_t *)(base + L->offg);
     r->g.mask = (uint8_t *)(base + L->mask);
     memset(r->g.mask + p->N * r->P, 0, 8);
@@ -439,26 +467,16 @@ static void run_stages(const gs3d_run *r, const ws_layout *L, const gs3d_schedul
     gradref__my_range(NP, &b, &e);
     run_geometry(r, s->pair, s->simd_geometry, b, e);
     GRADREF_OMP(omp barrier)
-    gradref__my_range(s->dx_items > 0 && !L->scatter ? p->N : 0, &b, &e);
-    for (int64_t n = b; n < e; n++)
-        run_bucket(r, s->pair, n);
+    for (int64_t n = 0; s->dx_items > 0 && !L->scatter && n < p->N; n++)
+        run_buckets(r, s->pair, n);
     gradref__my_range(s->dx_items > 0 && L->voxels ? p->N : 0, &b, &e);
     for (int64_t n = b; n < e; n++)
         build_voxels(r, n);
     gradref__my_range(s->dense_zero_dgrid ? NP * 3 : 0, &b, &e); /* +0 is all zero bytes */
     if (b < e) memset(p->dgrid.data + (size_t)b * p->elem_size, 0, (size_t)(e - b) * p->elem_size);
-    /* dgrid blocks: an even split (each thread near its own points), or, when the buckets
-     * above left the threads uneven (fewer images than threads), as threads come free (each
-     * block is one item's, so the bits do not depend on who takes it) */
-    if (s->dx_items > 0 && !L->scatter && p->N % gradref__team_size() != 0) {
-        GRADREF_OMP(omp for schedule(dynamic, 2) nowait)
-        for (int64_t it = 0; it < s->dgrid_items; it++)
-            dgrid_item(r, s, it);
-    } else {
-        gradref__my_range(s->dgrid_items, &b, &e);
-        for (int64_t it = b; it < e; it++)
-            dgrid_item(r, s, it);
-    }
+    GRADREF_OMP(omp for schedule(dynamic, 2) nowait)
+    for (int64_t it = 0; it < s->dgrid_items; it++)
+        dgrid_item(r, s, it);
     GRADREF_OMP(omp barrier)
     gradref__my_range(s->dx_items, &b, &e);
     for (int64_t it = b; it < e; it++)
@@ -483,7 +501,7 @@ static void run_images(const gradref__gs3d_plan *p, void *ws, int num_threads) {
         if (p->dgrid.data != NULL && NP > 0) zero_fill(&p->dgrid, p->dtype, gridsh, num_threads);
         return;
     }
-    const ws_layout L = layout_of(p, p->precision, 1);
+    const ws_layout L = layout_of(p, p->precision, num_threads);
     char *base = (char *)ws;
     bind_workspace(&r, &L, base);
     bind_tensors(&r, &L, base, xsh, gsh, num_threads);

@@ -48,9 +48,10 @@ typedef struct gs3d_record_d {
  * stays in L1 while it is updated. Plane z's bucket holds, in point order, one record per point
  * with corners on that plane (the point's top or bottom four). */
 typedef struct gs3d_buckets {
-    void *records;   /* per image 2*P records of the pass's record type */
-    int64_t *start;  /* per image D+1 entries: bucket z is [start[z], start[z+1]) */
-    int64_t *cursor; /* per image D entries, scratch for filling */
+    void *records;  /* per image 2*P records of the pass's record type */
+    int64_t *start; /* per image D+1 entries: bucket z is [start[z], start[z+1]) */
+    /* per thread 3*D entries: its counts of two images (by parity), then its fill cursors */
+    int64_t *counts;
 } gs3d_buckets;
 
 /* Nearest mode: each image's points grouped by voxel (v = (z * H + y) * W + x), so that dx is

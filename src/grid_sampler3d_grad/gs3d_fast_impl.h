@@ -207,26 +207,15 @@ static void GS_FN(zero_plane)(const gs3d_run *r, int64_t n, int64_t z) {
                 plane[y * r->as[3] + x * r->as[4] + c * r->as[1]] = 0;
 }
 
-/* Fills image n's buckets from its geometry, in point order. */
-static void GS_FN(bucket)(const gs3d_run *r, int64_t n) {
-    const gradref__gs3d_plan *p = r->p;
-    const int nearest = p->interp == GRADREF_INTERP_NEAREST;
-    int64_t *start = r->b.start + n * (p->D + 1), *cursor = r->b.cursor + n * p->D;
+/* Files points [i0, i1) of image n (global point indices) into its buckets, in point order,
+ * from the cursors (cursor[z]: where the next record of plane z goes). */
+static void GS_FN(bucket_fill)(const gs3d_run *r, int64_t n, int64_t i0, int64_t i1,
+                               int64_t *cursor) {
+    const int nearest = r->p->interp == GRADREF_INTERP_NEAREST;
     GS_REC *rec = (GS_REC *)r->b.records + n * 2 * r->P;
     const GS_T *w = (const GS_T *)r->g.w;
-    const int64_t NP = p->N * r->P;
-    memset(cursor, 0, (size_t)p->D * sizeof *cursor);
-    for (int64_t i = n * r->P; i < (n + 1) * r->P; i++) {
-        const unsigned m = r->g.mask[i];
-        if (m & 0x0fu) cursor[r->g.zplane[i]]++;
-        if (!nearest && (m & 0xf0u)) cursor[r->g.zplane[i] + 1]++;
-    }
-    start[0] = 0;
-    for (int64_t z = 0; z < p->D; z++) {
-        start[z + 1] = start[z] + cursor[z];
-        cursor[z] = start[z];
-    }
-    for (int64_t i = n * r->P; i < (n + 1) * r->P; i++) {
+    const int64_t NP = r->p->N * r->P;
+    for (int64_t i = i0; i < i1; i++) {
         const unsigned m = r->g.mask[i];
         for (int half = 0; half < 2; half++) {
             const unsigned on = (m >> (4 * half)) & 15u;
