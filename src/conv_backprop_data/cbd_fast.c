@@ -539,8 +539,26 @@ static void prepack_filter(run *R, const layout *L, char *base, int threads) {
     }
 }
 
+/* One channel of one image. The next channel's diff and grad planes are prefetched first (up
+ * to PREFETCH_PLANE_BYTES of each): a plane is a few KiB, and the channels follow one another
+ * too quickly for the hardware prefetchers to ramp up (0.80 -> 1.8x oneDNN on the bench's
+ * 28x28 planes on Zen 5). */
+#define PREFETCH_PLANE_BYTES (INT64_C(32) << 10)
 static void item_depthwise(const run *R, int64_t n, int64_t g) {
     const gradref__cbd_plan *p = R->p;
+    const int64_t next_g = g + 1 < p->G ? g + 1 : 0, next_n = g + 1 < p->G ? n : n + 1;
+    if (next_n < p->N) {
+        const char *diff = (const char *)(R->diff + next_n * R->dn + next_g * R->dc);
+        const char *grad = (const char *)(R->acc + next_n * R->an + next_g * R->ac);
+        int64_t diff_bytes = R->dw.O[0] * R->dw.O[1] * R->dw.O[2] * 4,
+                grad_bytes = R->dw.I[0] * R->dw.I[1] * R->dw.I[2] * 4;
+        if (diff_bytes > PREFETCH_PLANE_BYTES) diff_bytes = PREFETCH_PLANE_BYTES;
+        if (grad_bytes > PREFETCH_PLANE_BYTES) grad_bytes = PREFETCH_PLANE_BYTES;
+        for (int64_t o = 0; o < diff_bytes; o += 64)
+            __builtin_prefetch(diff + o, 0, 3);
+        for (int64_t o = 0; o < grad_bytes; o += 64)
+            __builtin_prefetch(grad + o, 1, 3);
+    }
     gradref__cbd_depthwise_plane(R->k, &R->dw, R->apack + g * taps_of(p),
                                  R->diff + n * R->dn + g * R->dc, R->acc + n * R->an + g * R->ac);
 }
