@@ -298,6 +298,28 @@ static int64_t phase_taps(const gradref__cbd_plan *p, const int64_t *ph, int64_t
     return n;
 }
 
+/* Prefetches the diff lines a 32-pixel tile at pixel j of `image` reads: for each diff row its
+ * taps reach (consecutive taps of one row are one run), from the leftmost tap's first pixel to
+ * the rightmost's last, in every channel. A tile reads OCpg channels at a few rows each, more
+ * strided streams than the hardware prefetchers follow. */
+static void prefetch_tile(const run *R, const phase *f, const float *image, const int64_t *offset,
+                          int64_t j) {
+    const int64_t channels = R->p->OCpg, dc = R->dc;
+    for (int64_t t = 0; t < f->ntaps;) {
+        int64_t lo = offset[t], hi = offset[t], u = t + 1;
+        for (; u < f->ntaps && f->tap[4 * u + 1] == f->tap[4 * t + 1] &&
+               f->tap[4 * u + 2] == f->tap[4 * t + 2];
+             u++) {
+            if (offset[u] < lo) lo = offset[u];
+            if (offset[u] > hi) hi = offset[u];
+        }
+        for (int64_t c = 0; c < channels; c++)
+            for (int64_t x = lo; x < hi + 32 + 16; x += 16)
+                __builtin_prefetch(image + c * dc + j + x, 0, 3);
+        t = u;
+    }
+}
+
 /* Sub-grid pixels [jb, je) of a phase whose sub-grid has diff's last two sizes, into c (pixel
  * jb of row ic0 at c, rows ldc apart): tiles of 32 pixels computed straight from diff (no B
  * packing), a group of tiles at a time for every filter panel. */
@@ -333,6 +355,7 @@ static void direct_tiles(const run *R, const phase *f, const float *panels, int6
             for (int64_t j0 = g0; j0 < g1; j0 += 32) {
                 const uint16_t *m = masks + (j0 - g0) / 32 * per_tile;
                 const int64_t cols = g1 - j0 < 32 ? g1 - j0 : 32;
+                if (j0 + 32 < g1) prefetch_tile(R, f, image, offset, j0 + 32);
                 R->k->pack_tile32(image + j0, R->dc, p->OCpg, offset, m, f->ntaps, block);
                 for (int64_t t = 0; t < f->ntaps; t++) /* same taps skipped, zeros packed */
                     block_masks[2 * t] = block_masks[2 * t + 1] =
@@ -353,6 +376,7 @@ static void direct_tiles(const run *R, const phase *f, const float *panels, int6
             for (int64_t inner = 0; inner < (tile_outer ? panels_n : tiles); inner++) {
                 const int64_t tile = tile_outer ? outer : inner, pn = tile_outer ? inner : outer;
                 const int64_t i0 = pn * R->mr, j0 = g0 + tile * 32;
+                if (pn == 0 && j0 + 32 < g1) prefetch_tile(R, f, image, offset, j0 + 32);
                 R->k->tile32(image + j0, R->dc, p->OCpg, offset, masks + tile * per_tile, f->ntaps,
                              g1 - j0 < 32 ? g1 - j0 : 32,
                              j0 + lo >= R->span_lo && j0 + hi <= R->span_hi,
