@@ -4,17 +4,14 @@
  * contiguous run of out (rows b0..b1 of rank r are adjacent there). Threads take contiguous
  * ranges of items; a copy has no reduction, so the result never depends on the split.
  * Segments (one rank, one row) are a memcpy when grad_output's row is dense, overlapping moves
- * under 64 bytes, and streaming stores of whole lines when out is too large for the cache. */
+ * up to 64 bytes, and streaming stores of whole lines when out is too large for the cache. */
 #include <string.h>
-#if defined(__SSE2__)
-#  include <emmintrin.h>
-#endif
 
 #include "common/internal.h"
 #include "common/stream.h"
 #include "recat_internal.h"
+#include "recat_kernels.h"
 
-#define SMALL_SEGMENT_BYTES 64
 /* Shorter segments take ordinary stores: they would share every line with other rows. */
 #define STREAM_SEGMENT_BYTES 64
 /* Rows per block: about this many bytes of grad_output. */
@@ -24,51 +21,6 @@
 #define PREFETCH_BYTES 1024
 /* Problems below this many bytes run on one thread: starting a team costs more. */
 #define PARALLEL_MIN_BYTES (INT64_C(1) << 18)
-
-/* Under 64 bytes: two overlapping moves of the largest power-of-two width that fits, instead of
- * a memcpy call. */
-static void copy_small(char *dst, const char *src, size_t bytes) {
-#if defined(__SSE2__)
-    if (bytes >= 32) {
-        __m128i a = _mm_loadu_si128((const __m128i *)src);
-        __m128i b = _mm_loadu_si128((const __m128i *)(src + 16));
-        __m128i c = _mm_loadu_si128((const __m128i *)(src + bytes - 32));
-        __m128i e = _mm_loadu_si128((const __m128i *)(src + bytes - 16));
-        _mm_storeu_si128((__m128i *)dst, a);
-        _mm_storeu_si128((__m128i *)(dst + 16), b);
-        _mm_storeu_si128((__m128i *)(dst + bytes - 32), c);
-        _mm_storeu_si128((__m128i *)(dst + bytes - 16), e);
-        return;
-    }
-    if (bytes >= 16) {
-        __m128i a = _mm_loadu_si128((const __m128i *)src);
-        __m128i b = _mm_loadu_si128((const __m128i *)(src + bytes - 16));
-        _mm_storeu_si128((__m128i *)dst, a);
-        _mm_storeu_si128((__m128i *)(dst + bytes - 16), b);
-        return;
-    }
-#endif
-    if (bytes >= 8) {
-        size_t i = 0;
-        for (; i + 8 < bytes; i += 8) {
-            uint64_t v;
-            memcpy(&v, src + i, 8);
-            memcpy(dst + i, &v, 8);
-        }
-        uint64_t last;
-        memcpy(&last, src + bytes - 8, 8);
-        memcpy(dst + bytes - 8, &last, 8);
-    } else if (bytes >= 4) {
-        uint32_t a, b;
-        memcpy(&a, src, 4);
-        memcpy(&b, src + bytes - 4, 4);
-        memcpy(dst, &a, 4);
-        memcpy(dst + bytes - 4, &b, 4);
-    } else {
-        for (size_t i = 0; i < bytes; i++)
-            dst[i] = src[i];
-    }
-}
 
 /* One row's segment (at least 64 bytes) of a rank whose rows are adjacent in out, with
  * streaming stores for every whole line, however out is aligned. The line shared with the
@@ -96,8 +48,8 @@ static void stream_segment(char *dst, const char *src, const char *prev, size_t 
 /* Rows [b0, b1) of the rank owning features [first, first + n). stream: out is written with
  * streaming stores; then prev_rows (next_rows): this thread writes (wrote) the rows before
  * (after) these, in order. */
-static void copy_item(const gradref__recat_plan *p, int64_t first, int64_t n, int64_t b0,
-                      int64_t b1, int stream, int prev_rows, int next_rows) {
+static void copy_item(const gradref__recat_plan *p, const gradref__recat_kernels *k, int64_t first,
+                      int64_t n, int64_t b0, int64_t b1, int stream, int prev_rows, int next_rows) {
     const int64_t D = p->width, len = n * D;
     const size_t esz = p->elem_size;
     const int64_t *st = p->src_stride;
@@ -107,17 +59,14 @@ static void copy_item(const gradref__recat_plan *p, int64_t first, int64_t n, in
     char *dst = p->dst + (size_t)((p->batch * first * D + b0 * len) * p->dst_stride) * esz;
     const size_t src_pitch = (size_t)st[0] * esz;
     if (dense) { /* out's rows of this item are adjacent: dst advances by one segment */
-        if (bytes < SMALL_SEGMENT_BYTES) {
-            for (int64_t b = b0; b < b1; b++, src += src_pitch, dst += bytes) {
-                __builtin_prefetch(dst + PREFETCH_BYTES, 1, 3);
-                copy_small(dst, src, bytes);
-            }
-        } else if (stream && bytes >= STREAM_SEGMENT_BYTES) {
+        if (stream && bytes >= STREAM_SEGMENT_BYTES) {
             for (int64_t b = b0; b < b1; b++, src += src_pitch, dst += bytes) {
                 const int has_prev = b > b0 || prev_rows;
                 stream_segment(dst, src, has_prev ? src - src_pitch : NULL, bytes, has_prev,
                                b + 1 < b1 || next_rows);
             }
+        } else if (bytes <= GRADREF_RECAT_SMALL_BYTES) {
+            k->small_rows(dst, src, src_pitch, bytes, b1 - b0, PREFETCH_BYTES);
         } else {
             for (int64_t b = b0; b < b1; b++, src += src_pitch, dst += bytes)
                 memcpy(dst, src, bytes);
@@ -152,6 +101,7 @@ void gradref__recat_fast(const gradref__recat_plan *p, int num_threads) {
     const int contiguous = p->src_stride[0] == G && (p->width == 1 || p->src_stride[2] == 1) &&
                            (p->features <= 1 || p->src_stride[1] == p->width);
     const int64_t next_bytes = contiguous && block > 1 ? block * row_bytes : 0;
+    const gradref__recat_kernels *kernels = gradref__recat_kernels_best();
     GRADREF_PARALLEL(threads) {
         int64_t begin, end;
         gradref__my_range(items, &begin, &end);
@@ -169,7 +119,7 @@ void gradref__recat_fast(const gradref__recat_plan *p, int num_threads) {
                     __builtin_prefetch(next + o, 0, 3);
             }
             if (n > 0)
-                copy_item(p, first, n, b0, b1, stream, i - W >= begin,
+                copy_item(p, kernels, first, n, b0, b1, stream, i - W >= begin,
                           i + W < end && k + 1 < blocks);
             first += n;
             if (++r == W) {

@@ -1,0 +1,73 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* recat's portable kernel (SSE2 where the compiler targets it, as every x86-64 does) and the
+ * choice of table. */
+#include "recat_kernels.h"
+
+#include <string.h>
+#if defined(__SSE2__)
+#  include <emmintrin.h>
+#endif
+
+#include "common/isa.h"
+
+/* Up to 64 bytes: two overlapping moves of the largest power-of-two width that fits (two pairs
+ * of 16-byte moves from 32 bytes up), instead of a memcpy call. */
+static void copy_small(char *dst, const char *src, size_t bytes) {
+#if defined(__SSE2__)
+    if (bytes >= 32) {
+        __m128i a = _mm_loadu_si128((const __m128i *)src);
+        __m128i b = _mm_loadu_si128((const __m128i *)(src + 16));
+        __m128i c = _mm_loadu_si128((const __m128i *)(src + bytes - 32));
+        __m128i e = _mm_loadu_si128((const __m128i *)(src + bytes - 16));
+        _mm_storeu_si128((__m128i *)dst, a);
+        _mm_storeu_si128((__m128i *)(dst + 16), b);
+        _mm_storeu_si128((__m128i *)(dst + bytes - 32), c);
+        _mm_storeu_si128((__m128i *)(dst + bytes - 16), e);
+        return;
+    }
+    if (bytes >= 16) {
+        __m128i a = _mm_loadu_si128((const __m128i *)src);
+        __m128i b = _mm_loadu_si128((const __m128i *)(src + bytes - 16));
+        _mm_storeu_si128((__m128i *)dst, a);
+        _mm_storeu_si128((__m128i *)(dst + bytes - 16), b);
+        return;
+    }
+#endif
+    if (bytes >= 8) {
+        size_t i = 0;
+        for (; i + 8 < bytes; i += 8) {
+            uint64_t v;
+            memcpy(&v, src + i, 8);
+            memcpy(dst + i, &v, 8);
+        }
+        uint64_t last;
+        memcpy(&last, src + bytes - 8, 8);
+        memcpy(dst + bytes - 8, &last, 8);
+    } else if (bytes >= 4) {
+        uint32_t a, b;
+        memcpy(&a, src, 4);
+        memcpy(&b, src + bytes - 4, 4);
+        memcpy(dst, &a, 4);
+        memcpy(dst + bytes - 4, &b, 4);
+    } else {
+        for (size_t i = 0; i < bytes; i++)
+            dst[i] = src[i];
+    }
+}
+
+static void small_rows_portable(char *dst, const char *src, size_t pitch, size_t bytes,
+                                int64_t rows, size_t ahead) {
+    for (int64_t b = 0; b < rows; b++, src += pitch, dst += bytes) {
+        __builtin_prefetch(dst + ahead, 1, 3);
+        copy_small(dst, src, bytes);
+    }
+}
+
+const gradref__recat_kernels gradref__recat_kernels_portable = {"portable", small_rows_portable};
+
+const gradref__recat_kernels *gradref__recat_kernels_best(void) {
+#ifdef GRADREF_X86
+    if (gradref__isa_level() >= GRADREF_ISA_AVX512) return &gradref__recat_kernels_avx512;
+#endif
+    return &gradref__recat_kernels_portable;
+}

@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* recat's kernels, one ISA per file (recat_kernels.c portable, recat_avx512.c), picked once per
+ * call. */
+#ifndef GRADREF_RECAT_KERNELS_H
+#define GRADREF_RECAT_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* Segments up to this many bytes are moved by small_rows. */
+#define GRADREF_RECAT_SMALL_BYTES 64
+
+typedef struct gradref__recat_kernels {
+    const char *name;
+    /* rows segments of `bytes` (1..GRADREF_RECAT_SMALL_BYTES) from src, pitch bytes apart, to
+     * consecutive segments of dst, each with a prefetch of dst `ahead` bytes on */
+    void (*small_rows)(char *dst, const char *src, size_t pitch, size_t bytes, int64_t rows,
+                       size_t ahead);
+} gradref__recat_kernels;
+
+extern const gradref__recat_kernels gradref__recat_kernels_portable;
+extern const gradref__recat_kernels gradref__recat_kernels_avx512;
+
+/* The widest table this CPU runs (after GRADREF_MAX_ISA). */
+const gradref__recat_kernels *gradref__recat_kernels_best(void);
+
+#endif
