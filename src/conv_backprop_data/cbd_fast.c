@@ -355,7 +355,6 @@ static void direct_tiles(const run *R, const phase *f, const float *panels, int6
             for (int64_t j0 = g0; j0 < g1; j0 += 32) {
                 const uint16_t *m = masks + (j0 - g0) / 32 * per_tile;
                 const int64_t cols = g1 - j0 < 32 ? g1 - j0 : 32;
-                if (j0 + 32 < g1) prefetch_tile(R, f, image, offset, j0 + 32);
                 R->k->pack_tile32(image + j0, R->dc, p->OCpg, offset, m, f->ntaps, block);
                 for (int64_t t = 0; t < f->ntaps; t++) /* same taps skipped, zeros packed */
                     block_masks[2 * t] = block_masks[2 * t + 1] =
