@@ -96,11 +96,11 @@ void gradref__recat_fast(const gradref__recat_plan *p, int num_threads) {
     }
     if ((int64_t)threads > items) threads = (int)items;
     /* A block's first rank takes a few bytes of each of its rows, a stride the hardware
-     * prefetchers follow late; so each item fetches a share of the next block (when grad_output
-     * is one dense run). */
+     * prefetchers follow late; so when grad_output comes from memory (a streamed problem) and is
+     * one dense run, each item fetches a share of the next block. */
     const int contiguous = p->src_stride[0] == G && (p->width == 1 || p->src_stride[2] == 1) &&
                            (p->features <= 1 || p->src_stride[1] == p->width);
-    const int64_t next_bytes = contiguous && block > 1 ? block * row_bytes : 0;
+    const int64_t next_bytes = contiguous && block > 1 && stream ? block * row_bytes : 0;
     const gradref__recat_kernels *kernels = gradref__recat_kernels_best();
     GRADREF_PARALLEL(threads) {
         int64_t begin, end;
