@@ -91,7 +91,14 @@ atb_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t head_di
     for (int64_t h = 0; h < heads; h++, in += row, out += row) {
         for (size_t line = 0; line < (size_t)n * es; line += 64)
             prefetch(in + line);
-        for (int64_t i = 0; i < n; i += 8)
+        int64_t i = 0;
+        for (; i + 16 <= n; i += 16)
+            store8x2(
+                dt, out + (size_t)i * es,
+                _mm256_mul_ps(load8(dt, in + (size_t)i * es), _mm256_loadu_ps(w + i)),
+                _mm256_mul_ps(load8(dt, in + (size_t)(i + 8) * es), _mm256_loadu_ps(w + i + 8)),
+                stream);
+        for (; i < n; i += 8)
             store8(dt, out + (size_t)i * es,
                    _mm256_mul_ps(load8(dt, in + (size_t)i * es), _mm256_loadu_ps(w + i)), stream);
     }
@@ -110,6 +117,15 @@ GRADREF_TARGET_AVX2 static void gradref__rope_atb_heads_avx2(int32_t dt, const v
         atb_heads8(GRADREF_F32, in, out, heads, head_dim, w, n, stream);
 }
 
+/* Elements [i, i + 8) of one head's interleaved adjoint (s pair-swapped). */
+GRADREF_TARGET_AVX2 static inline __m256 interleaved8(int32_t dt, const char *in, const float *c,
+                                                      const float *swapped, int64_t i) {
+    const __m256 gv = load8(dt, in + (size_t)i * gradref__rope_esize(dt));
+    const __m256 own = _mm256_mul_ps(_mm256_loadu_ps(c + i), gv);
+    const __m256 cross = _mm256_mul_ps(_mm256_loadu_ps(swapped + i), _mm256_permute_ps(gv, 0xb1));
+    return _mm256_blend_ps(_mm256_add_ps(own, cross), _mm256_sub_ps(own, cross), 0xaa);
+}
+
 /* interleaved_row over every head of a token row, s pair-swapped once for all heads. */
 GRADREF_TARGET_AVX2 static inline __attribute__((always_inline)) void
 interleaved_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim,
@@ -121,15 +137,12 @@ interleaved_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t
     for (int64_t h = 0; h < heads; h++, in += row, out += row) {
         for (size_t line = 0; line < (size_t)n * es; line += 64)
             prefetch(in + line);
-        for (int64_t i = 0; i < n; i += 8) {
-            const __m256 gv = load8(dt, in + (size_t)i * es);
-            const __m256 own = _mm256_mul_ps(_mm256_loadu_ps(c + i), gv);
-            const __m256 cross =
-                _mm256_mul_ps(_mm256_loadu_ps(swapped + i), _mm256_permute_ps(gv, 0xb1));
-            store8(dt, out + (size_t)i * es,
-                   _mm256_blend_ps(_mm256_add_ps(own, cross), _mm256_sub_ps(own, cross), 0xaa),
-                   stream);
-        }
+        int64_t i = 0;
+        for (; i + 16 <= n; i += 16)
+            store8x2(dt, out + (size_t)i * es, interleaved8(dt, in, c, swapped, i),
+                     interleaved8(dt, in, c, swapped, i + 8), stream);
+        for (; i < n; i += 8)
+            store8(dt, out + (size_t)i * es, interleaved8(dt, in, c, swapped, i), stream);
     }
 }
 
@@ -147,6 +160,18 @@ GRADREF_TARGET_AVX2 static void gradref__rope_interleaved_heads_avx2(int32_t dt,
         interleaved_heads8(GRADREF_F32, in, out, heads, head_dim, c, s, n, stream);
 }
 
+/* Elements [i, i + 8) of one head's front half (cf*f + sb*b: wf = cf, wb = sb) or back half
+ * (cb*b - sf*f: wf = sf, wb = cb). */
+GRADREF_TARGET_AVX2 static inline __m256 half8(int32_t dt, const char *in, size_t half,
+                                               const float *wf, const float *wb, int64_t i,
+                                               int back) {
+    const size_t es = gradref__rope_esize(dt);
+    const __m256 f = load8(dt, in + (size_t)i * es), b = load8(dt, in + half + (size_t)i * es);
+    const __m256 pf = _mm256_mul_ps(_mm256_loadu_ps(wf + i), f),
+                 pb = _mm256_mul_ps(_mm256_loadu_ps(wb + i), b);
+    return back ? _mm256_sub_ps(pb, pf) : _mm256_add_ps(pf, pb);
+}
+
 /* half_row over every head of a token row (half width n, a multiple of 8 up to 64): each head's
  * front half, then its back half (the output row in order, the inputs in L1 for the second). */
 GRADREF_TARGET_AVX2 static inline __attribute__((always_inline)) void
@@ -156,21 +181,15 @@ half_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t head_d
     for (int64_t h = 0; h < heads; h++, in += row, out += row) {
         for (size_t line = 0; line < 2 * half; line += 64)
             prefetch(in + line);
-        for (int64_t i = 0; i < n; i += 8) {
-            const __m256 f = load8(dt, in + (size_t)i * es),
-                         b = load8(dt, in + half + (size_t)i * es);
-            store8(dt, out + (size_t)i * es,
-                   _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(cf + i), f),
-                                 _mm256_mul_ps(_mm256_loadu_ps(sb + i), b)),
-                   stream);
-        }
-        for (int64_t i = 0; i < n; i += 8) {
-            const __m256 f = load8(dt, in + (size_t)i * es),
-                         b = load8(dt, in + half + (size_t)i * es);
-            store8(dt, out + half + (size_t)i * es,
-                   _mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(cb + i), b),
-                                 _mm256_mul_ps(_mm256_loadu_ps(sf + i), f)),
-                   stream);
+        for (int back = 0; back < 2; back++) {
+            const float *wf = back ? sf : cf, *wb = back ? cb : sb;
+            char *o = out + (back ? half : 0);
+            int64_t i = 0;
+            for (; i + 16 <= n; i += 16)
+                store8x2(dt, o + (size_t)i * es, half8(dt, in, half, wf, wb, i, back),
+                         half8(dt, in, half, wf, wb, i + 8, back), stream);
+            for (; i < n; i += 8)
+                store8(dt, o + (size_t)i * es, half8(dt, in, half, wf, wb, i, back), stream);
         }
     }
 }

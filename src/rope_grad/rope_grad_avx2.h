@@ -65,6 +65,37 @@ GRADREF_TARGET_AVX2 static inline void store8(int32_t dt, void *p, __m256 v, int
         _mm_storeu_si128((__m128i *)p, h);
 }
 
+/* to_bf16 for lanes that hold no NaN, each in the low half of its 32-bit lane. */
+GRADREF_TARGET_AVX2 static inline __m256i round_bf16(__m256 v) {
+    const __m256i x = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+    return _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)),
+                             16);
+}
+
+/* store8 of a and then b (16 consecutive elements). For BF16 one NaN test covers both: without
+ * a NaN the rounding skips the NaN handling and the two pack at once (rope's NaNs, from BF16
+ * operands, are quiet with zero low bits, which the short rounding keeps too; the test keeps
+ * the rounding exact for any). */
+GRADREF_TARGET_AVX2 static inline void store8x2(int32_t dt, void *p, __m256 a, __m256 b,
+                                                int stream) {
+    if (dt == GRADREF_BF16 &&
+        !_mm256_movemask_ps(
+            _mm256_or_ps(_mm256_cmp_ps(a, a, _CMP_UNORD_Q), _mm256_cmp_ps(b, b, _CMP_UNORD_Q)))) {
+        const __m256i h =
+            _mm256_permute4x64_epi64(_mm256_packus_epi32(round_bf16(a), round_bf16(b)), 0xd8);
+        if (stream) {
+            _mm_stream_si128((__m128i *)p, _mm256_castsi256_si128(h));
+            _mm_stream_si128((__m128i *)p + 1, _mm256_extracti128_si256(h, 1));
+        } else {
+            _mm256_storeu_si256((__m256i *)p, h);
+        }
+        return;
+    }
+    store8(dt, p, a, stream);
+    store8(dt, (char *)p + 8 * gradref__rope_esize(dt), b, stream);
+}
+
 void gradref__rope_atb_row_avx2(int32_t dt, const void *g, void *out, const float *w, int64_t n,
                                 int stream);
 void gradref__rope_half_row_avx2(int32_t dt, const void *gf, const void *gb, void *out_f,

@@ -98,10 +98,10 @@ ROPE_TARGET_AVX512 static inline __attribute__((always_inline)) void
 store16s(int V, int32_t dt, char *p, const __m512 *v, int stream) {
     const size_t es = gradref__rope_esize(dt);
     if (dt == BF16_BY_HW || dt == GRADREF_BF16) {
-        const int classes = dt == BF16_BY_HW ? 0xa1 : 0x81; /* NaNs (0x81), subnormals (0x20) */
-        __mmask16 special = 0;
+        __mmask16 special = 0; /* NaNs (0x81), and subnormals (0x20) for BF16_BY_HW */
         for (int k = 0; k < V; k++)
-            special |= _mm512_fpclass_ps_mask(v[k], classes);
+            special |= dt == BF16_BY_HW ? _mm512_fpclass_ps_mask(v[k], 0xa1)
+                                        : _mm512_fpclass_ps_mask(v[k], 0x81);
         dt = special ? GRADREF_BF16 : dt == BF16_BY_HW ? BF16_BY_HW : BF16_NO_NAN;
     }
     for (int k = 0; k < V; k++)
