@@ -12,8 +12,6 @@
 #include "recat_internal.h"
 #include "recat_kernels.h"
 
-/* Shorter segments take ordinary stores: they would share every line with other rows. */
-#define STREAM_SEGMENT_BYTES 64
 /* Rows per block: about this many bytes of grad_output. */
 #define BLOCK_BYTES 32768
 /* Small segments write out's lines this far ahead: its 16 ranks' write streams are too many
@@ -21,29 +19,6 @@
 #define PREFETCH_BYTES 1024
 /* Problems below this many bytes run on one thread: starting a team costs more. */
 #define PARALLEL_MIN_BYTES (INT64_C(1) << 18)
-
-/* One row's segment (at least 64 bytes) of a rank whose rows are adjacent in out, with
- * streaming stores for every whole line, however out is aligned. The line shared with the
- * previous row is completed from that row's tail (prev, still in L1) and streamed here when
- * this thread wrote that row (has_prev); the line shared with the next row is left to it
- * (has_next). The lines at a thread's ends take ordinary stores. */
-static void stream_segment(char *dst, const char *src, const char *prev, size_t bytes, int has_prev,
-                           int has_next) {
-    const size_t a = (uintptr_t)dst & 63u, head = a ? 64 - a : 0;
-    if (head) {
-        if (has_prev) { /* the shared line is bytes [64 - a, 128 - a) of these two */
-            char both[128];
-            memcpy(both, prev + bytes - 64, 64);
-            memcpy(both + 64, src, 64);
-            gradref__copy_stream(dst - a, both + 64 - a, 64);
-        } else {
-            memcpy(dst, src, head);
-        }
-    }
-    const size_t body = (bytes - head) & ~(size_t)63, tail = bytes - head - body;
-    gradref__copy_stream(dst + head, src + head, body);
-    if (tail && !has_next) memcpy(dst + head + body, src + head + body, tail);
-}
 
 /* Rows [b0, b1) of the rank owning features [first, first + n). stream: out is written with
  * streaming stores; then prev_rows (next_rows): this thread writes (wrote) the rows before
@@ -59,12 +34,8 @@ static void copy_item(const gradref__recat_plan *p, const gradref__recat_kernels
     char *dst = p->dst + (size_t)((p->batch * first * D + b0 * len) * p->dst_stride) * esz;
     const size_t src_pitch = (size_t)st[0] * esz;
     if (dense) { /* out's rows of this item are adjacent: dst advances by one segment */
-        if (stream && bytes >= STREAM_SEGMENT_BYTES) {
-            for (int64_t b = b0; b < b1; b++, src += src_pitch, dst += bytes) {
-                const int has_prev = b > b0 || prev_rows;
-                stream_segment(dst, src, has_prev ? src - src_pitch : NULL, bytes, has_prev,
-                               b + 1 < b1 || next_rows);
-            }
+        if (stream && bytes >= GRADREF_RECAT_STREAM_BYTES) {
+            k->stream_rows(dst, src, src_pitch, bytes, b1 - b0, prev_rows, next_rows);
         } else if (bytes <= GRADREF_RECAT_SMALL_BYTES) {
             k->small_rows(dst, src, src_pitch, bytes, b1 - b0, PREFETCH_BYTES);
         } else {

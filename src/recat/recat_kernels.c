@@ -9,6 +9,7 @@
 #endif
 
 #include "common/isa.h"
+#include "common/stream.h"
 
 /* Up to 64 bytes: two overlapping moves of the largest power-of-two width that fits (two pairs
  * of 16-byte moves from 32 bytes up), instead of a memcpy call. */
@@ -55,6 +56,31 @@ static void copy_small(char *dst, const char *src, size_t bytes) {
     }
 }
 
+/* One row of stream_rows: prev is the previous row's segment (in L1), used when has_prev. */
+static void stream_segment(char *dst, const char *src, const char *prev, size_t bytes, int has_prev,
+                           int has_next) {
+    const size_t a = (uintptr_t)dst & 63u, head = a ? 64 - a : 0;
+    if (head) {
+        if (has_prev) { /* the shared line is bytes [64 - a, 128 - a) of these two */
+            char both[128];
+            memcpy(both, prev + bytes - 64, 64);
+            memcpy(both + 64, src, 64);
+            gradref__copy_stream(dst - a, both + 64 - a, 64);
+        } else {
+            memcpy(dst, src, head);
+        }
+    }
+    const size_t body = (bytes - head) & ~(size_t)63, tail = bytes - head - body;
+    gradref__copy_stream(dst + head, src + head, body);
+    if (tail && !has_next) memcpy(dst + head + body, src + head + body, tail);
+}
+
+static void stream_rows_portable(char *dst, const char *src, size_t pitch, size_t bytes,
+                                 int64_t rows, int has_prev, int has_next) {
+    for (int64_t b = 0; b < rows; b++, src += pitch, dst += bytes)
+        stream_segment(dst, src, src - pitch, bytes, b > 0 || has_prev, b + 1 < rows || has_next);
+}
+
 static void small_rows_portable(char *dst, const char *src, size_t pitch, size_t bytes,
                                 int64_t rows, size_t ahead) {
     for (int64_t b = 0; b < rows; b++, src += pitch, dst += bytes) {
@@ -63,7 +89,8 @@ static void small_rows_portable(char *dst, const char *src, size_t pitch, size_t
     }
 }
 
-const gradref__recat_kernels gradref__recat_kernels_portable = {"portable", small_rows_portable};
+const gradref__recat_kernels gradref__recat_kernels_portable = {"portable", small_rows_portable,
+                                                                stream_rows_portable};
 
 const gradref__recat_kernels *gradref__recat_kernels_best(void) {
 #ifdef GRADREF_X86
