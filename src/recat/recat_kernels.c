@@ -77,8 +77,10 @@ static void stream_segment(char *dst, const char *src, const char *prev, size_t 
 
 static void stream_rows_portable(char *dst, const char *src, size_t pitch, size_t bytes,
                                  int64_t rows, int has_prev, int has_next) {
-    for (int64_t b = 0; b < rows; b++, src += pitch, dst += bytes)
-        stream_segment(dst, src, src - pitch, bytes, b > 0 || has_prev, b + 1 < rows || has_next);
+    for (int64_t b = 0; b < rows; b++, src += pitch, dst += bytes) {
+        const int prev = b > 0 || has_prev;
+        stream_segment(dst, src, prev ? src - pitch : NULL, bytes, prev, b + 1 < rows || has_next);
+    }
 }
 
 static void small_rows_portable(char *dst, const char *src, size_t pitch, size_t bytes,
