@@ -83,20 +83,21 @@ static void stream_rows_portable(char *dst, const char *src, size_t pitch, size_
     }
 }
 
-static void small_rows_portable(char *dst, const char *src, size_t pitch, size_t bytes,
-                                int64_t rows, size_t ahead) {
+void gradref__recat_small_rows(char *dst, const char *src, size_t pitch, size_t bytes, int64_t rows,
+                               size_t ahead) {
     for (int64_t b = 0; b < rows; b++, src += pitch, dst += bytes) {
         __builtin_prefetch(dst + ahead, 1, 3);
         copy_small(dst, src, bytes);
     }
 }
 
-const gradref__recat_kernels gradref__recat_kernels_portable = {"portable", small_rows_portable,
-                                                                stream_rows_portable};
+const gradref__recat_kernels gradref__recat_kernels_portable = {
+    "portable", gradref__recat_small_rows, stream_rows_portable};
 
 const gradref__recat_kernels *gradref__recat_kernels_best(void) {
 #ifdef GRADREF_X86
     if (gradref__isa_level() >= GRADREF_ISA_AVX512) return &gradref__recat_kernels_avx512;
+    if (gradref__isa_level() >= GRADREF_ISA_AVX2) return &gradref__recat_kernels_avx2;
 #endif
     return &gradref__recat_kernels_portable;
 }

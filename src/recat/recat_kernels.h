@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* recat's kernels, one ISA per file (recat_kernels.c portable, recat_avx512.c), picked once per
- * call. */
+/* recat's kernels, one ISA per file (recat_kernels.c portable, recat_avx2.c, recat_avx512.c),
+ * picked once per call. */
 #ifndef GRADREF_RECAT_KERNELS_H
 #define GRADREF_RECAT_KERNELS_H
 
@@ -29,7 +29,12 @@ typedef struct gradref__recat_kernels {
 } gradref__recat_kernels;
 
 extern const gradref__recat_kernels gradref__recat_kernels_portable;
+extern const gradref__recat_kernels gradref__recat_kernels_avx2;
 extern const gradref__recat_kernels gradref__recat_kernels_avx512;
+
+/* The portable small_rows (overlapping 16-byte moves), which the AVX2 table shares. */
+void gradref__recat_small_rows(char *dst, const char *src, size_t pitch, size_t bytes, int64_t rows,
+                               size_t ahead);
 
 /* The widest table this CPU runs (after GRADREF_MAX_ISA). */
 const gradref__recat_kernels *gradref__recat_kernels_best(void);

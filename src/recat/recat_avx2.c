@@ -1,0 +1,52 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* recat's AVX2 kernel: streamed rows with 32-byte streaming stores and no call per row; the
+ * line a row shares with the previous one is assembled in a 128-byte buffer (AVX2 has no byte
+ * masks, and AMD microcodes its masked moves). Small rows are the portable kernel's. */
+#include <string.h>
+
+#include "common/isa.h"
+#include "recat_kernels.h"
+
+#ifdef GRADREF_X86
+#  include <immintrin.h>
+
+__attribute__((target("avx2"))) static void stream_rows_avx2(char *dst, const char *src,
+                                                             size_t pitch, size_t bytes,
+                                                             int64_t rows, int has_prev,
+                                                             int has_next) {
+    for (int64_t b = 0; b < rows; b++, src += pitch, dst += bytes) {
+        const size_t a = (uintptr_t)dst & 63u, head = a ? 64 - a : 0;
+        if (head && (b > 0 || has_prev)) { /* the line is bytes [64 - a, 128 - a) of both */
+            char both[128];
+            const char *prev = src - pitch + bytes - 64;
+            _mm256_storeu_si256((__m256i *)both, _mm256_loadu_si256((const __m256i *)prev));
+            _mm256_storeu_si256((__m256i *)(both + 32),
+                                _mm256_loadu_si256((const __m256i *)(prev + 32)));
+            _mm256_storeu_si256((__m256i *)(both + 64), _mm256_loadu_si256((const __m256i *)src));
+            _mm256_storeu_si256((__m256i *)(both + 96),
+                                _mm256_loadu_si256((const __m256i *)(src + 32)));
+            _mm256_stream_si256((__m256i *)(dst - a),
+                                _mm256_loadu_si256((const __m256i *)(both + 64 - a)));
+            _mm256_stream_si256((__m256i *)(dst - a + 32),
+                                _mm256_loadu_si256((const __m256i *)(both + 96 - a)));
+        } else if (head) {
+            memcpy(dst, src, head);
+        }
+        size_t i = head;
+        for (; i + 64 <= bytes; i += 64) {
+            const __m256i x = _mm256_loadu_si256((const __m256i *)(src + i));
+            const __m256i y = _mm256_loadu_si256((const __m256i *)(src + i + 32));
+            _mm256_stream_si256((__m256i *)(dst + i), x);
+            _mm256_stream_si256((__m256i *)(dst + i + 32), y);
+        }
+        if (i < bytes && b + 1 == rows && !has_next) /* else the next row streams it */
+            memcpy(dst + i, src + i, bytes - i);
+    }
+}
+
+const gradref__recat_kernels gradref__recat_kernels_avx2 = {"avx2", gradref__recat_small_rows,
+                                                            stream_rows_avx2};
+
+#else
+typedef int gradref__recat_avx2_unused;
+#endif
