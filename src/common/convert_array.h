@@ -20,6 +20,8 @@ typedef struct gradref__array_kernels {
     void (*f16_to_f32)(const uint16_t *src, float *dst, size_t n);
     void (*f32_to_f16)(const float *src, uint16_t *dst, size_t n);
     void (*transpose8x8_32)(const uint32_t *s, int64_t sstride, uint32_t *d, int64_t dstride);
+    /* the same for a 32 x 32 block; NULL with transpose8x8_32 */
+    void (*transpose32x32_32)(const uint32_t *s, int64_t sstride, uint32_t *d, int64_t dstride);
 } gradref__array_kernels;
 
 const gradref__array_kernels *gradref__array_kernels_best(void);
@@ -29,5 +31,7 @@ void gradref__f16_to_f32_f16c(const uint16_t *src, float *dst, size_t n);
 void gradref__f32_to_f16_f16c(const float *src, uint16_t *dst, size_t n);
 void gradref__transpose8x8_u32_avx2(const uint32_t *s, int64_t sstride, uint32_t *d,
                                     int64_t dstride);
+void gradref__transpose32x32_u32_avx2(const uint32_t *s, int64_t sstride, uint32_t *d,
+                                      int64_t dstride);
 
 #endif

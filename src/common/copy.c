@@ -300,12 +300,10 @@ static void copy_tiles(const copy_dims *c, int t, int64_t numel, int threads) {
         const int64_t i0 = it / tj % ti * TILE, j0 = it % tj * TILE;
         const int64_t i1 = i0 + TILE < c->shape[t] ? i0 + TILE : c->shape[t];
         const int64_t len = j0 + TILE < inner ? TILE : inner - j0;
-        if (blocks8 && i1 - i0 == TILE && len == TILE) { /* bits moved, 8 x 8 at a time */
+        if (blocks8 && i1 - i0 == TILE && len == TILE) { /* bits moved, in registers */
             const uint32_t *sp = (const uint32_t *)c->src + so + j0 * s_in;
             uint32_t *dp = (uint32_t *)c->dst + dof + j0;
-            for (int64_t i = i0; i < i1; i += 8)
-                for (int64_t j = 0; j < TILE; j += 8)
-                    k->transpose8x8_32(sp + j * s_in + i, s_in, dp + i * c->ds[t] + j, c->ds[t]);
+            k->transpose32x32_32(sp + i0, s_in, dp + i0 * c->ds[t], c->ds[t]);
             continue;
         }
         for (int64_t i = i0; i < i1; i++)

