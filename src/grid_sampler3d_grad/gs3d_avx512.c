@@ -21,6 +21,57 @@ TARGET_512 static inline __m512i narrow16(const int64_t *v) {
     return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
 }
 
+/* A group of 16 points from point i: lane[k], the points whose corner k is inside x; returns
+ * the corners inside x for any of them (bit k). */
+TARGET_512 static inline int group_lanes(const gs3d_run *r, int64_t i, __mmask16 lane[8]) {
+    const __m512i m16 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(r->g.mask + i)));
+    int live = 0;
+    for (int k = 0; k < 8; k++) {
+        lane[k] = _mm512_test_epi32_mask(m16, _mm512_set1_epi32(1 << k));
+        if (lane[k]) live |= 1 << k;
+    }
+    return live;
+}
+
+/* The group's distances to its corners: w (x), h (y), d (z), lower corner first. */
+TARGET_512 static inline void group_dist(const gs3d_run *r, int64_t i, __m512 w[2], __m512 h[2],
+                                         __m512 d[2]) {
+    const float *dist = (const float *)r->g.dist;
+    const int64_t NP = r->shape.N * r->P;
+    for (int k = 0; k < 2; k++) {
+        w[k] = _mm512_loadu_ps(dist + k * NP + i);
+        h[k] = _mm512_loadu_ps(dist + (2 + k) * NP + i);
+        d[k] = _mm512_loadu_ps(dist + (4 + k) * NP + i);
+    }
+}
+
+/* Corner k's terms, v its value at the lanes `on`, g the gradient of the channel: the
+ * reference's operations, added (or subtracted) to gix, giy, giz on those lanes. */
+TARGET_512 static inline void add_corner(int k, __mmask16 on, __m512 v, __m512 g, const __m512 w[2],
+                                         const __m512 h[2], const __m512 d[2], __m512 *gix,
+                                         __m512 *giy, __m512 *giz) {
+    const int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
+    const __m512 vw = _mm512_mul_ps(v, w[dx]);
+    const __m512 tx = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(v, h[dy]), d[dz]), g);
+    const __m512 ty = _mm512_mul_ps(_mm512_mul_ps(vw, d[dz]), g);
+    const __m512 tz = _mm512_mul_ps(_mm512_mul_ps(vw, h[dy]), g);
+    *gix = dx ? _mm512_mask_add_ps(*gix, on, *gix, tx) : _mm512_mask_sub_ps(*gix, on, *gix, tx);
+    *giy = dy ? _mm512_mask_add_ps(*giy, on, *giy, ty) : _mm512_mask_sub_ps(*giy, on, *giy, ty);
+    *giz = dz ? _mm512_mask_add_ps(*giz, on, *giz, tz) : _mm512_mask_sub_ps(*giz, on, *giz, tz);
+}
+
+/* The group's sums times the multipliers, to dgrid. */
+TARGET_512 static inline void group_store(const gs3d_run *r, int64_t n, int64_t q, int64_t i,
+                                          __m512 gix, __m512 giy, __m512 giz) {
+    const float *mult = (const float *)r->g.mult;
+    const int64_t NP = r->shape.N * r->P;
+    float out[3][16];
+    _mm512_storeu_ps(out[0], _mm512_mul_ps(_mm512_loadu_ps(mult + i), gix));
+    _mm512_storeu_ps(out[1], _mm512_mul_ps(_mm512_loadu_ps(mult + NP + i), giy));
+    _mm512_storeu_ps(out[2], _mm512_mul_ps(_mm512_loadu_ps(mult + 2 * NP + i), giz));
+    gradref__gs3d_store_dgrid(r, n, q, 16, out);
+}
+
 /* 16 points' rows of channels [c0, c0 + 16) (cm: the channels that exist) at base + o[l] + at,
  * lanes off in `on` read as zeros (never touched), transposed into one vector per channel:
  * out[c][l] = value of channel c0 + c at point l. */
@@ -60,9 +111,7 @@ TARGET_512 static inline int rows_near(const gs3d_run *r, int64_t i, int64_t *z0
  * random grid keep the gathers (their rows' cache misses made the rows 5-10 % slower there). */
 TARGET_512 static int64_t dgrid16_rows(const gs3d_run *r, int64_t n, int64_t q0, int64_t q1,
                                        int64_t q_end) {
-    const gs3d_shape *p = &r->shape;
-    const int64_t NP = p->N * r->P, C = p->C;
-    const float *dist = (const float *)r->g.dist, *mult = (const float *)r->g.mult;
+    const int64_t C = r->shape.C;
     const float *xn = (const float *)r->x + n * r->xs[0];
     const float *gn = (const float *)r->grad + n * r->gs[0];
     const int grad_rows = !r->grad_points_dense && r->gs[1] == 1;
@@ -70,14 +119,9 @@ TARGET_512 static int64_t dgrid16_rows(const gs3d_run *r, int64_t n, int64_t q0,
     int64_t q = q0;
     for (; q + 16 <= q1; q += 16) {
         const int64_t i = n * r->P + q;
-        const __m512i m16 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(r->g.mask + i)));
         __m512 gix = _mm512_setzero_ps(), giy = gix, giz = gix;
         __mmask16 lane[8];
-        int live = 0;
-        for (int k = 0; k < 8; k++) {
-            lane[k] = _mm512_test_epi32_mask(m16, _mm512_set1_epi32(1 << k));
-            if (lane[k]) live |= 1 << k;
-        }
+        const int live = group_lanes(r, i, lane);
         int64_t z0, z1, lo, hi; /* the rows a later group reads, when they are near */
         if (q + 16 + ROWS_AHEAD <= q_end && rows_near(r, i + ROWS_AHEAD, &z0, &z1, &lo, &hi))
             for (int64_t z = z0; z <= z1; z++) /* corners x0 and x1 adjacent: a run per (y, z) */
@@ -90,11 +134,8 @@ TARGET_512 static int64_t dgrid16_rows(const gs3d_run *r, int64_t n, int64_t q0,
             _mm512_storeu_si512((void *)ox, narrow16(r->g.offx + i));
             const __m512i offg = narrow16(r->g.offg + i);
             _mm512_storeu_si512((void *)og, offg);
-            const __m512 w[2] = {_mm512_loadu_ps(dist + i), _mm512_loadu_ps(dist + NP + i)};
-            const __m512 h[2] = {_mm512_loadu_ps(dist + 2 * NP + i),
-                                 _mm512_loadu_ps(dist + 3 * NP + i)};
-            const __m512 d[2] = {_mm512_loadu_ps(dist + 4 * NP + i),
-                                 _mm512_loadu_ps(dist + 5 * NP + i)};
+            __m512 w[2], h[2], d[2];
+            group_dist(r, i, w, h, d);
             for (int64_t c0 = 0; c0 < C; c0 += 16) {
                 const int64_t cn = C - c0 < 16 ? C - c0 : 16;
                 const __mmask16 cm = (__mmask16)((1u << cn) - 1u);
@@ -107,31 +148,13 @@ TARGET_512 static int64_t dgrid16_rows(const gs3d_run *r, int64_t n, int64_t q0,
                     const __m512 g = r->grad_points_dense ? _mm512_loadu_ps(gc + q)
                                      : grad_rows          ? grad[c]
                                                           : _mm512_i32gather_ps(offg, gc, 4);
-                    for (int k = 0; k < 8; k++) {
-                        if (!((live >> k) & 1)) continue;
-                        const int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
-                        const __mmask16 on = lane[k];
-                        const __m512 v = corner[k][c];
-                        const __m512 vw = _mm512_mul_ps(v, w[dx]);
-                        const __m512 tx =
-                            _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(v, h[dy]), d[dz]), g);
-                        const __m512 ty = _mm512_mul_ps(_mm512_mul_ps(vw, d[dz]), g);
-                        const __m512 tz = _mm512_mul_ps(_mm512_mul_ps(vw, h[dy]), g);
-                        gix = dx ? _mm512_mask_add_ps(gix, on, gix, tx)
-                                 : _mm512_mask_sub_ps(gix, on, gix, tx);
-                        giy = dy ? _mm512_mask_add_ps(giy, on, giy, ty)
-                                 : _mm512_mask_sub_ps(giy, on, giy, ty);
-                        giz = dz ? _mm512_mask_add_ps(giz, on, giz, tz)
-                                 : _mm512_mask_sub_ps(giz, on, giz, tz);
-                    }
+                    for (int k = 0; k < 8; k++)
+                        if ((live >> k) & 1)
+                            add_corner(k, lane[k], corner[k][c], g, w, h, d, &gix, &giy, &giz);
                 }
             }
         }
-        float out[3][16];
-        _mm512_storeu_ps(out[0], _mm512_mul_ps(_mm512_loadu_ps(mult + i), gix));
-        _mm512_storeu_ps(out[1], _mm512_mul_ps(_mm512_loadu_ps(mult + NP + i), giy));
-        _mm512_storeu_ps(out[2], _mm512_mul_ps(_mm512_loadu_ps(mult + 2 * NP + i), giz));
-        gradref__gs3d_store_dgrid(r, n, q, 16, out);
+        group_store(r, n, q, i, gix, giy, giz);
     }
     return q - q0;
 }
@@ -140,8 +163,6 @@ TARGET_512 int64_t gradref__gs3d_f32_dgrid16_avx512(const gs3d_run *r, int64_t n
                                                     int64_t q1) {
     const gs3d_shape *p = &r->shape;
     const int rows_ok = r->xs[1] == 1 && p->C >= 8;
-    const int64_t NP = p->N * r->P;
-    const float *dist = (const float *)r->g.dist, *mult = (const float *)r->g.mult;
     const float *xn = (const float *)r->x + n * r->xs[0];
     const float *gn = (const float *)r->grad + n * r->gs[0];
     int64_t q = q0;
@@ -152,21 +173,13 @@ TARGET_512 int64_t gradref__gs3d_f32_dgrid16_avx512(const gs3d_run *r, int64_t n
             dgrid16_rows(r, n, q, q + 16, q1);
             continue;
         }
-        const __m512i m16 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(r->g.mask + i)));
         __m512 gix = _mm512_setzero_ps(), giy = gix, giz = gix;
         __mmask16 lane[8];
-        int live = 0;
-        for (int k = 0; k < 8; k++) {
-            lane[k] = _mm512_test_epi32_mask(m16, _mm512_set1_epi32(1 << k));
-            if (lane[k]) live |= 1 << k;
-        }
+        const int live = group_lanes(r, i, lane);
         if (live) {
             const __m512i offx = narrow16(r->g.offx + i), offg = narrow16(r->g.offg + i);
-            const __m512 w[2] = {_mm512_loadu_ps(dist + i), _mm512_loadu_ps(dist + NP + i)};
-            const __m512 h[2] = {_mm512_loadu_ps(dist + 2 * NP + i),
-                                 _mm512_loadu_ps(dist + 3 * NP + i)};
-            const __m512 d[2] = {_mm512_loadu_ps(dist + 4 * NP + i),
-                                 _mm512_loadu_ps(dist + 5 * NP + i)};
+            __m512 w[2], h[2], d[2];
+            group_dist(r, i, w, h, d);
             __m512i idx[8];
             for (int k = 0; k < 8; k++)
                 idx[k] = _mm512_add_epi32(offx, _mm512_set1_epi32((int32_t)r->dx_corner[k]));
@@ -175,31 +188,15 @@ TARGET_512 int64_t gradref__gs3d_f32_dgrid16_avx512(const gs3d_run *r, int64_t n
                 const float *gc = gn + c * r->gs[1];
                 const __m512 g = r->grad_points_dense ? _mm512_loadu_ps(gc + q)
                                                       : _mm512_i32gather_ps(offg, gc, 4);
-                for (int k = 0; k < 8; k++) {
-                    if (!((live >> k) & 1)) continue;
-                    const int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
-                    const __mmask16 on = lane[k];
-                    const __m512 v =
-                        _mm512_mask_i32gather_ps(_mm512_setzero_ps(), on, idx[k], xc, 4);
-                    const __m512 vw = _mm512_mul_ps(v, w[dx]);
-                    const __m512 tx =
-                        _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(v, h[dy]), d[dz]), g);
-                    const __m512 ty = _mm512_mul_ps(_mm512_mul_ps(vw, d[dz]), g);
-                    const __m512 tz = _mm512_mul_ps(_mm512_mul_ps(vw, h[dy]), g);
-                    gix = dx ? _mm512_mask_add_ps(gix, on, gix, tx)
-                             : _mm512_mask_sub_ps(gix, on, gix, tx);
-                    giy = dy ? _mm512_mask_add_ps(giy, on, giy, ty)
-                             : _mm512_mask_sub_ps(giy, on, giy, ty);
-                    giz = dz ? _mm512_mask_add_ps(giz, on, giz, tz)
-                             : _mm512_mask_sub_ps(giz, on, giz, tz);
-                }
+                for (int k = 0; k < 8; k++)
+                    if ((live >> k) & 1)
+                        add_corner(
+                            k, lane[k],
+                            _mm512_mask_i32gather_ps(_mm512_setzero_ps(), lane[k], idx[k], xc, 4),
+                            g, w, h, d, &gix, &giy, &giz);
             }
         }
-        float out[3][16];
-        _mm512_storeu_ps(out[0], _mm512_mul_ps(_mm512_loadu_ps(mult + i), gix));
-        _mm512_storeu_ps(out[1], _mm512_mul_ps(_mm512_loadu_ps(mult + NP + i), giy));
-        _mm512_storeu_ps(out[2], _mm512_mul_ps(_mm512_loadu_ps(mult + 2 * NP + i), giz));
-        gradref__gs3d_store_dgrid(r, n, q, 16, out);
+        group_store(r, n, q, i, gix, giy, giz);
     }
     return q - q0;
 }
