@@ -13,14 +13,13 @@ void gradref__bf16_to_f32_array(const uint16_t *src, float *dst, size_t n);
 void gradref__f32_to_bf16_array(const float *src, uint16_t *dst, size_t n);
 
 /* The array kernels of one ISA (the data movers' own: the conversions above and gradref_copy's
- * 8 x 8 transpose), picked from the CPU flags. The conversions are never NULL; transpose8x8_32,
- * d[i * dstride + j] = s[j * sstride + i] for 32-bit elements, is NULL where the ISA has none. */
+ * 32 x 32 transpose), picked from the CPU flags. The conversions are never NULL;
+ * transpose32x32_32, d[i * dstride + j] = s[j * sstride + i] for 32-bit elements, is NULL where
+ * the ISA has none. */
 typedef struct gradref__array_kernels {
     const char *isa;
     void (*f16_to_f32)(const uint16_t *src, float *dst, size_t n);
     void (*f32_to_f16)(const float *src, uint16_t *dst, size_t n);
-    void (*transpose8x8_32)(const uint32_t *s, int64_t sstride, uint32_t *d, int64_t dstride);
-    /* the same for a 32 x 32 block; NULL with transpose8x8_32 */
     void (*transpose32x32_32)(const uint32_t *s, int64_t sstride, uint32_t *d, int64_t dstride);
 } gradref__array_kernels;
 

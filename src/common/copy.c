@@ -292,7 +292,7 @@ static void copy_tiles(const copy_dims *c, int t, int64_t numel, int threads) {
     const int64_t ti = (c->shape[t] + TILE - 1) / TILE, tj = (inner + TILE - 1) / TILE;
     const int64_t items = numel / (inner * c->shape[t]) * ti * tj;
     const gradref__array_kernels *k = gradref__array_kernels_best();
-    const int blocks8 = k->transpose8x8_32 && c->sdt == c->ddt && c->sz == 4 && d_in == 1;
+    const int blocks = k->transpose32x32_32 && c->sdt == c->ddt && c->sz == 4 && d_in == 1;
     GRADREF_PARALLEL_FOR(threads, schedule(static))
     for (int64_t it = 0; it < items; it++) {
         int64_t so, dof;
@@ -300,7 +300,7 @@ static void copy_tiles(const copy_dims *c, int t, int64_t numel, int threads) {
         const int64_t i0 = it / tj % ti * TILE, j0 = it % tj * TILE;
         const int64_t i1 = i0 + TILE < c->shape[t] ? i0 + TILE : c->shape[t];
         const int64_t len = j0 + TILE < inner ? TILE : inner - j0;
-        if (blocks8 && i1 - i0 == TILE && len == TILE) { /* bits moved, in registers */
+        if (blocks && i1 - i0 == TILE && len == TILE) { /* bits moved, in registers */
             const uint32_t *sp = (const uint32_t *)c->src + so + j0 * s_in;
             uint32_t *dp = (uint32_t *)c->dst + dof + j0;
             k->transpose32x32_32(sp + i0, s_in, dp + i0 * c->ds[t], c->ds[t]);

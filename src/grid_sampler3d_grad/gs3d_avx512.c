@@ -93,10 +93,10 @@ TARGET_512 static inline int rows_near(const gs3d_run *r, int64_t i, int64_t *z0
                                        int64_t *lo, int64_t *hi) {
     const __m512i m = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(r->g.mask + i)));
     const __mmask16 in = _mm512_test_epi32_mask(m, m);
+    if (!in) return 0;
     const __m512i z = narrow16(r->g.zplane + i);
     const __m512i rest = _mm512_sub_epi32(
         narrow16(r->g.offx + i), _mm512_mullo_epi32(z, _mm512_set1_epi32((int32_t)r->xs[2])));
-    if (!in) return 0;
     *z0 = _mm512_mask_reduce_min_epi32(in, z), *z1 = _mm512_mask_reduce_max_epi32(in, z);
     *lo = _mm512_mask_reduce_min_epi32(in, rest), *hi = _mm512_mask_reduce_max_epi32(in, rest);
     return *z1 - *z0 <= 1 && *hi - *lo <= ROWS_SPAN;

@@ -56,12 +56,13 @@ static void copy_small(char *dst, const char *src, size_t bytes) {
     }
 }
 
-/* One row of stream_rows: prev is the previous row's segment (in L1), used when has_prev. */
-static void stream_segment(char *dst, const char *src, const char *prev, size_t bytes, int has_prev,
+/* One row of stream_rows: prev is the previous row's segment (in L1) when this thread wrote
+ * it, else NULL. */
+static void stream_segment(char *dst, const char *src, const char *prev, size_t bytes,
                            int has_next) {
     const size_t a = (uintptr_t)dst & 63u, head = a ? 64 - a : 0;
     if (head) {
-        if (has_prev) { /* the shared line is bytes [64 - a, 128 - a) of these two */
+        if (prev) { /* the shared line is bytes [64 - a, 128 - a) of these two */
             char both[128];
             memcpy(both, prev + bytes - 64, 64);
             memcpy(both + 64, src, 64);
@@ -77,10 +78,9 @@ static void stream_segment(char *dst, const char *src, const char *prev, size_t 
 
 static void stream_rows_portable(char *dst, const char *src, size_t pitch, size_t bytes,
                                  int64_t rows, int has_prev, int has_next) {
-    for (int64_t b = 0; b < rows; b++, src += pitch, dst += bytes) {
-        const int prev = b > 0 || has_prev;
-        stream_segment(dst, src, prev ? src - pitch : NULL, bytes, prev, b + 1 < rows || has_next);
-    }
+    for (int64_t b = 0; b < rows; b++, src += pitch, dst += bytes)
+        stream_segment(dst, src, b > 0 || has_prev ? src - pitch : NULL, bytes,
+                       b + 1 < rows || has_next);
 }
 
 void gradref__recat_small_rows(char *dst, const char *src, size_t pitch, size_t bytes, int64_t rows,

@@ -20,13 +20,20 @@ GRADREF_TARGET_AVX2 static inline __m256 load8(int32_t dt, const void *p) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
+/* f32 -> bf16 bits rounded to nearest even, each in the low half of its 32-bit lane: to_bf16
+ * for lanes that hold no NaN. */
+GRADREF_TARGET_AVX2 static inline __m256i round_bf16(__m256 v) {
+    const __m256i x = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+    return _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)),
+                             16);
+}
+
 /* f32 -> bf16 bits, round to nearest even, NaN kept NaN (as gradref__f32_to_bf16). */
 GRADREF_TARGET_AVX2 static inline __m128i to_bf16(__m256 v) {
     __m256i x = _mm256_castps_si256(v);
     __m256i hi = _mm256_srli_epi32(x, 16);
-    __m256i lsb = _mm256_and_si256(hi, _mm256_set1_epi32(1));
-    __m256i rounded = _mm256_srli_epi32(
-        _mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)), 16);
+    __m256i rounded = round_bf16(v);
     __m256i abs = _mm256_and_si256(x, _mm256_set1_epi32(0x7fffffff));
     __m256i is_nan = _mm256_cmpgt_epi32(abs, _mm256_set1_epi32(0x7f800000));
     __m256i payload_lost =
@@ -63,14 +70,6 @@ GRADREF_TARGET_AVX2 static inline void store8(int32_t dt, void *p, __m256 v, int
         _mm_stream_si128((__m128i *)p, h);
     else
         _mm_storeu_si128((__m128i *)p, h);
-}
-
-/* to_bf16 for lanes that hold no NaN, each in the low half of its 32-bit lane. */
-GRADREF_TARGET_AVX2 static inline __m256i round_bf16(__m256 v) {
-    const __m256i x = _mm256_castps_si256(v);
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
-    return _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)),
-                             16);
 }
 
 /* store8 of a and then b (16 consecutive elements). For BF16 one NaN test covers both: without

@@ -17,27 +17,26 @@ ROPE_TARGET_AVX512 static inline __m512 load16(int32_t dt, const void *p) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
+/* f32 -> bf16 bits rounded to nearest even, in the low halves of the 32-bit lanes: to_bf16_16
+ * for lanes that hold no NaN. */
+ROPE_TARGET_AVX512 static inline __m512i round_bf16_16(__m512 v) {
+    const __m512i x = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+    return _mm512_srli_epi32(_mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)),
+                             16);
+}
+
 /* f32 -> bf16 bits as to_bf16 (rope_grad_avx2.h), 16 lanes: round to nearest even, a NaN stays
  * NaN (its quiet bit set when the kept payload would read as infinity). Integer operations, so
  * subnormals round exactly (the BF16 conversion instructions flush them). */
 ROPE_TARGET_AVX512 static inline __m256i to_bf16_16(__m512 v) {
     const __m512i x = _mm512_castps_si512(v), hi = _mm512_srli_epi32(x, 16);
-    const __m512i lsb = _mm512_and_si512(hi, _mm512_set1_epi32(1));
-    const __m512i rounded = _mm512_srli_epi32(
-        _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16);
+    const __m512i rounded = round_bf16_16(v);
     const __mmask16 is_nan = _mm512_cmpgt_epi32_mask(
         _mm512_and_si512(x, _mm512_set1_epi32(0x7fffffff)), _mm512_set1_epi32(0x7f800000));
     const __mmask16 payload_lost = _mm512_testn_epi32_mask(hi, _mm512_set1_epi32(0x7f));
     const __m512i nan = _mm512_mask_or_epi32(hi, payload_lost, hi, _mm512_set1_epi32(0x40));
     return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(is_nan, rounded, nan));
-}
-
-/* to_bf16_16 for lanes that hold no NaN: the rounding alone. */
-ROPE_TARGET_AVX512 static inline __m256i to_bf16_16_finite(__m512 v) {
-    const __m512i x = _mm512_castps_si512(v);
-    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
-    return _mm512_cvtepi32_epi16(_mm512_srli_epi32(
-        _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)), 16));
 }
 
 /* A store dtype of this file only: BF16 rounded without the NaN handling, for a group of
@@ -78,7 +77,7 @@ ROPE_TARGET_AVX512 static inline void store16(int32_t dt, void *p, __m512 v, int
     }
     __m256i h = dt == GRADREF_F16   ? _mm512_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT)
                 : dt == BF16_BY_HW  ? to_bf16_16_hw(v)
-                : dt == BF16_NO_NAN ? to_bf16_16_finite(v)
+                : dt == BF16_NO_NAN ? _mm512_cvtepi32_epi16(round_bf16_16(v))
                                     : to_bf16_16(v);
     if (stream && ((uintptr_t)p & 31u) == 0) {
         _mm256_stream_si256((__m256i *)p, h);
