@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The packed SGEMM's AVX2 + FMA micro-kernel (6 x 16). Every element is a chain of
+/* The packed SGEMM's AVX2 + FMA micro-kernel (6 x 16) and the indirect AVX2 kernel whose A rows
+ * are pointers. Every element is a chain of
  * _mm256_fmadd_ps in ascending p: one rounding per step, as C99 fmaf, so it equals the portable
  * kernel bit for bit. */
 #include "gemm_kernels.h"
@@ -35,8 +36,70 @@ kernel_avx2(int64_t k, const float *a, const float *b, float *c, int64_t ldc, in
     ACC_STORE(0) ACC_STORE(1) ACC_STORE(2) ACC_STORE(3) ACC_STORE(4) ACC_STORE(5)
 }
 
-const gradref__sgemm_kernels gradref__sgemm_kernels_avx2 = {"avx2", GRADREF__AVX2_MR,
-                                                            GRADREF__AVX2_NR, kernel_avx2, NULL};
+/* The indirect kernel's body for R rows and V vectors of 8 columns, inlined with constants (12
+ * accumulators, two B vectors and a broadcast: named variables, as in kernel_avx2). */
+#  define IND_STEP(i)                                                                              \
+    if (R > i) {                                                                                   \
+      const __m256 ai = _mm256_broadcast_ss(a + i * a_cs);                                         \
+      c##i##a = _mm256_fmadd_ps(ai, b0, c##i##a);                                                  \
+      if (V == 2) c##i##b = _mm256_fmadd_ps(ai, b1, c##i##b);                                      \
+    }
+#  define IND_STORE(i)                                                                             \
+    if (R > i) {                                                                                   \
+      _mm256_maskstore_ps(c + i * ldc, m0, c##i##a);                                               \
+      if (V == 2) _mm256_maskstore_ps(c + i * ldc + 8, m1, c##i##b);                               \
+    }
+__attribute__((target("avx2,fma"), always_inline)) static inline void
+indirect_body(int R, int V, int64_t k, const float *const *a_rows, int64_t a_off, int64_t a_cs,
+              const float *b, float *c, int64_t ldc, __m256i m0, __m256i m1) {
+    __m256 c0a = _mm256_setzero_ps(), c0b = c0a, c1a = c0a, c1b = c0a, c2a = c0a, c2b = c0a;
+    __m256 c3a = c0a, c3b = c0a, c4a = c0a, c4b = c0a, c5a = c0a, c5b = c0a;
+    for (int64_t p = 0; p < k; p++) {
+        if (a_rows[p] == NULL) continue;
+        const float *a = a_rows[p] + a_off;
+        const __m256 b0 = _mm256_loadu_ps(b + p * 16);
+        const __m256 b1 = V == 2 ? _mm256_loadu_ps(b + p * 16 + 8) : b0;
+        IND_STEP(0) IND_STEP(1) IND_STEP(2) IND_STEP(3) IND_STEP(4) IND_STEP(5)
+    }
+    IND_STORE(0) IND_STORE(1) IND_STORE(2) IND_STORE(3) IND_STORE(4) IND_STORE(5)
+}
+
+typedef void (*indirect_kernel)(int64_t k, const float *const *a_rows, int64_t a_off, int64_t a_cs,
+                                const float *b, float *c, int64_t ldc, __m256i m0, __m256i m1);
+
+#  define INDIRECT(R, V)                                                                           \
+    __attribute__((target("avx2,fma"))) static void indirect_##R##_##V(                            \
+        int64_t k, const float *const *a_rows, int64_t a_off, int64_t a_cs, const float *b,        \
+        float *c, int64_t ldc, __m256i m0, __m256i m1) {                                           \
+      indirect_body(R, V, k, a_rows, a_off, a_cs, b, c, ldc, m0, m1);                              \
+    }
+#  define INDIRECT_ROWS(R) INDIRECT(R, 1) INDIRECT(R, 2)
+INDIRECT_ROWS(1)
+INDIRECT_ROWS(2)
+INDIRECT_ROWS(3)
+INDIRECT_ROWS(4)
+INDIRECT_ROWS(5)
+INDIRECT_ROWS(6)
+
+static const indirect_kernel indirect_kernels[GRADREF__AVX2_MR][2] = {
+    {indirect_1_1, indirect_1_2}, {indirect_2_1, indirect_2_2}, {indirect_3_1, indirect_3_2},
+    {indirect_4_1, indirect_4_2}, {indirect_5_1, indirect_5_2}, {indirect_6_1, indirect_6_2},
+};
+
+/* Lanes j < n of a mask vector: all ones. */
+__attribute__((target("avx2"))) static __m256i lanes_below(int n) {
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+__attribute__((target("avx2,fma"))) void
+gradref__sgemm_indirect_avx2(int rows, int cols, int64_t k, const float *const *a_rows,
+                             int64_t a_off, int64_t a_cs, const float *b, float *c, int64_t ldc) {
+    indirect_kernels[rows - 1][cols > 8](k, a_rows, a_off, a_cs, b, c, ldc, lanes_below(cols),
+                                         lanes_below(cols - 8));
+}
+
+const gradref__sgemm_kernels gradref__sgemm_kernels_avx2 = {
+    "avx2", GRADREF__AVX2_MR, GRADREF__AVX2_NR, kernel_avx2, gradref__sgemm_indirect_avx2};
 
 #else
 typedef int gradref__gemm_avx2_unused;

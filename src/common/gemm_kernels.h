@@ -53,6 +53,11 @@ extern const gradref__sgemm_kernels gradref__sgemm_kernels_avx512;
 void gradref__sgemm_indirect_avx512(int rows, int cols, int64_t k, const float *const *a_rows,
                                     int64_t a_off, int64_t a_cs, const float *b, float *c,
                                     int64_t ldc);
+/* The indirect AVX2 micro-kernel (the CPU must have AVX2 and FMA): the same for rows 1 .. 6 and
+ * cols 1 .. 16, b one packed B panel of 16 columns. */
+void gradref__sgemm_indirect_avx2(int rows, int cols, int64_t k, const float *const *a_rows,
+                                  int64_t a_off, int64_t a_cs, const float *b, float *c,
+                                  int64_t ldc);
 #endif
 
 #endif
