@@ -6,6 +6,7 @@
 #include "common/isa.h"
 
 #ifdef GRADREF_X86
+#  include <immintrin.h>
 
 void gradref__c3f_f32_gather_panel_avx2(float *dst, int64_t nr, const float *src, int64_t cs,
                                         int64_t len, int64_t cols) {
@@ -20,6 +21,16 @@ void gradref__c3f_f32_gather_panel_avx2(float *dst, int64_t nr, const float *src
                 for (int64_t j = j0; j < j0 + 8; j++)
                     dst[q * nr + j] = j < cols ? src[j * cs + q] : 0.0f;
         }
+}
+
+__attribute__((target("avx2"))) void gradref__c3f_f32_add_avx2(float *dst, const float *older,
+                                                               const float *newer, int64_t n) {
+    int64_t e = 0;
+    for (; e + 8 <= n; e += 8)
+        _mm256_storeu_ps(dst + e,
+                         _mm256_add_ps(_mm256_loadu_ps(older + e), _mm256_loadu_ps(newer + e)));
+    for (; e < n; e++)
+        dst[e] = older[e] + newer[e];
 }
 #else
 typedef int gradref__c3f_avx2_unused;

@@ -49,6 +49,20 @@ gradref__c3f_f32_gather_panel_avx512(float *dst, int64_t nr, const float *src, i
                 _mm512_storeu_ps(dst + (q0 + q) * nr + j0, r[q]);
         }
 }
+
+__attribute__((target("avx512f"))) void gradref__c3f_f32_add_avx512(float *dst, const float *older,
+                                                                    const float *newer, int64_t n) {
+    int64_t e = 0;
+    for (; e + 16 <= n; e += 16)
+        _mm512_storeu_ps(dst + e,
+                         _mm512_add_ps(_mm512_loadu_ps(older + e), _mm512_loadu_ps(newer + e)));
+    if (e < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - e)) - 1u);
+        _mm512_mask_storeu_ps(dst + e, m,
+                              _mm512_add_ps(_mm512_maskz_loadu_ps(m, older + e),
+                                            _mm512_maskz_loadu_ps(m, newer + e)));
+    }
+}
 #else
 typedef int gradref__c3f_avx512_unused;
 #endif

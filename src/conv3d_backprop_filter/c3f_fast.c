@@ -377,13 +377,24 @@ typedef struct counter {
     float *level;
     int64_t size;
     int levels, used[64];
+    const gradref__c3f_kernels *k; /* its add */
 } counter;
 
-static counter counter_make(float *level, int64_t size, int levels) {
+static counter counter_make(const gradref__c3f_kernels *k, float *level, int64_t size, int levels) {
     counter c;
     memset(&c, 0, sizeof c);
-    c.level = level, c.size = size, c.levels = levels;
+    c.level = level, c.size = size, c.levels = levels, c.k = k;
     return c;
+}
+
+/* dst[e] = older[e] + newer[e] for e < c->size (dst may be either): the same bits at any width. */
+static void add_sums(const counter *c, float *dst, const float *older, const float *newer) {
+    if (c->k->add) {
+        c->k->add(dst, older, newer, c->size);
+        return;
+    }
+    for (int64_t e = 0; e < c->size; e++)
+        dst[e] = older[e] + newer[e];
 }
 
 /* Where the next sum goes before counter_push. */
@@ -398,9 +409,7 @@ static void counter_push(counter *c) {
     float *fresh = c->level + c->levels * c->size;
     for (int l = 0; l < top; l++) {
         const float *old = c->level + l * c->size;
-        float *dst = l == top - 1 ? c->level + top * c->size : fresh;
-        for (int64_t e = 0; e < c->size; e++)
-            dst[e] = old[e] + fresh[e];
+        add_sums(c, l == top - 1 ? c->level + top * c->size : fresh, old, fresh);
         c->used[l] = 0;
     }
     c->used[top] = 1;
@@ -417,8 +426,7 @@ static float *counter_fold(counter *c) {
             memcpy(fresh, s, (size_t)c->size * sizeof *fresh);
             started = 1;
         } else {
-            for (int64_t e = 0; e < c->size; e++)
-                fresh[e] = s[e] + fresh[e];
+            add_sums(c, fresh, s, fresh);
         }
     }
     return fresh;
@@ -462,7 +470,7 @@ static float *blocks_sum(const run *R, const layout *L, int64_t g, int64_t j0, i
                          int64_t b0, int64_t b1, char *mine, runs *u) {
     const int64_t total_r = reduction(R->p);
     counter c =
-        counter_make((float *)(mine + L->level_at), (j1 - j0) * R->p->Cout_g, (int)L->levels);
+        counter_make(R->k, (float *)(mine + L->level_at), (j1 - j0) * R->p->Cout_g, (int)L->levels);
     for (int64_t b = b0; b < b1; b++) {
         const int64_t r0 = b * BLOCK, r1 = r0 + BLOCK < total_r ? r0 + BLOCK : total_r;
         block_sum(R, L, g, j0, j1, r0, r1, mine, u, counter_slot(&c));
@@ -533,7 +541,7 @@ static void combine_chunks(const run *R, const layout *L, char *base, int thread
         gradref__my_range(J, &j0, &j1);
         if (j1 > j0) {
             const int64_t n = (j1 - j0) * p->Cout_g;
-            counter c = counter_make((float *)(mine + L->level_at), n, (int)L->levels);
+            counter c = counter_make(R->k, (float *)(mine + L->level_at), n, (int)L->levels);
             for (int64_t k = 0; k < L->chunks; k++) {
                 memcpy(counter_slot(&c), chunk + k * size + j0 * p->Cout_g,
                        (size_t)n * sizeof(float));

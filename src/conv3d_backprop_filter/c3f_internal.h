@@ -44,7 +44,8 @@ gradref_status gradref__c3f_no_workspace(const gradref__c3f_plan *plan, int thre
  * panel_lanes, which fills lanes [la, lb) of `run` consecutive A-panel rows (mr floats apart):
  * row q takes channels from base + q * step (ci 0 at lane la) when lo <= q < hi, else zeros;
  * gather_panel, which fills rows q < len of a B panel (nr floats apart, a multiple of 16): lane
- * j < cols takes src[j * cs + q], the others zeros (NULL: the fast path's own loops). */
+ * j < cols takes src[j * cs + q], the others zeros; add, the counter's sums (NULL: the fast
+ * path's own loops). */
 typedef struct gradref__c3f_kernels {
     const char *isa;
     const struct gradref__sgemm_kernels *gemm;
@@ -52,6 +53,8 @@ typedef struct gradref__c3f_kernels {
                         int64_t hi, int64_t run, int64_t la, int64_t lb);
     void (*gather_panel)(float *dst, int64_t nr, const float *src, int64_t cs, int64_t len,
                          int64_t cols);
+    /* dst[e] = older[e] + newer[e] for e < n, dst one of them (NULL: a plain loop) */
+    void (*add)(float *dst, const float *older, const float *newer, int64_t n);
 } gradref__c3f_kernels;
 
 /* The table of the widest family the CPU runs, at most `kernel` (common/gemm.h numbering). */
@@ -65,6 +68,9 @@ void gradref__c3f_f32_panel_lanes_avx512(float *dst, int64_t mr, const float *ba
 /* gather_panel with 8 x 8 register transposes (c3f_avx2.c; the CPU must have AVX2). */
 void gradref__c3f_f32_gather_panel_avx2(float *dst, int64_t nr, const float *src, int64_t cs,
                                         int64_t len, int64_t cols);
+/* add with 8 and 16 lanes (c3f_avx2.c, c3f_avx512.c; the CPU must have AVX2, AVX-512F). */
+void gradref__c3f_f32_add_avx2(float *dst, const float *older, const float *newer, int64_t n);
+void gradref__c3f_f32_add_avx512(float *dst, const float *older, const float *newer, int64_t n);
 /* gather_panel with 16 x 16 register transposes (c3f_avx512.c; the CPU must have AVX-512F). */
 void gradref__c3f_f32_gather_panel_avx512(float *dst, int64_t nr, const float *src, int64_t cs,
                                           int64_t len, int64_t cols);
