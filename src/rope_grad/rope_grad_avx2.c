@@ -82,6 +82,18 @@ GRADREF_TARGET_AVX2 void gradref__rope_interleaved_row_avx2(int32_t dt, const vo
 
 /* ---- every head of a token row at once ---- */
 
+/* The heads kernels with the dtype and `stream` as constants in each instance: the per-store
+ * tests of both vanish from the loops. */
+#  define BY_DTYPE_AND_STREAM(CALL)                                                                \
+    do {                                                                                           \
+      if (dt == GRADREF_BF16)                                                                      \
+        stream ? CALL(GRADREF_BF16, 1) : CALL(GRADREF_BF16, 0);                                    \
+      else if (dt == GRADREF_F16)                                                                  \
+        stream ? CALL(GRADREF_F16, 1) : CALL(GRADREF_F16, 0);                                      \
+      else                                                                                         \
+        stream ? CALL(GRADREF_F32, 1) : CALL(GRADREF_F32, 0);                                      \
+    } while (0)
+
 /* atb_row over every head of a token row (heads head_dim elements apart), n a multiple of 8 up
  * to 128; dt a constant in each instance. */
 GRADREF_TARGET_AVX2 static inline __attribute__((always_inline)) void
@@ -109,12 +121,9 @@ GRADREF_TARGET_AVX2 static void gradref__rope_atb_heads_avx2(int32_t dt, const v
                                                              const float *w, int64_t n,
                                                              int stream) {
     stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
-    if (dt == GRADREF_BF16)
-        atb_heads8(GRADREF_BF16, in, out, heads, head_dim, w, n, stream);
-    else if (dt == GRADREF_F16)
-        atb_heads8(GRADREF_F16, in, out, heads, head_dim, w, n, stream);
-    else
-        atb_heads8(GRADREF_F32, in, out, heads, head_dim, w, n, stream);
+#  define ATB_CALL(DT, S) atb_heads8(DT, in, out, heads, head_dim, w, n, S)
+    BY_DTYPE_AND_STREAM(ATB_CALL);
+#  undef ATB_CALL
 }
 
 /* Elements [i, i + 8) of one head's interleaved adjoint (s pair-swapped). */
@@ -152,28 +161,14 @@ GRADREF_TARGET_AVX2 static void gradref__rope_interleaved_heads_avx2(int32_t dt,
                                                                      const float *c, const float *s,
                                                                      int64_t n, int stream) {
     stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
-    if (dt == GRADREF_BF16)
-        interleaved_heads8(GRADREF_BF16, in, out, heads, head_dim, c, s, n, stream);
-    else if (dt == GRADREF_F16)
-        interleaved_heads8(GRADREF_F16, in, out, heads, head_dim, c, s, n, stream);
-    else
-        interleaved_heads8(GRADREF_F32, in, out, heads, head_dim, c, s, n, stream);
+#  define INTERLEAVED_CALL(DT, S) interleaved_heads8(DT, in, out, heads, head_dim, c, s, n, S)
+    BY_DTYPE_AND_STREAM(INTERLEAVED_CALL);
+#  undef INTERLEAVED_CALL
 }
 
-/* Elements [i, i + 8) of one head's front half (cf*f + sb*b: wf = cf, wb = sb) or back half
- * (cb*b - sf*f: wf = sf, wb = cb). */
-GRADREF_TARGET_AVX2 static inline __m256 half8(int32_t dt, const char *in, size_t half,
-                                               const float *wf, const float *wb, int64_t i,
-                                               int back) {
-    const size_t es = gradref__rope_esize(dt);
-    const __m256 f = load8(dt, in + (size_t)i * es), b = load8(dt, in + half + (size_t)i * es);
-    const __m256 pf = _mm256_mul_ps(_mm256_loadu_ps(wf + i), f),
-                 pb = _mm256_mul_ps(_mm256_loadu_ps(wb + i), b);
-    return back ? _mm256_sub_ps(pb, pf) : _mm256_add_ps(pf, pb);
-}
-
-/* half_row over every head of a token row (half width n, a multiple of 8 up to 64): each head's
- * front half, then its back half (the output row in order, the inputs in L1 for the second). */
+/* half_row over every head of a token row (half width n, a multiple of 16 up to 64): 16
+ * elements of the front and the back half at a time, each input loaded and converted once
+ * (the output in runs of 16 elements, front then back). */
 GRADREF_TARGET_AVX2 static inline __attribute__((always_inline)) void
 half_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim, const float *cf,
             const float *sb, const float *cb, const float *sf, int64_t n, int stream) {
@@ -181,15 +176,22 @@ half_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t head_d
     for (int64_t h = 0; h < heads; h++, in += row, out += row) {
         for (size_t line = 0; line < 2 * half; line += 64)
             prefetch(in + line);
-        for (int back = 0; back < 2; back++) {
-            const float *wf = back ? sf : cf, *wb = back ? cb : sb;
-            char *o = out + (back ? half : 0);
-            int64_t i = 0;
-            for (; i + 16 <= n; i += 16)
-                store8x2(dt, o + (size_t)i * es, half8(dt, in, half, wf, wb, i, back),
-                         half8(dt, in, half, wf, wb, i + 8, back), stream);
-            for (; i < n; i += 8)
-                store8(dt, o + (size_t)i * es, half8(dt, in, half, wf, wb, i, back), stream);
+        for (int64_t i = 0; i < n; i += 16) {
+            const size_t at = (size_t)i * es, at8 = (size_t)(i + 8) * es;
+            const __m256 f0 = load8(dt, in + at), f1 = load8(dt, in + at8);
+            const __m256 b0 = load8(dt, in + half + at), b1 = load8(dt, in + half + at8);
+            store8x2(dt, out + at,
+                     _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(cf + i), f0),
+                                   _mm256_mul_ps(_mm256_loadu_ps(sb + i), b0)),
+                     _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(cf + i + 8), f1),
+                                   _mm256_mul_ps(_mm256_loadu_ps(sb + i + 8), b1)),
+                     stream);
+            store8x2(dt, out + half + at,
+                     _mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(cb + i), b0),
+                                   _mm256_mul_ps(_mm256_loadu_ps(sf + i), f0)),
+                     _mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(cb + i + 8), b1),
+                                   _mm256_mul_ps(_mm256_loadu_ps(sf + i + 8), f1)),
+                     stream);
         }
     }
 }
@@ -200,12 +202,9 @@ GRADREF_TARGET_AVX2 static void gradref__rope_half_heads_avx2(int32_t dt, const 
                                                               const float *cb, const float *sf,
                                                               int64_t n, int stream) {
     stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
-    if (dt == GRADREF_F16)
-        half_heads8(GRADREF_F16, in, out, heads, head_dim, cf, sb, cb, sf, n, stream);
-    else if (dt == GRADREF_BF16)
-        half_heads8(GRADREF_BF16, in, out, heads, head_dim, cf, sb, cb, sf, n, stream);
-    else
-        half_heads8(GRADREF_F32, in, out, heads, head_dim, cf, sb, cb, sf, n, stream);
+#  define HALF_CALL(DT, S) half_heads8(DT, in, out, heads, head_dim, cf, sb, cb, sf, n, S)
+    BY_DTYPE_AND_STREAM(HALF_CALL);
+#  undef HALF_CALL
 }
 
 const gradref__rope_kernels gradref__rope_kernels_avx2 = {"avx2",
