@@ -5,58 +5,60 @@
 
 #ifdef GRADREF_X86
 #  include <immintrin.h>
-#  include <math.h>
-
-__attribute__((target("avx2,fma"))) void
-gradref__cbd_f32_dw_row_avx2(const gradref__cbd_dw_shape *p, const float *w,
-                             const float *const *rows, const int64_t *base, int64_t nrows,
-                             float *out) {
-    const int64_t I2 = p->I[2], O2 = p->O[2];
-    int64_t i2 = 0;
-    for (; i2 + 8 <= I2; i2 += 8) {
-        __m256 acc = _mm256_setzero_ps();
-        for (int64_t r = 0; r < nrows; r++)
-            for (int64_t kp2 = p->K[2] - 1; kp2 >= 0; kp2--) {
-                const int64_t start = i2 + gradref__cbd_column_shift(p, kp2);
-                __m256 v;
-                if (start >= 0 && start + 8 <= O2) {
-                    v = _mm256_loadu_ps(rows[r] + start);
-                } else {
-                    float tmp[8];
-                    for (int l = 0; l < 8; l++)
-                        tmp[l] = start + l >= 0 && start + l < O2 ? rows[r][start + l] : 0.0f;
-                    v = _mm256_loadu_ps(tmp);
-                }
-                acc = _mm256_fmadd_ps(_mm256_set1_ps(w[base[r] + gradref__cbd_stored(p, 2, kp2)]),
-                                      v, acc);
-            }
-        _mm256_storeu_ps(out + i2, acc);
-    }
-    for (; i2 < I2; i2++) { /* the tail, as the portable loop */
-        float acc = 0.0f;
-        for (int64_t r = 0; r < nrows; r++)
-            for (int64_t kp2 = p->K[2] - 1; kp2 >= 0; kp2--) {
-                const int64_t o2 = i2 + gradref__cbd_column_shift(p, kp2);
-                if (o2 >= 0 && o2 < O2)
-                    acc = fmaf(w[base[r] + gradref__cbd_stored(p, 2, kp2)], rows[r][o2], acc);
-            }
-        out[i2] = acc;
-    }
-}
 
 /* Lanes l of o2 = start + l inside [0, O2), as an AVX2 load/store mask: -start <= l <
  * O2 - start, two compares (an array of lanes stored and loaded back as one vector stalls on
  * store forwarding, which cost this file's plane kernels a quarter of their time). */
 __attribute__((target("avx2"))) static __m256i valid8(int64_t start, int64_t O2) {
-    const int64_t lo = -start < -1  ? -1
-                       : -start > 8 ? 8
-                                    : -start,
-                  hi = O2 - start < 0   ? 0
-                       : O2 - start > 8 ? 8
-                                        : O2 - start;
+    int64_t lo = -start, hi = O2 - start; /* clamped to [-1, 8]: lanes are 0..7 */
+    lo = lo < -1 ? -1 : lo > 8 ? 8 : lo;
+    hi = hi < -1 ? -1 : hi > 8 ? 8 : hi;
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     return _mm256_and_si256(_mm256_cmpgt_epi32(lane, _mm256_set1_epi32((int)lo - 1)),
                             _mm256_cmpgt_epi32(_mm256_set1_epi32((int)hi), lane));
+}
+
+/* One window of diff row `row` for grad columns [i2, i2 + 8): a masked load (zeros past the
+ * row's ends: an exact no-op for a finite filter) where it reaches past them. */
+__attribute__((target("avx2"))) static inline __m256 window8(const float *row, int64_t start,
+                                                             int64_t O2) {
+    return start >= 0 && start + 8 <= O2 ? _mm256_loadu_ps(row + start)
+                                         : _mm256_maskload_ps(row + start, valid8(start, O2));
+}
+
+/* Grad columns [i2, i2 + 8) to out, a masked store for the row's last partial vector. */
+__attribute__((target("avx2"))) static inline void store_cols8(float *out, int64_t i2, int64_t I2,
+                                                               __m256 acc) {
+    if (i2 + 8 <= I2)
+        _mm256_storeu_ps(out + i2, acc);
+    else
+        _mm256_maskstore_ps(out + i2, valid8(i2, I2), acc);
+}
+
+/* Four vectors of 8 grad columns at a time, four independent chains (one chain alone waits on
+ * the FMA latency at every tap), each in the reference's tap order. */
+__attribute__((target("avx2,fma"))) void
+gradref__cbd_f32_dw_row_avx2(const gradref__cbd_dw_shape *p, const float *w,
+                             const float *const *rows, const int64_t *base, int64_t nrows,
+                             float *out) {
+    const int64_t I2 = p->I[2], O2 = p->O[2];
+    for (int64_t i2 = 0; i2 < I2; i2 += 32) {
+        const int live = (int)((I2 - i2 + 7) / 8 < 4 ? (I2 - i2 + 7) / 8 : 4);
+        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+        for (int64_t r = 0; r < nrows; r++)
+            for (int64_t kp2 = p->K[2] - 1; kp2 >= 0; kp2--) {
+                const int64_t start = i2 + gradref__cbd_column_shift(p, kp2);
+                const __m256 wv = _mm256_set1_ps(w[base[r] + gradref__cbd_stored(p, 2, kp2)]);
+                a0 = _mm256_fmadd_ps(wv, window8(rows[r], start, O2), a0);
+                if (live > 1) a1 = _mm256_fmadd_ps(wv, window8(rows[r], start + 8, O2), a1);
+                if (live > 2) a2 = _mm256_fmadd_ps(wv, window8(rows[r], start + 16, O2), a2);
+                if (live > 3) a3 = _mm256_fmadd_ps(wv, window8(rows[r], start + 24, O2), a3);
+            }
+        store_cols8(out, i2, I2, a0);
+        if (live > 1) store_cols8(out, i2 + 8, I2, a1);
+        if (live > 2) store_cols8(out, i2 + 16, I2, a2);
+        if (live > 3) store_cols8(out, i2 + 24, I2, a3);
+    }
 }
 
 /* dw_plane3x3 at 8 lanes: four grad rows by 8 columns, walking the diff rows they need in
