@@ -347,15 +347,18 @@ gradref__cbd_f32_pack_tile32_avx2(const float *image, int64_t channel_stride, in
         if (m == 0) continue;
         const float *src = image + offset[t];
         float *out = dst + t * ocpg * 32;
-        for (int64_t oc = 0; oc < ocpg; oc++, src += channel_stride, out += 32) {
-            if (m == 0xffffffffu) {
+        if (m == 0xffffffffu) {
+            for (int64_t oc = 0; oc < ocpg; oc++, src += channel_stride, out += 32)
                 for (int v = 0; v < 4; v++)
                     _mm256_storeu_ps(out + 8 * v, _mm256_loadu_ps(src + 8 * v));
-                continue;
-            }
-            for (int l = 0; l < 32; l++) /* lanes outside the tap are never read */
-                out[l] = m >> l & 1u ? src[l] : 0.0f;
+            continue;
         }
+        __m256i lanes[4]; /* lanes outside the tap are never read */
+        for (int v = 0; v < 4; v++)
+            lanes[v] = lanes8(m >> (8 * v) & 0xffu);
+        for (int64_t oc = 0; oc < ocpg; oc++, src += channel_stride, out += 32)
+            for (int v = 0; v < 4; v++)
+                _mm256_storeu_ps(out + 8 * v, _mm256_maskload_ps(src + 8 * v, lanes[v]));
     }
 }
 #else
