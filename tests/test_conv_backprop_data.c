@@ -596,6 +596,14 @@ static void test_direct_tiles(void **state) {
         check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
         free_case(&c);
     }
+    /* more tiles than one group's masks (64 tiles of 32 pixels) per image, two images: a
+     * thread's next image must not reuse the masks of another group */
+    geometry g = geo2(2, 3, 1, 4200, 2, 1, 3, 1, 0, 1, 1, GRADREF_CONV_CROSS_CORRELATION);
+    g.pb[1] = g.pe[1] = 1;
+    cbd_case c;
+    make_case(&c, &g, GRADREF_F32, GRADREF_F32, F_DENSE, D_NCHW, 0, &r);
+    check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+    free_case(&c);
 }
 
 /* ------------------------------------------------------------ empty, workspace */

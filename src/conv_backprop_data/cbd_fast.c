@@ -28,6 +28,8 @@
 #include "common/exec.h"
 #include "common/internal.h"
 
+/* direct tiles prefetch the next tile's diff for images whose diff is larger than this */
+#define PREFETCH_MIN_BYTES (INT64_C(256) << 10)
 /* tiles of 32 pixels whose masks are computed together (direct tiles) */
 #define TILE_GROUP 64
 /* C chunk per thread for phases that cannot write grad directly, in floats (512 KiB) */
@@ -43,6 +45,7 @@ typedef struct layout {
     size_t thread0, per_thread;  /* per thread: GEMM work, C chunk, tap list */
     size_t chunk_at, taps_at;    /* offsets inside a thread's part */
     size_t offsets_at, masks_at; /* direct tiles: per tap offsets, per tile and tap masks */
+    size_t masks_key_at;         /* direct tiles: the (phase, tiles) the masks are for */
     size_t tile_at;              /* direct tiles: one tile's diff, packed (0: not packed) */
     size_t total;
 } layout;
@@ -108,6 +111,7 @@ static layout layout_of(const gradref__cbd_plan *p, int32_t precision, int threa
         L.offsets_at = gradref__ws_take(&per, (size_t)taps_of(p) * 2 * sizeof(int64_t));
         L.masks_at =
             gradref__ws_take(&per, (size_t)((TILE_GROUP + 1) * 2 * taps_of(p)) * sizeof(uint16_t));
+        L.masks_key_at = gradref__ws_take(&per, 3 * sizeof(int64_t));
         if (pack_tiles(p)) L.tile_at = gradref__ws_take(&per, (size_t)(taps_of(p) * p->OCpg) * 128);
         L.per_thread = per;
         L.thread0 = at;
@@ -174,6 +178,7 @@ typedef struct run {
     const float *panels;           /* group g, phase f: panels + g * group_floats + phase_off[f] */
     const int64_t *phase_off;
     int64_t group_floats, mr;
+    int prefetch_tiles; /* an image's diff is larger than L2 holds beside the tiles' work */
 } run;
 
 /* ---- one stride phase of one work item ---- */
@@ -185,6 +190,7 @@ typedef struct phase {
     int64_t ntaps;
     const int64_t *tap; /* per phase tap: stored tap index, then the 3 shifts */
     int64_t j_base;     /* first sub-grid pixel of the current GEMM call */
+    int64_t index;      /* the phase's index (its taps) */
     int flat_ok;        /* direct tiles may run (the table has them, offsets fit int32) */
 } phase;
 
@@ -341,11 +347,17 @@ static void direct_tiles(const run *R, const phase *f, const float *panels, int6
     const int64_t channels = (p->OCpg - 1) * R->dc;
     lo += image_at + (channels < 0 ? channels : 0);
     hi += image_at + (channels > 0 ? channels : 0) + 32;
+    int64_t *key = (int64_t *)(mine + L->masks_key_at);
     for (int64_t g0 = jb; g0 < je; g0 += TILE_GROUP * 32) {
         const int64_t g1 = je - g0 < TILE_GROUP * 32 ? je : g0 + TILE_GROUP * 32;
-        for (int64_t j0 = g0; j0 < g1; j0 += 32)
-            R->k->tile32_masks(f->tap, f->ntaps, f->Q, p->O, j0, g1 - j0 < 32 ? g1 - j0 : 32,
-                               masks + (j0 - g0) / 32 * per_tile);
+        /* the masks depend on the phase and the tiles only: the thread's next item of the
+         * same geometry (another image, group or channel block) reuses them */
+        if (key[0] != f->index || key[1] != g0 || key[2] != g1) {
+            for (int64_t j0 = g0; j0 < g1; j0 += 32)
+                R->k->tile32_masks(f->tap, f->ntaps, f->Q, p->O, j0, g1 - j0 < 32 ? g1 - j0 : 32,
+                                   masks + (j0 - g0) / 32 * per_tile);
+            key[0] = f->index, key[1] = g0, key[2] = g1;
+        }
         if (L->tile_at) { /* each tile packed once, then every panel */
             float *block = (float *)(mine + L->tile_at);
             int64_t *block_offset = offset + f->ntaps;
@@ -375,7 +387,8 @@ static void direct_tiles(const run *R, const phase *f, const float *panels, int6
             for (int64_t inner = 0; inner < (tile_outer ? panels_n : tiles); inner++) {
                 const int64_t tile = tile_outer ? outer : inner, pn = tile_outer ? inner : outer;
                 const int64_t i0 = pn * R->mr, j0 = g0 + tile * 32;
-                if (pn == 0 && j0 + 32 < g1) prefetch_tile(R, f, image, offset, j0 + 32);
+                if (pn == 0 && j0 + 32 < g1 && R->prefetch_tiles)
+                    prefetch_tile(R, f, image, offset, j0 + 32);
                 R->k->tile32(image + j0, R->dc, p->OCpg, offset, masks + tile * per_tile, f->ntaps,
                              g1 - j0 < 32 ? g1 - j0 : 32,
                              j0 + lo >= R->span_lo && j0 + hi <= R->span_hi,
@@ -459,6 +472,7 @@ static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t 
     a.pack_b = pack_b_phase;
     a.pack_b_ctx = &f;
     const int64_t f_index = (ph[0] * p->stride[1] + ph[1]) * p->stride[2] + ph[2];
+    f.index = f_index;
     a.a_panels =
         R->panels + g * R->group_floats + R->phase_off[f_index] + ic0 / R->mr * a.K * R->mr;
     const int direct = f.flat_ok && f.Q[1] == p->O[1] && f.Q[2] == p->O[2];
@@ -657,6 +671,8 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
     }
 
     if (L.path == PATH_GEMM) prepack_filter(&R, &L, base, threads);
+    /* a small image's diff stays in L2 after its first tiles: prefetching it is pure cost */
+    R.prefetch_tiles = p->G * p->OCpg * pixels(p->O) * (int64_t)sizeof(float) > PREFETCH_MIN_BYTES;
 
     /* items: (n, g, ic block); blocks split the channels only when images x groups are few, and
      * start on a panel of the prepacked filter */
@@ -673,6 +689,8 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
     GRADREF_PARALLEL(team) {
         const int me = gradref__thread_num();
         char *mine = base + L.thread0 + L.per_thread * (size_t)me;
+        if (L.path == PATH_GEMM) /* no masks yet */
+            ((int64_t *)(mine + L.masks_key_at))[0] = -1;
         int64_t b, e;
         gradref__my_range(items, &b, &e);
         for (int64_t it = b; it < e; it++) {
