@@ -13,15 +13,92 @@ static uint32_t valid16(int64_t start, int64_t O2) {
     return (uint32_t)(((1u << hi) - 1u) & ~((1u << lo) - 1u)) & 0xffffu;
 }
 
-/* Four grad rows (i1 .. i1 + 3 of plane row i0) at a time, 16 columns per step: four
- * independent chains in registers. Each element's chain runs over its row taps, then its
- * column taps, as in the reference; a row with fewer row taps gets masked (all-zero) loads for
- * the rest, which leave its chain exact (the filter is finite). K2 <= 64. */
+/* Four grad rows (i1 .. i1 + 3 of plane row i0) at a time, V blocks of 16 columns (from b0)
+ * per step: 4 V independent chains in registers (four alone wait on the FMA latency). Each
+ * element's chain runs over its row taps, then its column taps, as in the reference; a row
+ * with fewer row taps gets masked (all-zero) loads for the rest, which leave its chain exact
+ * (the filter is finite). K2 <= 64. */
+#  define ROWS4_FMA(acc, r, v)                                                                     \
+    acc = _mm512_fmadd_ps(w##r, _mm512_maskz_loadu_ps(mv[v] & on[r], src[r] + sh + 16 * (v)), acc)
+__attribute__((target("avx512f,fma"), always_inline)) static inline void
+rows4_block(int V, const gradref__cbd_dw_shape *p, const float *w, const float *diff,
+            const float *const rows[4][64], const int64_t base[4][64], const int64_t *nr,
+            int64_t nrow, const int64_t *shift, const int64_t *k2s, int64_t most, int64_t b0,
+            float *out) {
+    const int64_t I2 = p->I[2], O2 = p->O[2], K2 = p->K[2];
+    __mmask16 mk[2][64];
+    for (int v = 0; v < V; v++)
+        for (int64_t c = 0; c < K2; c++)
+            mk[v][c] = (__mmask16)valid16(b0 + 16 * v + shift[c], O2);
+    __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
+    __m512 c0 = a0, c1 = a0, c2 = a0, c3 = a0;
+    for (int64_t t = 0; t < most; t++) {
+        if (t < nr[0] && t < nr[1] && t < nr[2] && t < nr[3]) { /* every row live: no row masks */
+            const float *s0 = rows[0][t] + b0, *s1 = rows[1][t] + b0, *s2 = rows[2][t] + b0,
+                        *s3 = rows[3][t] + b0;
+            const float *w0 = w + base[0][t], *w1 = w + base[1][t], *w2 = w + base[2][t],
+                        *w3 = w + base[3][t];
+            for (int64_t c = 0; c < K2; c++) {
+                const __mmask16 m0 = mk[0][c], m1 = V == 2 ? mk[1][c] : (__mmask16)0;
+                if (!(m0 | m1)) continue;
+                const int64_t sh = shift[c], k2 = k2s[c];
+                const __m512 x0 = _mm512_set1_ps(w0[k2]), x1 = _mm512_set1_ps(w1[k2]),
+                             x2 = _mm512_set1_ps(w2[k2]), x3 = _mm512_set1_ps(w3[k2]);
+                a0 = _mm512_fmadd_ps(x0, _mm512_maskz_loadu_ps(m0, s0 + sh), a0);
+                a1 = _mm512_fmadd_ps(x1, _mm512_maskz_loadu_ps(m0, s1 + sh), a1);
+                a2 = _mm512_fmadd_ps(x2, _mm512_maskz_loadu_ps(m0, s2 + sh), a2);
+                a3 = _mm512_fmadd_ps(x3, _mm512_maskz_loadu_ps(m0, s3 + sh), a3);
+                if (V == 2) {
+                    c0 = _mm512_fmadd_ps(x0, _mm512_maskz_loadu_ps(m1, s0 + sh + 16), c0);
+                    c1 = _mm512_fmadd_ps(x1, _mm512_maskz_loadu_ps(m1, s1 + sh + 16), c1);
+                    c2 = _mm512_fmadd_ps(x2, _mm512_maskz_loadu_ps(m1, s2 + sh + 16), c2);
+                    c3 = _mm512_fmadd_ps(x3, _mm512_maskz_loadu_ps(m1, s3 + sh + 16), c3);
+                }
+            }
+            continue;
+        }
+        const float *src[4], *wt[4];
+        __mmask16 on[4];
+        for (int r = 0; r < 4; r++) {
+            const int live = t < nr[r];
+            src[r] = (live ? rows[r][t] : diff) + b0;
+            wt[r] = w + (live ? base[r][t] : 0);
+            on[r] = live ? (__mmask16)0xffff : (__mmask16)0;
+        }
+        for (int64_t c = 0; c < K2; c++) {
+            const __mmask16 mv[2] = {mk[0][c], V == 2 ? mk[1][c] : (__mmask16)0};
+            if (!(mv[0] | mv[1])) continue;
+            const int64_t sh = shift[c], k2 = k2s[c];
+            const __m512 w0 = _mm512_set1_ps(wt[0][k2]), w1 = _mm512_set1_ps(wt[1][k2]),
+                         w2 = _mm512_set1_ps(wt[2][k2]), w3 = _mm512_set1_ps(wt[3][k2]);
+            ROWS4_FMA(a0, 0, 0);
+            ROWS4_FMA(a1, 1, 0);
+            ROWS4_FMA(a2, 2, 0);
+            ROWS4_FMA(a3, 3, 0);
+            if (V == 2) {
+                ROWS4_FMA(c0, 0, 1);
+                ROWS4_FMA(c1, 1, 1);
+                ROWS4_FMA(c2, 2, 1);
+                ROWS4_FMA(c3, 3, 1);
+            }
+        }
+    }
+    for (int v = 0; v < V; v++) {
+        const int64_t at = b0 + 16 * v, left = I2 - at;
+        const __mmask16 st = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
+        _mm512_mask_storeu_ps(out + at, st, v ? c0 : a0);
+        if (nrow > 1) _mm512_mask_storeu_ps(out + I2 + at, st, v ? c1 : a1);
+        if (nrow > 2) _mm512_mask_storeu_ps(out + 2 * I2 + at, st, v ? c2 : a2);
+        if (nrow > 3) _mm512_mask_storeu_ps(out + 3 * I2 + at, st, v ? c3 : a3);
+    }
+}
+#  undef ROWS4_FMA
+
 __attribute__((target("avx512f,fma"))) void
 gradref__cbd_f32_dw_rows4_avx512(const gradref__cbd_dw_shape *p, const float *w, const float *diff,
                                  const float *const rows[4][64], const int64_t base[4][64],
                                  const int64_t *nr, int64_t nrow, float *out) {
-    const int64_t I2 = p->I[2], O2 = p->O[2], K2 = p->K[2];
+    const int64_t I2 = p->I[2], K2 = p->K[2];
     int64_t shift[64], k2s[64], most = 0;
     for (int64_t c = 0; c < K2; c++) {
         shift[c] = gradref__cbd_column_shift(p, K2 - 1 - c);
@@ -29,41 +106,10 @@ gradref__cbd_f32_dw_rows4_avx512(const gradref__cbd_dw_shape *p, const float *w,
     }
     for (int r = 0; r < 4; r++)
         most = nr[r] > most ? nr[r] : most;
-    for (int64_t b0 = 0; b0 < I2; b0 += 16) {
-        __mmask16 mk[64];
-        for (int64_t c = 0; c < K2; c++)
-            mk[c] = (__mmask16)valid16(b0 + shift[c], O2);
-        __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        for (int64_t t = 0; t < most; t++) {
-            const float *src[4], *wt[4];
-            __mmask16 on[4];
-            for (int r = 0; r < 4; r++) {
-                const int live = t < nr[r];
-                src[r] = (live ? rows[r][t] : diff) + b0;
-                wt[r] = w + (live ? base[r][t] : 0);
-                on[r] = live ? (__mmask16)0xffff : (__mmask16)0;
-            }
-            for (int64_t c = 0; c < K2; c++) {
-                const __mmask16 m = mk[c];
-                if (!m) continue;
-                const int64_t sh = shift[c], k2 = k2s[c];
-                a0 = _mm512_fmadd_ps(_mm512_set1_ps(wt[0][k2]),
-                                     _mm512_maskz_loadu_ps(m & on[0], src[0] + sh), a0);
-                a1 = _mm512_fmadd_ps(_mm512_set1_ps(wt[1][k2]),
-                                     _mm512_maskz_loadu_ps(m & on[1], src[1] + sh), a1);
-                a2 = _mm512_fmadd_ps(_mm512_set1_ps(wt[2][k2]),
-                                     _mm512_maskz_loadu_ps(m & on[2], src[2] + sh), a2);
-                a3 = _mm512_fmadd_ps(_mm512_set1_ps(wt[3][k2]),
-                                     _mm512_maskz_loadu_ps(m & on[3], src[3] + sh), a3);
-            }
-        }
-        const int64_t left = I2 - b0;
-        const __mmask16 st = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
-        _mm512_mask_storeu_ps(out + b0, st, a0);
-        if (nrow > 1) _mm512_mask_storeu_ps(out + I2 + b0, st, a1);
-        if (nrow > 2) _mm512_mask_storeu_ps(out + 2 * I2 + b0, st, a2);
-        if (nrow > 3) _mm512_mask_storeu_ps(out + 3 * I2 + b0, st, a3);
-    }
+    int64_t b0 = 0;
+    for (; b0 + 16 < I2; b0 += 32) /* two blocks of 16 columns, the second possibly partial */
+        rows4_block(2, p, w, diff, rows, base, nr, nrow, shift, k2s, most, b0, out);
+    if (b0 < I2) rows4_block(1, p, w, diff, rows, base, nr, nrow, shift, k2s, most, b0, out);
 }
 
 /* The common small case (2-D, kernel up to 3 x 3, dilation 1, stride 1): four grad rows by 16
