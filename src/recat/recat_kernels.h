@@ -32,7 +32,7 @@ extern const gradref__recat_kernels gradref__recat_kernels_portable;
 extern const gradref__recat_kernels gradref__recat_kernels_avx2;
 extern const gradref__recat_kernels gradref__recat_kernels_avx512;
 
-/* The portable small_rows (overlapping 16-byte moves); AVX2 takes it for segments under 16 bytes. */
+/* The portable small_rows (overlapping 16-byte moves); AVX2 takes it under 16 bytes. */
 void gradref__recat_small_rows(char *dst, const char *src, size_t pitch, size_t bytes, int64_t rows,
                                size_t ahead);
 
