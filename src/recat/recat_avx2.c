@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* recat's AVX2 kernel: streamed rows with 32-byte streaming stores and no call per row; the
- * line a row shares with the previous one is assembled in a 128-byte buffer (AVX2 has no byte
- * masks, and AMD microcodes its masked moves); small rows with two overlapping moves. */
+ * line a row shares with the previous one is blended from both rows under a byte mask (AMD
+ * microcodes AVX2's masked moves); small rows with two overlapping moves. */
 #include <string.h>
 
 #include "common/isa.h"
@@ -10,6 +10,12 @@
 #ifdef GRADREF_X86
 #  include <immintrin.h>
 
+/* 64 bytes of all ones, then 64 of zeros: from ramp + 64 - a, the first a bytes are set */
+static const int8_t ramp[128] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                 -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                 -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
+                                 -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
+
 __attribute__((target("avx2"))) static void stream_rows_avx2(char *dst, const char *src,
                                                              size_t pitch, size_t bytes,
                                                              int64_t rows, int has_prev,
@@ -17,18 +23,19 @@ __attribute__((target("avx2"))) static void stream_rows_avx2(char *dst, const ch
     for (int64_t b = 0; b < rows; b++, src += pitch, dst += bytes) {
         const size_t a = (uintptr_t)dst & 63u, head = a ? 64 - a : 0;
         if (head && (b > 0 || has_prev)) { /* the line is bytes [64 - a, 128 - a) of both */
-            char both[128];
-            const char *prev = src - pitch + bytes - 64;
-            _mm256_storeu_si256((__m256i *)both, _mm256_loadu_si256((const __m256i *)prev));
-            _mm256_storeu_si256((__m256i *)(both + 32),
-                                _mm256_loadu_si256((const __m256i *)(prev + 32)));
-            _mm256_storeu_si256((__m256i *)(both + 64), _mm256_loadu_si256((const __m256i *)src));
-            _mm256_storeu_si256((__m256i *)(both + 96),
-                                _mm256_loadu_si256((const __m256i *)(src + 32)));
+            /* bytes [0, a) from the previous row's end, [a, 64) from this row's start, blended
+             * under a mask read from a constant ramp (not assembled on the stack: a load
+             * spanning two recent stores waits for them, a store-forwarding stall) */
+            const char *prev = src - pitch + bytes - a, *mine = src - a;
+            const __m256i m0 = _mm256_loadu_si256((const __m256i *)(ramp + 64 - a)),
+                          m1 = _mm256_loadu_si256((const __m256i *)(ramp + 96 - a));
             _mm256_stream_si256((__m256i *)(dst - a),
-                                _mm256_loadu_si256((const __m256i *)(both + 64 - a)));
+                                _mm256_blendv_epi8(_mm256_loadu_si256((const __m256i *)mine),
+                                                   _mm256_loadu_si256((const __m256i *)prev), m0));
             _mm256_stream_si256((__m256i *)(dst - a + 32),
-                                _mm256_loadu_si256((const __m256i *)(both + 96 - a)));
+                                _mm256_blendv_epi8(_mm256_loadu_si256((const __m256i *)(mine + 32)),
+                                                   _mm256_loadu_si256((const __m256i *)(prev + 32)),
+                                                   m1));
         } else if (head) {
             memcpy(dst, src, head);
         }
