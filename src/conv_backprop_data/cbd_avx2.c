@@ -8,7 +8,7 @@
 
 /* Lanes l of o2 = start + l inside [0, O2), as an AVX2 load/store mask: -start <= l <
  * O2 - start, two compares (an array of lanes stored and loaded back as one vector stalls on
- * store forwarding, which cost this file's plane kernels a quarter of their time). */
+ * store forwarding, which cost this file's plane kernels a fifth of their time). */
 __attribute__((target("avx2"))) static __m256i valid8(int64_t start, int64_t O2) {
     int64_t lo = -start, hi = O2 - start; /* clamped to [-1, 8]: lanes are 0..7 */
     lo = lo < -1 ? -1 : lo > 8 ? 8 : lo;
