@@ -32,6 +32,20 @@ __attribute__((target("avx2"))) void gradref__c3f_f32_add_avx2(float *dst, const
     for (; e < n; e++)
         dst[e] = older[e] + newer[e];
 }
+
+__attribute__((target("avx2"))) int gradref__c3f_f32_all_finite_avx2(const float *d, int64_t n) {
+    const __m256i exp = _mm256_set1_epi32(0x7f800000);
+    __m256i hit = _mm256_setzero_si256();
+    int64_t e = 0;
+    for (; e + 8 <= n; e += 8) {
+        const __m256i x = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(d + e)), exp);
+        hit = _mm256_or_si256(hit, _mm256_cmpeq_epi32(x, exp));
+    }
+    int finite = _mm256_testz_si256(hit, hit);
+    for (; e < n; e++)
+        finite &= (d[e] - d[e]) == 0.0f; /* Inf - Inf and NaN are NaN */
+    return finite;
+}
 #else
 typedef int gradref__c3f_avx2_unused;
 #endif

@@ -63,6 +63,22 @@ __attribute__((target("avx512f"))) void gradref__c3f_f32_add_avx512(float *dst, 
                                             _mm512_maskz_loadu_ps(m, newer + e)));
     }
 }
+
+__attribute__((target("avx512f"))) int gradref__c3f_f32_all_finite_avx512(const float *d,
+                                                                          int64_t n) {
+    const __m512i exp = _mm512_set1_epi32(0x7f800000);
+    __mmask16 hit = 0;
+    int64_t e = 0;
+    for (; e + 16 <= n; e += 16)
+        hit |= _mm512_cmpeq_epi32_mask(
+            _mm512_and_si512(_mm512_loadu_si512((const void *)(d + e)), exp), exp);
+    if (e < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - e)) - 1u);
+        hit |= _mm512_mask_cmpeq_epi32_mask(
+            m, _mm512_and_si512(_mm512_maskz_loadu_epi32(m, d + e), exp), exp);
+    }
+    return hit == 0;
+}
 #else
 typedef int gradref__c3f_avx512_unused;
 #endif

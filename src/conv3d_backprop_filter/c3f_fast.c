@@ -449,7 +449,8 @@ static void block_sum(const run *R, const layout *L, int64_t g, int64_t j0, int6
     const gradref__c3f_plan *p = R->p;
     block_runs(p, r0, r1, u);
     const float *bp = dy_panels(R, g, u, r0, r1, L->nr, (float *)(mine + L->dyt_at));
-    u->nonfinite |= !all_finite(bp, (p->Cout_g + L->nr - 1) / L->nr * L->nr * (r1 - r0));
+    const int64_t floats = (p->Cout_g + L->nr - 1) / L->nr * L->nr * (r1 - r0);
+    u->nonfinite |= !(R->k->all_finite ? R->k->all_finite(bp, floats) : all_finite(bp, floats));
     if (L->indirect) {
         block_indirect(R, g, j0, j1, u, r1 - r0, bp, (const float **)(mine + L->rows_at), sum);
         return;

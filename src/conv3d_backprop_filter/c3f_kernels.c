@@ -6,15 +6,21 @@
 #include "common/gemm_kernels.h"
 #include "common/isa.h"
 
-static const gradref__c3f_kernels portable = {"portable", &gradref__sgemm_kernels_portable, NULL,
-                                              NULL, NULL};
+static const gradref__c3f_kernels portable = {
+    "portable", &gradref__sgemm_kernels_portable, NULL, NULL, NULL, NULL};
 #ifdef GRADREF_X86
-static const gradref__c3f_kernels avx2 = {"avx2", &gradref__sgemm_kernels_avx2, NULL,
+static const gradref__c3f_kernels avx2 = {"avx2",
+                                          &gradref__sgemm_kernels_avx2,
+                                          NULL,
                                           gradref__c3f_f32_gather_panel_avx2,
-                                          gradref__c3f_f32_add_avx2};
-static const gradref__c3f_kernels avx512 = {
-    "avx512", &gradref__sgemm_kernels_avx512, gradref__c3f_f32_panel_lanes_avx512,
-    gradref__c3f_f32_gather_panel_avx512, gradref__c3f_f32_add_avx512};
+                                          gradref__c3f_f32_add_avx2,
+                                          gradref__c3f_f32_all_finite_avx2};
+static const gradref__c3f_kernels avx512 = {"avx512",
+                                            &gradref__sgemm_kernels_avx512,
+                                            gradref__c3f_f32_panel_lanes_avx512,
+                                            gradref__c3f_f32_gather_panel_avx512,
+                                            gradref__c3f_f32_add_avx512,
+                                            gradref__c3f_f32_all_finite_avx512};
 #endif
 
 const gradref__c3f_kernels *gradref__c3f_kernels_for(int kernel) {
