@@ -116,6 +116,9 @@ TARGET_512 static int64_t dgrid16_rows(const gs3d_run *r, int64_t n, int64_t q0,
     const float *gn = (const float *)r->grad + n * r->gs[0];
     const int grad_rows = !r->grad_points_dense && r->gs[1] == 1;
     __m512 corner[8][16], grad[16];
+    /* the span the previous group's prefetch ended at, on planes [pz0, pz1]: consecutive groups'
+     * spans overlap by most of their lines, which need no second prefetch */
+    int64_t pz0 = -1, pz1 = -1, pend = 0;
     int64_t q = q0;
     for (; q + 16 <= q1; q += 16) {
         const int64_t i = n * r->P + q;
@@ -123,12 +126,27 @@ TARGET_512 static int64_t dgrid16_rows(const gs3d_run *r, int64_t n, int64_t q0,
         __mmask16 lane[8];
         const int live = group_lanes(r, i, lane);
         int64_t z0, z1, lo, hi; /* the rows a later group reads, when they are near */
-        if (q + 16 + ROWS_AHEAD <= q_end && rows_near(r, i + ROWS_AHEAD, &z0, &z1, &lo, &hi))
+        if (q + 16 + ROWS_AHEAD <= q_end && rows_near(r, i + ROWS_AHEAD, &z0, &z1, &lo, &hi)) {
+            const int64_t end = hi + 2 * C;
+            const int64_t from =
+                z0 == pz0 && z1 == pz1 && lo >= pend - ROWS_SPAN && lo < pend ? pend : lo;
             for (int64_t z = z0; z <= z1; z++) /* corners x0 and x1 adjacent: a run per (y, z) */
                 for (int k = 0; k < 8; k += 2)
-                    for (int64_t e = lo; e < hi + 2 * C; e += 16)
+                    for (int64_t e = from; e < end; e += 16)
                         _mm_prefetch((const char *)(xn + z * r->xs[2] + r->dx_corner[k] + e),
                                      _MM_HINT_T0);
+            pz0 = z0, pz1 = z1, pend = end > pend || from == lo ? end : pend;
+        }
+        if (q + 16 + ROWS_AHEAD <= q_end) { /* and its grad: a line per channel, or its rows */
+            if (r->grad_points_dense)
+                for (int64_t c = 0; c < C; c++)
+                    _mm_prefetch((const char *)(gn + c * r->gs[1] + q + ROWS_AHEAD), _MM_HINT_T0);
+            else if (grad_rows)
+                for (int l = 0; l < 16; l++)
+                    for (int64_t c = 0; c < C; c += 16)
+                        _mm_prefetch((const char *)(gn + r->g.offg[i + ROWS_AHEAD + l] + c),
+                                     _MM_HINT_T0);
+        }
         if (live) {
             int32_t ox[16], og[16];
             _mm512_storeu_si512((void *)ox, narrow16(r->g.offx + i));

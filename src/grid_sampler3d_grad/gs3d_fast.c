@@ -124,6 +124,11 @@ static void build_voxels(const gs3d_run *r, int64_t n) {
     start[0] = 0;
 }
 
+static int grad_points_dense(const gradref__gs3d_plan *p) {
+    const int64_t *s = p->grad.s;
+    return s[4] == 1 && s[3] == p->Wo && s[2] == p->Ho * p->Wo;
+}
+
 /* threads: how many per-thread parts to count in total (at least one). */
 static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision, int threads) {
     ws_layout L;
@@ -175,8 +180,11 @@ static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision, int t
         L.over = gradref__ws_take(&at, n * (size_t)P * 8);
         L.block_start = gradref__ws_take(&at, n * (size_t)(gs3d_voxel_blocks(V, 0) + 1) * 4);
     }
+    /* F32 grad dense over the points needs no copy for dgrid (16 points of a channel are one
+     * load there), only for dx, whose records take all channels of a point at a time */
     L.stage_grad =
-        !L.scatter && (narrow || (p->dtype == GRADREF_F32 && p->C > 1 && p->grad.s[1] != 1));
+        !L.scatter && (narrow || (p->dtype == GRADREF_F32 && p->C > 1 && p->grad.s[1] != 1 &&
+                                  (p->dx.data != NULL || !grad_points_dense(p))));
     if (L.stage_grad) L.grad32 = gradref__ws_take(&at, (size_t)numel5(gs) * 4);
     /* dx accumulates in place when its type is the sum type and it is channels-last;
      * otherwise in a dense channels-last buffer copied out at the end */
@@ -403,20 +411,33 @@ static void bind_tensors(gs3d_run *r, const ws_layout *L, char *base, const int6
         r->da_plane[j] = (j >> 1) * r->as[3] + (j & 1) * r->as[4];
 }
 
+/* The run dgrid reads: grad as the caller passed it when that is F32 and dense over the points
+ * (a staged channels-last copy, made for dx, would be read through transposes). */
+static gs3d_run dgrid_run_of(const gs3d_run *r) {
+    const gradref__gs3d_plan *p = r->p;
+    gs3d_run d = *r;
+    if (p->dtype == GRADREF_F32 && !r->grad_points_dense && grad_points_dense(p)) {
+        d.grad = p->grad.data;
+        memcpy(d.gs, p->grad.s, sizeof d.gs);
+        d.grad_points_dense = 1;
+    }
+    return d;
+}
+
 /* What the threads share out: the work items of each stage and the kernels picked. */
 typedef struct gs3d_schedule {
     int pair, simd_dgrid, simd_geometry, dense_zero_dgrid;
     int64_t dx_per_image, dx_items, dgrid_per_image, dgrid_items;
 } gs3d_schedule;
 
-static gs3d_schedule schedule_of(const gs3d_run *r, const ws_layout *L) {
+static gs3d_schedule schedule_of(const gs3d_run *r, const gs3d_run *rd, const ws_layout *L) {
     const gradref__gs3d_plan *p = r->p;
     gs3d_schedule s;
     memset(&s, 0, sizeof s);
     s.pair = L->pair;
     const int bilinear = p->interp == GRADREF_INTERP_BILINEAR;
     if (s.pair == PAIR_FF) {
-        s.simd_dgrid = bilinear && (r->k->dgrid16 || r->k->dgrid8) && gather_offsets_fit(r);
+        s.simd_dgrid = bilinear && (r->k->dgrid16 || r->k->dgrid8) && gather_offsets_fit(rd);
         s.simd_geometry = r->k->geometry16 && vector_geometry_fits(r);
     }
     /* nearest's dgrid, when dense, is cleared by the threads inside the region */
@@ -460,7 +481,8 @@ static void dgrid_item(const gs3d_run *r, const gs3d_schedule *s, int64_t it) {
 
 /* Inside the parallel region: geometry, then buckets/voxels, dgrid and the dgrid clear, then
  * dx, each stage split over the team. */
-static void run_stages(const gs3d_run *r, const ws_layout *L, const gs3d_schedule *s, char *base) {
+static void run_stages(const gs3d_run *r, const gs3d_run *rd, const ws_layout *L,
+                       const gs3d_schedule *s, char *base) {
     const gradref__gs3d_plan *p = r->p;
     const int64_t NP = p->N * r->P;
     int64_t b, e;
@@ -476,7 +498,7 @@ static void run_stages(const gs3d_run *r, const ws_layout *L, const gs3d_schedul
     if (b < e) memset(p->dgrid.data + (size_t)b * p->elem_size, 0, (size_t)(e - b) * p->elem_size);
     GRADREF_OMP(omp for schedule(dynamic, 2) nowait)
     for (int64_t it = 0; it < s->dgrid_items; it++)
-        dgrid_item(r, s, it);
+        dgrid_item(rd, s, it);
     GRADREF_OMP(omp barrier)
     gradref__my_range(s->dx_items, &b, &e);
     for (int64_t it = b; it < e; it++)
@@ -505,10 +527,11 @@ static void run_images(const gradref__gs3d_plan *p, void *ws, int num_threads) {
     char *base = (char *)ws;
     bind_workspace(&r, &L, base);
     bind_tensors(&r, &L, base, xsh, gsh, num_threads);
-    const gs3d_schedule s = schedule_of(&r, &L);
+    const gs3d_run rd = dgrid_run_of(&r);
+    const gs3d_schedule s = schedule_of(&r, &rd, &L);
     const int threads = NP * p->C >= PARALLEL_MIN_WORK ? num_threads : 1;
     GRADREF_PARALLEL(threads) {
-        run_stages(&r, &L, &s, base);
+        run_stages(&r, &rd, &L, &s, base);
     }
     if (p->dgrid.data != NULL && p->interp != GRADREF_INTERP_BILINEAR && !s.dense_zero_dgrid)
         zero_fill(&p->dgrid, p->dtype, gridsh, num_threads);

@@ -165,7 +165,10 @@ static void GS_FN(dgrid_point)(const gs3d_run *r, int64_t n, int64_t q) {
         const GS_A w[2] = {dist[i], dist[NP + i]}, h[2] = {dist[2 * NP + i], dist[3 * NP + i]},
                    d[2] = {dist[4 * NP + i], dist[5 * NP + i]};
         const GS_T *xn = (const GS_T *)r->x + n * r->xs[0] + r->g.offx[i];
-        const GS_T *gn = (const GS_T *)r->grad + n * r->gs[0] + r->g.offg[i];
+        /* dense points: q itself (offg holds the staged grad's offsets when dgrid reads the
+         * caller's) */
+        const GS_T *gn =
+            (const GS_T *)r->grad + n * r->gs[0] + (r->grad_points_dense ? q : r->g.offg[i]);
         for (int64_t c = 0; c < p->C; c++) {
             const GS_A g = gn[c * r->gs[1]];
             const GS_T *xc = xn + c * r->xs[1];
