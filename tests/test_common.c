@@ -12,6 +12,8 @@
 
 #include "common/convert.h"
 #include "common/convert_array.h"
+#include "common/copy.h"
+#include "common/stream.h"
 #include "common/exec.h"
 #include "common/gemm.h"
 #include "common/gemm_kernels.h"
@@ -862,6 +864,54 @@ static void test_copy_bits_and_threads(void **state) {
     free(bb);
 }
 
+/* A channels-last -> channel-major copy larger than GRADREF_STREAM_MIN_BYTES: its full tiles
+ * are written with streaming stores where dst's rows are 32-byte aligned and with plain ones
+ * where they are not (dst one element off); every element lands, at every thread count. Then
+ * the same tiles as part of a larger output (gradref__copy5_part), one plane at a time. */
+static void test_copy_streamed_tiles(void **state) {
+    (void)state;
+    enum { C = 64, S = 40008 }; /* 10 MiB of F32; S leaves edge tiles and 32-byte rows */
+    const size_t n = (size_t)C * S;
+    uint32_t *src = malloc(n * 4), *buf = malloc((n + 8) * 4);
+    assert_non_null(src);
+    assert_non_null(buf);
+    assert_true((size_t)C * S * 4 >= GRADREF_STREAM_MIN_BYTES);
+    for (size_t i = 0; i < n; i++)
+        src[i] = (uint32_t)(i * 2654435761u);
+    const int64_t shape[2] = {C, S}, ss[2] = {1, C}, ds[2] = {S, 1};
+    int counts[] = TU_THREAD_COUNTS;
+    for (int off = 0; off < 2; off++)
+        for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
+            uint32_t *dst = (uint32_t *)((uintptr_t)(buf + 8) & ~(uintptr_t)31) + off;
+            memset(buf, 0xab, (n + 8) * 4);
+            gradref_tensor ts = desc(src, GRADREF_F32, 2, shape, ss),
+                           td = desc(dst, GRADREF_F32, 2, shape, ds);
+            gradref_exec exec = {NULL, 0, counts[k], 0};
+            assert_int_equal(gradref_copy(&ts, &td, &exec), GRADREF_OK);
+            for (int64_t c = 0; c < C; c++)
+                for (int64_t i = 0; i < S; i++)
+                    if (dst[c * S + i] != src[i * C + c])
+                        fail_msg("off %d threads %d: dst[%lld][%lld] differs", off, counts[k],
+                                 (long long)c, (long long)i);
+        }
+    /* as gs3d writes dx: planes of (C, 1, H, W) from a channels-last buffer into NCDHW */
+    const int64_t D = 3, HW = S / D, s5[5] = {0, 1, 0, 0, C}, d5[5] = {0, D * HW, HW, 0, 1},
+                  sh5[5] = {1, C, 1, 1, HW};
+    uint32_t *dst = (uint32_t *)((uintptr_t)(buf + 8) & ~(uintptr_t)31);
+    memset(buf, 0xab, (n + 8) * 4);
+    for (int64_t z = 0; z < D; z++)
+        gradref__copy5_part(sh5, src + z * HW * C, GRADREF_F32, s5, dst + z * HW, GRADREF_F32, d5,
+                            (size_t)(C * D * HW) * 4, 1);
+    for (int64_t c = 0; c < C; c++)
+        for (int64_t z = 0; z < D; z++)
+            for (int64_t i = 0; i < HW; i++)
+                if (dst[(c * D + z) * HW + i] != src[(z * HW + i) * C + c])
+                    fail_msg("part: dst[%lld][%lld][%lld] differs", (long long)c, (long long)z,
+                             (long long)i);
+    free(src);
+    free(buf);
+}
+
 static void test_copy_errors(void **state) {
     (void)state;
     static float a[64], b[64];
@@ -1038,6 +1088,7 @@ int main(void) {
         cmocka_unit_test(test_integer_to_half),
         cmocka_unit_test(test_copy_layouts_and_dtypes),
         cmocka_unit_test(test_copy_bits_and_threads),
+        cmocka_unit_test(test_copy_streamed_tiles),
         cmocka_unit_test(test_copy_errors),
         cmocka_unit_test(test_exec_and_workspace),
         cmocka_unit_test(test_null_workspace_bits),

@@ -18,13 +18,14 @@ static void f32_to_f16_portable(const float *src, uint16_t *dst, size_t n) {
 }
 
 static const gradref__array_kernels portable = {"portable", f16_to_f32_portable,
-                                                f32_to_f16_portable, NULL};
+                                                f32_to_f16_portable, NULL, NULL};
 #ifdef GRADREF_X86
 /* F16C came with AVX, before AVX2: such a CPU still converts in vectors */
 static const gradref__array_kernels f16c = {"f16c", gradref__f16_to_f32_f16c,
-                                            gradref__f32_to_f16_f16c, NULL};
+                                            gradref__f32_to_f16_f16c, NULL, NULL};
 static const gradref__array_kernels avx2 = {
-    "avx2", gradref__f16_to_f32_f16c, gradref__f32_to_f16_f16c, gradref__transpose32x32_u32_avx2};
+    "avx2", gradref__f16_to_f32_f16c, gradref__f32_to_f16_f16c, gradref__transpose32x32_u32_avx2,
+    gradref__transpose32x32_u32_stream_avx2};
 #endif
 
 const gradref__array_kernels *gradref__array_kernels_best(void) {

@@ -15,12 +15,16 @@ void gradref__f32_to_bf16_array(const float *src, uint16_t *dst, size_t n);
 /* The array kernels of one ISA (the data movers' own: the conversions above and gradref_copy's
  * 32 x 32 transpose), picked from the CPU flags. The conversions are never NULL;
  * transpose32x32_32, d[i * dstride + j] = s[j * sstride + i] for 32-bit elements, is NULL where
- * the ISA has none. */
+ * the ISA has none. transpose32x32_32_stream does the same with streaming stores when d and
+ * dstride keep every row of d 32-byte aligned (the caller calls gradref__stream_fence() before
+ * d is read); NULL where the ISA has none. */
 typedef struct gradref__array_kernels {
     const char *isa;
     void (*f16_to_f32)(const uint16_t *src, float *dst, size_t n);
     void (*f32_to_f16)(const float *src, uint16_t *dst, size_t n);
     void (*transpose32x32_32)(const uint32_t *s, int64_t sstride, uint32_t *d, int64_t dstride);
+    void (*transpose32x32_32_stream)(const uint32_t *s, int64_t sstride, uint32_t *d,
+                                     int64_t dstride);
 } gradref__array_kernels;
 
 const gradref__array_kernels *gradref__array_kernels_best(void);
@@ -32,5 +36,7 @@ void gradref__transpose8x8_u32_avx2(const uint32_t *s, int64_t sstride, uint32_t
                                     int64_t dstride);
 void gradref__transpose32x32_u32_avx2(const uint32_t *s, int64_t sstride, uint32_t *d,
                                       int64_t dstride);
+void gradref__transpose32x32_u32_stream_avx2(const uint32_t *s, int64_t sstride, uint32_t *d,
+                                             int64_t dstride);
 
 #endif

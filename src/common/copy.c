@@ -6,6 +6,7 @@
 #include "copy.h"
 #include "convert_array.h"
 #include "exec.h"
+#include "stream.h"
 #include "tensor.h"
 
 static const char OP[] = "copy";
@@ -190,8 +191,17 @@ void gradref__channels_last_strides(const int64_t *shape, int64_t *st) {
     st[0] = shape[2] * st[2];
 }
 
+static void copy_run(const gradref_tensor *src, const gradref_tensor *dst, size_t whole_bytes,
+                     int num_threads);
+
 void gradref__copy5(const int64_t *shape, const void *src, int32_t sdt, const int64_t *ss,
                     void *dst, int32_t ddt, const int64_t *ds, int num_threads) {
+    gradref__copy5_part(shape, src, sdt, ss, dst, ddt, ds, 0, num_threads);
+}
+
+void gradref__copy5_part(const int64_t *shape, const void *src, int32_t sdt, const int64_t *ss,
+                         void *dst, int32_t ddt, const int64_t *ds, size_t whole_bytes,
+                         int num_threads) {
     gradref_tensor s, d;
     memset(&s, 0, sizeof s);
     memset(&d, 0, sizeof d);
@@ -202,7 +212,7 @@ void gradref__copy5(const int64_t *shape, const void *src, int32_t sdt, const in
         s.strides[i] = ss[i];
         d.strides[i] = ds[i];
     }
-    gradref__copy_run(&s, &d, num_threads);
+    copy_run(&s, &d, whole_bytes, num_threads);
 }
 
 void gradref__fill_zero(const gradref_tensor *t, int num_threads) {
@@ -284,8 +294,10 @@ static void outer_offsets(const copy_dims *c, int64_t rest, int skip, int64_t *s
 }
 
 /* A layout change (src's unit-stride dim t is not dst's innermost): tiles of TILE x TILE over
- * dims t and the inner one, so that both sides stay within a few cache lines. */
-static void copy_tiles(const copy_dims *c, int t, int64_t numel, int threads) {
+ * dims t and the inner one, so that both sides stay within a few cache lines. With `stream`
+ * (dst too large for the cache), tiles whose dst rows lie farther apart than src's are written
+ * with streaming stores where the rows are 32-byte aligned. */
+static void copy_tiles(const copy_dims *c, int t, int64_t numel, int stream, int threads) {
     enum { TILE = 32 };
     const int m = c->m;
     const int64_t inner = c->shape[m - 1], s_in = c->ss[m - 1], d_in = c->ds[m - 1];
@@ -293,31 +305,48 @@ static void copy_tiles(const copy_dims *c, int t, int64_t numel, int threads) {
     const int64_t items = numel / (inner * c->shape[t]) * ti * tj;
     const gradref__array_kernels *k = gradref__array_kernels_best();
     const int blocks = k->transpose32x32_32 && c->sdt == c->ddt && c->sz == 4 && d_in == 1;
-    GRADREF_PARALLEL_FOR(threads, schedule(static))
-    for (int64_t it = 0; it < items; it++) {
-        int64_t so, dof;
-        outer_offsets(c, it / (ti * tj), t, &so, &dof);
-        const int64_t i0 = it / tj % ti * TILE, j0 = it % tj * TILE;
-        const int64_t i1 = i0 + TILE < c->shape[t] ? i0 + TILE : c->shape[t];
-        const int64_t len = j0 + TILE < inner ? TILE : inner - j0;
-        if (blocks && i1 - i0 == TILE && len == TILE) { /* bits moved, in registers */
-            const uint32_t *sp = (const uint32_t *)c->src + so + j0 * s_in;
-            uint32_t *dp = (uint32_t *)c->dst + dof + j0;
-            k->transpose32x32_32(sp + i0, s_in, dp + i0 * c->ds[t], c->ds[t]);
-            continue;
+    const int streamed =
+        blocks && stream && k->transpose32x32_32_stream && c->ds[t] > s_in && c->ds[t] % 8 == 0;
+    GRADREF_PARALLEL(threads) {
+        GRADREF_OMP(omp for schedule(static) nowait)
+        for (int64_t it = 0; it < items; it++) {
+            int64_t so, dof;
+            outer_offsets(c, it / (ti * tj), t, &so, &dof);
+            const int64_t i0 = it / tj % ti * TILE, j0 = it % tj * TILE;
+            const int64_t i1 = i0 + TILE < c->shape[t] ? i0 + TILE : c->shape[t];
+            const int64_t len = j0 + TILE < inner ? TILE : inner - j0;
+            if (blocks && i1 - i0 == TILE && len == TILE) { /* bits moved, in registers */
+                const uint32_t *sp = (const uint32_t *)c->src + so + j0 * s_in + i0;
+                uint32_t *dp = (uint32_t *)c->dst + dof + j0 + i0 * c->ds[t];
+                if (streamed && (uintptr_t)dp % 32 == 0)
+                    k->transpose32x32_32_stream(sp, s_in, dp, c->ds[t]);
+                else
+                    k->transpose32x32_32(sp, s_in, dp, c->ds[t]);
+                continue;
+            }
+            for (int64_t i = i0; i < i1; i++)
+                copy_row(c->src + (size_t)(so + i * c->ss[t] + j0 * s_in) * c->sz, s_in, c->sdt,
+                         c->dst + (size_t)(dof + i * c->ds[t] + j0 * d_in) * c->dz, d_in, c->ddt,
+                         len);
         }
-        for (int64_t i = i0; i < i1; i++)
-            copy_row(c->src + (size_t)(so + i * c->ss[t] + j0 * s_in) * c->sz, s_in, c->sdt,
-                     c->dst + (size_t)(dof + i * c->ds[t] + j0 * d_in) * c->dz, d_in, c->ddt, len);
+        if (streamed) gradref__stream_fence();
     }
 }
 
 void gradref__copy_run(const gradref_tensor *src, const gradref_tensor *dst, int num_threads) {
+    copy_run(src, dst, 0, num_threads);
+}
+
+/* whole_bytes: the output dst is part of (0: dst alone). */
+static void copy_run(const gradref_tensor *src, const gradref_tensor *dst, size_t whole_bytes,
+                     int num_threads) {
     for (int i = 0; i < dst->ndim; i++)
         if (dst->shape[i] == 0) return; /* the other sizes of an empty tensor may be anything */
     int64_t numel = 1;
     for (int i = 0; i < dst->ndim; i++)
         numel *= dst->shape[i]; /* within int64: validated */
+    const size_t whole =
+        whole_bytes > 0 ? whole_bytes : (size_t)numel * gradref__dtype_size(dst->dtype);
     copy_dims c;
     merge_dims(src, dst, &c);
     const int m = c.m, threads = numel >= (INT64_C(1) << 16) ? num_threads : 1;
@@ -326,7 +355,7 @@ void gradref__copy_run(const gradref_tensor *src, const gradref_tensor *dst, int
     for (int k = 0; k < m - 1 && c.ss[m - 1] != 1; k++)
         if (c.ss[k] == 1 && c.shape[k] >= 8 && inner >= 8) t = k;
     if (t >= 0) {
-        copy_tiles(&c, t, numel, threads);
+        copy_tiles(&c, t, numel, whole >= GRADREF_STREAM_MIN_BYTES, threads);
         return;
     }
     /* dst's innermost dim too short for a row of its own (a channels-last copy of few channels):

@@ -6,9 +6,10 @@
 #ifdef GRADREF_X86
 #  include <immintrin.h>
 
-/* d[i * dstride + j] = s[j * sstride + i] for an 8 x 8 block of 32-bit elements. */
+/* d[i * dstride + j] = s[j * sstride + i] for an 8 x 8 block of 32-bit elements; streaming
+ * stores when `stream` (d's rows 32-byte aligned). */
 __attribute__((target("avx2"), always_inline)) static inline void
-transpose8x8(const uint32_t *s, int64_t sstride, uint32_t *d, int64_t dstride) {
+transpose8x8(const uint32_t *s, int64_t sstride, uint32_t *d, int64_t dstride, int stream) {
     __m256 r[8], t[8];
     for (int k = 0; k < 8; k++)
         r[k] = _mm256_loadu_ps((const float *)(s + k * sstride));
@@ -26,13 +27,17 @@ transpose8x8(const uint32_t *s, int64_t sstride, uint32_t *d, int64_t dstride) {
         t[k] = _mm256_permute2f128_ps(r[k], r[k + 4], 0x20);
         t[k + 4] = _mm256_permute2f128_ps(r[k], r[k + 4], 0x31);
     }
-    for (int k = 0; k < 8; k++)
-        _mm256_storeu_ps((float *)(d + k * dstride), t[k]);
+    for (int k = 0; k < 8; k++) {
+        if (stream)
+            _mm256_stream_ps((float *)(d + k * dstride), t[k]);
+        else
+            _mm256_storeu_ps((float *)(d + k * dstride), t[k]);
+    }
 }
 
 __attribute__((target("avx2"))) void
 gradref__transpose8x8_u32_avx2(const uint32_t *s, int64_t sstride, uint32_t *d, int64_t dstride) {
-    transpose8x8(s, sstride, d, dstride);
+    transpose8x8(s, sstride, d, dstride, 0);
 }
 
 /* The same for a 32 x 32 tile, in one call instead of sixteen (about 5 % of a transposing copy).
@@ -44,12 +49,24 @@ gradref__transpose32x32_u32_avx2(const uint32_t *s, int64_t sstride, uint32_t *d
     if (sstride > dstride) {
         for (int64_t j = 0; j < 32; j += 8)
             for (int64_t i = 0; i < 32; i += 8)
-                transpose8x8(s + j * sstride + i, sstride, d + i * dstride + j, dstride);
+                transpose8x8(s + j * sstride + i, sstride, d + i * dstride + j, dstride, 0);
         return;
     }
     for (int64_t i = 0; i < 32; i += 8)
         for (int64_t j = 0; j < 32; j += 8)
-            transpose8x8(s + j * sstride + i, sstride, d + i * dstride + j, dstride);
+            transpose8x8(s + j * sstride + i, sstride, d + i * dstride + j, dstride, 0);
+}
+/* The same with streaming stores, for a destination too large for the cache whose rows lie far
+ * apart (a channel-major output): each row's two lines are completed eight rows at a time, so at
+ * most eight lines wait in the write-combining buffers, and no line is read for ownership. On AMD
+ * Zen 5 a channels-last to channel-major copy of 16 MiB: 1.2 -> 0.5 ms. */
+__attribute__((target("avx2"))) void gradref__transpose32x32_u32_stream_avx2(const uint32_t *s,
+                                                                             int64_t sstride,
+                                                                             uint32_t *d,
+                                                                             int64_t dstride) {
+    for (int64_t i = 0; i < 32; i += 8)
+        for (int64_t j = 0; j < 32; j += 8)
+            transpose8x8(s + j * sstride + i, sstride, d + i * dstride + j, dstride, 1);
 }
 #else
 typedef int gradref__copy_avx2_unused;

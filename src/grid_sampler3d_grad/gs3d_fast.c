@@ -83,7 +83,9 @@ void gs3d_plane_out(const gs3d_run *r, const void *plane, int wide, int64_t n, i
     const gradref__gs3d_plan *p = r->p;
     const int64_t shape[5] = {1, p->C, 1, p->H, p->W}, ps[5] = {0, 1, 0, r->as[3], r->as[4]};
     char *dst = p->dx.data + (size_t)(n * p->dx.s[0] + z * p->dx.s[2]) * p->elem_size;
-    gradref__copy5(shape, plane, wide ? GRADREF_F64 : GRADREF_F32, ps, dst, p->dtype, p->dx.s, 1);
+    const size_t dx_bytes = (size_t)(p->N * p->C * p->D * p->H * p->W) * p->elem_size;
+    gradref__copy5_part(shape, plane, wide ? GRADREF_F64 : GRADREF_F32, ps, dst, p->dtype, p->dx.s,
+                        dx_bytes, 1);
 }
 
 /* Nearest mode's AVX-512 path for channel-major data: dx itself (F32) takes 16 points of a
