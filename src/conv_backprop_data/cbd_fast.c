@@ -178,6 +178,8 @@ typedef struct run {
     const float *panels;           /* group g, phase f: panels + g * group_floats + phase_off[f] */
     const int64_t *phase_off;
     int64_t group_floats, mr;
+    int64_t pr; /* rows per panel (<= mr): the channels spread evenly over the panels when every
+                   phase runs direct tiles, whose short panels run at a fraction of the rate */
     int prefetch_tiles; /* an image's diff is larger than L2 holds beside the tiles' work */
 } run;
 
@@ -371,10 +373,10 @@ static void direct_tiles(const run *R, const phase *f, const float *panels, int6
                 for (int64_t t = 0; t < f->ntaps; t++) /* same taps skipped, zeros packed */
                     block_masks[2 * t] = block_masks[2 * t + 1] =
                         (uint16_t)((m[2 * t] | m[2 * t + 1]) ? 0xffffu : 0u);
-                for (int64_t i0 = 0; i0 < M; i0 += R->mr)
+                for (int64_t i0 = 0; i0 < M; i0 += R->pr)
                     R->k->tile32(block, 32, p->OCpg, block_offset, block_masks, f->ntaps, cols, 2,
-                                 panels + i0 / R->mr * K * R->mr,
-                                 (int)(M - i0 < R->mr ? M - i0 : R->mr), c + i0 * ldc + (j0 - jb),
+                                 panels + i0 / R->pr * K * R->mr,
+                                 (int)(M - i0 < R->pr ? M - i0 : R->pr), c + i0 * ldc + (j0 - jb),
                                  ldc);
             }
             continue;
@@ -382,17 +384,17 @@ static void direct_tiles(const run *R, const phase *f, const float *panels, int6
         /* a tile's diff (K rows of 128 bytes) reused by every panel while it fits in L1,
          * else each panel (in L1) reused by the tiles */
         const int tile_outer = K * 128 <= 40 * 1024;
-        const int64_t tiles = (g1 - g0 + 31) / 32, panels_n = (M + R->mr - 1) / R->mr;
+        const int64_t tiles = (g1 - g0 + 31) / 32, panels_n = (M + R->pr - 1) / R->pr;
         for (int64_t outer = 0; outer < (tile_outer ? tiles : panels_n); outer++)
             for (int64_t inner = 0; inner < (tile_outer ? panels_n : tiles); inner++) {
                 const int64_t tile = tile_outer ? outer : inner, pn = tile_outer ? inner : outer;
-                const int64_t i0 = pn * R->mr, j0 = g0 + tile * 32;
+                const int64_t i0 = pn * R->pr, j0 = g0 + tile * 32;
                 if (pn == 0 && j0 + 32 < g1 && R->prefetch_tiles)
                     prefetch_tile(R, f, image, offset, j0 + 32);
                 R->k->tile32(image + j0, R->dc, p->OCpg, offset, masks + tile * per_tile, f->ntaps,
                              g1 - j0 < 32 ? g1 - j0 : 32,
                              j0 + lo >= R->span_lo && j0 + hi <= R->span_hi,
-                             panels + pn * K * R->mr, (int)(M - i0 < R->mr ? M - i0 : R->mr),
+                             panels + pn * K * R->mr, (int)(M - i0 < R->pr ? M - i0 : R->pr),
                              c + i0 * ldc + (j0 - jb), ldc);
             }
     }
@@ -446,6 +448,13 @@ static void scatter_chunk(const run *R, const phase *f, const int64_t *ph, float
     }
 }
 
+/* Whether direct tiles may run on a phase of sub-grid sizes Q (the table has them, offsets fit
+ * int32). */
+static int flat_ok(const run *R, const int64_t *Q) {
+    return R->k->tile32 && R->mr == R->k->tile_rows && pixels(R->p->O) < INT64_C(1) << 30 &&
+           pixels(Q) < INT64_C(1) << 30;
+}
+
 /* Channels [ic0, ic1) of image n, group g, stride phase ph: a GEMM (or 32-pixel tiles) straight
  * into grad when the stride is 1, else through the chunk buffer, whole sub-grid rows at a
  * time when they fit, then scattered. */
@@ -463,8 +472,7 @@ static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t 
     }
     if (N == 0) return;
     f.ntaps = phase_taps(p, ph, tap);
-    f.flat_ok = R->k->tile32 && R->mr == R->k->tile_rows && pixels(p->O) < INT64_C(1) << 30 &&
-                pixels(f.Q) < INT64_C(1) << 30;
+    f.flat_ok = flat_ok(R, f.Q);
     gradref__sgemm_args a;
     memset(&a, 0, sizeof a);
     a.M = M;
@@ -474,7 +482,7 @@ static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t 
     const int64_t f_index = (ph[0] * p->stride[1] + ph[1]) * p->stride[2] + ph[2];
     f.index = f_index;
     a.a_panels =
-        R->panels + g * R->group_floats + R->phase_off[f_index] + ic0 / R->mr * a.K * R->mr;
+        R->panels + g * R->group_floats + R->phase_off[f_index] + ic0 / R->pr * a.K * R->mr;
     const int direct = f.flat_ok && f.Q[1] == p->O[1] && f.Q[2] == p->O[2];
     if (unit_strides(p) && direct) {
         direct_tiles(R, &f, a.a_panels, M, 0, N, slab0, R->ac, mine, L);
@@ -535,7 +543,6 @@ static void prepack_filter(run *R, const layout *L, char *base, int threads) {
     const int64_t phases = p->stride[0] * p->stride[1] * p->stride[2];
     int64_t *off = (int64_t *)(base + L->phase_off);
     int64_t *tap = (int64_t *)(base + L->thread0 + L->taps_at);
-    R->mr = gradref__sgemm_mr(R->kernel);
     R->group_floats = L->group_floats;
     R->panels = (const float *)(base + L->panels);
     R->phase_off = off;
@@ -544,10 +551,10 @@ static void prepack_filter(run *R, const layout *L, char *base, int threads) {
         const int64_t ph[3] = {f / (p->stride[1] * p->stride[2]), f / p->stride[2] % p->stride[1],
                                f % p->stride[2]};
         off[f] = at;
-        at += (p->ICpg + R->mr - 1) / R->mr * R->mr * phase_taps(p, ph, tap) * p->OCpg;
+        at += (p->ICpg + R->pr - 1) / R->pr * R->mr * phase_taps(p, ph, tap) * p->OCpg;
     }
-    /* items: (group, phase, four panels) */
-    const int64_t blocks = (p->ICpg + 4 * R->mr - 1) / (4 * R->mr), items = p->G * phases * blocks;
+    /* items: (group, phase, four panels), each panel of R->pr rows packed on its own */
+    const int64_t blocks = (p->ICpg + 4 * R->pr - 1) / (4 * R->pr), items = p->G * phases * blocks;
     int team = gradref__team(items, threads);
     GRADREF_PARALLEL(team) {
         const int me = gradref__thread_num();
@@ -556,22 +563,25 @@ static void prepack_filter(run *R, const layout *L, char *base, int threads) {
         gradref__my_range(items, &b, &e);
         for (int64_t it = b; it < e; it++) {
             const int64_t g = it / (phases * blocks), f = it / blocks % phases,
-                          ic0 = it % blocks * 4 * R->mr;
+                          ic_block = it % blocks * 4 * R->pr;
             const int64_t ph[3] = {f / (p->stride[1] * p->stride[2]),
                                    f / p->stride[2] % p->stride[1], f % p->stride[2]};
-            phase fp;
-            memset(&fp, 0, sizeof fp);
-            fp.R = R, fp.g = g, fp.ic0 = ic0, fp.tap = mytap;
-            fp.ntaps = phase_taps(p, ph, mytap);
-            gradref__sgemm_args a;
-            memset(&a, 0, sizeof a);
-            a.M = p->ICpg - ic0 < 4 * R->mr ? p->ICpg - ic0 : 4 * R->mr;
-            a.K = fp.ntaps * p->OCpg;
-            a.pack_a = pack_a_phase;
-            a.pack_a_ctx = &fp;
-            gradref__sgemm_prepack_a(&a, R->kernel,
-                                     (float *)R->panels + g * R->group_floats + off[f] +
-                                         ic0 / R->mr * a.K * R->mr);
+            const int64_t ntaps = phase_taps(p, ph, mytap);
+            for (int64_t ic0 = ic_block; ic0 < p->ICpg && ic0 < ic_block + 4 * R->pr;
+                 ic0 += R->pr) {
+                phase fp;
+                memset(&fp, 0, sizeof fp);
+                fp.R = R, fp.g = g, fp.ic0 = ic0, fp.tap = mytap, fp.ntaps = ntaps;
+                gradref__sgemm_args a;
+                memset(&a, 0, sizeof a);
+                a.M = p->ICpg - ic0 < R->pr ? p->ICpg - ic0 : R->pr;
+                a.K = ntaps * p->OCpg;
+                a.pack_a = pack_a_phase;
+                a.pack_a_ctx = &fp;
+                gradref__sgemm_prepack_a(&a, R->kernel,
+                                         (float *)R->panels + g * R->group_floats + off[f] +
+                                             ic0 / R->pr * a.K * R->mr);
+            }
         }
     }
 }
@@ -670,7 +680,17 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
         R.ac = p->gs[2];
     }
 
-    if (L.path == PATH_GEMM) prepack_filter(&R, &L, base, threads);
+    if (L.path == PATH_GEMM) {
+        R.mr = R.pr = gradref__sgemm_mr(R.kernel);
+        /* one phase of direct tiles (unit strides, diff's sizes): the channels evenly over the
+         * panels (16 channels: 8 + 8 rows instead of 14 + 2; a 2-row tile has 4 FMA chains and
+         * waits on their latency) */
+        if (unit_strides(p) && p->I[1] == p->O[1] && p->I[2] == p->O[2] && flat_ok(&R, p->I)) {
+            const int64_t np = (p->ICpg + R.mr - 1) / R.mr;
+            R.pr = (p->ICpg + np - 1) / np;
+        }
+        prepack_filter(&R, &L, base, threads);
+    }
     /* a small image's diff stays in L2 after its first tiles: prefetching it is pure cost */
     R.prefetch_tiles = p->G * p->OCpg * pixels(p->O) * (int64_t)sizeof(float) > PREFETCH_MIN_BYTES;
 
@@ -682,7 +702,7 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
         if (per_group > p->ICpg) per_group = p->ICpg;
     }
     int64_t icb = (p->ICpg + per_group - 1) / per_group;
-    if (L.path == PATH_GEMM) icb = (icb + R.mr - 1) / R.mr * R.mr;
+    if (L.path == PATH_GEMM) icb = (icb + R.pr - 1) / R.pr * R.pr;
     const int64_t blocks = (p->ICpg + icb - 1) / icb;
     const int64_t items = p->N * p->G * blocks;
     int team = gradref__team(items, threads);
