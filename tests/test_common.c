@@ -872,7 +872,7 @@ static void test_copy_streamed_tiles(void **state) {
     (void)state;
     enum { C = 64, S = 40008 }; /* 10 MiB of F32; S leaves edge tiles and 32-byte rows */
     const size_t n = (size_t)C * S;
-    uint32_t *src = malloc(n * 4), *buf = malloc((n + 8) * 4);
+    uint32_t *src = malloc(n * 4), *buf = malloc((n + 16) * 4);
     assert_non_null(src);
     assert_non_null(buf);
     assert_true((size_t)C * S * 4 >= GRADREF_STREAM_MIN_BYTES);
@@ -882,8 +882,8 @@ static void test_copy_streamed_tiles(void **state) {
     int counts[] = TU_THREAD_COUNTS;
     for (int off = 0; off < 2; off++)
         for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
-            uint32_t *dst = (uint32_t *)((uintptr_t)(buf + 8) & ~(uintptr_t)31) + off;
-            memset(buf, 0xab, (n + 8) * 4);
+            uint32_t *dst = (uint32_t *)(((uintptr_t)buf + 31) & ~(uintptr_t)31) + off;
+            memset(buf, 0xab, (n + 16) * 4);
             gradref_tensor ts = desc(src, GRADREF_F32, 2, shape, ss),
                            td = desc(dst, GRADREF_F32, 2, shape, ds);
             gradref_exec exec = {NULL, 0, counts[k], 0};
@@ -897,8 +897,8 @@ static void test_copy_streamed_tiles(void **state) {
     /* as gs3d writes dx: planes of (C, 1, H, W) from a channels-last buffer into NCDHW */
     const int64_t D = 3, HW = S / D, s5[5] = {0, 1, 0, 0, C}, d5[5] = {0, D * HW, HW, 0, 1},
                   sh5[5] = {1, C, 1, 1, HW};
-    uint32_t *dst = (uint32_t *)((uintptr_t)(buf + 8) & ~(uintptr_t)31);
-    memset(buf, 0xab, (n + 8) * 4);
+    uint32_t *dst = (uint32_t *)(((uintptr_t)buf + 31) & ~(uintptr_t)31);
+    memset(buf, 0xab, (n + 16) * 4);
     for (int64_t z = 0; z < D; z++)
         gradref__copy5_part(sh5, src + z * HW * C, GRADREF_F32, s5, dst + z * HW, GRADREF_F32, d5,
                             (size_t)(C * D * HW) * 4, 1);
