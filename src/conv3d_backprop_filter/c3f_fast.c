@@ -415,9 +415,9 @@ static void counter_push(counter *c) {
     c->used[top] = 1;
 }
 
-/* The fold, in the newest slot (which it returns). At least one sum was pushed. */
-static float *counter_fold(counter *c) {
-    float *fresh = c->level + c->levels * c->size;
+/* The fold, into dst (NULL: the newest slot), which it returns. At least one sum was pushed. */
+static float *counter_fold(counter *c, float *dst) {
+    float *fresh = dst ? dst : c->level + c->levels * c->size;
     int started = 0;
     for (int l = 0; l < c->levels; l++) {
         if (!c->used[l]) continue;
@@ -466,9 +466,10 @@ static void block_sum(const run *R, const layout *L, int64_t g, int64_t j0, int6
     gradref__sgemm(&a, R->kernel, mine);
 }
 
-/* The counter's fold of blocks [b0, b1) for dw rows j in [j0, j1) of group g. */
+/* The counter's fold of blocks [b0, b1) for dw rows j in [j0, j1) of group g, into `into` (NULL:
+ * the thread's level buffers), which it returns. */
 static float *blocks_sum(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j1,
-                         int64_t b0, int64_t b1, char *mine, runs *u) {
+                         int64_t b0, int64_t b1, char *mine, runs *u, float *into) {
     const int64_t total_r = reduction(R->p);
     counter c =
         counter_make(R->k, (float *)(mine + L->level_at), (j1 - j0) * R->p->Cout_g, (int)L->levels);
@@ -477,25 +478,31 @@ static float *blocks_sum(const run *R, const layout *L, int64_t g, int64_t j0, i
         block_sum(R, L, g, j0, j1, r0, r1, mine, u, counter_slot(&c));
         counter_push(&c);
     }
-    return counter_fold(&c);
+    return counter_fold(&c, into);
 }
 
-/* dw rows j in [j0, j1) of group g from their sums s[(j - j0) * Cout/G + co]. */
+/* dw rows j in [j0, j1) of group g from their sums s[(j - j0) * Cout/G + co]: output channel
+ * by output channel, so that the writes walk dw's (Cin, taps) extent of each rather than a
+ * line per element (a stride of Cin x taps elements). */
 static void store_rows(const gradref__c3f_plan *p, int64_t g, int64_t j0, int64_t j1,
                        const float *s) {
     const int64_t C = p->Cout_g;
-    for (int64_t j = j0; j < j1; j++) {
-        const int64_t t = j / p->Cin_g, ci = j % p->Cin_g;
-        const int64_t kd = t / (p->K[1] * p->K[2]), kh = t / p->K[2] % p->K[1], kw = t % p->K[2];
-        for (int64_t co = 0; co < C; co++) {
-            char *out = p->dw + (size_t)((g * C + co) * p->ws[0] + ci * p->ws[1] + kd * p->ws[2] +
-                                         kh * p->ws[3] + kw * p->ws[4]) *
-                                    p->out_size;
+    for (int64_t co = 0; co < C; co++) {
+        const int64_t base = (g * C + co) * p->ws[0];
+        int64_t t = j0 / p->Cin_g, ci = j0 % p->Cin_g, tap = -1;
+        for (int64_t j = j0; j < j1; j++) {
+            if (tap < 0) {
+                const int64_t kd = t / (p->K[1] * p->K[2]), kh = t / p->K[2] % p->K[1],
+                              kw = t % p->K[2];
+                tap = kd * p->ws[2] + kh * p->ws[3] + kw * p->ws[4];
+            }
+            char *out = p->dw + (size_t)(base + ci * p->ws[1] + tap) * p->out_size;
             const float v = s[(j - j0) * C + co];
             if (p->out_dtype == GRADREF_F32)
                 *(float *)out = v;
             else
                 gradref__store_float(p->out_dtype, out, v);
+            if (++ci == p->Cin_g) ci = 0, t++, tap = -1;
         }
     }
 }
@@ -504,7 +511,7 @@ static void store_rows(const gradref__c3f_plan *p, int64_t g, int64_t j0, int64_
 static void item(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j1, char *mine,
                  runs *u) {
     const int64_t blocks = (reduction(R->p) + BLOCK - 1) / BLOCK;
-    store_rows(R->p, g, j0, j1, blocks_sum(R, L, g, j0, j1, 0, blocks, mine, u));
+    store_rows(R->p, g, j0, j1, blocks_sum(R, L, g, j0, j1, 0, blocks, mine, u, NULL));
 }
 
 /* The split reduction (one group, every row): chunks of L->chunk_blocks blocks shared by the
@@ -524,8 +531,7 @@ static int split_chunks(const run *R, const layout *L, char *base, int threads) 
         for (int64_t k = b; k < e; k++) {
             const int64_t b0 = k * L->chunk_blocks,
                           b1 = b0 + L->chunk_blocks < blocks ? b0 + L->chunk_blocks : blocks;
-            const float *s = blocks_sum(R, L, 0, 0, J, b0, b1, mine, u);
-            memcpy(chunk + k * size, s, (size_t)size * sizeof *s);
+            blocks_sum(R, L, 0, 0, J, b0, b1, mine, u, chunk + k * size);
         }
     }
     return team;
@@ -548,7 +554,7 @@ static void combine_chunks(const run *R, const layout *L, char *base, int thread
                        (size_t)n * sizeof(float));
                 counter_push(&c);
             }
-            store_rows(p, 0, j0, j1, counter_fold(&c));
+            store_rows(p, 0, j0, j1, counter_fold(&c, NULL));
         }
     }
 }
