@@ -434,6 +434,30 @@ static int flat_ok(const run *R, const int64_t *Q) {
            pixels(Q) < INT64_C(1) << 30;
 }
 
+/* The sub-grid sizes of stride phase ph; returns their product. */
+static int64_t phase_grid(const gradref__cbd_plan *p, const int64_t *ph, int64_t *Q) {
+    int64_t N = 1;
+    for (int j = 0; j < 3; j++) {
+        Q[j] = ph[j] < p->I[j] ? (p->I[j] - ph[j] + p->stride[j] - 1) / p->stride[j] : 0;
+        N *= Q[j];
+    }
+    return N;
+}
+
+/* Whether every stride phase that has pixels and taps runs direct tiles (item_phase). */
+static int all_direct(const run *R, int64_t *tap) {
+    const gradref__cbd_plan *p = R->p;
+    const int64_t phases = p->stride[0] * p->stride[1] * p->stride[2];
+    for (int64_t f = 0; f < phases; f++) {
+        const int64_t ph[3] = {f / (p->stride[1] * p->stride[2]), f / p->stride[2] % p->stride[1],
+                               f % p->stride[2]};
+        int64_t Q[3];
+        if (phase_grid(p, ph, Q) == 0 || phase_taps(p, ph, tap) == 0) continue;
+        if (!flat_ok(R, Q) || Q[1] != p->O[1] || Q[2] != p->O[2]) return 0;
+    }
+    return 1;
+}
+
 /* Channels [ic0, ic1) of image n, group g, stride phase ph: a GEMM (or 32-pixel tiles) straight
  * into grad when the stride is 1, else through the chunk buffer, whole sub-grid rows at a
  * time when they fit, then scattered. */
@@ -444,11 +468,7 @@ static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t 
     phase f;
     memset(&f, 0, sizeof f);
     f.R = R, f.n = n, f.g = g, f.ic0 = ic0, f.tap = tap;
-    int64_t N = 1;
-    for (int j = 0; j < 3; j++) {
-        f.Q[j] = ph[j] < p->I[j] ? (p->I[j] - ph[j] + p->stride[j] - 1) / p->stride[j] : 0;
-        N *= f.Q[j];
-    }
+    const int64_t N = phase_grid(p, ph, f.Q);
     if (N == 0) return;
     f.ntaps = phase_taps(p, ph, tap);
     f.flat_ok = flat_ok(R, f.Q);
@@ -684,10 +704,10 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
 
     if (L.path == PATH_GEMM) {
         R.mr = R.pr = gradref__sgemm_mr(R.kernel);
-        /* one phase of direct tiles (unit strides, diff's sizes): the channels evenly over the
-         * panels (16 channels: 8 + 8 rows instead of 14 + 2; a 2-row tile has 4 FMA chains and
-         * waits on their latency) */
-        if (unit_strides(p) && p->I[1] == p->O[1] && p->I[2] == p->O[2] && flat_ok(&R, p->I)) {
+        /* every phase that has taps runs direct tiles: the channels evenly over the panels
+         * (16 channels: 8 + 8 rows instead of 14 + 2; a 2-row tile has 4 FMA chains and waits
+         * on their latency) */
+        if (all_direct(&R, (int64_t *)(base + L.thread0 + L.taps_at))) {
             const int64_t np = (p->ICpg + R.mr - 1) / R.mr;
             R.pr = (p->ICpg + np - 1) / np;
         }
