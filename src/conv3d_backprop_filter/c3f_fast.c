@@ -50,6 +50,7 @@ typedef struct layout {
     int64_t chunk_blocks; /* split: blocks per chunk, a power of two */
     int64_t chunks;
     size_t chunk_at; /* split: the chunks' sums */
+    size_t node_at;  /* split: per chunk, the level of the node its slot holds, or -1 */
     int64_t mr, nr;  /* GEMM panel rows and columns */
     int64_t unit;    /* items hold whole multiples of this many rows j: a tap, or one row */
     int64_t jb;      /* the most rows j per item */
@@ -138,7 +139,10 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
     }
     if (L.stage_x) L.x32 = gradref__ws_take(&at, (size_t)xn * 4);
     if (L.stage_dy) L.dy32 = gradref__ws_take(&at, (size_t)yn * 4);
-    if (L.split) L.chunk_at = gradref__ws_take(&at, (size_t)(L.chunks * J * p->Cout_g) * 4);
+    if (L.split) {
+        L.chunk_at = gradref__ws_take(&at, (size_t)(L.chunks * J * p->Cout_g) * 4);
+        L.node_at = gradref__ws_take(&at, (size_t)L.chunks);
+    }
     /* levels for the blocks of an item or a chunk, and for combining the chunks */
     const int64_t pushes = L.chunk_blocks > L.chunks ? L.chunk_blocks : L.chunks;
     L.levels = 1;
@@ -415,6 +419,29 @@ static void counter_push(counter *c) {
     c->used[top] = 1;
 }
 
+/* Pushes the sum of 2^m consecutive sums at once, when the count pushed so far is a multiple of
+ * 2^m (the levels below m are empty): the same carries, so the same bits, as pushing them one
+ * by one would make. */
+static void counter_push_node(counter *c, int m, const float *src) {
+    int top = m;
+    while (c->used[top])
+        top++;
+    if (top == m) {
+        memcpy(c->level + m * c->size, src, (size_t)c->size * sizeof *src);
+        c->used[m] = 1;
+        return;
+    }
+    float *fresh = c->level + c->levels * c->size;
+    const float *newer = src;
+    for (int l = m; l < top; l++) {
+        float *dst = l == top - 1 ? c->level + top * c->size : fresh;
+        add_sums(c, dst, c->level + l * c->size, newer);
+        newer = dst;
+        c->used[l] = 0;
+    }
+    c->used[top] = 1;
+}
+
 /* The fold, into dst (NULL: the newest slot), which it returns. At least one sum was pushed. */
 static float *counter_fold(counter *c, float *dst) {
     float *fresh = dst ? dst : c->level + c->levels * c->size;
@@ -515,12 +542,17 @@ static void item(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j
 }
 
 /* The split reduction (one group, every row): chunks of L->chunk_blocks blocks shared by the
- * threads, their sums kept for combine_chunks. Returns the team. */
+ * threads, their sums kept for combine_chunks. A thread adds its consecutive chunks' sums in
+ * place into the aligned nodes of the counter's tree (2^m chunks starting at a multiple of 2^m)
+ * that its range holds whole, as the counter over all chunks would (older + newer), so that
+ * combine_chunks reads a few nodes per thread instead of every chunk, most of them written by
+ * the other cores. Returns the team. */
 static int split_chunks(const run *R, const layout *L, char *base, int threads) {
     const gradref__c3f_plan *p = R->p;
     const int64_t J = p->Cin_g * taps_of(p), size = J * p->Cout_g;
     const int64_t blocks = (reduction(p) + BLOCK - 1) / BLOCK;
     float *chunk = (float *)(base + L->chunk_at);
+    int8_t *node = (int8_t *)(base + L->node_at);
     const int team = gradref__team(L->chunks, threads);
     GRADREF_PARALLEL(team) {
         char *mine = base + L->thread0 + L->per_thread * (size_t)gradref__thread_num();
@@ -532,16 +564,26 @@ static int split_chunks(const run *R, const layout *L, char *base, int threads) 
             const int64_t b0 = k * L->chunk_blocks,
                           b1 = b0 + L->chunk_blocks < blocks ? b0 + L->chunk_blocks : blocks;
             blocks_sum(R, L, 0, 0, J, b0, b1, mine, u, chunk + k * size);
+            node[k] = 0;
+            for (int m = 1; (k + 1) % (INT64_C(1) << m) == 0 && k + 1 - (INT64_C(1) << m) >= b;
+                 m++) {
+                const int64_t first = k + 1 - (INT64_C(1) << m),
+                              second = k + 1 - (INT64_C(1) << (m - 1));
+                add_sums(&(counter){.size = size, .k = R->k}, chunk + first * size,
+                         chunk + first * size, chunk + second * size);
+                node[first] = (int8_t)m, node[second] = -1;
+            }
         }
     }
     return team;
 }
 
-/* dw from the chunks' sums combined by the counter, rows shared by the threads. */
+/* dw from the chunks' nodes combined by the counter, rows shared by the threads. */
 static void combine_chunks(const run *R, const layout *L, char *base, int threads) {
     const gradref__c3f_plan *p = R->p;
     const int64_t J = p->Cin_g * taps_of(p), size = J * p->Cout_g;
     const float *chunk = (const float *)(base + L->chunk_at);
+    const int8_t *node = (const int8_t *)(base + L->node_at);
     GRADREF_PARALLEL(gradref__team(J, threads)) {
         char *mine = base + L->thread0 + L->per_thread * (size_t)gradref__thread_num();
         int64_t j0, j1;
@@ -549,11 +591,8 @@ static void combine_chunks(const run *R, const layout *L, char *base, int thread
         if (j1 > j0) {
             const int64_t n = (j1 - j0) * p->Cout_g;
             counter c = counter_make(R->k, (float *)(mine + L->level_at), n, (int)L->levels);
-            for (int64_t k = 0; k < L->chunks; k++) {
-                memcpy(counter_slot(&c), chunk + k * size + j0 * p->Cout_g,
-                       (size_t)n * sizeof(float));
-                counter_push(&c);
-            }
+            for (int64_t k = 0; k < L->chunks; k += INT64_C(1) << node[k])
+                counter_push_node(&c, node[k], chunk + k * size + j0 * p->Cout_g);
             store_rows(p, 0, j0, j1, counter_fold(&c, NULL));
         }
     }
