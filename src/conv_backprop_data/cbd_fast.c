@@ -307,12 +307,38 @@ static void prefetch_tile(const run *R, const phase *f, const float *image, cons
     }
 }
 
+/* Zeros still to write into an item's grad slab (strided convolutions): a slice after each
+ * tile of the first phase that has taps, so that the stores drain while the tiles compute (a
+ * memset of the whole slab ahead of them leaves the core waiting on its stores), and the rest
+ * before anything is scattered into the slab. */
+typedef struct zeros {
+    char *at;
+    size_t left, slice;
+} zeros;
+
+static void zeros_some(zeros *z) {
+    if (z == NULL || z->left == 0) return;
+    const size_t n = z->left < z->slice ? z->left : z->slice;
+    memset(z->at, 0, n);
+    z->at += n, z->left -= n;
+}
+
+static void zeros_rest(zeros *z) {
+    if (z == NULL || z->left == 0) return;
+    memset(z->at, 0, z->left);
+    z->left = 0;
+}
+
 /* Sub-grid pixels [jb, je) of a phase whose sub-grid has diff's last two sizes, into c (pixel
  * jb of row ic0 at c, rows ldc apart): tiles of 32 pixels computed straight from diff (no B
  * packing), a group of tiles at a time for every filter panel. */
 static void direct_tiles(const run *R, const phase *f, const float *panels, int64_t M, int64_t jb,
-                         int64_t je, float *c, int64_t ldc, char *mine, const layout *L) {
+                         int64_t je, float *c, int64_t ldc, char *mine, const layout *L, zeros *z) {
     const gradref__cbd_plan *p = R->p;
+    if (z != NULL && z->left > 0) { /* one slice per tile call, whole lines */
+        const int64_t calls = (je - jb + 31) / 32 * ((M + R->pr - 1) / R->pr);
+        z->slice = ((z->left + (size_t)calls - 1) / (size_t)calls + 63) & ~(size_t)63;
+    }
     const int64_t K = f->ntaps * p->OCpg, per_tile = 2 * f->ntaps;
     const int64_t image_at = f->n * R->dn + f->g * p->OCpg * R->dc;
     const float *image = R->diff + image_at;
@@ -352,11 +378,13 @@ static void direct_tiles(const run *R, const phase *f, const float *panels, int6
                 for (int64_t t = 0; t < f->ntaps; t++) /* same taps skipped, zeros packed */
                     block_masks[2 * t] = block_masks[2 * t + 1] =
                         (uint16_t)((m[2 * t] | m[2 * t + 1]) ? 0xffffu : 0u);
-                for (int64_t i0 = 0; i0 < M; i0 += R->pr)
+                for (int64_t i0 = 0; i0 < M; i0 += R->pr) {
                     R->k->tile32(block, 32, p->OCpg, block_offset, block_masks, f->ntaps, cols, 2,
                                  panels + i0 / R->pr * K * R->mr,
                                  (int)(M - i0 < R->pr ? M - i0 : R->pr), c + i0 * ldc + (j0 - jb),
                                  ldc);
+                    zeros_some(z);
+                }
             }
             continue;
         }
@@ -375,6 +403,7 @@ static void direct_tiles(const run *R, const phase *f, const float *panels, int6
                              j0 + lo >= R->span_lo && j0 + hi <= R->span_hi,
                              panels + pn * K * R->mr, (int)(M - i0 < R->pr ? M - i0 : R->pr),
                              c + i0 * ldc + (j0 - jb), ldc);
+                zeros_some(z);
             }
     }
 }
@@ -462,7 +491,7 @@ static int all_direct(const run *R, int64_t *tap) {
  * into grad when the stride is 1, else through the chunk buffer, whole sub-grid rows at a
  * time when they fit, then scattered. */
 static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t M,
-                       const int64_t *ph, float *slab0, char *mine, const layout *L) {
+                       const int64_t *ph, float *slab0, char *mine, const layout *L, zeros *z) {
     const gradref__cbd_plan *p = R->p;
     int64_t *tap = (int64_t *)(mine + L->taps_at);
     phase f;
@@ -484,7 +513,7 @@ static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t 
         R->panels + g * R->group_floats + R->phase_off[f_index] + ic0 / R->pr * a.K * R->mr;
     const int direct = f.flat_ok && f.Q[1] == p->O[1] && f.Q[2] == p->O[2];
     if (unit_strides(p) && direct) {
-        direct_tiles(R, &f, a.a_panels, M, 0, N, slab0, R->ac, mine, L);
+        direct_tiles(R, &f, a.a_panels, M, 0, N, slab0, R->ac, mine, L, NULL);
         return;
     }
     if (unit_strides(p)) { /* the only phase: straight into grad */
@@ -508,9 +537,10 @@ static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t 
         a.c_rs = j1 - j0;
         a.c_cs = 1;
         if (direct)
-            direct_tiles(R, &f, a.a_panels, M, j0, j1, chunk, j1 - j0, mine, L);
+            direct_tiles(R, &f, a.a_panels, M, j0, j1, chunk, j1 - j0, mine, L, z);
         else
             gradref__sgemm(&a, R->kernel, mine);
+        zeros_rest(z);
         scatter_chunk(R, &f, ph, slab0, chunk, M, j0, j1);
     }
 }
@@ -521,9 +551,10 @@ static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t i
     const gradref__cbd_plan *p = R->p;
     const int64_t M = ic1 - ic0;
     float *slab0 = R->acc + n * R->an + (g * p->ICpg + ic0) * R->ac;
+    zeros z = {(char *)slab0, 0, 0};
     if (!unit_strides(p)) { /* phases fill in their elements; the ones no tap reaches stay +0 */
-        if (R->ac == pixels(p->I)) /* one block: large memsets skip the read for ownership */
-            memset(slab0, 0, (size_t)(M * R->ac) * sizeof(float));
+        if (R->ac == pixels(p->I)) /* one block, zeroed between the first phase's tiles */
+            z.left = (size_t)(M * R->ac) * sizeof(float);
         else
             for (int64_t m = 0; m < M; m++)
                 memset(slab0 + m * R->ac, 0, (size_t)pixels(p->I) * sizeof(float));
@@ -532,8 +563,9 @@ static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t i
     for (int64_t f_index = 0; f_index < phases; f_index++) {
         const int64_t ph[3] = {f_index / (p->stride[1] * p->stride[2]),
                                f_index / p->stride[2] % p->stride[1], f_index % p->stride[2]};
-        item_phase(R, n, g, ic0, M, ph, slab0, mine, L);
+        item_phase(R, n, g, ic0, M, ph, slab0, mine, L, &z);
     }
+    zeros_rest(&z); /* no phase had a tap */
 }
 
 /* Filter rows [ic0, ic0 + rows) of group g for a phase's taps, straight from the filter, as
