@@ -419,6 +419,24 @@ static void counter_push(counter *c) {
     c->used[top] = 1;
 }
 
+/* counter_push of the last sum when the counter will then hold one level only (a power-of-two
+ * count): the carry's last add writes `into`, which is the fold, instead of a level buffer the
+ * fold would copy. Returns 0, having pushed nothing, otherwise. */
+static int counter_push_last(counter *c, float *into) {
+    int top = 0;
+    while (c->used[top])
+        top++;
+    for (int l = top + 1; l < c->levels; l++)
+        if (c->used[l]) return 0;
+    if (into == NULL || top == 0) return 0;
+    float *fresh = c->level + c->levels * c->size;
+    for (int l = 0; l < top; l++) {
+        add_sums(c, l == top - 1 ? into : fresh, c->level + l * c->size, fresh);
+        c->used[l] = 0;
+    }
+    return 1;
+}
+
 /* Pushes the sum of 2^m consecutive sums at once, when the count pushed so far is a multiple of
  * 2^m (the levels below m are empty): the same carries, so the same bits, as pushing them one
  * by one would make. */
@@ -502,7 +520,12 @@ static float *blocks_sum(const run *R, const layout *L, int64_t g, int64_t j0, i
         counter_make(R->k, (float *)(mine + L->level_at), (j1 - j0) * R->p->Cout_g, (int)L->levels);
     for (int64_t b = b0; b < b1; b++) {
         const int64_t r0 = b * BLOCK, r1 = r0 + BLOCK < total_r ? r0 + BLOCK : total_r;
+        if (into != NULL && b1 - b0 == 1) { /* one block: its sum is the fold */
+            block_sum(R, L, g, j0, j1, r0, r1, mine, u, into);
+            return into;
+        }
         block_sum(R, L, g, j0, j1, r0, r1, mine, u, counter_slot(&c));
+        if (b + 1 == b1 && counter_push_last(&c, into)) return into;
         counter_push(&c);
     }
     return counter_fold(&c, into);
