@@ -391,13 +391,14 @@ static counter counter_make(const gradref__c3f_kernels *k, float *level, int64_t
     return c;
 }
 
-/* dst[e] = older[e] + newer[e] for e < c->size (dst may be either): the same bits at any width. */
-static void add_sums(const counter *c, float *dst, const float *older, const float *newer) {
-    if (c->k->add) {
-        c->k->add(dst, older, newer, c->size);
+/* dst[e] = older[e] + newer[e] for e < n (dst may be either): the same bits at any width. */
+static void add_sums(const gradref__c3f_kernels *k, float *dst, const float *older,
+                     const float *newer, int64_t n) {
+    if (k->add) {
+        k->add(dst, older, newer, n);
         return;
     }
-    for (int64_t e = 0; e < c->size; e++)
+    for (int64_t e = 0; e < n; e++)
         dst[e] = older[e] + newer[e];
 }
 
@@ -406,17 +407,29 @@ static float *counter_slot(const counter *c) {
     return c->used[0] ? c->level + c->levels * c->size : c->level;
 }
 
-static void counter_push(counter *c) {
-    int top = 0;
+/* A new sum src at level m, the levels below m empty (the count pushed so far a multiple of
+ * 2^m): while level l is used, older (level l) + newer, the last add into the first unused level
+ * `top`, or into `out` when given (which then holds the counter's only sum; the counter is left
+ * empty). */
+static void counter_carry(counter *c, int m, const float *src, float *out) {
+    int top = m;
     while (c->used[top])
         top++;
-    float *fresh = c->level + c->levels * c->size;
-    for (int l = 0; l < top; l++) {
-        const float *old = c->level + l * c->size;
-        add_sums(c, l == top - 1 ? c->level + top * c->size : fresh, old, fresh);
+    float *fresh = c->level + c->levels * c->size, *last = out ? out : c->level + top * c->size;
+    const float *newer = src;
+    if (top == m && src != last) memcpy(last, src, (size_t)c->size * sizeof *src);
+    for (int l = m; l < top; l++) {
+        float *dst = l == top - 1 ? last : fresh;
+        add_sums(c->k, dst, c->level + l * c->size, newer, c->size);
+        newer = dst;
         c->used[l] = 0;
     }
-    c->used[top] = 1;
+    if (out == NULL) c->used[top] = 1;
+}
+
+/* The sum at counter_slot into the counter. */
+static void counter_push(counter *c) {
+    counter_carry(c, 0, counter_slot(c), NULL);
 }
 
 /* counter_push of the last sum when the counter will then hold one level only (a power-of-two
@@ -429,35 +442,14 @@ static int counter_push_last(counter *c, float *into) {
     for (int l = top + 1; l < c->levels; l++)
         if (c->used[l]) return 0;
     if (into == NULL || top == 0) return 0;
-    float *fresh = c->level + c->levels * c->size;
-    for (int l = 0; l < top; l++) {
-        add_sums(c, l == top - 1 ? into : fresh, c->level + l * c->size, fresh);
-        c->used[l] = 0;
-    }
+    counter_carry(c, 0, counter_slot(c), into);
     return 1;
 }
 
 /* Pushes the sum of 2^m consecutive sums at once, when the count pushed so far is a multiple of
- * 2^m (the levels below m are empty): the same carries, so the same bits, as pushing them one
- * by one would make. */
+ * 2^m: the same carries, so the same bits, as pushing them one by one would make. */
 static void counter_push_node(counter *c, int m, const float *src) {
-    int top = m;
-    while (c->used[top])
-        top++;
-    if (top == m) {
-        memcpy(c->level + m * c->size, src, (size_t)c->size * sizeof *src);
-        c->used[m] = 1;
-        return;
-    }
-    float *fresh = c->level + c->levels * c->size;
-    const float *newer = src;
-    for (int l = m; l < top; l++) {
-        float *dst = l == top - 1 ? c->level + top * c->size : fresh;
-        add_sums(c, dst, c->level + l * c->size, newer);
-        newer = dst;
-        c->used[l] = 0;
-    }
-    c->used[top] = 1;
+    counter_carry(c, m, src, NULL);
 }
 
 /* The fold, into dst (NULL: the newest slot), which it returns. At least one sum was pushed. */
@@ -471,7 +463,7 @@ static float *counter_fold(counter *c, float *dst) {
             memcpy(fresh, s, (size_t)c->size * sizeof *fresh);
             started = 1;
         } else {
-            add_sums(c, fresh, s, fresh);
+            add_sums(c->k, fresh, s, fresh, c->size);
         }
     }
     return fresh;
@@ -592,8 +584,8 @@ static int split_chunks(const run *R, const layout *L, char *base, int threads) 
                  m++) {
                 const int64_t first = k + 1 - (INT64_C(1) << m),
                               second = k + 1 - (INT64_C(1) << (m - 1));
-                add_sums(&(counter){.size = size, .k = R->k}, chunk + first * size,
-                         chunk + first * size, chunk + second * size);
+                add_sums(R->k, chunk + first * size, chunk + first * size, chunk + second * size,
+                         size);
                 node[first] = (int8_t)m, node[second] = -1;
             }
         }

@@ -126,10 +126,15 @@ size_t gradref__cbd_fast_workspace(const gradref__cbd_plan *p, int32_t precision
     return layout_of(p, precision, threads).total;
 }
 
-static float load_f32(int32_t dtype, const char *e) {
-    if (dtype == GRADREF_F32) return *(const float *)e;
-    if (dtype == GRADREF_F16) return gradref__f16_to_f32(*(const uint16_t *)e);
-    return gradref__bf16_to_f32(*(const uint16_t *)e);
+/* The filter's element offset of group g, input channel ic, stored tap t, output channel 0. */
+static int64_t filter_offset(const gradref__cbd_plan *p, int64_t g, int64_t ic, int64_t t) {
+    const int64_t k0 = t / (p->K[1] * p->K[2]), k1 = t / p->K[2] % p->K[1], k2 = t % p->K[2];
+    return g * p->fs[0] + ic * p->fs[2] + k0 * p->fs[3] + k1 * p->fs[4] + k2 * p->fs[5];
+}
+
+/* The filter's element at offset e as f32 (exact: F32, F16 or BF16 here). */
+static float filter_value(const gradref__cbd_plan *p, int64_t e) {
+    return (float)gradref__load_float(p->in_dtype, p->filter + (size_t)e * p->in_size);
 }
 
 /* a[((g * ICpg + ic) * T + t) * OCpg + oc] = W[g, oc, ic, tap t] as f32 (taps in stored
@@ -142,14 +147,10 @@ static int pack_filter(const gradref__cbd_plan *p, float *a, int threads) {
     for (int64_t r = 0; r < rows; r++) {
         const int64_t g = r / p->ICpg, ic = r % p->ICpg;
         for (int64_t t = 0; t < T; t++) {
-            const int64_t k0 = t / (p->K[1] * p->K[2]), k1 = t / p->K[2] % p->K[1],
-                          k2 = t % p->K[2];
-            const int64_t off =
-                g * p->fs[0] + ic * p->fs[2] + k0 * p->fs[3] + k1 * p->fs[4] + k2 * p->fs[5];
+            const int64_t off = filter_offset(p, g, ic, t);
             float *row = a + ((g * p->ICpg + ic) * T + t) * p->OCpg;
             for (int64_t oc = 0; oc < p->OCpg; oc++) {
-                row[oc] =
-                    load_f32(p->in_dtype, p->filter + (size_t)(off + oc * p->fs[1]) * p->in_size);
+                row[oc] = filter_value(p, off + oc * p->fs[1]);
                 finite &= isfinite(row[oc]) != 0;
             }
         }
@@ -194,7 +195,6 @@ typedef struct phase {
     const int64_t *tap; /* per phase tap: stored tap index, then the 3 shifts */
     int64_t j_base;     /* first sub-grid pixel of the current GEMM call */
     int64_t index;      /* the phase's index (its taps) */
-    int flat_ok;        /* direct tiles may run (the table has them, offsets fit int32) */
 } phase;
 
 /* B (k = (phase tap, oc); columns: sub-grid pixels q) from diff shifted by the tap, zero
@@ -463,6 +463,12 @@ static int flat_ok(const run *R, const int64_t *Q) {
            pixels(Q) < INT64_C(1) << 30;
 }
 
+/* Whether a phase of sub-grid sizes Q runs direct tiles: they may, and its sub-grid has diff's
+ * last two sizes. */
+static int phase_direct(const run *R, const int64_t *Q) {
+    return flat_ok(R, Q) && Q[1] == R->p->O[1] && Q[2] == R->p->O[2];
+}
+
 /* The sub-grid sizes of stride phase ph; returns their product. */
 static int64_t phase_grid(const gradref__cbd_plan *p, const int64_t *ph, int64_t *Q) {
     int64_t N = 1;
@@ -482,7 +488,7 @@ static int all_direct(const run *R, int64_t *tap) {
                                f % p->stride[2]};
         int64_t Q[3];
         if (phase_grid(p, ph, Q) == 0 || phase_taps(p, ph, tap) == 0) continue;
-        if (!flat_ok(R, Q) || Q[1] != p->O[1] || Q[2] != p->O[2]) return 0;
+        if (!phase_direct(R, Q)) return 0;
     }
     return 1;
 }
@@ -500,7 +506,6 @@ static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t 
     const int64_t N = phase_grid(p, ph, f.Q);
     if (N == 0) return;
     f.ntaps = phase_taps(p, ph, tap);
-    f.flat_ok = flat_ok(R, f.Q);
     gradref__sgemm_args a;
     memset(&a, 0, sizeof a);
     a.M = M;
@@ -511,7 +516,7 @@ static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t 
     f.index = f_index;
     a.a_panels =
         R->panels + g * R->group_floats + R->phase_off[f_index] + ic0 / R->pr * a.K * R->mr;
-    const int direct = f.flat_ok && f.Q[1] == p->O[1] && f.Q[2] == p->O[2];
+    const int direct = phase_direct(R, f.Q);
     if (unit_strides(p) && direct) {
         direct_tiles(R, &f, a.a_panels, M, 0, N, slab0, R->ac, mine, L, NULL);
         return;
@@ -575,10 +580,7 @@ static int pack_panel(const gradref__cbd_plan *p, int64_t g, int64_t ic0, int64_
                       const int64_t *tap, int64_t ntaps, int64_t mr, float *dst) {
     int finite = 1;
     for (int64_t i = 0; i < ntaps; i++) {
-        const int64_t t = tap[4 * i], k0 = t / (p->K[1] * p->K[2]), k1 = t / p->K[2] % p->K[1],
-                      k2 = t % p->K[2];
-        const int64_t off =
-            g * p->fs[0] + ic0 * p->fs[2] + k0 * p->fs[3] + k1 * p->fs[4] + k2 * p->fs[5];
+        const int64_t off = filter_offset(p, g, ic0, tap[4 * i]);
         for (int64_t oc = 0; oc < p->OCpg; oc++, dst += mr) {
             const int64_t at = off + oc * p->fs[1];
             int64_t r = 0;
@@ -587,8 +589,7 @@ static int pack_panel(const gradref__cbd_plan *p, int64_t g, int64_t ic0, int64_
                     dst[r] = w[r * p->fs[2]];
             else
                 for (; r < rows; r++)
-                    dst[r] =
-                        load_f32(p->in_dtype, p->filter + (size_t)(at + r * p->fs[2]) * p->in_size);
+                    dst[r] = filter_value(p, at + r * p->fs[2]);
             for (r = 0; r < rows; r++)
                 finite &= isfinite(dst[r]) != 0;
             for (; r < mr; r++)

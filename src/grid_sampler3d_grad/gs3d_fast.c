@@ -126,8 +126,8 @@ static void build_voxels(const gs3d_run *r, int64_t n) {
     start[0] = 0;
 }
 
-static int grad_points_dense(const gradref__gs3d_plan *p) {
-    const int64_t *s = p->grad.s;
+/* Whether grad with strides s is dense over the points of each (n, c). */
+static int points_dense(const gradref__gs3d_plan *p, const int64_t *s) {
     return s[4] == 1 && s[3] == p->Wo && s[2] == p->Ho * p->Wo;
 }
 
@@ -186,7 +186,7 @@ static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision, int t
      * load there), only for dx, whose records take all channels of a point at a time */
     L.stage_grad =
         !L.scatter && (narrow || (p->dtype == GRADREF_F32 && p->C > 1 && p->grad.s[1] != 1 &&
-                                  (p->dx.data != NULL || !grad_points_dense(p))));
+                                  (p->dx.data != NULL || !points_dense(p, p->grad.s))));
     if (L.stage_grad) L.grad32 = gradref__ws_take(&at, (size_t)numel5(gs) * 4);
     /* dx accumulates in place when its type is the sum type and it is channels-last;
      * otherwise in a dense channels-last buffer copied out at the end */
@@ -393,7 +393,7 @@ static void bind_tensors(gs3d_run *r, const ws_layout *L, char *base, const int6
                        num_threads);
         r->grad = base + L->grad32;
     }
-    r->grad_points_dense = r->gs[4] == 1 && r->gs[3] == p->Wo && r->gs[2] == p->Ho * p->Wo;
+    r->grad_points_dense = points_dense(p, r->gs);
     if (p->dx.data != NULL) {
         if (L->acc_buffer) { /* plane-local strides: each item has its own plane */
             r->as[1] = 1, r->as[4] = p->C, r->as[3] = p->W * p->C, r->as[2] = r->as[0] = 0;
@@ -418,7 +418,7 @@ static void bind_tensors(gs3d_run *r, const ws_layout *L, char *base, const int6
 static gs3d_run dgrid_run_of(const gs3d_run *r) {
     const gradref__gs3d_plan *p = r->p;
     gs3d_run d = *r;
-    if (p->dtype == GRADREF_F32 && !r->grad_points_dense && grad_points_dense(p)) {
+    if (p->dtype == GRADREF_F32 && !r->grad_points_dense && points_dense(p, p->grad.s)) {
         d.grad = p->grad.data;
         memcpy(d.gs, p->grad.s, sizeof d.gs);
         d.grad_points_dense = 1;
