@@ -135,10 +135,61 @@ GRADREF_TARGET_AVX2 static inline __m256 interleaved8(int32_t dt, const char *in
     return _mm256_blend_ps(_mm256_add_ps(own, cross), _mm256_sub_ps(own, cross), 0xaa);
 }
 
+/* interleaved_heads8 for BF16 (n a multiple of 16): a 32-bit lane holds one pair, its even
+ * element in the low half and its odd one in the high half. The pair's f32 values are the lane
+ * shifted left 16 and the lane with its low half cleared, and the two results go back into one
+ * lane the same way: no widening, pair swaps or packing. The weights are split once per token
+ * into per-pair arrays: even result c[2j] g0 + s[2j+1] g1, odd result c[2j+1] g1 - s[2j] g0. */
+GRADREF_TARGET_AVX2 static inline __attribute__((always_inline)) void
+interleaved_bf16_heads(const char *in, char *out, int64_t heads, int64_t head_dim, const float *c,
+                       const float *s, int64_t n, int stream) {
+    const size_t row = (size_t)head_dim * 2;
+    float c_even[64], c_odd[64], s_even[64], s_odd[64];
+    for (int64_t i = 0; i < n; i += 16) {
+        const __m256 c0 = _mm256_loadu_ps(c + i), c1 = _mm256_loadu_ps(c + i + 8);
+        const __m256 s0 = _mm256_loadu_ps(s + i), s1 = _mm256_loadu_ps(s + i + 8);
+        /* shuffle_ps takes the halves' evens (odds) per 128-bit lane; permute4x64 orders them */
+#  define SPLIT(v0, v1, imm)                                                                       \
+    _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(v0, v1, imm)), 0xd8))
+        _mm256_storeu_ps(c_even + i / 2, SPLIT(c0, c1, 0x88));
+        _mm256_storeu_ps(c_odd + i / 2, SPLIT(c0, c1, 0xdd));
+        _mm256_storeu_ps(s_even + i / 2, SPLIT(s0, s1, 0x88));
+        _mm256_storeu_ps(s_odd + i / 2, SPLIT(s0, s1, 0xdd));
+#  undef SPLIT
+    }
+    const __m256i high = _mm256_set1_epi32((int)0xffff0000u);
+    for (int64_t h = 0; h < heads; h++, in += row, out += row) {
+        for (size_t line = 0; line < (size_t)n * 2; line += 64)
+            prefetch(in + line);
+        for (int64_t j = 0; j < n / 2; j += 8) {
+            const __m256i pairs = _mm256_loadu_si256((const __m256i *)(in + 4 * j));
+            const __m256 even = _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16));
+            const __m256 odd = _mm256_castsi256_ps(_mm256_and_si256(pairs, high));
+            const __m256 r_even = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(c_even + j), even),
+                                                _mm256_mul_ps(_mm256_loadu_ps(s_odd + j), odd));
+            const __m256 r_odd = _mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(c_odd + j), odd),
+                                               _mm256_mul_ps(_mm256_loadu_ps(s_even + j), even));
+            const __m256i r = _mm256_blend_epi16(_mm256_srli_epi32(round_bf16_high(r_even), 16),
+                                                 round_bf16_high(r_odd), 0xaa);
+            char *dst = out + 4 * j;
+            if (stream) {
+                _mm_stream_si128((__m128i *)dst, _mm256_castsi256_si128(r));
+                _mm_stream_si128((__m128i *)dst + 1, _mm256_extracti128_si256(r, 1));
+            } else {
+                _mm256_storeu_si256((__m256i *)dst, r);
+            }
+        }
+    }
+}
+
 /* interleaved_row over every head of a token row, s pair-swapped once for all heads. */
 GRADREF_TARGET_AVX2 static inline __attribute__((always_inline)) void
 interleaved_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim,
                    const float *c, const float *s, int64_t n, int stream) {
+    if (dt == GRADREF_BF16 && n % 16 == 0) {
+        interleaved_bf16_heads(in, out, heads, head_dim, c, s, n, stream);
+        return;
+    }
     const size_t es = gradref__rope_esize(dt), row = (size_t)head_dim * es;
     float swapped[128];
     for (int64_t i = 0; i < n; i += 8)

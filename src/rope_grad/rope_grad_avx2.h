@@ -20,13 +20,21 @@ GRADREF_TARGET_AVX2 static inline __m256 load8(int32_t dt, const void *p) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
-/* f32 -> bf16 bits rounded to nearest even, each in the low half of its 32-bit lane: to_bf16
- * for lanes that hold no NaN. */
-GRADREF_TARGET_AVX2 static inline __m256i round_bf16(__m256 v) {
+/* f32 -> bf16 bits rounded to nearest even, left in the high half of each 32-bit lane (the low
+ * half is left over). x + 0x7fff + lsb is gradref__f32_to_bf16 for every value but a NaN with
+ * low bits set, which no result of rope's kernels is: their operands are BF16 values
+ * widened (low 16 bits zero), and x86 arithmetic returns an operand's NaN, quieted with its
+ * payload kept, or the default NaN 0xffc00000; a quiet NaN with zero low bits keeps its top 16
+ * bits both ways. */
+GRADREF_TARGET_AVX2 static inline __m256i round_bf16_high(__m256 v) {
     const __m256i x = _mm256_castps_si256(v);
     const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
-    return _mm256_srli_epi32(_mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb)),
-                             16);
+    return _mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb));
+}
+
+/* round_bf16_high with the bits in the low half of each lane. */
+GRADREF_TARGET_AVX2 static inline __m256i round_bf16(__m256 v) {
+    return _mm256_srli_epi32(round_bf16_high(v), 16);
 }
 
 /* f32 -> bf16 bits, round to nearest even, NaN kept NaN (as gradref__f32_to_bf16). */
@@ -72,15 +80,11 @@ GRADREF_TARGET_AVX2 static inline void store8(int32_t dt, void *p, __m256 v, int
         _mm_storeu_si128((__m128i *)p, h);
 }
 
-/* store8 of a and then b (16 consecutive elements). For BF16 one NaN test covers both: without
- * a NaN the rounding skips the NaN handling and the two pack at once (rope's NaNs, from BF16
- * operands, are quiet with zero low bits, which the short rounding keeps too; the test keeps
- * the rounding exact for any). */
+/* store8 of a and then b (16 consecutive elements), for the heads kernels: BF16 skips to_bf16's
+ * NaN handling (round_bf16_high says why) and packs the two at once. */
 GRADREF_TARGET_AVX2 static inline void store8x2(int32_t dt, void *p, __m256 a, __m256 b,
                                                 int stream) {
-    if (dt == GRADREF_BF16 &&
-        !_mm256_movemask_ps(
-            _mm256_or_ps(_mm256_cmp_ps(a, a, _CMP_UNORD_Q), _mm256_cmp_ps(b, b, _CMP_UNORD_Q)))) {
+    if (dt == GRADREF_BF16) {
         const __m256i h =
             _mm256_permute4x64_epi64(_mm256_packus_epi32(round_bf16(a), round_bf16(b)), 0xd8);
         if (stream) {

@@ -39,8 +39,7 @@ ROPE_TARGET_AVX512 static inline __m256i to_bf16_16(__m512 v) {
     return _mm512_cvtepi32_epi16(_mm512_mask_blend_epi32(is_nan, rounded, nan));
 }
 
-/* A store dtype of this file only: BF16 rounded without the NaN handling, for a group of
- * vectors store16s found free of NaNs. */
+/* A store dtype of this file only: BF16 rounded without the NaN handling (store16s). */
 #  define BF16_NO_NAN 0x101
 
 /* A store dtype of this file only: BF16 rounded by AVX512_BF16's VCVTNEPS2BF16 (chosen per call
@@ -89,19 +88,20 @@ ROPE_TARGET_AVX512 static inline void store16(int32_t dt, void *p, __m512 v, int
     }
 }
 
-/* V vectors to p, 16 elements apart. For BF16 one test covers the group (a test per vector
- * measured 10 % slower on BF16 rope): without a NaN (or, for BF16_BY_HW, a subnormal) in it,
- * the group takes the short rounding. (rope's NaNs, from BF16 operands, are quiet with zero
- * low bits, which the short rounding keeps too; the test keeps the rounding exact for any.) */
+/* V vectors to p, 16 elements apart. BF16 takes the short rounding, which is exact for every
+ * result of rope (round_bf16_high in rope_grad_avx2.h says why). BF16_BY_HW tests the group
+ * once (a test per vector measured 10 % slower on BF16 rope): one holding a subnormal or a NaN
+ * takes to_bf16_16. */
 ROPE_TARGET_AVX512 static inline __attribute__((always_inline)) void
 store16s(int V, int32_t dt, char *p, const __m512 *v, int stream) {
     const size_t es = gradref__rope_esize(dt);
-    if (dt == BF16_BY_HW || dt == GRADREF_BF16) {
-        __mmask16 special = 0; /* NaNs (0x81), and subnormals (0x20) for BF16_BY_HW */
+    if (dt == GRADREF_BF16) {
+        dt = BF16_NO_NAN;
+    } else if (dt == BF16_BY_HW) {
+        __mmask16 special = 0; /* subnormals (0x20) and NaNs (0x81) */
         for (int k = 0; k < V; k++)
-            special |= dt == BF16_BY_HW ? _mm512_fpclass_ps_mask(v[k], 0xa1)
-                                        : _mm512_fpclass_ps_mask(v[k], 0x81);
-        dt = special ? GRADREF_BF16 : dt == BF16_BY_HW ? BF16_BY_HW : BF16_NO_NAN;
+            special |= _mm512_fpclass_ps_mask(v[k], 0xa1);
+        if (special) dt = GRADREF_BF16;
     }
     for (int k = 0; k < V; k++)
         store16(dt, p + (size_t)(16 * k) * es, v[k], stream);
