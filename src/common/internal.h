@@ -118,4 +118,15 @@ static inline void gradref__my_range(int64_t n, int64_t *begin, int64_t *end) {
     gradref__split_range(n, team, gradref__thread_num(), begin, end);
 }
 
+/* Inside a parallel region: claims the next item of a loop the team shares through *next (a
+ * dynamic schedule, for items that write disjoint outputs, whose bits then do not depend on
+ * which thread runs them): a core that runs slower, an efficiency core or a busy virtual CPU,
+ * takes fewer items instead of holding up the others at the region's end. */
+static inline int64_t gradref__claim(int64_t *next) {
+    int64_t item;
+    GRADREF_OMP(omp atomic capture)
+    item = (*next)++;
+    return item;
+}
+
 #endif
