@@ -618,26 +618,40 @@ static void panel_offsets(run *R, const layout *L, char *base) {
 }
 
 /* This thread's share of the panels of every (group, phase), inside the region: the filter is
- * read once per call, into the panels the tiles and the GEMM take. Returns 0 when a value is
- * not finite. */
+ * read once per call, into the panels the tiles and the GEMM take. The shares are counted over
+ * the phases that have taps (1x1 stride 2: one of four; a share of all four left one thread
+ * every panel and the other waiting at the barrier). Returns 0 when a value is not finite. */
 static int pack_panels(const run *R, char *mine, const layout *L) {
     const gradref__cbd_plan *p = R->p;
     const int64_t phases = p->stride[0] * p->stride[1] * p->stride[2];
-    const int64_t np = (p->ICpg + R->pr - 1) / R->pr, items = p->G * phases * np;
+    const int64_t np = (p->ICpg + R->pr - 1) / R->pr;
     int64_t *tap = (int64_t *)(mine + L->taps_at);
-    int finite = 1;
-    int64_t b, e;
-    gradref__my_range(items, &b, &e);
-    for (int64_t it = b; it < e; it++) {
-        const int64_t g = it / (phases * np), f = it / np % phases, ic0 = it % np * R->pr;
+    int64_t live = 0;
+    for (int64_t f = 0; f < phases; f++) {
         const int64_t ph[3] = {f / (p->stride[1] * p->stride[2]), f / p->stride[2] % p->stride[1],
                                f % p->stride[2]};
-        const int64_t ntaps = phase_taps(p, ph, tap);
-        float *dst = (float *)R->panels + g * R->group_floats + R->phase_off[f] +
-                     ic0 / R->pr * ntaps * p->OCpg * R->mr;
-        finite &= pack_panel(p, g, ic0, p->ICpg - ic0 < R->pr ? p->ICpg - ic0 : R->pr, tap, ntaps,
-                             R->mr, dst);
+        live += phase_taps(p, ph, tap) > 0;
     }
+    int finite = 1;
+    int64_t b, e, it = 0;
+    gradref__my_range(p->G * live * np, &b, &e);
+    for (int64_t g = 0; g < p->G && it < e; g++)
+        for (int64_t f = 0; f < phases && it < e; f++) {
+            const int64_t ph[3] = {f / (p->stride[1] * p->stride[2]),
+                                   f / p->stride[2] % p->stride[1], f % p->stride[2]};
+            if (it + np <= b) { /* skip a phase before this thread's share */
+                it += (phase_taps(p, ph, tap) > 0) * np;
+                continue;
+            }
+            const int64_t ntaps = phase_taps(p, ph, tap);
+            for (int64_t ic0 = 0; ntaps > 0 && ic0 < p->ICpg; ic0 += R->pr, it++) {
+                if (it < b || it >= e) continue;
+                float *dst = (float *)R->panels + g * R->group_floats + R->phase_off[f] +
+                             ic0 / R->pr * ntaps * p->OCpg * R->mr;
+                finite &= pack_panel(p, g, ic0, p->ICpg - ic0 < R->pr ? p->ICpg - ic0 : R->pr, tap,
+                                     ntaps, R->mr, dst);
+            }
+        }
     return finite;
 }
 
