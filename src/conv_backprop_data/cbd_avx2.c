@@ -361,6 +361,30 @@ gradref__cbd_f32_pack_tile32_avx2(const float *image, int64_t channel_stride, in
                 _mm256_storeu_ps(out + 8 * v, _mm256_maskload_ps(src + 8 * v, lanes[v]));
     }
 }
+/* 8 and then 4 values at a time interleaved with +0 and stored whole, while a value follows the
+ * last +0 (odd_free; the masked store of AVX2 is slow on AMD), the rest one by one. */
+__attribute__((target("avx2"))) void gradref__cbd_f32_scatter2_avx2(const float *from, int64_t len,
+                                                                    int64_t rows, float *row,
+                                                                    int64_t row_stride,
+                                                                    int odd_free) {
+    const __m256 zero = _mm256_setzero_ps();
+    for (int64_t r = 0; r < rows; r++, from += len, row += row_stride) {
+        int64_t x = 0;
+        for (; odd_free && x + 8 < len; x += 8) {
+            const __m256 v = _mm256_loadu_ps(from + x);
+            const __m256 lo = _mm256_unpacklo_ps(v, zero), hi = _mm256_unpackhi_ps(v, zero);
+            _mm256_storeu_ps(row + 2 * x, _mm256_permute2f128_ps(lo, hi, 0x20));
+            _mm256_storeu_ps(row + 2 * x + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+        }
+        for (; odd_free && x + 4 < len; x += 4) {
+            const __m128 v = _mm_loadu_ps(from + x);
+            _mm_storeu_ps(row + 2 * x, _mm_unpacklo_ps(v, _mm256_castps256_ps128(zero)));
+            _mm_storeu_ps(row + 2 * x + 4, _mm_unpackhi_ps(v, _mm256_castps256_ps128(zero)));
+        }
+        for (; x < len; x++)
+            row[2 * x] = from[x];
+    }
+}
 #else
 typedef int gradref__cbd_avx2_unused;
 #endif

@@ -438,18 +438,24 @@ gradref__cbd_f32_pack_tile32_avx512(const float *image, int64_t channel_stride, 
     }
 }
 
-__attribute__((target("avx512f"))) void gradref__cbd_f32_scatter2_avx512(const float *from,
-                                                                         int64_t len, int64_t rows,
-                                                                         float *row,
-                                                                         int64_t row_stride) {
-    for (int64_t r = 0; r < rows; r++, from += len, row += row_stride)
-        for (int64_t x = 0; x < len; x += 8) {
-            const int64_t n = len - x < 8 ? len - x : 8;
-            const __m512 v = _mm512_maskz_loadu_ps((__mmask16)((1u << n) - 1u), from + x);
-            const __mmask16 even =
-                (__mmask16)(0x5555u & ((1u << (2 * n - 1)) | ((1u << (2 * n - 1)) - 1u)));
-            _mm512_mask_storeu_ps(row + 2 * x, even, _mm512_maskz_expand_ps(0x5555, v));
+/* 8 values at a time, spread over the even lanes; the masks of the last few computed once. */
+__attribute__((target("avx512f"))) void
+gradref__cbd_f32_scatter2_avx512(const float *from, int64_t len, int64_t rows, float *row,
+                                 int64_t row_stride, int odd_free) {
+    (void)odd_free;
+    const int64_t full = len & ~INT64_C(7), tail = len - full;
+    const __mmask16 tail_load = (__mmask16)((1u << tail) - 1u);
+    const __mmask16 tail_store = (__mmask16)(0x5555u & ((1u << (2 * tail)) - 1u));
+    for (int64_t r = 0; r < rows; r++, from += len, row += row_stride) {
+        for (int64_t x = 0; x < full; x += 8) {
+            const __m512 v = _mm512_castps256_ps512(_mm256_loadu_ps(from + x));
+            _mm512_mask_storeu_ps(row + 2 * x, 0x5555, _mm512_maskz_expand_ps(0x5555, v));
         }
+        if (tail)
+            _mm512_mask_storeu_ps(
+                row + 2 * full, tail_store,
+                _mm512_maskz_expand_ps(0x5555, _mm512_maskz_loadu_ps(tail_load, from + full)));
+    }
 }
 
 #else

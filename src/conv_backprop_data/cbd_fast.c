@@ -409,12 +409,13 @@ static void direct_tiles(const run *R, const phase *f, const float *panels, int6
 }
 
 /* `rows` runs of len values (from, contiguous) to grad rows row_stride apart, stride[2] apart
- * within a row. */
+ * within a row. The first phase along the row (ph2 0) may write +0 between its values: those
+ * elements are +0 (the slab is zeroed first) or a later phase's, written after it. */
 static void scatter_rows(const run *R, const float *from, int64_t len, int64_t rows, float *row,
-                         int64_t row_stride) {
+                         int64_t row_stride, int64_t ph2) {
     const int64_t step = R->p->stride[2];
     if (step == 2 && R->k->scatter2) {
-        R->k->scatter2(from, len, rows, row, row_stride);
+        R->k->scatter2(from, len, rows, row, row_stride, ph2 == 0);
         return;
     }
     for (int64_t r = 0; r < rows; r++)
@@ -444,7 +445,7 @@ static void scatter_chunk(const run *R, const phase *f, const int64_t *ph, float
                 ((q0 * p->stride[0] + ph[0]) * p->I[1] + q1 * p->stride[1] + ph[1]) * p->I[2] +
                 q2 * p->stride[2] + ph[2];
             const float *from = src + (j - j0);
-            scatter_rows(R, from, len, rows, row, row_stride);
+            scatter_rows(R, from, len, rows, row, row_stride, ph[2]);
             j += rows * len;
             q2 += len;
             q1 += rows - 1;

@@ -93,7 +93,7 @@ static const gradref__cbd_kernels avx2 = {"avx2",
                                           gradref__cbd_f32_tile32_avx2,
                                           gradref__cbd_f32_pack_tile32_avx2,
                                           gradref__cbd_tile32_masks,
-                                          NULL};
+                                          gradref__cbd_f32_scatter2_avx2};
 static const gradref__cbd_kernels avx512 = {"avx512",
                                             gradref__cbd_f32_dw_row_avx2,
                                             gradref__cbd_f32_dw_rows4_avx512,

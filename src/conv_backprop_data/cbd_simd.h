@@ -44,8 +44,10 @@ typedef struct gradref__cbd_kernels {
                         const int64_t *offset, const uint16_t *masks, int64_t ntaps, float *dst);
     void (*tile32_masks)(const int64_t *tap, int64_t ntaps, const int64_t *Q, const int64_t *O,
                          int64_t j0, int64_t cols, uint16_t *masks);
-    /* row[r * row_stride + 2 * x] = from[r * len + x]; NULL: a plain loop */
-    void (*scatter2)(const float *from, int64_t len, int64_t rows, float *row, int64_t row_stride);
+    /* row[r * row_stride + 2 * x] = from[r * len + x]; the odd elements between two values are
+     * left as they are, or, when odd_free, may be written +0. NULL: a plain loop */
+    void (*scatter2)(const float *from, int64_t len, int64_t rows, float *row, int64_t row_stride,
+                     int odd_free);
 } gradref__cbd_kernels;
 
 /* The table of the widest family the CPU runs, at most `kernel` (common/gemm.h numbering). */
@@ -130,10 +132,11 @@ void gradref__cbd_f32_pack_tile32_avx2(const float *image, int64_t channel_strid
                                        float *dst);
 void gradref__cbd_tile32_masks(const int64_t *tap, int64_t ntaps, const int64_t *Q,
                                const int64_t *O, int64_t j0, int64_t cols, uint16_t *masks);
-/* row[r * row_stride + 2 * x] = from[r * len + x] for x < len and r < rows, the odd elements
- * untouched. */
+/* The scatter2 kernels (gradref__cbd_kernels). AVX-512 leaves the odd elements untouched. */
 void gradref__cbd_f32_scatter2_avx512(const float *from, int64_t len, int64_t rows, float *row,
-                                      int64_t row_stride);
+                                      int64_t row_stride, int odd_free);
+void gradref__cbd_f32_scatter2_avx2(const float *from, int64_t len, int64_t rows, float *row,
+                                    int64_t row_stride, int odd_free);
 #endif
 
 #endif
