@@ -4,12 +4,15 @@
  * be read as a fraction of what the memory system gives.
  *
  *   gradref-bench [-t threads] [-r repeats] [-f problems.txt] [--isa portable|avx2|avx512]
- *                 [--csv] [substring]
+ *                 [--onednn-plain] [--csv] [substring]
  *
  * Operators with a workspace are timed twice: with a caller workspace (allocated once, as a
  * training loop would) and with a NULL one (the call allocates it each time: what a caller
  * gets by default). --isa caps gradref's kernels (GRADREF_MAX_ISA) and oneDNN's
- * (ONEDNN_MAX_CPU_ISA) alike: the program runs itself again with both set.
+ * (ONEDNN_MAX_CPU_ISA) alike: the program runs itself again with both set. oneDNN, the
+ * convolutions' peer, works in the memory formats it picks (its fastest setting); with
+ * --onednn-plain it takes the operator's layouts instead and its time includes its reorders
+ * to and from its own formats (what a caller holding NCHW tensors pays).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -28,6 +31,8 @@
 #include "common/tensor.h"
 #include "gradref.h"
 #include "peer_onednn.h"
+
+static int onednn_plain; /* --onednn-plain */
 #include "problem.h"
 
 static double now_seconds(void) {
@@ -539,7 +544,9 @@ static int run_cbd(const problem *p, int threads, int repeats, timing *t) {
             c.workspace = malloc(c.workspace_bytes);
         if (problem_get(p, "tinyws", 0)) /* a workspace too small: the no-workspace path */
             c.workspace_bytes = 1;
-        peer_onednn *peer = dt == GRADREF_F32 ? peer_onednn_conv_bwd_data(&pc, threads) : NULL;
+        pc.channels_last = nhwc;
+        peer_onednn *peer =
+            dt == GRADREF_F32 ? peer_onednn_conv_bwd_data(&pc, threads, onednn_plain) : NULL;
         rc = time_with_peer(p, cbd_once, &c, peer, threads, repeats, t);
         TIME_NULL_WORKSPACE(c, cbd_once, threads, repeats, t);
         t->work = 2.0 * (double)(pc.N * C_in * pc.OCpg * taps * opix);
@@ -627,7 +634,9 @@ static int run_c3f(const problem *p, int threads, int repeats, timing *t) {
                                                           &c.workspace_bytes) == GRADREF_OK &&
             c.workspace_bytes > 0)
             c.workspace = malloc(c.workspace_bytes);
-        peer_onednn *peer = dt == GRADREF_F32 ? peer_onednn_conv_bwd_weights(&pc, threads) : NULL;
+        pc.channels_last = fmt == GRADREF_FORMAT_NDHWC;
+        peer_onednn *peer =
+            dt == GRADREF_F32 ? peer_onednn_conv_bwd_weights(&pc, threads, onednn_plain) : NULL;
         rc = time_with_peer(p, c3f_once, &c, peer, threads, repeats, t);
         TIME_NULL_WORKSPACE(c, c3f_once, threads, repeats, t);
         t->work = 2.0 * (double)(pc.N * C_out * pc.ICpg * taps * opix);
@@ -642,7 +651,7 @@ static int run_c3f(const problem *p, int threads, int repeats, timing *t) {
 
 static void usage(void) {
     fprintf(stderr, "usage: gradref-bench [-t threads] [-r repeats] [-f problems.txt] "
-                    "[--isa portable|avx2|avx512] [--csv] [substring]\n");
+                    "[--isa portable|avx2|avx512] [--onednn-plain] [--csv] [substring]\n");
 }
 
 /* --isa: runs this program again with GRADREF_MAX_ISA and oneDNN's ONEDNN_MAX_CPU_ISA set
@@ -709,6 +718,8 @@ int main(int argc, char **argv) {
             isa = argv[++i];
         else if (strcmp(argv[i], "--csv") == 0)
             csv = 1;
+        else if (strcmp(argv[i], "--onednn-plain") == 0)
+            onednn_plain = 1;
         else if (argv[i][0] == '-') {
             usage();
             return 2;
@@ -745,7 +756,8 @@ int main(int argc, char **argv) {
         printf("%-58s %9s %9s %8s %9s %-7s %9s %6s\n", "problem", "ms", "ms NULL", "ws MiB", "rate",
                "unit", "baseline", "ratio");
         printf("(ms NULL: a NULL workspace; baseline: same-run copy GB/s for data movers, "
-               "oneDNN for convolutions)\n");
+               "oneDNN for convolutions%s)\n",
+               onednn_plain ? " on the operators' layouts, its reorders included" : "");
     }
     int failed = 0;
     for (int i = 0; i < n; i++) {

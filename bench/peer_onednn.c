@@ -39,13 +39,21 @@ struct peer_onednn {
     dnnl_primitive_t prim;
     dnnl_memory_t mem[3];
     dnnl_exec_arg_t args[3];
+    /* plain: the caller's tensors where oneDNN's formats differ, and the reorders between */
+    dnnl_memory_t user[3];
+    dnnl_primitive_t reorder[3];
+    dnnl_exec_arg_t reorder_args[3][2];
+    int output; /* which of the three the primitive writes */
 };
 
 void peer_onednn_free(peer_onednn *h) {
     if (!h) return;
     if (h->prim) dnnl_primitive_destroy(h->prim);
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < 3; i++) {
         if (h->mem[i]) dnnl_memory_destroy(h->mem[i]);
+        if (h->user[i]) dnnl_memory_destroy(h->user[i]);
+        if (h->reorder[i]) dnnl_primitive_destroy(h->reorder[i]);
+    }
     if (h->bwd_pd) dnnl_primitive_desc_destroy(h->bwd_pd);
     if (h->fwd_pd) dnnl_primitive_desc_destroy(h->fwd_pd);
     if (h->stream) dnnl_stream_destroy(h->stream);
@@ -54,21 +62,62 @@ void peer_onednn_free(peer_onednn *h) {
 }
 
 int peer_onednn_run(peer_onednn *h) {
+    for (int i = 0; i < 3; i++) /* plain: the inputs into oneDNN's formats */
+        if (h->reorder[i] && i != h->output &&
+            dnnl_primitive_execute(h->reorder[i], h->stream, 2, h->reorder_args[i]) != dnnl_success)
+            return 1;
     if (dnnl_primitive_execute(h->prim, h->stream, 3, h->args) != dnnl_success) return 1;
+    if (h->reorder[h->output] && dnnl_primitive_execute(h->reorder[h->output], h->stream, 2,
+                                                        h->reorder_args[h->output]) != dnnl_success)
+        return 1;
     return dnnl_stream_wait(h->stream) != dnnl_success;
 }
 
-static peer_onednn *peer_onednn_conv(const peer_conv *c, int threads, int weights);
+static peer_onednn *peer_onednn_conv(const peer_conv *c, int threads, int weights, int plain);
 
-peer_onednn *peer_onednn_conv_bwd_data(const peer_conv *c, int threads) {
-    return peer_onednn_conv(c, threads, 0);
+peer_onednn *peer_onednn_conv_bwd_data(const peer_conv *c, int threads, int plain) {
+    return peer_onednn_conv(c, threads, 0, plain);
 }
 
-peer_onednn *peer_onednn_conv_bwd_weights(const peer_conv *c, int threads) {
-    return peer_onednn_conv(c, threads, 1);
+peer_onednn *peer_onednn_conv_bwd_weights(const peer_conv *c, int threads, int plain) {
+    return peer_onednn_conv(c, threads, 1, plain);
 }
 
-static peer_onednn *peer_onednn_conv(const peer_conv *c, int threads, int weights) {
+/* The row-major tag of nd dims, or the channels-last one (dims N, C, spatial...). */
+static dnnl_format_tag_t plain_tag(int nd, int channels_last) {
+    static const dnnl_format_tag_t row_major[7] = {
+        dnnl_format_tag_undef, dnnl_a, dnnl_ab, dnnl_abc, dnnl_abcd, dnnl_abcde, dnnl_abcdef};
+    static const dnnl_format_tag_t last[6] = {
+        dnnl_format_tag_undef, dnnl_a, dnnl_ab, dnnl_acb, dnnl_acdb, dnnl_acdeb};
+    return channels_last && nd >= 3 && nd <= 5 ? last[nd] : row_major[nd];
+}
+
+/* Argument i of the primitive (memory descriptor md) taken from, or for the output returned
+ * to, a tensor in the caller's layout, when the two differ. */
+static int plain_arg(peer_onednn *h, int i, const dnnl_memory_desc_t *md, int nd,
+                     const dnnl_dims_t dims, dnnl_format_tag_t tag) {
+    dnnl_memory_desc_t user_md;
+    dnnl_primitive_desc_t pd = NULL;
+    if (dnnl_memory_desc_init_by_tag(&user_md, nd, dims, dnnl_f32, tag) != dnnl_success) return 1;
+    if (dnnl_memory_desc_equal(&user_md, md)) return 0;
+    if (dnnl_memory_create(&h->user[i], &user_md, h->engine, DNNL_MEMORY_ALLOCATE) != dnnl_success)
+        return 1;
+    fill_memory(h->user[i], &user_md);
+    const int out = i == h->output;
+    const dnnl_memory_desc_t *from = out ? md : &user_md, *to = out ? &user_md : md;
+    if (dnnl_reorder_primitive_desc_create(&pd, from, h->engine, to, h->engine, NULL) !=
+        dnnl_success)
+        return 1;
+    const int rc = dnnl_primitive_create(&h->reorder[i], pd) != dnnl_success;
+    dnnl_primitive_desc_destroy(pd);
+    h->reorder_args[i][0].arg = DNNL_ARG_FROM;
+    h->reorder_args[i][0].memory = out ? h->mem[i] : h->user[i];
+    h->reorder_args[i][1].arg = DNNL_ARG_TO;
+    h->reorder_args[i][1].memory = out ? h->user[i] : h->mem[i];
+    return rc;
+}
+
+static peer_onednn *peer_onednn_conv(const peer_conv *c, int threads, int weights, int plain) {
     peer_onednn *h = calloc(1, sizeof *h);
     if (!h) return NULL;
     const int r = c->rank, nd = r + 2;
@@ -117,12 +166,21 @@ static peer_onednn *peer_onednn_conv(const peer_conv *c, int threads, int weight
     const int data_arg[3] = {DNNL_ARG_DIFF_SRC, DNNL_ARG_WEIGHTS, DNNL_ARG_DIFF_DST};
     const int weights_arg[3] = {DNNL_ARG_SRC, DNNL_ARG_DIFF_WEIGHTS, DNNL_ARG_DIFF_DST};
     const int *arg = weights ? weights_arg : data_arg;
+    h->output = weights ? 1 : 0; /* the three: src-side, weights-side, dst-side */
     for (int i = 0; i < 3; i++) {
         const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md(h->bwd_pd, which[i], 0);
         CHECK(dnnl_memory_create(&h->mem[i], md, h->engine, DNNL_MEMORY_ALLOCATE));
         fill_memory(h->mem[i], md);
         h->args[i].arg = arg[i];
         h->args[i].memory = h->mem[i];
+        if (plain && plain_arg(h, i, md, i == 1 ? wnd : nd,
+                               i == 0   ? src
+                               : i == 1 ? wei
+                                        : dst,
+                               i == 1 ? plain_tag(wnd, 0) : plain_tag(nd, c->channels_last))) {
+            fprintf(stderr, "oneDNN: the reorders of a plain peer failed\n");
+            goto out;
+        }
     }
     CHECK(dnnl_primitive_create(&h->prim, h->bwd_pd));
     return h;
@@ -133,12 +191,12 @@ out:
 
 #else
 
-peer_onednn *peer_onednn_conv_bwd_data(const peer_conv *c, int threads) {
-    (void)c, (void)threads;
+peer_onednn *peer_onednn_conv_bwd_data(const peer_conv *c, int threads, int plain) {
+    (void)c, (void)threads, (void)plain;
     return NULL;
 }
-peer_onednn *peer_onednn_conv_bwd_weights(const peer_conv *c, int threads) {
-    (void)c, (void)threads;
+peer_onednn *peer_onednn_conv_bwd_weights(const peer_conv *c, int threads, int plain) {
+    (void)c, (void)threads, (void)plain;
     return NULL;
 }
 int peer_onednn_run(peer_onednn *h) {

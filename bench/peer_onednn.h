@@ -10,14 +10,18 @@ typedef struct peer_conv {
     int rank;
     int64_t N, G, ICpg, OCpg;
     int64_t K[3], I[3], O[3], stride[3], dil[3], pad_begin[3], pad_end[3];
+    int channels_last; /* the activations' layout for a plain peer (else NC + spatial) */
 } peer_conv;
 
 /* oneDNN's f32 convolution backward-data, ready to run; NULL when the bench was built without
- * oneDNN (or oneDNN refused the problem). */
+ * oneDNN (or oneDNN refused the problem). It runs in the memory formats it picks (its fastest
+ * setting), or, when plain, takes and returns tensors in the operator's layouts (activations
+ * row-major or channels last, weights row-major) and each run includes its reorders to and
+ * from its own formats: what a caller holding those layouts pays. */
 typedef struct peer_onednn peer_onednn;
-peer_onednn *peer_onednn_conv_bwd_data(const peer_conv *c, int threads);
+peer_onednn *peer_onednn_conv_bwd_data(const peer_conv *c, int threads, int plain);
 /* The same for the weight gradient (backward weights, no bias). */
-peer_onednn *peer_onednn_conv_bwd_weights(const peer_conv *c, int threads);
+peer_onednn *peer_onednn_conv_bwd_weights(const peer_conv *c, int threads, int plain);
 /* One execution (waits for it); 0 on success. */
 int peer_onednn_run(peer_onednn *h);
 void peer_onednn_free(peer_onednn *h);
