@@ -52,10 +52,10 @@ static void *make2d(gradref_tensor *t, int32_t dtype, int64_t rows, int64_t cols
                           r);
 }
 
-/* A problem: sequences `lens`, cos/sin with S rows, Hq/Hk widths. */
-static void make_case(rope_case *c, int32_t mode, int32_t dtype, int64_t D, int32_t rotary,
-                      int num_seqs, const int32_t *lens, const int64_t *starts, int64_t S,
-                      int64_t Hq, int64_t Hk, int layout, tu_rng *r) {
+/* make_case's tensors, their values left as allocated. */
+static void make_unfilled(rope_case *c, int32_t mode, int32_t dtype, int64_t D, int32_t rotary,
+                          int num_seqs, const int32_t *lens, const int64_t *starts, int64_t S,
+                          int64_t Hq, int64_t Hk, int layout, tu_rng *r) {
     memset(c, 0, sizeof *c);
     int64_t T = 0;
     for (int b = 0; b < num_seqs; b++) {
@@ -73,6 +73,13 @@ static void make_case(rope_case *c, int32_t mode, int32_t dtype, int64_t D, int3
     c->buf[4] =
         make2d(&c->dq, dtype, T, Hq, layout == COLUMN_STRIDED ? DENSE : layout, &c->bytes[4], r);
     c->buf[5] = make2d(&c->dk, dtype, T, Hk, layout, &c->bytes[5], r);
+}
+
+/* A problem: sequences `lens`, cos/sin with S rows, Hq/Hk widths. */
+static void make_case(rope_case *c, int32_t mode, int32_t dtype, int64_t D, int32_t rotary,
+                      int num_seqs, const int32_t *lens, const int64_t *starts, int64_t S,
+                      int64_t Hq, int64_t Hk, int layout, tu_rng *r) {
+    make_unfilled(c, mode, dtype, D, rotary, num_seqs, lens, starts, S, Hq, Hk, layout, r);
     fill(&c->q, 2, r);
     fill(&c->k, 2, r);
     fill(&c->cos, 1, r);
@@ -311,6 +318,97 @@ static void test_fast_matches_reference(void **state) {
 
 /* BF16 in ATB mode with products in the subnormal range, where f32 itself is subnormal: the
  * fast path's f32 product, rounded once, must still equal the reference's exact rounding. */
+/* Random finite values of magnitude 2^-8 to 2^8 in a dense tensor, written as bits. */
+static void fill_bits(const gradref_tensor *t, tu_rng *r) {
+    const int64_t n = t->shape[0] * t->shape[1];
+    for (int64_t i = 0; i < n; i++) {
+        const uint32_t u = (uint32_t)(tu_uniform(r) * 4294967296.0);
+        const uint32_t sign = u >> 31, exponent = (u >> 24) % 16; /* 16 binades */
+        if (t->dtype == GRADREF_F32)
+            ((uint32_t *)t->data)[i] = sign << 31 | (119 + exponent) << 23 | (u & 0x7fffffu);
+        else if (t->dtype == GRADREF_BF16)
+            ((uint16_t *)t->data)[i] = (uint16_t)(sign << 15 | (119 + exponent) << 7 | (u & 0x7fu));
+        else /* F16 */
+            ((uint16_t *)t->data)[i] = (uint16_t)(sign << 15 | (7 + exponent) << 10 | (u & 0x3ffu));
+    }
+}
+
+/* c's outputs from one call per sequence, each under the size that streams, into dq and dk
+ * (laid out as c's). */
+static void per_sequence(const rope_case *c, char *dq, char *dk) {
+    const size_t es = tu_dtype_size(c->q.dtype);
+    const int64_t Hq = c->q.shape[1], Hk = c->k.shape[1];
+    int64_t row = 0;
+    for (int b = 0; b < c->params.num_seqs; b++) {
+        gradref_rope_params p = c->params;
+        p.num_seqs = 1;
+        p.seq_lens = &c->lens[b];
+        const int64_t len = c->lens[b], qs[2] = {len, Hq}, ks[2] = {len, Hk};
+        gradref_tensor q, k, dqv, dkv;
+        gradref_tensor_init(&q, (char *)c->q.data + (size_t)(row * Hq) * es, c->q.dtype, 2, qs);
+        gradref_tensor_init(&k, (char *)c->k.data + (size_t)(row * Hk) * es, c->k.dtype, 2, ks);
+        gradref_tensor_init(&dqv, dq + (size_t)(row * Hq) * es, c->q.dtype, 2, qs);
+        gradref_tensor_init(&dkv, dk + (size_t)(row * Hk) * es, c->k.dtype, 2, ks);
+        const gradref_exec exec = {NULL, 0, 2, GRADREF_PRECISION_DEFAULT};
+        assert_int_equal(gradref_rope_grad(&p, &q, &k, &c->cos, &c->sin, &dqv, &dkv, &exec),
+                         GRADREF_OK);
+        row += len;
+    }
+}
+
+/* Outputs of 8 MiB and more are written with streaming stores: against calls on one sequence
+ * at a time (which do not stream; the other tests hold those to the reference), at 2 threads,
+ * with dq and dk starting on a 64-byte boundary, 16 bytes past one and 4 bytes past one (the
+ * kernels' whole-line, 16-byte and ordinary stores). */
+static void test_streamed_outputs(void **state) {
+    (void)state;
+    const int32_t lens[3] = {342, 341, 341}; /* 1024 tokens, at most 7 MiB a sequence */
+    /* mode, dtype, head dim: 128 takes the all-heads kernels, 544 the row kernels */
+    const int32_t cases[5][3] = {{GRADREF_ROPE_INTERLEAVED, GRADREF_BF16, 128},
+                                 {GRADREF_ROPE_HALF, GRADREF_F16, 128},
+                                 {GRADREF_ROPE_ATB, GRADREF_F32, 128},
+                                 {GRADREF_ROPE_ATB, GRADREF_F16, 544},
+                                 {GRADREF_ROPE_INTERLEAVED, GRADREF_BF16, 544}};
+    for (int k = 0; k < 5; k++) {
+        tu_rng r = tu_rng_make(700 + (uint64_t)k);
+        const int64_t D = cases[k][2], q_heads = D == 128 ? 32 : 8;
+        rope_case c;
+        make_unfilled(&c, cases[k][0], cases[k][1], D, 0, 3, lens, NULL, 342, q_heads * D,
+                      q_heads / 4 * D, DENSE, &r);
+        assert_true(c.bytes[4] + c.bytes[5] >= (size_t)8 << 20);
+        fill_bits(&c.q, &r); /* tu_put on 10 MiB takes seconds */
+        fill_bits(&c.k, &r);
+        fill(&c.cos, 1, &r);
+        fill(&c.sin, 1, &r);
+        per_sequence(&c, c.buf[4], c.buf[5]);
+        char *alloc[2], *big[2]; /* big: 64-byte aligned */
+        for (int t = 0; t < 2; t++) {
+            alloc[t] = malloc(c.bytes[4 + t] + 128);
+            assert_non_null(alloc[t]);
+            big[t] = alloc[t] + (64 - (uintptr_t)alloc[t] % 64);
+        }
+        static const size_t offsets[3] = {0, 16, 4};
+        for (int o = 0; o < 3; o++) {
+            gradref_tensor dq, dk;
+            gradref_tensor_init(&dq, big[0] + offsets[o], c.dq.dtype, 2, c.dq.shape);
+            gradref_tensor_init(&dk, big[1] + offsets[o], c.dk.dtype, 2, c.dk.shape);
+            memset(big[0], 0x5a, c.bytes[4] + 64);
+            memset(big[1], 0x5a, c.bytes[5] + 64);
+            const gradref_exec exec = {NULL, 0, 2, GRADREF_PRECISION_DEFAULT};
+            assert_int_equal(
+                gradref_rope_grad(&c.params, &c.q, &c.k, &c.cos, &c.sin, &dq, &dk, &exec),
+                GRADREF_OK);
+            if (memcmp(big[0] + offsets[o], c.buf[4], c.bytes[4]) ||
+                memcmp(big[1] + offsets[o], c.buf[5], c.bytes[5]))
+                fail_msg("mode %d dtype %d head dim %d offset %zu: the streamed outputs differ",
+                         cases[k][0], cases[k][1], cases[k][2], offsets[o]);
+        }
+        free(alloc[0]);
+        free(alloc[1]);
+        free_case(&c);
+    }
+}
+
 static void test_bf16_tiny_products(void **state) {
     (void)state;
     const int32_t lens[2] = {30, 34};
@@ -695,15 +793,11 @@ static void test_strict_atb(void **state) {
 int main(void) {
     tu_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_atb_positive_case),
-        cmocka_unit_test(test_worked_example),
-        cmocka_unit_test(test_adjoint_identity),
-        cmocka_unit_test(test_fast_matches_reference),
-        cmocka_unit_test(test_bf16_tiny_products),
-        cmocka_unit_test(test_non_finite),
-        cmocka_unit_test(test_bench_problems),
-        cmocka_unit_test(test_golden_pytorch),
-        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_atb_positive_case), cmocka_unit_test(test_worked_example),
+        cmocka_unit_test(test_adjoint_identity),  cmocka_unit_test(test_fast_matches_reference),
+        cmocka_unit_test(test_streamed_outputs),  cmocka_unit_test(test_bf16_tiny_products),
+        cmocka_unit_test(test_non_finite),        cmocka_unit_test(test_bench_problems),
+        cmocka_unit_test(test_golden_pytorch),    cmocka_unit_test(test_errors),
         cmocka_unit_test(test_strict_atb),
     };
     return cmocka_run_group_tests_name("rope_grad", tests, NULL, NULL);

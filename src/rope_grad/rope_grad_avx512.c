@@ -331,11 +331,81 @@ interleaved_heads(int V, int32_t dt, const char *in, char *out, int64_t heads, i
     }
 }
 
+/* round_bf16_high (rope_grad_avx2.h), 16 lanes. */
+ROPE_TARGET_AVX512 static inline __m512i round_bf16_high16(__m512 v) {
+    const __m512i x = _mm512_castps_si512(v);
+    const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
+    return _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
+}
+
+/* interleaved_heads for BF16 as the AVX2 kernel does it (interleaved_bf16_heads there): each
+ * 32-bit lane one pair, 16 pairs a vector, W vectors (n = 32 W) of each of the four per-pair
+ * weights in registers across the heads. Its rounding is integer, so it needs neither
+ * AVX512_BF16 nor the subnormal test that instruction's flushing asks for. */
+ROPE_TARGET_AVX512 static inline __attribute__((always_inline)) void
+interleaved_bf16_heads(int W, const char *in, char *out, int64_t heads, int64_t head_dim,
+                       const float *c, const float *s, int stream) {
+    const size_t row = (size_t)head_dim * 2;
+    const __m512i even_of =
+                      _mm512_set_epi32(30, 28, 26, 24, 22, 20, 18, 16, 14, 12, 10, 8, 6, 4, 2, 0),
+                  odd_of = _mm512_add_epi32(even_of, _mm512_set1_epi32(1));
+    const __m512i high = _mm512_set1_epi32((int)0xffff0000u);
+    __m512 c_even[4], c_odd[4], s_even[4], s_odd[4];
+    for (int v = 0; v < W; v++) {
+        const __m512 c0 = _mm512_loadu_ps(c + 32 * v), c1 = _mm512_loadu_ps(c + 32 * v + 16);
+        const __m512 s0 = _mm512_loadu_ps(s + 32 * v), s1 = _mm512_loadu_ps(s + 32 * v + 16);
+        c_even[v] = _mm512_permutex2var_ps(c0, even_of, c1);
+        c_odd[v] = _mm512_permutex2var_ps(c0, odd_of, c1);
+        s_even[v] = _mm512_permutex2var_ps(s0, even_of, s1);
+        s_odd[v] = _mm512_permutex2var_ps(s0, odd_of, s1);
+    }
+    const int stream64 = stream && ((uintptr_t)out & 63u) == 0 && row % 64 == 0;
+    for (int64_t h = 0; h < heads; h++, in += row, out += row) {
+        for (size_t line = 0; line < (size_t)(64 * W); line += 64)
+            prefetch(in + line);
+        for (int v = 0; v < W; v++) {
+            const __m512i pairs = _mm512_loadu_si512((const void *)(in + 64 * v));
+            const __m512 even = _mm512_castsi512_ps(_mm512_slli_epi32(pairs, 16));
+            const __m512 odd = _mm512_castsi512_ps(_mm512_and_si512(pairs, high));
+            const __m512 r_even =
+                _mm512_add_ps(_mm512_mul_ps(c_even[v], even), _mm512_mul_ps(s_odd[v], odd));
+            const __m512 r_odd =
+                _mm512_sub_ps(_mm512_mul_ps(c_odd[v], odd), _mm512_mul_ps(s_even[v], even));
+            /* high ? odd's rounded bits : even's shifted down */
+            const __m512i r =
+                _mm512_ternarylogic_epi32(high, round_bf16_high16(r_odd),
+                                          _mm512_srli_epi32(round_bf16_high16(r_even), 16), 0xca);
+            char *dst = out + 64 * v;
+            if (stream64) {
+                _mm512_stream_si512((void *)dst, r);
+            } else if (stream) {
+                for (int q = 0; q < 4; q++)
+                    _mm_stream_si128((__m128i *)dst + q, _mm512_extracti32x4_epi32(r, q));
+            } else {
+                _mm512_storeu_si512((void *)dst, r);
+            }
+        }
+    }
+}
+
 ROPE_TARGET_AVX512 static void
 gradref__rope_interleaved_heads_avx512(int32_t dt, const void *in, void *out, int64_t heads,
                                        int64_t head_dim, const float *c, const float *s, int64_t n,
                                        int stream) {
     stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
+    if (dt == GRADREF_BF16 && n % 32 == 0) {
+        const char *i = (const char *)in;
+        char *o = (char *)out;
+#  define BF16_CALL(W) interleaved_bf16_heads(W, i, o, heads, head_dim, c, s, stream)
+        switch (n / 32) {
+        case 1: BF16_CALL(1); break;
+        case 2: BF16_CALL(2); break;
+        case 3: BF16_CALL(3); break;
+        default: BF16_CALL(4); break;
+        }
+#  undef BF16_CALL
+        return;
+    }
     dt = store_dtype(dt);
     const char *i = (const char *)in;
     char *o = (char *)out;
