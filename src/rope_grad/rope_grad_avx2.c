@@ -94,11 +94,75 @@ GRADREF_TARGET_AVX2 void gradref__rope_interleaved_row_avx2(int32_t dt, const vo
         stream ? CALL(GRADREF_F32, 1) : CALL(GRADREF_F32, 0);                                      \
     } while (0)
 
+/* ---- BF16 pairs ----
+ * The heads kernels' BF16 rows, 16 elements a vector: a 32-bit lane holds two neighbours, the
+ * even element in its low half and the odd one in its high half. Their f32 values are the lane
+ * shifted left 16 and the lane with its low half cleared, and two rounded results go back into
+ * one lane the same way: no widening, packing or lane reordering. Every weight array is split
+ * once per token into its even and odd elements. */
+
+/* even[j] = w[2j], odd[j] = w[2j + 1] for 2j < n (n a multiple of 16). */
+GRADREF_TARGET_AVX2 static inline void split_pairs(const float *w, int64_t n, float *even,
+                                                   float *odd) {
+    for (int64_t i = 0; i < n; i += 16) {
+        const __m256 v0 = _mm256_loadu_ps(w + i), v1 = _mm256_loadu_ps(w + i + 8);
+        /* shuffle_ps takes the evens (odds) of each 128-bit lane; permute4x64 orders them */
+        _mm256_storeu_ps(even + i / 2,
+                         _mm256_castpd_ps(_mm256_permute4x64_pd(
+                             _mm256_castps_pd(_mm256_shuffle_ps(v0, v1, 0x88)), 0xd8)));
+        _mm256_storeu_ps(odd + i / 2,
+                         _mm256_castpd_ps(_mm256_permute4x64_pd(
+                             _mm256_castps_pd(_mm256_shuffle_ps(v0, v1, 0xdd)), 0xd8)));
+    }
+}
+
+/* The 8 pairs at p: their even and odd elements as f32. */
+GRADREF_TARGET_AVX2 static inline void load_pairs(const char *p, __m256 *even, __m256 *odd) {
+    const __m256i pairs = _mm256_loadu_si256((const __m256i *)p);
+    *even = _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16));
+    *odd = _mm256_castsi256_ps(_mm256_and_si256(pairs, _mm256_set1_epi32((int)0xffff0000u)));
+}
+
+/* 8 pairs of results rounded to BF16 into p (stream: p 16-byte aligned). */
+GRADREF_TARGET_AVX2 static inline void store_pairs(char *p, __m256 even, __m256 odd, int stream) {
+    const __m256i r = _mm256_blend_epi16(_mm256_srli_epi32(round_bf16_high(even), 16),
+                                         round_bf16_high(odd), 0xaa);
+    if (stream) {
+        _mm_stream_si128((__m128i *)p, _mm256_castsi256_si128(r));
+        _mm_stream_si128((__m128i *)p + 1, _mm256_extracti128_si256(r, 1));
+    } else {
+        _mm256_storeu_si256((__m256i *)p, r);
+    }
+}
+
+/* atb_heads8 for BF16 (n a multiple of 16) in pairs. */
+GRADREF_TARGET_AVX2 static inline __attribute__((always_inline)) void
+atb_bf16_heads(const char *in, char *out, int64_t heads, int64_t head_dim, const float *w,
+               int64_t n, int stream) {
+    const size_t row = (size_t)head_dim * 2;
+    float w_even[64], w_odd[64];
+    split_pairs(w, n, w_even, w_odd);
+    for (int64_t h = 0; h < heads; h++, in += row, out += row) {
+        for (size_t line = 0; line < (size_t)n * 2; line += 64)
+            prefetch(in + line);
+        for (int64_t j = 0; j < n / 2; j += 8) {
+            __m256 even, odd;
+            load_pairs(in + 4 * j, &even, &odd);
+            store_pairs(out + 4 * j, _mm256_mul_ps(even, _mm256_loadu_ps(w_even + j)),
+                        _mm256_mul_ps(odd, _mm256_loadu_ps(w_odd + j)), stream);
+        }
+    }
+}
+
 /* atb_row over every head of a token row (heads head_dim elements apart), n a multiple of 8 up
  * to 128; dt a constant in each instance. */
 GRADREF_TARGET_AVX2 static inline __attribute__((always_inline)) void
 atb_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim, const float *w,
            int64_t n, int stream) {
+    if (dt == GRADREF_BF16 && n % 16 == 0) {
+        atb_bf16_heads(in, out, heads, head_dim, w, n, stream);
+        return;
+    }
     const size_t es = gradref__rope_esize(dt), row = (size_t)head_dim * es;
     for (int64_t h = 0; h < heads; h++, in += row, out += row) {
         for (size_t line = 0; line < (size_t)n * es; line += 64)
@@ -135,49 +199,27 @@ GRADREF_TARGET_AVX2 static inline __m256 interleaved8(int32_t dt, const char *in
     return _mm256_blend_ps(_mm256_add_ps(own, cross), _mm256_sub_ps(own, cross), 0xaa);
 }
 
-/* interleaved_heads8 for BF16 (n a multiple of 16): a 32-bit lane holds one pair, its even
- * element in the low half and its odd one in the high half. The pair's f32 values are the lane
- * shifted left 16 and the lane with its low half cleared, and the two results go back into one
- * lane the same way: no widening, pair swaps or packing. The weights are split once per token
- * into per-pair arrays: even result c[2j] g0 + s[2j+1] g1, odd result c[2j+1] g1 - s[2j] g0. */
+/* interleaved_heads8 for BF16 (n a multiple of 16) in pairs, which here are the rotation's
+ * pairs: even result c[2j] g0 + s[2j+1] g1, odd result c[2j+1] g1 - s[2j] g0. */
 GRADREF_TARGET_AVX2 static inline __attribute__((always_inline)) void
 interleaved_bf16_heads(const char *in, char *out, int64_t heads, int64_t head_dim, const float *c,
                        const float *s, int64_t n, int stream) {
     const size_t row = (size_t)head_dim * 2;
     float c_even[64], c_odd[64], s_even[64], s_odd[64];
-    for (int64_t i = 0; i < n; i += 16) {
-        const __m256 c0 = _mm256_loadu_ps(c + i), c1 = _mm256_loadu_ps(c + i + 8);
-        const __m256 s0 = _mm256_loadu_ps(s + i), s1 = _mm256_loadu_ps(s + i + 8);
-        /* shuffle_ps takes the halves' evens (odds) per 128-bit lane; permute4x64 orders them */
-#  define SPLIT(v0, v1, imm)                                                                       \
-    _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(_mm256_shuffle_ps(v0, v1, imm)), 0xd8))
-        _mm256_storeu_ps(c_even + i / 2, SPLIT(c0, c1, 0x88));
-        _mm256_storeu_ps(c_odd + i / 2, SPLIT(c0, c1, 0xdd));
-        _mm256_storeu_ps(s_even + i / 2, SPLIT(s0, s1, 0x88));
-        _mm256_storeu_ps(s_odd + i / 2, SPLIT(s0, s1, 0xdd));
-#  undef SPLIT
-    }
-    const __m256i high = _mm256_set1_epi32((int)0xffff0000u);
+    split_pairs(c, n, c_even, c_odd);
+    split_pairs(s, n, s_even, s_odd);
     for (int64_t h = 0; h < heads; h++, in += row, out += row) {
         for (size_t line = 0; line < (size_t)n * 2; line += 64)
             prefetch(in + line);
         for (int64_t j = 0; j < n / 2; j += 8) {
-            const __m256i pairs = _mm256_loadu_si256((const __m256i *)(in + 4 * j));
-            const __m256 even = _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16));
-            const __m256 odd = _mm256_castsi256_ps(_mm256_and_si256(pairs, high));
-            const __m256 r_even = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(c_even + j), even),
-                                                _mm256_mul_ps(_mm256_loadu_ps(s_odd + j), odd));
-            const __m256 r_odd = _mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(c_odd + j), odd),
-                                               _mm256_mul_ps(_mm256_loadu_ps(s_even + j), even));
-            const __m256i r = _mm256_blend_epi16(_mm256_srli_epi32(round_bf16_high(r_even), 16),
-                                                 round_bf16_high(r_odd), 0xaa);
-            char *dst = out + 4 * j;
-            if (stream) {
-                _mm_stream_si128((__m128i *)dst, _mm256_castsi256_si128(r));
-                _mm_stream_si128((__m128i *)dst + 1, _mm256_extracti128_si256(r, 1));
-            } else {
-                _mm256_storeu_si256((__m256i *)dst, r);
-            }
+            __m256 even, odd;
+            load_pairs(in + 4 * j, &even, &odd);
+            store_pairs(out + 4 * j,
+                        _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(c_even + j), even),
+                                      _mm256_mul_ps(_mm256_loadu_ps(s_odd + j), odd)),
+                        _mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(c_odd + j), odd),
+                                      _mm256_mul_ps(_mm256_loadu_ps(s_even + j), even)),
+                        stream);
         }
     }
 }
@@ -217,12 +259,46 @@ GRADREF_TARGET_AVX2 static void gradref__rope_interleaved_heads_avx2(int32_t dt,
 #  undef INTERLEAVED_CALL
 }
 
+/* half_heads8 for BF16 in pairs: the front half's pairs and the back half's at the same place
+ * meet elementwise, as in half_row. */
+GRADREF_TARGET_AVX2 static inline __attribute__((always_inline)) void
+half_bf16_heads(const char *in, char *out, int64_t heads, int64_t head_dim, const float *cf,
+                const float *sb, const float *cb, const float *sf, int64_t n, int stream) {
+    const size_t row = (size_t)head_dim * 2, half = (size_t)n * 2;
+    float w[4][2][32]; /* cf, sb, cb, sf: even, odd */
+    split_pairs(cf, n, w[0][0], w[0][1]);
+    split_pairs(sb, n, w[1][0], w[1][1]);
+    split_pairs(cb, n, w[2][0], w[2][1]);
+    split_pairs(sf, n, w[3][0], w[3][1]);
+    for (int64_t h = 0; h < heads; h++, in += row, out += row) {
+        for (size_t line = 0; line < 2 * half; line += 64)
+            prefetch(in + line);
+        for (int64_t j = 0; j < n / 2; j += 8) {
+            __m256 f[2], b[2], front[2], back[2]; /* even, odd */
+            load_pairs(in + 4 * j, &f[0], &f[1]);
+            load_pairs(in + half + 4 * j, &b[0], &b[1]);
+            for (int e = 0; e < 2; e++) {
+                front[e] = _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(w[0][e] + j), f[e]),
+                                         _mm256_mul_ps(_mm256_loadu_ps(w[1][e] + j), b[e]));
+                back[e] = _mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(w[2][e] + j), b[e]),
+                                        _mm256_mul_ps(_mm256_loadu_ps(w[3][e] + j), f[e]));
+            }
+            store_pairs(out + 4 * j, front[0], front[1], stream);
+            store_pairs(out + half + 4 * j, back[0], back[1], stream);
+        }
+    }
+}
+
 /* half_row over every head of a token row (half width n, a multiple of 16 up to 64): 16
  * elements of the front and the back half at a time, each input loaded and converted once
  * (the output in runs of 16 elements, front then back). */
 GRADREF_TARGET_AVX2 static inline __attribute__((always_inline)) void
 half_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim, const float *cf,
             const float *sb, const float *cb, const float *sf, int64_t n, int stream) {
+    if (dt == GRADREF_BF16) {
+        half_bf16_heads(in, out, heads, head_dim, cf, sb, cb, sf, n, stream);
+        return;
+    }
     const size_t es = gradref__rope_esize(dt), row = (size_t)head_dim * es, half = (size_t)n * es;
     for (int64_t h = 0; h < heads; h++, in += row, out += row) {
         for (size_t line = 0; line < 2 * half; line += 64)
