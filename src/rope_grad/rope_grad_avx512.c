@@ -379,8 +379,10 @@ interleaved_bf16_heads(int W, const char *in, char *out, int64_t heads, int64_t 
             if (stream64) {
                 _mm512_stream_si512((void *)dst, r);
             } else if (stream) {
-                for (int q = 0; q < 4; q++)
-                    _mm_stream_si128((__m128i *)dst + q, _mm512_extracti32x4_epi32(r, q));
+                _mm_stream_si128((__m128i *)dst, _mm512_extracti32x4_epi32(r, 0));
+                _mm_stream_si128((__m128i *)dst + 1, _mm512_extracti32x4_epi32(r, 1));
+                _mm_stream_si128((__m128i *)dst + 2, _mm512_extracti32x4_epi32(r, 2));
+                _mm_stream_si128((__m128i *)dst + 3, _mm512_extracti32x4_epi32(r, 3));
             } else {
                 _mm512_storeu_si512((void *)dst, r);
             }
