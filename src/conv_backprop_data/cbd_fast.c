@@ -783,7 +783,7 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
     /* many GEMM items: each thread claims the next one, so that a slower core takes fewer (on
      * Zen 5 under KVM one vCPU ran 10-15 % slower in a profile); few: the static split, which
      * keeps blocks_outer's panels on the thread that packed them. Depthwise items, a plane
-     * each, keep theirs: each prefetches the next, and claiming 8,192 planes cost 4x. */
+     * each, keep theirs: each prefetches the next (claimed, 1.46 -> 0.41 of oneDNN). */
     const int claimed = L.path == PATH_GEMM && items >= 4 * (int64_t)team;
     int64_t next_item = 0;
     int finite = 1; /* a filter value that is not finite sends the call to the reference */
