@@ -135,21 +135,34 @@ GRADREF_TARGET_AVX2 static inline void store_pairs(char *p, __m256 even, __m256 
     }
 }
 
-/* atb_heads8 for BF16 (n a multiple of 16) in pairs. */
+/* atb_heads8 (atb) or interleaved_heads8 for BF16 (n a multiple of 16) in pairs, which for
+ * the interleaved mode are the rotation's own: even result c[2j] g0 + s[2j+1] g1, odd result
+ * c[2j+1] g1 - s[2j] g0. ATB's weights are in c, s unused; atb is a constant in each instance. */
 GRADREF_TARGET_AVX2 static inline __attribute__((always_inline)) void
-atb_bf16_heads(const char *in, char *out, int64_t heads, int64_t head_dim, const float *w,
-               int64_t n, int stream) {
+pairs_heads(int atb, const char *in, char *out, int64_t heads, int64_t head_dim, const float *c,
+            const float *s, int64_t n, int stream) {
     const size_t row = (size_t)head_dim * 2;
-    float w_even[64], w_odd[64];
-    split_pairs(w, n, w_even, w_odd);
+    float c_even[64], c_odd[64], s_even[64], s_odd[64];
+    split_pairs(c, n, c_even, c_odd);
+    if (!atb) split_pairs(s, n, s_even, s_odd);
     for (int64_t h = 0; h < heads; h++, in += row, out += row) {
         for (size_t line = 0; line < (size_t)n * 2; line += 64)
             prefetch(in + line);
         for (int64_t j = 0; j < n / 2; j += 8) {
             __m256 even, odd;
             load_pairs(in + 4 * j, &even, &odd);
-            store_pairs(out + 4 * j, _mm256_mul_ps(even, _mm256_loadu_ps(w_even + j)),
-                        _mm256_mul_ps(odd, _mm256_loadu_ps(w_odd + j)), stream);
+            /* each product's operands in the reference's order: ATB's g w, the rotation's c g */
+            const __m256 ce = _mm256_loadu_ps(c_even + j), co = _mm256_loadu_ps(c_odd + j);
+            const __m256 own_even = atb ? _mm256_mul_ps(even, ce) : _mm256_mul_ps(ce, even);
+            const __m256 own_odd = atb ? _mm256_mul_ps(odd, co) : _mm256_mul_ps(co, odd);
+            if (atb)
+                store_pairs(out + 4 * j, own_even, own_odd, stream);
+            else
+                store_pairs(
+                    out + 4 * j,
+                    _mm256_add_ps(own_even, _mm256_mul_ps(_mm256_loadu_ps(s_odd + j), odd)),
+                    _mm256_sub_ps(own_odd, _mm256_mul_ps(_mm256_loadu_ps(s_even + j), even)),
+                    stream);
         }
     }
 }
@@ -160,7 +173,7 @@ GRADREF_TARGET_AVX2 static inline __attribute__((always_inline)) void
 atb_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim, const float *w,
            int64_t n, int stream) {
     if (dt == GRADREF_BF16 && n % 16 == 0) {
-        atb_bf16_heads(in, out, heads, head_dim, w, n, stream);
+        pairs_heads(1, in, out, heads, head_dim, w, NULL, n, stream);
         return;
     }
     const size_t es = gradref__rope_esize(dt), row = (size_t)head_dim * es;
@@ -199,37 +212,12 @@ GRADREF_TARGET_AVX2 static inline __m256 interleaved8(int32_t dt, const char *in
     return _mm256_blend_ps(_mm256_add_ps(own, cross), _mm256_sub_ps(own, cross), 0xaa);
 }
 
-/* interleaved_heads8 for BF16 (n a multiple of 16) in pairs, which here are the rotation's
- * pairs: even result c[2j] g0 + s[2j+1] g1, odd result c[2j+1] g1 - s[2j] g0. */
-GRADREF_TARGET_AVX2 static inline __attribute__((always_inline)) void
-interleaved_bf16_heads(const char *in, char *out, int64_t heads, int64_t head_dim, const float *c,
-                       const float *s, int64_t n, int stream) {
-    const size_t row = (size_t)head_dim * 2;
-    float c_even[64], c_odd[64], s_even[64], s_odd[64];
-    split_pairs(c, n, c_even, c_odd);
-    split_pairs(s, n, s_even, s_odd);
-    for (int64_t h = 0; h < heads; h++, in += row, out += row) {
-        for (size_t line = 0; line < (size_t)n * 2; line += 64)
-            prefetch(in + line);
-        for (int64_t j = 0; j < n / 2; j += 8) {
-            __m256 even, odd;
-            load_pairs(in + 4 * j, &even, &odd);
-            store_pairs(out + 4 * j,
-                        _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(c_even + j), even),
-                                      _mm256_mul_ps(_mm256_loadu_ps(s_odd + j), odd)),
-                        _mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(c_odd + j), odd),
-                                      _mm256_mul_ps(_mm256_loadu_ps(s_even + j), even)),
-                        stream);
-        }
-    }
-}
-
 /* interleaved_row over every head of a token row, s pair-swapped once for all heads. */
 GRADREF_TARGET_AVX2 static inline __attribute__((always_inline)) void
 interleaved_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim,
                    const float *c, const float *s, int64_t n, int stream) {
     if (dt == GRADREF_BF16 && n % 16 == 0) {
-        interleaved_bf16_heads(in, out, heads, head_dim, c, s, n, stream);
+        pairs_heads(0, in, out, heads, head_dim, c, s, n, stream);
         return;
     }
     const size_t es = gradref__rope_esize(dt), row = (size_t)head_dim * es;

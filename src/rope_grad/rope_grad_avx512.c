@@ -338,7 +338,7 @@ ROPE_TARGET_AVX512 static inline __m512i round_bf16_high16(__m512 v) {
     return _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
 }
 
-/* interleaved_heads for BF16 as the AVX2 kernel does it (interleaved_bf16_heads there): each
+/* interleaved_heads for BF16 as the AVX2 kernel does it (pairs_heads there): each
  * 32-bit lane one pair, 16 pairs a vector, W vectors (n = 32 W) of each of the four per-pair
  * weights in registers across the heads. Its rounding is integer, so it needs neither
  * AVX512_BF16 nor the subnormal test that instruction's flushing asks for. */
