@@ -651,6 +651,54 @@ static void test_empty(void **state) {
         }
 }
 
+/* An F32 tensor of 5-D shape s with no element, no data and zero strides (gradref_tensor_init
+ * refuses sizes whose product, zeros aside, exceeds int64; the struct itself may hold them). */
+static void empty_tensor(gradref_tensor *t, const int64_t *s) {
+    memset(t, 0, sizeof *t);
+    t->dtype = GRADREF_F32;
+    t->ndim = 5;
+    for (int i = 0; i < 5; i++)
+        t->shape[i] = s[i];
+}
+
+/* An empty tensor's other sizes may be anything: products of sizes taken across its zero must
+ * not overflow (a fuzzer found N * Do * Ho * Wo computed before Wo = 0 was seen). */
+static void test_empty_with_huge_sizes(void **state) {
+    (void)state;
+    const int64_t huge = INT64_C(1) << 62;
+    /* N huge, C = 0, Wo = 0; then Do huge, Wo = 0, and x small enough to be zero-filled */
+    const int64_t cases[2][8] = {{huge, 0, 1, 1, 1, 3, 1, 0}, {2, 1, 2, 3, 2, huge, 3, 0}};
+    for (int k = 0; k < 2; k++) {
+        const int64_t *z = cases[k]; /* N C D H W Do Ho Wo */
+        const int64_t xs[5] = {z[0], z[1], z[2], z[3], z[4]},
+                      gs[5] = {z[0], z[1], z[5], z[6], z[7]}, grs[5] = {z[0], z[5], z[6], z[7], 3};
+        float x_data[24], dx_data[24];
+        for (int i = 0; i < 24; i++)
+            x_data[i] = 1.0f, dx_data[i] = 7.0f;
+        const int small_x = k == 1; /* 2 x 1 x 2 x 3 x 2 = 24 elements */
+        gradref_tensor grad, x, grid, dx, dgrid;
+        empty_tensor(&grad, gs);
+        empty_tensor(&grid, grs);
+        empty_tensor(&dgrid, grs);
+        if (small_x) {
+            assert_int_equal(gradref_tensor_init(&x, x_data, GRADREF_F32, 5, xs), GRADREF_OK);
+            assert_int_equal(gradref_tensor_init(&dx, dx_data, GRADREF_F32, 5, xs), GRADREF_OK);
+        } else {
+            empty_tensor(&x, xs);
+            empty_tensor(&dx, xs);
+        }
+        const gradref_grid_sampler3d_params p = {GRADREF_INTERP_BILINEAR, GRADREF_PAD_ZEROS, 0};
+        size_t bytes = 1;
+        assert_int_equal(
+            gradref_grid_sampler3d_grad_workspace_size(&p, &grad, &x, &grid, &dx, &dgrid, &bytes),
+            GRADREF_OK);
+        assert_int_equal(gradref_grid_sampler3d_grad(&p, &grad, &x, &grid, &dx, &dgrid, NULL),
+                         GRADREF_OK);
+        for (int i = 0; small_x && i < 24; i++)
+            assert_true(same(dx_data[i], 0.0));
+    }
+}
+
 /* dx or dgrid NULL skips it; both NULL validates and does nothing. Exact workspaces work. */
 static void test_optional_outputs_and_workspace(void **state) {
     (void)state;
@@ -903,6 +951,7 @@ int main(void) {
         cmocka_unit_test(test_broadcast_inputs),
         cmocka_unit_test(test_non_finite),
         cmocka_unit_test(test_empty),
+        cmocka_unit_test(test_empty_with_huge_sizes),
         cmocka_unit_test(test_optional_outputs_and_workspace),
         cmocka_unit_test(test_bench_problems),
         cmocka_unit_test(test_golden_pytorch),

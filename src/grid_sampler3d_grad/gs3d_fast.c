@@ -126,6 +126,14 @@ static void build_voxels(const gs3d_run *r, int64_t n) {
     start[0] = 0;
 }
 
+/* Whether the grid has no point. Test this before multiplying sizes: an empty tensor's other
+ * sizes are unchecked (x's spatial sizes are positive, checked), so a product taken across a
+ * zero may overflow before it reaches the zero. With N, C and the grid's sizes positive, every
+ * product of sizes below is within x's, grad's or the grid's element count. */
+static int no_points(const gradref__gs3d_plan *p) {
+    return p->N == 0 || p->Do == 0 || p->Ho == 0 || p->Wo == 0;
+}
+
 /* Whether grad with strides s is dense over the points of each (n, c). */
 static int points_dense(const gradref__gs3d_plan *p, const int64_t *s) {
     return s[4] == 1 && s[3] == p->Wo && s[2] == p->Ho * p->Wo;
@@ -137,8 +145,8 @@ static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision, int t
     memset(&L, 0, sizeof L);
     const int wide = p->dtype == GRADREF_F64 || precision == GRADREF_PRECISION_HIGH;
     L.pair = p->dtype == GRADREF_F64 ? PAIR_DD : wide ? PAIR_FD : PAIR_FF;
+    if ((p->dx.data == NULL && p->dgrid.data == NULL) || no_points(p) || p->C == 0) return L;
     const int64_t NP = p->N * p->Do * p->Ho * p->Wo;
-    if ((p->dx.data == NULL && p->dgrid.data == NULL) || NP == 0 || p->C == 0) return L;
     const size_t t = L.pair == PAIR_DD ? 8 : 4, a = wide ? 8 : 4, np = (size_t)NP;
     size_t at = 0;
     L.w = gradref__ws_take(&at, np * 8 * t);
@@ -518,13 +526,15 @@ static void run_images(const gradref__gs3d_plan *p, void *ws, int num_threads) {
     r.p = p;
     r.shape = shape_of(p);
     r.k = gradref__gs3d_kernels_for(p);
-    r.P = p->Do * p->Ho * p->Wo;
-    const int64_t NP = p->N * r.P;
-    if (NP == 0 || p->C == 0) { /* nothing reaches dx; PyTorch zero-fills dgrid here */
+    if (no_points(p) || p->C == 0) { /* nothing reaches dx; PyTorch zero-fills dgrid here */
+        /* N and C lead x's product, so an empty x's is 0 before any overflow */
         if (p->dx.data != NULL && numel5(xsh) > 0) zero_fill(&p->dx, p->dtype, xsh, num_threads);
-        if (p->dgrid.data != NULL && NP > 0) zero_fill(&p->dgrid, p->dtype, gridsh, num_threads);
+        if (p->dgrid.data != NULL && !no_points(p))
+            zero_fill(&p->dgrid, p->dtype, gridsh, num_threads);
         return;
     }
+    r.P = p->Do * p->Ho * p->Wo;
+    const int64_t NP = p->N * r.P;
     const ws_layout L = layout_of(p, p->precision, num_threads);
     char *base = (char *)ws;
     bind_workspace(&r, &L, base);
