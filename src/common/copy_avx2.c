@@ -41,32 +41,37 @@ gradref__transpose8x8_u32_avx2(const uint32_t *s, int64_t sstride, uint32_t *d, 
 }
 
 /* The same for a 32 x 32 tile, in one call instead of sixteen (about 5 % of a transposing copy).
- * The side of the larger stride is walked eight rows at a time: its 32 rows often share one L1
- * and L2 set (channel planes a power of two apart), and eight rows' two lines each stay in L1
- * while their four blocks are moved; taken block-column-wise they were fetched twice. */
+ * With `by_src_rows`, the source is walked eight rows at a time: when its stride is the larger,
+ * its 32 rows often share one L1 and L2 set (channel planes a power of two apart), and eight
+ * rows' two lines each stay in L1 while their four blocks are moved; taken block-column-wise
+ * they were fetched twice. */
+__attribute__((target("avx2"), always_inline)) static inline void
+transpose32x32(const uint32_t *s, int64_t sstride, uint32_t *d, int64_t dstride, int by_src_rows,
+               int stream) {
+    for (int64_t a = 0; a < 32; a += 8)
+        for (int64_t b = 0; b < 32; b += 8) {
+            const int64_t i = by_src_rows ? b : a, j = by_src_rows ? a : b;
+            transpose8x8(s + j * sstride + i, sstride, d + i * dstride + j, dstride, stream);
+        }
+}
+
 __attribute__((target("avx2"))) void
 gradref__transpose32x32_u32_avx2(const uint32_t *s, int64_t sstride, uint32_t *d, int64_t dstride) {
-    if (sstride > dstride) {
-        for (int64_t j = 0; j < 32; j += 8)
-            for (int64_t i = 0; i < 32; i += 8)
-                transpose8x8(s + j * sstride + i, sstride, d + i * dstride + j, dstride, 0);
-        return;
-    }
-    for (int64_t i = 0; i < 32; i += 8)
-        for (int64_t j = 0; j < 32; j += 8)
-            transpose8x8(s + j * sstride + i, sstride, d + i * dstride + j, dstride, 0);
+    if (sstride > dstride)
+        transpose32x32(s, sstride, d, dstride, 1, 0);
+    else
+        transpose32x32(s, sstride, d, dstride, 0, 0);
 }
+
 /* The same with streaming stores, for a destination too large for the cache whose rows lie far
- * apart (a channel-major output): each row's two lines are completed eight rows at a time, so at
- * most eight lines wait in the write-combining buffers, and no line is read for ownership. On AMD
- * Zen 5 a channels-last to channel-major copy of 16 MiB: 1.2 -> 0.5 ms. */
+ * apart (a channel-major output): each destination row's two lines are completed eight rows at
+ * a time, so at most eight lines wait in the write-combining buffers, and no line is read for
+ * ownership. On AMD Zen 5 a channels-last to channel-major copy of 16 MiB: 1.2 -> 0.5 ms. */
 __attribute__((target("avx2"))) void gradref__transpose32x32_u32_stream_avx2(const uint32_t *s,
                                                                              int64_t sstride,
                                                                              uint32_t *d,
                                                                              int64_t dstride) {
-    for (int64_t i = 0; i < 32; i += 8)
-        for (int64_t j = 0; j < 32; j += 8)
-            transpose8x8(s + j * sstride + i, sstride, d + i * dstride + j, dstride, 1);
+    transpose32x32(s, sstride, d, dstride, 0, 1);
 }
 #else
 typedef int gradref__copy_avx2_unused;

@@ -410,7 +410,8 @@ static float *counter_slot(const counter *c) {
 /* A new sum src at level m, the levels below m empty (the count pushed so far a multiple of
  * 2^m): while level l is used, older (level l) + newer, the last add into the first unused level
  * `top`, or into `out` when given (which then holds the counter's only sum; the counter is left
- * empty). */
+ * empty). A node of 2^m consecutive sums pushed at level m meets the same carries, so gives the
+ * same bits, as pushing them one by one. */
 static void counter_carry(counter *c, int m, const float *src, float *out) {
     int top = m;
     while (c->used[top])
@@ -444,12 +445,6 @@ static int counter_push_last(counter *c, float *into) {
     if (into == NULL || top == 0) return 0;
     counter_carry(c, 0, counter_slot(c), into);
     return 1;
-}
-
-/* Pushes the sum of 2^m consecutive sums at once, when the count pushed so far is a multiple of
- * 2^m: the same carries, so the same bits, as pushing them one by one would make. */
-static void counter_push_node(counter *c, int m, const float *src) {
-    counter_carry(c, m, src, NULL);
 }
 
 /* The fold, into dst (NULL: the newest slot), which it returns. At least one sum was pushed. */
@@ -607,7 +602,7 @@ static void combine_chunks(const run *R, const layout *L, char *base, int thread
             const int64_t n = (j1 - j0) * p->Cout_g;
             counter c = counter_make(R->k, (float *)(mine + L->level_at), n, (int)L->levels);
             for (int64_t k = 0; k < L->chunks; k += INT64_C(1) << node[k])
-                counter_push_node(&c, node[k], chunk + k * size + j0 * p->Cout_g);
+                counter_carry(&c, node[k], chunk + k * size + j0 * p->Cout_g, NULL);
             store_rows(p, 0, j0, j1, counter_fold(&c, NULL));
         }
     }

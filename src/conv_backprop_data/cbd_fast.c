@@ -470,6 +470,13 @@ static int phase_direct(const run *R, const int64_t *Q) {
     return flat_ok(R, Q) && Q[1] == R->p->O[1] && Q[2] == R->p->O[2];
 }
 
+/* Stride phase number f's offsets ph along the three dims (the last varies fastest). */
+static void phase_at(const gradref__cbd_plan *p, int64_t f, int64_t *ph) {
+    ph[0] = f / (p->stride[1] * p->stride[2]);
+    ph[1] = f / p->stride[2] % p->stride[1];
+    ph[2] = f % p->stride[2];
+}
+
 /* The sub-grid sizes of stride phase ph; returns their product. */
 static int64_t phase_grid(const gradref__cbd_plan *p, const int64_t *ph, int64_t *Q) {
     int64_t N = 1;
@@ -485,8 +492,8 @@ static int all_direct(const run *R, int64_t *tap) {
     const gradref__cbd_plan *p = R->p;
     const int64_t phases = p->stride[0] * p->stride[1] * p->stride[2];
     for (int64_t f = 0; f < phases; f++) {
-        const int64_t ph[3] = {f / (p->stride[1] * p->stride[2]), f / p->stride[2] % p->stride[1],
-                               f % p->stride[2]};
+        int64_t ph[3];
+        phase_at(p, f, ph);
         int64_t Q[3];
         if (phase_grid(p, ph, Q) == 0 || phase_taps(p, ph, tap) == 0) continue;
         if (!phase_direct(R, Q)) return 0;
@@ -567,8 +574,8 @@ static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t i
     }
     const int64_t phases = p->stride[0] * p->stride[1] * p->stride[2];
     for (int64_t f_index = 0; f_index < phases; f_index++) {
-        const int64_t ph[3] = {f_index / (p->stride[1] * p->stride[2]),
-                               f_index / p->stride[2] % p->stride[1], f_index % p->stride[2]};
+        int64_t ph[3];
+        phase_at(p, f_index, ph);
         item_phase(R, n, g, ic0, M, ph, slab0, mine, L, &z);
     }
     zeros_rest(&z); /* no phase had a tap */
@@ -611,8 +618,8 @@ static void panel_offsets(run *R, const layout *L, char *base) {
     R->phase_off = off;
     int64_t at = 0;
     for (int64_t f = 0; f < phases; f++) {
-        const int64_t ph[3] = {f / (p->stride[1] * p->stride[2]), f / p->stride[2] % p->stride[1],
-                               f % p->stride[2]};
+        int64_t ph[3];
+        phase_at(p, f, ph);
         off[f] = at;
         at += (p->ICpg + R->pr - 1) / R->pr * R->mr * phase_taps(p, ph, tap) * p->OCpg;
     }
@@ -629,8 +636,8 @@ static int pack_panels(const run *R, char *mine, const layout *L) {
     int64_t *tap = (int64_t *)(mine + L->taps_at);
     int64_t live = 0;
     for (int64_t f = 0; f < phases; f++) {
-        const int64_t ph[3] = {f / (p->stride[1] * p->stride[2]), f / p->stride[2] % p->stride[1],
-                               f % p->stride[2]};
+        int64_t ph[3];
+        phase_at(p, f, ph);
         live += phase_taps(p, ph, tap) > 0;
     }
     int finite = 1;
@@ -638,12 +645,8 @@ static int pack_panels(const run *R, char *mine, const layout *L) {
     gradref__my_range(p->G * live * np, &b, &e);
     for (int64_t g = 0; g < p->G && it < e; g++)
         for (int64_t f = 0; f < phases && it < e; f++) {
-            const int64_t ph[3] = {f / (p->stride[1] * p->stride[2]),
-                                   f / p->stride[2] % p->stride[1], f % p->stride[2]};
-            if (it + np <= b) { /* skip a phase before this thread's share */
-                it += (phase_taps(p, ph, tap) > 0) * np;
-                continue;
-            }
+            int64_t ph[3];
+            phase_at(p, f, ph);
             const int64_t ntaps = phase_taps(p, ph, tap);
             for (int64_t ic0 = 0; ntaps > 0 && ic0 < p->ICpg; ic0 += R->pr, it++) {
                 if (it < b || it >= e) continue;
