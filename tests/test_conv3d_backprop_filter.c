@@ -299,6 +299,7 @@ static void check_fast_against_reference(c3f_case *c, int32_t precision) {
     assert_int_equal(gradref__c3f_validate(&c->params, &c->x, &c->dy, &want, &plan), GRADREF_OK);
     plan.precision = precision;
     gradref__c3f_ref(&plan);
+    tu_expect_canonical_nans(&want, "dw");
     for (int kernel = 0; kernel < 3; kernel++)
         for (int t = 0; t < 3; t++) {
             gradref__c3f_plan q;
@@ -333,6 +334,29 @@ static void test_threads_layouts_dtypes(void **state) {
         c3f_case c;
         make_case(&c, &g, in[d], out[d], iter % 2, iter % 3, &r);
         check_fast_against_reference(&c, iter % 4 == 3 ? GRADREF_PRECISION_HIGH : 0);
+        free_case(&c);
+    }
+}
+
+/* The NaN rule: x and dy holding signalling and quiet NaNs of either sign with payloads and
+ * Infs: the reference gives the canonical NaN, every kernel level and thread count its bits. */
+static void test_nan_bits(void **state) {
+    (void)state;
+    static const int32_t in[5] = {GRADREF_F32, GRADREF_F64, GRADREF_F16, GRADREF_BF16, GRADREF_F16};
+    static const int32_t out[5] = {GRADREF_F32, GRADREF_F64, GRADREF_F32, GRADREF_BF16,
+                                   GRADREF_F16};
+    tu_rng r = tu_rng_make(41);
+    for (int iter = 0; iter < 30; iter++) {
+        geometry g = random_geometry(&r);
+        const int d = iter % 5;
+        c3f_case c;
+        make_case(&c, &g, in[d], out[d], iter % 2, iter % 3, &r);
+        tu_sprinkle_specials(iter % 3 ? &c.dy : &c.x, &r, 5);
+        if (iter % 4 == 1) tu_sprinkle_specials(&c.x, &r, 9);
+        const int32_t precision = iter % 6 == 5             ? GRADREF_PRECISION_HIGH
+                                  : d == 0 && iter % 3 == 1 ? GRADREF_PRECISION_HF32
+                                                            : GRADREF_PRECISION_DEFAULT;
+        check_fast_against_reference(&c, precision);
         free_case(&c);
     }
 }
@@ -689,6 +713,7 @@ static void test_errors(void **state) {
 /* CANN's golden on the int32 view, as written there: ((v >> (22 - kept)) + 1) >> 1 <<
  * (23 - kept), with floor shifts and int32 wrap-around (computed in int64 here). */
 static uint32_t hf32_model(uint32_t bits, int kept) {
+    if ((bits & 0x7fffffffu) > 0x7f800000u) bits |= 0x400000u; /* the golden's f64 quiets NaN */
     const int64_t v = (int64_t)bits - (bits >= 0x80000000u ? INT64_C(0x100000000) : 0);
     const int64_t shift = 22 - kept;
     int64_t t = v >= 0 ? v / (INT64_C(1) << shift) : -((-v + (INT64_C(1) << shift) - 1) >> shift);
@@ -737,7 +762,8 @@ static void test_hf32_bit_patterns(void **state) {
             run_ok(&c, &e);
             const uint32_t *dw = c.buf[2];
             for (int k = 0; k < K; k++) {
-                const uint32_t want = bits_of(fmaf(float_of(hf32_model(x[k], kept)), 1.0f, 0.0f));
+                const float v = fmaf(float_of(hf32_model(x[k], kept)), 1.0f, 0.0f);
+                const uint32_t want = isnan(v) ? 0x7fc00000u : bits_of(v); /* canonical NaN */
                 if (dw[k] != want)
                     fail_msg("kept %d: x %08x gives %08x, want %08x", kept, (unsigned)x[k],
                              (unsigned)dw[k], (unsigned)want);
@@ -752,8 +778,38 @@ static void test_hf32_bit_patterns(void **state) {
     assert_int_equal(hf32_model(0x3f800800u, 11), 0x3f801000u);
     assert_int_equal(hf32_model(0x007ff000u, 10), 0x00800000u); /* subnormal to normal */
     assert_int_equal(hf32_model(0x7f7fffffu, 10), 0x7f800000u); /* to Inf */
-    assert_int_equal(hf32_model(0x7f800001u, 10), 0x7f800000u); /* payload cut: Inf */
+    assert_int_equal(hf32_model(0x7f800001u, 10), 0x7fc00000u); /* quieted: stays NaN */
+    assert_int_equal(hf32_model(0xff800001u, 11), 0xffc00000u);
+    assert_int_equal(hf32_model(0x7fffffffu, 10), 0x80000000u); /* wraps to -0 */
     assert_int_equal(hf32_model(0xffffffffu, 10), 0x00000000u); /* wraps to +0 */
+    /* one element per call, the pattern in x or in dy, on the fast path (NULL and ample
+     * workspace) and the no-workspace path (1 byte): the same bits everywhere */
+    for (int kept = 10; kept <= 11; kept++)
+        for (int k = 0; k < FIXED; k++)
+            for (int swap = 0; swap < 2; swap++) {
+                const int64_t one[3] = {1, 1, 1};
+                geometry g = geo(1, 1, 1, 1, one, one, one, NULL);
+                c3f_case c;
+                make_case(&c, &g, GRADREF_F32, GRADREF_F32, 0, 0, &r);
+                const float v = fmaf(float_of(hf32_model(fixed[k], kept)), 1.0f, 0.0f);
+                const uint32_t want = isnan(v) ? 0x7fc00000u : bits_of(v);
+                static unsigned char ws[1 << 16];
+                const size_t ws_bytes[3] = {0, 1, sizeof ws};
+                for (int w = 0; w < 3; w++) {
+                    *(uint32_t *)c.buf[swap] = fixed[k];
+                    *(float *)c.buf[1 - swap] = 1.0f;
+                    gradref_exec e = {w ? ws : NULL, ws_bytes[w], 1 + w,
+                                      kept == 10 ? GRADREF_PRECISION_HF32
+                                                 : GRADREF_PRECISION_HF32_910B};
+                    run_ok(&c, &e);
+                    const uint32_t got = *(const uint32_t *)c.buf[2];
+                    if (got != want)
+                        fail_msg("kept %d, %s %08x, workspace %zu: dw %08x, want %08x", kept,
+                                 swap ? "dy" : "x", (unsigned)fixed[k], ws_bytes[w], (unsigned)got,
+                                 (unsigned)want);
+                }
+                free_case(&c);
+            }
 }
 
 /* The HF32 precisions equal the default precision on inputs the test rounds itself (every
@@ -836,6 +892,7 @@ int main(void) {
         cmocka_unit_test(test_2d_degenerate),
         cmocka_unit_test(test_adjoint_identity),
         cmocka_unit_test(test_threads_layouts_dtypes),
+        cmocka_unit_test(test_nan_bits),
         cmocka_unit_test(test_wide_channels),
         cmocka_unit_test(test_dy_gathered),
         cmocka_unit_test(test_row_tiles_and_split),

@@ -376,6 +376,7 @@ static void check_fast_against_reference(cbd_case *c, int32_t precision) {
                      GRADREF_OK);
     plan.precision = precision;
     gradref__cbd_ref(&plan);
+    tu_expect_canonical_nans(&want, "grad");
     static const int threads[] = TU_THREAD_COUNTS;
     for (int kernel = 0; kernel < 3; kernel++)
         for (int t = 0; t < 3; t++) {
@@ -411,6 +412,27 @@ static void test_fast_matches_reference(void **state) {
         make_case(&c, &g, in[d], o, iter % 3, (iter / 3) % 3, 0, &r);
         check_fast_against_reference(&c, (iter / 5) % 2 ? GRADREF_PRECISION_HIGH
                                                         : GRADREF_PRECISION_DEFAULT);
+        free_case(&c);
+    }
+}
+
+/* The NaN rule: diff (and now and then the filter) holding signalling and quiet NaNs of
+ * either sign with payloads and Infs (whose sums make NaNs of their own): the reference gives
+ * the canonical NaN, and every kernel level and thread count its bits. */
+static void test_nan_bits(void **state) {
+    (void)state;
+    static const int32_t in[4] = {GRADREF_F32, GRADREF_F64, GRADREF_F16, GRADREF_BF16};
+    static const int32_t out[4] = {GRADREF_F32, GRADREF_F64, GRADREF_F32, GRADREF_BF16};
+    tu_rng r = tu_rng_make(40);
+    for (int iter = 0; iter < 48; iter++) {
+        geometry g = random_geometry(&r);
+        const int d = iter % 4;
+        cbd_case c;
+        make_case(&c, &g, in[d], iter % 8 == 6 ? in[d] : out[d], iter % 3, (iter / 3) % 3, 0, &r);
+        tu_sprinkle_specials(&c.diff, &r, 6);
+        if (iter % 5 == 4) tu_sprinkle_specials(&c.filter, &r, 6);
+        check_fast_against_reference(&c, iter % 7 == 3 ? GRADREF_PRECISION_HIGH
+                                                       : GRADREF_PRECISION_DEFAULT);
         free_case(&c);
     }
 }
@@ -1188,6 +1210,7 @@ int main(void) {
         cmocka_unit_test(test_adjoint_identity),
         cmocka_unit_test(test_small_integers_exact),
         cmocka_unit_test(test_fast_matches_reference),
+        cmocka_unit_test(test_nan_bits),
         cmocka_unit_test(test_megengine_list),
         cmocka_unit_test(test_gemm_shapes),
         cmocka_unit_test(test_direct_tiles),

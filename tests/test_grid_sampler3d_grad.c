@@ -401,6 +401,8 @@ static void check_fast_against_reference(gs_case *c, int32_t precision, int want
                      GRADREF_OK);
     plan.precision = precision;
     assert_int_equal(gradref__gs3d_ref(&plan), GRADREF_OK);
+    if (want_dx) tu_expect_canonical_nans(&rdx, "dx");
+    if (want_dgrid) tu_expect_canonical_nans(&rdg, "dgrid");
     static const int threads[] = TU_THREAD_COUNTS;
     for (int simd = 0; simd < 3; simd++) /* portable, AVX2, AVX-512 (as far as the CPU has) */
         for (int t = 0; t < 3; t++) {
@@ -438,6 +440,28 @@ static void test_fast_matches_reference(void **state) {
                 int32_t precision = (s + m) % 2 ? GRADREF_PRECISION_HIGH : 0;
                 check_fast_against_reference(&c, precision, 1, 1);
                 check_fast_against_reference(&c, 1 - precision, (m % 3) != 0, (m % 3) != 1);
+                free_case(&c);
+            }
+}
+
+/* The NaN rule: grad and x holding signalling and quiet NaNs of either sign with payloads and
+ * Infs (the grid stays finite: a NaN coordinate samples nothing): the reference gives the
+ * canonical NaN, every kernel level and thread count its bits (SIMD bodies and scalar tails
+ * alike). */
+static void test_nan_bits(void **state) {
+    (void)state;
+    static const int32_t dtypes[4] = {GRADREF_F32, GRADREF_F64, GRADREF_F16, GRADREF_BF16};
+    tu_rng r = tu_rng_make(302);
+    for (int s = 0; s < NUM_SHAPES; s++)
+        for (int m = 0; m < 12; m += 5)
+            for (int d = 0; d < 4; d++) {
+                gs_case c;
+                make_case(&c, dtypes[d], SHAPES[s], (s + m + d) % 3, 2.5, &r);
+                gradref_grid_sampler3d_params p = {m / 6, m / 2 % 3, m % 2};
+                c.params = p;
+                tu_sprinkle_specials(&c.grad, &r, 5);
+                tu_sprinkle_specials(&c.x, &r, 7);
+                check_fast_against_reference(&c, (s + d) % 3 == 2, 1, 1);
                 free_case(&c);
             }
 }
@@ -944,6 +968,7 @@ int main(void) {
         cmocka_unit_test(test_adjoint_identity),
         cmocka_unit_test(test_dgrid_finite_differences),
         cmocka_unit_test(test_fast_matches_reference),
+        cmocka_unit_test(test_nan_bits),
         cmocka_unit_test(test_threads_and_layouts),
         cmocka_unit_test(test_collisions),
         cmocka_unit_test(test_nearest_voxel_blocks),

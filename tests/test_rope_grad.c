@@ -268,6 +268,8 @@ static void check_fast_against_reference(rope_case *c, int32_t precision) {
     memset(c->buf[4], 0x5a, c->bytes[4]);
     memset(c->buf[5], 0x5a, c->bytes[5]);
     gradref__rope_grad_ref(&plan);
+    tu_expect_canonical_nans(&c->dq, "q_grad");
+    tu_expect_canonical_nans(&c->dk, "k_grad");
     void *ref_q = malloc(c->bytes[4]), *ref_k = malloc(c->bytes[5] + 1);
     memcpy(ref_q, c->buf[4], c->bytes[4]);
     memcpy(ref_k, c->buf[5], c->bytes[5]);
@@ -314,6 +316,29 @@ static void test_fast_matches_reference(void **state) {
                         check_fast_against_reference(&c, precision);
                     free_case(&c);
                 }
+}
+
+/* The NaN rule: q, k, cos and sin holding signalling and quiet NaNs of either sign with
+ * payloads and Infs: the reference gives the canonical NaN, every kernel (all-heads, row,
+ * pairs, tails) and thread count its bits. */
+static void test_nan_bits(void **state) {
+    (void)state;
+    const int32_t lens[4] = {5, 1, 17, 9};
+    for (int32_t dtype = 0; dtype < 4; dtype++)
+        for (int32_t mode = 0; mode < 3; mode++)
+            for (int variant = 0; variant < 6; variant++) {
+                tu_rng r = tu_rng_make(900 + (uint64_t)(dtype * 100 + mode * 10 + variant));
+                static const int64_t dims[6] = {128, 22, 96, 32, 64, 16};
+                const int64_t D = dims[variant];
+                rope_case c;
+                make_case(&c, mode, dtype, D, 0, 4, lens, NULL, 64, 4 * D, D, variant % 3, &r);
+                tu_sprinkle_specials(&c.q, &r, 6);
+                tu_sprinkle_specials(&c.k, &r, 6);
+                if (variant % 2) tu_sprinkle_specials(&c.cos, &r, 40);
+                if (variant % 3 == 1) tu_sprinkle_specials(&c.sin, &r, 40);
+                check_fast_against_reference(&c, variant % 4 == 3);
+                free_case(&c);
+            }
 }
 
 /* BF16 in ATB mode with products in the subnormal range, where f32 itself is subnormal: the
@@ -793,11 +818,17 @@ static void test_strict_atb(void **state) {
 int main(void) {
     tu_seed();
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_atb_positive_case), cmocka_unit_test(test_worked_example),
-        cmocka_unit_test(test_adjoint_identity),  cmocka_unit_test(test_fast_matches_reference),
-        cmocka_unit_test(test_streamed_outputs),  cmocka_unit_test(test_bf16_tiny_products),
-        cmocka_unit_test(test_non_finite),        cmocka_unit_test(test_bench_problems),
-        cmocka_unit_test(test_golden_pytorch),    cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_atb_positive_case),
+        cmocka_unit_test(test_worked_example),
+        cmocka_unit_test(test_adjoint_identity),
+        cmocka_unit_test(test_fast_matches_reference),
+        cmocka_unit_test(test_nan_bits),
+        cmocka_unit_test(test_streamed_outputs),
+        cmocka_unit_test(test_bf16_tiny_products),
+        cmocka_unit_test(test_non_finite),
+        cmocka_unit_test(test_bench_problems),
+        cmocka_unit_test(test_golden_pytorch),
+        cmocka_unit_test(test_errors),
         cmocka_unit_test(test_strict_atb),
     };
     return cmocka_run_group_tests_name("rope_grad", tests, NULL, NULL);

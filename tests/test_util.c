@@ -202,6 +202,103 @@ void tu_expect_same_bits(const gradref_tensor *got, const gradref_tensor *want, 
     }
 }
 
+/* Calls f(t, element) for every element of t. */
+static void for_each_element(const gradref_tensor *t,
+                             void (*f)(const gradref_tensor *, char *, void *), void *arg) {
+    int64_t idx[GRADREF_MAX_DIMS] = {0};
+    for (int d = 0; d < t->ndim; d++)
+        if (t->shape[d] == 0) return;
+    for (;;) {
+        f(t, (char *)t->data + tu_offset(t, idx), arg);
+        int d = t->ndim - 1;
+        while (d >= 0 && ++idx[d] == t->shape[d])
+            idx[d--] = 0;
+        if (d < 0) return;
+    }
+}
+
+typedef struct specials {
+    tu_rng *r;
+    int one_in;
+} specials;
+
+static void put_special(const gradref_tensor *t, char *e, void *arg) {
+    specials *sp = arg;
+    if (tu_range(sp->r, 0, sp->one_in - 1) != 0) return;
+    const int kind = (int)tu_range(sp->r, 0, 6);
+    const uint64_t payload = tu_next(sp->r) | 1u; /* never all zero: stays NaN */
+    const int neg = kind & 1;
+    switch (t->dtype) {
+    case GRADREF_F32: { /* 0-1 signalling NaN, 2-3 quiet NaN, 4-5 Inf, 6 quiet -NaN default */
+        uint32_t b = kind < 2   ? 0x7f800000u | (uint32_t)(payload & 0x3fffffu)
+                     : kind < 4 ? 0x7fc00000u | (uint32_t)(payload & 0x3fffffu)
+                     : kind < 6 ? 0x7f800000u
+                                : 0xffc00000u;
+        if (neg) b |= 0x80000000u;
+        memcpy(e, &b, 4);
+    } break;
+    case GRADREF_F64: {
+        uint64_t b = kind < 2 ? UINT64_C(0x7ff0000000000000) | (payload & UINT64_C(0x7ffffffffffff))
+                     : kind < 4
+                         ? UINT64_C(0x7ff8000000000000) | (payload & UINT64_C(0x7ffffffffffff))
+                     : kind < 6 ? UINT64_C(0x7ff0000000000000)
+                                : UINT64_C(0xfff8000000000000);
+        if (neg) b |= UINT64_C(0x8000000000000000);
+        memcpy(e, &b, 8);
+    } break;
+    case GRADREF_F16:
+    case GRADREF_BF16: {
+        const uint16_t inf = t->dtype == GRADREF_F16 ? 0x7c00u : 0x7f80u,
+                       quiet = t->dtype == GRADREF_F16 ? 0x200u : 0x40u;
+        uint16_t b = kind < 2   ? (uint16_t)(inf | (payload & (quiet - 1u)))
+                     : kind < 4 ? (uint16_t)(inf | quiet | (payload & (quiet - 1u)))
+                     : kind < 6 ? inf
+                                : (uint16_t)(0x8000u | inf | quiet);
+        if (neg) b |= 0x8000u;
+        memcpy(e, &b, 2);
+    } break;
+    default: break;
+    }
+}
+
+void tu_sprinkle_specials(const gradref_tensor *t, tu_rng *r, int one_in) {
+    specials sp = {r, one_in};
+    for_each_element(t, put_special, &sp);
+}
+
+static void check_canonical(const gradref_tensor *t, char *e, void *arg) {
+    const char *what = arg;
+    uint64_t b = 0;
+    int nan = 0, canonical = 0;
+    switch (t->dtype) {
+    case GRADREF_F32: {
+        uint32_t v;
+        memcpy(&v, e, 4);
+        b = v, nan = (v & 0x7fffffffu) > 0x7f800000u, canonical = v == 0x7fc00000u;
+    } break;
+    case GRADREF_F64:
+        memcpy(&b, e, 8);
+        nan = (b & UINT64_C(0x7fffffffffffffff)) > UINT64_C(0x7ff0000000000000);
+        canonical = b == UINT64_C(0x7ff8000000000000);
+        break;
+    case GRADREF_F16:
+    case GRADREF_BF16: {
+        uint16_t v;
+        memcpy(&v, e, 2);
+        const uint16_t inf = t->dtype == GRADREF_F16 ? 0x7c00u : 0x7f80u;
+        b = v, nan = (v & 0x7fffu) > inf;
+        canonical = v == (t->dtype == GRADREF_F16 ? 0x7e00u : 0x7fc0u);
+    } break;
+    default: return;
+    }
+    if (nan && !canonical)
+        fail_msg("%s holds the NaN %llx, not the canonical one", what, (unsigned long long)b);
+}
+
+void tu_expect_canonical_nans(const gradref_tensor *t, const char *what) {
+    for_each_element(t, check_canonical, (void *)what);
+}
+
 void tu_expect_tiny_workspace_same_bits(gradref_status (*call)(void *ctx, const gradref_exec *e),
                                         void *ctx, void *const *out, const size_t *bytes,
                                         int count) {

@@ -63,6 +63,13 @@ void tu_expect_untouched(const void *p, size_t bytes, unsigned char fill, const 
  * values. The fast-path-against-reference checks use it. */
 void tu_expect_same_bits(const gradref_tensor *got, const gradref_tensor *want, const char *what);
 
+/* Sets about one element in `one_in` of a float tensor to a special value: signalling and
+ * quiet NaNs of either sign with random payloads, the negative default NaN, or +-Inf. */
+void tu_sprinkle_specials(const gradref_tensor *t, tu_rng *r, int one_in);
+/* Fails unless every NaN element of t is the canonical quiet NaN of its dtype (the operators'
+ * NaN rule: F32 0x7fc00000, F64 0x7ff8000000000000, F16 0x7e00, BF16 0x7fc0). */
+void tu_expect_canonical_nans(const gradref_tensor *t, const char *what);
+
 /* A caller's workspace too small for one thread's share (64 bytes, then 1 byte) runs the
  * no-workspace path: call(ctx, exec) must succeed at 1, 2 and 3 threads with the bits a NULL
  * workspace gives in its `count` output buffers (out[i], bytes[i]), without touching that

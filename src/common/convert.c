@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "convert.h"
+#include "nan.h"
 
 #include "gradref.h"
 
@@ -144,6 +145,7 @@ double gradref__load_float(int32_t dtype, const void *p) {
 }
 
 void gradref__store_float(int32_t dtype, void *p, double v) {
+    v = gradref__canon_f64(v); /* the operators' NaN rule (nan.h) */
     switch (dtype) {
     case GRADREF_F32: {
         float f = (float)v;

@@ -24,12 +24,15 @@ static inline float gradref__f32_from_bits(uint32_t x) {
 
 /* f rounded to HF32 keeping `kept` (10 or 11) mantissa bits, as CANN's golden rounds on the
  * int32 view, ((v >> (22 - kept)) + 1) >> 1 << (23 - kept): half of the last kept bit is added
- * to the bit pattern and the rest cut, so magnitudes round half away from zero, carries run
- * into the exponent (the largest finites become Inf), and NaN patterns are cut like any other
- * (a payload only in the cut bits leaves Inf, and the all-ones pattern wraps to +0). */
+ * to the bit pattern and the rest cut, so magnitudes round half away from zero and carries run
+ * into the exponent (the largest finites become Inf). A NaN is quieted first, as the golden's
+ * float64 inputs are, so a signalling NaN stays NaN on every path; the quiet all-ones patterns
+ * still wrap, 0x7fffffff to -0 and 0xffffffff to +0, as the golden's integers do. */
 static inline float gradref__hf32_round(float f, int kept) {
     const uint32_t cut = 23u - (uint32_t)kept;
-    return gradref__f32_from_bits((gradref__f32_bits(f) + (1u << (cut - 1))) & ~((1u << cut) - 1u));
+    uint32_t b = gradref__f32_bits(f);
+    if ((b & 0x7fffffffu) > 0x7f800000u) b |= 0x400000u;
+    return gradref__f32_from_bits((b + (1u << (cut - 1))) & ~((1u << cut) - 1u));
 }
 
 /* The mantissa bits an HF32 precision keeps (0: not an HF32 precision). */
@@ -114,7 +117,7 @@ uint16_t gradref__i64_to_f16(int64_t v);
 uint16_t gradref__i64_to_bf16(int64_t v);
 
 /* Reference-loop helpers: a float element of any float dtype read exactly as an f64, and an
- * f64 rounded once into an element of any float dtype. */
+ * f64 rounded once into an element of any float dtype, a NaN as the canonical one (nan.h). */
 double gradref__load_float(int32_t dtype, const void *p);
 void gradref__store_float(int32_t dtype, void *p, double v);
 

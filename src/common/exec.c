@@ -152,9 +152,8 @@ size_t gradref__workspace_usable(const gradref__ctx *ctx) {
     return ctx->workspace_bytes - GRADREF_WORKSPACE_ALIGN;
 }
 
-int gradref__workspace_threads(const gradref__ctx *ctx, size_t one, size_t two) {
+int gradref__workspace_threads(const gradref__ctx *ctx, int wanted, size_t one, size_t two) {
     const size_t bytes = gradref__workspace_usable(ctx), per_thread = two - one;
-    const int wanted = ctx->num_threads;
     if (ctx->workspace == NULL || bytes < one || per_thread == 0) return wanted;
     const size_t fit = 1 + (bytes - one) / per_thread;
     return fit < (size_t)wanted ? (int)fit : wanted;
@@ -170,7 +169,11 @@ gradref_status gradref__run_fast_path(const gradref__fast_path *fp, const gradre
     const size_t one = fp->workspace(plan, ctx->precision, 1);
     if (ctx->workspace != NULL && one > 0 && gradref__workspace_usable(ctx) < one)
         return fp->no_workspace(plan, ctx->num_threads); /* as MegEngine's workspace limit 0 */
-    int threads = gradref__workspace_threads(ctx, one, fp->workspace(plan, ctx->precision, 2));
+    const int wanted = fp->useful_threads
+                           ? fp->useful_threads(plan, ctx->precision, ctx->num_threads)
+                           : ctx->num_threads;
+    int threads =
+        gradref__workspace_threads(ctx, wanted, one, fp->workspace(plan, ctx->precision, 2));
     /* the estimate assumes bytes grow linearly with threads: step down should a layout not */
     while (ctx->workspace != NULL && threads > 1 &&
            fp->workspace(plan, ctx->precision, threads) > gradref__workspace_usable(ctx))
@@ -185,11 +188,12 @@ gradref_status gradref__run_fast_path(const gradref__fast_path *fp, const gradre
 
 size_t gradref__fast_path_workspace(const gradref__fast_path *fp, const void *plan) {
     if (fp->zero_output && fp->zero_output(plan)) return 0;
-    const int threads = gradref__default_threads();
     /* every precision: a workspace of this size never sends a device mode to the slow
      * no-workspace path (HF32 stages x as well, which the default does not need) */
     size_t most = 0;
     for (int32_t precision = 0; precision < GRADREF__PRECISIONS; precision++) {
+        int threads = gradref__default_threads();
+        if (fp->useful_threads) threads = fp->useful_threads(plan, precision, threads);
         const size_t bytes = fp->workspace(plan, precision, threads);
         if (bytes > most) most = bytes;
     }

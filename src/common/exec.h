@@ -67,6 +67,9 @@ typedef struct gradref__fast_path {
     /* NULL, or the output to fill with +0 instead of running (an empty operand): no
      * workspace then */
     const gradref_tensor *(*zero_output)(const void *plan);
+    /* NULL, or the most threads the run can keep busy (its work items) out of `threads`: the
+     * per-thread parts of the workspace are counted for no more */
+    int (*useful_threads)(const void *plan, int32_t precision, int threads);
 } gradref__fast_path;
 
 /* Defines `name`, the gradref__fast_path of an operator whose plan type is what workspace_fn,
@@ -83,19 +86,23 @@ typedef struct gradref__fast_path {
   }
 #define GRADREF_DEFINE_FAST_PATH(name, op, workspace_fn, run_fn, no_workspace_fn)                  \
   GRADREF_FAST_PATH_ADAPTERS(name, workspace_fn, run_fn, no_workspace_fn)                          \
-  static const gradref__fast_path name = {op, name##_workspace, name##_run, name##_no_workspace,   \
-                                          NULL}
+  static const gradref__fast_path name = {                                                         \
+      op, name##_workspace, name##_run, name##_no_workspace, NULL, NULL}
 
 /* The same for a convolution plan (GRADREF_CONV_PLAN_FIELDS): a zero_only plan fills
- * out_desc with +0 and needs no workspace. */
-#define GRADREF_DEFINE_CONV_FAST_PATH(name, op, plan_type, workspace_fn, run_fn, no_workspace_fn)  \
+ * out_desc with +0 and needs no workspace; threads_fn bounds the threads by the work. */
+#define GRADREF_DEFINE_CONV_FAST_PATH(name, op, plan_type, workspace_fn, run_fn, no_workspace_fn,  \
+                                      threads_fn)                                                  \
   GRADREF_FAST_PATH_ADAPTERS(name, workspace_fn, run_fn, no_workspace_fn)                          \
   static const gradref_tensor *name##_zero_output(const void *plan) {                              \
     const plan_type *p = plan;                                                                     \
     return p->zero_only ? &p->out_desc : NULL;                                                     \
   }                                                                                                \
-  static const gradref__fast_path name = {op, name##_workspace, name##_run, name##_no_workspace,   \
-                                          name##_zero_output}
+  static int name##_threads(const void *plan, int32_t precision, int threads) {                    \
+    return threads_fn(plan, precision, threads);                                                   \
+  }                                                                                                \
+  static const gradref__fast_path name = {                                                         \
+      op, name##_workspace, name##_run, name##_no_workspace, name##_zero_output, name##_threads}
 
 /* The tail of an entry point once its plan is validated (and its precision set): the threads
  * the caller's workspace holds, the workspace (the caller's or one allocation), the run; a
@@ -119,10 +126,10 @@ int gradref__default_threads(void);
 /* Usable bytes of the caller's workspace once aligned (0 when there is none). */
 size_t gradref__workspace_usable(const gradref__ctx *ctx);
 
-/* The threads a call runs on: ctx's, or as many as the caller's workspace holds when it holds
- * fewer (at least one; below one thread's share the acquire reports the workspace too small).
- * `one` and `two` are the call's workspace bytes at one and two threads (layouts that take a
- * fixed part plus a part per thread). */
-int gradref__workspace_threads(const gradref__ctx *ctx, size_t one, size_t two);
+/* The threads a call runs on: `wanted`, or as many as the caller's workspace holds when it
+ * holds fewer (at least one; below one thread's share the acquire reports the workspace too
+ * small). `one` and `two` are the call's workspace bytes at one and two threads (layouts that
+ * take a fixed part plus a part per thread). */
+int gradref__workspace_threads(const gradref__ctx *ctx, int wanted, size_t one, size_t two);
 
 #endif

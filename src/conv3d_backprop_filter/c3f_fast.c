@@ -29,6 +29,7 @@
 #include "common/exec.h"
 #include "common/internal.h"
 #include "common/isa.h"
+#include "common/nan.h"
 
 #define BLOCK GRADREF_C3F_BLOCK
 /* j rows per item: their level buffers (j x Cout/G floats each) stay near 1 MiB */
@@ -164,6 +165,15 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
 
 size_t gradref__c3f_fast_workspace(const gradref__c3f_plan *p, int32_t precision, int threads) {
     return layout_of(p, precision, threads).total;
+}
+
+int gradref__c3f_fast_threads(const gradref__c3f_plan *p, int32_t precision, int threads) {
+    const layout L = layout_of(p, precision, threads);
+    if (!L.gemm) return threads; /* no per-thread parts */
+    const int64_t J = p->Cin_g * taps_of(p);
+    /* split: chunks, then rows j to combine; else (group, row block) items of whole units */
+    const int64_t items = L.split ? (L.chunks > J ? L.chunks : J) : p->G * (J / L.unit);
+    return gradref__team(items, threads);
 }
 
 typedef struct run {
@@ -717,4 +727,5 @@ void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
         return;
     }
     if (L.split) combine_chunks(&R, &L, base, threads);
+    gradref__canon_nans(&p->out_desc, threads); /* the NaN rule; dw is small beside the sums */
 }

@@ -35,6 +35,8 @@ void gradref__c3f_ref_elements(const gradref__c3f_plan *plan, int64_t e0, int64_
 
 /* Workspace bytes of the fast path for this plan at `precision` with `threads` threads. */
 size_t gradref__c3f_fast_workspace(const gradref__c3f_plan *plan, int32_t precision, int threads);
+/* The most threads the fast path keeps busy (its work items), out of `threads`. */
+int gradref__c3f_fast_threads(const gradref__c3f_plan *plan, int32_t precision, int threads);
 /* The fast path; `ws` is 64-byte aligned and holds the bytes for `threads`. */
 void gradref__c3f_fast(const gradref__c3f_plan *plan, void *ws, int threads);
 /* The same bits without a workspace: the reference loop, dw elements split over the threads. */

@@ -13,7 +13,8 @@
 static const char OP[] = "conv3d_backprop_filter";
 
 GRADREF_DEFINE_CONV_FAST_PATH(FAST, OP, gradref__c3f_plan, gradref__c3f_fast_workspace,
-                              gradref__c3f_fast, gradref__c3f_no_workspace);
+                              gradref__c3f_fast, gradref__c3f_no_workspace,
+                              gradref__c3f_fast_threads);
 
 gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref_tensor *x,
                                      const gradref_tensor *dy, const gradref_tensor *dw,

@@ -18,6 +18,7 @@
  * channels, so the bits do not depend on the thread count. F64, I8 and GRADREF_PRECISION_HIGH run
  * the reference loop over the same items. */
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "cbd_internal.h"
@@ -27,6 +28,7 @@
 #include "common/gemm.h"
 #include "common/exec.h"
 #include "common/internal.h"
+#include "common/nan.h"
 
 /* direct tiles prefetch the next tile's diff for images whose diff is larger than this */
 #define PREFETCH_MIN_BYTES (INT64_C(256) << 10)
@@ -41,6 +43,7 @@ typedef struct layout {
     int path, stage_diff, acc_buffer;
     size_t apack, diff32, acc;   /* shared parts */
     size_t panels, phase_off;    /* the filter in GEMM panels per (group, phase), offsets */
+    size_t residues;             /* the live phases' offsets along each dim */
     int64_t group_floats;        /* panel floats per group */
     size_t thread0, per_thread;  /* per thread: GEMM work, C chunk, tap list */
     size_t chunk_at, taps_at;    /* offsets inside a thread's part */
@@ -97,8 +100,9 @@ static layout layout_of(const gradref__cbd_plan *p, int32_t precision, int threa
     if (L.path == PATH_GEMM) { /* every tap is in one phase; panels round IC/G up by < 16 */
         L.group_floats = (p->ICpg + 15) * taps_of(p) * p->OCpg;
         L.panels = gradref__ws_take(&at, (size_t)(p->G * L.group_floats) * 4);
-        L.phase_off =
-            gradref__ws_take(&at, (size_t)(p->stride[0] * p->stride[1] * p->stride[2]) * 8);
+        /* live phases: at most one per tap */
+        L.phase_off = gradref__ws_take(&at, (size_t)taps_of(p) * 8);
+        L.residues = gradref__ws_take(&at, (size_t)(p->K[0] + p->K[1] + p->K[2]) * 8);
     }
     L.stage_diff = p->in_dtype != GRADREF_F32 || !dense_pixels(p->ds, p->O);
     if (L.stage_diff) L.diff32 = gradref__ws_take(&at, in_slabs * (size_t)pixels(p->O) * 4);
@@ -124,6 +128,28 @@ static layout layout_of(const gradref__cbd_plan *p, int32_t precision, int threa
 
 size_t gradref__cbd_fast_workspace(const gradref__cbd_plan *p, int32_t precision, int threads) {
     return layout_of(p, precision, threads).total;
+}
+
+/* The input channels of a GEMM work item: all of them unless images x groups are few, then
+ * blocks that start on a panel of `rows` rows, about two items per thread. */
+static int64_t channel_block(const gradref__cbd_plan *p, int threads, int64_t rows) {
+    int64_t per_group = 1;
+    if (p->N * p->G < 2 * (int64_t)threads) {
+        per_group = (2 * (int64_t)threads + p->N * p->G - 1) / (p->N * p->G);
+        if (per_group > p->ICpg) per_group = p->ICpg;
+    }
+    const int64_t icb = (p->ICpg + per_group - 1) / per_group;
+    return (icb + rows - 1) / rows * rows;
+}
+
+int gradref__cbd_fast_threads(const gradref__cbd_plan *p, int32_t precision, int threads) {
+    const layout L = layout_of(p, precision, 1);
+    if (L.path != PATH_GEMM || p->ICpg == 0) return threads; /* no per-thread parts */
+    /* the fewest rows a panel can have: the channels spread evenly over mr-row panels */
+    const int64_t mr = gradref__sgemm_mr(p->kernel), np = (p->ICpg + mr - 1) / mr;
+    const int64_t icb = channel_block(p, threads, (p->ICpg + np - 1) / np);
+    const int64_t items = p->N * p->G * ((p->ICpg + icb - 1) / icb);
+    return gradref__team(items, threads);
 }
 
 /* The filter's element offset of group g, input channel ic, stored tap t, output channel 0. */
@@ -179,6 +205,10 @@ typedef struct run {
     gradref__cbd_dw_shape dw;      /* depthwise: every channel's geometry */
     const float *panels;           /* group g, phase f: panels + g * group_floats + phase_off[f] */
     const int64_t *phase_off;
+    /* the live stride phases (those a tap reaches and that hold pixels): every combination of
+     * the offsets res[j][0 .. nres[j]) along the dims, the last dim fastest */
+    const int64_t *res[3];
+    int64_t nres[3], phases;
     int64_t group_floats, mr;
     int64_t pr; /* rows per panel (<= mr): the channels spread evenly over the panels when every
                    phase runs direct tiles, whose short panels run at a fraction of the rate */
@@ -428,7 +458,8 @@ static void scatter_rows(const run *R, const float *from, int64_t len, int64_t r
 static void scatter_chunk(const run *R, const phase *f, const int64_t *ph, float *slab0,
                           const float *chunk, int64_t M, int64_t j0, int64_t j1) {
     const gradref__cbd_plan *p = R->p;
-    const int64_t W = f->Q[2], row_stride = p->stride[1] * p->I[2];
+    /* whole rows only when a phase has several rows (then stride[1] < I[1]: no overflow) */
+    const int64_t W = f->Q[2], row_stride = f->Q[1] > 1 ? p->stride[1] * p->I[2] : 0;
     for (int64_t m = 0; m < M; m++) { /* each grad element is in one phase */
         float *slab = slab0 + m * R->ac;
         const float *src = chunk + m * (j1 - j0);
@@ -470,18 +501,47 @@ static int phase_direct(const run *R, const int64_t *Q) {
     return flat_ok(R, Q) && Q[1] == R->p->O[1] && Q[2] == R->p->O[2];
 }
 
-/* Stride phase number f's offsets ph along the three dims (the last varies fastest). */
-static void phase_at(const gradref__cbd_plan *p, int64_t f, int64_t *ph) {
-    ph[0] = f / (p->stride[1] * p->stride[2]);
-    ph[1] = f / p->stride[2] % p->stride[1];
-    ph[2] = f % p->stride[2];
+/* Live phase number f's offsets ph along the three dims (the last varies fastest). */
+static void phase_at(const run *R, int64_t f, int64_t *ph) {
+    ph[0] = R->res[0][f / (R->nres[1] * R->nres[2])];
+    ph[1] = R->res[1][f / R->nres[2] % R->nres[1]];
+    ph[2] = R->res[2][f % R->nres[2]];
+}
+
+static int compare_int64(const void *a, const void *b) {
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The live phases along each dim into `at` (K[0] + K[1] + K[2] slots): the offsets
+ * (k * dilation - pad_begin) mod stride of the taps, distinct, ascending, below the grad size.
+ * A huge stride thus costs nothing: the other phases hold no tap and stay +0. */
+static void live_phases(run *R, int64_t *at) {
+    const gradref__cbd_plan *p = R->p;
+    R->phases = 1;
+    for (int j = 0; j < 3; j++) {
+        int64_t n = 0;
+        for (int64_t k = 0; k < p->K[j]; k++) {
+            int64_t r = (k * p->dil[j] - p->pad_begin[j]) % p->stride[j];
+            if (r < 0) r += p->stride[j];
+            if (r < p->I[j]) at[n++] = r;
+        }
+        qsort(at, (size_t)n, sizeof *at, compare_int64);
+        int64_t m = 0;
+        for (int64_t i = 0; i < n; i++)
+            if (m == 0 || at[i] != at[m - 1]) at[m++] = at[i];
+        R->res[j] = at;
+        R->nres[j] = m;
+        R->phases *= m;
+        at += p->K[j];
+    }
 }
 
 /* The sub-grid sizes of stride phase ph; returns their product. */
 static int64_t phase_grid(const gradref__cbd_plan *p, const int64_t *ph, int64_t *Q) {
     int64_t N = 1;
     for (int j = 0; j < 3; j++) {
-        Q[j] = ph[j] < p->I[j] ? (p->I[j] - ph[j] + p->stride[j] - 1) / p->stride[j] : 0;
+        Q[j] = ph[j] < p->I[j] ? (p->I[j] - ph[j] - 1) / p->stride[j] + 1 : 0;
         N *= Q[j];
     }
     return N;
@@ -490,10 +550,9 @@ static int64_t phase_grid(const gradref__cbd_plan *p, const int64_t *ph, int64_t
 /* Whether every stride phase that has pixels and taps runs direct tiles (item_phase). */
 static int all_direct(const run *R, int64_t *tap) {
     const gradref__cbd_plan *p = R->p;
-    const int64_t phases = p->stride[0] * p->stride[1] * p->stride[2];
-    for (int64_t f = 0; f < phases; f++) {
+    for (int64_t f = 0; f < R->phases; f++) {
         int64_t ph[3];
-        phase_at(p, f, ph);
+        phase_at(R, f, ph);
         int64_t Q[3];
         if (phase_grid(p, ph, Q) == 0 || phase_taps(p, ph, tap) == 0) continue;
         if (!phase_direct(R, Q)) return 0;
@@ -504,13 +563,15 @@ static int all_direct(const run *R, int64_t *tap) {
 /* Channels [ic0, ic1) of image n, group g, stride phase ph: a GEMM (or 32-pixel tiles) straight
  * into grad when the stride is 1, else through the chunk buffer, whole sub-grid rows at a
  * time when they fit, then scattered. */
-static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t M,
-                       const int64_t *ph, float *slab0, char *mine, const layout *L, zeros *z) {
+static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t M, int64_t f_index,
+                       float *slab0, char *mine, const layout *L, zeros *z) {
     const gradref__cbd_plan *p = R->p;
     int64_t *tap = (int64_t *)(mine + L->taps_at);
     phase f;
     memset(&f, 0, sizeof f);
     f.R = R, f.n = n, f.g = g, f.ic0 = ic0, f.tap = tap;
+    int64_t ph[3];
+    phase_at(R, f_index, ph);
     const int64_t N = phase_grid(p, ph, f.Q);
     if (N == 0) return;
     f.ntaps = phase_taps(p, ph, tap);
@@ -520,7 +581,6 @@ static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t 
     a.K = f.ntaps * p->OCpg;
     a.pack_b = pack_b_phase;
     a.pack_b_ctx = &f;
-    const int64_t f_index = (ph[0] * p->stride[1] + ph[1]) * p->stride[2] + ph[2];
     f.index = f_index;
     a.a_panels =
         R->panels + g * R->group_floats + R->phase_off[f_index] + ic0 / R->pr * a.K * R->mr;
@@ -572,13 +632,11 @@ static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t i
             for (int64_t m = 0; m < M; m++)
                 memset(slab0 + m * R->ac, 0, (size_t)pixels(p->I) * sizeof(float));
     }
-    const int64_t phases = p->stride[0] * p->stride[1] * p->stride[2];
-    for (int64_t f_index = 0; f_index < phases; f_index++) {
-        int64_t ph[3];
-        phase_at(p, f_index, ph);
-        item_phase(R, n, g, ic0, M, ph, slab0, mine, L, &z);
-    }
-    zeros_rest(&z); /* no phase had a tap */
+    for (int64_t f_index = 0; f_index < R->phases; f_index++)
+        item_phase(R, n, g, ic0, M, f_index, slab0, mine, L, &z);
+    zeros_rest(&z);                 /* no phase had a tap */
+    for (int64_t m = 0; m < M; m++) /* the NaN rule, while the slab is in the cache */
+        gradref__canon_nans_f32(slab0 + m * R->ac, pixels(p->I));
 }
 
 /* Filter rows [ic0, ic0 + rows) of group g for a phase's taps, straight from the filter, as
@@ -610,43 +668,35 @@ static int pack_panel(const gradref__cbd_plan *p, int64_t g, int64_t ic0, int64_
 /* Where each (group, phase) starts in the panels, before the region. */
 static void panel_offsets(run *R, const layout *L, char *base) {
     const gradref__cbd_plan *p = R->p;
-    const int64_t phases = p->stride[0] * p->stride[1] * p->stride[2];
     int64_t *off = (int64_t *)(base + L->phase_off);
     int64_t *tap = (int64_t *)(base + L->thread0 + L->taps_at);
     R->group_floats = L->group_floats;
     R->panels = (const float *)(base + L->panels);
     R->phase_off = off;
     int64_t at = 0;
-    for (int64_t f = 0; f < phases; f++) {
+    for (int64_t f = 0; f < R->phases; f++) {
         int64_t ph[3];
-        phase_at(p, f, ph);
+        phase_at(R, f, ph);
         off[f] = at;
         at += (p->ICpg + R->pr - 1) / R->pr * R->mr * phase_taps(p, ph, tap) * p->OCpg;
     }
 }
 
-/* This thread's share of the panels of every (group, phase), inside the region: the filter is
- * read once per call, into the panels the tiles and the GEMM take. The shares are counted over
- * the phases that have taps (1x1 stride 2: one of four; a share of all four left one thread
- * every panel and the other waiting at the barrier). Returns 0 when a value is not finite. */
+/* This thread's share of the panels of every (group, live phase), inside the region: the
+ * filter is read once per call, into the panels the tiles and the GEMM take. Only live phases
+ * have panels (1x1 stride 2: one of four; a share of all four left one thread every panel and
+ * the other waiting at the barrier). Returns 0 when a value is not finite. */
 static int pack_panels(const run *R, char *mine, const layout *L) {
     const gradref__cbd_plan *p = R->p;
-    const int64_t phases = p->stride[0] * p->stride[1] * p->stride[2];
     const int64_t np = (p->ICpg + R->pr - 1) / R->pr;
     int64_t *tap = (int64_t *)(mine + L->taps_at);
-    int64_t live = 0;
-    for (int64_t f = 0; f < phases; f++) {
-        int64_t ph[3];
-        phase_at(p, f, ph);
-        live += phase_taps(p, ph, tap) > 0;
-    }
     int finite = 1;
     int64_t b, e, it = 0;
-    gradref__my_range(p->G * live * np, &b, &e);
+    gradref__my_range(p->G * R->phases * np, &b, &e);
     for (int64_t g = 0; g < p->G && it < e; g++)
-        for (int64_t f = 0; f < phases && it < e; f++) {
+        for (int64_t f = 0; f < R->phases && it < e; f++) {
             int64_t ph[3];
-            phase_at(p, f, ph);
+            phase_at(R, f, ph);
             const int64_t ntaps = phase_taps(p, ph, tap);
             for (int64_t ic0 = 0; ntaps > 0 && ic0 < p->ICpg; ic0 += R->pr, it++) {
                 if (it < b || it >= e) continue;
@@ -679,8 +729,10 @@ static void item_depthwise(const run *R, int64_t n, int64_t g) {
         for (int64_t o = 0; o < grad_bytes; o += 64)
             __builtin_prefetch(grad + o, 1, 3);
     }
+    float *plane = R->acc + n * R->an + g * R->ac;
     gradref__cbd_depthwise_plane(R->k, &R->dw, R->apack + g * taps_of(p),
-                                 R->diff + n * R->dn + g * R->dc, R->acc + n * R->an + g * R->ac);
+                                 R->diff + n * R->dn + g * R->dc, plane);
+    gradref__canon_nans_f32(plane, pixels(p->I));
 }
 
 static void ref_part(const void *plan, int64_t begin, int64_t end) {
@@ -692,9 +744,10 @@ static void megengine_part(const void *plan, int64_t begin, int64_t end) {
 }
 
 gradref_status gradref__cbd_no_workspace(const gradref__cbd_plan *p, int threads) {
-    if (p->precision == GRADREF_PRECISION_MEGENGINE_DEFAULT)
+    if (p->precision == GRADREF_PRECISION_MEGENGINE_DEFAULT) {
         gradref__parallel_ranges(p->N * p->G, threads, megengine_part, p);
-    else
+        gradref__canon_nans(&p->out_desc, threads); /* it accumulates in grad's own dtype */
+    } else
         gradref__parallel_ranges(p->N * p->G * p->ICpg, threads, ref_part, p);
     return GRADREF_OK;
 }
@@ -755,6 +808,7 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
 
     if (L.path == PATH_GEMM) {
         R.mr = R.pr = gradref__sgemm_mr(R.kernel);
+        live_phases(&R, (int64_t *)(base + L.residues));
         /* every phase that has taps runs direct tiles: the channels evenly over the panels
          * (16 channels: 8 + 8 rows instead of 14 + 2; a 2-row tile has 4 FMA chains and waits
          * on their latency) */
@@ -767,18 +821,11 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
     /* a small image's diff stays in L2 after its first tiles: prefetching it is pure cost */
     R.prefetch_tiles = p->G * p->OCpg * pixels(p->O) * (int64_t)sizeof(float) > PREFETCH_MIN_BYTES;
 
-    /* items: (n, g, ic block); blocks split the channels only when images x groups are few, and
-     * start on a panel of the prepacked filter. Blocks of equal size go outermost: a thread's
-     * items then share its blocks' panels, which it packed itself when there is one group and
-     * one phase, so that no panel line moves between the cores call after call (N2 16 channels
-     * on Zen 5: 0.64 -> 0.76 of oneDNN); unequal ones would leave the threads unequal work. */
-    int64_t per_group = 1;
-    if (L.path == PATH_GEMM && p->N * p->G < 2 * threads) {
-        per_group = (2 * threads + p->N * p->G - 1) / (p->N * p->G);
-        if (per_group > p->ICpg) per_group = p->ICpg;
-    }
-    int64_t icb = (p->ICpg + per_group - 1) / per_group;
-    if (L.path == PATH_GEMM) icb = (icb + R.pr - 1) / R.pr * R.pr;
+    /* items: (n, g, ic block). Blocks of equal size go outermost: a thread's items then share
+     * its blocks' panels, which it packed itself when there is one group and one phase, so that
+     * no panel line moves between the cores call after call (N2 16 channels on Zen 5: 0.64 ->
+     * 0.76 of oneDNN); unequal ones would leave the threads unequal work. */
+    const int64_t icb = L.path == PATH_GEMM ? channel_block(p, threads, R.pr) : p->ICpg;
     const int64_t blocks = (p->ICpg + icb - 1) / icb;
     const int64_t items = p->N * p->G * blocks;
     const int blocks_outer = blocks > 1 && p->ICpg % icb == 0;

@@ -50,6 +50,8 @@ void gradref__cbd_megengine_items(const gradref__cbd_plan *plan, int64_t item0, 
 
 /* Workspace bytes of the fast path for this plan at `precision` with `threads` threads. */
 size_t gradref__cbd_fast_workspace(const gradref__cbd_plan *plan, int32_t precision, int threads);
+/* The most threads the fast path keeps busy (its work items), out of `threads`. */
+int gradref__cbd_fast_threads(const gradref__cbd_plan *plan, int32_t precision, int threads);
 /* The fast path; `ws` is 64-byte aligned and holds the bytes for `threads`. */
 void gradref__cbd_fast(const gradref__cbd_plan *plan, void *ws, int threads);
 /* The same bits without a workspace: the reference loop, grad slabs split over the threads. */

@@ -13,7 +13,8 @@
 static const char OP[] = "conv_backprop_data";
 
 GRADREF_DEFINE_CONV_FAST_PATH(FAST, OP, gradref__cbd_plan, gradref__cbd_fast_workspace,
-                              gradref__cbd_fast, gradref__cbd_no_workspace);
+                              gradref__cbd_fast, gradref__cbd_no_workspace,
+                              gradref__cbd_fast_threads);
 
 static gradref_status check_dtypes(const gradref_tensor *filter, const gradref_tensor *diff,
                                    const gradref_tensor *grad, int qs8) {

@@ -7,6 +7,7 @@
 #include "common/copy.h"
 #include "common/convert.h"
 #include "common/exec.h"
+#include "common/nan.h"
 #include "common/tensor.h"
 #include "gs3d_fast.h"
 #include "gs3d_simd.h"
@@ -247,6 +248,20 @@ static int64_t group_of(const gradref__gs3d_plan *p) {
 size_t gradref__gs3d_fast_workspace(const gradref__gs3d_plan *p, int32_t precision, int threads) {
     const gradref__gs3d_plan group = images_of(p, 0, group_of(p));
     return layout_of(&group, precision, threads).total;
+}
+
+/* The NaN rule (common/nan.h) on an output view: the scatter and the corner sums leave NaN
+ * signs and payloads to the order of their operations. */
+static void canon_nans(const gradref__gs3d_view *v, int32_t dtype, const int64_t *shape,
+                       int num_threads) {
+    gradref_tensor t;
+    memset(&t, 0, sizeof t);
+    t.data = v->data;
+    t.dtype = dtype;
+    t.ndim = 5;
+    memcpy(t.shape, shape, sizeof t.shape[0] * 5);
+    memcpy(t.strides, v->s, sizeof t.strides[0] * 5);
+    gradref__canon_nans(&t, num_threads);
 }
 
 static void zero_fill(const gradref__gs3d_view *v, int32_t dtype, const int64_t *shape,
@@ -547,6 +562,9 @@ static void run_images(const gradref__gs3d_plan *p, void *ws, int num_threads) {
     }
     if (p->dgrid.data != NULL && p->interp != GRADREF_INTERP_BILINEAR && !s.dense_zero_dgrid)
         zero_fill(&p->dgrid, p->dtype, gridsh, num_threads);
+    if (p->dx.data != NULL) canon_nans(&p->dx, p->dtype, xsh, num_threads);
+    if (p->dgrid.data != NULL && p->interp == GRADREF_INTERP_BILINEAR)
+        canon_nans(&p->dgrid, p->dtype, gridsh, num_threads);
 }
 
 void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) {

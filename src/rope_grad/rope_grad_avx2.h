@@ -20,14 +20,17 @@ GRADREF_TARGET_AVX2 static inline __m256 load8(int32_t dt, const void *p) {
     return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_cvtepu16_epi32(h), 16));
 }
 
+/* v with every NaN lane the canonical quiet NaN 0x7fc00000 (the NaN rule, common/nan.h). */
+GRADREF_TARGET_AVX2 static inline __m256 canon8(__m256 v) {
+    return _mm256_blendv_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000)),
+                            _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+}
+
 /* f32 -> bf16 bits rounded to nearest even, left in the high half of each 32-bit lane (the low
- * half is left over). x + 0x7fff + lsb is gradref__f32_to_bf16 for every value but a NaN with
- * low bits set, which no result of rope's kernels is: their operands are BF16 values
- * widened (low 16 bits zero), and x86 arithmetic returns an operand's NaN, quieted with its
- * payload kept, or the default NaN 0xffc00000; a quiet NaN with zero low bits keeps its top 16
- * bits both ways. */
+ * half is left over), a NaN made canonical first. x + 0x7fff + lsb is gradref__f32_to_bf16 for
+ * every value but a NaN with low bits set, which the canonical NaN is not. */
 GRADREF_TARGET_AVX2 static inline __m256i round_bf16_high(__m256 v) {
-    const __m256i x = _mm256_castps_si256(v);
+    const __m256i x = _mm256_castps_si256(canon8(v));
     const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
     return _mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb));
 }
@@ -62,6 +65,7 @@ static inline void prefetch(const void *p) {
 }
 
 GRADREF_TARGET_AVX2 static inline void store8(int32_t dt, void *p, __m256 v, int stream) {
+    v = canon8(v);
     if (dt == GRADREF_F32) {
         if (stream && ((uintptr_t)p & 31u) == 0) {
             _mm256_stream_ps((float *)p, v);

@@ -17,10 +17,16 @@ ROPE_TARGET_AVX512 static inline __m512 load16(int32_t dt, const void *p) {
     return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
 }
 
-/* f32 -> bf16 bits rounded to nearest even, in the low halves of the 32-bit lanes: to_bf16_16
- * for lanes that hold no NaN. */
+/* v with every NaN lane the canonical quiet NaN 0x7fc00000 (the NaN rule, common/nan.h). */
+ROPE_TARGET_AVX512 static inline __m512 canon16(__m512 v) {
+    return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
+                              _mm512_castsi512_ps(_mm512_set1_epi32(0x7fc00000)));
+}
+
+/* f32 -> bf16 bits rounded to nearest even, in the low halves of the 32-bit lanes, a NaN made
+ * canonical first (the short rounding is then exact for it too). */
 ROPE_TARGET_AVX512 static inline __m512i round_bf16_16(__m512 v) {
-    const __m512i x = _mm512_castps_si512(v);
+    const __m512i x = _mm512_castps_si512(canon16(v));
     const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
     return _mm512_srli_epi32(_mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)),
                              16);
@@ -62,6 +68,7 @@ static inline int32_t store_dtype(int32_t dt) {
 }
 
 ROPE_TARGET_AVX512 static inline void store16(int32_t dt, void *p, __m512 v, int stream) {
+    v = canon16(v); /* the NaN rule (common/nan.h) */
     if (dt == GRADREF_F32) {
         if (stream && ((uintptr_t)p & 63u) == 0) {
             _mm512_stream_ps((float *)p, v);
@@ -333,7 +340,7 @@ interleaved_heads(int V, int32_t dt, const char *in, char *out, int64_t heads, i
 
 /* round_bf16_high (rope_grad_avx2.h), 16 lanes. */
 ROPE_TARGET_AVX512 static inline __m512i round_bf16_high16(__m512 v) {
-    const __m512i x = _mm512_castps_si512(v);
+    const __m512i x = _mm512_castps_si512(canon16(v));
     const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
     return _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
 }

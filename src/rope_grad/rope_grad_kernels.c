@@ -20,10 +20,12 @@ static const float *as_f32(int32_t dt, const void *src, float *buf, int64_t n) {
     return buf;
 }
 
-/* Rounds n f32 results to the dtype and writes them to dst. */
-static void emit(int32_t dt, const float *v, void *dst, int64_t n, int stream) {
+/* Rounds n f32 results to the dtype, NaN as the canonical one (common/nan.h), and writes them
+ * to dst. */
+static void emit(int32_t dt, float *v, void *dst, int64_t n, int stream) {
     uint16_t half[CHUNK];
     const void *bytes = v;
+    gradref__canon_nans_f32(v, n);
     if (dt == GRADREF_F16) {
         gradref__f32_to_f16_array(v, half, (size_t)n);
         bytes = half;

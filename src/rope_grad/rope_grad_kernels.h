@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "common/convert.h"
+#include "common/nan.h"
 #include "gradref.h"
 
 typedef struct gradref__rope_kernels {
@@ -61,6 +62,7 @@ static inline float gradref__rope_load1(int32_t dt, const void *p, int64_t i) {
 }
 
 static inline void gradref__rope_store1(int32_t dt, void *p, int64_t i, float v) {
+    v = gradref__canon_f32(v); /* the NaN rule (common/nan.h) */
     if (dt == GRADREF_F32)
         ((float *)p)[i] = v;
     else

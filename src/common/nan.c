@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The canonical-NaN passes (nan.h): a scan that only reads unless it finds a NaN. */
+#include "nan.h"
+
+#include "internal.h"
+
+/* Whether a bit pattern of each float dtype is a NaN. */
+static int is_nan_bits(int32_t dtype, const char *e) {
+    switch (dtype) {
+    case GRADREF_F32: {
+        uint32_t b;
+        memcpy(&b, e, 4);
+        return (b & 0x7fffffffu) > 0x7f800000u;
+    }
+    case GRADREF_F64: {
+        uint64_t b;
+        memcpy(&b, e, 8);
+        return (b & UINT64_C(0x7fffffffffffffff)) > UINT64_C(0x7ff0000000000000);
+    }
+    case GRADREF_F16: {
+        uint16_t b;
+        memcpy(&b, e, 2);
+        return (b & 0x7fffu) > 0x7c00u;
+    }
+    default: {
+        uint16_t b;
+        memcpy(&b, e, 2);
+        return (b & 0x7fffu) > 0x7f80u;
+    }
+    }
+}
+
+static void set_canonical(int32_t dtype, char *e) {
+    static const uint16_t f16 = 0x7e00u, bf16 = 0x7fc0u;
+    const uint32_t f32 = GRADREF__CANON_NAN_F32;
+    const uint64_t f64 = GRADREF__CANON_NAN_F64;
+    switch (dtype) {
+    case GRADREF_F32: memcpy(e, &f32, 4); break;
+    case GRADREF_F64: memcpy(e, &f64, 8); break;
+    case GRADREF_F16: memcpy(e, &f16, 2); break;
+    default: memcpy(e, &bf16, 2); break;
+    }
+}
+
+void gradref__canon_nans_f32(float *p, int64_t n) {
+    for (int64_t i0 = 0; i0 < n; i0 += 256) {
+        const int64_t i1 = n - i0 < 256 ? n : i0 + 256;
+        uint32_t any = 0; /* a branch-free scan the compiler vectorises */
+        for (int64_t i = i0; i < i1; i++) {
+            uint32_t b;
+            memcpy(&b, p + i, 4);
+            any |= (b & 0x7fffffffu) > 0x7f800000u;
+        }
+        if (any)
+            for (int64_t i = i0; i < i1; i++)
+                p[i] = gradref__canon_f32(p[i]);
+    }
+}
+
+void gradref__canon_nans(const gradref_tensor *t, int threads) {
+    const int32_t dt = t->dtype;
+    if (dt != GRADREF_F32 && dt != GRADREF_F64 && dt != GRADREF_F16 && dt != GRADREF_BF16) return;
+    const size_t es = dt == GRADREF_F64 ? 8 : dt == GRADREF_F32 ? 4 : 2;
+    /* rows along the dim of the smallest stride, the others in any order */
+    int inner = -1;
+    int64_t rows = 1;
+    for (int i = 0; i < t->ndim; i++) {
+        if (t->shape[i] == 0) return;
+        if (t->shape[i] > 1 && (inner < 0 || t->strides[i] < t->strides[inner])) inner = i;
+        rows *= t->shape[i];
+    }
+    const int64_t len = inner < 0 ? 1 : t->shape[inner], step = inner < 0 ? 1 : t->strides[inner];
+    rows /= len;
+    GRADREF_PARALLEL(gradref__team(rows * len >= (INT64_C(1) << 16) ? rows : 1, threads)) {
+        int64_t b, e;
+        gradref__my_range(rows, &b, &e);
+        for (int64_t r = b; r < e; r++) {
+            int64_t off = 0, rest = r; /* the row's offset: its index over the other dims */
+            for (int i = t->ndim - 1; i >= 0; i--) {
+                if (i == inner) continue;
+                off += rest % t->shape[i] * t->strides[i];
+                rest /= t->shape[i];
+            }
+            char *row = (char *)t->data + (size_t)off * es;
+            if (dt == GRADREF_F32 && step == 1) {
+                gradref__canon_nans_f32((float *)(void *)row, len);
+                continue;
+            }
+            for (int64_t k = 0; k < len; k++) {
+                char *el = row + (size_t)(k * step) * es;
+                if (is_nan_bits(dt, el)) set_canonical(dt, el);
+            }
+        }
+    }
+}

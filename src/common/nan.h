@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The NaN rule of the operators that compute: every NaN they store is the canonical quiet NaN
+ * of its dtype (positive, quiet bit set, payload zero: F32 0x7fc00000, F64 0x7ff8000000000000,
+ * F16 0x7e00, BF16 0x7fc0). x86 and aarch64 pick NaN signs and payloads by different rules
+ * (x86's invalid operations give a negative NaN, aarch64's a positive one; x86 passes the first
+ * operand's payload, aarch64 a signalling one first), and so do two summation orders on one
+ * CPU: one rule for every output makes the bits the same on every path and architecture.
+ * Operators that only move values (recat, gradref_copy) keep every bit instead. */
+#ifndef GRADREF_COMMON_NAN_H
+#define GRADREF_COMMON_NAN_H
+
+#include <stdint.h>
+#include <string.h>
+
+#include "gradref.h"
+
+#define GRADREF__CANON_NAN_F32 0x7fc00000u
+#define GRADREF__CANON_NAN_F64 UINT64_C(0x7ff8000000000000)
+
+static inline float gradref__canon_f32(float f) {
+    if (f == f) return f;
+    const uint32_t b = GRADREF__CANON_NAN_F32;
+    memcpy(&f, &b, sizeof f);
+    return f;
+}
+
+static inline double gradref__canon_f64(double d) {
+    if (d == d) return d;
+    const uint64_t b = GRADREF__CANON_NAN_F64;
+    memcpy(&d, &b, sizeof d);
+    return d;
+}
+
+/* p[0 .. n) with every NaN made canonical (a read-only scan when there is none). */
+void gradref__canon_nans_f32(float *p, int64_t n);
+
+/* Every NaN element of a valid output descriptor of a float dtype made canonical, over up to
+ * `threads` threads; other dtypes are left alone. */
+void gradref__canon_nans(const gradref_tensor *t, int threads);
+
+#endif
