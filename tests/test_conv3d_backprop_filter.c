@@ -361,6 +361,31 @@ static void test_nan_bits(void **state) {
     }
 }
 
+/* Threads are counted by the work: a small problem asked for GRADREF_MAX_THREADS sizes its
+ * workspace for its items (chunks or row blocks), not for 1024 threads, with one thread's bits. */
+static void test_threads_bounded_by_work(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(12);
+    const int64_t I[3] = {3, 4, 5}, K[3] = {2, 2, 2}, S[3] = {1, 1, 1};
+    geometry g = geo(2, 3, 4, 1, I, K, S, NULL);
+    c3f_case c;
+    make_case(&c, &g, GRADREF_F32, GRADREF_F32, 0, 0, &r);
+    gradref__c3f_plan plan;
+    assert_int_equal(gradref__c3f_validate(&c.params, &c.x, &c.dy, &c.dw, &plan), GRADREF_OK);
+    const int team =
+        gradref__c3f_fast_threads(&plan, GRADREF_PRECISION_DEFAULT, GRADREF_MAX_THREADS);
+    assert_true(team >= 1 && team <= 3 * 8);
+    void *want = malloc(c.bytes[2]);
+    gradref_exec one = {NULL, 0, 1, 0}, many = {NULL, 0, GRADREF_MAX_THREADS, 0};
+    run_ok(&c, &one);
+    memcpy(want, c.dw.data, c.bytes[2]);
+    memset(c.dw.data, 0xee, c.bytes[2]);
+    run_ok(&c, &many);
+    assert_memory_equal(c.dw.data, want, c.bytes[2]);
+    free(want);
+    free_case(&c);
+}
+
 /* A caller's workspace that holds exactly one thread's share, asked for three threads: the
  * call runs on one, with the bits of a call that allocates its own. */
 static void test_workspace_for_fewer_threads(void **state) {
@@ -893,6 +918,7 @@ int main(void) {
         cmocka_unit_test(test_adjoint_identity),
         cmocka_unit_test(test_threads_layouts_dtypes),
         cmocka_unit_test(test_nan_bits),
+        cmocka_unit_test(test_threads_bounded_by_work),
         cmocka_unit_test(test_wide_channels),
         cmocka_unit_test(test_dy_gathered),
         cmocka_unit_test(test_row_tiles_and_split),

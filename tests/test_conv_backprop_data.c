@@ -671,6 +671,70 @@ static void test_empty_sizes(void **state) {
     free_case(&c);
 }
 
+/* A huge stride: filter {2, 3} and diff {1} along the last dim give grad {2, 3} at once (the
+ * phases no tap reaches cost nothing), 1-D to 3-D, with strides whose product overflows int64,
+ * on every path; the twin's size stays small. It hung, ran out of memory or returned zeros. */
+static void test_huge_stride(void **state) {
+    (void)state;
+    static const int64_t strides[3][3] = {{INT64_C(1) << 27, 1, 1},
+                                          {INT64_C(1) << 32, INT64_C(1) << 32, 1},
+                                          {INT64_C(1) << 21, INT64_C(1) << 21, INT64_C(1) << 40}};
+    for (int r = 1; r <= 3; r++) {
+        float filter[2] = {2.0f, 3.0f}, diff[1] = {1.0f}, grad[2] = {-1.0f, -1.0f};
+        int64_t fs[5] = {1, 1, 1, 1, 1}, ds[5] = {1, 1, 1, 1, 1}, gs[5] = {1, 1, 1, 1, 1};
+        fs[r + 1] = 2, gs[r + 1] = 2;
+        gradref_tensor f, d, g;
+        gradref_tensor_init(&f, filter, GRADREF_F32, r + 2, fs);
+        gradref_tensor_init(&d, diff, GRADREF_F32, r + 2, ds);
+        gradref_tensor_init(&g, grad, GRADREF_F32, r + 2, gs);
+        for (int mode = 0; mode < 2; mode++) {
+            gradref_conv_params p;
+            memset(&p, 0, sizeof p);
+            p.mode = mode;
+            for (int j = 0; j < 3; j++) {
+                p.stride[j] = strides[r - 1][j];
+                p.dilation[j] = 1;
+            }
+            size_t bytes = 0;
+            assert_int_equal(gradref_conv_backprop_data_workspace_size(&p, &f, &d, &g, &bytes),
+                             GRADREF_OK);
+            assert_true(bytes < ((size_t)64 << 20));
+            unsigned char tiny[1];
+            for (int w = 0; w < 2; w++) {
+                gradref_exec e = {w ? tiny : NULL, w ? 1 : 0, 2, 0};
+                grad[0] = grad[1] = -1.0f;
+                assert_int_equal(gradref_conv_backprop_data(&p, &f, &d, &g, &e), GRADREF_OK);
+                assert_true(grad[0] == (mode ? 3.0f : 2.0f) && grad[1] == (mode ? 2.0f : 3.0f));
+            }
+        }
+    }
+}
+
+/* Threads are counted by the work: a small problem asked for GRADREF_MAX_THREADS sizes its
+ * workspace for its few items (1.25 GB before), and runs with the bits of one thread. */
+static void test_threads_bounded_by_work(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(9);
+    geometry g = geo2(1, 16, 12, 12, 8, 3, 3, 1, 1, 1, 1, 0);
+    cbd_case c;
+    make_case(&c, &g, GRADREF_F32, GRADREF_F32, F_DENSE, D_NCHW, 0, &r);
+    gradref__cbd_plan plan;
+    assert_int_equal(gradref__cbd_validate(&c.params, &c.filter, &c.diff, &c.grad, &plan),
+                     GRADREF_OK);
+    const int team = gradref__cbd_fast_threads(&plan, GRADREF_PRECISION_DEFAULT,
+                                               GRADREF_MAX_THREADS);
+    assert_true(team >= 1 && team <= 16);
+    void *want = malloc(c.bytes[2]);
+    gradref_exec one = {NULL, 0, 1, 0}, many = {NULL, 0, GRADREF_MAX_THREADS, 0};
+    run_ok(&c, &one);
+    memcpy(want, c.grad.data, c.bytes[2]);
+    memset(c.grad.data, 0xee, c.bytes[2]);
+    run_ok(&c, &many);
+    assert_memory_equal(c.grad.data, want, c.bytes[2]);
+    free(want);
+    free_case(&c);
+}
+
 static void test_workspace(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(8);
@@ -1157,7 +1221,7 @@ static void test_qs8(void **state) {
         {3, 1, 1, 1, 2, 2},           {1, 1, 1, 1, 4, 0},         /* 0.25 to 0 */
         {127, 127, 1, 1, 1, 127},     {-128, 127, 1, 1, 1, -128}, /* saturation */
         {-128, -128, 1, 1, 128, 127}, {-128, 1, 0.5f, 0.5f, 0.25f, -128},
-        {1, 1, 1e-30f, 1e-30f, 1, 0}, /* a product scale that underflows to 0 */
+        {1, 1, 1e-19f, 1e-19f, 1, 0}, /* a subnormal product scale */
     };
     for (size_t i = 0; i < sizeof edge / sizeof edge[0]; i++) {
         int8_t w = edge[i].w, d = edge[i].d, out = 99;
@@ -1191,6 +1255,18 @@ static void test_qs8(void **state) {
             &c, gradref_conv_backprop_data_qs8(&c.params, &bad, &c.filter, &c.diff, &c.grad, NULL),
             GRADREF_ERR_PARAM, "a QuantizedS8 scale is finite and > 0");
     }
+    /* finite scales whose float product overflows or underflows: the sums' scale is not */
+    static const float products[2][2] = {{1e30f, 1e30f}, {1e-30f, 1e-30f}};
+    for (int k = 0; k < 2; k++) {
+        const gradref_qs8_scales bad = {products[k][0], products[k][1], 0.5f};
+        expect_error(
+            &c, gradref_conv_backprop_data_qs8(&c.params, &bad, &c.filter, &c.diff, &c.grad, NULL),
+            GRADREF_ERR_PARAM, "the QuantizedS32 scale of the sums must be finite and > 0");
+        size_t twin = 0;
+        assert_int_equal(gradref_conv_backprop_data_qs8_workspace_size(&c.params, &bad, &c.filter,
+                                                                       &c.diff, &c.grad, &twin),
+                         GRADREF_ERR_PARAM);
+    }
     gradref_tensor wide = c.grad;
     wide.dtype = GRADREF_I32;
     expect_error(&c,
@@ -1211,6 +1287,8 @@ int main(void) {
         cmocka_unit_test(test_small_integers_exact),
         cmocka_unit_test(test_fast_matches_reference),
         cmocka_unit_test(test_nan_bits),
+        cmocka_unit_test(test_huge_stride),
+        cmocka_unit_test(test_threads_bounded_by_work),
         cmocka_unit_test(test_megengine_list),
         cmocka_unit_test(test_gemm_shapes),
         cmocka_unit_test(test_direct_tiles),

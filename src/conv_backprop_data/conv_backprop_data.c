@@ -188,9 +188,17 @@ gradref_status gradref__cbd_validate_qs8(const gradref_conv_params *p,
             return gradref__fail(GRADREF_ERR_PARAM, OP,
                                  "scales->%s is %g; a QuantizedS8 scale is finite and > 0",
                                  names[i], (double)sc[i]);
+    /* MegEngine's QuantizedS32 scale, a float product: Inf would turn a zero sum into NaN
+     * (-128) and every other into +-Inf, 0 every sum into 0 */
+    const float acc_scale = scales->filter * scales->diff;
+    if (!(acc_scale > 0.0f) || !isfinite(acc_scale))
+        return gradref__fail(GRADREF_ERR_PARAM, OP,
+                             "scales->filter x scales->diff is %g in float (%g x %g); the "
+                             "QuantizedS32 scale of the sums must be finite and > 0",
+                             (double)acc_scale, (double)sc[0], (double)sc[1]);
     GRADREF_FORWARD_IF_ERROR(validate(p, filter, diff, grad, 1, plan));
     plan->qs8 = 1;
-    plan->qs8_acc_scale = scales->filter * scales->diff; /* MegEngine's QuantizedS32 scale */
+    plan->qs8_acc_scale = acc_scale;
     plan->qs8_grad_scale = scales->grad;
     return GRADREF_OK;
 }
