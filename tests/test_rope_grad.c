@@ -768,12 +768,13 @@ static void test_strict_atb(void **state) {
         {GRADREF_ROPE_HALF, GRADREF_F16, 128, 128, 0, GRADREF_ERR_PARAM,
          "strict ATB: p.mode must be GRADREF_ROPE_ATB"},
         {GRADREF_ROPE_ATB, GRADREF_F32, 128, 128, 0, GRADREF_ERR_DTYPE,
-         "strict ATB: the tensors are F32; RopeGrad takes F16 only"},
+         "strict ATB: q_embed_grad.dtype is F32; RopeGrad takes F16 only"},
         {GRADREF_ROPE_ATB, GRADREF_BF16, 128, 128, 0, GRADREF_ERR_DTYPE, "takes F16 only"},
-        {GRADREF_ROPE_ATB, GRADREF_F16, 64, 128, 0, GRADREF_ERR_SHAPE,
-         "strict ATB: head_dim is 64; RopeGrad's headSize is 128 only"},
+        {GRADREF_ROPE_ATB, GRADREF_F16, 64, 64, 0, GRADREF_ERR_SHAPE,
+         "strict ATB: q_embed_grad.shape[1] is 64, not a multiple of 128"},
         {GRADREF_ROPE_ATB, GRADREF_F16, 128, 256, 0, GRADREF_ERR_SHAPE,
-         "strict ATB: q has 1 heads and k 2; RopeGrad needs equal shapes"},
+         "strict ATB: q_embed_grad is (11, 128) and k_embed_grad (11, 256); RopeGrad needs equal "
+         "shapes"},
         {GRADREF_ROPE_ATB, GRADREF_F16, 128, 128, 1, GRADREF_ERR_PARAM,
          "strict ATB: p.start_positions must be NULL"},
     };
@@ -784,6 +785,39 @@ static void test_strict_atb(void **state) {
         memset(c.buf[4], 0xee, c.bytes[4]);
         memset(c.buf[5], 0xee, c.bytes[5]);
         expect_error(&c, run(&c, &strict), bad[i].status, bad[i].message);
+        free_case(&c);
+    }
+    /* ATB's CSV rows whose class another gradref check used to decide: q 12 rows and k 11 with
+     * qSeqLen summing to 11 (TENSOR_SIZE, not the seq_lens sum), cos and sin 127 wide with
+     * head_dim 127 (TENSOR_DIM, not the odd head_dim); and empty q and k (CheckInTensor) */
+    const int32_t lens12[4] = {2, 1, 4, 5};
+    for (int row = 0; row < 3; row++) {
+        make_case(&c, GRADREF_ROPE_ATB, GRADREF_F16, 128, 0, 4, lens12, NULL, 64, 128, 128, DENSE,
+                  &r);
+        gradref_rope_params p = c.params;
+        gradref_tensor q = c.q, k = c.k, cs = c.cos, sn = c.sin, dq = c.dq, dk = c.dk;
+        gradref_status plain = GRADREF_ERR_PARAM;
+        const char *message;
+        if (row == 0) {
+            p.seq_lens = lens;
+            k.shape[0] = dk.shape[0] = 11;
+            message = "strict ATB: q_embed_grad is (12, 128) and k_embed_grad (11, 128)";
+        } else if (row == 1) {
+            p.head_dim = 127;
+            cs.shape[1] = sn.shape[1] = 127;
+            message = "strict ATB: cos.shape[1] is 127; RopeGrad's headSize is 128 only";
+        } else {
+            q.shape[1] = k.shape[1] = dq.shape[1] = dk.shape[1] = 0;
+            plain = GRADREF_OK;
+            message = "strict ATB: q_embed_grad is (12, 0); ATB takes no empty tensor";
+        }
+        assert_int_equal(gradref_rope_grad(&p, &q, &k, &cs, &sn, &dq, &dk, NULL), plain);
+        memset(c.buf[4], 0xee, c.bytes[4]);
+        memset(c.buf[5], 0xee, c.bytes[5]);
+        tu_expect_status(gradref_rope_grad(&p, &q, &k, &cs, &sn, &dq, &dk, &strict),
+                         GRADREF_ERR_SHAPE, "rope_grad", message);
+        tu_expect_untouched(c.buf[4], c.bytes[4], 0xee, "q_grad");
+        tu_expect_untouched(c.buf[5], c.bytes[5], 0xee, "k_grad");
         free_case(&c);
     }
     /* ATB's tiling limit: batch < 100000 (one token per sequence here) */

@@ -166,25 +166,55 @@ gradref_status gradref__rope_grad_validate(const gradref_rope_params *p, const g
     return GRADREF_OK;
 }
 
-/* GRADREF_STRICT_UPSTREAM: what ATB's RopeGrad (operation and kernel checks) rejects and
- * gradref accepts, with ATB's error classes mapped: INI_MATCH (dtype) to DTYPE, TENSOR_DIM and
- * TENSOR_SIZE to SHAPE, the parameter and tiling limits to PARAM. */
+/* GRADREF_STRICT_UPSTREAM, ATB's tensor checks, run before gradref's own so that a call ATB
+ * refuses for a tensor gets ATB's class even when it also breaks a parameter rule (q with 12
+ * rows and k 11 is ATB's TENSOR_SIZE, not the seq_lens sum; cos 127 wide its TENSOR_DIM, not an
+ * odd head_dim): every size > 0 (CheckInTensor), F16 (INI_MATCH), q and k of one shape
+ * (TENSOR_SIZE), cos and sin of one shape, q's width a multiple of 128 and cos 128 wide
+ * (TENSOR_DIM). Tensors gradref would refuse for other reasons (NULL, rank) are left to it. */
+static gradref_status check_atb_tensors(const gradref_tensor *q, const gradref_tensor *k,
+                                        const gradref_tensor *cos, const gradref_tensor *sin) {
+    const gradref_tensor *in[4] = {q, k, cos, sin};
+    static const char *const names[4] = {"q_embed_grad", "k_embed_grad", "cos", "sin"};
+    for (int i = 0; i < 4; i++)
+        if (in[i] == NULL || in[i]->ndim != 2) return GRADREF_OK;
+    for (int i = 0; i < 4; i++)
+        if (in[i]->shape[0] <= 0 || in[i]->shape[1] <= 0)
+            return gradref__fail(GRADREF_ERR_SHAPE, OP,
+                                 "strict ATB: %s is (%lld, %lld); ATB takes no empty tensor",
+                                 names[i], (long long)in[i]->shape[0],
+                                 (long long)in[i]->shape[1]);
+    for (int i = 0; i < 4; i++)
+        if (in[i]->dtype != GRADREF_F16)
+            return gradref__fail(GRADREF_ERR_DTYPE, OP,
+                                 "strict ATB: %s.dtype is %s; RopeGrad takes F16 only", names[i],
+                                 gradref__dtype_name(in[i]->dtype));
+    for (int i = 0; i < 4; i += 2)
+        if (in[i]->shape[0] != in[i + 1]->shape[0] || in[i]->shape[1] != in[i + 1]->shape[1])
+            return gradref__fail(GRADREF_ERR_SHAPE, OP,
+                                 "strict ATB: %s is (%lld, %lld) and %s (%lld, %lld); RopeGrad "
+                                 "needs equal shapes",
+                                 names[i], (long long)in[i]->shape[0], (long long)in[i]->shape[1],
+                                 names[i + 1], (long long)in[i + 1]->shape[0],
+                                 (long long)in[i + 1]->shape[1]);
+    if (q->shape[1] % 128 != 0)
+        return gradref__fail(GRADREF_ERR_SHAPE, OP,
+                             "strict ATB: q_embed_grad.shape[1] is %lld, not a multiple of 128",
+                             (long long)q->shape[1]);
+    if (cos->shape[1] != 128)
+        return gradref__fail(GRADREF_ERR_SHAPE, OP,
+                             "strict ATB: cos.shape[1] is %lld; RopeGrad's headSize is 128 only",
+                             (long long)cos->shape[1]);
+    return GRADREF_OK;
+}
+
+/* GRADREF_STRICT_UPSTREAM after gradref's own checks: ATB's parameter and tiling limits (PARAM);
+ * its tensor checks ran first (check_atb_tensors), with ATB's error classes mapped: INI_MATCH
+ * (dtype) to DTYPE, TENSOR_DIM and TENSOR_SIZE to SHAPE. */
 static gradref_status check_atb(const gradref__rope_plan *plan) {
     if (plan->mode != GRADREF_ROPE_ATB)
         return gradref__fail(GRADREF_ERR_PARAM, OP,
                              "strict ATB: p.mode must be GRADREF_ROPE_ATB (RopeGrad has no other)");
-    if (plan->dtype != GRADREF_F16)
-        return gradref__fail(GRADREF_ERR_DTYPE, OP,
-                             "strict ATB: the tensors are %s; RopeGrad takes F16 only",
-                             gradref__dtype_name(plan->dtype));
-    if (plan->head_dim != 128)
-        return gradref__fail(GRADREF_ERR_SHAPE, OP,
-                             "strict ATB: head_dim is %lld; RopeGrad's headSize is 128 only",
-                             (long long)plan->head_dim);
-    if (plan->stream[0].heads != plan->stream[1].heads)
-        return gradref__fail(GRADREF_ERR_SHAPE, OP,
-                             "strict ATB: q has %lld heads and k %lld; RopeGrad needs equal shapes",
-                             (long long)plan->stream[0].heads, (long long)plan->stream[1].heads);
     if (plan->num_seqs >= 100000)
         return gradref__fail(GRADREF_ERR_PARAM, OP,
                              "strict ATB: p.num_seqs is %lld; RopeGrad's batch must be < 100000",
@@ -204,6 +234,8 @@ gradref_status gradref_rope_grad(const gradref_rope_params *p, const gradref_ten
     gradref__rope_plan plan;
     GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
     GRADREF_FORWARD_IF_ERROR(gradref__check_precision(OP, &ctx, GRADREF__GENERAL_PRECISIONS));
+    if (ctx.strict)
+        GRADREF_FORWARD_IF_ERROR(check_atb_tensors(q_embed_grad, k_embed_grad, cos, sin));
     GRADREF_FORWARD_IF_ERROR(gradref__rope_grad_validate(p, q_embed_grad, k_embed_grad, cos, sin,
                                                          q_grad, k_grad, &plan));
     if (ctx.strict) GRADREF_FORWARD_IF_ERROR(check_atb(&plan));
