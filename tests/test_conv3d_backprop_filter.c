@@ -908,6 +908,41 @@ static void test_strict_cann(void **state) {
                  GRADREF_ERR_DTYPE,
                  "strict CANN: F64; Conv3DBackpropFilterV2 takes F16, BF16 and F32");
     free_case(&c);
+    /* accepted without the flag, refused with it: 16-bit dw, groups past 65535, a stride or
+     * pad past 2^31 - 2, N = 0, Cout = 0 */
+    const int64_t one[3] = {1, 1, 1}, wide[3] = {1, 1, 2};
+    const int64_t big = INT64_C(2147483647);
+    static const struct {
+        int32_t out;
+        gradref_status status;
+        const char *message;
+    } bad[] = {
+        {GRADREF_F16, GRADREF_ERR_DTYPE, "dw.dtype is F16; Conv3DBackpropFilterV2 outputs F32"},
+        {GRADREF_BF16, GRADREF_ERR_DTYPE, "dw.dtype is BF16"},
+        {GRADREF_F32, GRADREF_ERR_PARAM, "65536 groups; CANN takes groups in [1, 65535]"},
+        {GRADREF_F32, GRADREF_ERR_PARAM, "p.stride[2] is 2147483647 and p.dilation[2] 1"},
+        {GRADREF_F32, GRADREF_ERR_PARAM, "p.pad[4] is 2147483647; CANN takes [0, 2147483646]"},
+        {GRADREF_F32, GRADREF_ERR_SHAPE, "x.shape[0] is 0"},
+        {GRADREF_F32, GRADREF_ERR_SHAPE, "dy.shape[1] is 0"},
+    };
+    for (int i = 0; i < (int)(sizeof bad / sizeof bad[0]); i++) {
+        geometry h = i < 2 ? g : geo(1, 2, 2, 1, i == 3 ? wide : one, one, one, NULL);
+        if (i == 2) h = geo(1, 65536, 65536, 65536, one, one, one, NULL);
+        if (i == 3) h.stride[2] = big;
+        if (i == 4) h.pb[2] = big, h.stride[2] = big - 1;
+        if (i == 5) h.N = 0;
+        if (i == 6) h.Cout_g = 0;
+        make_case(&c, &h,
+                  i == 0   ? GRADREF_F16
+                  : i == 1 ? GRADREF_BF16
+                           : GRADREF_F32,
+                  bad[i].out, 0, 0, &r);
+        run_ok(&c, NULL);
+        memset(c.buf[2], 0xee, c.bytes[2]);
+        expect_error(&c, gradref_conv3d_backprop_filter(&c.params, &c.x, &c.dy, &c.dw, &strict),
+                     bad[i].status, bad[i].message);
+        free_case(&c);
+    }
 }
 
 int main(void) {

@@ -721,8 +721,8 @@ static void test_threads_bounded_by_work(void **state) {
     gradref__cbd_plan plan;
     assert_int_equal(gradref__cbd_validate(&c.params, &c.filter, &c.diff, &c.grad, &plan),
                      GRADREF_OK);
-    const int team = gradref__cbd_fast_threads(&plan, GRADREF_PRECISION_DEFAULT,
-                                               GRADREF_MAX_THREADS);
+    const int team =
+        gradref__cbd_fast_threads(&plan, GRADREF_PRECISION_DEFAULT, GRADREF_MAX_THREADS);
     assert_true(team >= 1 && team <= 16);
     void *want = malloc(c.bytes[2]);
     gradref_exec one = {NULL, 0, 1, 0}, many = {NULL, 0, GRADREF_MAX_THREADS, 0};
@@ -953,6 +953,33 @@ static void test_strict_megengine(void **state) {
                  GRADREF_ERR_PARAM,
                  "strict MegEngine: p.pad[2] is 1 and p.pad[3] 0; MegEngine pads both sides alike");
     free_case(&c);
+    /* F16/BF16 filter and diff with an F32 grad: MegEngine's grad has diff's dtype */
+    for (int k = 0; k < 2; k++) {
+        make_case(&c, &g, k ? GRADREF_BF16 : GRADREF_F16, GRADREF_F32, F_DENSE, D_NCHW, 0, &r);
+        memset(c.buf[2], 0xee, c.bytes[2]);
+        expect_error(&c,
+                     gradref_conv_backprop_data(&c.params, &c.filter, &c.diff, &c.grad, &strict),
+                     GRADREF_ERR_DTYPE,
+                     k ? "grad.dtype is F32 but diff.dtype is BF16"
+                       : "grad.dtype is F32 but diff.dtype is F16");
+        free_case(&c);
+    }
+    /* a stride or a dilation of 2^32 along W: valid for gradref, past MegEngine's uint32 */
+    for (int k = 0; k < 2; k++) {
+        geometry h = geo2(1, 2, 2, 1, 2, 1, 1, 1, 0, 1, 1, GRADREF_CONV_CROSS_CORRELATION);
+        if (k)
+            h.dil[1] = INT64_C(1) << 32;
+        else
+            h.stride[1] = INT64_C(1) << 32;
+        make_case(&c, &h, GRADREF_F32, GRADREF_F32, F_DENSE, D_NCHW, 0, &r);
+        assert_int_equal(gradref_conv_backprop_data(&c.params, &c.filter, &c.diff, &c.grad, NULL),
+                         GRADREF_OK);
+        memset(c.buf[2], 0xee, c.bytes[2]);
+        expect_error(&c,
+                     gradref_conv_backprop_data(&c.params, &c.filter, &c.diff, &c.grad, &strict),
+                     GRADREF_ERR_PARAM, "MegEngine's are uint32");
+        free_case(&c);
+    }
     for (int rank = 1; rank <= 3; rank += 2) {
         geometry h = g;
         h.rank = rank;

@@ -714,6 +714,23 @@ static void test_strict_fbgemm(void **state) {
                 free(want);
                 free_problem(&p);
             }
+    /* empty grad_outputs are contiguous, whatever their strides or other sizes: (4, 0) with a
+     * row stride of 7, and (0, 2^32, 2^32), whose sizes' product overflows int64 */
+    float none[1];
+    const int64_t empty2[2] = {4, 0}, empty3[3] = {0, INT64_C(1) << 32, INT64_C(1) << 32}, zero = 0;
+    const int64_t ds2[1] = {0}, fixed3[1] = {INT64_C(1) << 32};
+    gradref_tensor go, out;
+    gradref_tensor_init(&go, none, GRADREF_F32, 2, empty2);
+    go.strides[0] = 7;
+    gradref_tensor_init(&out, none, GRADREF_F32, 1, &zero);
+    assert_int_equal(gradref_recat_embedding_grad_output_mixed_d(&go, ds2, 1, &out, &strict),
+                     GRADREF_OK);
+    memset(&go, 0, sizeof go); /* gradref_tensor_init refuses the sizes' product */
+    go.data = none, go.dtype = GRADREF_F32, go.ndim = 3;
+    for (int i = 0; i < 3; i++)
+        go.shape[i] = empty3[i], go.strides[i] = 1;
+    assert_int_equal(gradref_recat_embedding_grad_output(&go, fixed3, 1, &out, &strict),
+                     GRADREF_OK);
 }
 
 int main(void) {

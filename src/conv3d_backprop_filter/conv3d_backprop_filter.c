@@ -94,12 +94,49 @@ gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref
     return GRADREF_OK;
 }
 
-/* GRADREF_STRICT_UPSTREAM: what CANN's Conv3DBackpropFilterV2 rejects and gradref accepts:
- * F64 (x and out_backprop are F16, BF16 or F32). */
-static gradref_status check_cann(const gradref__c3f_plan *plan) {
+/* GRADREF_STRICT_UPSTREAM: what CANN's Conv3DBackpropFilterV2 rejects and gradref accepts (its
+ * def, infershape and ops-nn conv_backprop_filter_context_utils.cpp ranges): F64 (x and
+ * out_backprop are F16, BF16 or F32; DTYPE), a dw other than F32 (V2 outputs F32 only; DTYPE),
+ * groups outside [1, 65535], strides and dilations outside [1, 2^31 - 2] and pads outside
+ * [0, 2^31 - 2] (PARAM; Ascend A2/A3 narrow H and W further), and a dim of x, dy or dw outside
+ * [1, 2^31 - 2] (SHAPE: N = 0 and Cout = 0 included). */
+static gradref_status check_cann(const gradref_conv_params *p, const gradref__c3f_plan *plan) {
     if (plan->in_dtype == GRADREF_F64)
         return gradref__fail(GRADREF_ERR_DTYPE, OP,
                              "strict CANN: F64; Conv3DBackpropFilterV2 takes F16, BF16 and F32");
+    if (plan->out_dtype != GRADREF_F32)
+        return gradref__fail(GRADREF_ERR_DTYPE, OP,
+                             "strict CANN: dw.dtype is %s; Conv3DBackpropFilterV2 outputs F32 only",
+                             gradref__dtype_name(plan->out_dtype));
+    if (plan->G > 65535)
+        return gradref__fail(GRADREF_ERR_PARAM, OP,
+                             "strict CANN: %lld groups; CANN takes groups in [1, 65535]",
+                             (long long)plan->G);
+    const int64_t most = INT64_C(2147483646);
+    for (int j = 0; j < 3; j++) {
+        if (p->stride[j] > most || p->dilation[j] > most)
+            return gradref__fail(GRADREF_ERR_PARAM, OP,
+                                 "strict CANN: p.stride[%d] is %lld and p.dilation[%d] %lld; CANN "
+                                 "takes [1, 2147483646]",
+                                 j, (long long)p->stride[j], j, (long long)p->dilation[j]);
+        for (int e = 0; e < 2; e++)
+            if (p->pad[2 * j + e] > most)
+                return gradref__fail(GRADREF_ERR_PARAM, OP,
+                                     "strict CANN: p.pad[%d] is %lld; CANN takes [0, 2147483646]",
+                                     2 * j + e, (long long)p->pad[2 * j + e]);
+    }
+    const int64_t dims[3][5] = {
+        {plan->N, plan->G * plan->Cin_g, plan->I[0], plan->I[1], plan->I[2]},
+        {plan->N, plan->G * plan->Cout_g, plan->O[0], plan->O[1], plan->O[2]},
+        {plan->G * plan->Cout_g, plan->Cin_g, plan->K[0], plan->K[1], plan->K[2]}};
+    static const char *const names[3] = {"x", "dy", "dw"};
+    for (int t = 0; t < 3; t++)
+        for (int d = 0; d < 5; d++)
+            if (dims[t][d] < 1 || dims[t][d] > most)
+                return gradref__fail(GRADREF_ERR_SHAPE, OP,
+                                     "strict CANN: %s.shape[%d] is %lld; CANN takes dims in [1, "
+                                     "2147483646]",
+                                     names[t], d, (long long)dims[t][d]);
     return GRADREF_OK;
 }
 
@@ -114,7 +151,7 @@ gradref_status gradref_conv3d_backprop_filter(const gradref_conv_params *p, cons
         GRADREF__GENERAL_PRECISIONS | GRADREF__PRECISION_BIT(GRADREF_PRECISION_HF32) |
             GRADREF__PRECISION_BIT(GRADREF_PRECISION_HF32_910B)));
     GRADREF_FORWARD_IF_ERROR(gradref__c3f_validate(p, x, dy, dw, &plan));
-    if (ctx.strict) GRADREF_FORWARD_IF_ERROR(check_cann(&plan));
+    if (ctx.strict) GRADREF_FORWARD_IF_ERROR(check_cann(p, &plan));
     if (gradref__hf32_kept_bits(ctx.precision) && plan.in_dtype != GRADREF_F32)
         return gradref__fail(
             GRADREF_ERR_PARAM, OP, "exec.precision is %s, which takes F32 x and dy; x.dtype is %s",

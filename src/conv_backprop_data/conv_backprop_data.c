@@ -205,7 +205,10 @@ gradref_status gradref__cbd_validate_qs8(const gradref_conv_params *p,
 
 /* GRADREF_STRICT_UPSTREAM: what MegEngine's ConvolutionBackwardData rejects and gradref
  * accepts: a spatial rank other than 2 (its CanonizedFilterMeta has spatial_ndim 2), F64 (it has
- * no float64 dtype), and unequal pads on the two sides of a dim (its pads are symmetric). */
+ * no float64 dtype), a grad dtype other than diff's (check_exec; its compute_mode FLOAT32 keeps
+ * an F16/BF16 grad and accumulates in an f32 workspace), strides, dilations or pads of 2^32 or
+ * more (its params are uint32), and unequal pads on the two sides of a dim (its pads are
+ * symmetric). */
 static gradref_status check_megengine(const gradref_conv_params *p, const gradref__cbd_plan *plan) {
     if (plan->rank != 2)
         return gradref__fail(GRADREF_ERR_RANK, OP,
@@ -214,13 +217,30 @@ static gradref_status check_megengine(const gradref_conv_params *p, const gradre
     if (plan->in_dtype == GRADREF_F64)
         return gradref__fail(GRADREF_ERR_DTYPE, OP,
                              "strict MegEngine: F64; MegEngine has no float64");
-    for (int j = 0; j < 2; j++)
+    if (!plan->qs8 && plan->in_dtype != GRADREF_I8 && plan->out_dtype != plan->in_dtype)
+        return gradref__fail(GRADREF_ERR_DTYPE, OP,
+                             "strict MegEngine: grad.dtype is %s but diff.dtype is %s; MegEngine's "
+                             "grad has diff's dtype (compute_mode FLOAT32 keeps it)",
+                             gradref__dtype_name(plan->out_dtype),
+                             gradref__dtype_name(plan->in_dtype));
+    const int64_t most = INT64_C(0xffffffff);
+    for (int j = 0; j < 2; j++) {
+        if (p->stride[j] > most || p->dilation[j] > most)
+            return gradref__fail(GRADREF_ERR_PARAM, OP,
+                                 "strict MegEngine: p.stride[%d] is %lld and p.dilation[%d] %lld; "
+                                 "MegEngine's are uint32",
+                                 j, (long long)p->stride[j], j, (long long)p->dilation[j]);
         if (p->pad[2 * j] != p->pad[2 * j + 1])
             return gradref__fail(
                 GRADREF_ERR_PARAM, OP,
                 "strict MegEngine: p.pad[%d] is %lld and p.pad[%d] %lld; MegEngine "
                 "pads both sides alike",
                 2 * j, (long long)p->pad[2 * j], 2 * j + 1, (long long)p->pad[2 * j + 1]);
+        if (p->pad[2 * j] > most)
+            return gradref__fail(GRADREF_ERR_PARAM, OP,
+                                 "strict MegEngine: p.pad[%d] is %lld; MegEngine's pads are uint32",
+                                 2 * j, (long long)p->pad[2 * j]);
+    }
     return GRADREF_OK;
 }
 

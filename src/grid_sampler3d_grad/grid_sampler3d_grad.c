@@ -134,13 +134,24 @@ gradref_status gradref__gs3d_validate(const gradref_grid_sampler3d_params *p,
     return GRADREF_OK;
 }
 
+/* Whether a 5-D view holds its channels innermost: their stride below that of a spatial dim
+ * of more than one element. With every spatial size 1 (or one channel) NCDHW and NDHWC are
+ * the same layout. */
+static int channels_last(const gradref__gs3d_view *v, int64_t C, int64_t d, int64_t h, int64_t w) {
+    const int64_t size[3] = {d, h, w};
+    if (v->data == NULL || C < 2) return 0;
+    for (int k = 0; k < 3; k++)
+        if (size[k] > 1 && v->s[1] < v->s[2 + k]) return 1;
+    return 0;
+}
+
 /* GRADREF_STRICT_UPSTREAM: what CANN's aclnnGridSampler3DBackward rejects and gradref accepts:
- * F64 in NDHWC (its documentation: DOUBLE takes NCDHW only). NDHWC is channels innermost in x,
- * grad or dx (with more than one channel; one channel is both layouts). */
-static gradref_status check_cann(const gradref__gs3d_plan *plan) {
-    const int ndhwc = plan->C > 1 && (plan->x.s[1] == 1 || plan->grad.s[1] == 1 ||
-                                      (plan->dx.data != NULL && plan->dx.s[1] == 1));
-    if (plan->dtype == GRADREF_F64 && ndhwc)
+ * F64 in NDHWC (its documentation: DOUBLE takes NCDHW only) in x, grad or dx. */
+static gradref_status check_cann(const gradref__gs3d_plan *p) {
+    const int ndhwc = channels_last(&p->x, p->C, p->D, p->H, p->W) ||
+                      channels_last(&p->grad, p->C, p->Do, p->Ho, p->Wo) ||
+                      channels_last(&p->dx, p->C, p->D, p->H, p->W);
+    if (p->dtype == GRADREF_F64 && ndhwc)
         return gradref__fail(GRADREF_ERR_DTYPE, OP,
                              "strict CANN: F64 takes NCDHW only (a tensor is channels-last)");
     return GRADREF_OK;

@@ -174,6 +174,11 @@ static gradref_status check_fbgemm(const char *op, const gradref_tensor *go) {
         return gradref__fail(GRADREF_ERR_DTYPE, op,
                              "strict FBGEMM: grad_output.dtype is %s; FBGEMM takes F32 and F16",
                              gradref__dtype_name(go->dtype));
+    /* as torch's is_contiguous: an empty tensor is contiguous whatever its strides (and its
+     * other sizes, whose product may not fit int64); else the sizes' product is its numel,
+     * which the validation found to fit */
+    for (int i = 0; i < go->ndim; i++)
+        if (go->shape[i] == 0) return GRADREF_OK;
     int64_t expect = 1;
     for (int i = go->ndim - 1; i >= 0; i--) {
         if (go->shape[i] != 1 && go->strides[i] != expect)

@@ -182,8 +182,7 @@ static gradref_status check_atb_tensors(const gradref_tensor *q, const gradref_t
         if (in[i]->shape[0] <= 0 || in[i]->shape[1] <= 0)
             return gradref__fail(GRADREF_ERR_SHAPE, OP,
                                  "strict ATB: %s is (%lld, %lld); ATB takes no empty tensor",
-                                 names[i], (long long)in[i]->shape[0],
-                                 (long long)in[i]->shape[1]);
+                                 names[i], (long long)in[i]->shape[0], (long long)in[i]->shape[1]);
     for (int i = 0; i < 4; i++)
         if (in[i]->dtype != GRADREF_F16)
             return gradref__fail(GRADREF_ERR_DTYPE, OP,
