@@ -39,7 +39,9 @@ OPERATORS = {
         {"mode": "CROSS_CORRELATION (default) or CONVOLUTION",
          "sparse": "DENSE (default) or GROUP", "format": "NCHW (default) or NHWC",
          "stride": "int or per dim", "pad": "int, per dim, or (begin, end) per dim",
-         "dilate": "int or per dim", "grad_shape": "grad's spatial size when ambiguous"},
+         "dilate": "int or per dim", "grad_shape": "grad's spatial size when ambiguous",
+         "qs8_scales": "(filter_scale, diff_scale, grad_scale): MegEngine's QuantizedS8 call",
+         "out_dtype": "float32 for an F32 grad of F16/BF16 inputs"},
         ["grad"]),
     "conv3d_backprop_filter": (
         _ops.conv3d_backprop_filter, ["input", "out_backprop"],
@@ -47,13 +49,14 @@ OPERATORS = {
          "strides": "5 entries (TF) or 3 (required)",
          "padding": "SAME, VALID or explicit pads (required)",
          "data_format": "NDHWC (default) or NCDHW", "dilations": "5 entries or 3",
-         "groups": "default in_channels / filter_sizes[3]"},
+         "groups": "default in_channels / filter_sizes[3]",
+         "out_dtype": "float32 for CANN V2's F32 dw of F16/BF16 inputs"},
         ["dw"]),
 }
 COMMON_ATTRS = {"dtype": "bf16: uint16 inputs hold bf16 bits", "threads": "int",
                 "precision": "default or high; conv3d_backprop_filter also hf32 or hf32_910b, "
                              "conv_backprop_data megengine_default (recat moves bits: no effect)",
-                "strict": "True: also reject what the upstream operator rejects"}
+                "strict": "true or false: also reject what the upstream operator rejects"}
 
 
 def _parse_value(text):
@@ -133,13 +136,15 @@ def main(argv=None):
             file=sys.stderr)
         return 2
     try:
-        arrays = [np.load(given[i], allow_pickle=False) for i in inputs]
-        result = fn(*arrays, **kwargs)
+        arrays = {i: np.load(given[i], allow_pickle=False) for i in inputs}
+        result = fn(**arrays, **kwargs)  # inputs by name: their places differ per operator
     except _ops.Error as e:
         print("gradref: %s failed: %s" % (args.op, e), file=sys.stderr)
         return 1
     except (TypeError, ValueError, OSError) as e:
-        print("gradref: %s: %s" % (args.op, e), file=sys.stderr)
+        text = str(e)
+        text = text[len("gradref: "):] if text.startswith("gradref: ") else text
+        print("gradref: %s: %s" % (args.op, text), file=sys.stderr)
         return 2
     if not isinstance(result, tuple):
         result = (result,)

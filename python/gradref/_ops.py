@@ -30,28 +30,70 @@ def library_path():
     return _lib.path
 
 
-def _check(status):
+# The C names a message may hold, as the Python caller spells them
+_EXEC_NAMES = {"exec.num_threads": "threads", "exec.precision": "precision"}
+_GS3D_NAMES = {"p.interpolation": "interpolation_mode", "p.padding": "padding_mode",
+               "p.align_corners": "align_corners", "grad": "grad_output", "x": "input"}
+_ROPE_NAMES = {"p.seq_lens": "seq_len", "p.num_seqs": "len(seq_len)",
+               "p.start_positions": "start_positions", "p.head_dim": "head_dim",
+               "p.rotary_dim": "rotary_dim", "p.mode": "mode"}
+_CBD_NAMES = {"p.stride": "stride", "p.dilation": "dilate", "p.pad": "pad", "p.mode": "mode",
+              "p.groups": "groups"}
+_C3F_NAMES = {"p.stride": "strides", "p.dilation": "dilations", "p.pad": "padding",
+              "p.groups": "groups", "x": "input", "dy": "out_backprop"}
+
+
+def _python_names(message, names):
+    """message with each C name (a field, or a tensor before '.', ' is' or ' and') replaced."""
+    import re
+    table = dict(_EXEC_NAMES, **(names or {}))
+    for c_name in sorted(table, key=len, reverse=True):
+        pattern = r"(?<![\w.])" + re.escape(c_name) + \
+            (r"(?=[\[.,;:)]|\s|$)" if "." in c_name else r"(?=[.\[;,]| is\b| and\b|$)")
+        message = re.sub(pattern, table[c_name], message)
+    return message
+
+
+def _check(status, names=None, hint=None):
     if status != 0:
-        raise Error(status, lib.gradref_last_error().decode(errors="replace"))
+        message = _python_names(lib.gradref_last_error().decode(errors="replace"), names)
+        if hint and status == _lib.ERR_SHAPE:
+            message += " (" + hint + ")"
+        raise Error(status, message)
 
 
-def _int(value, name, minimum=None):
+def _int(value, name, minimum=None, bits=64):
+    """An int that fits the C field it goes to (int64_t, or int32_t with bits=32): ctypes
+    would wrap a larger one silently (2**32 + 3 read as 3)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError("gradref: %s must be an int, not %s" % (name, type(value).__name__))
     value = int(value)
     if minimum is not None and value < minimum:
         raise ValueError("gradref: %s is %d; it must be >= %d" % (name, value, minimum))
+    if not -(1 << (bits - 1)) <= value < (1 << (bits - 1)):
+        raise ValueError("gradref: %s is %d; it does not fit the library's %d-bit integer"
+                         % (name, value, bits))
     return value
 
 
-def _ints(values, name):
+def _ints(values, name, bits=64):
     """A sequence of ints (list, tuple, 1-D integer array or tensor)."""
     if hasattr(values, "tolist") and not isinstance(values, (list, tuple)):
         values = values.tolist()
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         raise TypeError("gradref: %s must be a sequence of ints, not %s"
                         % (name, type(values).__name__))
-    return [_int(v, "%s[%d]" % (name, i)) for i, v in enumerate(values)]
+    return [_int(v, "%s[%d]" % (name, i), bits=bits) for i, v in enumerate(values)]
+
+
+def _bool(value, name):
+    """True or False: a bool, 0 or 1, or "true"/"false" in any case (as shells and JSON write
+    them); anything else is an error, not a truth value."""
+    if isinstance(value, str) and value.lower() in ("true", "false"):
+        return value.lower() == "true"
+    if isinstance(value, numbers.Integral) and int(value) in (0, 1):
+        return bool(int(value))
+    raise TypeError("gradref: %s must be True or False, not %r" % (name, value))
 
 
 _PRECISIONS = {"default": _lib.PRECISION_DEFAULT, "high": _lib.PRECISION_HIGH,
@@ -61,7 +103,7 @@ _PRECISIONS = {"default": _lib.PRECISION_DEFAULT, "high": _lib.PRECISION_HIGH,
 
 def _exec(threads, precision, strict=False):
     e = _lib.Exec()
-    e.num_threads = 0 if threads is None else _int(threads, "threads")
+    e.num_threads = 0 if threads is None else _int(threads, "threads", bits=32)
     if precision is None:
         e.precision = _lib.PRECISION_DEFAULT
     elif isinstance(precision, str):
@@ -69,8 +111,8 @@ def _exec(threads, precision, strict=False):
             raise ValueError("gradref: precision %r; use %s" % (precision, sorted(_PRECISIONS)))
         e.precision = _PRECISIONS[precision.lower()]
     else:
-        e.precision = _int(precision, "precision")
-    if strict:
+        e.precision = _int(precision, "precision", bits=32)
+    if _bool(strict, "strict"):
         e.precision |= _lib.STRICT_UPSTREAM
     return e
 
@@ -91,14 +133,34 @@ def _choice(value, table, name):
         if key not in table:
             raise ValueError("gradref: %s=%r; use one of %s" % (name, value, sorted(table)))
         return table[key]
-    return _int(value, name)
+    return _int(value, name, bits=32)
+
+
+_ITEM_BYTES = {_lib.F32: 4, _lib.F64: 8, _lib.F16: 2, _lib.BF16: 2, _lib.I8: 1, _lib.I32: 4,
+               _lib.I64: 8}
 
 
 def _result(given, kind, shape, code, name, bf16):
-    """The out= array if given (as an output descriptor), else a new one."""
+    """The out= array if given (as an output descriptor), else a new one. A shape that cannot
+    be allocated (broadcast inputs of a huge logical shape, sizes the library would refuse)
+    raises Error, as the library would, not numpy's or torch's own exception."""
     if given is not None:
         return as_output(given, name, bf16)
-    return new_output(kind, shape, code)
+    shape = [int(v) for v in shape]
+    if any(v < 0 for v in shape):
+        raise Error(_lib.ERR_SHAPE, "%s would have the negative shape %s: the arguments do not "
+                    "fit together" % (name, tuple(shape)))
+    nbytes = _ITEM_BYTES[code]
+    for v in shape:
+        nbytes *= v
+    if nbytes >= 1 << 63:
+        raise Error(_lib.ERR_OVERFLOW, "%s of shape %s would take %d bytes, more than int64 "
+                    "holds" % (name, tuple(shape), nbytes))
+    try:
+        return new_output(kind, shape, code)
+    except (MemoryError, ValueError, RuntimeError) as e:
+        raise Error(_lib.ERR_NO_MEMORY, "%s of shape %s (%d bytes) could not be allocated: %s"
+                    % (name, tuple(shape), nbytes, e)) from None
 
 
 def _outs(out, n):
@@ -127,10 +189,8 @@ def grid_sampler3d_grad(grad_output, input, grid, interpolation_mode, padding_mo
     p = _lib.GridSampler3dParams()
     p.interpolation = _choice(interpolation_mode, _INTERP, "interpolation_mode")
     p.padding = _choice(padding_mode, _PADDING, "padding_mode")
-    if not isinstance(align_corners, (bool, numbers.Integral)):
-        raise TypeError("gradref: align_corners must be a bool")
-    p.align_corners = int(align_corners)
-    mask = tuple(bool(m) for m in output_mask)
+    p.align_corners = int(_bool(align_corners, "align_corners"))
+    mask = tuple(_bool(m, "output_mask[%d]" % i) for i, m in enumerate(output_mask))
     if len(mask) != 2:
         raise TypeError("gradref: output_mask must have two entries")
     g = as_input(grad_output, "grad_output", bf16)
@@ -142,7 +202,7 @@ def grid_sampler3d_grad(grad_output, input, grid, interpolation_mode, padding_mo
     e = _exec(threads, precision, strict)
     _check(lib.gradref_grid_sampler3d_grad(ctypes.byref(p), g.ref, x.ref, gr.ref,
                                            dx.ref if dx else None, dgrid.ref if dgrid else None,
-                                           ctypes.byref(e)))
+                                           ctypes.byref(e)), _GS3D_NAMES)
     return (dx.obj if dx else None, dgrid.obj if dgrid else None)
 
 
@@ -216,13 +276,13 @@ def rope_grad(q_embed_grad, k_embed_grad, cos, sin, seq_len, mode="atb", *, head
     k = as_input(k_embed_grad, "k_embed_grad", bf16)
     c = as_input(cos, "cos", bf16)
     s = as_input(sin, "sin", bf16)
-    lens = _ints(seq_len, "seq_len")
+    lens = _ints(seq_len, "seq_len", bits=32)
     p = _lib.RopeParams()
     p.mode = _choice(mode, _ROPE_MODES, "mode")
     if head_dim is None:
         head_dim = c.shape[-1] if c.shape else 0
-    p.head_dim = _int(head_dim, "head_dim")
-    p.rotary_dim = _int(rotary_dim, "rotary_dim")
+    p.head_dim = _int(head_dim, "head_dim", bits=32)
+    p.rotary_dim = _int(rotary_dim, "rotary_dim", bits=32)
     p.num_seqs = len(lens)
     lens_arr = (ctypes.c_int32 * max(len(lens), 1))(*lens)
     p.seq_lens = lens_arr
@@ -238,7 +298,7 @@ def rope_grad(q_embed_grad, k_embed_grad, cos, sin, seq_len, mode="atb", *, head
     dk = _result(out_k, q.kind, k.shape, k.code, "k_grad", bf16)
     e = _exec(threads, precision, strict)
     _check(lib.gradref_rope_grad(ctypes.byref(p), q.ref, k.ref, c.ref, s.ref, dq.ref, dk.ref,
-                                 ctypes.byref(e)))
+                                 ctypes.byref(e)), _ROPE_NAMES)
     return dq.obj, dk.obj
 
 
@@ -291,15 +351,33 @@ def _permuted(arg, order):
     return arg
 
 
+_OUT_DTYPES = {"float32": _lib.F32, "f32": _lib.F32, "float64": _lib.F64, "f64": _lib.F64,
+               "float16": _lib.F16, "f16": _lib.F16, "bfloat16": _lib.BF16, "bf16": _lib.BF16,
+               "int32": _lib.I32, "i32": _lib.I32, "int8": _lib.I8, "i8": _lib.I8}
+
+
+def _out_code(out_dtype, default):
+    """The output's dtype code: `default`, or out_dtype by name ("float32", "bf16", ...)."""
+    if out_dtype is None:
+        return default
+    if hasattr(out_dtype, "name") and not isinstance(out_dtype, str):  # numpy or torch dtype
+        out_dtype = str(out_dtype.name if hasattr(out_dtype, "name") else out_dtype)
+    key = str(out_dtype).lower().replace("torch.", "")
+    if key not in _OUT_DTYPES:
+        raise ValueError("gradref: out_dtype=%r; use one of %s" % (out_dtype, sorted(_OUT_DTYPES)))
+    return _OUT_DTYPES[key]
+
+
 def conv_backprop_data(filter, diff, mode="CROSS_CORRELATION", sparse="DENSE", format="NCHW",
                        stride=1, pad=0, dilate=1, *, grad_shape=None, qs8_scales=None, out=None,
-                       threads=None, precision=None, strict=False, dtype=None):
+                       out_dtype=None, threads=None, precision=None, strict=False, dtype=None):
     """MegEngine ConvolutionBackwardData: grad = dL/dx from filter and diff = dL/dy, 1-D to 3-D.
     format "NCHW" (also NCW, NCDHW) or "NHWC" (NWC, NDHWC) lays out diff, grad and filter as
     MegEngine does (NHWC filter (OC, FH, FW, IC)); sparse "GROUP" takes a (G, OC/G, IC/G, ...)
     filter. pad is an int, one per dim (symmetric, as MegEngine) or (begin, end) per dim.
     grad_shape gives grad's spatial size (or whole shape) when stride > 1 leaves it ambiguous.
-    I8 filter and diff give an I32 grad; F16/BF16 give their own dtype. qs8_scales =
+    I8 filter and diff give an I32 grad; F16/BF16 give their own dtype, or out_dtype="float32"
+    (an F32 grad, as out= an F32 array does). qs8_scales =
     (filter_scale, diff_scale, grad_scale) makes it MegEngine's QuantizedS8 call: I8 inputs of
     those scales, an I8 grad requantised to grad_scale."""
     bf16 = _bf16(dtype)
@@ -340,7 +418,7 @@ def conv_backprop_data(filter, diff, mode="CROSS_CORRELATION", sparse="DENSE", f
         if len(fs) != r + 2:
             raise ValueError("gradref: a DENSE filter has %d dims, here %d" % (r + 2, len(fs)))
         icpg, ks, groups = fs[1], fs[2:], 1
-    p.groups = groups
+    p.groups = _int(groups, "the filter's group count", bits=32)
     n = d.tensor.shape[0]
     spatial = []
     for j in range(r):
@@ -361,19 +439,21 @@ def conv_backprop_data(filter, diff, mode="CROSS_CORRELATION", sparse="DENSE", f
         scales = _lib.Qs8Scales(*sc)
         out_code = f.code  # I8
     else:
-        out_code = _lib.I32 if f.code == _lib.I8 else f.code
+        out_code = _out_code(out_dtype, _lib.I32 if f.code == _lib.I8 else f.code)
     c = groups * icpg
     shape = [n] + spatial + [c] if last else [n, c] + spatial
     g = _result(out, d.kind, shape, out_code, "grad", bf16)
     if last:
         _permuted(g, [0, r + 1] + list(range(1, r + 1)))
     e = _exec(threads, precision, strict)
+    hint = None if grad_shape is None else "grad is shaped by grad_shape=%r" % (grad_shape,)
     if qs8_scales is not None:
         _check(lib.gradref_conv_backprop_data_qs8(ctypes.byref(p), ctypes.byref(scales), f.ref,
-                                                  d.ref, g.ref, ctypes.byref(e)))
+                                                  d.ref, g.ref, ctypes.byref(e)), _CBD_NAMES,
+               hint)
     else:
         _check(lib.gradref_conv_backprop_data(ctypes.byref(p), f.ref, d.ref, g.ref,
-                                              ctypes.byref(e)))
+                                              ctypes.byref(e)), _CBD_NAMES, hint)
     return g.obj
 
 
@@ -394,13 +474,15 @@ def _tf_spatial(values, name, data_format, minimum):
 
 def conv3d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
                            data_format="NDHWC", dilations=(1, 1, 1, 1, 1), groups=None, *,
-                           out=None, threads=None, precision=None, strict=False, dtype=None):
+                           out=None, out_dtype=None, threads=None, precision=None, strict=False,
+                           dtype=None):
     """TensorFlow Conv3DBackpropFilterV2: dw for input and out_backprop in data_format
     ("NDHWC" or "NCDHW"), returned in TF's filter layout (kd, kh, kw, in/groups, out).
     filter_sizes is that shape; strides and dilations have 5 entries (or 3 spatial); padding
     is "SAME", "VALID", or explicit pads: 3 (begin, end) pairs, or 5 pairs in data_format
     order as TF's explicit_paddings. groups defaults to in_channels / filter_sizes[3].
-    F16/BF16 inputs give their own dtype (pass out= an F32 array for CANN V2's F32 dw)."""
+    F16/BF16 inputs give their own dtype, or out_dtype="float32" (CANN V2's F32 dw; out= an
+    F32 array does the same)."""
     bf16 = _bf16(dtype)
     fmt = data_format.lower() if isinstance(data_format, str) else None
     if fmt not in ("ndhwc", "ncdhw"):
@@ -420,7 +502,7 @@ def conv3d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
     if groups is None:
         groups = cin // ks[3] if ks[3] > 0 and cin % ks[3] == 0 else 1
     p = _lib.ConvParams()
-    p.groups = _int(groups, "groups", 1)
+    p.groups = _int(groups, "groups", 1, bits=32)
     st = _tf_spatial(strides, "strides", fmt, 1)
     dl = _tf_spatial(dilations, "dilations", fmt, 1)
     for j in range(3):
@@ -440,12 +522,13 @@ def conv3d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
             flat = flat[2:8] if fmt == "ndhwc" else flat[4:10]
         for j in range(6):
             p.pad[j] = flat[j]
-    code = x.code
+    code = _out_code(out_dtype, x.code)
     w = _result(out, x.kind, ks, code, "out", bf16)
     _permuted(w, [4, 3, 0, 1, 2])  # DHWIO -> (Cout, Cin/G, kd, kh, kw)
     e = _exec(threads, precision, strict)
     _check(lib.gradref_conv3d_backprop_filter(ctypes.byref(p), x.ref, dy.ref, w.ref,
-                                              ctypes.byref(e)))
+                                              ctypes.byref(e)), _C3F_NAMES,
+           "dw is shaped by filter_sizes=%r" % (list(ks),))
     return w.obj
 
 

@@ -91,7 +91,7 @@ def test_recat_out_and_errors():
     assert high.tolist() == [0, 1, 5, 6, 2, 3, 4, 7, 8, 9]
     with pytest.raises(gradref.Error) as e:
         gradref.recat_embedding_grad_output_mixed_D(go, [2, 3], precision=5)
-    assert e.value.status_name == "GRADREF_ERR_PARAM" and "exec.precision is 5" in e.value.message
+    assert e.value.status_name == "GRADREF_ERR_PARAM" and "precision is 5" in e.value.message
     with pytest.raises(TypeError):
         gradref.recat_embedding_grad_output_mixed_D(go.tolist(), [2, 3])
     with pytest.raises(TypeError):
@@ -341,7 +341,7 @@ def test_conv3d_backprop_filter_hf32():
     bits = np.array([0x3f801000, 0xbf801000, 0x7f7fffff, 0xffffffff], dtype=np.uint32)
     got = gradref.testing.hf32_round(bits.view(np.float32)).view(np.uint32)
     assert got.tolist() == [0x3f802000, 0xbf802000, 0x7f800000, 0]
-    with pytest.raises(gradref.Error, match="which takes F32 x and dy"):
+    with pytest.raises(gradref.Error, match="which takes F32 input and out_backprop"):
         gradref.conv3d_backprop_filter(x.astype(np.float16), (3, 3, 3, 3, 4),
                                        dy.astype(np.float16), (1, 1, 1, 1, 1), "VALID",
                                        precision="hf32")
@@ -428,7 +428,7 @@ def test_threads_precision_and_copy():
     same_bits(a[0], b[0])
     with pytest.raises(gradref.Error) as e:
         gradref.rope_grad(q, q, cs, cs, [3], "half", threads=2000)
-    assert "exec.num_threads is 2000" in e.value.message
+    assert "threads is 2000" in e.value.message
     with pytest.raises(ValueError):
         gradref.rope_grad(q, q, cs, cs, [3], "half", precision="extreme")
     with pytest.raises(TypeError):
