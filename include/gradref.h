@@ -96,9 +96,12 @@ typedef enum gradref_status {
                                   the no-workspace path (docs/api.md) */
 } gradref_status;
 
-/* How floats are computed. DEFAULT and HIGH apply to every operator that does arithmetic
- * (recat and gradref_copy ignore precision). The device modes reproduce a device's numerics and
- * apply only where stated; elsewhere they are a PARAM error. */
+/* How floats are computed. DEFAULT and HIGH apply to every operator that does arithmetic. The
+ * device modes reproduce a device's numerics and apply only where stated; the other arithmetic
+ * operators refuse them (PARAM). recat and gradref_copy do no arithmetic and ignore precision,
+ * device modes included. Every NaN an arithmetic operator stores is the canonical quiet NaN
+ * (F32 0x7fc00000, F64 0x7ff8000000000000, F16 0x7e00, BF16 0x7fc0) on every path and
+ * architecture; recat and gradref_copy keep NaN bits (docs/api.md). */
 typedef enum gradref_precision {
     GRADREF_PRECISION_DEFAULT = 0, /* f16/bf16/f32 accumulate in f32, f64 in f64, ints in i32 */
     GRADREF_PRECISION_HIGH = 1,    /* every float dtype accumulates in f64 */
@@ -109,7 +112,7 @@ typedef enum gradref_precision {
     GRADREF_PRECISION_HF32_910B = 3, /* the same keeping 11 mantissa bits (Ascend 910B) */
     /* conv_backprop_data with F16 or BF16: MegEngine's compute_mode DEFAULT, which accumulates
      * in the 16-bit grad element itself, in its naive kernel's order (docs/conv_backprop_data.md);
-     * gradref's DEFAULT is MegEngine's FLOAT32 */
+     * gradref's DEFAULT with an F16/BF16 grad is MegEngine's FLOAT32 (f32 sums rounded once) */
     GRADREF_PRECISION_MEGENGINE_DEFAULT = 4
 } gradref_precision;
 
@@ -252,7 +255,8 @@ GRADREF_API gradref_status gradref_conv_pads_same(gradref_conv_params *p, int32_
  * completely. grad's spatial size may be any i whose forward size
  * floor((i + pad_begin + pad_end - dilation*(k-1) - 1) / stride) + 1 is diff's; positions no
  * tap reaches are 0. Dtypes: filter and diff F32, F64, F16 or BF16 with grad alike (or F32 for
- * F16/BF16); or I8 x I8 -> I32 (exact, modulo 2^32). Any strides (NCHW, NHWC, ...).
+ * F16/BF16: the f32 sums unrounded, which MegEngine has no call for; its FLOAT32 compute mode keeps
+ * diff's dtype); or I8 x I8 -> I32 (exact, modulo 2^32). Any strides (NCHW, NHWC, ...).
  * Errors: NULL, DTYPE, RANK, SHAPE, PARAM, STRIDE, OVERFLOW, ALIAS, NO_MEMORY.
  * grad is untouched on error. */
 GRADREF_API gradref_status gradref_conv_backprop_data(const gradref_conv_params *p,
