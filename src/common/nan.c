@@ -57,6 +57,18 @@ void gradref__canon_nans_f32(float *p, int64_t n) {
     }
 }
 
+void gradref__canon_nans_elems(int32_t dtype, void *p, int64_t n) {
+    if (dtype == GRADREF_F32) {
+        gradref__canon_nans_f32((float *)p, n);
+        return;
+    }
+    const size_t es = dtype == GRADREF_F64 ? 8 : 2;
+    for (int64_t i = 0; i < n; i++) {
+        char *e = (char *)p + (size_t)i * es;
+        if (is_nan_bits(dtype, e)) set_canonical(dtype, e);
+    }
+}
+
 void gradref__canon_nans(const gradref_tensor *t, int threads) {
     const int32_t dt = t->dtype;
     if (dt != GRADREF_F32 && dt != GRADREF_F64 && dt != GRADREF_F16 && dt != GRADREF_BF16) return;

@@ -34,6 +34,9 @@ static inline double gradref__canon_f64(double d) {
 /* p[0 .. n) with every NaN made canonical (a read-only scan when there is none). */
 void gradref__canon_nans_f32(float *p, int64_t n);
 
+/* The same for n contiguous elements of any float dtype. */
+void gradref__canon_nans_elems(int32_t dtype, void *p, int64_t n);
+
 /* Every NaN element of a valid output descriptor of a float dtype made canonical, over up to
  * `threads` threads; other dtypes are left alone. */
 void gradref__canon_nans(const gradref_tensor *t, int threads);

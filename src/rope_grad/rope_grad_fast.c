@@ -7,6 +7,7 @@
  * the same token ranges. */
 #include <string.h>
 
+#include "common/nan.h"
 #include "common/convert.h"
 #include "common/convert_array.h"
 #include "common/internal.h"
@@ -157,16 +158,19 @@ static void token_interleaved(const token_ctx *tc) {
     }
 }
 
-/* Columns past rotary_dim: the gradient passes through, bit for bit. */
+/* Columns past rotary_dim: the gradient passes through, a NaN as the canonical one (the NaN
+ * rule holds for every output element). */
 static void token_pass_through(const token_ctx *tc) {
     const gradref__rope_plan *p = tc->p;
     const int64_t D = p->head_dim, R = p->rotary_dim;
     if (R == D) return;
     for (int s = 0; s < 2; s++) {
         const gradref__rope_stream *st = &p->stream[s];
-        for (int64_t n = 0; n < st->heads; n++)
-            memcpy(out_at(p, st, tc->row, n * D + R), in_at(p, st, tc->row, n * D + R),
-                   (size_t)(D - R) * p->elem_size);
+        for (int64_t n = 0; n < st->heads; n++) {
+            void *out = out_at(p, st, tc->row, n * D + R);
+            memcpy(out, in_at(p, st, tc->row, n * D + R), (size_t)(D - R) * p->elem_size);
+            gradref__canon_nans_elems(p->dtype, out, D - R);
+        }
     }
 }
 

@@ -62,8 +62,11 @@ void gradref__rope_grad_ref_rows(const gradref__rope_plan *p, int64_t row_begin,
                         char *out = st->out + (size_t)(row * st->out_stride[0] +
                                                        (n * D + j) * st->out_stride[1]) *
                                                   esz;
-                        if (j >= R) { /* pass-through: the gradient itself, bit for bit */
-                            memcpy(out, in + (size_t)((n * D + j) * st->in_stride[1]) * esz, esz);
+                        if (j >= R) { /* pass-through: the gradient itself (exact; NaN canonical) */
+                            gradref__store_float(
+                                dt, out,
+                                gradref__load_float(
+                                    dt, in + (size_t)((n * D + j) * st->in_stride[1]) * esz));
                             continue;
                         }
                         /* partner: the other member of j's pair, and whether j is its front */

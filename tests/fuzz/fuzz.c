@@ -269,7 +269,28 @@ static void fill_one(size_t off, const void *arg) {
     case 1: v = -0.0; break;
     case 2: v = fz_one_in(f, 2) ? 1.0 : -1.0; break;
     case 3: v = fz_one_in(f, 2) ? 1.0000001 : -0.9999999; break;
-    case 4: v = __builtin_nan(""); break;
+    case 4: { /* a NaN of either sign, quiet or signalling, with a payload */
+        const uint64_t payload = fz_bits(f, 3) | 1u, sign = (uint64_t)fz_one_in(f, 2);
+        const int quiet = fz_one_in(f, 2);
+        unsigned char *q = fz_arena + off;
+        if (t->dtype == GRADREF_F32) {
+            const uint32_t u = (uint32_t)(sign << 31) | 0x7f800000u | (quiet ? 0x400000u : 0u) |
+                               (uint32_t)(payload & 0x3fffffu);
+            memcpy(q, &u, 4);
+        } else if (t->dtype == GRADREF_F64) {
+            const uint64_t u = sign << 63 | UINT64_C(0x7ff0000000000000) |
+                               (quiet ? UINT64_C(0x8000000000000) : 0u) |
+                               (payload & UINT64_C(0x7ffffffffffff));
+            memcpy(q, &u, 8);
+        } else if (t->dtype == GRADREF_F16 || t->dtype == GRADREF_BF16) {
+            const int f16 = t->dtype == GRADREF_F16;
+            const uint16_t u = (uint16_t)(sign << 15 | (f16 ? 0x7c00u : 0x7f80u) |
+                                          (quiet ? (f16 ? 0x200u : 0x40u) : 0u) |
+                                          (payload & (f16 ? 0x1ffu : 0x3fu)));
+            memcpy(q, &u, 2);
+        }
+        return;
+    }
     case 5: v = fz_one_in(f, 2) ? __builtin_inf() : -__builtin_inf(); break;
     case 6: v = fz_one_in(f, 2) ? 3e9 : -1e30; break;
     case 7: v = 1e-41; break;
@@ -302,6 +323,30 @@ void fz_fill_floats(fz *f, const gradref_tensor *t, double range) {
     fill_range = range;
     fill_input = f;
     for_each_element(t, fill_one);
+}
+
+/* The NaN rule (docs/api.md): a NaN element must be the canonical quiet NaN of its dtype. */
+static void expect_canonical_one(size_t off, const void *arg) {
+    const gradref_tensor *t = arg;
+    const unsigned char *p = fz_arena + off;
+    int nan = 0, canonical = 0;
+    if (t->dtype == GRADREF_F32) {
+        uint32_t u;
+        memcpy(&u, p, 4);
+        nan = (u & 0x7fffffffu) > 0x7f800000u, canonical = u == 0x7fc00000u;
+    } else if (t->dtype == GRADREF_F64) {
+        uint64_t u;
+        memcpy(&u, p, 8);
+        nan = (u & UINT64_C(0x7fffffffffffffff)) > UINT64_C(0x7ff0000000000000);
+        canonical = u == UINT64_C(0x7ff8000000000000);
+    } else if (t->dtype == GRADREF_F16 || t->dtype == GRADREF_BF16) {
+        uint16_t u;
+        memcpy(&u, p, 2);
+        const int f16 = t->dtype == GRADREF_F16;
+        nan = (u & 0x7fffu) > (f16 ? 0x7c00u : 0x7f80u);
+        canonical = u == (f16 ? 0x7e00u : 0x7fc0u);
+    }
+    if (nan && !canonical) fz_fail("an output NaN is not the canonical quiet NaN", NULL);
 }
 
 static void mark_one(size_t off, const void *arg) {
@@ -437,6 +482,9 @@ void fz_check(fz *f, const fz_call *c) {
             fz_fail("the call wrote outside its outputs (or into an input)", where);
         }
     memcpy(after_a, fz_arena, end);
+    if (c->canonical_nans)
+        for (int o = 0; o < 2; o++)
+            if (c->outputs[o]) for_each_element(c->outputs[o], expect_canonical_one);
 
     /* run B: every output byte flipped first (an element the call leaves unwritten then
      * differs), on the other thread count */

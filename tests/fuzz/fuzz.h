@@ -37,8 +37,9 @@ void fz_begin(fz *f);
 int fz_tensor(fz *f, gradref_tensor *t, int32_t dtype, int32_t ndim, const int64_t *shape,
               int is_output, int mutate);
 
-/* Writes float values chosen for the operator's edge cases (±0, ±1, near bounds, NaN, Inf,
- * huge, subnormal, or uniform in [-range, range]) into every element of t. */
+/* Writes float values chosen for the operator's edge cases (±0, ±1, near bounds, NaNs of
+ * either sign, quiet or signalling, with payloads, Inf, huge, subnormal, or uniform in
+ * [-range, range]) into every element of t. */
 void fz_fill_floats(fz *f, const gradref_tensor *t, double range);
 
 /* `count` elements of `size` bytes in the arena (a caller's list), maybe overlapping an
@@ -52,13 +53,15 @@ typedef struct fz_call {
     gradref_status (*workspace_size)(void *ctx, size_t *bytes); /* NULL: none */
     void *ctx;
     const gradref_tensor *outputs[2]; /* NULL entries: none */
+    int canonical_nans; /* an arithmetic operator: every NaN it stores is the canonical one */
 } fz_call;
 
 /* Decodes an exec (NULL, any thread count, precision and workspace size) and checks the
  * contract: status in range; on error a message naming the operator and every byte of the
  * arena and of the workspace unchanged; on success every output element written, nothing
- * outside the outputs touched (inputs unchanged), and the same bits at 1 and 2 threads; the
- * workspace twin agreeing with the call. Aborts (a crash for libFuzzer) on a violation. */
+ * outside the outputs touched (inputs unchanged), every NaN in the outputs canonical (when
+ * canonical_nans), and the same bits at 1 and 2 threads; the workspace twin agreeing with the
+ * call. Aborts (a crash for libFuzzer) on a violation. */
 void fz_check(fz *f, const fz_call *call);
 
 /* The abort path, with a message. */

@@ -64,7 +64,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         return 0;
     fz_fill_floats(&f, &a.x, 2.0);
     fz_fill_floats(&f, &a.dy, 2.0);
-    fz_call c = {"conv3d_backprop_filter", run, twin, &a, {&a.dw, NULL}};
+    fz_call c = {"conv3d_backprop_filter", run, twin, &a, {&a.dw, NULL}, 1};
     fz_check(&f, &c);
     return 0;
 }

@@ -71,7 +71,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     const int32_t ddt = fz_one_in(&f, 2) ? sdt : (int32_t)fz_range(&f, 0, 6);
     if (!fz_tensor(&f, &a.src, sdt, ndim, shape, 0, 1)) return 0;
     if (!fz_tensor(&f, &a.dst, ddt, ndim, shape, 1, 1)) return 0;
-    fz_call c = {"copy", run_copy, NULL, &a, {&a.dst, NULL}};
+    fz_call c = {"copy", run_copy, NULL, &a, {&a.dst, NULL}, 0};
     fz_check(&f, &c);
     return 0;
 }

@@ -61,7 +61,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                  run,
                  twin,
                  &a,
-                 {a.want_dx ? &a.dx : NULL, a.want_dgrid ? &a.dgrid : NULL}};
+                 {a.want_dx ? &a.dx : NULL, a.want_dgrid ? &a.dgrid : NULL},
+                 1};
     fz_check(&f, &c);
     return 0;
 }

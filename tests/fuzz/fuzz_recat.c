@@ -90,7 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
             memcpy((int64_t *)a.cumsum.data + r * a.cumsum.strides[0], &c, 8);
     }
 #endif
-    fz_call c = {"recat", run, twin, &a, {&a.out, NULL}};
+    fz_call c = {"recat", run, twin, &a, {&a.out, NULL}, 0};
 #if FUZZ_RECAT_VARIANT == 0
     c.op = "recat_embedding_grad_output";
 #elif FUZZ_RECAT_VARIANT == 1

@@ -68,7 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     memcpy(start_positions, starts, sizeof starts);
     a.p.seq_lens = fz_one_in(&f, 32) ? NULL : seq_lens;
     a.p.start_positions = fz_one_in(&f, 2) ? NULL : start_positions;
-    fz_call c = {"rope_grad", run, twin, &a, {&a.dq, &a.dk}};
+    fz_call c = {"rope_grad", run, twin, &a, {&a.dq, &a.dk}, 1};
     fz_check(&f, &c);
     return 0;
 }
