@@ -153,7 +153,8 @@ def _ordered(u, sign):
 def hf32_round(a, kept_bits=10):
     """float32 values rounded to HF32 as CANN's golden does (simulate_hf32_precision on the
     int32 view): kept_bits 10 (the default and Ascend 950) or 11 (Ascend 910B). Ties round away
-    from zero, carries run into the exponent. gradref's HF32 precisions round x and dy this way;
+    from zero, carries run into the exponent; a NaN is quieted first (0x7fffffff still wraps
+    to -0, 0xffffffff to +0, as the golden's integers do). gradref's HF32 precisions round x and dy this way;
     the golden also rounds its float32 output, which gradref leaves to this function. Returns a
     numpy float32 array."""
     np = _np()
@@ -166,6 +167,8 @@ def hf32_round(a, kept_bits=10):
     except ImportError:
         pass
     v = np.array(a, dtype=np.float32, copy=True).view(np.uint32)
+    # a NaN is quieted first, as the golden's values are on their way through float64
+    v = np.where((v & np.uint32(0x7fffffff)) > np.uint32(0x7f800000), v | np.uint32(0x400000), v)
     cut = 23 - kept_bits
     v = (v + np.uint32(1 << (cut - 1))) & np.uint32((0xffffffff >> cut) << cut)
     return v.view(np.float32)

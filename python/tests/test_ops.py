@@ -338,9 +338,10 @@ def test_conv3d_backprop_filter_hf32():
                                               gradref.testing.hf32_round(dy, kept),
                                               (1, 1, 1, 1, 1), "VALID")
         same_bits(dw, want)
-    bits = np.array([0x3f801000, 0xbf801000, 0x7f7fffff, 0xffffffff], dtype=np.uint32)
+    bits = np.array([0x3f801000, 0xbf801000, 0x7f7fffff, 0xffffffff, 0x7fffffff, 0x7f800001],
+                    dtype=np.uint32)
     got = gradref.testing.hf32_round(bits.view(np.float32)).view(np.uint32)
-    assert got.tolist() == [0x3f802000, 0xbf802000, 0x7f800000, 0]
+    assert got.tolist() == [0x3f802000, 0xbf802000, 0x7f800000, 0, 0x80000000, 0x7fc00000]
     with pytest.raises(gradref.Error, match="which takes F32 input and out_backprop"):
         gradref.conv3d_backprop_filter(x.astype(np.float16), (3, 3, 3, 3, 4),
                                        dy.astype(np.float16), (1, 1, 1, 1, 1), "VALID",
