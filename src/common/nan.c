@@ -3,6 +3,7 @@
 #include "nan.h"
 
 #include "internal.h"
+#include "isa.h"
 
 /* Whether a bit pattern of each float dtype is a NaN. */
 static int is_nan_bits(int32_t dtype, const char *e) {
@@ -43,7 +44,15 @@ static void set_canonical(int32_t dtype, char *e) {
 }
 
 void gradref__canon_nans_f32(float *p, int64_t n) {
-    for (int64_t i0 = 0; i0 < n; i0 += 256) {
+    int64_t i0 = 0;
+#ifdef GRADREF_X86
+    const int level = gradref__isa_level();
+    if (level >= GRADREF_ISA_AVX512)
+        i0 = gradref__canon_nans_f32_avx512(p, n);
+    else if (level >= GRADREF_ISA_AVX2)
+        i0 = gradref__canon_nans_f32_avx2(p, n);
+#endif
+    for (; i0 < n; i0 += 256) {
         const int64_t i1 = n - i0 < 256 ? n : i0 + 256;
         uint32_t any = 0; /* a branch-free scan the compiler vectorises */
         for (int64_t i = i0; i < i1; i++) {
@@ -69,6 +78,23 @@ void gradref__canon_nans_elems(int32_t dtype, void *p, int64_t n) {
     }
 }
 
+/* Whether t's elements fill its span exactly (dense in some dim order). */
+static int dense(const gradref_tensor *t) {
+    int used[GRADREF_MAX_DIMS] = {0};
+    int64_t want = 1; /* the stride the next dim outward must have */
+    for (int k = 0; k < t->ndim; k++) {
+        int pick = -1;
+        for (int i = 0; i < t->ndim; i++)
+            if (!used[i] && t->shape[i] > 1 && t->strides[i] == want) pick = i;
+        if (pick < 0) break;
+        used[pick] = 1;
+        want *= t->shape[pick];
+    }
+    for (int i = 0; i < t->ndim; i++)
+        if (!used[i] && t->shape[i] > 1) return 0;
+    return 1;
+}
+
 void gradref__canon_nans(const gradref_tensor *t, int threads) {
     const int32_t dt = t->dtype;
     if (dt != GRADREF_F32 && dt != GRADREF_F64 && dt != GRADREF_F16 && dt != GRADREF_BF16) return;
@@ -81,8 +107,21 @@ void gradref__canon_nans(const gradref_tensor *t, int threads) {
         if (t->shape[i] > 1 && (inner < 0 || t->strides[i] < t->strides[inner])) inner = i;
         rows *= t->shape[i];
     }
-    const int64_t len = inner < 0 ? 1 : t->shape[inner], step = inner < 0 ? 1 : t->strides[inner];
+    int64_t len = inner < 0 ? 1 : t->shape[inner], step = inner < 0 ? 1 : t->strides[inner];
     rows /= len;
+    if (dense(t)) { /* one run over the whole span */
+        len = rows * len, step = 1, rows = 1, inner = -1;
+        if (len >= (INT64_C(1) << 16) && threads > 1) {
+            GRADREF_PARALLEL(threads) {
+                int64_t b, e;
+                gradref__my_range(len, &b, &e);
+                gradref__canon_nans_elems(dt, (char *)t->data + (size_t)b * es, e - b);
+            }
+            return;
+        }
+        gradref__canon_nans_elems(dt, t->data, len);
+        return;
+    }
     GRADREF_PARALLEL(gradref__team(rows * len >= (INT64_C(1) << 16) ? rows : 1, threads)) {
         int64_t b, e;
         gradref__my_range(rows, &b, &e);

@@ -31,8 +31,13 @@ static inline double gradref__canon_f64(double d) {
     return d;
 }
 
-/* p[0 .. n) with every NaN made canonical (a read-only scan when there is none). */
+/* p[0 .. n) with every NaN made canonical (a read-only scan when there is none), at the widest
+ * kernel level the CPU runs. */
 void gradref__canon_nans_f32(float *p, int64_t n);
+/* Its AVX2 and AVX-512 bodies: the whole steps of 32 (64) floats from p; return how many
+ * floats they took. */
+int64_t gradref__canon_nans_f32_avx2(float *p, int64_t n);
+int64_t gradref__canon_nans_f32_avx512(float *p, int64_t n);
 
 /* The same for n contiguous elements of any float dtype. */
 void gradref__canon_nans_elems(int32_t dtype, void *p, int64_t n);

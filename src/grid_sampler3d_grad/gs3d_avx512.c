@@ -3,6 +3,7 @@
  * dx paths (scatter and voxel index) and dx planes 16 channels per step; the reference's
  * operations in its order, so its bits. */
 #include "gs3d_simd.h"
+#include "common/nan.h"
 
 #ifdef GRADREF_X86
 
@@ -572,6 +573,9 @@ static void voxels_one_by_one(float *acc, int64_t as1, int cb, const float *stag
     for (int64_t e = e0; e < e1; e++)
         for (int i = 0; i < cb; i++)
             acc[i * as1 + over[2 * e]] += stage[over[2 * e + 1] + i];
+    for (int64_t u = u0; u < u1; u++) /* the NaN rule (common/nan.h) */
+        for (int i = 0; i < cb; i++)
+            acc[i * as1 + u] = gradref__canon_f32(acc[i * as1 + u]);
 }
 
 /* Whole blocks of 16 voxels from v (block b) while they fit in V; returns where they stop.
@@ -592,12 +596,15 @@ voxel_blocks(float *acc, int64_t as1, const int cb, const int stream, const floa
                 out[i] = _mm512_mask_add_ps(out[i], lane, out[i], _mm512_set1_ps(row[i]));
         }
         /* dx is written once and not read here: past the caches (a line's read for ownership
-         * and its eviction would also push stage rows out of L2) */
-        for (int i = 0; i < cb; i++)
+         * and its eviction would also push stage rows out of L2); NaN as the canonical one */
+        for (int i = 0; i < cb; i++) {
+            out[i] = _mm512_mask_mov_ps(out[i], _mm512_cmp_ps_mask(out[i], out[i], _CMP_UNORD_Q),
+                                        _mm512_castsi512_ps(_mm512_set1_epi32(0x7fc00000)));
             if (stream)
                 _mm512_stream_ps(acc + i * as1 + v, out[i]);
             else
                 _mm512_storeu_ps(acc + i * as1 + v, out[i]);
+        }
     }
     return v;
 }

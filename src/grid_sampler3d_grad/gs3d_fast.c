@@ -250,18 +250,28 @@ size_t gradref__gs3d_fast_workspace(const gradref__gs3d_plan *p, int32_t precisi
     return layout_of(&group, precision, threads).total;
 }
 
-/* The NaN rule (common/nan.h) on an output view: the scatter and the corner sums leave NaN
- * signs and payloads to the order of their operations. */
-static void canon_nans(const gradref__gs3d_view *v, int32_t dtype, const int64_t *shape,
-                       int num_threads) {
+/* The NaN rule (common/nan.h) on the part of an output a work item wrote, at data with strides
+ * s, on the calling thread: the scatter and the corner sums leave NaN signs and payloads to the
+ * order of their operations. */
+static void canon_part(void *data, int32_t dtype, const int64_t *shape, const int64_t *s) {
     gradref_tensor t;
     memset(&t, 0, sizeof t);
-    t.data = v->data;
+    t.data = data;
     t.dtype = dtype;
     t.ndim = 5;
     memcpy(t.shape, shape, sizeof t.shape[0] * 5);
-    memcpy(t.strides, v->s, sizeof t.strides[0] * 5);
-    gradref__canon_nans(&t, num_threads);
+    memcpy(t.strides, s, sizeof t.strides[0] * 5);
+    gradref__canon_nans(&t, 1);
+}
+
+void gs3d_canon_plane(const gs3d_run *r, void *plane, int wide) {
+    const gradref__gs3d_plan *p = r->p;
+    const int64_t shape[5] = {1, p->C, 1, p->H, p->W};
+    const int32_t dtype = wide ? GRADREF_F64 : GRADREF_F32;
+    if (r->acc_planes)
+        gradref__canon_nans_elems(dtype, plane, p->C * p->H * p->W);
+    else
+        canon_part(plane, dtype, shape, r->as);
 }
 
 static void zero_fill(const gradref__gs3d_view *v, int32_t dtype, const int64_t *shape,
@@ -492,7 +502,11 @@ static void dx_item(const gs3d_run *r, const ws_layout *L, const gs3d_schedule *
         return;
     }
     if (L->scatter) {
+        const gradref__gs3d_plan *p = r->p;
+        const int64_t shape[5] = {1, 1, p->D, p->H, p->W};
         r->k->nearest_dx(r, n, c);
+        canon_part(p->dx.data + (size_t)(n * p->dx.s[0] + c * p->dx.s[1]) * p->elem_size, p->dtype,
+                   shape, p->dx.s);
         return;
     }
     run_dx(r, s->pair, n, c);
@@ -502,6 +516,18 @@ static void dgrid_item(const gs3d_run *r, const gs3d_schedule *s, int64_t it) {
     const int64_t n = it / s->dgrid_per_image, q0 = it % s->dgrid_per_image * GS3D_POINT_BLOCK;
     const int64_t q1 = q0 + GS3D_POINT_BLOCK < r->P ? q0 + GS3D_POINT_BLOCK : r->P;
     run_dgrid(r, s->pair, s->simd_dgrid, n, q0, q1);
+    /* points q0..q1 of image n, as (point, 3) in the grid's point order (Wo fastest) */
+    const gradref__gs3d_plan *p = r->p;
+    const int64_t *d = p->dgrid.s;
+    for (int64_t q = q0; q < q1;) { /* runs of points along Wo */
+        const int64_t w = q % p->Wo, h = q / p->Wo % p->Ho, z = q / (p->Wo * p->Ho);
+        const int64_t len = p->Wo - w < q1 - q ? p->Wo - w : q1 - q;
+        const int64_t shape[5] = {1, 1, 1, len, 3}, st[5] = {0, 0, 0, d[3], d[4]};
+        canon_part(p->dgrid.data +
+                       (size_t)(n * d[0] + z * d[1] + h * d[2] + w * d[3]) * p->elem_size,
+                   p->dtype, shape, st);
+        q += len;
+    }
 }
 
 /* Inside the parallel region: geometry, then buckets/voxels, dgrid and the dgrid clear, then
@@ -562,9 +588,6 @@ static void run_images(const gradref__gs3d_plan *p, void *ws, int num_threads) {
     }
     if (p->dgrid.data != NULL && p->interp != GRADREF_INTERP_BILINEAR && !s.dense_zero_dgrid)
         zero_fill(&p->dgrid, p->dtype, gridsh, num_threads);
-    if (p->dx.data != NULL) canon_nans(&p->dx, p->dtype, xsh, num_threads);
-    if (p->dgrid.data != NULL && p->interp == GRADREF_INTERP_BILINEAR)
-        canon_nans(&p->dgrid, p->dtype, gridsh, num_threads);
 }
 
 void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) {

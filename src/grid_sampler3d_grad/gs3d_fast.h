@@ -141,6 +141,10 @@ static inline void *gs3d_acc_plane(const gs3d_run *r, int64_t n, int64_t z, size
     return (char *)r->acc + (size_t)(n * r->as[0] + z * r->as[2]) * elem;
 }
 
+/* The NaN rule (common/nan.h) on a finished plane (gs3d_acc_plane's: the thread's buffer, or
+ * dx's own plane), while it is in the cache. */
+void gs3d_canon_plane(const gs3d_run *r, void *plane, int wide);
+
 /* A finished plane buffer (f32, or f64 when wide) to dx[n, :, z], rounded to dx's dtype. */
 void gs3d_plane_out(const gs3d_run *r, const void *plane, int wide, int64_t n, int64_t z);
 

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The canonical-NaN scan's AVX2 body (nan.h): 32 floats a step, one unordered compare and an
+ * OR per 8, a store only where a NaN is. */
+#include "nan.h"
+
+#include "isa.h"
+
+#ifdef GRADREF_X86
+#  include <immintrin.h>
+
+GRADREF_TARGET_AVX2 int64_t gradref__canon_nans_f32_avx2(float *p, int64_t n) {
+    const __m256 canon = _mm256_castsi256_ps(_mm256_set1_epi32((int)GRADREF__CANON_NAN_F32));
+    int64_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        const __m256 a = _mm256_loadu_ps(p + i), b = _mm256_loadu_ps(p + i + 8);
+        const __m256 c = _mm256_loadu_ps(p + i + 16), d = _mm256_loadu_ps(p + i + 24);
+        const __m256 na = _mm256_cmp_ps(a, a, _CMP_UNORD_Q), nb = _mm256_cmp_ps(b, b, _CMP_UNORD_Q);
+        const __m256 nc = _mm256_cmp_ps(c, c, _CMP_UNORD_Q), nd = _mm256_cmp_ps(d, d, _CMP_UNORD_Q);
+        if (_mm256_testz_ps(_mm256_or_ps(_mm256_or_ps(na, nb), _mm256_or_ps(nc, nd)),
+                            _mm256_or_ps(_mm256_or_ps(na, nb), _mm256_or_ps(nc, nd))))
+            continue;
+        _mm256_storeu_ps(p + i, _mm256_blendv_ps(a, canon, na));
+        _mm256_storeu_ps(p + i + 8, _mm256_blendv_ps(b, canon, nb));
+        _mm256_storeu_ps(p + i + 16, _mm256_blendv_ps(c, canon, nc));
+        _mm256_storeu_ps(p + i + 24, _mm256_blendv_ps(d, canon, nd));
+    }
+    return i;
+}
+
+#endif

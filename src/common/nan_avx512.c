@@ -1,0 +1,32 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The canonical-NaN scan's AVX-512 body (nan.h): 64 floats a step, one unordered compare per
+ * 16 into a mask, a masked store only where a NaN is. */
+#include "nan.h"
+
+#include "isa.h"
+
+#ifdef GRADREF_X86
+#  include <immintrin.h>
+
+GRADREF_TARGET_AVX512 int64_t gradref__canon_nans_f32_avx512(float *p, int64_t n) {
+    const __m512 canon = _mm512_castsi512_ps(_mm512_set1_epi32((int)GRADREF__CANON_NAN_F32));
+    int64_t i = 0;
+    for (; i + 64 <= n; i += 64) {
+        const __mmask16 a =
+            _mm512_cmp_ps_mask(_mm512_loadu_ps(p + i), _mm512_loadu_ps(p + i), _CMP_UNORD_Q);
+        const __mmask16 b = _mm512_cmp_ps_mask(_mm512_loadu_ps(p + i + 16),
+                                               _mm512_loadu_ps(p + i + 16), _CMP_UNORD_Q);
+        const __mmask16 c = _mm512_cmp_ps_mask(_mm512_loadu_ps(p + i + 32),
+                                               _mm512_loadu_ps(p + i + 32), _CMP_UNORD_Q);
+        const __mmask16 d = _mm512_cmp_ps_mask(_mm512_loadu_ps(p + i + 48),
+                                               _mm512_loadu_ps(p + i + 48), _CMP_UNORD_Q);
+        if ((a | b | c | d) == 0) continue;
+        _mm512_mask_storeu_ps(p + i, a, canon);
+        _mm512_mask_storeu_ps(p + i + 16, b, canon);
+        _mm512_mask_storeu_ps(p + i + 32, c, canon);
+        _mm512_mask_storeu_ps(p + i + 48, d, canon);
+    }
+    return i;
+}
+
+#endif
