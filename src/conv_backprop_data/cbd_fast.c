@@ -614,6 +614,7 @@ static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t 
         else
             gradref__sgemm(&a, R->kernel, mine);
         zeros_rest(z);
+        gradref__canon_nans_f32(chunk, M * (j1 - j0)); /* the NaN rule, on the phase's values */
         scatter_chunk(R, &f, ph, slab0, chunk, M, j0, j1);
     }
 }
@@ -634,9 +635,10 @@ static void item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t i
     }
     for (int64_t f_index = 0; f_index < R->phases; f_index++)
         item_phase(R, n, g, ic0, M, f_index, slab0, mine, L, &z);
-    zeros_rest(&z);                 /* no phase had a tap */
-    for (int64_t m = 0; m < M; m++) /* the NaN rule, while the slab is in the cache */
-        gradref__canon_nans_f32(slab0 + m * R->ac, pixels(p->I));
+    zeros_rest(&z);      /* no phase had a tap */
+    if (unit_strides(p)) /* the NaN rule, while the slab is in the cache (strided: per chunk) */
+        for (int64_t m = 0; m < M; m++)
+            gradref__canon_nans_f32(slab0 + m * R->ac, pixels(p->I));
 }
 
 /* Filter rows [ic0, ic0 + rows) of group g for a phase's taps, straight from the filter, as
