@@ -80,7 +80,7 @@ static gs3d_shape shape_of(const gradref__gs3d_plan *p) {
     return s;
 }
 
-void gs3d_plane_out(const gs3d_run *r, const void *plane, int wide, int64_t n, int64_t z) {
+void gradref__gs3d_plane_out(const gs3d_run *r, const void *plane, int wide, int64_t n, int64_t z) {
     const gradref__gs3d_plan *p = r->p;
     const int64_t shape[5] = {1, p->C, 1, p->H, p->W}, ps[5] = {0, 1, 0, r->as[3], r->as[4]};
     char *dst = p->dx.data + (size_t)(n * p->dx.s[0] + z * p->dx.s[2]) * p->elem_size;
@@ -264,7 +264,7 @@ static void canon_part(void *data, int32_t dtype, const int64_t *shape, const in
     gradref__canon_nans(&t, 1);
 }
 
-void gs3d_canon_plane(const gs3d_run *r, void *plane, int wide) {
+void gradref__gs3d_canon_plane(const gs3d_run *r, void *plane, int wide) {
     const gradref__gs3d_plan *p = r->p;
     const int64_t shape[5] = {1, p->C, 1, p->H, p->W};
     const int32_t dtype = wide ? GRADREF_F64 : GRADREF_F32;

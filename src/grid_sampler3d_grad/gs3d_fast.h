@@ -143,10 +143,10 @@ static inline void *gs3d_acc_plane(const gs3d_run *r, int64_t n, int64_t z, size
 
 /* The NaN rule (common/nan.h) on a finished plane (gs3d_acc_plane's: the thread's buffer, or
  * dx's own plane), while it is in the cache. */
-void gs3d_canon_plane(const gs3d_run *r, void *plane, int wide);
+void gradref__gs3d_canon_plane(const gs3d_run *r, void *plane, int wide);
 
 /* A finished plane buffer (f32, or f64 when wide) to dx[n, :, z], rounded to dx's dtype. */
-void gs3d_plane_out(const gs3d_run *r, const void *plane, int wide, int64_t n, int64_t z);
+void gradref__gs3d_plane_out(const gs3d_run *r, const void *plane, int wide, int64_t n, int64_t z);
 
 /* Points per dgrid work item. */
 #define GS3D_POINT_BLOCK 256

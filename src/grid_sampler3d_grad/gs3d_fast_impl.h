@@ -269,6 +269,6 @@ static void GS_FN(dx_item)(const gs3d_run *r, int64_t n, int64_t z) {
     const GS_REC *rec = (const GS_REC *)r->b.records + n * 2 * r->P + start[z];
     GS_A *plane = gs3d_acc_plane(r, n, z, sizeof(GS_A));
     GS_FN(accumulate)(r, rec, start[z + 1] - start[z], plane, (const GS_T *)r->grad + n * r->gs[0]);
-    gs3d_canon_plane(r, plane, sizeof(GS_A) == 8);
-    if (r->acc_planes) gs3d_plane_out(r, plane, sizeof(GS_A) == 8, n, z);
+    gradref__gs3d_canon_plane(r, plane, sizeof(GS_A) == 8);
+    if (r->acc_planes) gradref__gs3d_plane_out(r, plane, sizeof(GS_A) == 8, n, z);
 }
