@@ -306,7 +306,7 @@ static void check_fast_against_reference(c3f_case *c, int32_t precision) {
             assert_int_equal(gradref__c3f_validate(&c->params, &c->x, &c->dy, &c->dw, &q),
                              GRADREF_OK);
             q.precision = precision;
-            q.kernel = kernel;
+            q.max_isa = kernel;
             const size_t need = gradref__c3f_fast_workspace(&q, q.precision, threads[t]);
             char *block = malloc(need + 64);
             /* a part of the workspace the run fails to write keeps this, not an earlier run's

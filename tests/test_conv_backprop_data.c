@@ -384,7 +384,7 @@ static void check_fast_against_reference(cbd_case *c, int32_t precision) {
                 gradref__cbd_validate(&c->params, &c->filter, &c->diff, &c->grad, &plan),
                 GRADREF_OK);
             plan.precision = precision;
-            plan.kernel = kernel;
+            plan.max_isa = kernel;
             size_t need = gradref__cbd_fast_workspace(&plan, precision, threads[t]);
             char *block = malloc(need + 64);
             assert_non_null(block);

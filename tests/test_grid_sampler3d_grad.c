@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "problem.h"
-#include "common/cpu.h"
+#include "common/isa.h"
 #include "golden.h"
 #include "grid_sampler3d_grad/gs3d_internal.h"
 #include "test_util.h"
@@ -411,7 +411,7 @@ static void check_fast_against_reference(gs_case *c, int32_t precision, int want
                                                     want_dgrid ? &c->dgrid : NULL, &plan),
                              GRADREF_OK);
             plan.precision = precision;
-            plan.allow_simd = simd;
+            plan.max_isa = simd;
             size_t need = gradref__gs3d_fast_workspace(&plan, precision, threads[t]);
             char *block = malloc(need + 64);
             assert_non_null(block);
@@ -558,7 +558,7 @@ static void test_workspace_for_fewer_threads(void **state) {
     assert_int_equal(gradref__gs3d_validate(&p, &c.grad, &c.x, &c.grid, &c.dx, &c.dgrid, &plan),
                      GRADREF_OK);
     const size_t one = gradref__gs3d_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, 1) + 64;
-    if (gradref__cpu_has_avx512()) /* the nearest path with per-thread stages */
+    if (gradref__isa_level() >= GRADREF__ISA_AVX512) /* the nearest path with per-thread stages */
         assert_true(gradref__gs3d_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, 3) + 64 > one);
     float *want = malloc(c.bytes[3]);
     assert_non_null(want);

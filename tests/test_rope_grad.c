@@ -282,7 +282,7 @@ static void check_fast_against_reference(rope_case *c, int32_t precision) {
             gradref_exec exec = {NULL, 0, counts[i], precision};
             assert_int_equal(run(c, &exec), GRADREF_OK);
         } else {
-            plan.allow_simd = (int32_t)(calls + 1 - i); /* AVX2, then portable; 2 threads */
+            plan.max_isa = (int32_t)(calls + 1 - i); /* AVX2, then portable; 2 threads */
             gradref__rope_grad_fast(&plan, 2);
         }
         if (memcmp(ref_q, c->buf[4], c->bytes[4]) || memcmp(ref_k, c->buf[5], c->bytes[5]))

@@ -16,7 +16,7 @@
   int32_t in_dtype;          /* the two operands' dtype */                                         \
   int32_t out_dtype;         /* the output's dtype */                                              \
   int32_t precision;         /* gradref_precision */                                               \
-  int32_t kernel;            /* highest GEMM/SIMD family allowed (gemm.h); tests lower it */       \
+  int32_t max_isa;           /* the highest kernel level to use (isa.h); tests lower it */         \
   int32_t zero_only;         /* an operand or the output is empty: the output is +0 */             \
   int64_t N, G;              /* batch, groups */                                                   \
   int64_t K[3], I[3], O[3];  /* kernel, input (x/grad) and output (y/diff) spatial sizes */        \

@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "convert.h"
-#include "cpu.h"
 #include "isa.h"
 
 static void f16_to_f32_portable(const uint16_t *src, float *dst, size_t n) {
@@ -17,31 +16,28 @@ static void f32_to_f16_portable(const float *src, uint16_t *dst, size_t n) {
         dst[i] = gradref__f32_to_f16(src[i]);
 }
 
-static const gradref__array_kernels portable = {"portable", f16_to_f32_portable,
-                                                f32_to_f16_portable, NULL, NULL};
-#ifdef GRADREF_X86
-/* F16C came with AVX, before AVX2: such a CPU still converts in vectors */
-static const gradref__array_kernels f16c = {"f16c", gradref__f16_to_f32_f16c,
-                                            gradref__f32_to_f16_f16c, NULL, NULL};
-static const gradref__array_kernels avx2 = {
-    "avx2", gradref__f16_to_f32_f16c, gradref__f32_to_f16_f16c, gradref__transpose32x32_u32_avx2,
-    gradref__transpose32x32_u32_stream_avx2};
-#endif
+static const gradref__array_kernels portable = {
+    .isa = "portable",
+    .f16_to_f32 = f16_to_f32_portable,
+    .f32_to_f16 = f32_to_f16_portable,
+};
 
-const gradref__array_kernels *gradref__array_kernels_best(void) {
+const gradref__array_kernels *gradref__array_kernels_for(int max_isa) {
+    static const void *const tables[GRADREF__ISA_LEVELS] = {
+        [GRADREF__ISA_PORTABLE] = &portable,
 #ifdef GRADREF_X86
-    if (gradref__cpu_has_avx2_f16c()) return &avx2;
-    if (gradref__cpu_has_avx_f16c()) return &f16c;
+        [GRADREF__ISA_AVX2] = &gradref__array_kernels_avx2,
 #endif
-    return &portable;
+    };
+    return gradref__isa_pick(tables, max_isa);
 }
 
 void gradref__f16_to_f32_array(const uint16_t *src, float *dst, size_t n) {
-    gradref__array_kernels_best()->f16_to_f32(src, dst, n);
+    gradref__array_kernels_for(GRADREF__ISA_MAX)->f16_to_f32(src, dst, n);
 }
 
 void gradref__f32_to_f16_array(const float *src, uint16_t *dst, size_t n) {
-    gradref__array_kernels_best()->f32_to_f16(src, dst, n);
+    gradref__array_kernels_for(GRADREF__ISA_MAX)->f32_to_f16(src, dst, n);
 }
 
 /* Both bf16 directions are integer operations; written branch-free so they vectorize. */

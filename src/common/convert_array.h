@@ -27,7 +27,11 @@ typedef struct gradref__array_kernels {
                                      int64_t dstride);
 } gradref__array_kernels;
 
-const gradref__array_kernels *gradref__array_kernels_best(void);
+/* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs. */
+const gradref__array_kernels *gradref__array_kernels_for(int max_isa);
+
+/* The AVX2 table (convert_array_avx2.c). */
+extern const gradref__array_kernels gradref__array_kernels_avx2;
 
 /* The x86 kernels (convert_array_avx2.c: AVX with F16C; copy_avx2.c: AVX2). */
 void gradref__f16_to_f32_f16c(const uint16_t *src, float *dst, size_t n);

@@ -38,6 +38,14 @@ __attribute__((target("avx,f16c"))) void gradref__f32_to_f16_f16c(const float *s
         dst[i] = gradref__f32_to_f16(src[i]);
 }
 
+const gradref__array_kernels gradref__array_kernels_avx2 = {
+    .isa = "avx2",
+    .f16_to_f32 = gradref__f16_to_f32_f16c,
+    .f32_to_f16 = gradref__f32_to_f16_f16c,
+    .transpose32x32_32 = gradref__transpose32x32_u32_avx2,
+    .transpose32x32_32_stream = gradref__transpose32x32_u32_stream_avx2,
+};
+
 #else
 typedef int gradref__convert_array_avx2_unused;
 #endif

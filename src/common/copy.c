@@ -5,6 +5,7 @@
 #include "convert.h"
 #include "copy.h"
 #include "convert_array.h"
+#include "isa.h"
 #include "exec.h"
 #include "stream.h"
 #include "tensor.h"
@@ -303,7 +304,7 @@ static void copy_tiles(const copy_dims *c, int t, int64_t numel, int stream, int
     const int64_t inner = c->shape[m - 1], s_in = c->ss[m - 1], d_in = c->ds[m - 1];
     const int64_t ti = (c->shape[t] + TILE - 1) / TILE, tj = (inner + TILE - 1) / TILE;
     const int64_t items = numel / (inner * c->shape[t]) * ti * tj;
-    const gradref__array_kernels *k = gradref__array_kernels_best();
+    const gradref__array_kernels *k = gradref__array_kernels_for(GRADREF__ISA_MAX);
     const int blocks = k->transpose32x32_32 && c->sdt == c->ddt && c->sz == 4 && d_in == 1;
     const int streamed =
         blocks && stream && k->transpose32x32_32_stream && c->ds[t] > s_in && c->ds[t] % 8 == 0;

@@ -7,9 +7,9 @@
 #include <math.h>
 #include <string.h>
 
-#include "cpu.h"
 #include "gemm.h"
 #include "gemm_kernels.h"
+#include "isa.h"
 
 #define KC 256
 #define MC 168 /* a multiple of every MR (14, 6, 4) */
@@ -17,12 +17,6 @@
 
 size_t gradref__sgemm_work_bytes(void) {
     return (size_t)(MC * KC + KC * NC) * sizeof(float) + 64;
-}
-
-int gradref__sgemm_best_kernel(void) {
-    if (gradref__cpu_has_avx512() && gradref__cpu_has_fma()) return GRADREF_GEMM_AVX512;
-    if (gradref__cpu_has_avx2_f16c() && gradref__cpu_has_fma()) return GRADREF_GEMM_AVX2;
-    return GRADREF_GEMM_PORTABLE;
 }
 
 /* The portable micro-kernel: the same chains with fmaf. */
@@ -81,34 +75,34 @@ static void pack_b(const gradref__sgemm_args *g, int64_t k0, int64_t kc, int64_t
     }
 }
 
-int gradref__sgemm_kernel(int kernel) {
-    int best = gradref__sgemm_best_kernel();
-    return kernel > best ? best : kernel < 0 ? 0 : kernel;
-}
-
 const gradref__sgemm_kernels gradref__sgemm_kernels_portable = {
-    "portable", GRADREF__PORTABLE_MR, GRADREF__PORTABLE_NR, kernel_portable, NULL};
+    .isa = "portable",
+    .mr = GRADREF__PORTABLE_MR,
+    .nr = GRADREF__PORTABLE_NR,
+    .micro = kernel_portable,
+};
 
-const gradref__sgemm_kernels *gradref__sgemm_kernels_for(int kernel) {
-    switch (gradref__sgemm_kernel(kernel)) {
+const gradref__sgemm_kernels *gradref__sgemm_kernels_for(int max_isa) {
+    static const void *const tables[GRADREF__ISA_LEVELS] = {
+        [GRADREF__ISA_PORTABLE] = &gradref__sgemm_kernels_portable,
 #ifdef GRADREF_X86
-    case GRADREF_GEMM_AVX512: return &gradref__sgemm_kernels_avx512;
-    case GRADREF_GEMM_AVX2: return &gradref__sgemm_kernels_avx2;
+        [GRADREF__ISA_AVX2] = &gradref__sgemm_kernels_avx2,
+        [GRADREF__ISA_AVX512] = &gradref__sgemm_kernels_avx512,
 #endif
-    default: return &gradref__sgemm_kernels_portable;
-    }
+    };
+    return gradref__isa_pick(tables, max_isa);
 }
 
-int64_t gradref__sgemm_mr(int kernel) {
-    return gradref__sgemm_kernels_for(kernel)->mr;
+int64_t gradref__sgemm_mr(int max_isa) {
+    return gradref__sgemm_kernels_for(max_isa)->mr;
 }
 
-int64_t gradref__sgemm_nr(int kernel) {
-    return gradref__sgemm_kernels_for(kernel)->nr;
+int64_t gradref__sgemm_nr(int max_isa) {
+    return gradref__sgemm_kernels_for(max_isa)->nr;
 }
 
-void gradref__sgemm_prepack_a(const gradref__sgemm_args *g, int kernel, float *dst) {
-    const int64_t mr = gradref__sgemm_mr(kernel), panels = (g->M + mr - 1) / mr;
+void gradref__sgemm_prepack_a(const gradref__sgemm_args *g, int max_isa, float *dst) {
+    const int64_t mr = gradref__sgemm_mr(max_isa), panels = (g->M + mr - 1) / mr;
     for (int64_t pnl = 0; pnl < panels; pnl++) {
         const int64_t i0 = pnl * mr, rows = g->M - i0 < mr ? g->M - i0 : mr;
         float *out = dst + pnl * g->K * mr;
@@ -122,10 +116,9 @@ void gradref__sgemm_prepack_a(const gradref__sgemm_args *g, int kernel, float *d
     }
 }
 
-void gradref__sgemm(const gradref__sgemm_args *g, int kernel, void *work) {
+void gradref__sgemm(const gradref__sgemm_args *g, int max_isa, void *work) {
     if (g->M <= 0 || g->N <= 0) return;
-    kernel = gradref__sgemm_kernel(kernel);
-    const gradref__sgemm_kernels *kt = gradref__sgemm_kernels_for(kernel);
+    const gradref__sgemm_kernels *kt = gradref__sgemm_kernels_for(max_isa);
     const gradref__sgemm_micro run = kt->micro;
     const int mr = kt->mr, nr = kt->nr;
     if (g->K <= 0) { /* empty chains: +0, or C as it is */

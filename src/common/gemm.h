@@ -36,33 +36,26 @@ typedef struct gradref__sgemm_args {
     /* A already in panels (gradref__sgemm_prepack_a, same kernel family): row i0 of this call
      * must start a panel; a, the strides and pack_a are then unused */
     const float *a_panels;
-    /* B already in panels of gradref__sgemm_nr(kernel) columns, each K x NR floats k-major,
+    /* B already in panels of gradref__sgemm_nr(max_isa) columns, each K x NR floats k-major,
      * zero past column N; b, its strides and pack_b are then unused */
     const float *b_panels;
 } gradref__sgemm_args;
 
-/* Kernel families, in preference order. */
-enum { GRADREF_GEMM_PORTABLE = 0, GRADREF_GEMM_AVX2 = 1, GRADREF_GEMM_AVX512 = 2 };
-
-/* The best family this CPU runs (AVX2 needs FMA too). */
-int gradref__sgemm_best_kernel(void);
-
 /* Bytes of the work buffer one call needs (packed panels), whatever the sizes. */
 size_t gradref__sgemm_work_bytes(void);
 
-/* The kernel family a call with `kernel` runs (lowered to what the CPU has), and its panel
- * height: prepacked A panels and row blocks that start a panel use it. */
-int gradref__sgemm_kernel(int kernel);
-int64_t gradref__sgemm_mr(int kernel);
-int64_t gradref__sgemm_nr(int kernel);
+/* The panel height and width of the kernels a call with max_isa (common/isa.h) runs: prepacked
+ * A panels and row blocks that start a panel use them. */
+int64_t gradref__sgemm_mr(int max_isa);
+int64_t gradref__sgemm_nr(int max_isa);
 
 /* Packs all of A (rows M, depth K, read through g's a/strides or pack_a) into panels of
- * gradref__sgemm_mr(kernel) rows, each K x MR floats k-major, zero past row M:
+ * gradref__sgemm_mr(max_isa) rows, each K x MR floats k-major, zero past row M:
  * ceil(M / MR) * MR * K floats at dst. */
-void gradref__sgemm_prepack_a(const gradref__sgemm_args *g, int kernel, float *dst);
+void gradref__sgemm_prepack_a(const gradref__sgemm_args *g, int max_isa, float *dst);
 
-/* Runs the GEMM with the given kernel family (lowered to what the CPU has); `work` holds
- * gradref__sgemm_work_bytes() bytes aligned to 64. */
-void gradref__sgemm(const gradref__sgemm_args *g, int kernel, void *work);
+/* Runs the GEMM with the kernels of the highest level at or below max_isa that the CPU runs;
+ * `work` holds gradref__sgemm_work_bytes() bytes aligned to 64. */
+void gradref__sgemm(const gradref__sgemm_args *g, int max_isa, void *work);
 
 #endif

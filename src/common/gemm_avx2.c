@@ -99,7 +99,12 @@ gradref__sgemm_indirect_avx2(int rows, int cols, int64_t k, const float *const *
 }
 
 const gradref__sgemm_kernels gradref__sgemm_kernels_avx2 = {
-    "avx2", GRADREF__AVX2_MR, GRADREF__AVX2_NR, kernel_avx2, gradref__sgemm_indirect_avx2};
+    .isa = "avx2",
+    .mr = GRADREF__AVX2_MR,
+    .nr = GRADREF__AVX2_NR,
+    .micro = kernel_avx2,
+    .indirect = gradref__sgemm_indirect_avx2,
+};
 
 #else
 typedef int gradref__gemm_avx2_unused;

@@ -96,9 +96,13 @@ void gradref__sgemm_indirect_avx512(int rows, int cols, int64_t k, const float *
                                           (__mmask16)(bits & 0xffffu), (__mmask16)(bits >> 16));
 }
 
-const gradref__sgemm_kernels gradref__sgemm_kernels_avx512 = {"avx512", GRADREF__AVX512_MR,
-                                                              GRADREF__AVX512_NR, kernel_avx512,
-                                                              gradref__sgemm_indirect_avx512};
+const gradref__sgemm_kernels gradref__sgemm_kernels_avx512 = {
+    .isa = "avx512",
+    .mr = GRADREF__AVX512_MR,
+    .nr = GRADREF__AVX512_NR,
+    .micro = kernel_avx512,
+    .indirect = gradref__sgemm_indirect_avx512,
+};
 
 #else
 typedef int gradref__gemm_avx512_unused;

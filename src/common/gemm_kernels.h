@@ -36,8 +36,8 @@ typedef struct gradref__sgemm_kernels {
     gradref__sgemm_indirect indirect; /* NULL where the ISA has none */
 } gradref__sgemm_kernels;
 
-/* The table of a GRADREF_GEMM_* level (common/gemm.h), lowered to what the CPU runs. */
-const gradref__sgemm_kernels *gradref__sgemm_kernels_for(int kernel);
+/* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs. */
+const gradref__sgemm_kernels *gradref__sgemm_kernels_for(int max_isa);
 
 extern const gradref__sgemm_kernels gradref__sgemm_kernels_portable;
 

@@ -1,23 +1,54 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Kernel levels and the one x86/compiler guard. A module's kernels live one ISA per file
- * (<op>_avx2.c, <op>_avx512.c, and a portable file whose kernels exist everywhere); each file
- * fills a table of the module's kernel type, and the fast path picks a table once per call. */
+/* The one ISA layer: kernel levels, the CPU's level, and the table picker every module uses.
+ *
+ * A module's kernels live one level per file (<op>_avx2.c, <op>_avx512.c, <op>_neon.c, and a
+ * portable file whose kernels build everywhere); each file defines that level's kernel table
+ * (designated initializers, NULL where the level has no kernel of its own), and the module's
+ * chooser gradref__<op>_kernels_for(max_isa) hands gradref__isa_pick its tables by level. Every
+ * plan carries max_isa (GRADREF__ISA_MAX unless a test or benchmark lowers it). */
 #ifndef GRADREF_COMMON_ISA_H
 #define GRADREF_COMMON_ISA_H
 
-/* The levels, in order: a table of level L may call kernels of lower levels. */
-enum { GRADREF_ISA_PORTABLE = 0, GRADREF_ISA_AVX2 = 1, GRADREF_ISA_AVX512 = 2 };
+/* Levels: each architecture has its own ladder from 0 (portable C) up, and a table of level L
+ * may call kernels of lower levels of its architecture. */
+enum {
+    GRADREF__ISA_PORTABLE = 0,
+    /* x86-64 */
+    GRADREF__ISA_AVX2 = 1,        /* x86-64-v3: AVX2, FMA and F16C */
+    GRADREF__ISA_AVX512 = 2,      /* x86-64-v4: AVX-512 F, CD, DQ, BW and VL */
+    GRADREF__ISA_AVX512_BF16 = 3, /* and AVX512_BF16 */
+    /* aarch64 */
+    GRADREF__ISA_NEON = 1,     /* Advanced SIMD (ASIMD), on every aarch64 CPU */
+    GRADREF__ISA_NEON_DOT = 2, /* and the dot product (SDOT/UDOT) */
+    GRADREF__ISA_SVE = 3,
+    GRADREF__ISA_LEVELS = 4
+};
 
-/* GCC or Clang on x86: the AVX2 and AVX-512 kernel files compile (with target attributes, so
- * the rest of the library keeps the baseline ISA). */
+/* The max_isa of a plan nothing caps. */
+#define GRADREF__ISA_MAX (GRADREF__ISA_LEVELS - 1)
+
+/* GCC or Clang on x86-64 / aarch64: the kernel files of that architecture compile. */
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-#  define GRADREF_X86           1
-#  define GRADREF_TARGET_AVX2   __attribute__((target("avx2,f16c")))
-#  define GRADREF_TARGET_AVX512 __attribute__((target("avx512f,avx2,f16c")))
+#  define GRADREF_X86         1
+#  define GRADREF_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
+#  define GRADREF_TARGET_AVX512                                                                    \
+    __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")))
+#endif
+#if defined(__aarch64__) && defined(__GNUC__)
+#  define GRADREF_ARM64 1
 #endif
 
-/* The widest level this CPU runs (AVX2 means AVX2 with F16C; AVX-512 means F, CD, DQ, BW and
- * VL), after GRADREF_MAX_ISA; read once when the library loads. */
+/* The widest level this CPU runs, after GRADREF_MAX_ISA (a level's name: portable, avx2,
+ * avx512, avx512_bf16 on x86; neon, neon_dot, sve on aarch64); read once when the library
+ * loads. */
 int gradref__isa_level(void);
+
+/* A level's name on this architecture ("portable", "avx2", ...). */
+const char *gradref__isa_name(int level);
+
+/* tables[l]: the kernel table of level l, or NULL where the module has none (tables[0], the
+ * portable one, always exists). Returns the highest one at or below both max_isa and the
+ * CPU's level. */
+const void *gradref__isa_pick(const void *const tables[GRADREF__ISA_LEVELS], int max_isa);
 
 #endif

@@ -47,9 +47,9 @@ void gradref__canon_nans_f32(float *p, int64_t n) {
     int64_t i0 = 0;
 #ifdef GRADREF_X86
     const int level = gradref__isa_level();
-    if (level >= GRADREF_ISA_AVX512)
+    if (level >= GRADREF__ISA_AVX512)
         i0 = gradref__canon_nans_f32_avx512(p, n);
-    else if (level >= GRADREF_ISA_AVX2)
+    else if (level >= GRADREF__ISA_AVX2)
         i0 = gradref__canon_nans_f32_avx2(p, n);
 #endif
     for (; i0 < n; i0 += 256) {

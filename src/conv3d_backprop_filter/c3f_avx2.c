@@ -3,6 +3,7 @@
  * rows from channel-major dy, 8 x 8 blocks transposed in registers. */
 #include "c3f_internal.h"
 #include "common/convert_array.h"
+#include "common/gemm_kernels.h"
 #include "common/isa.h"
 
 #ifdef GRADREF_X86
@@ -46,6 +47,14 @@ __attribute__((target("avx2"))) int gradref__c3f_f32_all_finite_avx2(const float
         finite &= (d[e] - d[e]) == 0.0f; /* Inf - Inf and NaN are NaN */
     return finite;
 }
+const gradref__c3f_kernels gradref__c3f_kernels_avx2 = {
+    .isa = "avx2",
+    .gemm = &gradref__sgemm_kernels_avx2,
+    .gather_panel = gradref__c3f_f32_gather_panel_avx2,
+    .add = gradref__c3f_f32_add_avx2,
+    .all_finite = gradref__c3f_f32_all_finite_avx2,
+};
+
 #else
 typedef int gradref__c3f_avx2_unused;
 #endif

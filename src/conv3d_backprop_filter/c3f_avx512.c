@@ -2,6 +2,7 @@
 /* conv3d_backprop_filter's AVX-512 kernels (its GEMMs are common/gemm_avx512.c's): filling
  * packed A-panel lanes from x in place, and gathering B-panel rows from channel-major dy. */
 #include "c3f_internal.h"
+#include "common/gemm_kernels.h"
 #include "common/isa.h"
 
 #ifdef GRADREF_X86
@@ -79,6 +80,15 @@ __attribute__((target("avx512f"))) int gradref__c3f_f32_all_finite_avx512(const 
     }
     return hit == 0;
 }
+const gradref__c3f_kernels gradref__c3f_kernels_avx512 = {
+    .isa = "avx512",
+    .gemm = &gradref__sgemm_kernels_avx512,
+    .panel_lanes = gradref__c3f_f32_panel_lanes_avx512,
+    .gather_panel = gradref__c3f_f32_gather_panel_avx512,
+    .add = gradref__c3f_f32_add_avx512,
+    .all_finite = gradref__c3f_f32_all_finite_avx512,
+};
+
 #else
 typedef int gradref__c3f_avx512_unused;
 #endif

@@ -88,12 +88,12 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
         f32 && (precision == GRADREF_PRECISION_DEFAULT || hf32) && J > 0 && p->Cout_g > 0 && R > 0;
     if (!L.gemm) return L;
     size_t at = 0;
-    L.mr = gradref__sgemm_mr(p->kernel);
-    L.nr = gradref__sgemm_nr(p->kernel);
+    L.mr = gradref__sgemm_mr(p->max_isa);
+    L.nr = gradref__sgemm_nr(p->max_isa);
     /* AVX-512 and AVX2: the indirect kernel reads x in place (faster even for 1 to 7 channels
      * per tap, where its tiles are short, than packing panels that straddle taps; at AVX2 the
      * packing took 60 % of the kernels' time) */
-    L.indirect = gradref__sgemm_kernels_for(p->kernel)->indirect != NULL;
+    L.indirect = gradref__sgemm_kernels_for(p->max_isa)->indirect != NULL;
     L.row_tiles = L.indirect && row_tiles_fit(p, L.mr);
     /* packed panels straddle taps, tiles need not (but row tiles keep a tap row whole) */
     L.unit = L.row_tiles ? p->Cin_g * p->K[2] : L.indirect ? 1 : p->Cin_g;
@@ -180,7 +180,7 @@ typedef struct run {
     const gradref__c3f_plan *p;
     const float *x, *dy; /* f32 data with strides xs, ys; channels-last but for one channel */
     int64_t xs[5], ys[5];
-    int kernel;
+    int max_isa;
     int dy_is_panel; /* dy's rows, in order, are whole B panels (one group, Cout == nr) */
     int row_tiles;   /* x is staged with zeros past its w edges (layout.row_tiles) */
     const gradref__sgemm_kernels *gk; /* the GEMM kernels of `kernel` */
@@ -505,7 +505,7 @@ static void block_sum(const run *R, const layout *L, int64_t g, int64_t j0, int6
     a.a_panels = col;
     a.b_panels = bp;
     a.c = sum, a.c_rs = p->Cout_g, a.c_cs = 1;
-    gradref__sgemm(&a, R->kernel, mine);
+    gradref__sgemm(&a, R->max_isa, mine);
 }
 
 /* The counter's fold of blocks [b0, b1) for dw rows j in [j0, j1) of group g, into `into` (NULL:
@@ -660,8 +660,8 @@ void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
     run R;
     memset(&R, 0, sizeof R);
     R.p = p;
-    R.kernel = p->kernel;
-    R.k = gradref__c3f_kernels_for(p->kernel);
+    R.max_isa = p->max_isa;
+    R.k = gradref__c3f_kernels_for(p->max_isa);
     R.gk = R.k->gemm;
     R.x = (const float *)p->x;
     R.dy = (const float *)p->dy;

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "common/conv.h"
+#include "common/isa.h"
 #include "gradref.h"
 
 /* Reduction indices per block: each dw element sums blocks of this many consecutive
@@ -61,8 +62,14 @@ typedef struct gradref__c3f_kernels {
     int (*all_finite)(const float *d, int64_t n);
 } gradref__c3f_kernels;
 
-/* The table of the widest family the CPU runs, at most `kernel` (common/gemm.h numbering). */
-const gradref__c3f_kernels *gradref__c3f_kernels_for(int kernel);
+/* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs (its
+ * GEMM kernels are that level's). */
+const gradref__c3f_kernels *gradref__c3f_kernels_for(int max_isa);
+
+#ifdef GRADREF_X86
+extern const gradref__c3f_kernels gradref__c3f_kernels_avx2;   /* c3f_avx2.c */
+extern const gradref__c3f_kernels gradref__c3f_kernels_avx512; /* c3f_avx512.c */
+#endif
 
 /* panel_lanes with 16-lane masked stores (c3f_avx512.c; the CPU must have AVX-512F). */
 void gradref__c3f_f32_panel_lanes_avx512(float *dst, int64_t mr, const float *base, int64_t step,

@@ -7,28 +7,17 @@
 #include "common/isa.h"
 
 static const gradref__c3f_kernels portable = {
-    "portable", &gradref__sgemm_kernels_portable, NULL, NULL, NULL, NULL};
-#ifdef GRADREF_X86
-static const gradref__c3f_kernels avx2 = {"avx2",
-                                          &gradref__sgemm_kernels_avx2,
-                                          NULL,
-                                          gradref__c3f_f32_gather_panel_avx2,
-                                          gradref__c3f_f32_add_avx2,
-                                          gradref__c3f_f32_all_finite_avx2};
-static const gradref__c3f_kernels avx512 = {"avx512",
-                                            &gradref__sgemm_kernels_avx512,
-                                            gradref__c3f_f32_panel_lanes_avx512,
-                                            gradref__c3f_f32_gather_panel_avx512,
-                                            gradref__c3f_f32_add_avx512,
-                                            gradref__c3f_f32_all_finite_avx512};
-#endif
+    .isa = "portable",
+    .gemm = &gradref__sgemm_kernels_portable,
+};
 
-const gradref__c3f_kernels *gradref__c3f_kernels_for(int kernel) {
-    switch (gradref__sgemm_kernel(kernel)) {
+const gradref__c3f_kernels *gradref__c3f_kernels_for(int max_isa) {
+    static const void *const tables[GRADREF__ISA_LEVELS] = {
+        [GRADREF__ISA_PORTABLE] = &portable,
 #ifdef GRADREF_X86
-    case GRADREF_GEMM_AVX512: return &avx512;
-    case GRADREF_GEMM_AVX2: return &avx2;
+        [GRADREF__ISA_AVX2] = &gradref__c3f_kernels_avx2,
+        [GRADREF__ISA_AVX512] = &gradref__c3f_kernels_avx512,
 #endif
-    default: return &portable;
-    }
+    };
+    return gradref__isa_pick(tables, max_isa);
 }

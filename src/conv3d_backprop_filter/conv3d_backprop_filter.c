@@ -8,6 +8,7 @@
 #include "common/convert.h"
 #include "common/copy.h"
 #include "common/exec.h"
+#include "common/isa.h"
 #include "common/tensor.h"
 
 static const char OP[] = "conv3d_backprop_filter";
@@ -74,7 +75,7 @@ gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref
     plan->in_dtype = in;
     plan->out_dtype = out;
     plan->precision = GRADREF_PRECISION_DEFAULT;
-    plan->kernel = 2;
+    plan->max_isa = GRADREF__ISA_MAX;
     plan->N = x->shape[0];
     plan->G = G;
     plan->Cin_g = Cin_g;

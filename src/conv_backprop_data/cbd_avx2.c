@@ -385,6 +385,17 @@ __attribute__((target("avx2"))) void gradref__cbd_f32_scatter2_avx2(const float 
             row[2 * x] = from[x];
     }
 }
+const gradref__cbd_kernels gradref__cbd_kernels_avx2 = {
+    .isa = "avx2",
+    .dw_row = gradref__cbd_f32_dw_row_avx2,
+    .dw_plane3x3 = gradref__cbd_f32_dw_plane3x3_avx2,
+    .tile_rows = GRADREF_CBD_TILE_ROWS_AVX2,
+    .tile32 = gradref__cbd_f32_tile32_avx2,
+    .pack_tile32 = gradref__cbd_f32_pack_tile32_avx2,
+    .tile32_masks = gradref__cbd_tile32_masks,
+    .scatter2 = gradref__cbd_f32_scatter2_avx2,
+};
+
 #else
 typedef int gradref__cbd_avx2_unused;
 #endif

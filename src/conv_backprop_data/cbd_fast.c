@@ -146,7 +146,7 @@ int gradref__cbd_fast_threads(const gradref__cbd_plan *p, int32_t precision, int
     const layout L = layout_of(p, precision, 1);
     if (L.path != PATH_GEMM || p->ICpg == 0) return threads; /* no per-thread parts */
     /* the fewest rows a panel can have: the channels spread evenly over mr-row panels */
-    const int64_t mr = gradref__sgemm_mr(p->kernel), np = (p->ICpg + mr - 1) / mr;
+    const int64_t mr = gradref__sgemm_mr(p->max_isa), np = (p->ICpg + mr - 1) / mr;
     const int64_t icb = channel_block(p, threads, (p->ICpg + np - 1) / np);
     const int64_t items = p->N * p->G * ((p->ICpg + icb - 1) / icb);
     return gradref__team(items, threads);
@@ -200,7 +200,7 @@ typedef struct run {
     int64_t span_lo, span_hi; /* diff's elements lie in [diff + span_lo, diff + span_hi) */
     float *acc;               /* f32 grad, likewise */
     int64_t an, ac;
-    int kernel;                    /* the GEMM's (common/gemm.h numbering) */
+    int max_isa;                   /* the plan's: the GEMM's level and its own */
     const gradref__cbd_kernels *k; /* the same family's own kernels */
     gradref__cbd_dw_shape dw;      /* depthwise: every channel's geometry */
     const float *panels;           /* group g, phase f: panels + g * group_floats + phase_off[f] */
@@ -594,7 +594,7 @@ static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t 
         a.c = slab0;
         a.c_rs = R->ac;
         a.c_cs = 1;
-        gradref__sgemm(&a, R->kernel, mine);
+        gradref__sgemm(&a, R->max_isa, mine);
         return;
     }
     if (a.K == 0) return; /* no tap reaches this phase: +0 from the start */
@@ -612,7 +612,7 @@ static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t 
         if (direct)
             direct_tiles(R, &f, a.a_panels, M, j0, j1, chunk, j1 - j0, mine, L, z);
         else
-            gradref__sgemm(&a, R->kernel, mine);
+            gradref__sgemm(&a, R->max_isa, mine);
         zeros_rest(z);
         gradref__canon_nans_f32(chunk, M * (j1 - j0)); /* the NaN rule, on the phase's values */
         scatter_chunk(R, &f, ph, slab0, chunk, M, j0, j1);
@@ -772,8 +772,8 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
     run R;
     memset(&R, 0, sizeof R);
     R.p = p;
-    R.kernel = p->kernel;
-    R.k = gradref__cbd_kernels_for(p->kernel);
+    R.max_isa = p->max_isa;
+    R.k = gradref__cbd_kernels_for(p->max_isa);
     if (L.path == PATH_DEPTHWISE) R.dw = gradref__cbd_dw_shape_of(p);
     if (L.path == PATH_DEPTHWISE) R.apack = (const float *)(base + L.apack);
     const int64_t C_in = p->G * p->OCpg, C_out = p->G * p->ICpg;
@@ -809,7 +809,7 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
     }
 
     if (L.path == PATH_GEMM) {
-        R.mr = R.pr = gradref__sgemm_mr(R.kernel);
+        R.mr = R.pr = gradref__sgemm_mr(R.max_isa);
         live_phases(&R, (int64_t *)(base + L.residues));
         /* every phase that has taps runs direct tiles: the channels evenly over the panels
          * (16 channels: 8 + 8 rows instead of 14 + 2; a 2-row tile has 4 FMA chains and waits

@@ -81,38 +81,20 @@ void gradref__cbd_tile32_masks(const int64_t *tap, int64_t ntaps, const int64_t 
     }
 }
 
-static const gradref__cbd_kernels portable = {"portable", row_portable, NULL, NULL, 0,
-                                              NULL,       NULL,         NULL, NULL};
+static const gradref__cbd_kernels portable = {
+    .isa = "portable",
+    .dw_row = row_portable,
+};
 
+const gradref__cbd_kernels *gradref__cbd_kernels_for(int max_isa) {
+    static const void *const tables[GRADREF__ISA_LEVELS] = {
+        [GRADREF__ISA_PORTABLE] = &portable,
 #ifdef GRADREF_X86
-static const gradref__cbd_kernels avx2 = {"avx2",
-                                          gradref__cbd_f32_dw_row_avx2,
-                                          NULL,
-                                          gradref__cbd_f32_dw_plane3x3_avx2,
-                                          GRADREF_CBD_TILE_ROWS_AVX2,
-                                          gradref__cbd_f32_tile32_avx2,
-                                          gradref__cbd_f32_pack_tile32_avx2,
-                                          gradref__cbd_tile32_masks,
-                                          gradref__cbd_f32_scatter2_avx2};
-static const gradref__cbd_kernels avx512 = {"avx512",
-                                            gradref__cbd_f32_dw_row_avx2,
-                                            gradref__cbd_f32_dw_rows4_avx512,
-                                            gradref__cbd_f32_dw_plane3x3_avx512,
-                                            GRADREF_CBD_TILE_ROWS,
-                                            gradref__cbd_f32_tile32_avx512,
-                                            gradref__cbd_f32_pack_tile32_avx512,
-                                            gradref__cbd_tile32_masks_avx512,
-                                            gradref__cbd_f32_scatter2_avx512};
+        [GRADREF__ISA_AVX2] = &gradref__cbd_kernels_avx2,
+        [GRADREF__ISA_AVX512] = &gradref__cbd_kernels_avx512,
 #endif
-
-const gradref__cbd_kernels *gradref__cbd_kernels_for(int kernel) {
-    const int best = gradref__sgemm_best_kernel();
-    if (kernel > best) kernel = best;
-#ifdef GRADREF_X86
-    if (kernel == GRADREF_GEMM_AVX512) return &avx512;
-    if (kernel == GRADREF_GEMM_AVX2) return &avx2;
-#endif
-    return &portable;
+    };
+    return gradref__isa_pick(tables, max_isa);
 }
 
 void gradref__cbd_depthwise_plane(const gradref__cbd_kernels *k, const gradref__cbd_dw_shape *p,

@@ -51,7 +51,14 @@ typedef struct gradref__cbd_kernels {
 } gradref__cbd_kernels;
 
 /* The table of the widest family the CPU runs, at most `kernel` (common/gemm.h numbering). */
-const gradref__cbd_kernels *gradref__cbd_kernels_for(int kernel);
+/* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs; its
+ * tiles match the GEMM's panels at that level (gradref__sgemm_mr). */
+const gradref__cbd_kernels *gradref__cbd_kernels_for(int max_isa);
+
+#ifdef GRADREF_X86
+extern const gradref__cbd_kernels gradref__cbd_kernels_avx2;   /* cbd_avx2.c */
+extern const gradref__cbd_kernels gradref__cbd_kernels_avx512; /* cbd_avx512.c */
+#endif
 
 /* One depthwise channel: w holds the K0*K1*K2 taps (stored order), diff and grad are dense
  * planes of O and I pixels. */

@@ -8,6 +8,7 @@
 #include "common/conv.h"
 #include "common/copy.h"
 #include "common/exec.h"
+#include "common/isa.h"
 #include "common/tensor.h"
 
 static const char OP[] = "conv_backprop_data";
@@ -133,7 +134,7 @@ static gradref_status validate(const gradref_conv_params *p, const gradref_tenso
     plan->in_dtype = filter->dtype;
     plan->out_dtype = grad->dtype;
     plan->precision = GRADREF_PRECISION_DEFAULT;
-    plan->kernel = 2;
+    plan->max_isa = GRADREF__ISA_MAX;
     plan->rank = r;
     plan->N = diff->shape[0];
     plan->G = G;

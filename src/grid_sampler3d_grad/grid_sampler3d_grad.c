@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "common/exec.h"
+#include "common/isa.h"
 #include "common/tensor.h"
 #include "gs3d_internal.h"
 
@@ -116,7 +117,7 @@ gradref_status gradref__gs3d_validate(const gradref_grid_sampler3d_params *p,
     plan->align_corners = p->align_corners;
     plan->dtype = dtype;
     plan->precision = GRADREF_PRECISION_DEFAULT;
-    plan->allow_simd = 2;
+    plan->max_isa = GRADREF__ISA_MAX;
     plan->elem_size = gradref__dtype_size(dtype);
     plan->N = N;
     plan->C = C;

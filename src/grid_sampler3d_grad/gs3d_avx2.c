@@ -105,6 +105,12 @@ GRADREF_TARGET_AVX2 void gradref__gs3d_f32_dx_plane_avx2(const gs3d_run *r,
     }
 }
 
+const gradref__gs3d_kernels gradref__gs3d_kernels_avx2 = {
+    .isa = "avx2",
+    .dgrid8 = gradref__gs3d_f32_dgrid8_avx2,
+    .dx_plane = gradref__gs3d_f32_dx_plane_avx2,
+};
+
 #else
 typedef int gradref__gs3d_avx2_unused;
 #endif

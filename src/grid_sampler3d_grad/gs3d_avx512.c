@@ -685,6 +685,17 @@ TARGET_512 void gradref__gs3d_f32_dx_plane_avx512(const gs3d_run *r, const gs3d_
     }
 }
 
+const gradref__gs3d_kernels gradref__gs3d_kernels_avx512 = {
+    .isa = "avx512",
+    .dgrid16 = gradref__gs3d_f32_dgrid16_avx512,
+    .dgrid8 = gradref__gs3d_f32_dgrid8_avx2,
+    .geometry16 = gradref__gs3d_f32_geometry16_avx512,
+    .voxel_slots = gradref__gs3d_voxel_slots_avx512,
+    .nearest_dx = gradref__gs3d_f32_nearest_dx_avx512,
+    .nearest_dx_voxels = gradref__gs3d_f32_nearest_dx_voxels_avx512,
+    .dx_plane = gradref__gs3d_f32_dx_plane_avx512,
+};
+
 #else
 typedef int gradref__gs3d_avx512_unused;
 #endif

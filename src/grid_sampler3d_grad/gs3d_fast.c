@@ -97,7 +97,7 @@ static int nearest_scatter_fits(const gradref__gs3d_plan *p, int32_t precision) 
     return p->interp == GRADREF_INTERP_NEAREST && p->dx.data != NULL && p->dtype == GRADREF_F32 &&
            precision == GRADREF_PRECISION_DEFAULT && p->C > 1 && d[1] != 1 && g[4] == 1 &&
            g[3] == p->Wo && g[2] == p->Ho * p->Wo && reach < INT64_C(0x7fffffff) &&
-           gradref__gs3d_kernels_for(p)->nearest_dx != NULL;
+           gradref__gs3d_kernels_for(p->max_isa)->nearest_dx != NULL;
 }
 
 /* Nearest: image n's voxel index (gs3d_voxels): one pass over the points in order, then the
@@ -566,7 +566,7 @@ static void run_images(const gradref__gs3d_plan *p, void *ws, int num_threads) {
     memset(&r, 0, sizeof r);
     r.p = p;
     r.shape = shape_of(p);
-    r.k = gradref__gs3d_kernels_for(p);
+    r.k = gradref__gs3d_kernels_for(p->max_isa);
     if (no_points(p) || p->C == 0) { /* nothing reaches dx; PyTorch zero-fills dgrid here */
         /* N and C lead x's product, so an empty x's is 0 before any overflow */
         if (p->dx.data != NULL && numel5(xsh) > 0) zero_fill(&p->dx, p->dtype, xsh, num_threads);

@@ -17,10 +17,10 @@ typedef struct gradref__gs3d_view {
 
 typedef struct gradref__gs3d_plan {
     int32_t interp, padding, align_corners;
-    int32_t dtype;      /* of all five tensors */
-    int32_t precision;  /* gradref_precision */
-    int32_t allow_simd; /* highest kernel level allowed: 0 portable, 1 AVX2, 2 AVX-512 (tests
-                           lower it; the CPU may lower it further) */
+    int32_t dtype;     /* of all five tensors */
+    int32_t precision; /* gradref_precision */
+    int32_t max_isa;   /* the highest kernel level to use (common/isa.h; tests lower it, and
+                          the CPU may lower it further) */
     size_t elem_size;
     int64_t N, C;
     int64_t D, H, W;    /* x's spatial sizes, each >= 1 */

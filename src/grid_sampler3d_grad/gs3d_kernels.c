@@ -36,30 +36,20 @@ void gradref__gs3d_store_dgrid(const gs3d_run *r, int64_t n, int64_t q, int coun
     }
 }
 
-static const gradref__gs3d_kernels avx2 = {"avx2", NULL, gradref__gs3d_f32_dgrid8_avx2,  NULL, NULL,
-                                           NULL,   NULL, gradref__gs3d_f32_dx_plane_avx2};
-static const gradref__gs3d_kernels avx512 = {"avx512",
-                                             gradref__gs3d_f32_dgrid16_avx512,
-                                             gradref__gs3d_f32_dgrid8_avx2,
-                                             gradref__gs3d_f32_geometry16_avx512,
-                                             gradref__gs3d_voxel_slots_avx512,
-                                             gradref__gs3d_f32_nearest_dx_avx512,
-                                             gradref__gs3d_f32_nearest_dx_voxels_avx512,
-                                             gradref__gs3d_f32_dx_plane_avx512};
-
 #endif
 
-static const gradref__gs3d_kernels portable = {"portable", NULL, NULL, NULL,
-                                               NULL,       NULL, NULL, NULL};
+/* The fast path's own loops are the portable kernels. */
+static const gradref__gs3d_kernels portable = {.isa = "portable"};
 
-const gradref__gs3d_kernels *gradref__gs3d_kernels_for(const gradref__gs3d_plan *p) {
-    int level = gradref__isa_level();
-    if (level > p->allow_simd) level = p->allow_simd;
+const gradref__gs3d_kernels *gradref__gs3d_kernels_for(int max_isa) {
+    static const void *const tables[GRADREF__ISA_LEVELS] = {
+        [GRADREF__ISA_PORTABLE] = &portable,
 #ifdef GRADREF_X86
-    if (level >= GRADREF_ISA_AVX512) return &avx512;
-    if (level >= GRADREF_ISA_AVX2) return &avx2;
+        [GRADREF__ISA_AVX2] = &gradref__gs3d_kernels_avx2,
+        [GRADREF__ISA_AVX512] = &gradref__gs3d_kernels_avx512,
 #endif
-    return &portable;
+    };
+    return gradref__isa_pick(tables, max_isa);
 }
 
 int gradref__gs3d_dx_plane_f32(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,

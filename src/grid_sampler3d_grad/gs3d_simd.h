@@ -12,7 +12,7 @@
 
 /* The vector kernels of one ISA, each replacing a part of the fast path's own loops (which are
  * the portable kernels: a NULL entry leaves that part to them). The widest table the plan's
- * allow_simd and the CPU allow is picked once per call (gs3d_kernels.c). */
+ * max_isa and the CPU allow is picked once per call (gs3d_kernels.c). */
 typedef struct gradref__gs3d_kernels {
     const char *isa;
     /* F32 trilinear dgrid from point q0 on, 16 or 8 points per step (the conditions below);
@@ -30,7 +30,13 @@ typedef struct gradref__gs3d_kernels {
                      const float *gn);
 } gradref__gs3d_kernels;
 
-const gradref__gs3d_kernels *gradref__gs3d_kernels_for(const gradref__gs3d_plan *p);
+/* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs. */
+const gradref__gs3d_kernels *gradref__gs3d_kernels_for(int max_isa);
+
+#ifdef GRADREF_X86
+extern const gradref__gs3d_kernels gradref__gs3d_kernels_avx2;   /* gs3d_avx2.c */
+extern const gradref__gs3d_kernels gradref__gs3d_kernels_avx512; /* gs3d_avx512.c */
+#endif
 
 /* dx for one accumulator plane with the table's dx_plane when channels are adjacent in the
  * accumulator and in grad; returns 0 (doing nothing) otherwise. */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* recat entry points: validation (everything before any write), then dispatch. */
 #include "common/exec.h"
+#include "common/isa.h"
 #include "common/tensor.h"
 #include "recat_internal.h"
 
@@ -61,6 +62,7 @@ static void fill_plan(gradref__recat_plan *p, const recat_args *a, int64_t featu
     p->src = (const char *)a->grad_output->data;
     p->dst = (char *)a->out->data;
     p->elem_size = gradref__dtype_size(a->grad_output->dtype);
+    p->max_isa = GRADREF__ISA_MAX;
     const int empty = a->go_ext.numel == 0; /* the other sizes may then be anything */
     p->batch = empty ? 0 : a->grad_output->shape[0];
     p->features = empty ? 0 : features;

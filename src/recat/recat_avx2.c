@@ -78,8 +78,11 @@ __attribute__((target("avx2"))) static void small_rows_avx2(char *dst, const cha
     }
 }
 
-const gradref__recat_kernels gradref__recat_kernels_avx2 = {"avx2", small_rows_avx2,
-                                                            stream_rows_avx2};
+const gradref__recat_kernels gradref__recat_kernels_avx2 = {
+    .name = "avx2",
+    .small_rows = small_rows_avx2,
+    .stream_rows = stream_rows_avx2,
+};
 
 #else
 typedef int gradref__recat_avx2_unused;

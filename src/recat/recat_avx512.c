@@ -44,8 +44,11 @@ stream_rows_avx512(char *dst, const char *src, size_t pitch, size_t bytes, int64
     }
 }
 
-const gradref__recat_kernels gradref__recat_kernels_avx512 = {"avx512", small_rows_avx512,
-                                                              stream_rows_avx512};
+const gradref__recat_kernels gradref__recat_kernels_avx512 = {
+    .name = "avx512",
+    .small_rows = small_rows_avx512,
+    .stream_rows = stream_rows_avx512,
+};
 
 #else
 typedef int gradref__recat_avx512_unused;

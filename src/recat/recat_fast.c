@@ -72,7 +72,7 @@ void gradref__recat_fast(const gradref__recat_plan *p, int num_threads) {
     const int contiguous = p->src_stride[0] == G && (p->width == 1 || p->src_stride[2] == 1) &&
                            (p->features <= 1 || p->src_stride[1] == p->width);
     const int64_t next_bytes = contiguous && block > 1 && stream ? block * row_bytes : 0;
-    const gradref__recat_kernels *kernels = gradref__recat_kernels_best();
+    const gradref__recat_kernels *kernels = gradref__recat_kernels_for(p->max_isa);
     GRADREF_PARALLEL(threads) {
         int64_t begin, end;
         gradref__my_range(items, &begin, &end);

@@ -20,6 +20,7 @@ typedef struct gradref__recat_plan {
     int64_t num_ranks;            /* W >= 1 */
     const int64_t *rank_features; /* n_r = rank_features[r * rank_features_stride] */
     int64_t rank_features_stride;
+    int32_t max_isa; /* the highest kernel level to use (common/isa.h; tests lower it) */
 } gradref__recat_plan;
 
 /* The plain loop of docs/recat.md: out[B*C_r + b*ds_r + d] = go[b, C_r + d]. */

@@ -92,12 +92,18 @@ void gradref__recat_small_rows(char *dst, const char *src, size_t pitch, size_t 
 }
 
 const gradref__recat_kernels gradref__recat_kernels_portable = {
-    "portable", gradref__recat_small_rows, stream_rows_portable};
+    .name = "portable",
+    .small_rows = gradref__recat_small_rows,
+    .stream_rows = stream_rows_portable,
+};
 
-const gradref__recat_kernels *gradref__recat_kernels_best(void) {
+const gradref__recat_kernels *gradref__recat_kernels_for(int max_isa) {
+    static const void *const tables[GRADREF__ISA_LEVELS] = {
+        [GRADREF__ISA_PORTABLE] = &gradref__recat_kernels_portable,
 #ifdef GRADREF_X86
-    if (gradref__isa_level() >= GRADREF_ISA_AVX512) return &gradref__recat_kernels_avx512;
-    if (gradref__isa_level() >= GRADREF_ISA_AVX2) return &gradref__recat_kernels_avx2;
+        [GRADREF__ISA_AVX2] = &gradref__recat_kernels_avx2,
+        [GRADREF__ISA_AVX512] = &gradref__recat_kernels_avx512,
 #endif
-    return &gradref__recat_kernels_portable;
+    };
+    return gradref__isa_pick(tables, max_isa);
 }

@@ -36,7 +36,7 @@ extern const gradref__recat_kernels gradref__recat_kernels_avx512;
 void gradref__recat_small_rows(char *dst, const char *src, size_t pitch, size_t bytes, int64_t rows,
                                size_t ahead);
 
-/* The widest table this CPU runs (after GRADREF_MAX_ISA). */
-const gradref__recat_kernels *gradref__recat_kernels_best(void);
+/* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs. */
+const gradref__recat_kernels *gradref__recat_kernels_for(int max_isa);
 
 #endif

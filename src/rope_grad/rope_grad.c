@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* rope_grad entry points: validation (everything before any write), then dispatch. */
 #include "common/exec.h"
+#include "common/isa.h"
 #include "common/tensor.h"
 #include "rope_grad_internal.h"
 
@@ -138,7 +139,7 @@ gradref_status gradref__rope_grad_validate(const gradref_rope_params *p, const g
     plan->mode = p->mode;
     plan->dtype = dtype;
     plan->precision = GRADREF_PRECISION_DEFAULT;
-    plan->allow_simd = 2;
+    plan->max_isa = GRADREF__ISA_MAX;
     plan->elem_size = gradref__dtype_size(dtype);
     plan->head_dim = D;
     plan->rotary_dim = p->rotary_dim ? p->rotary_dim : D;

@@ -322,13 +322,15 @@ GRADREF_TARGET_AVX2 static void gradref__rope_half_heads_avx2(int32_t dt, const 
 #  undef HALF_CALL
 }
 
-const gradref__rope_kernels gradref__rope_kernels_avx2 = {"avx2",
-                                                          gradref__rope_atb_row_avx2,
-                                                          gradref__rope_half_row_avx2,
-                                                          gradref__rope_half_heads_avx2,
-                                                          gradref__rope_interleaved_row_avx2,
-                                                          gradref__rope_atb_heads_avx2,
-                                                          gradref__rope_interleaved_heads_avx2};
+const gradref__rope_kernels gradref__rope_kernels_avx2 = {
+    .isa = "avx2",
+    .atb_row = gradref__rope_atb_row_avx2,
+    .half_row = gradref__rope_half_row_avx2,
+    .half_heads = gradref__rope_half_heads_avx2,
+    .interleaved_row = gradref__rope_interleaved_row_avx2,
+    .atb_heads = gradref__rope_atb_heads_avx2,
+    .interleaved_heads = gradref__rope_interleaved_heads_avx2,
+};
 
 #else
 typedef int gradref__rope_avx2_unused;

@@ -3,8 +3,6 @@
  * per byte); the tails go to the AVX2 kernels. */
 #include "rope_grad_avx2.h"
 
-#include "common/cpu.h"
-
 #ifdef GRADREF_X86
 
 /* The AVX-512 level includes DQ (its fpclass finds the lanes VCVTNEPS2BF16 would get wrong). */
@@ -64,7 +62,7 @@ ROPE_TARGET_AVX512 static inline __m256i to_bf16_16_hw(__m512 v) {
 
 /* dt, or BF16_BY_HW for BF16 on a CPU with AVX512_BF16. */
 static inline int32_t store_dtype(int32_t dt) {
-    return dt == GRADREF_BF16 && gradref__cpu_has_avx512_bf16() ? BF16_BY_HW : dt;
+    return dt == GRADREF_BF16 && gradref__isa_level() >= GRADREF__ISA_AVX512_BF16 ? BF16_BY_HW : dt;
 }
 
 ROPE_TARGET_AVX512 static inline void store16(int32_t dt, void *p, __m512 v, int stream) {
@@ -425,13 +423,15 @@ gradref__rope_interleaved_heads_avx512(int32_t dt, const void *in, void *out, in
 #  undef BY_WIDTH_AND_DTYPE
 #  undef BY_WIDTH
 
-const gradref__rope_kernels gradref__rope_kernels_avx512 = {"avx512",
-                                                            gradref__rope_atb_row_avx512,
-                                                            gradref__rope_half_row_avx512,
-                                                            gradref__rope_half_heads_avx512,
-                                                            gradref__rope_interleaved_row_avx512,
-                                                            gradref__rope_atb_heads_avx512,
-                                                            gradref__rope_interleaved_heads_avx512};
+const gradref__rope_kernels gradref__rope_kernels_avx512 = {
+    .isa = "avx512",
+    .atb_row = gradref__rope_atb_row_avx512,
+    .half_row = gradref__rope_half_row_avx512,
+    .half_heads = gradref__rope_half_heads_avx512,
+    .interleaved_row = gradref__rope_interleaved_row_avx512,
+    .atb_heads = gradref__rope_atb_heads_avx512,
+    .interleaved_heads = gradref__rope_interleaved_heads_avx512,
+};
 
 #else
 typedef int gradref__rope_avx512_unused;

@@ -18,11 +18,10 @@ typedef struct gradref__rope_stream {
 } gradref__rope_stream;
 
 typedef struct gradref__rope_plan {
-    int32_t mode;       /* gradref_rope_mode */
-    int32_t dtype;      /* of all six tensors */
-    int32_t precision;  /* gradref_precision */
-    int32_t allow_simd; /* highest row-kernel level allowed: 0 portable, 1 AVX2/F16C, 2 AVX-512
-                           (tests lower it) */
+    int32_t mode;      /* gradref_rope_mode */
+    int32_t dtype;     /* of all six tensors */
+    int32_t precision; /* gradref_precision */
+    int32_t max_isa;   /* the highest kernel level to use (common/isa.h; tests lower it) */
     size_t elem_size;
     int64_t head_dim;   /* D */
     int64_t rotary_dim; /* resolved: D when the parameter is 0 */

@@ -90,14 +90,19 @@ static void interleaved_row(int32_t dt, const void *g, void *out, const float *c
 }
 
 const gradref__rope_kernels gradref__rope_kernels_portable = {
-    "portable", atb_row, half_row, NULL, interleaved_row, NULL, NULL};
+    .isa = "portable",
+    .atb_row = atb_row,
+    .half_row = half_row,
+    .interleaved_row = interleaved_row,
+};
 
-const gradref__rope_kernels *gradref__rope_kernels_for(int max_level) {
-    int level = gradref__isa_level();
-    if (level > max_level) level = max_level;
+const gradref__rope_kernels *gradref__rope_kernels_for(int max_isa) {
+    static const void *const tables[GRADREF__ISA_LEVELS] = {
+        [GRADREF__ISA_PORTABLE] = &gradref__rope_kernels_portable,
 #ifdef GRADREF_X86
-    if (level >= GRADREF_ISA_AVX512) return &gradref__rope_kernels_avx512;
-    if (level >= GRADREF_ISA_AVX2) return &gradref__rope_kernels_avx2;
+        [GRADREF__ISA_AVX2] = &gradref__rope_kernels_avx2,
+        [GRADREF__ISA_AVX512] = &gradref__rope_kernels_avx512,
 #endif
-    return &gradref__rope_kernels_portable;
+    };
+    return gradref__isa_pick(tables, max_isa);
 }

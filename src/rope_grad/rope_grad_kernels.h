@@ -43,8 +43,8 @@ typedef struct gradref__rope_kernels {
                               int stream);
 } gradref__rope_kernels;
 
-/* The table of the widest level the CPU runs, at most max_level (GRADREF_ISA_*). */
-const gradref__rope_kernels *gradref__rope_kernels_for(int max_level);
+/* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs. */
+const gradref__rope_kernels *gradref__rope_kernels_for(int max_isa);
 
 extern const gradref__rope_kernels gradref__rope_kernels_portable;
 extern const gradref__rope_kernels gradref__rope_kernels_avx2;
