@@ -9,8 +9,7 @@
 
 /* F16C converts NaNs quietly; blocks holding a NaN are redone with the scalar routine so the
  * payloads come out as convert.h makes them. */
-__attribute__((target("avx,f16c"))) void gradref__f16_to_f32_f16c(const uint16_t *src, float *dst,
-                                                                  size_t n) {
+void gradref__f16_to_f32_f16c(const uint16_t *src, float *dst, size_t n) {
     size_t i = 0;
     const __m128i abs = _mm_set1_epi16(0x7fff), inf = _mm_set1_epi16(0x7c00);
     for (; i + 8 <= n; i += 8) {
@@ -24,8 +23,7 @@ __attribute__((target("avx,f16c"))) void gradref__f16_to_f32_f16c(const uint16_t
         dst[i] = gradref__f16_to_f32(src[i]);
 }
 
-__attribute__((target("avx,f16c"))) void gradref__f32_to_f16_f16c(const float *src, uint16_t *dst,
-                                                                  size_t n) {
+void gradref__f32_to_f16_f16c(const float *src, uint16_t *dst, size_t n) {
     size_t i = 0;
     for (; i + 8 <= n; i += 8) {
         __m256 v = _mm256_loadu_ps(src + i);

@@ -26,8 +26,8 @@
     _mm256_storeu_ps(c + i * ldc, c##i##a);                                                        \
     _mm256_storeu_ps(c + i * ldc + 8, c##i##b);
 
-__attribute__((target("avx2,fma"))) static void
-kernel_avx2(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int load) {
+static void kernel_avx2(int64_t k, const float *a, const float *b, float *c, int64_t ldc,
+                        int load) {
     ACC_INIT(0)
     ACC_INIT(1) ACC_INIT(2) ACC_INIT(3) ACC_INIT(4) ACC_INIT(5) for (int64_t p = 0; p < k; p++) {
         const __m256 b0 = _mm256_loadu_ps(b + p * 16), b1 = _mm256_loadu_ps(b + p * 16 + 8);
@@ -49,7 +49,7 @@ kernel_avx2(int64_t k, const float *a, const float *b, float *c, int64_t ldc, in
       _mm256_maskstore_ps(c + i * ldc, m0, c##i##a);                                               \
       if (V == 2) _mm256_maskstore_ps(c + i * ldc + 8, m1, c##i##b);                               \
     }
-__attribute__((target("avx2,fma"), always_inline)) static inline void
+__attribute__((always_inline)) static inline void
 indirect_body(int R, int V, int64_t k, const float *const *a_rows, int64_t a_off, int64_t a_cs,
               const float *b, float *c, int64_t ldc, __m256i m0, __m256i m1) {
     __m256 c0a = _mm256_setzero_ps(), c0b = c0a, c1a = c0a, c1b = c0a, c2a = c0a, c2b = c0a;
@@ -68,9 +68,9 @@ typedef void (*indirect_kernel)(int64_t k, const float *const *a_rows, int64_t a
                                 const float *b, float *c, int64_t ldc, __m256i m0, __m256i m1);
 
 #  define INDIRECT(R, V)                                                                           \
-    __attribute__((target("avx2,fma"))) static void indirect_##R##_##V(                            \
-        int64_t k, const float *const *a_rows, int64_t a_off, int64_t a_cs, const float *b,        \
-        float *c, int64_t ldc, __m256i m0, __m256i m1) {                                           \
+    static void indirect_##R##_##V(int64_t k, const float *const *a_rows, int64_t a_off,           \
+                                   int64_t a_cs, const float *b, float *c, int64_t ldc,            \
+                                   __m256i m0, __m256i m1) {                                       \
       indirect_body(R, V, k, a_rows, a_off, a_cs, b, c, ldc, m0, m1);                              \
     }
 #  define INDIRECT_ROWS(R) INDIRECT(R, 1) INDIRECT(R, 2)
@@ -87,13 +87,13 @@ static const indirect_kernel indirect_kernels[GRADREF__AVX2_MR][2] = {
 };
 
 /* Lanes j < n of a mask vector: all ones. */
-__attribute__((target("avx2"))) static __m256i lanes_below(int n) {
+static __m256i lanes_below(int n) {
     return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
 }
 
-__attribute__((target("avx2,fma"))) void
-gradref__sgemm_indirect_avx2(int rows, int cols, int64_t k, const float *const *a_rows,
-                             int64_t a_off, int64_t a_cs, const float *b, float *c, int64_t ldc) {
+void gradref__sgemm_indirect_avx2(int rows, int cols, int64_t k, const float *const *a_rows,
+                                  int64_t a_off, int64_t a_cs, const float *b, float *c,
+                                  int64_t ldc) {
     indirect_kernels[rows - 1][cols > 8](k, a_rows, a_off, a_cs, b, c, ldc, lanes_below(cols),
                                          lanes_below(cols - 8));
 }

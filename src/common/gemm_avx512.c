@@ -7,8 +7,8 @@
 #ifdef GRADREF_X86
 #  include <immintrin.h>
 
-__attribute__((target("avx512f,fma"))) static void
-kernel_avx512(int64_t k, const float *a, const float *b, float *c, int64_t ldc, int load) {
+static void kernel_avx512(int64_t k, const float *a, const float *b, float *c, int64_t ldc,
+                          int load) {
     enum { MR = GRADREF__AVX512_MR };
     __m512 acc[MR][2];
     for (int i = 0; i < MR; i++) {
@@ -31,7 +31,7 @@ kernel_avx512(int64_t k, const float *a, const float *b, float *c, int64_t ldc, 
 
 /* The indirect kernel's body for R rows and V vectors of 16 columns, inlined with constants
  * so the accumulators stay in registers. */
-__attribute__((target("avx512f,fma"), always_inline)) static inline void
+__attribute__((always_inline)) static inline void
 indirect_body(int R, int V, int64_t k, const float *const *a_rows, int64_t a_off, int64_t a_cs,
               const float *b, float *c, int64_t ldc, __mmask16 m0, __mmask16 m1) {
     __m512 acc[GRADREF__AVX512_MR][2];
@@ -59,9 +59,9 @@ typedef void (*indirect_kernel)(int64_t k, const float *const *a_rows, int64_t a
                                 const float *b, float *c, int64_t ldc, __mmask16 m0, __mmask16 m1);
 
 #  define INDIRECT(R, V)                                                                           \
-    __attribute__((target("avx512f,fma"))) static void indirect_##R##_##V(                         \
-        int64_t k, const float *const *a_rows, int64_t a_off, int64_t a_cs, const float *b,        \
-        float *c, int64_t ldc, __mmask16 m0, __mmask16 m1) {                                       \
+    static void indirect_##R##_##V(int64_t k, const float *const *a_rows, int64_t a_off,           \
+                                   int64_t a_cs, const float *b, float *c, int64_t ldc,            \
+                                   __mmask16 m0, __mmask16 m1) {                                   \
       indirect_body(R, V, k, a_rows, a_off, a_cs, b, c, ldc, m0, m1);                              \
     }
 #  define INDIRECT_ROWS(R) INDIRECT(R, 1) INDIRECT(R, 2)

@@ -27,12 +27,11 @@ enum {
 /* The max_isa of a plan nothing caps. */
 #define GRADREF__ISA_MAX (GRADREF__ISA_LEVELS - 1)
 
-/* GCC or Clang on x86-64 / aarch64: the kernel files of that architecture compile. */
+/* GCC or Clang on x86-64 / aarch64: the kernel files of that architecture compile, each with
+ * its level's instruction set from CMake (*_avx2.c, *_avx512.c: GRADREF_ISA_FLAGS_*), so that
+ * the rest of the library keeps the baseline ISA. */
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-#  define GRADREF_X86         1
-#  define GRADREF_TARGET_AVX2 __attribute__((target("avx2,fma,f16c")))
-#  define GRADREF_TARGET_AVX512                                                                    \
-    __attribute__((target("avx512f,avx512bw,avx512dq,avx512vl,avx2,fma,f16c")))
+#  define GRADREF_X86 1
 #endif
 #if defined(__aarch64__) && defined(__GNUC__)
 #  define GRADREF_ARM64 1

@@ -8,7 +8,7 @@
 #ifdef GRADREF_X86
 #  include <immintrin.h>
 
-GRADREF_TARGET_AVX2 int64_t gradref__canon_nans_f32_avx2(float *p, int64_t n) {
+int64_t gradref__canon_nans_f32_avx2(float *p, int64_t n) {
     const __m256 canon = _mm256_castsi256_ps(_mm256_set1_epi32((int)GRADREF__CANON_NAN_F32));
     int64_t i = 0;
     for (; i + 32 <= n; i += 32) {

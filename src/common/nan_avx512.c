@@ -8,7 +8,7 @@
 #ifdef GRADREF_X86
 #  include <immintrin.h>
 
-GRADREF_TARGET_AVX512 int64_t gradref__canon_nans_f32_avx512(float *p, int64_t n) {
+int64_t gradref__canon_nans_f32_avx512(float *p, int64_t n) {
     const __m512 canon = _mm512_castsi512_ps(_mm512_set1_epi32((int)GRADREF__CANON_NAN_F32));
     int64_t i = 0;
     for (; i + 64 <= n; i += 64) {

@@ -9,8 +9,7 @@
 #ifdef GRADREF_X86
 #  include <immintrin.h>
 
-__attribute__((target("avx512f"))) void gradref__copy_stream_lines_avx512(char *d, const char *s,
-                                                                          size_t lines) {
+void gradref__copy_stream_lines_avx512(char *d, const char *s, size_t lines) {
     size_t i = 0;
     for (; i + 4 <= lines; i += 4) {
         __m512i a = _mm512_loadu_si512(s + 64 * i), b = _mm512_loadu_si512(s + 64 * i + 64);

@@ -8,8 +8,7 @@
 #include <immintrin.h>
 
 /* r[0..15] (rows) in place: r[c] becomes column c. Three stages of in-lane and lane shuffles. */
-__attribute__((target("avx512f"), always_inline)) static inline void
-gradref__transpose16x16_ps(__m512 r[16]) {
+__attribute__((always_inline)) static inline void gradref__transpose16x16_ps(__m512 r[16]) {
     __m512 t[16], u[16];
     for (int i = 0; i < 16; i += 2) {
         t[i] = _mm512_unpacklo_ps(r[i], r[i + 1]);

@@ -24,8 +24,7 @@ void gradref__c3f_f32_gather_panel_avx2(float *dst, int64_t nr, const float *src
         }
 }
 
-__attribute__((target("avx2"))) void gradref__c3f_f32_add_avx2(float *dst, const float *older,
-                                                               const float *newer, int64_t n) {
+void gradref__c3f_f32_add_avx2(float *dst, const float *older, const float *newer, int64_t n) {
     int64_t e = 0;
     for (; e + 8 <= n; e += 8)
         _mm256_storeu_ps(dst + e,
@@ -34,7 +33,7 @@ __attribute__((target("avx2"))) void gradref__c3f_f32_add_avx2(float *dst, const
         dst[e] = older[e] + newer[e];
 }
 
-__attribute__((target("avx2"))) int gradref__c3f_f32_all_finite_avx2(const float *d, int64_t n) {
+int gradref__c3f_f32_all_finite_avx2(const float *d, int64_t n) {
     const __m256i exp = _mm256_set1_epi32(0x7f800000);
     __m256i hit = _mm256_setzero_si256();
     int64_t e = 0;

@@ -12,9 +12,9 @@
 
 /* Lanes [la, lb) of `run` consecutive panel rows (mr floats apart): row q takes channels from
  * base + q * step (ci 0 at lane la) when lo <= q < hi, else zeros. */
-__attribute__((target("avx512f"))) void
-gradref__c3f_f32_panel_lanes_avx512(float *dst, int64_t mr, const float *base, int64_t step,
-                                    int64_t lo, int64_t hi, int64_t run, int64_t la, int64_t lb) {
+void gradref__c3f_f32_panel_lanes_avx512(float *dst, int64_t mr, const float *base, int64_t step,
+                                         int64_t lo, int64_t hi, int64_t run, int64_t la,
+                                         int64_t lb) {
     const __mmask16 m = (__mmask16)(((1u << lb) - 1u) & ~((1u << la) - 1u));
     const __m512 zero = _mm512_setzero_ps();
     int64_t q = 0;
@@ -32,9 +32,8 @@ gradref__c3f_f32_panel_lanes_avx512(float *dst, int64_t mr, const float *base, i
 
 /* Rows q < len of a B panel (nr floats apart, nr a multiple of 16): lane j < cols takes
  * src[j * cs + q], the lanes past cols zeros. 16 x 16 tiles transposed in registers. */
-__attribute__((target("avx512f"))) void
-gradref__c3f_f32_gather_panel_avx512(float *dst, int64_t nr, const float *src, int64_t cs,
-                                     int64_t len, int64_t cols) {
+void gradref__c3f_f32_gather_panel_avx512(float *dst, int64_t nr, const float *src, int64_t cs,
+                                          int64_t len, int64_t cols) {
     for (int64_t j0 = 0; j0 < nr; j0 += 16) /* 16 channels along the whole run */
         for (int64_t q0 = 0; q0 < len; q0 += 16) {
             const int64_t n = len - q0 < 16 ? len - q0 : 16;
@@ -51,8 +50,7 @@ gradref__c3f_f32_gather_panel_avx512(float *dst, int64_t nr, const float *src, i
         }
 }
 
-__attribute__((target("avx512f"))) void gradref__c3f_f32_add_avx512(float *dst, const float *older,
-                                                                    const float *newer, int64_t n) {
+void gradref__c3f_f32_add_avx512(float *dst, const float *older, const float *newer, int64_t n) {
     int64_t e = 0;
     for (; e + 16 <= n; e += 16)
         _mm512_storeu_ps(dst + e,
@@ -65,8 +63,7 @@ __attribute__((target("avx512f"))) void gradref__c3f_f32_add_avx512(float *dst, 
     }
 }
 
-__attribute__((target("avx512f"))) int gradref__c3f_f32_all_finite_avx512(const float *d,
-                                                                          int64_t n) {
+int gradref__c3f_f32_all_finite_avx512(const float *d, int64_t n) {
     const __m512i exp = _mm512_set1_epi32(0x7f800000);
     __mmask16 hit = 0;
     int64_t e = 0;

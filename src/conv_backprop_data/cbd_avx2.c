@@ -9,7 +9,7 @@
 /* Lanes l of o2 = start + l inside [0, O2), as an AVX2 load/store mask: -start <= l <
  * O2 - start, two compares (an array of lanes stored and loaded back as one vector stalls on
  * store forwarding, which cost this file's plane kernels a fifth of their time). */
-__attribute__((target("avx2"))) static __m256i valid8(int64_t start, int64_t O2) {
+static __m256i valid8(int64_t start, int64_t O2) {
     int64_t lo = -start, hi = O2 - start; /* clamped to [-1, 8]: lanes are 0..7 */
     lo = lo < -1 ? -1 : lo > 8 ? 8 : lo;
     hi = hi < -1 ? -1 : hi > 8 ? 8 : hi;
@@ -20,15 +20,13 @@ __attribute__((target("avx2"))) static __m256i valid8(int64_t start, int64_t O2)
 
 /* One window of diff row `row` for grad columns [i2, i2 + 8): a masked load (zeros past the
  * row's ends: an exact no-op for a finite filter) where it reaches past them. */
-__attribute__((target("avx2"))) static inline __m256 window8(const float *row, int64_t start,
-                                                             int64_t O2) {
+static inline __m256 window8(const float *row, int64_t start, int64_t O2) {
     return start >= 0 && start + 8 <= O2 ? _mm256_loadu_ps(row + start)
                                          : _mm256_maskload_ps(row + start, valid8(start, O2));
 }
 
 /* Grad columns [i2, i2 + 8) to out, a masked store for the row's last partial vector. */
-__attribute__((target("avx2"))) static inline void store_cols8(float *out, int64_t i2, int64_t I2,
-                                                               __m256 acc) {
+static inline void store_cols8(float *out, int64_t i2, int64_t I2, __m256 acc) {
     if (i2 + 8 <= I2)
         _mm256_storeu_ps(out + i2, acc);
     else
@@ -37,10 +35,9 @@ __attribute__((target("avx2"))) static inline void store_cols8(float *out, int64
 
 /* Four vectors of 8 grad columns at a time, four independent chains (one chain alone waits on
  * the FMA latency at every tap), each in the reference's tap order. */
-__attribute__((target("avx2,fma"))) void
-gradref__cbd_f32_dw_row_avx2(const gradref__cbd_dw_shape *p, const float *w,
-                             const float *const *rows, const int64_t *base, int64_t nrows,
-                             float *out) {
+void gradref__cbd_f32_dw_row_avx2(const gradref__cbd_dw_shape *p, const float *w,
+                                  const float *const *rows, const int64_t *base, int64_t nrows,
+                                  float *out) {
     const int64_t I2 = p->I[2], O2 = p->O[2];
     for (int64_t i2 = 0; i2 < I2; i2 += 32) {
         const int live = (int)((I2 - i2 + 7) / 8 < 4 ? (I2 - i2 + 7) / 8 : 4);
@@ -105,7 +102,7 @@ gradref__cbd_f32_dw_row_avx2(const gradref__cbd_dw_shape *p, const float *w,
 /* `edge` 0: every window and the grad columns lie whole inside their rows (plain loads and
  * stores, no masks held: the nine weights, four accumulators and three windows fill the 16
  * registers); 1: masked where they do not. */
-__attribute__((target("avx2,fma"), always_inline)) static inline void
+__attribute__((always_inline)) static inline void
 strip_body(int edge, const float weight[3][3], const int64_t shift[3], const float *diff,
            int64_t pb1, int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad) {
     const __m256 w00 = _mm256_set1_ps(weight[0][0]), w01 = _mm256_set1_ps(weight[0][1]),
@@ -144,9 +141,10 @@ strip_body(int edge, const float weight[3][3], const int64_t shift[3], const flo
     }
 }
 
-__attribute__((target("avx2,fma"), noinline)) static void
-strip_3x3_8(const float weight[3][3], const int64_t shift[3], const float *diff, int64_t pb1,
-            int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad) {
+__attribute__((noinline)) static void strip_3x3_8(const float weight[3][3], const int64_t shift[3],
+                                                  const float *diff, int64_t pb1, int64_t O1,
+                                                  int64_t O2, int64_t I1, int64_t I2, int64_t b0,
+                                                  float *grad) {
     int inside = b0 + 8 <= I2;
     for (int c = 0; c < 3; c++)
         inside &= b0 + shift[c] >= 0 && b0 + shift[c] + 8 <= O2;
@@ -176,9 +174,8 @@ strip_3x3_8(const float weight[3][3], const int64_t shift[3], const float *diff,
       }                                                                                            \
     } while (0)
 
-__attribute__((target("avx2,fma"))) void
-gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const float *w, const float *diff,
-                                  float *grad) {
+void gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const float *w,
+                                       const float *diff, float *grad) {
     const int64_t I1 = p->I[1], I2 = p->I[2], O1 = p->O[1], O2 = p->O[2];
     const int64_t K1 = p->K[1], K2 = p->K[2], pb1 = p->pad[1];
     __m256 wr[3][3]; /* [kp1][c], c = column taps in chain order (kp2 descending) */
@@ -247,7 +244,7 @@ gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const float *w
 #  endif
 
 /* The 8 lanes of bits b as an AVX2 mask (all ones where the bit is set). */
-__attribute__((target("avx2"))) static inline __m256i lanes8(unsigned b) {
+static inline __m256i lanes8(unsigned b) {
     const __m256i bit = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
     return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)b), bit), bit);
 }
@@ -272,7 +269,7 @@ __attribute__((target("avx2"))) static inline __m256i lanes8(unsigned b) {
         _mm256_maskstore_ps(c + (i)*ldc + 8, live1, c##i##b);                                      \
       }                                                                                            \
     }
-__attribute__((target("avx2,fma"), always_inline)) static inline void
+__attribute__((always_inline)) static inline void
 half_body(int inside, int R, int h, const float *image, int64_t channel_stride, int64_t ocpg,
           const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a, float *c,
           int64_t ldc, int64_t cols) {
@@ -310,10 +307,10 @@ typedef void (*half_fn)(int h, const float *image, int64_t channel_stride, int64
                         const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a,
                         float *c, int64_t ldc, int64_t cols);
 #  define HALF(INSIDE, R)                                                                          \
-    __attribute__((target("avx2,fma"))) static void half_##INSIDE##_##R(                           \
-        int h, const float *image, int64_t channel_stride, int64_t ocpg, const int64_t *offset,    \
-        const uint16_t *masks, int64_t ntaps, const float *a, float *c, int64_t ldc,               \
-        int64_t cols) {                                                                            \
+    static void half_##INSIDE##_##R(int h, const float *image, int64_t channel_stride,             \
+                                    int64_t ocpg, const int64_t *offset, const uint16_t *masks,    \
+                                    int64_t ntaps, const float *a, float *c, int64_t ldc,          \
+                                    int64_t cols) {                                                \
       half_body(INSIDE, R, h, image, channel_stride, ocpg, offset, masks, ntaps, a, c, ldc, cols); \
     }
 #  define HALF_ROWS(INSIDE)                                                                        \
@@ -338,10 +335,9 @@ void gradref__cbd_f32_tile32_avx2(const float *image, int64_t channel_stride, in
                                  c + 16 * h, ldc, cols);
 }
 
-__attribute__((target("avx2"))) void
-gradref__cbd_f32_pack_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
-                                  const int64_t *offset, const uint16_t *masks, int64_t ntaps,
-                                  float *dst) {
+void gradref__cbd_f32_pack_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
+                                       const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                                       float *dst) {
     for (int64_t t = 0; t < ntaps; t++) {
         const unsigned m = (unsigned)masks[2 * t] | (unsigned)masks[2 * t + 1] << 16;
         if (m == 0) continue;
@@ -363,10 +359,8 @@ gradref__cbd_f32_pack_tile32_avx2(const float *image, int64_t channel_stride, in
 }
 /* 8 and then 4 values at a time interleaved with +0 and stored whole, while a value follows the
  * last +0 (odd_free; the masked store of AVX2 is slow on AMD), the rest one by one. */
-__attribute__((target("avx2"))) void gradref__cbd_f32_scatter2_avx2(const float *from, int64_t len,
-                                                                    int64_t rows, float *row,
-                                                                    int64_t row_stride,
-                                                                    int odd_free) {
+void gradref__cbd_f32_scatter2_avx2(const float *from, int64_t len, int64_t rows, float *row,
+                                    int64_t row_stride, int odd_free) {
     const __m256 zero = _mm256_setzero_ps();
     for (int64_t r = 0; r < rows; r++, from += len, row += row_stride) {
         int64_t x = 0;

@@ -20,7 +20,7 @@ static uint32_t valid16(int64_t start, int64_t O2) {
  * (the filter is finite). K2 <= 64. */
 #  define ROWS4_FMA(acc, r, v)                                                                     \
     acc = _mm512_fmadd_ps(w##r, _mm512_maskz_loadu_ps(mv[v] & on[r], src[r] + sh + 16 * (v)), acc)
-__attribute__((target("avx512f,fma"), always_inline)) static inline void
+__attribute__((always_inline)) static inline void
 rows4_block(int V, const gradref__cbd_dw_shape *p, const float *w, const float *diff,
             const float *const rows[4][64], const int64_t base[4][64], const int64_t *nr,
             int64_t nrow, const int64_t *shift, const int64_t *k2s, int64_t most, int64_t b0,
@@ -94,10 +94,10 @@ rows4_block(int V, const gradref__cbd_dw_shape *p, const float *w, const float *
 }
 #  undef ROWS4_FMA
 
-__attribute__((target("avx512f,fma"))) void
-gradref__cbd_f32_dw_rows4_avx512(const gradref__cbd_dw_shape *p, const float *w, const float *diff,
-                                 const float *const rows[4][64], const int64_t base[4][64],
-                                 const int64_t *nr, int64_t nrow, float *out) {
+void gradref__cbd_f32_dw_rows4_avx512(const gradref__cbd_dw_shape *p, const float *w,
+                                      const float *diff, const float *const rows[4][64],
+                                      const int64_t base[4][64], const int64_t *nr, int64_t nrow,
+                                      float *out) {
     const int64_t I2 = p->I[2], K2 = p->K[2];
     int64_t shift[64], k2s[64], most = 0;
     for (int64_t c = 0; c < K2; c++) {
@@ -171,7 +171,7 @@ gradref__cbd_f32_dw_rows4_avx512(const gradref__cbd_dw_shape *p, const float *w,
       }                                                                                            \
     }
 
-__attribute__((target("avx512f,fma"), always_inline)) static inline void
+__attribute__((always_inline)) static inline void
 strip_3x3(int V, const __m512 wr[3][3], const int64_t shift[3], const float *diff, int64_t pb1,
           int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad) {
     const __m512 w00 = wr[0][0], w01 = wr[0][1], w02 = wr[0][2], w10 = wr[1][0], w11 = wr[1][1],
@@ -219,21 +219,20 @@ strip_3x3(int V, const __m512 wr[3][3], const int64_t shift[3], const float *dif
 #  undef DW3_D5
 #  undef DW3_TAP
 
-__attribute__((target("avx512f,fma"))) static void
-strip_3x3_1(const __m512 wr[3][3], const int64_t shift[3], const float *diff, int64_t pb1,
-            int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad) {
+static void strip_3x3_1(const __m512 wr[3][3], const int64_t shift[3], const float *diff,
+                        int64_t pb1, int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0,
+                        float *grad) {
     strip_3x3(1, wr, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
 }
 
-__attribute__((target("avx512f,fma"))) static void
-strip_3x3_2(const __m512 wr[3][3], const int64_t shift[3], const float *diff, int64_t pb1,
-            int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad) {
+static void strip_3x3_2(const __m512 wr[3][3], const int64_t shift[3], const float *diff,
+                        int64_t pb1, int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0,
+                        float *grad) {
     strip_3x3(2, wr, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
 }
 
-__attribute__((target("avx512f,fma"))) void
-gradref__cbd_f32_dw_plane3x3_avx512(const gradref__cbd_dw_shape *p, const float *w,
-                                    const float *diff, float *grad) {
+void gradref__cbd_f32_dw_plane3x3_avx512(const gradref__cbd_dw_shape *p, const float *w,
+                                         const float *diff, float *grad) {
     const int64_t I1 = p->I[1], I2 = p->I[2], O1 = p->O[1], O2 = p->O[2];
     const int64_t K1 = p->K[1], K2 = p->K[2], pb1 = p->pad[1];
     __m512 wr[3][3]; /* [kp1][c], c = column taps in chain order (kp2 descending) */
@@ -283,8 +282,7 @@ gradref__cbd_f32_dw_plane3x3_avx512(const gradref__cbd_dw_shape *p, const float 
 #  undef DW_ROW
 
 /* Pixel coordinates of flat sub-grid indices j0 .. j0 + 31 as 16-lane vectors. */
-__attribute__((target("avx512f"))) static void lane_coords(int64_t j0, const int64_t *Q,
-                                                           __m512i qv[3][2]) {
+static void lane_coords(int64_t j0, const int64_t *Q, __m512i qv[3][2]) {
     int32_t q[3][32];
     int64_t q2 = j0 % Q[2], q1 = j0 / Q[2] % Q[1], q0 = j0 / (Q[2] * Q[1]);
     for (int l = 0; l < 32; l++) {
@@ -299,9 +297,8 @@ __attribute__((target("avx512f"))) static void lane_coords(int64_t j0, const int
             qv[d][h] = _mm512_loadu_si512((const void *)(q[d] + 16 * h));
 }
 
-__attribute__((target("avx512f"))) void
-gradref__cbd_tile32_masks_avx512(const int64_t *tap, int64_t ntaps, const int64_t *Q,
-                                 const int64_t *O, int64_t j0, int64_t cols, uint16_t *masks) {
+void gradref__cbd_tile32_masks_avx512(const int64_t *tap, int64_t ntaps, const int64_t *Q,
+                                      const int64_t *O, int64_t j0, int64_t cols, uint16_t *masks) {
     __m512i qv[3][2];
     lane_coords(j0, Q, qv);
     const __mmask16 live[2] = {(__mmask16)(cols >= 16 ? 0xffffu : (1u << cols) - 1u),
@@ -327,7 +324,7 @@ gradref__cbd_tile32_masks_avx512(const int64_t *tap, int64_t ntaps, const int64_
  * keeps all the accumulators in registers, which it does not around masked loads. Near diff's
  * ends the loads themselves are masked. `inside` 2 is a packed tile (zeros already in place):
  * plain loads. */
-__attribute__((target("avx512f,fma"), always_inline)) static inline void
+__attribute__((always_inline)) static inline void
 tile_body(int inside, int V, int R, const float *image, int64_t channel_stride, int64_t ocpg,
           const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a, float *c,
           int64_t ldc, __mmask16 live0, __mmask16 live1) {
@@ -366,7 +363,7 @@ typedef void (*tile_fn)(const float *image, int64_t channel_stride, int64_t ocpg
 /* One function per (inside, vectors, rows): the row count is a constant in each, so a panel's
  * last rows cost only what they compute. */
 #  define TILE(INSIDE, V, R)                                                                       \
-    __attribute__((target("avx512f,fma"))) static void tile_##INSIDE##_##V##_##R(                  \
+    static void tile_##INSIDE##_##V##_##R(                                                         \
         const float *image, int64_t channel_stride, int64_t ocpg, const int64_t *offset,           \
         const uint16_t *masks, int64_t ntaps, const float *a, float *c, int64_t ldc,               \
         __mmask16 live0, __mmask16 live1) {                                                        \
@@ -418,10 +415,9 @@ void gradref__cbd_f32_tile32_avx512(const float *image, int64_t channel_stride, 
                                        live0, live1);
 }
 
-__attribute__((target("avx512f"))) void
-gradref__cbd_f32_pack_tile32_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
-                                    const int64_t *offset, const uint16_t *masks, int64_t ntaps,
-                                    float *dst) {
+void gradref__cbd_f32_pack_tile32_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
+                                         const int64_t *offset, const uint16_t *masks,
+                                         int64_t ntaps, float *dst) {
     for (int64_t t = 0; t < ntaps; t++) {
         const __mmask16 m0 = masks[2 * t], m1 = masks[2 * t + 1];
         if ((m0 | m1) == 0) continue;
@@ -439,9 +435,8 @@ gradref__cbd_f32_pack_tile32_avx512(const float *image, int64_t channel_stride, 
 }
 
 /* 8 values at a time, spread over the even lanes; the masks of the last few computed once. */
-__attribute__((target("avx512f"))) void
-gradref__cbd_f32_scatter2_avx512(const float *from, int64_t len, int64_t rows, float *row,
-                                 int64_t row_stride, int odd_free) {
+void gradref__cbd_f32_scatter2_avx512(const float *from, int64_t len, int64_t rows, float *row,
+                                      int64_t row_stride, int odd_free) {
     (void)odd_free;
     const int64_t full = len & ~INT64_C(7), tail = len - full;
     const __mmask16 tail_load = (__mmask16)((1u << tail) - 1u);

@@ -8,15 +8,14 @@
 #  include <immintrin.h>
 
 /* The low 32 bits of 8 int64 values (they fit: the caller checked). */
-GRADREF_TARGET_AVX2 static inline __m256i narrow8(const int64_t *v) {
+static inline __m256i narrow8(const int64_t *v) {
     __m256 lo = _mm256_castsi256_ps(_mm256_loadu_si256((const __m256i *)v));
     __m256 hi = _mm256_castsi256_ps(_mm256_loadu_si256((const __m256i *)(v + 4)));
     __m256i mixed = _mm256_castps_si256(_mm256_shuffle_ps(lo, hi, _MM_SHUFFLE(2, 0, 2, 0)));
     return _mm256_permute4x64_epi64(mixed, _MM_SHUFFLE(3, 1, 2, 0));
 }
 
-GRADREF_TARGET_AVX2 int64_t gradref__gs3d_f32_dgrid8_avx2(const gs3d_run *r, int64_t n, int64_t q0,
-                                                          int64_t q1) {
+int64_t gradref__gs3d_f32_dgrid8_avx2(const gs3d_run *r, int64_t n, int64_t q0, int64_t q1) {
     const gs3d_shape *p = &r->shape;
     const int64_t NP = p->N * r->P;
     const float *dist = (const float *)r->g.dist, *mult = (const float *)r->g.mult;
@@ -79,9 +78,8 @@ GRADREF_TARGET_AVX2 int64_t gradref__gs3d_f32_dgrid8_avx2(const gs3d_run *r, int
     return q - q0;
 }
 
-GRADREF_TARGET_AVX2 void gradref__gs3d_f32_dx_plane_avx2(const gs3d_run *r,
-                                                         const gs3d_record_f *rec, int64_t count,
-                                                         float *plane, const float *gn) {
+void gradref__gs3d_f32_dx_plane_avx2(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,
+                                     float *plane, const float *gn) {
     const int64_t C = r->shape.C;
     const int scale = r->shape.interp != GRADREF_INTERP_NEAREST;
     for (int64_t e = 0; e < count; e++) {

@@ -13,10 +13,8 @@
 #  include "common/convert.h"
 #  include "common/transpose_avx512.h"
 
-#  define TARGET_512 __attribute__((target("avx2,avx512f,avx512cd,avx512dq,avx512bw,avx512vl")))
-
 /* The low 32 bits of 16 int64 values. */
-TARGET_512 static inline __m512i narrow16(const int64_t *v) {
+static inline __m512i narrow16(const int64_t *v) {
     __m256i lo = _mm512_cvtepi64_epi32(_mm512_loadu_si512((const void *)v));
     __m256i hi = _mm512_cvtepi64_epi32(_mm512_loadu_si512((const void *)(v + 8)));
     return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1);
@@ -24,7 +22,7 @@ TARGET_512 static inline __m512i narrow16(const int64_t *v) {
 
 /* A group of 16 points from point i: lane[k], the points whose corner k is inside x; returns
  * the corners inside x for any of them (bit k). */
-TARGET_512 static inline int group_lanes(const gs3d_run *r, int64_t i, __mmask16 lane[8]) {
+static inline int group_lanes(const gs3d_run *r, int64_t i, __mmask16 lane[8]) {
     const __m512i m16 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(r->g.mask + i)));
     int live = 0;
     for (int k = 0; k < 8; k++) {
@@ -35,8 +33,7 @@ TARGET_512 static inline int group_lanes(const gs3d_run *r, int64_t i, __mmask16
 }
 
 /* The group's distances to its corners: w (x), h (y), d (z), lower corner first. */
-TARGET_512 static inline void group_dist(const gs3d_run *r, int64_t i, __m512 w[2], __m512 h[2],
-                                         __m512 d[2]) {
+static inline void group_dist(const gs3d_run *r, int64_t i, __m512 w[2], __m512 h[2], __m512 d[2]) {
     const float *dist = (const float *)r->g.dist;
     const int64_t NP = r->shape.N * r->P;
     for (int k = 0; k < 2; k++) {
@@ -48,9 +45,9 @@ TARGET_512 static inline void group_dist(const gs3d_run *r, int64_t i, __m512 w[
 
 /* Corner k's terms, v its value at the lanes `on`, g the gradient of the channel: the
  * reference's operations, added (or subtracted) to gix, giy, giz on those lanes. */
-TARGET_512 static inline void add_corner(int k, __mmask16 on, __m512 v, __m512 g, const __m512 w[2],
-                                         const __m512 h[2], const __m512 d[2], __m512 *gix,
-                                         __m512 *giy, __m512 *giz) {
+static inline void add_corner(int k, __mmask16 on, __m512 v, __m512 g, const __m512 w[2],
+                              const __m512 h[2], const __m512 d[2], __m512 *gix, __m512 *giy,
+                              __m512 *giz) {
     const int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
     const __m512 vw = _mm512_mul_ps(v, w[dx]);
     const __m512 tx = _mm512_mul_ps(_mm512_mul_ps(_mm512_mul_ps(v, h[dy]), d[dz]), g);
@@ -62,8 +59,8 @@ TARGET_512 static inline void add_corner(int k, __mmask16 on, __m512 v, __m512 g
 }
 
 /* The group's sums times the multipliers, to dgrid. */
-TARGET_512 static inline void group_store(const gs3d_run *r, int64_t n, int64_t q, int64_t i,
-                                          __m512 gix, __m512 giy, __m512 giz) {
+static inline void group_store(const gs3d_run *r, int64_t n, int64_t q, int64_t i, __m512 gix,
+                               __m512 giy, __m512 giz) {
     const float *mult = (const float *)r->g.mult;
     const int64_t NP = r->shape.N * r->P;
     float out[3][16];
@@ -76,8 +73,8 @@ TARGET_512 static inline void group_store(const gs3d_run *r, int64_t n, int64_t 
 /* 16 points' rows of channels [c0, c0 + 16) (cm: the channels that exist) at base + o[l] + at,
  * lanes off in `on` read as zeros (never touched), transposed into one vector per channel:
  * out[c][l] = value of channel c0 + c at point l. */
-TARGET_512 static inline void rows_to_lanes(const float *base, const int32_t *o, int64_t at,
-                                            __mmask16 on, __mmask16 cm, __m512 out[16]) {
+static inline void rows_to_lanes(const float *base, const int32_t *o, int64_t at, __mmask16 on,
+                                 __mmask16 cm, __m512 out[16]) {
     for (int l = 0; l < 16; l++)
         out[l] = _mm512_maskz_loadu_ps((on >> l) & 1 ? cm : 0, base + o[l] + at);
     gradref__transpose16x16_ps(out);
@@ -90,8 +87,8 @@ TARGET_512 static inline void rows_to_lanes(const float *base, const int32_t *o,
  * their base voxels on at most two consecutive z planes, and within ROWS_SPAN floats of each
  * other on the plane (a smooth grid's; a random grid's are everywhere). Then [z0, z1] are the
  * planes and [lo, hi] the span on them. */
-TARGET_512 static inline int rows_near(const gs3d_run *r, int64_t i, int64_t *z0, int64_t *z1,
-                                       int64_t *lo, int64_t *hi) {
+static inline int rows_near(const gs3d_run *r, int64_t i, int64_t *z0, int64_t *z1, int64_t *lo,
+                            int64_t *hi) {
     const __m512i m = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(r->g.mask + i)));
     const __mmask16 in = _mm512_test_epi32_mask(m, m);
     if (!in) return 0;
@@ -111,8 +108,7 @@ TARGET_512 static inline int rows_near(const gs3d_run *r, int64_t i, int64_t *z0
  * points on are prefetched when they are near too, and their grad (its misses were a tenth of
  * this kernel's time: 10 % faster on smooth grids). Smooth grids 19-22 % faster; the groups of a
  * random grid keep the gathers (their rows' cache misses made the rows 5-10 % slower there). */
-TARGET_512 static int64_t dgrid16_rows(const gs3d_run *r, int64_t n, int64_t q0, int64_t q1,
-                                       int64_t q_end) {
+static int64_t dgrid16_rows(const gs3d_run *r, int64_t n, int64_t q0, int64_t q1, int64_t q_end) {
     const int64_t C = r->shape.C;
     const float *xn = (const float *)r->x + n * r->xs[0];
     const float *gn = (const float *)r->grad + n * r->gs[0];
@@ -171,8 +167,7 @@ TARGET_512 static int64_t dgrid16_rows(const gs3d_run *r, int64_t n, int64_t q0,
     return q - q0;
 }
 
-TARGET_512 int64_t gradref__gs3d_f32_dgrid16_avx512(const gs3d_run *r, int64_t n, int64_t q0,
-                                                    int64_t q1) {
+int64_t gradref__gs3d_f32_dgrid16_avx512(const gs3d_run *r, int64_t n, int64_t q0, int64_t q1) {
     const gs3d_shape *p = &r->shape;
     const int rows_ok = r->xs[1] == 1 && p->C >= 8;
     const float *xn = (const float *)r->x + n * r->xs[0];
@@ -214,8 +209,7 @@ TARGET_512 int64_t gradref__gs3d_f32_dgrid16_avx512(const gs3d_run *r, int64_t n
 }
 
 /* source_index for zeros and border padding on 16 lanes (the scalar code's operations). */
-TARGET_512 static inline __m512 source16(__m512 g, int64_t size, int align, int border,
-                                         __m512 *mult) {
+static inline __m512 source16(__m512 g, int64_t size, int align, int border, __m512 *mult) {
     const __m512 one = _mm512_set1_ps(1), two = _mm512_set1_ps(2);
     const __m512 fsize = _mm512_set1_ps((float)size), fsize1 = _mm512_set1_ps((float)(size - 1));
     __m512 coord;
@@ -240,7 +234,7 @@ TARGET_512 static inline __m512 source16(__m512 g, int64_t size, int align, int 
 }
 
 /* Sign-extends the 16 int32 lanes of v, multiplies by s, adds to acc (two 8-lane halves). */
-TARGET_512 static inline void madd64(__m512i acc[2], __m512i v, int64_t s) {
+static inline void madd64(__m512i acc[2], __m512i v, int64_t s) {
     const __m512i sv = _mm512_set1_epi64(s);
     acc[0] = _mm512_add_epi64(
         acc[0], _mm512_mullo_epi64(_mm512_cvtepi32_epi64(_mm512_castsi512_si256(v)), sv));
@@ -248,7 +242,7 @@ TARGET_512 static inline void madd64(__m512i acc[2], __m512i v, int64_t s) {
         acc[1], _mm512_mullo_epi64(_mm512_cvtepi32_epi64(_mm512_extracti64x4_epi64(v, 1)), sv));
 }
 
-TARGET_512 static inline void store64(int64_t *dst, const __m512i v[2], __mmask16 keep) {
+static inline void store64(int64_t *dst, const __m512i v[2], __mmask16 keep) {
     _mm512_storeu_si512((void *)dst, _mm512_maskz_mov_epi64((__mmask8)keep, v[0]));
     _mm512_storeu_si512((void *)(dst + 8), _mm512_maskz_mov_epi64((__mmask8)(keep >> 8), v[1]));
 }
@@ -260,7 +254,7 @@ typedef struct grid_perm {
     __m512i from_ab[3], from_c[3];
 } grid_perm;
 
-TARGET_512 static void grid_perm_init(grid_perm *g) {
+static void grid_perm_init(grid_perm *g) {
     for (int k = 0; k < 3; k++) {
         int32_t ab[16], cc[16];
         for (int j = 0; j < 16; j++) {
@@ -275,9 +269,9 @@ TARGET_512 static void grid_perm_init(grid_perm *g) {
 
 /* The grid coordinates of points q..q+15: three loads and permutations when the grid is
  * dense, three gathers otherwise. */
-TARGET_512 static inline void load_grid16(const gradref__gs3d_view *gv, const float *grid0,
-                                          const grid_perm *perm, int packed, int64_t q, __m512i pts,
-                                          __m512 raw[3]) {
+static inline void load_grid16(const gradref__gs3d_view *gv, const float *grid0,
+                               const grid_perm *perm, int packed, int64_t q, __m512i pts,
+                               __m512 raw[3]) {
     if (packed) {
         const float *at = grid0 + 3 * q;
         const __m512 a = _mm512_loadu_ps(at), b = _mm512_loadu_ps(at + 16),
@@ -303,8 +297,8 @@ typedef struct geometry16 {
 
 /* Nearest: the rounded voxel of points at pt (16 lanes); with a voxel index only the voxel is
  * stored (returns 1), else the offsets go to *out (returns 0). */
-TARGET_512 static inline int nearest16(const gs3d_run *r, int64_t i, const __m512 coord[3],
-                                       const int64_t size[3], geometry16 *out) {
+static inline int nearest16(const gs3d_run *r, int64_t i, const __m512 coord[3],
+                            const int64_t size[3], geometry16 *out) {
     const gs3d_shape *p = &r->shape;
     __m512i v[3];
     __mmask16 in = 0xffff;
@@ -335,9 +329,8 @@ TARGET_512 static inline int nearest16(const gs3d_run *r, int64_t i, const __m51
 
 /* Trilinear: distances, corner weights and multipliers stored for points i..i+15, offsets and
  * the corner mask to *out. */
-TARGET_512 static inline void trilinear16(const gs3d_run *r, int64_t i, const __m512 coord[3],
-                                          const __m512 m[3], const int64_t size[3],
-                                          geometry16 *out) {
+static inline void trilinear16(const gs3d_run *r, int64_t i, const __m512 coord[3],
+                               const __m512 m[3], const int64_t size[3], geometry16 *out) {
     const int64_t NP = r->shape.N * r->P;
     float *w = (float *)r->g.w, *dist = (float *)r->g.dist, *mult = (float *)r->g.mult;
     memset(out, 0, sizeof *out);
@@ -376,8 +369,7 @@ TARGET_512 static inline void trilinear16(const gs3d_run *r, int64_t i, const __
     madd64(out->zp, v[2], 1);
 }
 
-TARGET_512 int64_t gradref__gs3d_f32_geometry16_avx512(const gs3d_run *r, int64_t n, int64_t q0,
-                                                       int64_t q1) {
+int64_t gradref__gs3d_f32_geometry16_avx512(const gs3d_run *r, int64_t n, int64_t q0, int64_t q1) {
     const gs3d_shape *p = &r->shape;
     const gradref__gs3d_view *gv = &p->grid;
     const int border = p->padding == GRADREF_PAD_BORDER, nearest = p->interp != 0;
@@ -415,7 +407,7 @@ TARGET_512 int64_t gradref__gs3d_f32_geometry16_avx512(const gs3d_run *r, int64_
     return q - q0;
 }
 
-TARGET_512 void gradref__gs3d_f32_nearest_dx_avx512(const gs3d_run *r, int64_t n, int64_t c) {
+void gradref__gs3d_f32_nearest_dx_avx512(const gs3d_run *r, int64_t n, int64_t c) {
     const gs3d_shape *p = &r->shape;
     float *acc = (float *)r->acc + n * r->as[0] + c * r->as[1];
     const float *g = (const float *)r->grad + n * r->gs[0] + c * r->gs[1];
@@ -466,7 +458,7 @@ TARGET_512 void gradref__gs3d_f32_nearest_dx_avx512(const gs3d_run *r, int64_t n
 
 /* The 4x4 transpose of 32-bit elements within each 128-bit lane across four vectors: out[i]
  * lane (4j + k) = in[k] lane (4j + i). */
-TARGET_512 static inline void transpose4_lanes(const __m512 in[4], __m512 out[4]) {
+static inline void transpose4_lanes(const __m512 in[4], __m512 out[4]) {
     const __m512 t0 = _mm512_unpacklo_ps(in[0], in[1]), t1 = _mm512_unpackhi_ps(in[0], in[1]);
     const __m512 t2 = _mm512_unpacklo_ps(in[2], in[3]), t3 = _mm512_unpackhi_ps(in[2], in[3]);
     out[0] = _mm512_castpd_ps(_mm512_unpacklo_pd(_mm512_castps_pd(t0), _mm512_castps_pd(t2)));
@@ -488,7 +480,7 @@ static inline int64_t slot_point(int32_t *slots, int32_t *later, int64_t count, 
     return count + (!is_first && !is_second);
 }
 
-TARGET_512 int64_t gradref__gs3d_voxel_slots_avx512(const gs3d_run *r, int64_t n) {
+int64_t gradref__gs3d_voxel_slots_avx512(const gs3d_run *r, int64_t n) {
     const gs3d_shape *p = &r->shape;
     const int64_t V = p->D * p->H * p->W, P = r->P;
     int32_t *slots = r->v.slots + n * 2 * V, *later = r->v.later + n * 2 * P;
@@ -553,8 +545,7 @@ static inline uint64_t slot_pair(const int32_t *slots, int64_t u) {
 
 /* Lane j of the result: the 16 bytes of `stage` at the offset in half `half` (0 low, 32 high)
  * of voxel (u + 4j)'s slot pair. */
-TARGET_512 static inline __m512 rows4(const float *stage, const int32_t *slots, int64_t u,
-                                      int half) {
+static inline __m512 rows4(const float *stage, const int32_t *slots, int64_t u, int half) {
 #  define ROW(j) _mm_loadu_ps(stage + (uint32_t)(slot_pair(slots, u + 4 * (j)) >> half))
     __m512 v = _mm512_castps128_ps512(ROW(0));
     v = _mm512_insertf32x4(v, ROW(1), 1); /* the lane must be a constant */
@@ -580,7 +571,7 @@ static void voxels_one_by_one(float *acc, int64_t as1, int cb, const float *stag
 
 /* Whole blocks of 16 voxels from v (block b) while they fit in V; returns where they stop.
  * Inlined with constant cb and stream, so that the four sums stay in registers. */
-TARGET_512 static inline __attribute__((always_inline)) int64_t
+static inline __attribute__((always_inline)) int64_t
 voxel_blocks(float *acc, int64_t as1, const int cb, const int stream, const float *stage,
              const int32_t *slots, const int32_t *over, const int32_t *start, int64_t v, int64_t b,
              int64_t V) {
@@ -609,8 +600,8 @@ voxel_blocks(float *acc, int64_t as1, const int cb, const int stream, const floa
     return v;
 }
 
-TARGET_512 void gradref__gs3d_f32_nearest_dx_voxels_avx512(const gs3d_run *r, int64_t n, int64_t c0,
-                                                           float *stage) {
+void gradref__gs3d_f32_nearest_dx_voxels_avx512(const gs3d_run *r, int64_t n, int64_t c0,
+                                                float *stage) {
     const gs3d_shape *p = &r->shape;
     const int64_t V = p->D * p->H * p->W, P = r->P;
     const int cb = p->C - c0 < GS3D_STAGE_CHANNELS ? (int)(p->C - c0) : GS3D_STAGE_CHANNELS;
@@ -653,7 +644,7 @@ TARGET_512 void gradref__gs3d_f32_nearest_dx_voxels_avx512(const gs3d_run *r, in
 }
 
 /* a[c] += w * g[c] (or a[c] += g[c]) for c < C, 16 lanes, the tail masked. */
-TARGET_512 static inline void axpy512(float *a, const float *g, float w, int64_t C, int scale) {
+static inline void axpy512(float *a, const float *g, float w, int64_t C, int scale) {
     const __m512 wv = _mm512_set1_ps(w);
     int64_t c = 0;
     for (; c + 16 <= C; c += 16) {
@@ -668,8 +659,8 @@ TARGET_512 static inline void axpy512(float *a, const float *g, float w, int64_t
     }
 }
 
-TARGET_512 void gradref__gs3d_f32_dx_plane_avx512(const gs3d_run *r, const gs3d_record_f *rec,
-                                                  int64_t count, float *plane, const float *gn) {
+void gradref__gs3d_f32_dx_plane_avx512(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,
+                                       float *plane, const float *gn) {
     const int64_t C = r->shape.C;
     const int scale = r->shape.interp != GRADREF_INTERP_NEAREST;
     for (int64_t e = 0; e < count; e++) {

@@ -16,10 +16,8 @@ static const int8_t ramp[128] = {-1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
                                  -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1,
                                  -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1};
 
-__attribute__((target("avx2"))) static void stream_rows_avx2(char *dst, const char *src,
-                                                             size_t pitch, size_t bytes,
-                                                             int64_t rows, int has_prev,
-                                                             int has_next) {
+static void stream_rows_avx2(char *dst, const char *src, size_t pitch, size_t bytes, int64_t rows,
+                             int has_prev, int has_next) {
     for (int64_t b = 0; b < rows; b++, src += pitch, dst += bytes) {
         const size_t a = (uintptr_t)dst & 63u, head = a ? 64 - a : 0;
         if (head && (b > 0 || has_prev)) { /* the line is bytes [64 - a, 128 - a) of both */
@@ -54,9 +52,8 @@ __attribute__((target("avx2"))) static void stream_rows_avx2(char *dst, const ch
 /* Segments of 16 to 64 bytes as two overlapping moves of 16 or 32 bytes, the size class
  * chosen once for all rows (the portable kernel's four 16-byte moves and per-row tests took
  * 1.16 ns a segment in L1, these 0.5); shorter ones are the portable kernel's. */
-__attribute__((target("avx2"))) static void small_rows_avx2(char *dst, const char *src,
-                                                            size_t pitch, size_t bytes,
-                                                            int64_t rows, size_t ahead) {
+static void small_rows_avx2(char *dst, const char *src, size_t pitch, size_t bytes, int64_t rows,
+                            size_t ahead) {
     if (bytes >= 32) {
         for (int64_t b = 0; b < rows; b++, src += pitch, dst += bytes) {
             __builtin_prefetch(dst + ahead, 1, 3);

@@ -9,9 +9,8 @@
 #ifdef GRADREF_X86
 #  include <immintrin.h>
 
-__attribute__((target("avx512f,avx512bw,prfchw"))) static void
-small_rows_avx512(char *dst, const char *src, size_t pitch, size_t bytes, int64_t rows,
-                  size_t ahead) {
+static void small_rows_avx512(char *dst, const char *src, size_t pitch, size_t bytes, int64_t rows,
+                              size_t ahead) {
     const __mmask64 m = bytes >= 64 ? ~(__mmask64)0 : ((__mmask64)1 << bytes) - 1;
     for (int64_t b = 0; b < rows; b++, src += pitch, dst += bytes) {
         _mm_prefetch(dst + ahead, _MM_HINT_ET0);
@@ -19,9 +18,8 @@ small_rows_avx512(char *dst, const char *src, size_t pitch, size_t bytes, int64_
     }
 }
 
-__attribute__((target("avx512f,avx512bw"))) static void
-stream_rows_avx512(char *dst, const char *src, size_t pitch, size_t bytes, int64_t rows,
-                   int has_prev, int has_next) {
+static void stream_rows_avx512(char *dst, const char *src, size_t pitch, size_t bytes, int64_t rows,
+                               int has_prev, int has_next) {
     for (int64_t b = 0; b < rows; b++, src += pitch, dst += bytes) {
         const size_t a = (uintptr_t)dst & 63u, head = a ? 64 - a : 0;
         if (head) { /* lanes [0, a) of the line are the previous row's last bytes */

@@ -9,8 +9,8 @@
 /* The f32 product of two F16 or BF16 values is exact except when it lies below 2^-134 (its at
  * most 16 significant bits then reach under f32's 2^-149 grid), and there both the exact and
  * the f32 value round to zero in BF16; so rounding the f32 product once is exact ATB. */
-GRADREF_TARGET_AVX2 void gradref__rope_atb_row_avx2(int32_t dt, const void *g, void *out,
-                                                    const float *w, int64_t n, int stream) {
+void gradref__rope_atb_row_avx2(int32_t dt, const void *g, void *out, const float *w, int64_t n,
+                                int stream) {
     const size_t es = gradref__rope_esize(dt);
     stream = stream && gradref__rope_aligned16(out);
     int64_t i = 0;
@@ -25,10 +25,9 @@ GRADREF_TARGET_AVX2 void gradref__rope_atb_row_avx2(int32_t dt, const void *g, v
 
 /* ---- rotate_half ---- */
 
-GRADREF_TARGET_AVX2 void gradref__rope_half_row_avx2(int32_t dt, const void *gf, const void *gb,
-                                                     void *out_f, void *out_b, const float *cf,
-                                                     const float *sb, const float *cb,
-                                                     const float *sf, int64_t n, int stream) {
+void gradref__rope_half_row_avx2(int32_t dt, const void *gf, const void *gb, void *out_f,
+                                 void *out_b, const float *cf, const float *sb, const float *cb,
+                                 const float *sf, int64_t n, int stream) {
     const size_t es = gradref__rope_esize(dt);
     stream = stream && gradref__rope_aligned16(out_f) && gradref__rope_aligned16(out_b);
     int64_t i = 0;
@@ -54,9 +53,8 @@ GRADREF_TARGET_AVX2 void gradref__rope_half_row_avx2(int32_t dt, const void *gf,
 
 /* ---- interleaved ---- */
 
-GRADREF_TARGET_AVX2 void gradref__rope_interleaved_row_avx2(int32_t dt, const void *g, void *out,
-                                                            const float *c, const float *s,
-                                                            int64_t n, int stream) {
+void gradref__rope_interleaved_row_avx2(int32_t dt, const void *g, void *out, const float *c,
+                                        const float *s, int64_t n, int stream) {
     const size_t es = gradref__rope_esize(dt);
     stream = stream && gradref__rope_aligned16(out);
     int64_t i = 0;
@@ -102,8 +100,7 @@ GRADREF_TARGET_AVX2 void gradref__rope_interleaved_row_avx2(int32_t dt, const vo
  * once per token into its even and odd elements. */
 
 /* even[j] = w[2j], odd[j] = w[2j + 1] for 2j < n (n a multiple of 16). */
-GRADREF_TARGET_AVX2 static inline void split_pairs(const float *w, int64_t n, float *even,
-                                                   float *odd) {
+static inline void split_pairs(const float *w, int64_t n, float *even, float *odd) {
     for (int64_t i = 0; i < n; i += 16) {
         const __m256 v0 = _mm256_loadu_ps(w + i), v1 = _mm256_loadu_ps(w + i + 8);
         /* shuffle_ps takes the evens (odds) of each 128-bit lane; permute4x64 orders them */
@@ -117,14 +114,14 @@ GRADREF_TARGET_AVX2 static inline void split_pairs(const float *w, int64_t n, fl
 }
 
 /* The 8 pairs at p: their even and odd elements as f32. */
-GRADREF_TARGET_AVX2 static inline void load_pairs(const char *p, __m256 *even, __m256 *odd) {
+static inline void load_pairs(const char *p, __m256 *even, __m256 *odd) {
     const __m256i pairs = _mm256_loadu_si256((const __m256i *)p);
     *even = _mm256_castsi256_ps(_mm256_slli_epi32(pairs, 16));
     *odd = _mm256_castsi256_ps(_mm256_and_si256(pairs, _mm256_set1_epi32((int)0xffff0000u)));
 }
 
 /* 8 pairs of results rounded to BF16 into p (stream: p 16-byte aligned). */
-GRADREF_TARGET_AVX2 static inline void store_pairs(char *p, __m256 even, __m256 odd, int stream) {
+static inline void store_pairs(char *p, __m256 even, __m256 odd, int stream) {
     const __m256i r = _mm256_blend_epi16(_mm256_srli_epi32(round_bf16_high(even), 16),
                                          round_bf16_high(odd), 0xaa);
     if (stream) {
@@ -138,9 +135,10 @@ GRADREF_TARGET_AVX2 static inline void store_pairs(char *p, __m256 even, __m256 
 /* atb_heads8 (atb) or interleaved_heads8 for BF16 (n a multiple of 16) in pairs, which for
  * the interleaved mode are the rotation's own: even result c[2j] g0 + s[2j+1] g1, odd result
  * c[2j+1] g1 - s[2j] g0. ATB's weights are in c, s unused; atb is a constant in each instance. */
-GRADREF_TARGET_AVX2 static inline __attribute__((always_inline)) void
-pairs_heads(int atb, const char *in, char *out, int64_t heads, int64_t head_dim, const float *c,
-            const float *s, int64_t n, int stream) {
+static inline __attribute__((always_inline)) void pairs_heads(int atb, const char *in, char *out,
+                                                              int64_t heads, int64_t head_dim,
+                                                              const float *c, const float *s,
+                                                              int64_t n, int stream) {
     const size_t row = (size_t)head_dim * 2;
     float c_even[64], c_odd[64], s_even[64], s_odd[64];
     split_pairs(c, n, c_even, c_odd);
@@ -169,9 +167,10 @@ pairs_heads(int atb, const char *in, char *out, int64_t heads, int64_t head_dim,
 
 /* atb_row over every head of a token row (heads head_dim elements apart), n a multiple of 8 up
  * to 128; dt a constant in each instance. */
-GRADREF_TARGET_AVX2 static inline __attribute__((always_inline)) void
-atb_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim, const float *w,
-           int64_t n, int stream) {
+static inline __attribute__((always_inline)) void atb_heads8(int32_t dt, const char *in, char *out,
+                                                             int64_t heads, int64_t head_dim,
+                                                             const float *w, int64_t n,
+                                                             int stream) {
     if (dt == GRADREF_BF16 && n % 16 == 0) {
         pairs_heads(1, in, out, heads, head_dim, w, NULL, n, stream);
         return;
@@ -193,10 +192,8 @@ atb_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t head_di
     }
 }
 
-GRADREF_TARGET_AVX2 static void gradref__rope_atb_heads_avx2(int32_t dt, const void *in, void *out,
-                                                             int64_t heads, int64_t head_dim,
-                                                             const float *w, int64_t n,
-                                                             int stream) {
+static void gradref__rope_atb_heads_avx2(int32_t dt, const void *in, void *out, int64_t heads,
+                                         int64_t head_dim, const float *w, int64_t n, int stream) {
     stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
 #  define ATB_CALL(DT, S) atb_heads8(DT, in, out, heads, head_dim, w, n, S)
     BY_DTYPE_AND_STREAM(ATB_CALL);
@@ -204,8 +201,8 @@ GRADREF_TARGET_AVX2 static void gradref__rope_atb_heads_avx2(int32_t dt, const v
 }
 
 /* Elements [i, i + 8) of one head's interleaved adjoint (s pair-swapped). */
-GRADREF_TARGET_AVX2 static inline __m256 interleaved8(int32_t dt, const char *in, const float *c,
-                                                      const float *swapped, int64_t i) {
+static inline __m256 interleaved8(int32_t dt, const char *in, const float *c, const float *swapped,
+                                  int64_t i) {
     const __m256 gv = load8(dt, in + (size_t)i * gradref__rope_esize(dt));
     const __m256 own = _mm256_mul_ps(_mm256_loadu_ps(c + i), gv);
     const __m256 cross = _mm256_mul_ps(_mm256_loadu_ps(swapped + i), _mm256_permute_ps(gv, 0xb1));
@@ -213,7 +210,7 @@ GRADREF_TARGET_AVX2 static inline __m256 interleaved8(int32_t dt, const char *in
 }
 
 /* interleaved_row over every head of a token row, s pair-swapped once for all heads. */
-GRADREF_TARGET_AVX2 static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) void
 interleaved_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim,
                    const float *c, const float *s, int64_t n, int stream) {
     if (dt == GRADREF_BF16 && n % 16 == 0) {
@@ -236,11 +233,9 @@ interleaved_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t
     }
 }
 
-GRADREF_TARGET_AVX2 static void gradref__rope_interleaved_heads_avx2(int32_t dt, const void *in,
-                                                                     void *out, int64_t heads,
-                                                                     int64_t head_dim,
-                                                                     const float *c, const float *s,
-                                                                     int64_t n, int stream) {
+static void gradref__rope_interleaved_heads_avx2(int32_t dt, const void *in, void *out,
+                                                 int64_t heads, int64_t head_dim, const float *c,
+                                                 const float *s, int64_t n, int stream) {
     stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
 #  define INTERLEAVED_CALL(DT, S) interleaved_heads8(DT, in, out, heads, head_dim, c, s, n, S)
     BY_DTYPE_AND_STREAM(INTERLEAVED_CALL);
@@ -249,7 +244,7 @@ GRADREF_TARGET_AVX2 static void gradref__rope_interleaved_heads_avx2(int32_t dt,
 
 /* half_heads8 for BF16 in pairs: the front half's pairs and the back half's at the same place
  * meet elementwise, as in half_row. */
-GRADREF_TARGET_AVX2 static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) void
 half_bf16_heads(const char *in, char *out, int64_t heads, int64_t head_dim, const float *cf,
                 const float *sb, const float *cb, const float *sf, int64_t n, int stream) {
     const size_t row = (size_t)head_dim * 2, half = (size_t)n * 2;
@@ -280,7 +275,7 @@ half_bf16_heads(const char *in, char *out, int64_t heads, int64_t head_dim, cons
 /* half_row over every head of a token row (half width n, a multiple of 16 up to 64): 16
  * elements of the front and the back half at a time, each input loaded and converted once
  * (the output in runs of 16 elements, front then back). */
-GRADREF_TARGET_AVX2 static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) void
 half_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim, const float *cf,
             const float *sb, const float *cb, const float *sf, int64_t n, int stream) {
     if (dt == GRADREF_BF16) {
@@ -311,11 +306,9 @@ half_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t head_d
     }
 }
 
-GRADREF_TARGET_AVX2 static void gradref__rope_half_heads_avx2(int32_t dt, const void *in, void *out,
-                                                              int64_t heads, int64_t head_dim,
-                                                              const float *cf, const float *sb,
-                                                              const float *cb, const float *sf,
-                                                              int64_t n, int stream) {
+static void gradref__rope_half_heads_avx2(int32_t dt, const void *in, void *out, int64_t heads,
+                                          int64_t head_dim, const float *cf, const float *sb,
+                                          const float *cb, const float *sf, int64_t n, int stream) {
     stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
 #  define HALF_CALL(DT, S) half_heads8(DT, in, out, heads, head_dim, cf, sb, cb, sf, n, S)
     BY_DTYPE_AND_STREAM(HALF_CALL);

@@ -13,7 +13,7 @@
 
 /* ---- 8-lane loads and stores of each dtype ---- */
 
-GRADREF_TARGET_AVX2 static inline __m256 load8(int32_t dt, const void *p) {
+static inline __m256 load8(int32_t dt, const void *p) {
     if (dt == GRADREF_F32) return _mm256_loadu_ps((const float *)p);
     __m128i h = _mm_loadu_si128((const __m128i *)p);
     if (dt == GRADREF_F16) return _mm256_cvtph_ps(h);
@@ -21,7 +21,7 @@ GRADREF_TARGET_AVX2 static inline __m256 load8(int32_t dt, const void *p) {
 }
 
 /* v with every NaN lane the canonical quiet NaN 0x7fc00000 (the NaN rule, common/nan.h). */
-GRADREF_TARGET_AVX2 static inline __m256 canon8(__m256 v) {
+static inline __m256 canon8(__m256 v) {
     return _mm256_blendv_ps(v, _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000)),
                             _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
 }
@@ -29,19 +29,19 @@ GRADREF_TARGET_AVX2 static inline __m256 canon8(__m256 v) {
 /* f32 -> bf16 bits rounded to nearest even, left in the high half of each 32-bit lane (the low
  * half is left over), a NaN made canonical first. x + 0x7fff + lsb is gradref__f32_to_bf16 for
  * every value but a NaN with low bits set, which the canonical NaN is not. */
-GRADREF_TARGET_AVX2 static inline __m256i round_bf16_high(__m256 v) {
+static inline __m256i round_bf16_high(__m256 v) {
     const __m256i x = _mm256_castps_si256(canon8(v));
     const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
     return _mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb));
 }
 
 /* round_bf16_high with the bits in the low half of each lane. */
-GRADREF_TARGET_AVX2 static inline __m256i round_bf16(__m256 v) {
+static inline __m256i round_bf16(__m256 v) {
     return _mm256_srli_epi32(round_bf16_high(v), 16);
 }
 
 /* f32 -> bf16 bits, round to nearest even, NaN kept NaN (as gradref__f32_to_bf16). */
-GRADREF_TARGET_AVX2 static inline __m128i to_bf16(__m256 v) {
+static inline __m128i to_bf16(__m256 v) {
     __m256i x = _mm256_castps_si256(v);
     __m256i hi = _mm256_srli_epi32(x, 16);
     __m256i rounded = round_bf16(v);
@@ -64,7 +64,7 @@ static inline void prefetch(const void *p) {
     _mm_prefetch((const char *)p + PREFETCH_BYTES, _MM_HINT_T0);
 }
 
-GRADREF_TARGET_AVX2 static inline void store8(int32_t dt, void *p, __m256 v, int stream) {
+static inline void store8(int32_t dt, void *p, __m256 v, int stream) {
     v = canon8(v);
     if (dt == GRADREF_F32) {
         if (stream && ((uintptr_t)p & 31u) == 0) {
@@ -86,8 +86,7 @@ GRADREF_TARGET_AVX2 static inline void store8(int32_t dt, void *p, __m256 v, int
 
 /* store8 of a and then b (16 consecutive elements), for the heads kernels: BF16 skips to_bf16's
  * NaN handling (round_bf16_high says why) and packs the two at once. */
-GRADREF_TARGET_AVX2 static inline void store8x2(int32_t dt, void *p, __m256 a, __m256 b,
-                                                int stream) {
+static inline void store8x2(int32_t dt, void *p, __m256 a, __m256 b, int stream) {
     if (dt == GRADREF_BF16) {
         const __m256i h =
             _mm256_permute4x64_epi64(_mm256_packus_epi32(round_bf16(a), round_bf16(b)), 0xd8);

@@ -6,9 +6,8 @@
 #ifdef GRADREF_X86
 
 /* The AVX-512 level includes DQ (its fpclass finds the lanes VCVTNEPS2BF16 would get wrong). */
-#  define ROPE_TARGET_AVX512 __attribute__((target("avx512f,avx512dq,avx2,f16c")))
 
-ROPE_TARGET_AVX512 static inline __m512 load16(int32_t dt, const void *p) {
+static inline __m512 load16(int32_t dt, const void *p) {
     if (dt == GRADREF_F32) return _mm512_loadu_ps((const float *)p);
     const __m256i h = _mm256_loadu_si256((const __m256i *)p);
     if (dt == GRADREF_F16) return _mm512_cvtph_ps(h);
@@ -16,14 +15,14 @@ ROPE_TARGET_AVX512 static inline __m512 load16(int32_t dt, const void *p) {
 }
 
 /* v with every NaN lane the canonical quiet NaN 0x7fc00000 (the NaN rule, common/nan.h). */
-ROPE_TARGET_AVX512 static inline __m512 canon16(__m512 v) {
+static inline __m512 canon16(__m512 v) {
     return _mm512_mask_mov_ps(v, _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q),
                               _mm512_castsi512_ps(_mm512_set1_epi32(0x7fc00000)));
 }
 
 /* f32 -> bf16 bits rounded to nearest even, in the low halves of the 32-bit lanes, a NaN made
  * canonical first (the short rounding is then exact for it too). */
-ROPE_TARGET_AVX512 static inline __m512i round_bf16_16(__m512 v) {
+static inline __m512i round_bf16_16(__m512 v) {
     const __m512i x = _mm512_castps_si512(canon16(v));
     const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
     return _mm512_srli_epi32(_mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb)),
@@ -33,7 +32,7 @@ ROPE_TARGET_AVX512 static inline __m512i round_bf16_16(__m512 v) {
 /* f32 -> bf16 bits as to_bf16 (rope_grad_avx2.h), 16 lanes: round to nearest even, a NaN stays
  * NaN (its quiet bit set when the kept payload would read as infinity). Integer operations, so
  * subnormals round exactly (the BF16 conversion instructions flush them). */
-ROPE_TARGET_AVX512 static inline __m256i to_bf16_16(__m512 v) {
+static inline __m256i to_bf16_16(__m512 v) {
     const __m512i x = _mm512_castps_si512(v), hi = _mm512_srli_epi32(x, 16);
     const __m512i rounded = round_bf16_16(v);
     const __mmask16 is_nan = _mm512_cmpgt_epi32_mask(
@@ -54,7 +53,7 @@ ROPE_TARGET_AVX512 static inline __m256i to_bf16_16(__m512 v) {
  * AVX2 tails, which name only F32 and F16, take it as BF16. */
 #  define BF16_BY_HW 0x100
 
-ROPE_TARGET_AVX512 static inline __m256i to_bf16_16_hw(__m512 v) {
+static inline __m256i to_bf16_16_hw(__m512 v) {
     __m256i h;
     __asm__("vcvtneps2bf16 %1, %0" : "=v"(h) : "v"(v));
     return h;
@@ -65,7 +64,7 @@ static inline int32_t store_dtype(int32_t dt) {
     return dt == GRADREF_BF16 && gradref__isa_level() >= GRADREF__ISA_AVX512_BF16 ? BF16_BY_HW : dt;
 }
 
-ROPE_TARGET_AVX512 static inline void store16(int32_t dt, void *p, __m512 v, int stream) {
+static inline void store16(int32_t dt, void *p, __m512 v, int stream) {
     v = canon16(v); /* the NaN rule (common/nan.h) */
     if (dt == GRADREF_F32) {
         if (stream && ((uintptr_t)p & 63u) == 0) {
@@ -97,8 +96,8 @@ ROPE_TARGET_AVX512 static inline void store16(int32_t dt, void *p, __m512 v, int
  * result of rope (round_bf16_high in rope_grad_avx2.h says why). BF16_BY_HW tests the group
  * once (a test per vector measured 10 % slower on BF16 rope): one holding a subnormal or a NaN
  * takes to_bf16_16. */
-ROPE_TARGET_AVX512 static inline __attribute__((always_inline)) void
-store16s(int V, int32_t dt, char *p, const __m512 *v, int stream) {
+static inline __attribute__((always_inline)) void store16s(int V, int32_t dt, char *p,
+                                                           const __m512 *v, int stream) {
     const size_t es = gradref__rope_esize(dt);
     if (dt == GRADREF_BF16) {
         dt = BF16_NO_NAN;
@@ -112,8 +111,8 @@ store16s(int V, int32_t dt, char *p, const __m512 *v, int stream) {
         store16(dt, p + (size_t)(16 * k) * es, v[k], stream);
 }
 
-ROPE_TARGET_AVX512 static void gradref__rope_atb_row_avx512(int32_t dt, const void *g, void *out,
-                                                            const float *w, int64_t n, int stream) {
+static void gradref__rope_atb_row_avx512(int32_t dt, const void *g, void *out, const float *w,
+                                         int64_t n, int stream) {
     const size_t es = gradref__rope_esize(dt);
     stream = stream && gradref__rope_aligned16(out);
     dt = store_dtype(dt);
@@ -131,10 +130,9 @@ ROPE_TARGET_AVX512 static void gradref__rope_atb_row_avx512(int32_t dt, const vo
 /* F32 rows write the front half's outputs and then the back half's (the output row in order,
  * the inputs in L1 for the second pass); F16 rows, half as wide, both in one pass: measured
  * the faster order for each (docs/performance.md). */
-ROPE_TARGET_AVX512 static void
-gradref__rope_half_row_avx512(int32_t dt, const void *gf, const void *gb, void *out_f, void *out_b,
-                              const float *cf, const float *sb, const float *cb, const float *sf,
-                              int64_t n, int stream) {
+static void gradref__rope_half_row_avx512(int32_t dt, const void *gf, const void *gb, void *out_f,
+                                          void *out_b, const float *cf, const float *sb,
+                                          const float *cb, const float *sf, int64_t n, int stream) {
     const size_t es = gradref__rope_esize(dt);
     stream = stream && gradref__rope_aligned16(out_f) && gradref__rope_aligned16(out_b);
     dt = store_dtype(dt);
@@ -170,7 +168,7 @@ gradref__rope_half_row_avx512(int32_t dt, const void *gf, const void *gb, void *
 /* All `heads` heads of one token row (head h at in/out + h * head_dim elements), half width
  * H = 16 * V, with the token's four weight half-rows held in registers across the heads; dt a
  * constant in each instance. */
-ROPE_TARGET_AVX512 static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) void
 half_heads(int V, int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim,
            const float *cf, const float *sb, const float *cb, const float *sf, int stream) {
     const size_t es = gradref__rope_esize(dt), row = (size_t)head_dim * es,
@@ -198,10 +196,10 @@ half_heads(int V, int32_t dt, const char *in, char *out, int64_t heads, int64_t 
     }
 }
 
-ROPE_TARGET_AVX512 static void
-gradref__rope_half_heads_avx512(int32_t dt, const void *in, void *out, int64_t heads,
-                                int64_t head_dim, const float *cf, const float *sb, const float *cb,
-                                const float *sf, int64_t n, int stream) {
+static void gradref__rope_half_heads_avx512(int32_t dt, const void *in, void *out, int64_t heads,
+                                            int64_t head_dim, const float *cf, const float *sb,
+                                            const float *cb, const float *sf, int64_t n,
+                                            int stream) {
     stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
     dt = store_dtype(dt);
     const char *i = (const char *)in;
@@ -229,10 +227,9 @@ gradref__rope_half_heads_avx512(int32_t dt, const void *in, void *out, int64_t h
 
 /* The interleaved adjoint as the AVX2 kernel computes it, 16 lanes: each pair's partner by an
  * in-lane swap, even lanes own + cross, odd lanes own - cross. */
-ROPE_TARGET_AVX512 static void gradref__rope_interleaved_row_avx512(int32_t dt, const void *g,
-                                                                    void *out, const float *c,
-                                                                    const float *s, int64_t n,
-                                                                    int stream) {
+static void gradref__rope_interleaved_row_avx512(int32_t dt, const void *g, void *out,
+                                                 const float *c, const float *s, int64_t n,
+                                                 int stream) {
     const size_t es = gradref__rope_esize(dt);
     stream = stream && gradref__rope_aligned16(out);
     dt = store_dtype(dt);
@@ -255,9 +252,10 @@ ROPE_TARGET_AVX512 static void gradref__rope_interleaved_row_avx512(int32_t dt, 
 
 /* All `heads` heads of one token row, V vectors of 16 ATB weights in registers, dt a constant
  * in each instance; atb_row's operations. */
-ROPE_TARGET_AVX512 static inline __attribute__((always_inline)) void
-atb_heads(int V, int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim,
-          const float *w, int stream) {
+static inline __attribute__((always_inline)) void atb_heads(int V, int32_t dt, const char *in,
+                                                            char *out, int64_t heads,
+                                                            int64_t head_dim, const float *w,
+                                                            int stream) {
     const size_t es = gradref__rope_esize(dt), row = (size_t)head_dim * es;
     __m512 wv[8];
     for (int v = 0; v < V; v++)
@@ -295,10 +293,9 @@ atb_heads(int V, int32_t dt, const char *in, char *out, int64_t heads, int64_t h
       BY_WIDTH(CALL, GRADREF_F32)                                                                  \
     }
 
-ROPE_TARGET_AVX512 static void gradref__rope_atb_heads_avx512(int32_t dt, const void *in, void *out,
-                                                              int64_t heads, int64_t head_dim,
-                                                              const float *w, int64_t n,
-                                                              int stream) {
+static void gradref__rope_atb_heads_avx512(int32_t dt, const void *in, void *out, int64_t heads,
+                                           int64_t head_dim, const float *w, int64_t n,
+                                           int stream) {
     stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
     dt = store_dtype(dt);
     const char *i = (const char *)in;
@@ -312,7 +309,7 @@ ROPE_TARGET_AVX512 static void gradref__rope_atb_heads_avx512(int32_t dt, const 
  * 16, with c and the pair-swapped s held in registers across the heads; dt a constant in each
  * instance, so the loads, the rounding and the stores carry no dtype test. The operations are
  * interleaved_row's. */
-ROPE_TARGET_AVX512 static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) void
 interleaved_heads(int V, int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim,
                   const float *c, const float *s, int stream) {
     const size_t es = gradref__rope_esize(dt), row = (size_t)head_dim * es;
@@ -337,7 +334,7 @@ interleaved_heads(int V, int32_t dt, const char *in, char *out, int64_t heads, i
 }
 
 /* round_bf16_high (rope_grad_avx2.h), 16 lanes. */
-ROPE_TARGET_AVX512 static inline __m512i round_bf16_high16(__m512 v) {
+static inline __m512i round_bf16_high16(__m512 v) {
     const __m512i x = _mm512_castps_si512(canon16(v));
     const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(x, 16), _mm512_set1_epi32(1));
     return _mm512_add_epi32(x, _mm512_add_epi32(_mm512_set1_epi32(0x7fff), lsb));
@@ -347,7 +344,7 @@ ROPE_TARGET_AVX512 static inline __m512i round_bf16_high16(__m512 v) {
  * 32-bit lane one pair, 16 pairs a vector, W vectors (n = 32 W) of each of the four per-pair
  * weights in registers across the heads. Its rounding is integer, so it needs neither
  * AVX512_BF16 nor the subnormal test that instruction's flushing asks for. */
-ROPE_TARGET_AVX512 static inline __attribute__((always_inline)) void
+static inline __attribute__((always_inline)) void
 interleaved_bf16_heads(int W, const char *in, char *out, int64_t heads, int64_t head_dim,
                        const float *c, const float *s, int stream) {
     const size_t row = (size_t)head_dim * 2;
@@ -395,10 +392,9 @@ interleaved_bf16_heads(int W, const char *in, char *out, int64_t heads, int64_t 
     }
 }
 
-ROPE_TARGET_AVX512 static void
-gradref__rope_interleaved_heads_avx512(int32_t dt, const void *in, void *out, int64_t heads,
-                                       int64_t head_dim, const float *c, const float *s, int64_t n,
-                                       int stream) {
+static void gradref__rope_interleaved_heads_avx512(int32_t dt, const void *in, void *out,
+                                                   int64_t heads, int64_t head_dim, const float *c,
+                                                   const float *s, int64_t n, int stream) {
     stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
     if (dt == GRADREF_BF16 && n % 32 == 0) {
         const char *i = (const char *)in;
