@@ -446,7 +446,7 @@ static void test_sgemm(void **state) {
  * and strided channels. */
 static void test_sgemm_indirect(void **state) {
     (void)state;
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
     if (gradref__isa_level() < GRADREF__ISA_AVX512) skip();
     tu_rng r = tu_rng_make(46);
     enum { ROWS = 40, WIDTH = 40, KMAX = 300 };
@@ -865,7 +865,7 @@ static void test_copy_bits_and_threads(void **state) {
     free(bb);
 }
 
-/* A channels-last -> channel-major copy larger than GRADREF_STREAM_MIN_BYTES: its full tiles
+/* A channels-last -> channel-major copy larger than GRADREF__STREAM_MIN_BYTES: its full tiles
  * are written with streaming stores where dst's rows are 32-byte aligned and with plain ones
  * where they are not (dst one element off); every element lands, at every thread count. Then
  * the same tiles as part of a larger output (gradref__copy5_part), one plane at a time. */
@@ -876,7 +876,7 @@ static void test_copy_streamed_tiles(void **state) {
     uint32_t *src = malloc(n * 4), *buf = malloc((n + 16) * 4);
     assert_non_null(src);
     assert_non_null(buf);
-    assert_true((size_t)C * S * 4 >= GRADREF_STREAM_MIN_BYTES);
+    assert_true((size_t)C * S * 4 >= GRADREF__STREAM_MIN_BYTES);
     for (size_t i = 0; i < n; i++)
         src[i] = (uint32_t)(i * 2654435761u);
     const int64_t shape[2] = {C, S}, ss[2] = {1, C}, ds[2] = {S, 1};
@@ -982,14 +982,14 @@ static void test_exec_and_workspace(void **state) {
     assert_string_equal(gradref_last_error(), "op: exec.num_threads is -1, outside 0..1024");
 
     assert_int_equal(gradref__workspace_bytes(0), 0);
-    assert_int_equal(gradref__workspace_bytes(100), 100 + GRADREF_WORKSPACE_ALIGN);
+    assert_int_equal(gradref__workspace_bytes(100), 100 + GRADREF__WORKSPACE_ALIGN);
     static unsigned char buf[1024];
-    gradref_exec given = {buf + 3, 100 + GRADREF_WORKSPACE_ALIGN, 1, 0};
+    gradref_exec given = {buf + 3, 100 + GRADREF__WORKSPACE_ALIGN, 1, 0};
     void *ptr, *owned;
     assert_int_equal(gradref__exec_resolve("op", &given, &ctx), GRADREF_OK);
     assert_int_equal(gradref__workspace_acquire("op", &ctx, 100, &ptr, &owned), GRADREF_OK);
     assert_null(owned);
-    assert_true((uintptr_t)ptr % GRADREF_WORKSPACE_ALIGN == 0);
+    assert_true((uintptr_t)ptr % GRADREF__WORKSPACE_ALIGN == 0);
     assert_true((unsigned char *)ptr >= buf + 3 &&
                 (unsigned char *)ptr + 100 <= buf + 3 + given.workspace_bytes);
     assert_int_equal(gradref__workspace_acquire("op", &ctx, 101, &ptr, &owned),
@@ -1001,7 +1001,7 @@ static void test_exec_and_workspace(void **state) {
     assert_int_equal(gradref__exec_resolve("op", NULL, &ctx), GRADREF_OK);
     assert_int_equal(gradref__workspace_acquire("op", &ctx, 1000, &ptr, &owned), GRADREF_OK);
     assert_non_null(owned);
-    assert_true((uintptr_t)ptr % GRADREF_WORKSPACE_ALIGN == 0);
+    assert_true((uintptr_t)ptr % GRADREF__WORKSPACE_ALIGN == 0);
     memset(ptr, 0, 1000);
     gradref__workspace_release(owned);
     assert_int_equal(gradref__workspace_acquire("op", &ctx, SIZE_MAX - 8, &ptr, &owned),
@@ -1010,7 +1010,7 @@ static void test_exec_and_workspace(void **state) {
     const size_t big = (size_t)40 << 20;
     assert_int_equal(gradref__workspace_acquire("op", &ctx, big, &ptr, &owned), GRADREF_OK);
     assert_non_null(owned);
-    assert_true((uintptr_t)ptr % GRADREF_WORKSPACE_ALIGN == 0);
+    assert_true((uintptr_t)ptr % GRADREF__WORKSPACE_ALIGN == 0);
     memset(ptr, 0x5a, big);
     assert_int_equal(((unsigned char *)ptr)[big - 1], 0x5a);
     gradref__workspace_release(owned);

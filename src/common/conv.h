@@ -11,7 +11,7 @@
  * the call's numerics and the problem held as 3-D (a 1-D or 2-D call gets leading spatial
  * dims of size 1, stride and dilation 1, no pad). "in" is the pair of operands the sums
  * read (filter/diff, x/dy), "out" the written tensor (grad, dw). */
-#define GRADREF_CONV_PLAN_FIELDS                                                                   \
+#define GRADREF__CONV_PLAN_FIELDS                                                                  \
   int32_t mode;              /* gradref_conv_mode */                                               \
   int32_t in_dtype;          /* the two operands' dtype */                                         \
   int32_t out_dtype;         /* the output's dtype */                                              \

@@ -25,7 +25,7 @@ static const gradref__array_kernels portable = {
 const gradref__array_kernels *gradref__array_kernels_for(int max_isa) {
     static const void *const tables[GRADREF__ISA_LEVELS] = {
         [GRADREF__ISA_PORTABLE] = &portable,
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
         [GRADREF__ISA_AVX2] = &gradref__array_kernels_avx2,
 #endif
     };

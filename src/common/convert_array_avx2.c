@@ -4,7 +4,7 @@
 #include "convert_array.h"
 #include "isa.h"
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 #  include <immintrin.h>
 
 /* F16C converts NaNs quietly; blocks holding a NaN are redone with the scalar routine so the

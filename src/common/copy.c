@@ -163,9 +163,9 @@ gradref_status gradref_copy(const gradref_tensor *src, const gradref_tensor *dst
     gradref__ctx ctx;
     gradref__extent se, de;
     gradref_tensor sl, dl;
-    GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
-    GRADREF_FORWARD_IF_ERROR(gradref__take_input(OP, "src", src, &sl, &se));
-    GRADREF_FORWARD_IF_ERROR(gradref__take_output(OP, "dst", dst, &dl, &de));
+    GRADREF__FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
+    GRADREF__FORWARD_IF_ERROR(gradref__take_input(OP, "src", src, &sl, &se));
+    GRADREF__FORWARD_IF_ERROR(gradref__take_output(OP, "dst", dst, &dl, &de));
     if (!conversion_allowed(sl.dtype, dl.dtype))
         return gradref__fail(GRADREF_ERR_DTYPE, OP,
                              "cannot convert src.dtype %s to dst.dtype %s (float to integer and "
@@ -179,7 +179,7 @@ gradref_status gradref_copy(const gradref_tensor *src, const gradref_tensor *dst
             return gradref__fail(GRADREF_ERR_SHAPE, OP,
                                  "src.shape[%d] is %lld but dst.shape[%d] is %lld", i,
                                  (long long)sl.shape[i], i, (long long)dl.shape[i]);
-    GRADREF_FORWARD_IF_ERROR(gradref__check_disjoint(OP, "dst", &de, "src", &se));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_disjoint(OP, "dst", &de, "src", &se));
     gradref__copy_run(&sl, &dl, ctx.num_threads);
     return GRADREF_OK;
 }
@@ -308,8 +308,8 @@ static void copy_tiles(const copy_dims *c, int t, int64_t numel, int stream, int
     const int blocks = k->transpose32x32_32 && c->sdt == c->ddt && c->sz == 4 && d_in == 1;
     const int streamed =
         blocks && stream && k->transpose32x32_32_stream && c->ds[t] > s_in && c->ds[t] % 8 == 0;
-    GRADREF_PARALLEL(threads) {
-        GRADREF_OMP(omp for schedule(static) nowait)
+    GRADREF__PARALLEL(threads) {
+        GRADREF__OMP(omp for schedule(static) nowait)
         for (int64_t it = 0; it < items; it++) {
             int64_t so, dof;
             outer_offsets(c, it / (ti * tj), t, &so, &dof);
@@ -356,7 +356,7 @@ static void copy_run(const gradref_tensor *src, const gradref_tensor *dst, size_
     for (int k = 0; k < m - 1 && c.ss[m - 1] != 1; k++)
         if (c.ss[k] == 1 && c.shape[k] >= 8 && inner >= 8) t = k;
     if (t >= 0) {
-        copy_tiles(&c, t, numel, whole >= GRADREF_STREAM_MIN_BYTES, threads);
+        copy_tiles(&c, t, numel, whole >= GRADREF__STREAM_MIN_BYTES, threads);
         return;
     }
     /* dst's innermost dim too short for a row of its own (a channels-last copy of few channels):
@@ -366,7 +366,7 @@ static void copy_run(const gradref_tensor *src, const gradref_tensor *dst, size_
         if (c.ss[k] == 1 && c.shape[k] >= 8) t = k;
     if (t >= 0) {
         const int64_t len = c.shape[t], rows = numel / len;
-        GRADREF_PARALLEL_FOR(threads, schedule(static))
+        GRADREF__PARALLEL_FOR(threads, schedule(static))
         for (int64_t r = 0; r < rows; r++) {
             int64_t so, dof;
             outer_offsets(&c, r / inner, t, &so, &dof);
@@ -377,7 +377,7 @@ static void copy_run(const gradref_tensor *src, const gradref_tensor *dst, size_
         return;
     }
     const int64_t rows = numel / inner;
-    GRADREF_PARALLEL_FOR(threads, schedule(static))
+    GRADREF__PARALLEL_FOR(threads, schedule(static))
     for (int64_t r = 0; r < rows; r++) {
         int64_t so, dof;
         outer_offsets(&c, r, -1, &so, &dof);

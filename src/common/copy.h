@@ -21,7 +21,7 @@ void gradref__copy5(const int64_t *shape, const void *src, int32_t sdt, const in
                     void *dst, int32_t ddt, const int64_t *ds, int num_threads);
 
 /* gradref__copy5 into a part of an output of `whole_bytes` in all: a layout change streams its
- * stores when the whole is too large for the cache (GRADREF_STREAM_MIN_BYTES), as
+ * stores when the whole is too large for the cache (GRADREF__STREAM_MIN_BYTES), as
  * gradref__copy_run does for its own dst. Fenced before it returns. */
 void gradref__copy5_part(const int64_t *shape, const void *src, int32_t sdt, const int64_t *ss,
                          void *dst, int32_t ddt, const int64_t *ds, size_t whole_bytes,

@@ -3,7 +3,7 @@
 #include "convert_array.h"
 #include "isa.h"
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 #  include <immintrin.h>
 
 /* d[i * dstride + j] = s[j * sstride + i] for an 8 x 8 block of 32-bit elements; streaming

@@ -9,7 +9,6 @@
 #  include <sys/mman.h>
 #endif
 
-#include "copy.h"
 #include "exec.h"
 
 gradref_status gradref__exec_resolve(const char *op, const gradref_exec *exec, gradref__ctx *ctx) {
@@ -41,13 +40,13 @@ gradref_status gradref__exec_resolve(const char *op, const gradref_exec *exec, g
 
 size_t gradref__workspace_bytes(size_t need) {
     if (need == 0) return 0;
-    if (need > SIZE_MAX - GRADREF_WORKSPACE_ALIGN) return SIZE_MAX;
-    return need + GRADREF_WORKSPACE_ALIGN;
+    if (need > SIZE_MAX - GRADREF__WORKSPACE_ALIGN) return SIZE_MAX;
+    return need + GRADREF__WORKSPACE_ALIGN;
 }
 
 static void *align_up(void *p) {
     uintptr_t a =
-        ((uintptr_t)p + GRADREF_WORKSPACE_ALIGN - 1) & ~(uintptr_t)(GRADREF_WORKSPACE_ALIGN - 1);
+        ((uintptr_t)p + GRADREF__WORKSPACE_ALIGN - 1) & ~(uintptr_t)(GRADREF__WORKSPACE_ALIGN - 1);
     return (void *)a;
 }
 
@@ -66,8 +65,8 @@ typedef struct block_header {
  * fresh 4 KiB page costs a fault (under virtualisation 165 ms for 87 MiB), so they are mapped
  * here 2 MiB-aligned and marked for transparent huge pages (6 ms for the same 87 MiB). */
 static gradref_status internal_workspace(const char *op, size_t total, void **ptr, void **owned) {
-    const size_t header = (sizeof(block_header) + GRADREF_WORKSPACE_ALIGN - 1) &
-                          ~(size_t)(GRADREF_WORKSPACE_ALIGN - 1);
+    const size_t header = (sizeof(block_header) + GRADREF__WORKSPACE_ALIGN - 1) &
+                          ~(size_t)(GRADREF__WORKSPACE_ALIGN - 1);
     block_header h = {NULL, 0, 0};
     char *at = NULL;
 #if defined(__linux__) && defined(MAP_ANONYMOUS) && defined(MADV_HUGEPAGE)
@@ -147,64 +146,11 @@ int gradref__default_threads(void) {
     return gradref__exec_resolve("gradref", &none, &ctx) == GRADREF_OK ? ctx.num_threads : 1;
 }
 
-size_t gradref__workspace_usable(const gradref__ctx *ctx) {
-    if (ctx->workspace == NULL || ctx->workspace_bytes <= GRADREF_WORKSPACE_ALIGN) return 0;
-    return ctx->workspace_bytes - GRADREF_WORKSPACE_ALIGN;
-}
-
-int gradref__workspace_threads(const gradref__ctx *ctx, int wanted, size_t one, size_t two) {
-    const size_t bytes = gradref__workspace_usable(ctx), per_thread = two - one;
-    if (ctx->workspace == NULL || bytes < one || per_thread == 0) return wanted;
-    const size_t fit = 1 + (bytes - one) / per_thread;
-    return fit < (size_t)wanted ? (int)fit : wanted;
-}
-
-gradref_status gradref__run_fast_path(const gradref__fast_path *fp, const gradref__ctx *ctx,
-                                      const void *plan) {
-    const gradref_tensor *zero = fp->zero_output ? fp->zero_output(plan) : NULL;
-    if (zero != NULL) {
-        gradref__fill_zero(zero, ctx->num_threads);
-        return GRADREF_OK;
-    }
-    const size_t one = fp->workspace(plan, ctx->precision, 1);
-    if (ctx->workspace != NULL && one > 0 && gradref__workspace_usable(ctx) < one)
-        return fp->no_workspace(plan, ctx->num_threads); /* as MegEngine's workspace limit 0 */
-    const int wanted = fp->useful_threads
-                           ? fp->useful_threads(plan, ctx->precision, ctx->num_threads)
-                           : ctx->num_threads;
-    int threads =
-        gradref__workspace_threads(ctx, wanted, one, fp->workspace(plan, ctx->precision, 2));
-    /* the estimate assumes bytes grow linearly with threads: step down should a layout not */
-    while (ctx->workspace != NULL && threads > 1 &&
-           fp->workspace(plan, ctx->precision, threads) > gradref__workspace_usable(ctx))
-        threads--;
-    void *ws, *owned;
-    GRADREF_FORWARD_IF_ERROR(gradref__workspace_acquire(
-        fp->op, ctx, fp->workspace(plan, ctx->precision, threads), &ws, &owned));
-    fp->run(plan, ws, threads);
-    gradref__workspace_release(owned);
-    return GRADREF_OK;
-}
-
-size_t gradref__fast_path_workspace(const gradref__fast_path *fp, const void *plan) {
-    if (fp->zero_output && fp->zero_output(plan)) return 0;
-    /* every precision: a workspace of this size never sends a device mode to the slow
-     * no-workspace path (HF32 stages x as well, which the default does not need) */
-    size_t most = 0;
-    for (int32_t precision = 0; precision < GRADREF__PRECISIONS; precision++) {
-        int threads = gradref__default_threads();
-        if (fp->useful_threads) threads = fp->useful_threads(plan, precision, threads);
-        const size_t bytes = fp->workspace(plan, precision, threads);
-        if (bytes > most) most = bytes;
-    }
-    return gradref__workspace_bytes(most);
-}
-
 void gradref__parallel_ranges(int64_t n, int threads,
                               void (*part)(const void *arg, int64_t begin, int64_t end),
                               const void *arg) {
     const int team = gradref__team(n, threads);
-    GRADREF_PARALLEL(team) {
+    GRADREF__PARALLEL(team) {
         int64_t b, e;
         gradref__my_range(n, &b, &e);
         part(arg, b, e);

@@ -16,7 +16,7 @@ typedef struct gradref__ctx {
 } gradref__ctx;
 
 /* Bytes added to every workspace size so the usable part can be aligned to this. */
-#define GRADREF_WORKSPACE_ALIGN 64
+#define GRADREF__WORKSPACE_ALIGN 64
 
 /* Lays out a workspace: reserves `bytes` at *at, each part starting on a 64-byte boundary,
  * and returns the part's offset. */
@@ -48,71 +48,12 @@ gradref_status gradref__check_precision(const char *op, const gradref__ctx *ctx,
 /* What an operator's _workspace_size reports for `need` usable bytes (0 stays 0). */
 size_t gradref__workspace_bytes(size_t need);
 
-/* Provides `need` bytes aligned to GRADREF_WORKSPACE_ALIGN: from the caller's workspace (WORKSPACE
+/* Provides `need` bytes aligned to GRADREF__WORKSPACE_ALIGN: from the caller's workspace (WORKSPACE
  * if it is smaller than gradref__workspace_bytes(need)) or from one malloc, which the caller
  * frees with gradref__workspace_release(*owned). *ptr is NULL when need is 0. */
 gradref_status gradref__workspace_acquire(const char *op, const gradref__ctx *ctx, size_t need,
                                           void **ptr, void **owned);
 void gradref__workspace_release(void *owned);
-
-/* An operator's fast path, as the shared entry-point tail sees it: the workspace bytes of a
- * validated plan at a precision and thread count, and the run itself. */
-typedef struct gradref__fast_path {
-    const char *op;
-    size_t (*workspace)(const void *plan, int32_t precision, int threads);
-    void (*run)(const void *plan, void *ws, int threads);
-    /* The path without a workspace (the reference loop, same bits), for a caller's workspace
-     * too small for one thread's share */
-    gradref_status (*no_workspace)(const void *plan, int threads);
-    /* NULL, or the output to fill with +0 instead of running (an empty operand): no
-     * workspace then */
-    const gradref_tensor *(*zero_output)(const void *plan);
-    /* NULL, or the most threads the run can keep busy (its work items) out of `threads`: the
-     * per-thread parts of the workspace are counted for no more */
-    int (*useful_threads)(const void *plan, int32_t precision, int threads);
-} gradref__fast_path;
-
-/* Defines `name`, the gradref__fast_path of an operator whose plan type is what workspace_fn,
- * run_fn and no_workspace_fn take (the adapters turn the plan back from const void *). */
-#define GRADREF_FAST_PATH_ADAPTERS(name, workspace_fn, run_fn, no_workspace_fn)                    \
-  static size_t name##_workspace(const void *plan, int32_t precision, int threads) {               \
-    return workspace_fn(plan, precision, threads);                                                 \
-  }                                                                                                \
-  static void name##_run(const void *plan, void *ws, int threads) {                                \
-    run_fn(plan, ws, threads);                                                                     \
-  }                                                                                                \
-  static gradref_status name##_no_workspace(const void *plan, int threads) {                       \
-    return no_workspace_fn(plan, threads);                                                         \
-  }
-#define GRADREF_DEFINE_FAST_PATH(name, op, workspace_fn, run_fn, no_workspace_fn)                  \
-  GRADREF_FAST_PATH_ADAPTERS(name, workspace_fn, run_fn, no_workspace_fn)                          \
-  static const gradref__fast_path name = {                                                         \
-      op, name##_workspace, name##_run, name##_no_workspace, NULL, NULL}
-
-/* The same for a convolution plan (GRADREF_CONV_PLAN_FIELDS): a zero_only plan fills
- * out_desc with +0 and needs no workspace; threads_fn bounds the threads by the work. */
-#define GRADREF_DEFINE_CONV_FAST_PATH(name, op, plan_type, workspace_fn, run_fn, no_workspace_fn,  \
-                                      threads_fn)                                                  \
-  GRADREF_FAST_PATH_ADAPTERS(name, workspace_fn, run_fn, no_workspace_fn)                          \
-  static const gradref_tensor *name##_zero_output(const void *plan) {                              \
-    const plan_type *p = plan;                                                                     \
-    return p->zero_only ? &p->out_desc : NULL;                                                     \
-  }                                                                                                \
-  static int name##_threads(const void *plan, int32_t precision, int threads) {                    \
-    return threads_fn(plan, precision, threads);                                                   \
-  }                                                                                                \
-  static const gradref__fast_path name = {                                                         \
-      op, name##_workspace, name##_run, name##_no_workspace, name##_zero_output, name##_threads}
-
-/* The tail of an entry point once its plan is validated (and its precision set): the threads
- * the caller's workspace holds, the workspace (the caller's or one allocation), the run; a
- * caller's workspace too small for one thread's share runs the no-workspace path instead. */
-gradref_status gradref__run_fast_path(const gradref__fast_path *fp, const gradref__ctx *ctx,
-                                      const void *plan);
-
-/* What a _workspace_size twin reports for a validated plan: the most any precision needs at
- * the default thread count, with the alignment slack. */
-size_t gradref__fast_path_workspace(const gradref__fast_path *fp, const void *plan);
 
 /* Splits [0, n) into one contiguous range per thread of a team of at most `threads` and runs
  * part(arg, begin, end) on each: the reference loops' parallel fallback. */
@@ -122,14 +63,5 @@ void gradref__parallel_ranges(int64_t n, int threads,
 
 /* The thread count a NULL exec gives (the OpenMP default, 1 without OpenMP). */
 int gradref__default_threads(void);
-
-/* Usable bytes of the caller's workspace once aligned (0 when there is none). */
-size_t gradref__workspace_usable(const gradref__ctx *ctx);
-
-/* The threads a call runs on: `wanted`, or as many as the caller's workspace holds when it
- * holds fewer (at least one; below one thread's share the acquire reports the workspace too
- * small). `one` and `two` are the call's workspace bytes at one and two threads (layouts that
- * take a fixed part plus a part per thread). */
-int gradref__workspace_threads(const gradref__ctx *ctx, int wanted, size_t one, size_t two);
 
 #endif

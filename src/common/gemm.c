@@ -85,7 +85,7 @@ const gradref__sgemm_kernels gradref__sgemm_kernels_portable = {
 const gradref__sgemm_kernels *gradref__sgemm_kernels_for(int max_isa) {
     static const void *const tables[GRADREF__ISA_LEVELS] = {
         [GRADREF__ISA_PORTABLE] = &gradref__sgemm_kernels_portable,
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
         [GRADREF__ISA_AVX2] = &gradref__sgemm_kernels_avx2,
         [GRADREF__ISA_AVX512] = &gradref__sgemm_kernels_avx512,
 #endif

@@ -5,7 +5,7 @@
  * kernel bit for bit. */
 #include "gemm_kernels.h"
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 #  include <immintrin.h>
 
 #  if GRADREF__AVX2_MR != 6

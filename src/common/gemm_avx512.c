@@ -4,7 +4,7 @@
  * per step, as C99 fmaf, so they equal the portable kernel bit for bit. */
 #include "gemm_kernels.h"
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 #  include <immintrin.h>
 
 static void kernel_avx512(int64_t k, const float *a, const float *b, float *c, int64_t ldc,

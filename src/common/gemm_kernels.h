@@ -41,7 +41,7 @@ const gradref__sgemm_kernels *gradref__sgemm_kernels_for(int max_isa);
 
 extern const gradref__sgemm_kernels gradref__sgemm_kernels_portable;
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 extern const gradref__sgemm_kernels gradref__sgemm_kernels_avx2;
 extern const gradref__sgemm_kernels gradref__sgemm_kernels_avx512;
 /* The indirect AVX-512 micro-kernel (the CPU must have AVX-512F and FMA): for i < rows (1 .. 14)

@@ -10,14 +10,14 @@
 #include "gradref.h"
 
 #if defined(__GNUC__)
-#  define GRADREF_PRINTF(f, a) __attribute__((format(printf, f, a)))
+#  define GRADREF__PRINTF(f, a) __attribute__((format(printf, f, a)))
 #else
-#  define GRADREF_PRINTF(f, a)
+#  define GRADREF__PRINTF(f, a)
 #endif
 
 /* Records "<op>: <formatted text>" as this thread's last error and returns s. */
 gradref_status gradref__fail(gradref_status s, const char *op, const char *fmt, ...)
-    GRADREF_PRINTF(3, 4);
+    GRADREF__PRINTF(3, 4);
 
 /* Checked arithmetic on int64_t; each returns nonzero on overflow (and leaves *r unspecified). */
 static inline int gradref__add_ovf(int64_t a, int64_t b, int64_t *r) {
@@ -53,26 +53,26 @@ static inline void gradref__split_range(int64_t n, int64_t team, int64_t me, int
     *end = *begin + base + (me < extra ? 1 : 0);
 }
 
-/* OpenMP glue: GRADREF_OMP(omp parallel for ...) is a pragma with OpenMP and nothing without,
+/* OpenMP glue: GRADREF__OMP(omp parallel for ...) is a pragma with OpenMP and nothing without,
  * so serial builds stay free of unknown-pragma warnings. */
 #ifdef _OPENMP
 #  include <omp.h>
-#  define GRADREF_PRAGMA(x) _Pragma(#  x)
-#  define GRADREF_OMP(x)    GRADREF_PRAGMA(x)
+#  define GRADREF__PRAGMA(x) _Pragma(#  x)
+#  define GRADREF__OMP(x)    GRADREF__PRAGMA(x)
 #else
-#  define GRADREF_OMP(x)
+#  define GRADREF__OMP(x)
 #endif
 
 /* A parallel region of `team` threads, or a parallel for with more clauses:
- *     GRADREF_PARALLEL(team) { ... }
- *     GRADREF_PARALLEL_FOR(team, schedule(static)) for (...) { ... }
+ *     GRADREF__PARALLEL(team) { ... }
+ *     GRADREF__PARALLEL_FOR(team, schedule(static)) for (...) { ... }
  * Without OpenMP both run the braced body once on the calling thread (and still read team). */
 #ifdef _OPENMP
-#  define GRADREF_PARALLEL(team) GRADREF_PRAGMA(omp parallel num_threads(team))
-#  define GRADREF_PARALLEL_FOR(team, clauses) GRADREF_PRAGMA(omp parallel for num_threads(team) clauses)
+#  define GRADREF__PARALLEL(team) GRADREF__PRAGMA(omp parallel num_threads(team))
+#  define GRADREF__PARALLEL_FOR(team, clauses) GRADREF__PRAGMA(omp parallel for num_threads(team) clauses)
 #else
-#  define GRADREF_PARALLEL(team)              if (gradref__one_team(team))
-#  define GRADREF_PARALLEL_FOR(team, clauses) if (gradref__one_team(team))
+#  define GRADREF__PARALLEL(team)              if (gradref__one_team(team))
+#  define GRADREF__PARALLEL_FOR(team, clauses) if (gradref__one_team(team))
 #endif
 static inline int gradref__one_team(int64_t team) {
     (void)team;
@@ -84,8 +84,8 @@ static inline int gradref__team(int64_t items, int threads) {
     return items < threads ? (items > 1 ? (int)items : 1) : threads;
 }
 
-/* Forwards a failure: `GRADREF_FORWARD_IF_ERROR(check(...));` returns its status unless OK. */
-#define GRADREF_FORWARD_IF_ERROR(expr)                                                             \
+/* Forwards a failure: `GRADREF__FORWARD_IF_ERROR(check(...));` returns its status unless OK. */
+#define GRADREF__FORWARD_IF_ERROR(expr)                                                            \
   do {                                                                                             \
     const gradref_status gradref_forward_ = (expr);                                                \
     if (gradref_forward_ != GRADREF_OK) return gradref_forward_;                                   \
@@ -124,7 +124,7 @@ static inline void gradref__my_range(int64_t n, int64_t *begin, int64_t *end) {
  * takes fewer items instead of holding up the others at the region's end. */
 static inline int64_t gradref__claim(int64_t *next) {
     int64_t item;
-    GRADREF_OMP(omp atomic capture)
+    GRADREF__OMP(omp atomic capture)
     item = (*next)++;
     return item;
 }

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 #  include <cpuid.h>
 
 static int detect_avx_f16c(void) {
@@ -63,7 +63,7 @@ static int detect(void) {
     return detect_avx512_bf16() ? GRADREF__ISA_AVX512_BF16 : GRADREF__ISA_AVX512;
 }
 
-#elif defined(GRADREF_ARM64) && defined(__linux__)
+#elif defined(GRADREF__ARM64) && defined(__linux__)
 #  include <sys/auxv.h>
 
 static const char *const names[GRADREF__ISA_LEVELS] = {"portable", "neon", "neon_dot", "sve"};
@@ -76,7 +76,7 @@ static int detect(void) {
     return hw & (1ul << 22) ? GRADREF__ISA_SVE : GRADREF__ISA_NEON_DOT;
 }
 
-#elif defined(GRADREF_ARM64)
+#elif defined(GRADREF__ARM64)
 
 static const char *const names[GRADREF__ISA_LEVELS] = {"portable", "neon", "neon_dot", "sve"};
 

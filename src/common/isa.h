@@ -31,10 +31,10 @@ enum {
  * its level's instruction set from CMake (*_avx2.c, *_avx512.c: GRADREF_ISA_FLAGS_*), so that
  * the rest of the library keeps the baseline ISA. */
 #if (defined(__x86_64__) || defined(__i386__)) && defined(__GNUC__)
-#  define GRADREF_X86 1
+#  define GRADREF__X86 1
 #endif
 #if defined(__aarch64__) && defined(__GNUC__)
-#  define GRADREF_ARM64 1
+#  define GRADREF__ARM64 1
 #endif
 
 /* The widest level this CPU runs, after GRADREF_MAX_ISA (a level's name: portable, avx2,

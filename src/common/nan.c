@@ -45,7 +45,7 @@ static void set_canonical(int32_t dtype, char *e) {
 
 void gradref__canon_nans_f32(float *p, int64_t n) {
     int64_t i0 = 0;
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
     const int level = gradref__isa_level();
     if (level >= GRADREF__ISA_AVX512)
         i0 = gradref__canon_nans_f32_avx512(p, n);
@@ -112,7 +112,7 @@ void gradref__canon_nans(const gradref_tensor *t, int threads) {
     if (dense(t)) { /* one run over the whole span */
         len = rows * len, step = 1, rows = 1, inner = -1;
         if (len >= (INT64_C(1) << 16) && threads > 1) {
-            GRADREF_PARALLEL(threads) {
+            GRADREF__PARALLEL(threads) {
                 int64_t b, e;
                 gradref__my_range(len, &b, &e);
                 gradref__canon_nans_elems(dt, (char *)t->data + (size_t)b * es, e - b);
@@ -122,7 +122,7 @@ void gradref__canon_nans(const gradref_tensor *t, int threads) {
         gradref__canon_nans_elems(dt, t->data, len);
         return;
     }
-    GRADREF_PARALLEL(gradref__team(rows * len >= (INT64_C(1) << 16) ? rows : 1, threads)) {
+    GRADREF__PARALLEL(gradref__team(rows * len >= (INT64_C(1) << 16) ? rows : 1, threads)) {
         int64_t b, e;
         gradref__my_range(rows, &b, &e);
         for (int64_t r = b; r < e; r++) {

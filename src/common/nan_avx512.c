@@ -5,7 +5,7 @@
 
 #include "isa.h"
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 #  include <immintrin.h>
 
 int64_t gradref__canon_nans_f32_avx512(float *p, int64_t n) {

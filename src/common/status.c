@@ -6,14 +6,14 @@
 #include "internal.h"
 
 #if defined(_MSC_VER)
-#  define GRADREF_THREAD_LOCAL __declspec(thread)
+#  define GRADREF__THREAD_LOCAL __declspec(thread)
 #else
-#  define GRADREF_THREAD_LOCAL __thread
+#  define GRADREF__THREAD_LOCAL __thread
 #endif
 
-#define GRADREF_MESSAGE_CAPACITY 512
+#define GRADREF__MESSAGE_CAPACITY 512
 
-static GRADREF_THREAD_LOCAL char last_error[GRADREF_MESSAGE_CAPACITY];
+static GRADREF__THREAD_LOCAL char last_error[GRADREF__MESSAGE_CAPACITY];
 
 const char *gradref_status_string(gradref_status s) {
     switch (s) {

@@ -21,7 +21,7 @@ void gradref__copy_stream(void *dst, const void *src, size_t bytes) {
     s += head;
     bytes -= head;
     size_t i = 0;
-#  ifdef GRADREF_X86
+#  ifdef GRADREF__X86
     if (gradref__isa_level() >= GRADREF__ISA_AVX512) {
         i = bytes & ~(size_t)63;
         gradref__copy_stream_lines_avx512(d, s, i / 64);

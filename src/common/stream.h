@@ -8,7 +8,7 @@
 #include <stddef.h>
 
 /* Outputs at least this large are written with streaming stores by the copy-shaped kernels. */
-#define GRADREF_STREAM_MIN_BYTES ((size_t)8 << 20)
+#define GRADREF__STREAM_MIN_BYTES ((size_t)8 << 20)
 
 /* memcpy with streaming stores for the whole 64-byte lines of dst (ordinary stores at its
  * ends). Call gradref__stream_fence() before the data is read by another thread. */

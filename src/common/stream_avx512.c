@@ -6,7 +6,7 @@
 
 #include "isa.h"
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 #  include <immintrin.h>
 
 void gradref__copy_stream_lines_avx512(char *d, const char *s, size_t lines) {

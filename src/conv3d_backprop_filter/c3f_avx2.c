@@ -6,7 +6,7 @@
 #include "common/gemm_kernels.h"
 #include "common/isa.h"
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 #  include <immintrin.h>
 
 void gradref__c3f_f32_gather_panel_avx2(float *dst, int64_t nr, const float *src, int64_t cs,

@@ -5,7 +5,7 @@
 #include "common/gemm_kernels.h"
 #include "common/isa.h"
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 #  include <immintrin.h>
 
 #  include "common/transpose_avx512.h"

@@ -2,7 +2,7 @@
 /* The fast path for F32 compute (F32, F16, BF16 at the default precision; F32 at the HF32
  * precisions, from staged copies rounded to HF32):
  *
- *   for each block of GRADREF_C3F_BLOCK reduction indices r = (n, od, oh, ow):
+ *   for each block of GRADREF__C3F_BLOCK reduction indices r = (n, od, oh, ow):
  *     S_block[j][co] = sum over r in the block of col[j][r] * dy[r][co]     (one GEMM slice)
  *   dw = the blocks' binary-counter combination (the reference's order)
  *
@@ -31,7 +31,7 @@
 #include "common/isa.h"
 #include "common/nan.h"
 
-#define BLOCK GRADREF_C3F_BLOCK
+#define BLOCK GRADREF__C3F_BLOCK
 /* j rows per item: their level buffers (j x Cout/G floats each) stay near 1 MiB */
 #define LEVEL_FLOATS (INT64_C(256) * 1024)
 /* the split reduction's chunk sums, all together, as far as balance allows */
@@ -574,7 +574,7 @@ static int split_chunks(const run *R, const layout *L, char *base, int threads) 
     float *chunk = (float *)(base + L->chunk_at);
     int8_t *node = (int8_t *)(base + L->node_at);
     const int team = gradref__team(L->chunks, threads);
-    GRADREF_PARALLEL(team) {
+    GRADREF__PARALLEL(team) {
         char *mine = base + L->thread0 + L->per_thread * (size_t)gradref__thread_num();
         runs *u = (runs *)(mine + L->runs_at);
         u->nonfinite = 0;
@@ -604,7 +604,7 @@ static void combine_chunks(const run *R, const layout *L, char *base, int thread
     const int64_t J = p->Cin_g * taps_of(p), size = J * p->Cout_g;
     const float *chunk = (const float *)(base + L->chunk_at);
     const int8_t *node = (const int8_t *)(base + L->node_at);
-    GRADREF_PARALLEL(gradref__team(J, threads)) {
+    GRADREF__PARALLEL(gradref__team(J, threads)) {
         char *mine = base + L->thread0 + L->per_thread * (size_t)gradref__thread_num();
         int64_t j0, j1;
         gradref__my_range(J, &j0, &j1);
@@ -627,7 +627,7 @@ static void channels_last(const char *src, int32_t dtype, const int64_t *shape, 
     const int64_t C = shape[1], W = shape[4], rows = shape[0] * shape[2] * shape[3];
     st[1] = 1, st[4] = C, st[3] = width * C, st[2] = shape[3] * st[3], st[0] = shape[2] * st[2];
     if (width > W) {
-        GRADREF_PARALLEL_FOR(threads, schedule(static))
+        GRADREF__PARALLEL_FOR(threads, schedule(static))
         for (int64_t r = 0; r < rows; r++) {
             float *row = dst + r * width * C;
             memset(row, 0, (size_t)(w0 * C) * sizeof *row);
@@ -637,7 +637,7 @@ static void channels_last(const char *src, int32_t dtype, const int64_t *shape, 
     gradref__copy5(shape, src, dtype, s, dst + w0 * C, GRADREF_F32, st, threads);
     if (!hf32) return;
     const int64_t n = shape[0] * st[0];
-    GRADREF_PARALLEL_FOR(threads, schedule(static))
+    GRADREF__PARALLEL_FOR(threads, schedule(static))
     for (int64_t i = 0; i < n; i++)
         dst[i] = gradref__hf32_round(dst[i], hf32);
 }
@@ -702,7 +702,7 @@ void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
             per_group++;
         const int64_t items = p->G * per_group;
         team = gradref__team(items, threads);
-        GRADREF_PARALLEL(team) {
+        GRADREF__PARALLEL(team) {
             const int me = gradref__thread_num();
             char *mine = base + L.thread0 + L.per_thread * (size_t)me;
             runs *u = (runs *)(mine + L.runs_at);

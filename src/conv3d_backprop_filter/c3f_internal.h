@@ -13,10 +13,10 @@
 
 /* Reduction indices per block: each dw element sums blocks of this many consecutive
  * (n, od, oh, ow) with one fused multiply-add chain, then adds the blocks pairwise. */
-#define GRADREF_C3F_BLOCK 256
+#define GRADREF__C3F_BLOCK 256
 
 typedef struct gradref__c3f_plan {
-    GRADREF_CONV_PLAN_FIELDS; /* in: x and dy; out: dw */
+    GRADREF__CONV_PLAN_FIELDS; /* in: x and dy; out: dw */
     int64_t Cin_g, Cout_g;
     const char *x, *dy;
     char *dw;
@@ -66,7 +66,7 @@ typedef struct gradref__c3f_kernels {
  * GEMM kernels are that level's). */
 const gradref__c3f_kernels *gradref__c3f_kernels_for(int max_isa);
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 extern const gradref__c3f_kernels gradref__c3f_kernels_avx2;   /* c3f_avx2.c */
 extern const gradref__c3f_kernels gradref__c3f_kernels_avx512; /* c3f_avx512.c */
 #endif

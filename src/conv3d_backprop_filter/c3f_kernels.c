@@ -14,7 +14,7 @@ static const gradref__c3f_kernels portable = {
 const gradref__c3f_kernels *gradref__c3f_kernels_for(int max_isa) {
     static const void *const tables[GRADREF__ISA_LEVELS] = {
         [GRADREF__ISA_PORTABLE] = &portable,
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
         [GRADREF__ISA_AVX2] = &gradref__c3f_kernels_avx2,
         [GRADREF__ISA_AVX512] = &gradref__c3f_kernels_avx512,
 #endif

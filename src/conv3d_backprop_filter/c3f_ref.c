@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The reference loop (docs/conv3d_backprop_filter.md): for each dw element, the reduction
- * indices r = (n, od, oh, ow) in ascending order are cut into blocks of GRADREF_C3F_BLOCK;
+ * indices r = (n, od, oh, ow) in ascending order are cut into blocks of GRADREF__C3F_BLOCK;
  * each block is one chain acc = fma(x, dy, acc) from +0 over its r whose input tap lies inside
  * x (the others are skipped); the block sums are combined as a binary counter: a new sum merges
  * with the stored sum of its level (older + newer) and moves up while that level is taken; at
@@ -105,7 +105,7 @@ void gradref__c3f_ref_elements(const gradref__c3f_plan *p, int64_t e0, int64_t e
                             else
                                 b32 = fmaf((float)xv, (float)dv, b32);
                         }
-                        if ((r + 1) % GRADREF_C3F_BLOCK == 0 || r + 1 == R) {
+                        if ((r + 1) % GRADREF__C3F_BLOCK == 0 || r + 1 == R) {
                             cascade_push(&c, b32, b64);
                             b32 = 0.0f;
                             b64 = 0.0;

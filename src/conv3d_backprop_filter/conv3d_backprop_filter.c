@@ -8,31 +8,32 @@
 #include "common/convert.h"
 #include "common/copy.h"
 #include "common/exec.h"
+#include "common/fast_path.h"
 #include "common/isa.h"
 #include "common/tensor.h"
 
 static const char OP[] = "conv3d_backprop_filter";
 
-GRADREF_DEFINE_CONV_FAST_PATH(FAST, OP, gradref__c3f_plan, gradref__c3f_fast_workspace,
-                              gradref__c3f_fast, gradref__c3f_no_workspace,
-                              gradref__c3f_fast_threads);
+GRADREF__DEFINE_CONV_FAST_PATH(FAST, OP, gradref__c3f_plan, gradref__c3f_fast_workspace,
+                               gradref__c3f_fast, gradref__c3f_no_workspace,
+                               gradref__c3f_fast_threads);
 
 gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref_tensor *x,
                                      const gradref_tensor *dy, const gradref_tensor *dw,
                                      gradref__c3f_plan *plan) {
     gradref_status s;
-    GRADREF_FORWARD_IF_ERROR(gradref__conv_check_params(OP, p));
+    GRADREF__FORWARD_IF_ERROR(gradref__conv_check_params(OP, p));
     gradref__extent xe, ye, we;
     gradref_tensor xl, yl, wl;
-    GRADREF_FORWARD_IF_ERROR(gradref__take_input(OP, "x", x, &xl, &xe));
-    GRADREF_FORWARD_IF_ERROR(gradref__take_input(OP, "dy", dy, &yl, &ye));
-    GRADREF_FORWARD_IF_ERROR(gradref__take_output(OP, "dw", dw, &wl, &we));
+    GRADREF__FORWARD_IF_ERROR(gradref__take_input(OP, "x", x, &xl, &xe));
+    GRADREF__FORWARD_IF_ERROR(gradref__take_input(OP, "dy", dy, &yl, &ye));
+    GRADREF__FORWARD_IF_ERROR(gradref__take_output(OP, "dw", dw, &wl, &we));
     x = &xl;
     dy = &yl;
     dw = &wl;
-    GRADREF_FORWARD_IF_ERROR(gradref__check_rank(OP, "x", x, 5));
-    GRADREF_FORWARD_IF_ERROR(gradref__check_rank(OP, "dy", dy, 5));
-    GRADREF_FORWARD_IF_ERROR(gradref__check_rank(OP, "dw", dw, 5));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_rank(OP, "x", x, 5));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_rank(OP, "dy", dy, 5));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_rank(OP, "dw", dw, 5));
     const int32_t in = x->dtype, out = dw->dtype;
     if (!gradref__dtype_is_float(in))
         return gradref__fail(GRADREF_ERR_DTYPE, OP,
@@ -49,8 +50,8 @@ gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref
 
     const int64_t G = p->groups == 0 ? 1 : p->groups;
     const int64_t Cout = dw->shape[0], Cin_g = dw->shape[1];
-    GRADREF_FORWARD_IF_ERROR(gradref__check_dim(OP, "dy", dy, 0, x->shape[0], "x.shape[0]"));
-    GRADREF_FORWARD_IF_ERROR(gradref__check_dim(OP, "dy", dy, 1, Cout, "dw.shape[0] (Cout)"));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_dim(OP, "dy", dy, 0, x->shape[0], "x.shape[0]"));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_dim(OP, "dy", dy, 1, Cout, "dw.shape[0] (Cout)"));
     if ((s = gradref__check_dim_product(OP, "x", x, 1, G, Cin_g, "groups x dw.shape[1] (Cin/G)")) !=
         GRADREF_OK)
         return s;
@@ -61,7 +62,7 @@ gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref
     memset(plan, 0, sizeof *plan);
     for (int j = 0; j < 3; j++) {
         const int64_t k = dw->shape[2 + j], i = x->shape[2 + j], o = dy->shape[2 + j];
-        GRADREF_FORWARD_IF_ERROR(
+        GRADREF__FORWARD_IF_ERROR(
             gradref__conv_check_dim(OP, p, j, "dw", 2 + j, k, "x", i, "dy", o));
         plan->K[j] = k;
         plan->I[j] = i;
@@ -69,8 +70,8 @@ gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref
         gradref__conv_plan_steps(p, j, k, o, &plan->stride[j], &plan->dil[j]);
         plan->pad_begin[j] = p->pad[2 * j];
     }
-    GRADREF_FORWARD_IF_ERROR(gradref__check_disjoint(OP, "dw", &we, "x", &xe));
-    GRADREF_FORWARD_IF_ERROR(gradref__check_disjoint(OP, "dw", &we, "dy", &ye));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_disjoint(OP, "dw", &we, "x", &xe));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_disjoint(OP, "dw", &we, "dy", &ye));
     plan->mode = p->mode;
     plan->in_dtype = in;
     plan->out_dtype = out;
@@ -146,13 +147,13 @@ gradref_status gradref_conv3d_backprop_filter(const gradref_conv_params *p, cons
                                               const gradref_exec *exec) {
     gradref__ctx ctx;
     gradref__c3f_plan plan;
-    GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
-    GRADREF_FORWARD_IF_ERROR(gradref__check_precision(
+    GRADREF__FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_precision(
         OP, &ctx,
         GRADREF__GENERAL_PRECISIONS | GRADREF__PRECISION_BIT(GRADREF_PRECISION_HF32) |
             GRADREF__PRECISION_BIT(GRADREF_PRECISION_HF32_910B)));
-    GRADREF_FORWARD_IF_ERROR(gradref__c3f_validate(p, x, dy, dw, &plan));
-    if (ctx.strict) GRADREF_FORWARD_IF_ERROR(check_cann(p, &plan));
+    GRADREF__FORWARD_IF_ERROR(gradref__c3f_validate(p, x, dy, dw, &plan));
+    if (ctx.strict) GRADREF__FORWARD_IF_ERROR(check_cann(p, &plan));
     if (gradref__hf32_kept_bits(ctx.precision) && plan.in_dtype != GRADREF_F32)
         return gradref__fail(
             GRADREF_ERR_PARAM, OP, "exec.precision is %s, which takes F32 x and dy; x.dtype is %s",
@@ -168,7 +169,7 @@ gradref_status gradref_conv3d_backprop_filter_workspace_size(const gradref_conv_
                                                              size_t *bytes) {
     gradref__c3f_plan plan;
     if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "bytes is NULL");
-    GRADREF_FORWARD_IF_ERROR(gradref__c3f_validate(p, x, dy, dw, &plan));
+    GRADREF__FORWARD_IF_ERROR(gradref__c3f_validate(p, x, dy, dw, &plan));
     *bytes = gradref__fast_path_workspace(&FAST, &plan);
     return GRADREF_OK;
 }

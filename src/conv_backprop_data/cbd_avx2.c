@@ -3,7 +3,7 @@
 #include "cbd_simd.h"
 #include "common/gemm_kernels.h"
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 #  include <immintrin.h>
 
 /* Lanes l of o2 = start + l inside [0, O2), as an AVX2 load/store mask: -start <= l <
@@ -239,7 +239,7 @@ void gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const flo
 
 /* ------------------------------------------------------------ direct tiles at 8 lanes */
 
-#  if GRADREF_CBD_TILE_ROWS_AVX2 != GRADREF__AVX2_MR || GRADREF__AVX2_MR != 6
+#  if GRADREF__CBD_TILE_ROWS_AVX2 != GRADREF__AVX2_MR || GRADREF__AVX2_MR != 6
 #    error "the AVX2 tiles take the AVX2 GEMM's 6-row panels"
 #  endif
 
@@ -323,8 +323,8 @@ HALF_ROWS(2)
       half_##INSIDE##_1, half_##INSIDE##_2, half_##INSIDE##_3, half_##INSIDE##_4,                  \
           half_##INSIDE##_5, half_##INSIDE##_6                                                     \
     }
-static const half_fn halves[3][GRADREF_CBD_TILE_ROWS_AVX2] = {HALF_LIST(0), HALF_LIST(1),
-                                                              HALF_LIST(2)};
+static const half_fn halves[3][GRADREF__CBD_TILE_ROWS_AVX2] = {HALF_LIST(0), HALF_LIST(1),
+                                                               HALF_LIST(2)};
 
 void gradref__cbd_f32_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
                                   const int64_t *offset, const uint16_t *masks, int64_t ntaps,
@@ -383,7 +383,7 @@ const gradref__cbd_kernels gradref__cbd_kernels_avx2 = {
     .isa = "avx2",
     .dw_row = gradref__cbd_f32_dw_row_avx2,
     .dw_plane3x3 = gradref__cbd_f32_dw_plane3x3_avx2,
-    .tile_rows = GRADREF_CBD_TILE_ROWS_AVX2,
+    .tile_rows = GRADREF__CBD_TILE_ROWS_AVX2,
     .tile32 = gradref__cbd_f32_tile32_avx2,
     .pack_tile32 = gradref__cbd_f32_pack_tile32_avx2,
     .tile32_masks = gradref__cbd_tile32_masks,

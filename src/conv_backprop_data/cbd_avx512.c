@@ -3,7 +3,7 @@
  * planes for 3 x 3), the 32-pixel direct tiles, their packing and the stride-2 scatter. */
 #include "cbd_simd.h"
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 #  include <immintrin.h>
 
 /* Lanes l of o2 = start + l inside [0, O2), as a 16-lane mask. */
@@ -328,7 +328,7 @@ __attribute__((always_inline)) static inline void
 tile_body(int inside, int V, int R, const float *image, int64_t channel_stride, int64_t ocpg,
           const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a, float *c,
           int64_t ldc, __mmask16 live0, __mmask16 live1) {
-    enum { MR = GRADREF_CBD_TILE_ROWS };
+    enum { MR = GRADREF__CBD_TILE_ROWS };
     __m512 acc[MR][2];
     for (int i = 0; i < R; i++)
         for (int v = 0; v < V; v++)
@@ -399,9 +399,9 @@ TILE_ROWS(2, 2)
           tile_##INSIDE##_##V##_10, tile_##INSIDE##_##V##_11, tile_##INSIDE##_##V##_12,            \
           tile_##INSIDE##_##V##_13, tile_##INSIDE##_##V##_14                                       \
     }
-static const tile_fn tiles[3][2][GRADREF_CBD_TILE_ROWS] = {{TILE_LIST(0, 1), TILE_LIST(0, 2)},
-                                                           {TILE_LIST(1, 1), TILE_LIST(1, 2)},
-                                                           {TILE_LIST(2, 1), TILE_LIST(2, 2)}};
+static const tile_fn tiles[3][2][GRADREF__CBD_TILE_ROWS] = {{TILE_LIST(0, 1), TILE_LIST(0, 2)},
+                                                            {TILE_LIST(1, 1), TILE_LIST(1, 2)},
+                                                            {TILE_LIST(2, 1), TILE_LIST(2, 2)}};
 
 void gradref__cbd_f32_tile32_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
                                     const int64_t *offset, const uint16_t *masks, int64_t ntaps,
@@ -458,7 +458,7 @@ const gradref__cbd_kernels gradref__cbd_kernels_avx512 = {
     .dw_row = gradref__cbd_f32_dw_row_avx2,
     .dw_rows4 = gradref__cbd_f32_dw_rows4_avx512,
     .dw_plane3x3 = gradref__cbd_f32_dw_plane3x3_avx512,
-    .tile_rows = GRADREF_CBD_TILE_ROWS,
+    .tile_rows = GRADREF__CBD_TILE_ROWS,
     .tile32 = gradref__cbd_f32_tile32_avx512,
     .pack_tile32 = gradref__cbd_f32_pack_tile32_avx512,
     .tile32_masks = gradref__cbd_tile32_masks_avx512,

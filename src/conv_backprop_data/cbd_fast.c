@@ -169,7 +169,7 @@ static int pack_filter(const gradref__cbd_plan *p, float *a, int threads) {
     const int64_t T = taps_of(p), rows = p->G * p->ICpg;
     const int team = rows * T * p->OCpg >= (INT64_C(1) << 15) ? threads : 1; /* small: serial */
     int finite = 1;
-    GRADREF_PARALLEL_FOR(team, reduction(& : finite) schedule(static))
+    GRADREF__PARALLEL_FOR(team, reduction(& : finite) schedule(static))
     for (int64_t r = 0; r < rows; r++) {
         const int64_t g = r / p->ICpg, ic = r % p->ICpg;
         for (int64_t t = 0; t < T; t++) {
@@ -839,16 +839,16 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
     const int claimed = L.path == PATH_GEMM && items >= 4 * (int64_t)team;
     int64_t next_item = 0;
     int finite = 1; /* a filter value that is not finite sends the call to the reference */
-    GRADREF_PARALLEL(team) {
+    GRADREF__PARALLEL(team) {
         const int me = gradref__thread_num();
         char *mine = base + L.thread0 + L.per_thread * (size_t)me;
         if (L.path == PATH_GEMM) {
             ((int64_t *)(mine + L.masks_key_at))[0] = -1; /* no masks yet */
             if (!pack_panels(&R, mine, &L)) {
-                GRADREF_OMP(omp atomic write)
+                GRADREF__OMP(omp atomic write)
                 finite = 0;
             }
-            GRADREF_OMP(omp barrier)
+            GRADREF__OMP(omp barrier)
         }
         int64_t b = 0, e = finite ? items : 0;
         if (!claimed) gradref__my_range(e, &b, &e);

@@ -12,8 +12,8 @@
 #include "gradref.h"
 
 typedef struct gradref__cbd_plan {
-    GRADREF_CONV_PLAN_FIELDS; /* in: filter and diff; out: grad */
-    int32_t rank;             /* spatial dims of the call: 1, 2 or 3 */
+    GRADREF__CONV_PLAN_FIELDS; /* in: filter and diff; out: grad */
+    int32_t rank;              /* spatial dims of the call: 1, 2 or 3 */
     int64_t ICpg, OCpg;
     const char *filter, *diff;
     char *grad;

@@ -20,8 +20,8 @@ typedef struct gradref__cbd_dw_shape {
 gradref__cbd_dw_shape gradref__cbd_dw_shape_of(const gradref__cbd_plan *p);
 
 /* Rows of the AVX-512 and AVX2 GEMM panels (gradref__sgemm_mr for those families). */
-#define GRADREF_CBD_TILE_ROWS      14
-#define GRADREF_CBD_TILE_ROWS_AVX2 6
+#define GRADREF__CBD_TILE_ROWS      14
+#define GRADREF__CBD_TILE_ROWS_AVX2 6
 
 /* The kernels of one ISA, picked once per call. Depthwise (f32, stride 1): one grad row from
  * the nrows diff rows its row taps reach (rows, with the stored row-tap index base), never NULL;
@@ -55,7 +55,7 @@ typedef struct gradref__cbd_kernels {
  * tiles match the GEMM's panels at that level (gradref__sgemm_mr). */
 const gradref__cbd_kernels *gradref__cbd_kernels_for(int max_isa);
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 extern const gradref__cbd_kernels gradref__cbd_kernels_avx2;   /* cbd_avx2.c */
 extern const gradref__cbd_kernels gradref__cbd_kernels_avx512; /* cbd_avx512.c */
 #endif
@@ -91,7 +91,7 @@ static inline void gradref__cbd_plane3x3_taps(const gradref__cbd_dw_shape *s, co
                     : 0.0f;
 }
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 /* The depthwise kernels (cbd_avx2.c, cbd_avx512.c) as in the table. */
 void gradref__cbd_f32_dw_row_avx2(const gradref__cbd_dw_shape *s, const float *w,
                                   const float *const *rows, const int64_t *base, int64_t nrows,

@@ -8,14 +8,15 @@
 #include "common/conv.h"
 #include "common/copy.h"
 #include "common/exec.h"
+#include "common/fast_path.h"
 #include "common/isa.h"
 #include "common/tensor.h"
 
 static const char OP[] = "conv_backprop_data";
 
-GRADREF_DEFINE_CONV_FAST_PATH(FAST, OP, gradref__cbd_plan, gradref__cbd_fast_workspace,
-                              gradref__cbd_fast, gradref__cbd_no_workspace,
-                              gradref__cbd_fast_threads);
+GRADREF__DEFINE_CONV_FAST_PATH(FAST, OP, gradref__cbd_plan, gradref__cbd_fast_workspace,
+                               gradref__cbd_fast, gradref__cbd_no_workspace,
+                               gradref__cbd_fast_threads);
 
 static gradref_status check_dtypes(const gradref_tensor *filter, const gradref_tensor *diff,
                                    const gradref_tensor *grad, int qs8) {
@@ -56,12 +57,12 @@ static gradref_status validate(const gradref_conv_params *p, const gradref_tenso
                                const gradref_tensor *diff, const gradref_tensor *grad, int qs8,
                                gradref__cbd_plan *plan) {
     gradref_status s;
-    GRADREF_FORWARD_IF_ERROR(gradref__conv_check_params(OP, p));
+    GRADREF__FORWARD_IF_ERROR(gradref__conv_check_params(OP, p));
     gradref__extent fe, de, ge;
     gradref_tensor fl, dl, gl;
-    GRADREF_FORWARD_IF_ERROR(gradref__take_input(OP, "filter", filter, &fl, &fe));
-    GRADREF_FORWARD_IF_ERROR(gradref__take_input(OP, "diff", diff, &dl, &de));
-    GRADREF_FORWARD_IF_ERROR(gradref__take_output(OP, "grad", grad, &gl, &ge));
+    GRADREF__FORWARD_IF_ERROR(gradref__take_input(OP, "filter", filter, &fl, &fe));
+    GRADREF__FORWARD_IF_ERROR(gradref__take_input(OP, "diff", diff, &dl, &de));
+    GRADREF__FORWARD_IF_ERROR(gradref__take_output(OP, "grad", grad, &gl, &ge));
     filter = &fl;
     diff = &dl;
     grad = &gl;
@@ -70,13 +71,13 @@ static gradref_status validate(const gradref_conv_params *p, const gradref_tenso
                              "diff.ndim is %d; it must be 3, 4 or 5 (N, C and 1 to 3 spatial dims)",
                              (int)diff->ndim);
     const int r = diff->ndim - 2;
-    GRADREF_FORWARD_IF_ERROR(gradref__check_rank(OP, "grad", grad, diff->ndim));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_rank(OP, "grad", grad, diff->ndim));
     if (filter->ndim != r + 2 && filter->ndim != r + 3)
         return gradref__fail(GRADREF_ERR_RANK, OP,
                              "filter.ndim is %d; with %d spatial dims it must be %d (OC, IC/G, "
                              "k...) or %d (G, OC/G, IC/G, k...)",
                              (int)filter->ndim, r, r + 2, r + 3);
-    GRADREF_FORWARD_IF_ERROR(check_dtypes(filter, diff, grad, qs8));
+    GRADREF__FORWARD_IF_ERROR(check_dtypes(filter, diff, grad, qs8));
 
     const int grouped = filter->ndim == r + 3;
     int64_t G, OCpg, ICpg;
@@ -119,16 +120,16 @@ static gradref_status validate(const gradref_conv_params *p, const gradref_tenso
     const int64_t *fk = filter->shape + filter->ndim - r;
     for (int j = 0; j < r; j++) {
         const int64_t i = grad->shape[2 + j], o = diff->shape[2 + j];
-        GRADREF_FORWARD_IF_ERROR(gradref__conv_check_dim(OP, p, j, "filter", filter->ndim - r + j,
-                                                         fk[j], "grad", i, "diff", o));
+        GRADREF__FORWARD_IF_ERROR(gradref__conv_check_dim(OP, p, j, "filter", filter->ndim - r + j,
+                                                          fk[j], "grad", i, "diff", o));
         plan->K[off + j] = fk[j];
         plan->I[off + j] = i;
         plan->O[off + j] = o;
         gradref__conv_plan_steps(p, j, fk[j], o, &plan->stride[off + j], &plan->dil[off + j]);
         plan->pad_begin[off + j] = p->pad[2 * j];
     }
-    GRADREF_FORWARD_IF_ERROR(gradref__check_disjoint(OP, "grad", &ge, "filter", &fe));
-    GRADREF_FORWARD_IF_ERROR(gradref__check_disjoint(OP, "grad", &ge, "diff", &de));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_disjoint(OP, "grad", &ge, "filter", &fe));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_disjoint(OP, "grad", &ge, "diff", &de));
 
     plan->mode = p->mode;
     plan->in_dtype = filter->dtype;
@@ -197,7 +198,7 @@ gradref_status gradref__cbd_validate_qs8(const gradref_conv_params *p,
                              "scales->filter x scales->diff is %g in float (%g x %g); the "
                              "QuantizedS32 scale of the sums must be finite and > 0",
                              (double)acc_scale, (double)sc[0], (double)sc[1]);
-    GRADREF_FORWARD_IF_ERROR(validate(p, filter, diff, grad, 1, plan));
+    GRADREF__FORWARD_IF_ERROR(validate(p, filter, diff, grad, 1, plan));
     plan->qs8 = 1;
     plan->qs8_acc_scale = acc_scale;
     plan->qs8_grad_scale = scales->grad;
@@ -250,11 +251,11 @@ gradref_status gradref_conv_backprop_data(const gradref_conv_params *p,
                                           const gradref_tensor *grad, const gradref_exec *exec) {
     gradref__ctx ctx;
     gradref__cbd_plan plan;
-    GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
-    GRADREF_FORWARD_IF_ERROR(gradref__check_precision(
+    GRADREF__FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_precision(
         OP, &ctx,
         GRADREF__GENERAL_PRECISIONS | GRADREF__PRECISION_BIT(GRADREF_PRECISION_MEGENGINE_DEFAULT)));
-    GRADREF_FORWARD_IF_ERROR(gradref__cbd_validate(p, filter, diff, grad, &plan));
+    GRADREF__FORWARD_IF_ERROR(gradref__cbd_validate(p, filter, diff, grad, &plan));
     if (ctx.precision == GRADREF_PRECISION_MEGENGINE_DEFAULT &&
         ((plan.in_dtype != GRADREF_F16 && plan.in_dtype != GRADREF_BF16) ||
          plan.out_dtype != plan.in_dtype))
@@ -263,7 +264,7 @@ gradref_status gradref_conv_backprop_data(const gradref_conv_params *p,
                              "diff and grad; they are %s and %s",
                              gradref__dtype_name(plan.in_dtype),
                              gradref__dtype_name(plan.out_dtype));
-    if (ctx.strict) GRADREF_FORWARD_IF_ERROR(check_megengine(p, &plan));
+    if (ctx.strict) GRADREF__FORWARD_IF_ERROR(check_megengine(p, &plan));
     plan.precision = ctx.precision;
     return gradref__run_fast_path(&FAST, &ctx, &plan);
 }
@@ -274,10 +275,10 @@ gradref_conv_backprop_data_qs8(const gradref_conv_params *p, const gradref_qs8_s
                                const gradref_tensor *grad, const gradref_exec *exec) {
     gradref__ctx ctx;
     gradref__cbd_plan plan;
-    GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
-    GRADREF_FORWARD_IF_ERROR(gradref__check_precision(OP, &ctx, GRADREF__GENERAL_PRECISIONS));
-    GRADREF_FORWARD_IF_ERROR(gradref__cbd_validate_qs8(p, scales, filter, diff, grad, &plan));
-    if (ctx.strict) GRADREF_FORWARD_IF_ERROR(check_megengine(p, &plan));
+    GRADREF__FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_precision(OP, &ctx, GRADREF__GENERAL_PRECISIONS));
+    GRADREF__FORWARD_IF_ERROR(gradref__cbd_validate_qs8(p, scales, filter, diff, grad, &plan));
+    if (ctx.strict) GRADREF__FORWARD_IF_ERROR(check_megengine(p, &plan));
     plan.precision = ctx.precision;
     return gradref__run_fast_path(&FAST, &ctx, &plan);
 }
@@ -287,7 +288,7 @@ gradref_status gradref_conv_backprop_data_qs8_workspace_size(
     const gradref_tensor *diff, const gradref_tensor *grad, size_t *bytes) {
     gradref__cbd_plan plan;
     if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "bytes is NULL");
-    GRADREF_FORWARD_IF_ERROR(gradref__cbd_validate_qs8(p, scales, filter, diff, grad, &plan));
+    GRADREF__FORWARD_IF_ERROR(gradref__cbd_validate_qs8(p, scales, filter, diff, grad, &plan));
     *bytes = gradref__fast_path_workspace(&FAST, &plan);
     return GRADREF_OK;
 }
@@ -299,7 +300,7 @@ gradref_status gradref_conv_backprop_data_workspace_size(const gradref_conv_para
                                                          size_t *bytes) {
     gradref__cbd_plan plan;
     if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "bytes is NULL");
-    GRADREF_FORWARD_IF_ERROR(gradref__cbd_validate(p, filter, diff, grad, &plan));
+    GRADREF__FORWARD_IF_ERROR(gradref__cbd_validate(p, filter, diff, grad, &plan));
     *bytes = gradref__fast_path_workspace(&FAST, &plan);
     return GRADREF_OK;
 }

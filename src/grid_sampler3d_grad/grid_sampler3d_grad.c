@@ -4,14 +4,15 @@
 #include <string.h>
 
 #include "common/exec.h"
+#include "common/fast_path.h"
 #include "common/isa.h"
 #include "common/tensor.h"
 #include "gs3d_internal.h"
 
 static const char OP[] = "grid_sampler3d_grad";
 
-GRADREF_DEFINE_FAST_PATH(FAST, OP, gradref__gs3d_fast_workspace, gradref__gs3d_fast,
-                         gradref__gs3d_no_workspace);
+GRADREF__DEFINE_FAST_PATH(FAST, OP, gradref__gs3d_fast_workspace, gradref__gs3d_fast,
+                          gradref__gs3d_no_workspace);
 
 static gradref_status check_params(const gradref_grid_sampler3d_params *p) {
     if (p == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "p is NULL");
@@ -41,15 +42,15 @@ gradref_status gradref__gs3d_validate(const gradref_grid_sampler3d_params *p,
                                       const gradref_tensor *grid, const gradref_tensor *dx,
                                       const gradref_tensor *dgrid, gradref__gs3d_plan *plan) {
     gradref_status s;
-    GRADREF_FORWARD_IF_ERROR(check_params(p));
+    GRADREF__FORWARD_IF_ERROR(check_params(p));
     const char *in_names[3] = {"grad", "x", "grid"};
     const gradref_tensor *in[3] = {grad, x, grid};
     gradref_tensor local[5]; /* grad, x, grid, dx, dgrid */
     gradref__extent in_ext[3], out_ext[2] = {{0, 0, 0}, {0, 0, 0}};
     for (int i = 0; i < 3; i++) {
-        GRADREF_FORWARD_IF_ERROR(
+        GRADREF__FORWARD_IF_ERROR(
             gradref__take_input(OP, in_names[i], in[i], &local[i], &in_ext[i]));
-        GRADREF_FORWARD_IF_ERROR(gradref__check_rank(OP, in_names[i], in[i], 5));
+        GRADREF__FORWARD_IF_ERROR(gradref__check_rank(OP, in_names[i], in[i], 5));
     }
     grad = &local[0];
     x = &local[1];
@@ -61,7 +62,7 @@ gradref_status gradref__gs3d_validate(const gradref_grid_sampler3d_params *p,
         if ((s = gradref__take_output(OP, out_names[i], out[i], &local[3 + i], &out_ext[i])) !=
             GRADREF_OK)
             return s;
-        GRADREF_FORWARD_IF_ERROR(gradref__check_rank(OP, out_names[i], out[i], 5));
+        GRADREF__FORWARD_IF_ERROR(gradref__check_rank(OP, out_names[i], out[i], 5));
         out[i] = &local[3 + i];
     }
     dx = out[0];
@@ -80,14 +81,14 @@ gradref_status gradref__gs3d_validate(const gradref_grid_sampler3d_params *p,
                                  gradref__dtype_name(dtype));
 
     const int64_t N = x->shape[0], C = x->shape[1];
-    GRADREF_FORWARD_IF_ERROR(gradref__check_dim(OP, "grad", grad, 0, N, "x.shape[0]"));
-    GRADREF_FORWARD_IF_ERROR(gradref__check_dim(OP, "grid", grid, 0, N, "x.shape[0]"));
-    GRADREF_FORWARD_IF_ERROR(gradref__check_dim(OP, "grad", grad, 1, C, "x.shape[1]"));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_dim(OP, "grad", grad, 0, N, "x.shape[0]"));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_dim(OP, "grid", grid, 0, N, "x.shape[0]"));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_dim(OP, "grad", grad, 1, C, "x.shape[1]"));
     if ((s = gradref__check_dim(OP, "grid", grid, 4, 3, "the number of spatial dims")) !=
         GRADREF_OK)
         return s;
     for (int d = 0; d < 3; d++)
-        GRADREF_FORWARD_IF_ERROR(
+        GRADREF__FORWARD_IF_ERROR(
             gradref__check_dim(OP, "grid", grid, 1 + d, grad->shape[2 + d], "the grad size"));
     for (int d = 2; d < 5; d++)
         if (x->shape[d] == 0)
@@ -104,7 +105,7 @@ gradref_status gradref__gs3d_validate(const gradref_grid_sampler3d_params *p,
     for (int o = 0; o < 2; o++) {
         if (out[o] == NULL) continue;
         for (int i = 0; i < 3; i++)
-            GRADREF_FORWARD_IF_ERROR(
+            GRADREF__FORWARD_IF_ERROR(
                 gradref__check_disjoint(OP, out_names[o], &out_ext[o], in_names[i], &in_ext[i]));
     }
     if (dx != NULL && dgrid != NULL &&
@@ -164,10 +165,10 @@ gradref_status gradref_grid_sampler3d_grad(const gradref_grid_sampler3d_params *
                                            const gradref_tensor *dgrid, const gradref_exec *exec) {
     gradref__ctx ctx;
     gradref__gs3d_plan plan;
-    GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
-    GRADREF_FORWARD_IF_ERROR(gradref__check_precision(OP, &ctx, GRADREF__GENERAL_PRECISIONS));
-    GRADREF_FORWARD_IF_ERROR(gradref__gs3d_validate(p, grad, x, grid, dx, dgrid, &plan));
-    if (ctx.strict) GRADREF_FORWARD_IF_ERROR(check_cann(&plan));
+    GRADREF__FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_precision(OP, &ctx, GRADREF__GENERAL_PRECISIONS));
+    GRADREF__FORWARD_IF_ERROR(gradref__gs3d_validate(p, grad, x, grid, dx, dgrid, &plan));
+    if (ctx.strict) GRADREF__FORWARD_IF_ERROR(check_cann(&plan));
     plan.precision = ctx.precision;
     if (ctx.workspace == NULL) /* the library allocates: in groups of images (gs3d_fast.c) */
         plan.images_per_pass =
@@ -182,7 +183,7 @@ gradref_grid_sampler3d_grad_workspace_size(const gradref_grid_sampler3d_params *
                                            const gradref_tensor *dgrid, size_t *bytes) {
     gradref__gs3d_plan plan;
     if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "bytes is NULL");
-    GRADREF_FORWARD_IF_ERROR(gradref__gs3d_validate(p, grad, x, grid, dx, dgrid, &plan));
+    GRADREF__FORWARD_IF_ERROR(gradref__gs3d_validate(p, grad, x, grid, dx, dgrid, &plan));
     *bytes = gradref__fast_path_workspace(&FAST, &plan);
     return GRADREF_OK;
 }

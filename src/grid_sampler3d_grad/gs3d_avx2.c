@@ -3,7 +3,7 @@
  * step, the portable passes' operations in the same order (no FMA), so the reference's bits. */
 #include "gs3d_simd.h"
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 
 #  include <immintrin.h>
 

@@ -5,7 +5,7 @@
 #include "gs3d_simd.h"
 #include "common/nan.h"
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 
 #  include <immintrin.h>
 #  include <string.h>

@@ -350,7 +350,7 @@ static void run_buckets(const gs3d_run *r, int pair, int64_t n) {
         if (m & 0x0fu) count[r->g.zplane[i]]++;
         if (!nearest && (m & 0xf0u)) count[r->g.zplane[i] + 1]++;
     }
-    GRADREF_OMP(omp barrier)
+    GRADREF__OMP(omp barrier)
     int64_t *cursor = mine + 2 * D, *start = r->b.start + n * (D + 1), at = 0;
     for (int64_t z = 0; z < D; z++) {
         if (me == 0) start[z] = at;
@@ -539,7 +539,7 @@ static void run_stages(const gs3d_run *r, const gs3d_run *rd, const ws_layout *L
     int64_t b, e;
     gradref__my_range(NP, &b, &e);
     run_geometry(r, s->pair, s->simd_geometry, b, e);
-    GRADREF_OMP(omp barrier)
+    GRADREF__OMP(omp barrier)
     for (int64_t n = 0; s->dx_items > 0 && !L->scatter && n < p->N; n++)
         run_buckets(r, s->pair, n);
     gradref__my_range(s->dx_items > 0 && L->voxels ? p->N : 0, &b, &e);
@@ -547,10 +547,10 @@ static void run_stages(const gs3d_run *r, const gs3d_run *rd, const ws_layout *L
         build_voxels(r, n);
     gradref__my_range(s->dense_zero_dgrid ? NP * 3 : 0, &b, &e); /* +0 is all zero bytes */
     if (b < e) memset(p->dgrid.data + (size_t)b * p->elem_size, 0, (size_t)(e - b) * p->elem_size);
-    GRADREF_OMP(omp for schedule(dynamic, 2) nowait)
+    GRADREF__OMP(omp for schedule(dynamic, 2) nowait)
     for (int64_t it = 0; it < s->dgrid_items; it++)
         dgrid_item(rd, s, it);
-    GRADREF_OMP(omp barrier)
+    GRADREF__OMP(omp barrier)
     gradref__my_range(s->dx_items, &b, &e);
     for (int64_t it = b; it < e; it++)
         dx_item(r, L, s, base, it);
@@ -583,7 +583,7 @@ static void run_images(const gradref__gs3d_plan *p, void *ws, int num_threads) {
     const gs3d_run rd = dgrid_run_of(&r);
     const gs3d_schedule s = schedule_of(&r, &rd, &L);
     const int threads = NP * p->C >= PARALLEL_MIN_WORK ? num_threads : 1;
-    GRADREF_PARALLEL(threads) {
+    GRADREF__PARALLEL(threads) {
         run_stages(&r, &rd, &L, &s, base);
     }
     if (p->dgrid.data != NULL && p->interp != GRADREF_INTERP_BILINEAR && !s.dense_zero_dgrid)

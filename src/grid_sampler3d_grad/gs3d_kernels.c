@@ -5,7 +5,7 @@
 
 #include "common/isa.h"
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 
 #  include "common/convert.h"
 
@@ -44,7 +44,7 @@ static const gradref__gs3d_kernels portable = {.isa = "portable"};
 const gradref__gs3d_kernels *gradref__gs3d_kernels_for(int max_isa) {
     static const void *const tables[GRADREF__ISA_LEVELS] = {
         [GRADREF__ISA_PORTABLE] = &portable,
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
         [GRADREF__ISA_AVX2] = &gradref__gs3d_kernels_avx2,
         [GRADREF__ISA_AVX512] = &gradref__gs3d_kernels_avx512,
 #endif

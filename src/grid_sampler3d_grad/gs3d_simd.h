@@ -33,7 +33,7 @@ typedef struct gradref__gs3d_kernels {
 /* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs. */
 const gradref__gs3d_kernels *gradref__gs3d_kernels_for(int max_isa);
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 extern const gradref__gs3d_kernels gradref__gs3d_kernels_avx2;   /* gs3d_avx2.c */
 extern const gradref__gs3d_kernels gradref__gs3d_kernels_avx512; /* gs3d_avx512.c */
 #endif
@@ -43,7 +43,7 @@ extern const gradref__gs3d_kernels gradref__gs3d_kernels_avx512; /* gs3d_avx512.
 int gradref__gs3d_dx_plane_f32(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,
                                float *plane, const float *gn);
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 
 /* dgrid of points [q0, q1) of image n, 8 points per step; returns how many it did (the rest,
  * fewer than 8, is left to the caller). Needs trilinear mode and x and grad offsets that fit

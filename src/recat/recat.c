@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* recat entry points: validation (everything before any write), then dispatch. */
 #include "common/exec.h"
+#include "common/fast_path.h"
 #include "common/isa.h"
 #include "common/tensor.h"
 #include "recat_internal.h"
@@ -20,11 +21,11 @@ static gradref_status check_tensors(recat_args *a, int32_t go_ndim) {
         GRADREF_OK)
         return s;
     a->grad_output = &a->go_local;
-    GRADREF_FORWARD_IF_ERROR(gradref__check_rank(a->op, "grad_output", a->grad_output, go_ndim));
-    GRADREF_FORWARD_IF_ERROR(
+    GRADREF__FORWARD_IF_ERROR(gradref__check_rank(a->op, "grad_output", a->grad_output, go_ndim));
+    GRADREF__FORWARD_IF_ERROR(
         gradref__take_output(a->op, "out", a->out, &a->out_local, &a->out_ext));
     a->out = &a->out_local;
-    GRADREF_FORWARD_IF_ERROR(gradref__check_rank(a->op, "out", a->out, 1));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_rank(a->op, "out", a->out, 1));
     if (a->out->dtype != a->grad_output->dtype)
         return gradref__fail(
             GRADREF_ERR_DTYPE, a->op, "out.dtype is %s but grad_output.dtype is %s",
@@ -80,7 +81,7 @@ static gradref_status validate_list(recat_args *a, int32_t go_ndim, const int64_
                                     int32_t num_ranks, const char *list_name,
                                     gradref__recat_plan *p) {
     gradref_status s;
-    GRADREF_FORWARD_IF_ERROR(check_tensors(a, go_ndim));
+    GRADREF__FORWARD_IF_ERROR(check_tensors(a, go_ndim));
     if (num_ranks < 1)
         return gradref__fail(GRADREF_ERR_PARAM, a->op, "num_ranks is %d; at least 1 is required",
                              (int)num_ranks);
@@ -92,7 +93,7 @@ static gradref_status validate_list(recat_args *a, int32_t go_ndim, const int64_
         GRADREF_OK)
         return s;
     /* the list is read again while out is written */
-    GRADREF_FORWARD_IF_ERROR(
+    GRADREF__FORWARD_IF_ERROR(
         gradref__check_array(a->op, "out", &a->out_ext, list_name, n, num_ranks, 1, sizeof *n));
     int64_t strides[3] = {go->strides[0], go->strides[1], go_ndim == 3 ? go->strides[2] : 1};
     fill_plan(p, a, total, go_ndim == 3 ? go->shape[2] : 1, strides, n, 1, num_ranks);
@@ -102,14 +103,14 @@ static gradref_status validate_list(recat_args *a, int32_t go_ndim, const int64_
 static gradref_status check_index_tensor(const recat_args *a, const char *name,
                                          const gradref_tensor *t, gradref_tensor *local,
                                          gradref__extent *ext) {
-    GRADREF_FORWARD_IF_ERROR(gradref__take_input(a->op, name, t, local, ext));
+    GRADREF__FORWARD_IF_ERROR(gradref__take_input(a->op, name, t, local, ext));
     t = local;
     if (t->dtype != GRADREF_I64)
         return gradref__fail(GRADREF_ERR_DTYPE, a->op,
                              "%s.dtype is %s; recat needs I64 (torchrec's cumsum buffers are I32 "
                              "inclusive prefixes: pass the exclusive I64 prefix instead)",
                              name, gradref__dtype_name(t->dtype));
-    GRADREF_FORWARD_IF_ERROR(gradref__check_rank(a->op, name, t, 1));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_rank(a->op, name, t, 1));
     if (t->shape[0] < 1)
         return gradref__fail(GRADREF_ERR_SHAPE, a->op,
                              "%s.shape[0] is 0; at least 1 rank is required", name);
@@ -121,8 +122,8 @@ static gradref_status validate_batch(recat_args *a, const gradref_tensor *dims,
     gradref_status s;
     gradref__extent de, ce;
     gradref_tensor dims_local, cumsum_local;
-    GRADREF_FORWARD_IF_ERROR(check_tensors(a, 2));
-    GRADREF_FORWARD_IF_ERROR(check_index_tensor(a, "dim_sum_per_rank", dims, &dims_local, &de));
+    GRADREF__FORWARD_IF_ERROR(check_tensors(a, 2));
+    GRADREF__FORWARD_IF_ERROR(check_index_tensor(a, "dim_sum_per_rank", dims, &dims_local, &de));
     if ((s = check_index_tensor(a, "cumsum_dim_sum_per_rank", cumsum, &cumsum_local, &ce)) !=
         GRADREF_OK)
         return s;
@@ -136,8 +137,8 @@ static gradref_status validate_batch(recat_args *a, const gradref_tensor *dims,
             (long long)cumsum->shape[0], (long long)W);
     const int64_t *n = (const int64_t *)dims->data, *c = (const int64_t *)cumsum->data;
     int64_t ns = dims->strides[0], cs = cumsum->strides[0];
-    GRADREF_FORWARD_IF_ERROR(check_split(a->op, "dim_sum_per_rank", n, ns, W,
-                                         a->grad_output->shape[1], "grad_output.shape[1]"));
+    GRADREF__FORWARD_IF_ERROR(check_split(a->op, "dim_sum_per_rank", n, ns, W,
+                                          a->grad_output->shape[1], "grad_output.shape[1]"));
     int64_t exclusive = 0; /* cannot overflow: the entries sum to shape[1] */
     for (int64_t r = 0; r < W; r++) {
         if (c[r * cs] != exclusive) {
@@ -193,6 +194,21 @@ static gradref_status check_fbgemm(const char *op, const gradref_tensor *go) {
     return GRADREF_OK;
 }
 
+/* recat needs no workspace: its tail is every operator's, with a run that takes none. */
+static size_t workspace_bytes(const gradref__recat_plan *p, int32_t precision, int threads) {
+    (void)p, (void)precision, (void)threads;
+    return 0;
+}
+static void run(const gradref__recat_plan *p, void *ws, int threads) {
+    (void)ws;
+    gradref__recat_fast(p, threads);
+}
+static gradref_status run_without_workspace(const gradref__recat_plan *p, int threads) {
+    gradref__recat_fast(p, threads);
+    return GRADREF_OK;
+}
+GRADREF__DEFINE_FAST_PATH(FAST, "recat", workspace_bytes, run, run_without_workspace);
+
 static gradref_status execute(const char *op, gradref_status validated,
                               const gradref__recat_plan *p, const gradref_tensor *go,
                               const gradref_exec *exec) {
@@ -200,14 +216,14 @@ static gradref_status execute(const char *op, gradref_status validated,
     gradref_status s = gradref__exec_resolve(op, exec, &ctx);
     if (s != GRADREF_OK) return s;
     if (validated != GRADREF_OK) return validated;
-    if (ctx.strict) GRADREF_FORWARD_IF_ERROR(check_fbgemm(op, go));
-    gradref__recat_fast(p, ctx.num_threads);
-    return GRADREF_OK;
+    if (ctx.strict) GRADREF__FORWARD_IF_ERROR(check_fbgemm(op, go));
+    return gradref__run_fast_path(&FAST, &ctx, p);
 }
 
-static gradref_status report_workspace(const char *op, gradref_status validated, size_t *bytes) {
+static gradref_status report_workspace(const char *op, gradref_status validated,
+                                       const gradref__recat_plan *p, size_t *bytes) {
     if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, op, "bytes is NULL");
-    if (validated == GRADREF_OK) *bytes = 0;
+    if (validated == GRADREF_OK) *bytes = gradref__fast_path_workspace(&FAST, p);
     return validated;
 }
 
@@ -243,8 +259,9 @@ gradref_status gradref_recat_embedding_grad_output_workspace_size(
     const gradref_tensor *grad_output, const int64_t *num_features_per_rank, int32_t num_ranks,
     const gradref_tensor *out, size_t *bytes) {
     gradref__recat_plan p;
-    return report_workspace(
-        OP_FIXED, validate_fixed(grad_output, num_features_per_rank, num_ranks, out, &p), bytes);
+    return report_workspace(OP_FIXED,
+                            validate_fixed(grad_output, num_features_per_rank, num_ranks, out, &p),
+                            &p, bytes);
 }
 
 gradref_status gradref_recat_embedding_grad_output_mixed_d(const gradref_tensor *grad_output,
@@ -262,7 +279,7 @@ gradref_status gradref_recat_embedding_grad_output_mixed_d_workspace_size(
     const gradref_tensor *out, size_t *bytes) {
     gradref__recat_plan p;
     return report_workspace(
-        OP_MIXED, validate_mixed(grad_output, dim_sum_per_rank, num_ranks, out, &p), bytes);
+        OP_MIXED, validate_mixed(grad_output, dim_sum_per_rank, num_ranks, out, &p), &p, bytes);
 }
 
 gradref_status gradref_recat_embedding_grad_output_mixed_d_batch(
@@ -282,6 +299,6 @@ gradref_status gradref_recat_embedding_grad_output_mixed_d_batch_workspace_size(
     gradref__recat_plan p;
     return report_workspace(
         OP_BATCH,
-        validate_mixed_batch(grad_output, dim_sum_per_rank, cumsum_dim_sum_per_rank, out, &p),
+        validate_mixed_batch(grad_output, dim_sum_per_rank, cumsum_dim_sum_per_rank, out, &p), &p,
         bytes);
 }

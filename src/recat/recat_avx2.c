@@ -7,7 +7,7 @@
 #include "common/isa.h"
 #include "recat_kernels.h"
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 #  include <immintrin.h>
 
 /* 64 bytes of all ones, then 64 of zeros: from ramp + 64 - a, the first a bytes are set */

@@ -6,7 +6,7 @@
 #include "common/isa.h"
 #include "recat_kernels.h"
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 #  include <immintrin.h>
 
 static void small_rows_avx512(char *dst, const char *src, size_t pitch, size_t bytes, int64_t rows,

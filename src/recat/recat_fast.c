@@ -34,9 +34,9 @@ static void copy_item(const gradref__recat_plan *p, const gradref__recat_kernels
     char *dst = p->dst + (size_t)((p->batch * first * D + b0 * len) * p->dst_stride) * esz;
     const size_t src_pitch = (size_t)st[0] * esz;
     if (dense) { /* out's rows of this item are adjacent: dst advances by one segment */
-        if (stream && bytes >= GRADREF_RECAT_STREAM_BYTES) {
+        if (stream && bytes >= GRADREF__RECAT_STREAM_BYTES) {
             k->stream_rows(dst, src, src_pitch, bytes, b1 - b0, prev_rows, next_rows);
-        } else if (bytes <= GRADREF_RECAT_SMALL_BYTES) {
+        } else if (bytes <= GRADREF__RECAT_SMALL_BYTES) {
             k->small_rows(dst, src, src_pitch, bytes, b1 - b0, PREFETCH_BYTES);
         } else {
             for (int64_t b = b0; b < b1; b++, src += src_pitch, dst += bytes)
@@ -54,7 +54,7 @@ void gradref__recat_fast(const gradref__recat_plan *p, int num_threads) {
     const int64_t B = p->batch, W = p->num_ranks, G = p->features * p->width;
     if (B == 0 || G == 0) return;
     const int64_t row_bytes = G * (int64_t)p->elem_size, total_bytes = B * row_bytes;
-    const int stream = p->dst_stride == 1 && (size_t)total_bytes >= GRADREF_STREAM_MIN_BYTES;
+    const int stream = p->dst_stride == 1 && (size_t)total_bytes >= GRADREF__STREAM_MIN_BYTES;
     int64_t block = BLOCK_BYTES / row_bytes;
     if (block < 1) block = 1;
     if (block > B) block = B;
@@ -73,7 +73,7 @@ void gradref__recat_fast(const gradref__recat_plan *p, int num_threads) {
                            (p->features <= 1 || p->src_stride[1] == p->width);
     const int64_t next_bytes = contiguous && block > 1 && stream ? block * row_bytes : 0;
     const gradref__recat_kernels *kernels = gradref__recat_kernels_for(p->max_isa);
-    GRADREF_PARALLEL(threads) {
+    GRADREF__PARALLEL(threads) {
         int64_t begin, end;
         gradref__my_range(items, &begin, &end);
         int64_t k = begin / W, r = begin % W;

@@ -8,18 +8,18 @@
 #include <stdint.h>
 
 /* Segments up to this many bytes are moved by small_rows. */
-#define GRADREF_RECAT_SMALL_BYTES 64
+#define GRADREF__RECAT_SMALL_BYTES 64
 /* Segments at least this long are streamed by stream_rows (shorter ones would share every line
  * with other rows). */
-#define GRADREF_RECAT_STREAM_BYTES 64
+#define GRADREF__RECAT_STREAM_BYTES 64
 
 typedef struct gradref__recat_kernels {
     const char *name;
-    /* rows segments of `bytes` (1..GRADREF_RECAT_SMALL_BYTES) from src, pitch bytes apart, to
+    /* rows segments of `bytes` (1..GRADREF__RECAT_SMALL_BYTES) from src, pitch bytes apart, to
      * consecutive segments of dst, each with a prefetch of dst `ahead` bytes on */
     void (*small_rows)(char *dst, const char *src, size_t pitch, size_t bytes, int64_t rows,
                        size_t ahead);
-    /* the same for segments of at least GRADREF_RECAT_STREAM_BYTES, with streaming stores for
+    /* the same for segments of at least GRADREF__RECAT_STREAM_BYTES, with streaming stores for
      * every whole line of dst whatever its alignment: the line a row shares with the previous
      * one is assembled from both and streamed with the later row, when this thread writes
      * both: has_prev (has_next) says it wrote (writes) the row before (after) these. The lines

@@ -1,11 +1,27 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* rope_grad entry points: validation (everything before any write), then dispatch. */
 #include "common/exec.h"
+#include "common/fast_path.h"
 #include "common/isa.h"
 #include "common/tensor.h"
 #include "rope_grad_internal.h"
 
 static const char OP[] = "rope_grad";
+
+/* rope_grad needs no workspace: its tail is every operator's, with a run that takes none. */
+static size_t workspace_bytes(const gradref__rope_plan *p, int32_t precision, int threads) {
+    (void)p, (void)precision, (void)threads;
+    return 0;
+}
+static void run(const gradref__rope_plan *p, void *ws, int threads) {
+    (void)ws;
+    gradref__rope_grad_fast(p, threads);
+}
+static gradref_status run_without_workspace(const gradref__rope_plan *p, int threads) {
+    gradref__rope_grad_fast(p, threads);
+    return GRADREF_OK;
+}
+GRADREF__DEFINE_FAST_PATH(FAST, OP, workspace_bytes, run, run_without_workspace);
 
 static gradref_status check_params(const gradref_rope_params *p) {
     if (p->mode < GRADREF_ROPE_ATB || p->mode > GRADREF_ROPE_INTERLEAVED)
@@ -51,15 +67,15 @@ gradref_status gradref__rope_grad_validate(const gradref_rope_params *p, const g
                                            const gradref_tensor *dk, gradref__rope_plan *plan) {
     gradref_status s;
     if (p == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "p is NULL");
-    GRADREF_FORWARD_IF_ERROR(check_params(p));
+    GRADREF__FORWARD_IF_ERROR(check_params(p));
     const char *in_names[4] = {"q_embed_grad", "k_embed_grad", "cos", "sin"};
     const gradref_tensor *in[4] = {q, k, cos, sin};
     gradref__extent in_ext[4], out_ext[2];
     gradref_tensor local[6]; /* q, k, cos, sin, dq, dk */
     for (int i = 0; i < 4; i++) {
-        GRADREF_FORWARD_IF_ERROR(
+        GRADREF__FORWARD_IF_ERROR(
             gradref__take_input(OP, in_names[i], in[i], &local[i], &in_ext[i]));
-        GRADREF_FORWARD_IF_ERROR(gradref__check_rank(OP, in_names[i], in[i], 2));
+        GRADREF__FORWARD_IF_ERROR(gradref__check_rank(OP, in_names[i], in[i], 2));
     }
     const char *out_names[2] = {"q_grad", "k_grad"};
     const gradref_tensor *out[2] = {dq, dk};
@@ -67,7 +83,7 @@ gradref_status gradref__rope_grad_validate(const gradref_rope_params *p, const g
         if ((s = gradref__take_output(OP, out_names[i], out[i], &local[4 + i], &out_ext[i])) !=
             GRADREF_OK)
             return s;
-        GRADREF_FORWARD_IF_ERROR(gradref__check_rank(OP, out_names[i], out[i], 2));
+        GRADREF__FORWARD_IF_ERROR(gradref__check_rank(OP, out_names[i], out[i], 2));
     }
     q = &local[0];
     k = &local[1];
@@ -100,16 +116,16 @@ gradref_status gradref__rope_grad_validate(const gradref_rope_params *p, const g
         return gradref__fail(GRADREF_ERR_SHAPE, OP,
                              "q_embed_grad.shape[1] is %lld, not a multiple of head_dim %lld",
                              (long long)q->shape[1], (long long)D);
-    GRADREF_FORWARD_IF_ERROR(check_shape("k_embed_grad", k, T, k->shape[1]));
+    GRADREF__FORWARD_IF_ERROR(check_shape("k_embed_grad", k, T, k->shape[1]));
     if (k->shape[1] % D != 0)
         return gradref__fail(GRADREF_ERR_SHAPE, OP,
                              "k_embed_grad.shape[1] is %lld, not a multiple of head_dim %lld",
                              (long long)k->shape[1], (long long)D);
     const int64_t S = cos->shape[0];
-    GRADREF_FORWARD_IF_ERROR(check_shape("cos", cos, S, D));
-    GRADREF_FORWARD_IF_ERROR(check_shape("sin", sin, S, D));
-    GRADREF_FORWARD_IF_ERROR(check_shape("q_grad", dq, T, q->shape[1]));
-    GRADREF_FORWARD_IF_ERROR(check_shape("k_grad", dk, T, k->shape[1]));
+    GRADREF__FORWARD_IF_ERROR(check_shape("cos", cos, S, D));
+    GRADREF__FORWARD_IF_ERROR(check_shape("sin", sin, S, D));
+    GRADREF__FORWARD_IF_ERROR(check_shape("q_grad", dq, T, q->shape[1]));
+    GRADREF__FORWARD_IF_ERROR(check_shape("k_grad", dk, T, k->shape[1]));
     for (int32_t b = 0; b < p->num_seqs; b++) {
         int64_t start = p->start_positions ? p->start_positions[b] : 0;
         if (start < 0 || start > S - p->seq_lens[b])
@@ -120,16 +136,16 @@ gradref_status gradref__rope_grad_validate(const gradref_rope_params *p, const g
     }
     /* seq_lens and start_positions are read again while the outputs are written */
     for (int o = 0; o < 2; o++) {
-        GRADREF_FORWARD_IF_ERROR(gradref__check_array(OP, out_names[o], &out_ext[o], "p.seq_lens",
-                                                      p->seq_lens, p->num_seqs, 1,
-                                                      sizeof *p->seq_lens));
-        GRADREF_FORWARD_IF_ERROR(gradref__check_array(OP, out_names[o], &out_ext[o],
-                                                      "p.start_positions", p->start_positions,
-                                                      p->num_seqs, 1, sizeof *p->start_positions));
+        GRADREF__FORWARD_IF_ERROR(gradref__check_array(OP, out_names[o], &out_ext[o], "p.seq_lens",
+                                                       p->seq_lens, p->num_seqs, 1,
+                                                       sizeof *p->seq_lens));
+        GRADREF__FORWARD_IF_ERROR(gradref__check_array(OP, out_names[o], &out_ext[o],
+                                                       "p.start_positions", p->start_positions,
+                                                       p->num_seqs, 1, sizeof *p->start_positions));
     }
     for (int o = 0; o < 2; o++) {
         for (int i = 0; i < 4; i++)
-            GRADREF_FORWARD_IF_ERROR(
+            GRADREF__FORWARD_IF_ERROR(
                 gradref__check_disjoint(OP, out_names[o], &out_ext[o], in_names[i], &in_ext[i]));
     }
     if ((s = gradref__check_disjoint(OP, "k_grad", &out_ext[1], "q_grad", &out_ext[0])) !=
@@ -232,16 +248,15 @@ gradref_status gradref_rope_grad(const gradref_rope_params *p, const gradref_ten
                                  const gradref_tensor *k_grad, const gradref_exec *exec) {
     gradref__ctx ctx;
     gradref__rope_plan plan;
-    GRADREF_FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
-    GRADREF_FORWARD_IF_ERROR(gradref__check_precision(OP, &ctx, GRADREF__GENERAL_PRECISIONS));
+    GRADREF__FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_precision(OP, &ctx, GRADREF__GENERAL_PRECISIONS));
     if (ctx.strict)
-        GRADREF_FORWARD_IF_ERROR(check_atb_tensors(q_embed_grad, k_embed_grad, cos, sin));
-    GRADREF_FORWARD_IF_ERROR(gradref__rope_grad_validate(p, q_embed_grad, k_embed_grad, cos, sin,
-                                                         q_grad, k_grad, &plan));
-    if (ctx.strict) GRADREF_FORWARD_IF_ERROR(check_atb(&plan));
+        GRADREF__FORWARD_IF_ERROR(check_atb_tensors(q_embed_grad, k_embed_grad, cos, sin));
+    GRADREF__FORWARD_IF_ERROR(gradref__rope_grad_validate(p, q_embed_grad, k_embed_grad, cos, sin,
+                                                          q_grad, k_grad, &plan));
+    if (ctx.strict) GRADREF__FORWARD_IF_ERROR(check_atb(&plan));
     plan.precision = ctx.precision;
-    gradref__rope_grad_fast(&plan, ctx.num_threads);
-    return GRADREF_OK;
+    return gradref__run_fast_path(&FAST, &ctx, &plan);
 }
 
 gradref_status
@@ -253,6 +268,6 @@ gradref_rope_grad_workspace_size(const gradref_rope_params *p, const gradref_ten
     if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "bytes is NULL");
     gradref_status s =
         gradref__rope_grad_validate(p, q_embed_grad, k_embed_grad, cos, sin, q_grad, k_grad, &plan);
-    if (s == GRADREF_OK) *bytes = 0;
+    if (s == GRADREF_OK) *bytes = gradref__fast_path_workspace(&FAST, &plan);
     return s;
 }

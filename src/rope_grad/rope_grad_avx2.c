@@ -2,7 +2,7 @@
 /* rope_grad's AVX2 + F16C row kernels: 8 lanes, F32, F16 and BF16 rows. */
 #include "rope_grad_avx2.h"
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 
 /* ---- ATB ---- */
 

@@ -8,7 +8,7 @@
 #include "common/isa.h"
 #include "rope_grad_kernels.h"
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 #  include <immintrin.h>
 
 /* ---- 8-lane loads and stores of each dtype ---- */

@@ -3,7 +3,7 @@
  * per byte); the tails go to the AVX2 kernels. */
 #include "rope_grad_avx2.h"
 
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
 
 /* The AVX-512 level includes DQ (its fpclass finds the lanes VCVTNEPS2BF16 would get wrong). */
 

@@ -99,7 +99,7 @@ const gradref__rope_kernels gradref__rope_kernels_portable = {
 const gradref__rope_kernels *gradref__rope_kernels_for(int max_isa) {
     static const void *const tables[GRADREF__ISA_LEVELS] = {
         [GRADREF__ISA_PORTABLE] = &gradref__rope_kernels_portable,
-#ifdef GRADREF_X86
+#ifdef GRADREF__X86
         [GRADREF__ISA_AVX2] = &gradref__rope_kernels_avx2,
         [GRADREF__ISA_AVX512] = &gradref__rope_kernels_avx512,
 #endif
