@@ -15,6 +15,9 @@ echo "== format: clang-format with the committed .clang-format"
 # shellcheck disable=SC2046
 clang-format --dry-run --Werror $(find include src tests bench examples -name '*.[ch]' | sort)
 
+echo "== function lengths: none over 80 lines outside the reference loops"
+/usr/bin/python3 scripts/function_lengths.py 80
+
 suite() {
   dir=$out/$1
   shift

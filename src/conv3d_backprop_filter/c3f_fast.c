@@ -78,6 +78,18 @@ static int row_tiles_fit(const gradref__c3f_plan *p, int64_t mr) {
            p->mode == GRADREF_CONV_CROSS_CORRELATION;
 }
 
+/* The split reduction's blocks per chunk, a power of two: at least 16 chunks per thread (an
+ * even share) while their sums fit CHUNK_FLOATS, never fewer than 4 per thread. */
+static int64_t chunk_blocks(const gradref__c3f_plan *p, int64_t blocks, int threads) {
+    const int64_t J = p->Cin_g * taps_of(p);
+    const int64_t most = CHUNK_FLOATS / (J * p->Cout_g);
+    const int64_t want = 16 * (int64_t)threads < most ? 16 * (int64_t)threads : most;
+    int64_t b = 1;
+    while (blocks / (b * 2) >= (want > 4 * threads ? want : 4 * threads))
+        b *= 2;
+    return b;
+}
+
 static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threads) {
     layout L;
     memset(&L, 0, sizeof L);
@@ -107,18 +119,8 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
      * the blocks' binary-counter sum, so the chunks' sums combined by the same counter give
      * the bits of one pass, whatever the chunk size or thread count. */
     L.split = p->G == 1 && L.jb == J && blocks > 1;
-    L.chunk_blocks = blocks;
-    L.chunks = 1;
-    if (L.split) {
-        /* at least 16 chunks per thread (an even share) while their sums fit CHUNK_FLOATS,
-         * never fewer than 4 per thread */
-        const int64_t most = CHUNK_FLOATS / (J * p->Cout_g);
-        const int64_t want = 16 * (int64_t)threads < most ? 16 * (int64_t)threads : most;
-        L.chunk_blocks = 1;
-        while (blocks / (L.chunk_blocks * 2) >= (want > 4 * threads ? want : 4 * threads))
-            L.chunk_blocks *= 2;
-        L.chunks = (blocks + L.chunk_blocks - 1) / L.chunk_blocks;
-    }
+    L.chunk_blocks = L.split ? chunk_blocks(p, blocks, threads) : blocks;
+    L.chunks = (blocks + L.chunk_blocks - 1) / L.chunk_blocks;
     /* f32 x (channels-last for the packed panels, whose rows are runs of channels) and f32
      * channels-last dy (a B panel row is a run of channels). Channel-major F32 dy is packed
      * straight from dy (each block's B panels gathered across the channels) when each block is

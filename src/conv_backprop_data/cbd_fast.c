@@ -754,6 +754,105 @@ gradref_status gradref__cbd_no_workspace(const gradref__cbd_plan *p, int threads
     return GRADREF_OK;
 }
 
+/* diff as the kernels read it (staged to dense f32 when its dtype or layout asks for it) and
+ * the f32 grad they write (grad itself, or the accumulator copied out at the end). */
+static void bind_data(run *R, const layout *L, char *base, int threads) {
+    const gradref__cbd_plan *p = R->p;
+    const int64_t C_in = p->G * p->OCpg, C_out = p->G * p->ICpg;
+    int64_t dst5[5], ast5[5];
+    dense5(C_in, p->O, dst5);
+    dense5(C_out, p->I, ast5);
+    if (L->stage_diff) {
+        const int64_t s5[5] = {p->ds[0], p->ds[2], p->ds[3], p->ds[4], p->ds[5]};
+        const int64_t shape[5] = {p->N, C_in, p->O[0], p->O[1], p->O[2]};
+        gradref__copy5(shape, p->diff, p->in_dtype, s5, base + L->diff32, GRADREF_F32, dst5,
+                       threads);
+        R->diff = (const float *)(base + L->diff32);
+        R->dn = dst5[0];
+        R->dc = dst5[1];
+    } else {
+        R->diff = (const float *)p->diff;
+        R->dn = p->ds[0];
+        R->dc = p->ds[2];
+    }
+    const int64_t images = (p->N - 1) * R->dn, channels = (C_in - 1) * R->dc;
+    R->span_lo = (images < 0 ? images : 0) + (channels < 0 ? channels : 0);
+    R->span_hi = (images > 0 ? images : 0) + (channels > 0 ? channels : 0) + pixels(p->O);
+    if (L->acc_buffer) {
+        R->acc = (float *)(base + L->acc);
+        R->an = ast5[0];
+        R->ac = ast5[1];
+    } else {
+        R->acc = (float *)p->grad;
+        R->an = p->gs[0];
+        R->ac = p->gs[2];
+    }
+    /* a small image's diff stays in L2 after its first tiles: prefetching it is pure cost */
+    R->prefetch_tiles = p->G * p->OCpg * pixels(p->O) * (int64_t)sizeof(float) > PREFETCH_MIN_BYTES;
+}
+
+/* The GEMM path's live phases and its panels' rows and offsets. */
+static void plan_panels(run *R, const layout *L, char *base) {
+    const gradref__cbd_plan *p = R->p;
+    R->mr = R->pr = gradref__sgemm_mr(R->max_isa);
+    live_phases(R, (int64_t *)(base + L->residues));
+    /* every phase that has taps runs direct tiles: the channels evenly over the panels (16
+     * channels: 8 + 8 rows instead of 14 + 2; a 2-row tile has 4 FMA chains and waits on their
+     * latency) */
+    if (all_direct(R, (int64_t *)(base + L->thread0 + L->taps_at))) {
+        const int64_t np = (p->ICpg + R->mr - 1) / R->mr;
+        R->pr = (p->ICpg + np - 1) / np;
+    }
+    panel_offsets(R, L, base);
+}
+
+/* Every work item (n, g, ic block) over the threads, the GEMM path's panels packed first inside
+ * the region. Returns 0 when the filter held a value that is not finite (nothing then ran). */
+static int run_items(const run *R, const layout *L, char *base, int threads) {
+    const gradref__cbd_plan *p = R->p;
+    /* Blocks of equal size go outermost: a thread's items then share its blocks' panels, which
+     * it packed itself when there is one group and one phase, so that no panel line moves
+     * between the cores call after call (N2 16 channels on Zen 5: 0.64 -> 0.76 of oneDNN);
+     * unequal ones would leave the threads unequal work. */
+    const int64_t icb = L->path == PATH_GEMM ? channel_block(p, threads, R->pr) : p->ICpg;
+    const int64_t blocks = (p->ICpg + icb - 1) / icb;
+    const int64_t items = p->N * p->G * blocks;
+    const int blocks_outer = blocks > 1 && p->ICpg % icb == 0;
+    const int team = gradref__team(items, threads);
+    /* many GEMM items: each thread claims the next one, so that a slower core takes fewer (on
+     * Zen 5 under KVM one vCPU ran 10-15 % slower in a profile); few: the static split, which
+     * keeps blocks_outer's panels on the thread that packed them. Depthwise items, a plane
+     * each, keep theirs: each prefetches the next (claimed, 1.46 -> 0.41 of oneDNN). */
+    const int claimed = L->path == PATH_GEMM && items >= 4 * (int64_t)team;
+    int64_t next_item = 0;
+    int finite = 1;
+    GRADREF__PARALLEL(team) {
+        char *mine = base + L->thread0 + L->per_thread * (size_t)gradref__thread_num();
+        if (L->path == PATH_GEMM) {
+            ((int64_t *)(mine + L->masks_key_at))[0] = -1; /* no masks yet */
+            if (!pack_panels(R, mine, L)) {
+                GRADREF__OMP(omp atomic write)
+                finite = 0;
+            }
+            GRADREF__OMP(omp barrier)
+        }
+        int64_t b = 0, e = finite ? items : 0;
+        if (!claimed) gradref__my_range(e, &b, &e);
+        for (int64_t it = claimed ? gradref__claim(&next_item) : b; it < e;
+             it = claimed ? gradref__claim(&next_item) : it + 1) {
+            const int64_t n = blocks_outer ? it / p->G % p->N : it / (p->G * blocks);
+            const int64_t g = blocks_outer ? it % p->G : it / blocks % p->G;
+            const int64_t ic0 = (blocks_outer ? it / (p->N * p->G) : it % blocks) * icb;
+            const int64_t ic1 = ic0 + icb < p->ICpg ? ic0 + icb : p->ICpg;
+            if (L->path == PATH_DEPTHWISE)
+                item_depthwise(R, n, g);
+            else
+                item_gemm(R, n, g, ic0, ic1, mine, L);
+        }
+    }
+    return finite;
+}
+
 void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
     const int64_t slabs = p->N * p->G * p->ICpg;
     if (slabs == 0 || pixels(p->I) == 0) return;
@@ -774,103 +873,21 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
     R.p = p;
     R.max_isa = p->max_isa;
     R.k = gradref__cbd_kernels_for(p->max_isa);
-    if (L.path == PATH_DEPTHWISE) R.dw = gradref__cbd_dw_shape_of(p);
-    if (L.path == PATH_DEPTHWISE) R.apack = (const float *)(base + L.apack);
-    const int64_t C_in = p->G * p->OCpg, C_out = p->G * p->ICpg;
-    int64_t dst5[5], ast5[5];
-    dense5(C_in, p->O, dst5);
-    dense5(C_out, p->I, ast5);
-    if (L.stage_diff) {
-        const int64_t s5[5] = {p->ds[0], p->ds[2], p->ds[3], p->ds[4], p->ds[5]};
-        const int64_t shape[5] = {p->N, C_in, p->O[0], p->O[1], p->O[2]};
-        gradref__copy5(shape, p->diff, p->in_dtype, s5, base + L.diff32, GRADREF_F32, dst5,
-                       threads);
-        R.diff = (const float *)(base + L.diff32);
-        R.dn = dst5[0];
-        R.dc = dst5[1];
-    } else {
-        R.diff = (const float *)p->diff;
-        R.dn = p->ds[0];
-        R.dc = p->ds[2];
+    if (L.path == PATH_DEPTHWISE) {
+        R.dw = gradref__cbd_dw_shape_of(p);
+        R.apack = (const float *)(base + L.apack);
     }
-    {
-        const int64_t images = (p->N - 1) * R.dn, channels = (C_in - 1) * R.dc;
-        R.span_lo = (images < 0 ? images : 0) + (channels < 0 ? channels : 0);
-        R.span_hi = (images > 0 ? images : 0) + (channels > 0 ? channels : 0) + pixels(p->O);
-    }
-    if (L.acc_buffer) {
-        R.acc = (float *)(base + L.acc);
-        R.an = ast5[0];
-        R.ac = ast5[1];
-    } else {
-        R.acc = (float *)p->grad;
-        R.an = p->gs[0];
-        R.ac = p->gs[2];
-    }
-
-    if (L.path == PATH_GEMM) {
-        R.mr = R.pr = gradref__sgemm_mr(R.max_isa);
-        live_phases(&R, (int64_t *)(base + L.residues));
-        /* every phase that has taps runs direct tiles: the channels evenly over the panels
-         * (16 channels: 8 + 8 rows instead of 14 + 2; a 2-row tile has 4 FMA chains and waits
-         * on their latency) */
-        if (all_direct(&R, (int64_t *)(base + L.thread0 + L.taps_at))) {
-            const int64_t np = (p->ICpg + R.mr - 1) / R.mr;
-            R.pr = (p->ICpg + np - 1) / np;
-        }
-        panel_offsets(&R, &L, base);
-    }
-    /* a small image's diff stays in L2 after its first tiles: prefetching it is pure cost */
-    R.prefetch_tiles = p->G * p->OCpg * pixels(p->O) * (int64_t)sizeof(float) > PREFETCH_MIN_BYTES;
-
-    /* items: (n, g, ic block). Blocks of equal size go outermost: a thread's items then share
-     * its blocks' panels, which it packed itself when there is one group and one phase, so that
-     * no panel line moves between the cores call after call (N2 16 channels on Zen 5: 0.64 ->
-     * 0.76 of oneDNN); unequal ones would leave the threads unequal work. */
-    const int64_t icb = L.path == PATH_GEMM ? channel_block(p, threads, R.pr) : p->ICpg;
-    const int64_t blocks = (p->ICpg + icb - 1) / icb;
-    const int64_t items = p->N * p->G * blocks;
-    const int blocks_outer = blocks > 1 && p->ICpg % icb == 0;
-    int team = gradref__team(items, threads);
-    /* many GEMM items: each thread claims the next one, so that a slower core takes fewer (on
-     * Zen 5 under KVM one vCPU ran 10-15 % slower in a profile); few: the static split, which
-     * keeps blocks_outer's panels on the thread that packed them. Depthwise items, a plane
-     * each, keep theirs: each prefetches the next (claimed, 1.46 -> 0.41 of oneDNN). */
-    const int claimed = L.path == PATH_GEMM && items >= 4 * (int64_t)team;
-    int64_t next_item = 0;
-    int finite = 1; /* a filter value that is not finite sends the call to the reference */
-    GRADREF__PARALLEL(team) {
-        const int me = gradref__thread_num();
-        char *mine = base + L.thread0 + L.per_thread * (size_t)me;
-        if (L.path == PATH_GEMM) {
-            ((int64_t *)(mine + L.masks_key_at))[0] = -1; /* no masks yet */
-            if (!pack_panels(&R, mine, &L)) {
-                GRADREF__OMP(omp atomic write)
-                finite = 0;
-            }
-            GRADREF__OMP(omp barrier)
-        }
-        int64_t b = 0, e = finite ? items : 0;
-        if (!claimed) gradref__my_range(e, &b, &e);
-        for (int64_t it = claimed ? gradref__claim(&next_item) : b; it < e;
-             it = claimed ? gradref__claim(&next_item) : it + 1) {
-            const int64_t n = blocks_outer ? it / p->G % p->N : it / (p->G * blocks);
-            const int64_t g = blocks_outer ? it % p->G : it / blocks % p->G;
-            const int64_t ic0 = (blocks_outer ? it / (p->N * p->G) : it % blocks) * icb;
-            const int64_t ic1 = ic0 + icb < p->ICpg ? ic0 + icb : p->ICpg;
-            if (L.path == PATH_DEPTHWISE)
-                item_depthwise(&R, n, g);
-            else
-                item_gemm(&R, n, g, ic0, ic1, mine, &L);
-        }
-    }
-    if (!finite) {
+    bind_data(&R, &L, base, threads);
+    if (L.path == PATH_GEMM) plan_panels(&R, &L, base);
+    if (!run_items(&R, &L, base, threads)) { /* a filter value not finite: the reference */
         gradref__parallel_ranges(slabs, threads, ref_part, p);
         return;
     }
     if (L.acc_buffer) {
+        int64_t ast5[5];
+        dense5(p->G * p->ICpg, p->I, ast5);
         const int64_t g5[5] = {p->gs[0], p->gs[2], p->gs[3], p->gs[4], p->gs[5]};
-        const int64_t shape[5] = {p->N, C_out, p->I[0], p->I[1], p->I[2]};
+        const int64_t shape[5] = {p->N, p->G * p->ICpg, p->I[0], p->I[1], p->I[2]};
         gradref__copy5(shape, R.acc, GRADREF_F32, ast5, p->grad, p->out_dtype, g5, threads);
     }
 }

@@ -1,0 +1,50 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""Lists the functions of src/ longer than a limit (80 lines by default), from the line that
+opens a top-level definition to its closing brace (clang-format puts both at column 0). The
+reference loops (*_ref.c, cbd_megengine.c) mirror their doc pages' formulas and are exempt.
+Exits 1 when any other function is longer: scripts/test.sh keeps it so.
+    python3 scripts/function_lengths.py [LIMIT]"""
+import glob
+import os
+import re
+import sys
+
+EXEMPT = re.compile(r"(_ref\.c|cbd_megengine\.c)$")
+
+
+def functions(path):
+    lines = open(path, encoding="utf-8").read().split("\n")
+    start = None
+    for i, line in enumerate(lines):
+        if start is None and line.endswith("{") and not line.startswith((" ", "#", "}", "/")) \
+                and "=" not in line and not line.startswith(("typedef", "struct", "enum", "static const")):
+            # the definition's first line: back up over its wrapped signature
+            start = i
+            while start > 0 and lines[start - 1] and not lines[start - 1].startswith(
+                    ("}", "#", "/", " *", "static const", "typedef")) and not lines[start - 1].endswith((";", "*/")):
+                start -= 1
+        elif start is not None and line == "}":
+            name = re.search(r"(\w+)\s*\(", " ".join(lines[start:i]))
+            yield (name.group(1) if name else "?"), start + 1, i + 1
+            start = None
+
+
+def main():
+    limit = int(sys.argv[1]) if len(sys.argv) > 1 else 80
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
+    long_ones = []
+    for path in sorted(glob.glob(os.path.join(root, "src", "**", "*.[ch]"), recursive=True)):
+        if EXEMPT.search(path):
+            continue
+        for name, first, last in functions(path):
+            if last - first + 1 > limit:
+                long_ones.append((last - first + 1, os.path.relpath(path, root), first, name))
+    for n, path, first, name in sorted(long_ones, reverse=True):
+        print("%s:%d: %s is %d lines (limit %d)" % (path, first, name, n, limit))
+    print("%d functions over %d lines outside the reference loops" % (len(long_ones), limit))
+    return 1 if long_ones else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
