@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* conv_backprop_data's fast path, shared by its three files: cbd_fast.c (the layout of the
+ * workspace, the work items and the driver), cbd_phases.c (the stride phases: their taps, the
+ * GEMM over each and the scatter into grad) and cbd_tiles.c (the direct tiles of a phase). */
+#ifndef GRADREF_CBD_FAST_H
+#define GRADREF_CBD_FAST_H
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cbd_internal.h"
+#include "cbd_simd.h"
+#include "common/convert.h"
+
+/* tiles of 32 pixels whose masks are computed together (direct tiles) */
+#define TILE_GROUP 64
+/* C chunk per thread for phases that cannot write grad directly, in floats (512 KiB) */
+#define CHUNK_FLOATS (INT64_C(128) * 1024)
+
+enum { PATH_REFERENCE, PATH_GEMM, PATH_DEPTHWISE };
+
+typedef struct layout {
+    int path, stage_diff, acc_buffer;
+    size_t apack, diff32, acc;   /* shared parts */
+    size_t panels, phase_off;    /* the filter in GEMM panels per (group, phase), offsets */
+    size_t residues;             /* the live phases' offsets along each dim */
+    int64_t group_floats;        /* panel floats per group */
+    size_t thread0, per_thread;  /* per thread: GEMM work, C chunk, tap list */
+    size_t chunk_at, taps_at;    /* offsets inside a thread's part */
+    size_t offsets_at, masks_at; /* direct tiles: per tap offsets, per tile and tap masks */
+    size_t masks_key_at;         /* direct tiles: the (phase, tiles) the masks are for */
+    size_t tile_at;              /* direct tiles: one tile's diff, packed (0: not packed) */
+    size_t total;
+} layout;
+
+static inline int64_t taps_of(const gradref__cbd_plan *p) {
+    return p->K[0] * p->K[1] * p->K[2];
+}
+
+static inline int64_t pixels(const int64_t *s) {
+    return s[0] * s[1] * s[2];
+}
+
+static inline int unit_strides(const gradref__cbd_plan *p) {
+    return p->stride[0] == 1 && p->stride[1] == 1 && p->stride[2] == 1;
+}
+
+/* The filter's element offset of group g, input channel ic, stored tap t, output channel 0. */
+static inline int64_t filter_offset(const gradref__cbd_plan *p, int64_t g, int64_t ic, int64_t t) {
+    const int64_t k0 = t / (p->K[1] * p->K[2]), k1 = t / p->K[2] % p->K[1], k2 = t % p->K[2];
+    return g * p->fs[0] + ic * p->fs[2] + k0 * p->fs[3] + k1 * p->fs[4] + k2 * p->fs[5];
+}
+
+/* The filter's element at offset e as f32 (exact: F32, F16 or BF16 here). */
+static inline float filter_value(const gradref__cbd_plan *p, int64_t e) {
+    return (float)gradref__load_float(p->in_dtype, p->filter + (size_t)e * p->in_size);
+}
+
+typedef struct run {
+    const gradref__cbd_plan *p;
+    const float *apack;
+    const float *diff; /* f32 diff: channel c of image n at n * dn + c * dc, pixels dense */
+    int64_t dn, dc;
+    int64_t span_lo, span_hi; /* diff's elements lie in [diff + span_lo, diff + span_hi) */
+    float *acc;               /* f32 grad, likewise */
+    int64_t an, ac;
+    int max_isa;                   /* the plan's: the GEMM's level and its own */
+    const gradref__cbd_kernels *k; /* the same family's own kernels */
+    gradref__cbd_dw_shape dw;      /* depthwise: every channel's geometry */
+    const float *panels;           /* group g, phase f: panels + g * group_floats + phase_off[f] */
+    const int64_t *phase_off;
+    /* the live stride phases (those a tap reaches and that hold pixels): every combination of
+     * the offsets res[j][0 .. nres[j]) along the dims, the last dim fastest */
+    const int64_t *res[3];
+    int64_t nres[3], phases;
+    int64_t group_floats, mr;
+    int64_t pr; /* rows per panel (<= mr): the channels spread evenly over the panels when every
+                   phase runs direct tiles, whose short panels run at a fraction of the rate */
+    int prefetch_tiles; /* an image's diff is larger than L2 holds beside the tiles' work */
+} run;
+
+typedef struct phase {
+    const run *R;
+    int64_t n, g, ic0;
+    int64_t Q[3]; /* sub-grid sizes */
+    int64_t ntaps;
+    const int64_t *tap; /* per phase tap: stored tap index, then the 3 shifts */
+    int64_t j_base;     /* first sub-grid pixel of the current GEMM call */
+    int64_t index;      /* the phase's index (its taps) */
+} phase;
+
+/* Zeros still to write into an item's grad slab (strided convolutions): a slice after each
+ * tile of the first phase that has taps, so that the stores drain while the tiles compute (a
+ * memset of the whole slab ahead of them leaves the core waiting on its stores), and the rest
+ * before anything is scattered into the slab. */
+typedef struct zeros {
+    char *at;
+    size_t left, slice;
+} zeros;
+
+static inline void zeros_some(zeros *z) {
+    if (z == NULL || z->left == 0) return;
+    const size_t n = z->left < z->slice ? z->left : z->slice;
+    memset(z->at, 0, n);
+    z->at += n, z->left -= n;
+}
+
+static inline void zeros_rest(zeros *z) {
+    if (z == NULL || z->left == 0) return;
+    memset(z->at, 0, z->left);
+    z->left = 0;
+}
+
+/* ---- cbd_tiles.c ---- */
+
+/* Sub-grid pixels [jb, je) of a phase whose sub-grid has diff's last two sizes, into c (pixel
+ * jb of row ic0 at c, rows ldc apart): tiles of 32 pixels computed straight from diff (no B
+ * packing), a group of tiles at a time for every filter panel. */
+void gradref__cbd_direct_tiles(const run *R, const phase *f, const float *panels, int64_t M,
+                               int64_t jb, int64_t je, float *c, int64_t ldc, char *mine,
+                               const layout *L, zeros *z);
+
+/* ---- cbd_phases.c ---- */
+
+/* The live phases along each dim into `at` (K[0] + K[1] + K[2] slots): the offsets
+ * (k * dilation - pad_begin) mod stride of the taps, distinct, ascending, below the grad size.
+ * A huge stride thus costs nothing: the other phases hold no tap and stay +0. */
+void gradref__cbd_live_phases(run *R, int64_t *at);
+
+/* Whether every stride phase that has pixels and taps runs direct tiles (item_phase). */
+int gradref__cbd_all_direct(const run *R, int64_t *tap);
+
+/* Where each (group, phase) starts in the panels, before the region. */
+void gradref__cbd_panel_offsets(run *R, const layout *L, char *base);
+
+/* This thread's share of the panels of every (group, live phase), inside the region: the
+ * filter is read once per call, into the panels the tiles and the GEMM take. Only live phases
+ * have panels (1x1 stride 2: one of four; a share of all four left one thread every panel and
+ * the other waiting at the barrier). Returns 0 when a value is not finite. */
+int gradref__cbd_pack_panels(const run *R, char *mine, const layout *L);
+
+/* One work item: channels [ic0, ic1) of image n, group g, every stride phase in turn. */
+void gradref__cbd_item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t ic1,
+                            char *mine, const layout *L);
+
+#endif

@@ -1,0 +1,372 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The stride phases of conv_backprop_data's GEMM path (cbd_fast.c says why): the grad indices
+ * i with i mod stride = ph are reached by a fixed set of taps, so each live phase is one GEMM
+ * over its sub-grid of grad pixels, written straight into grad (stride 1) or through a chunk
+ * buffer scattered into the grad slab. */
+#include <stdlib.h>
+
+#include "cbd_fast.h"
+#include "common/gemm.h"
+#include "common/internal.h"
+#include "common/nan.h"
+
+/* B (k = (phase tap, oc); columns: sub-grid pixels q) from diff shifted by the tap, zero
+ * outside diff: the implicit im2col. */
+static void pack_b_phase(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
+                         int width, float *dst) {
+    enum { MAX_RUNS = 64 };
+    const phase *f = ctx;
+    const gradref__cbd_plan *p = f->R->p;
+    const int64_t O = p->OCpg, W = f->Q[2];
+    const float *dimg = f->R->diff + f->n * f->R->dn + f->g * O * f->R->dc;
+    for (int64_t jp = 0; jp < count; jp += width) {
+        const int64_t cols = count - jp < width ? count - jp : width;
+        /* the panel's columns as runs along the last sub-grid dim (the same for every k) */
+        int64_t run_at[MAX_RUNS], run_len[MAX_RUNS], run_q[MAX_RUNS][3], runs = 0;
+        {
+            const int64_t j_start = f->j_base + first + jp;
+            int64_t q2 = j_start % W, q1 = j_start / W % f->Q[1], q0 = j_start / (W * f->Q[1]);
+            for (int64_t j = 0; j < cols;) {
+                const int64_t len = W - q2 < cols - j ? W - q2 : cols - j;
+                run_at[runs] = j, run_len[runs] = len;
+                run_q[runs][0] = q0, run_q[runs][1] = q1, run_q[runs][2] = q2;
+                runs++;
+                j += len;
+                q2 += len;
+                if (q2 == W) {
+                    q2 = 0;
+                    if (++q1 == f->Q[1]) q1 = 0, q0++;
+                }
+            }
+        }
+        for (int64_t q = 0; q < kc; q++) {
+            const int64_t k = k0 + q, oc = k % O;
+            const int64_t *tp = f->tap + 4 * (k / O);
+            const float *plane = dimg + oc * f->R->dc;
+            for (int64_t r = 0; r < runs; r++) {
+                float *out = dst + run_at[r];
+                const int64_t len = run_len[r];
+                const int64_t o0 = run_q[r][0] + tp[1], o1 = run_q[r][1] + tp[2],
+                              o2 = run_q[r][2] + tp[3];
+                int64_t lo = 0, hi = 0; /* [lo, hi): the part inside diff */
+                const float *row = NULL;
+                if (o0 >= 0 && o0 < p->O[0] && o1 >= 0 && o1 < p->O[1]) {
+                    row = plane + (o0 * p->O[1] + o1) * p->O[2] + o2;
+                    lo = o2 < 0 ? -o2 : 0;
+                    hi = p->O[2] - o2 < len ? p->O[2] - o2 : len;
+                    if (lo > len) lo = len;
+                    if (hi < lo) hi = lo;
+                }
+                for (int64_t x = 0; x < lo; x++)
+                    out[x] = 0.0f;
+                for (int64_t x = lo; x < hi; x++)
+                    out[x] = row[x];
+                for (int64_t x = hi; x < len; x++)
+                    out[x] = 0.0f;
+            }
+            for (int64_t j = cols; j < width; j++)
+                dst[j] = 0.0f;
+            dst += width;
+        }
+    }
+}
+
+/* Taps reaching phase ph, in the reference's order (diff position ascending); returns count. */
+static int64_t phase_taps(const gradref__cbd_plan *p, const int64_t *ph, int64_t *tap) {
+    int64_t n = 0, kp[3];
+    for (kp[0] = p->K[0] - 1; kp[0] >= 0; kp[0]--)
+        for (kp[1] = p->K[1] - 1; kp[1] >= 0; kp[1]--)
+            for (kp[2] = p->K[2] - 1; kp[2] >= 0; kp[2]--) {
+                int64_t shift[3], ok = 1;
+                for (int j = 0; j < 3 && ok; j++) {
+                    const int64_t num = ph[j] + p->pad_begin[j] - kp[j] * p->dil[j];
+                    const int64_t s = p->stride[j];
+                    ok = num % s == 0;
+                    /* exact division, rounding toward -inf for negative num */
+                    shift[j] = num >= 0 ? num / s : -((-num) / s);
+                }
+                if (!ok) continue;
+                int64_t k[3];
+                for (int j = 0; j < 3; j++)
+                    k[j] = p->mode == GRADREF_CONV_CROSS_CORRELATION ? kp[j] : p->K[j] - 1 - kp[j];
+                tap[4 * n] = (k[0] * p->K[1] + k[1]) * p->K[2] + k[2];
+                tap[4 * n + 1] = shift[0];
+                tap[4 * n + 2] = shift[1];
+                tap[4 * n + 3] = shift[2];
+                n++;
+            }
+    return n;
+}
+
+/* `rows` runs of len values (from, contiguous) to grad rows row_stride apart, stride[2] apart
+ * within a row. The first phase along the row (ph2 0) may write +0 between its values: those
+ * elements are +0 (the slab is zeroed first) or a later phase's, written after it. */
+static void scatter_rows(const run *R, const float *from, int64_t len, int64_t rows, float *row,
+                         int64_t row_stride, int64_t ph2) {
+    const int64_t step = R->p->stride[2];
+    if (step == 2 && R->k->scatter2) {
+        R->k->scatter2(from, len, rows, row, row_stride, ph2 == 0);
+        return;
+    }
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t x = 0; x < len; x++)
+            row[r * row_stride + x * step] = from[r * len + x];
+}
+
+/* grad positions j0..j1 of phase ph's sub-grid, for M channels (chunk: M rows of j1 - j0), to
+ * the slabs at slab0: runs of a sub-grid row, or whole rows of one sub-grid plane per call. */
+static void scatter_chunk(const run *R, const phase *f, const int64_t *ph, float *slab0,
+                          const float *chunk, int64_t M, int64_t j0, int64_t j1) {
+    const gradref__cbd_plan *p = R->p;
+    /* whole rows only when a phase has several rows (then stride[1] < I[1]: no overflow) */
+    const int64_t W = f->Q[2], row_stride = f->Q[1] > 1 ? p->stride[1] * p->I[2] : 0;
+    for (int64_t m = 0; m < M; m++) { /* each grad element is in one phase */
+        float *slab = slab0 + m * R->ac;
+        const float *src = chunk + m * (j1 - j0);
+        int64_t q2 = j0 % W, q1 = j0 / W % f->Q[1], q0 = j0 / (W * f->Q[1]);
+        for (int64_t j = j0; j < j1;) {
+            const int64_t len = W - q2 < j1 - j ? W - q2 : j1 - j;
+            int64_t rows = 1;
+            if (q2 == 0 && len == W) {
+                rows = (j1 - j) / W;
+                if (rows > f->Q[1] - q1) rows = f->Q[1] - q1;
+            }
+            float *row =
+                slab +
+                ((q0 * p->stride[0] + ph[0]) * p->I[1] + q1 * p->stride[1] + ph[1]) * p->I[2] +
+                q2 * p->stride[2] + ph[2];
+            const float *from = src + (j - j0);
+            scatter_rows(R, from, len, rows, row, row_stride, ph[2]);
+            j += rows * len;
+            q2 += len;
+            q1 += rows - 1;
+            if (q2 == W) {
+                q2 = 0;
+                if (++q1 == f->Q[1]) q1 = 0, q0++;
+            }
+        }
+    }
+}
+
+/* Whether direct tiles may run on a phase of sub-grid sizes Q (the table has them, offsets fit
+ * int32). */
+static int flat_ok(const run *R, const int64_t *Q) {
+    return R->k->tile32 && R->mr == R->k->tile_rows && pixels(R->p->O) < INT64_C(1) << 30 &&
+           pixels(Q) < INT64_C(1) << 30;
+}
+
+/* Whether a phase of sub-grid sizes Q runs direct tiles: they may, and its sub-grid has diff's
+ * last two sizes. */
+static int phase_direct(const run *R, const int64_t *Q) {
+    return flat_ok(R, Q) && Q[1] == R->p->O[1] && Q[2] == R->p->O[2];
+}
+
+/* Live phase number f's offsets ph along the three dims (the last varies fastest). */
+static void phase_at(const run *R, int64_t f, int64_t *ph) {
+    ph[0] = R->res[0][f / (R->nres[1] * R->nres[2])];
+    ph[1] = R->res[1][f / R->nres[2] % R->nres[1]];
+    ph[2] = R->res[2][f % R->nres[2]];
+}
+
+static int compare_int64(const void *a, const void *b) {
+    const int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The live phases along each dim into `at` (K[0] + K[1] + K[2] slots): the offsets
+ * (k * dilation - pad_begin) mod stride of the taps, distinct, ascending, below the grad size.
+ * A huge stride thus costs nothing: the other phases hold no tap and stay +0. */
+void gradref__cbd_live_phases(run *R, int64_t *at) {
+    const gradref__cbd_plan *p = R->p;
+    R->phases = 1;
+    for (int j = 0; j < 3; j++) {
+        int64_t n = 0;
+        for (int64_t k = 0; k < p->K[j]; k++) {
+            int64_t r = (k * p->dil[j] - p->pad_begin[j]) % p->stride[j];
+            if (r < 0) r += p->stride[j];
+            if (r < p->I[j]) at[n++] = r;
+        }
+        qsort(at, (size_t)n, sizeof *at, compare_int64);
+        int64_t m = 0;
+        for (int64_t i = 0; i < n; i++)
+            if (m == 0 || at[i] != at[m - 1]) at[m++] = at[i];
+        R->res[j] = at;
+        R->nres[j] = m;
+        R->phases *= m;
+        at += p->K[j];
+    }
+}
+
+/* The sub-grid sizes of stride phase ph; returns their product. */
+static int64_t phase_grid(const gradref__cbd_plan *p, const int64_t *ph, int64_t *Q) {
+    int64_t N = 1;
+    for (int j = 0; j < 3; j++) {
+        Q[j] = ph[j] < p->I[j] ? (p->I[j] - ph[j] - 1) / p->stride[j] + 1 : 0;
+        N *= Q[j];
+    }
+    return N;
+}
+
+/* Whether every stride phase that has pixels and taps runs direct tiles (item_phase). */
+int gradref__cbd_all_direct(const run *R, int64_t *tap) {
+    const gradref__cbd_plan *p = R->p;
+    for (int64_t f = 0; f < R->phases; f++) {
+        int64_t ph[3];
+        phase_at(R, f, ph);
+        int64_t Q[3];
+        if (phase_grid(p, ph, Q) == 0 || phase_taps(p, ph, tap) == 0) continue;
+        if (!phase_direct(R, Q)) return 0;
+    }
+    return 1;
+}
+
+/* Channels [ic0, ic1) of image n, group g, stride phase ph: a GEMM (or 32-pixel tiles) straight
+ * into grad when the stride is 1, else through the chunk buffer, whole sub-grid rows at a
+ * time when they fit, then scattered. */
+static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t M, int64_t f_index,
+                       float *slab0, char *mine, const layout *L, zeros *z) {
+    const gradref__cbd_plan *p = R->p;
+    int64_t *tap = (int64_t *)(mine + L->taps_at);
+    phase f;
+    memset(&f, 0, sizeof f);
+    f.R = R, f.n = n, f.g = g, f.ic0 = ic0, f.tap = tap;
+    int64_t ph[3];
+    phase_at(R, f_index, ph);
+    const int64_t N = phase_grid(p, ph, f.Q);
+    if (N == 0) return;
+    f.ntaps = phase_taps(p, ph, tap);
+    gradref__sgemm_args a;
+    memset(&a, 0, sizeof a);
+    a.M = M;
+    a.K = f.ntaps * p->OCpg;
+    a.pack_b = pack_b_phase;
+    a.pack_b_ctx = &f;
+    f.index = f_index;
+    a.a_panels =
+        R->panels + g * R->group_floats + R->phase_off[f_index] + ic0 / R->pr * a.K * R->mr;
+    const int direct = phase_direct(R, f.Q);
+    if (unit_strides(p) && direct) {
+        gradref__cbd_direct_tiles(R, &f, a.a_panels, M, 0, N, slab0, R->ac, mine, L, NULL);
+        return;
+    }
+    if (unit_strides(p)) { /* the only phase: straight into grad */
+        a.N = N;
+        a.c = slab0;
+        a.c_rs = R->ac;
+        a.c_cs = 1;
+        gradref__sgemm(&a, R->max_isa, mine);
+        return;
+    }
+    if (a.K == 0) return; /* no tap reaches this phase: +0 from the start */
+    float *chunk = (float *)(mine + L->chunk_at);
+    const int64_t W = f.Q[2], per_row = W * M;
+    const int64_t step = per_row <= CHUNK_FLOATS ? CHUNK_FLOATS / per_row * W
+                                                 : (CHUNK_FLOATS / M > 0 ? CHUNK_FLOATS / M : 1);
+    for (int64_t j0 = 0; j0 < N; j0 += step) {
+        const int64_t j1 = j0 + step < N ? j0 + step : N;
+        f.j_base = j0;
+        a.N = j1 - j0;
+        a.c = chunk;
+        a.c_rs = j1 - j0;
+        a.c_cs = 1;
+        if (direct)
+            gradref__cbd_direct_tiles(R, &f, a.a_panels, M, j0, j1, chunk, j1 - j0, mine, L, z);
+        else
+            gradref__sgemm(&a, R->max_isa, mine);
+        zeros_rest(z);
+        gradref__canon_nans_f32(chunk, M * (j1 - j0)); /* the NaN rule, on the phase's values */
+        scatter_chunk(R, &f, ph, slab0, chunk, M, j0, j1);
+    }
+}
+
+/* One work item: channels [ic0, ic1) of image n, group g, every stride phase in turn. */
+void gradref__cbd_item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t ic1,
+                            char *mine, const layout *L) {
+    const gradref__cbd_plan *p = R->p;
+    const int64_t M = ic1 - ic0;
+    float *slab0 = R->acc + n * R->an + (g * p->ICpg + ic0) * R->ac;
+    zeros z = {(char *)slab0, 0, 0};
+    if (!unit_strides(p)) { /* phases fill in their elements; the ones no tap reaches stay +0 */
+        if (R->ac == pixels(p->I)) /* one block, zeroed between the first phase's tiles */
+            z.left = (size_t)(M * R->ac) * sizeof(float);
+        else
+            for (int64_t m = 0; m < M; m++)
+                memset(slab0 + m * R->ac, 0, (size_t)pixels(p->I) * sizeof(float));
+    }
+    for (int64_t f_index = 0; f_index < R->phases; f_index++)
+        item_phase(R, n, g, ic0, M, f_index, slab0, mine, L, &z);
+    zeros_rest(&z);      /* no phase had a tap */
+    if (unit_strides(p)) /* the NaN rule, while the slab is in the cache (strided: per chunk) */
+        for (int64_t m = 0; m < M; m++)
+            gradref__canon_nans_f32(slab0 + m * R->ac, pixels(p->I));
+}
+
+/* Filter rows [ic0, ic0 + rows) of group g for a phase's taps, straight from the filter, as
+ * gradref__sgemm_prepack_a lays out one panel: k = (tap, oc) ascending, mr floats each, the rows
+ * past `rows` zero. Returns 0 when a value is not finite. */
+static int pack_panel(const gradref__cbd_plan *p, int64_t g, int64_t ic0, int64_t rows,
+                      const int64_t *tap, int64_t ntaps, int64_t mr, float *dst) {
+    int finite = 1;
+    for (int64_t i = 0; i < ntaps; i++) {
+        const int64_t off = filter_offset(p, g, ic0, tap[4 * i]);
+        for (int64_t oc = 0; oc < p->OCpg; oc++, dst += mr) {
+            const int64_t at = off + oc * p->fs[1];
+            int64_t r = 0;
+            if (p->in_dtype == GRADREF_F32)
+                for (const float *w = (const float *)(const void *)p->filter + at; r < rows; r++)
+                    dst[r] = w[r * p->fs[2]];
+            else
+                for (; r < rows; r++)
+                    dst[r] = filter_value(p, at + r * p->fs[2]);
+            for (r = 0; r < rows; r++)
+                finite &= isfinite(dst[r]) != 0;
+            for (; r < mr; r++)
+                dst[r] = 0.0f;
+        }
+    }
+    return finite;
+}
+
+/* Where each (group, phase) starts in the panels, before the region. */
+void gradref__cbd_panel_offsets(run *R, const layout *L, char *base) {
+    const gradref__cbd_plan *p = R->p;
+    int64_t *off = (int64_t *)(base + L->phase_off);
+    int64_t *tap = (int64_t *)(base + L->thread0 + L->taps_at);
+    R->group_floats = L->group_floats;
+    R->panels = (const float *)(base + L->panels);
+    R->phase_off = off;
+    int64_t at = 0;
+    for (int64_t f = 0; f < R->phases; f++) {
+        int64_t ph[3];
+        phase_at(R, f, ph);
+        off[f] = at;
+        at += (p->ICpg + R->pr - 1) / R->pr * R->mr * phase_taps(p, ph, tap) * p->OCpg;
+    }
+}
+
+/* This thread's share of the panels of every (group, live phase), inside the region: the
+ * filter is read once per call, into the panels the tiles and the GEMM take. Only live phases
+ * have panels (1x1 stride 2: one of four; a share of all four left one thread every panel and
+ * the other waiting at the barrier). Returns 0 when a value is not finite. */
+int gradref__cbd_pack_panels(const run *R, char *mine, const layout *L) {
+    const gradref__cbd_plan *p = R->p;
+    const int64_t np = (p->ICpg + R->pr - 1) / R->pr;
+    int64_t *tap = (int64_t *)(mine + L->taps_at);
+    int finite = 1;
+    int64_t b, e, it = 0;
+    gradref__my_range(p->G * R->phases * np, &b, &e);
+    for (int64_t g = 0; g < p->G && it < e; g++)
+        for (int64_t f = 0; f < R->phases && it < e; f++) {
+            int64_t ph[3];
+            phase_at(R, f, ph);
+            const int64_t ntaps = phase_taps(p, ph, tap);
+            for (int64_t ic0 = 0; ntaps > 0 && ic0 < p->ICpg; ic0 += R->pr, it++) {
+                if (it < b || it >= e) continue;
+                float *dst = (float *)R->panels + g * R->group_floats + R->phase_off[f] +
+                             ic0 / R->pr * ntaps * p->OCpg * R->mr;
+                finite &= pack_panel(p, g, ic0, p->ICpg - ic0 < R->pr ? p->ICpg - ic0 : R->pr, tap,
+                                     ntaps, R->mr, dst);
+            }
+        }
+    return finite;
+}

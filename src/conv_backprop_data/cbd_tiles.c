@@ -1,0 +1,107 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The direct tiles of a stride phase whose sub-grid has diff's last two sizes: 32 pixels at a
+ * time computed straight from diff by the kernel table's tile32 (no B packing), the tile's diff
+ * packed first when enough filter panels reuse it. */
+#include "cbd_fast.h"
+
+/* Prefetches the diff lines a 32-pixel tile at pixel j of `image` reads: for each diff row its
+ * taps reach (consecutive taps of one row are one run), from the leftmost tap's first pixel to
+ * the rightmost's last, in every channel. A tile reads OCpg channels at a few rows each, more
+ * strided streams than the hardware prefetchers follow. */
+static void prefetch_tile(const run *R, const phase *f, const float *image, const int64_t *offset,
+                          int64_t j) {
+    const int64_t channels = R->p->OCpg, dc = R->dc;
+    for (int64_t t = 0; t < f->ntaps;) {
+        int64_t lo = offset[t], hi = offset[t], u = t + 1;
+        for (; u < f->ntaps && f->tap[4 * u + 1] == f->tap[4 * t + 1] &&
+               f->tap[4 * u + 2] == f->tap[4 * t + 2];
+             u++) {
+            if (offset[u] < lo) lo = offset[u];
+            if (offset[u] > hi) hi = offset[u];
+        }
+        for (int64_t c = 0; c < channels; c++)
+            for (int64_t x = lo; x < hi + 32 + 16; x += 16)
+                __builtin_prefetch(image + c * dc + j + x, 0, 3);
+        t = u;
+    }
+}
+
+/* Sub-grid pixels [jb, je) of a phase whose sub-grid has diff's last two sizes, into c (pixel
+ * jb of row ic0 at c, rows ldc apart): tiles of 32 pixels computed straight from diff (no B
+ * packing), a group of tiles at a time for every filter panel. */
+void gradref__cbd_direct_tiles(const run *R, const phase *f, const float *panels, int64_t M,
+                               int64_t jb, int64_t je, float *c, int64_t ldc, char *mine,
+                               const layout *L, zeros *z) {
+    const gradref__cbd_plan *p = R->p;
+    if (z != NULL && z->left > 0) { /* one slice per tile call, whole lines */
+        const int64_t calls = (je - jb + 31) / 32 * ((M + R->pr - 1) / R->pr);
+        z->slice = ((z->left + (size_t)calls - 1) / (size_t)calls + 63) & ~(size_t)63;
+    }
+    const int64_t K = f->ntaps * p->OCpg, per_tile = 2 * f->ntaps;
+    const int64_t image_at = f->n * R->dn + f->g * p->OCpg * R->dc;
+    const float *image = R->diff + image_at;
+    int64_t *offset = (int64_t *)(mine + L->offsets_at);
+    uint16_t *masks = (uint16_t *)(mine + L->masks_at);
+    int64_t lo = 0, hi = 0; /* what a tile reads, from pixel j0, over all taps and channels */
+    for (int64_t t = 0; t < f->ntaps; t++) {
+        const int64_t *tp = f->tap + 4 * t;
+        offset[t] = (tp[1] * p->O[1] + tp[2]) * p->O[2] + tp[3];
+        if (t == 0 || offset[t] < lo) lo = offset[t];
+        if (t == 0 || offset[t] > hi) hi = offset[t];
+    }
+    const int64_t channels = (p->OCpg - 1) * R->dc;
+    lo += image_at + (channels < 0 ? channels : 0);
+    hi += image_at + (channels > 0 ? channels : 0) + 32;
+    int64_t *key = (int64_t *)(mine + L->masks_key_at);
+    for (int64_t g0 = jb; g0 < je; g0 += TILE_GROUP * 32) {
+        const int64_t g1 = je - g0 < TILE_GROUP * 32 ? je : g0 + TILE_GROUP * 32;
+        /* the masks depend on the phase and the tiles only: the thread's next item of the
+         * same geometry (another image, group or channel block) reuses them */
+        if (key[0] != f->index || key[1] != g0 || key[2] != g1) {
+            for (int64_t j0 = g0; j0 < g1; j0 += 32)
+                R->k->tile32_masks(f->tap, f->ntaps, f->Q, p->O, j0, g1 - j0 < 32 ? g1 - j0 : 32,
+                                   masks + (j0 - g0) / 32 * per_tile);
+            key[0] = f->index, key[1] = g0, key[2] = g1;
+        }
+        if (L->tile_at) { /* each tile packed once, then every panel */
+            float *block = (float *)(mine + L->tile_at);
+            int64_t *block_offset = offset + f->ntaps;
+            uint16_t *block_masks = masks + TILE_GROUP * per_tile;
+            for (int64_t t = 0; t < f->ntaps; t++)
+                block_offset[t] = t * p->OCpg * 32;
+            for (int64_t j0 = g0; j0 < g1; j0 += 32) {
+                const uint16_t *m = masks + (j0 - g0) / 32 * per_tile;
+                const int64_t cols = g1 - j0 < 32 ? g1 - j0 : 32;
+                R->k->pack_tile32(image + j0, R->dc, p->OCpg, offset, m, f->ntaps, block);
+                for (int64_t t = 0; t < f->ntaps; t++) /* same taps skipped, zeros packed */
+                    block_masks[2 * t] = block_masks[2 * t + 1] =
+                        (uint16_t)((m[2 * t] | m[2 * t + 1]) ? 0xffffu : 0u);
+                for (int64_t i0 = 0; i0 < M; i0 += R->pr) {
+                    R->k->tile32(block, 32, p->OCpg, block_offset, block_masks, f->ntaps, cols, 2,
+                                 panels + i0 / R->pr * K * R->mr,
+                                 (int)(M - i0 < R->pr ? M - i0 : R->pr), c + i0 * ldc + (j0 - jb),
+                                 ldc);
+                    zeros_some(z);
+                }
+            }
+            continue;
+        }
+        /* a tile's diff (K rows of 128 bytes) reused by every panel while it fits in L1,
+         * else each panel (in L1) reused by the tiles */
+        const int tile_outer = K * 128 <= 40 * 1024;
+        const int64_t tiles = (g1 - g0 + 31) / 32, panels_n = (M + R->pr - 1) / R->pr;
+        for (int64_t outer = 0; outer < (tile_outer ? tiles : panels_n); outer++)
+            for (int64_t inner = 0; inner < (tile_outer ? panels_n : tiles); inner++) {
+                const int64_t tile = tile_outer ? outer : inner, pn = tile_outer ? inner : outer;
+                const int64_t i0 = pn * R->pr, j0 = g0 + tile * 32;
+                if (pn == 0 && j0 + 32 < g1 && R->prefetch_tiles)
+                    prefetch_tile(R, f, image, offset, j0 + 32);
+                R->k->tile32(image + j0, R->dc, p->OCpg, offset, masks + tile * per_tile, f->ntaps,
+                             g1 - j0 < 32 ? g1 - j0 : 32,
+                             j0 + lo >= R->span_lo && j0 + hi <= R->span_hi,
+                             panels + pn * K * R->mr, (int)(M - i0 < R->pr ? M - i0 : R->pr),
+                             c + i0 * ldc + (j0 - jb), ldc);
+                zeros_some(z);
+            }
+    }
+}
