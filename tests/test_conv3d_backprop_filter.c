@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "conv3d_backprop_filter/c3f_counter.h"
 #include "conv3d_backprop_filter/c3f_internal.h"
 #include "test_util.h"
 
@@ -384,6 +385,77 @@ static void test_threads_bounded_by_work(void **state) {
     assert_memory_equal(c.dw.data, want, c.bytes[2]);
     free(want);
     free_case(&c);
+}
+
+/* The model of the counter's order (docs/conv3d_backprop_filter.md): n sums split into runs of
+ * 2^a, 2^b, ... (a > b > ..., the binary digits of n from the top), each run summed as a
+ * balanced binary tree (left half + right half), and the runs added from the newest up, each
+ * older one on the left: R1 + (R2 + (... + Rk)). In f32, element by element. */
+static float tree_sum(const float *s, int64_t n, int64_t size, int64_t e) {
+    if (n == 1) return s[e];
+    return tree_sum(s, n / 2, size, e) + tree_sum(s + n / 2 * size, n / 2, size, e);
+}
+
+static float counter_model(const float *s, int64_t n, int64_t size, int64_t e) {
+    int64_t run = 1;
+    while (run * 2 <= n)
+        run *= 2;
+    const float first = tree_sum(s, run, size, e);
+    return run == n ? first : first + counter_model(s + run * size, n - run, size, e);
+}
+
+/* The summation counter on its own: sums pushed one by one, the last one through push_last, and
+ * aligned nodes of 2^m sums pushed at level m (as the split reduction's chunks are) all give the
+ * model's bits, for every count up to 70, in a plain loop and at every kernel level's add. */
+static void test_counter(void **state) {
+    (void)state;
+    enum { SIZE = 37, MOST = 70, LEVELS = 8 };
+    tu_rng r = tu_rng_make(77);
+    float *sums = malloc(sizeof(float) * SIZE * MOST),
+          *level = malloc(sizeof(float) * SIZE * (LEVELS + 1));
+    float *into = malloc(sizeof(float) * SIZE), *node = malloc(sizeof(float) * SIZE * MOST);
+    for (int i = 0; i < SIZE * MOST; i++) /* widely spread magnitudes: the order shows */
+        sums[i] = (float)((tu_uniform(&r) - 0.5) * ldexp(1.0, (int)tu_range(&r, -20, 20)));
+    for (int isa = 0; isa < 3; isa++) {
+        const gradref__c3f_kernels *k = gradref__c3f_kernels_for(isa);
+        for (int64_t n = 1; n <= MOST; n++)
+            for (int way = 0; way < 3; way++) {
+                gradref__c3f_counter c = gradref__c3f_counter_make(k, level, SIZE, LEVELS);
+                const float *got = NULL;
+                if (way < 2) { /* one by one; way 1 ends with push_last into `into` */
+                    for (int64_t b = 0; b < n; b++) {
+                        memcpy(gradref__c3f_counter_slot(&c), sums + b * SIZE,
+                               sizeof(float) * SIZE);
+                        if (way == 1 && b + 1 == n && gradref__c3f_counter_push_last(&c, into)) {
+                            got = into;
+                            break;
+                        }
+                        gradref__c3f_counter_push(&c);
+                    }
+                } else { /* greedy aligned nodes: 2^m sums at a multiple of 2^m, pushed at m */
+                    for (int64_t b = 0; b < n;) {
+                        int m = 0;
+                        while (b % (INT64_C(2) << m) == 0 && b + (INT64_C(2) << m) <= n)
+                            m++;
+                        for (int64_t e = 0; e < SIZE; e++)
+                            node[e] = tree_sum(sums + b * SIZE, INT64_C(1) << m, SIZE, e);
+                        gradref__c3f_counter_carry(&c, m, node, NULL);
+                        b += INT64_C(1) << m;
+                    }
+                }
+                if (got == NULL) got = gradref__c3f_counter_fold(&c, NULL);
+                for (int64_t e = 0; e < SIZE; e++) {
+                    const float want = counter_model(sums, n, SIZE, e);
+                    if (memcmp(&want, got + e, 4) != 0)
+                        fail_msg("level %d, %lld sums, way %d, element %lld: %.9g, want %.9g", isa,
+                                 (long long)n, way, (long long)e, (double)got[e], (double)want);
+                }
+            }
+    }
+    free(sums);
+    free(level);
+    free(into);
+    free(node);
 }
 
 /* A caller's workspace that holds exactly one thread's share, asked for three threads: the
@@ -952,6 +1024,7 @@ int main(void) {
         cmocka_unit_test(test_2d_degenerate),
         cmocka_unit_test(test_adjoint_identity),
         cmocka_unit_test(test_threads_layouts_dtypes),
+        cmocka_unit_test(test_counter),
         cmocka_unit_test(test_nan_bits),
         cmocka_unit_test(test_threads_bounded_by_work),
         cmocka_unit_test(test_wide_channels),

@@ -30,6 +30,7 @@
 #include "common/internal.h"
 #include "common/isa.h"
 #include "common/nan.h"
+#include "c3f_counter.h"
 
 #define BLOCK GRADREF__C3F_BLOCK
 /* j rows per item: their level buffers (j x Cout/G floats each) stay near 1 MiB */
@@ -385,97 +386,6 @@ static void block_indirect(const run *R, int64_t g, int64_t j0, int64_t j1, cons
     }
 }
 
-/* The blocks' binary counter: sums pushed in order; level l holds the sum of 2^l of them, and
- * a push carries through the used levels (older + newer); the fold adds the stored sums from
- * the lowest level up, each older one on the left. levels + 1 slots of `size` floats, the
- * last the newest sum. */
-typedef struct counter {
-    float *level;
-    int64_t size;
-    int levels, used[64];
-    const gradref__c3f_kernels *k; /* its add */
-} counter;
-
-static counter counter_make(const gradref__c3f_kernels *k, float *level, int64_t size, int levels) {
-    counter c;
-    memset(&c, 0, sizeof c);
-    c.level = level, c.size = size, c.levels = levels, c.k = k;
-    return c;
-}
-
-/* dst[e] = older[e] + newer[e] for e < n (dst may be either): the same bits at any width. */
-static void add_sums(const gradref__c3f_kernels *k, float *dst, const float *older,
-                     const float *newer, int64_t n) {
-    if (k->add) {
-        k->add(dst, older, newer, n);
-        return;
-    }
-    for (int64_t e = 0; e < n; e++)
-        dst[e] = older[e] + newer[e];
-}
-
-/* Where the next sum goes before counter_push. */
-static float *counter_slot(const counter *c) {
-    return c->used[0] ? c->level + c->levels * c->size : c->level;
-}
-
-/* A new sum src at level m, the levels below m empty (the count pushed so far a multiple of
- * 2^m): while level l is used, older (level l) + newer, the last add into the first unused level
- * `top`, or into `out` when given (which then holds the counter's only sum; the counter is left
- * empty). A node of 2^m consecutive sums pushed at level m meets the same carries, so gives the
- * same bits, as pushing them one by one. */
-static void counter_carry(counter *c, int m, const float *src, float *out) {
-    int top = m;
-    while (c->used[top])
-        top++;
-    float *fresh = c->level + c->levels * c->size, *last = out ? out : c->level + top * c->size;
-    const float *newer = src;
-    if (top == m && src != last) memcpy(last, src, (size_t)c->size * sizeof *src);
-    for (int l = m; l < top; l++) {
-        float *dst = l == top - 1 ? last : fresh;
-        add_sums(c->k, dst, c->level + l * c->size, newer, c->size);
-        newer = dst;
-        c->used[l] = 0;
-    }
-    if (out == NULL) c->used[top] = 1;
-}
-
-/* The sum at counter_slot into the counter. */
-static void counter_push(counter *c) {
-    counter_carry(c, 0, counter_slot(c), NULL);
-}
-
-/* counter_push of the last sum when the counter will then hold one level only (a power-of-two
- * count): the carry's last add writes `into`, which is the fold, instead of a level buffer the
- * fold would copy. Returns 0, having pushed nothing, otherwise. */
-static int counter_push_last(counter *c, float *into) {
-    int top = 0;
-    while (c->used[top])
-        top++;
-    for (int l = top + 1; l < c->levels; l++)
-        if (c->used[l]) return 0;
-    if (into == NULL || top == 0) return 0;
-    counter_carry(c, 0, counter_slot(c), into);
-    return 1;
-}
-
-/* The fold, into dst (NULL: the newest slot), which it returns. At least one sum was pushed. */
-static float *counter_fold(counter *c, float *dst) {
-    float *fresh = dst ? dst : c->level + c->levels * c->size;
-    int started = 0;
-    for (int l = 0; l < c->levels; l++) {
-        if (!c->used[l]) continue;
-        const float *s = c->level + l * c->size;
-        if (!started) {
-            memcpy(fresh, s, (size_t)c->size * sizeof *fresh);
-            started = 1;
-        } else {
-            add_sums(c->k, fresh, s, fresh, c->size);
-        }
-    }
-    return fresh;
-}
-
 /* Whether the n floats at d are finite (a branch-free test on the exponent bits). */
 static int all_finite(const float *d, int64_t n) {
     uint32_t hit = 0;
@@ -515,19 +425,19 @@ static void block_sum(const run *R, const layout *L, int64_t g, int64_t j0, int6
 static float *blocks_sum(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j1,
                          int64_t b0, int64_t b1, char *mine, runs *u, float *into) {
     const int64_t total_r = reduction(R->p);
-    counter c =
-        counter_make(R->k, (float *)(mine + L->level_at), (j1 - j0) * R->p->Cout_g, (int)L->levels);
+    gradref__c3f_counter c = gradref__c3f_counter_make(R->k, (float *)(mine + L->level_at),
+                                                       (j1 - j0) * R->p->Cout_g, (int)L->levels);
     for (int64_t b = b0; b < b1; b++) {
         const int64_t r0 = b * BLOCK, r1 = r0 + BLOCK < total_r ? r0 + BLOCK : total_r;
         if (into != NULL && b1 - b0 == 1) { /* one block: its sum is the fold */
             block_sum(R, L, g, j0, j1, r0, r1, mine, u, into);
             return into;
         }
-        block_sum(R, L, g, j0, j1, r0, r1, mine, u, counter_slot(&c));
-        if (b + 1 == b1 && counter_push_last(&c, into)) return into;
-        counter_push(&c);
+        block_sum(R, L, g, j0, j1, r0, r1, mine, u, gradref__c3f_counter_slot(&c));
+        if (b + 1 == b1 && gradref__c3f_counter_push_last(&c, into)) return into;
+        gradref__c3f_counter_push(&c);
     }
-    return counter_fold(&c, into);
+    return gradref__c3f_counter_fold(&c, into);
 }
 
 /* dw rows j in [j0, j1) of group g from their sums s[(j - j0) * Cout/G + co]: output channel
@@ -591,8 +501,8 @@ static int split_chunks(const run *R, const layout *L, char *base, int threads) 
                  m++) {
                 const int64_t first = k + 1 - (INT64_C(1) << m),
                               second = k + 1 - (INT64_C(1) << (m - 1));
-                add_sums(R->k, chunk + first * size, chunk + first * size, chunk + second * size,
-                         size);
+                gradref__c3f_add_sums(R->k, chunk + first * size, chunk + first * size,
+                                      chunk + second * size, size);
                 node[first] = (int8_t)m, node[second] = -1;
             }
         }
@@ -612,10 +522,11 @@ static void combine_chunks(const run *R, const layout *L, char *base, int thread
         gradref__my_range(J, &j0, &j1);
         if (j1 > j0) {
             const int64_t n = (j1 - j0) * p->Cout_g;
-            counter c = counter_make(R->k, (float *)(mine + L->level_at), n, (int)L->levels);
+            gradref__c3f_counter c =
+                gradref__c3f_counter_make(R->k, (float *)(mine + L->level_at), n, (int)L->levels);
             for (int64_t k = 0; k < L->chunks; k += INT64_C(1) << node[k])
-                counter_carry(&c, node[k], chunk + k * size + j0 * p->Cout_g, NULL);
-            store_rows(p, 0, j0, j1, counter_fold(&c, NULL));
+                gradref__c3f_counter_carry(&c, node[k], chunk + k * size + j0 * p->Cout_g, NULL);
+            store_rows(p, 0, j0, j1, gradref__c3f_counter_fold(&c, NULL));
         }
     }
 }
