@@ -1,0 +1,413 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Kernel testers: every entry of every kernel table at every level this CPU runs, held bit for
+ * bit to the portable entry (or, where the portable table has none, to a plain loop written
+ * here, or to the portable row kernel applied row by row), over edge sweeps: every length up to
+ * two vectors and past them, every tail, misaligned pointers, streaming and ordinary stores,
+ * inputs with NaNs of every kind, Infs, subnormals and signed zeros. The operator suites test
+ * the same kernels through whole calls; these name the kernel that is wrong. */
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "common/convert.h"
+#include "common/convert_array.h"
+#include "common/isa.h"
+#include "common/nan.h"
+#include "common/stream.h"
+#include "conv3d_backprop_filter/c3f_internal.h"
+#include "conv_backprop_data/cbd_simd.h"
+#include "recat/recat_kernels.h"
+#include "rope_grad/rope_grad_kernels.h"
+#include "test_util.h"
+
+/* Random bits with specials mixed in: about one element in `one_in` a NaN (either sign, quiet or
+ * signalling, a payload), an Inf, a signed zero or a subnormal, as the dtype has them. */
+static void fill_specials(void *p, int32_t dtype, int64_t n, tu_rng *r) {
+    for (int64_t i = 0; i < n; i++) {
+        const uint64_t u = tu_next(r);
+        const int kind = (int)(u % 12);
+        if (dtype == GRADREF_F32) {
+            static const uint32_t special[6] = {0x7fc00001u, 0xff800123u, 0x7f800000u,
+                                                0x80000000u, 0x00000042u, 0xffc00000u};
+            float v = (float)(tu_uniform(r) * 8.0 - 4.0);
+            uint32_t b;
+            memcpy(&b, &v, 4);
+            if (kind < 6) b = special[kind];
+            memcpy((float *)p + i, &b, 4);
+        } else {
+            static const uint16_t f16[6] = {0x7e01u, 0xfc23u, 0x7c00u, 0x8000u, 0x0003u, 0xfe00u};
+            static const uint16_t bf16[6] = {0x7fc1u, 0xff83u, 0x7f80u, 0x8000u, 0x0005u, 0xffc0u};
+            const float v = (float)(tu_uniform(r) * 8.0 - 4.0);
+            uint16_t h = dtype == GRADREF_F16 ? gradref__f32_to_f16(v) : gradref__f32_to_bf16(v);
+            if (kind < 6) h = dtype == GRADREF_F16 ? f16[kind] : bf16[kind];
+            memcpy((uint16_t *)p + i, &h, 2);
+        }
+    }
+}
+
+static void fill_weights(float *w, int64_t n, tu_rng *r) {
+    for (int64_t i = 0; i < n; i++)
+        w[i] = (float)(tu_uniform(r) * 2.0 - 1.0);
+}
+
+/* The levels above portable this CPU runs whose table is not the one below it. */
+#define FOR_EACH_LEVEL(level) for (int level = 1; level <= gradref__isa_level(); level++)
+
+static void expect_bytes(const void *got, const void *want, size_t n, const char *what,
+                         const char *isa, int64_t len, int extra) {
+    if (memcmp(got, want, n) != 0)
+        fail_msg("%s at %s: length %lld (case %d) differs from the reference", what, isa,
+                 (long long)len, extra);
+}
+
+/* ---- rope_grad: row kernels against the portable ones, heads kernels against rows ---- */
+
+enum { ROPE_MAX = 300, ROPE_PAD = 8 };
+
+static void test_rope_rows(void **state) {
+    (void)state;
+    const gradref__rope_kernels *base = gradref__rope_kernels_for(GRADREF__ISA_PORTABLE);
+    tu_rng r = tu_rng_make(1);
+    static const int32_t dtypes[3] = {GRADREF_F32, GRADREF_F16, GRADREF_BF16};
+    char *g = malloc(4 * (ROPE_MAX + ROPE_PAD)), *gb = malloc(4 * (ROPE_MAX + ROPE_PAD));
+    char *want = malloc(4 * 2 * (ROPE_MAX + ROPE_PAD)),
+         *got = malloc(4 * 2 * (ROPE_MAX + ROPE_PAD));
+    float w[4][ROPE_MAX];
+    FOR_EACH_LEVEL(level) {
+        const gradref__rope_kernels *k = gradref__rope_kernels_for(level);
+        if (k == gradref__rope_kernels_for(level - 1)) continue;
+        for (int d = 0; d < 3; d++) {
+            const int32_t dt = dtypes[d];
+            const size_t es = gradref__rope_esize(dt);
+            for (int64_t n = 2; n <= ROPE_MAX; n += n < 70 ? 2 : 46)
+                for (int c = 0; c < 4; c++) { /* c: misalignment in elements, and stream */
+                    const int stream = c & 1, off = c;
+                    fill_specials(g + off * es, dt, n, &r);
+                    fill_specials(gb + off * es, dt, n, &r);
+                    for (int i = 0; i < 4; i++)
+                        fill_weights(w[i], n, &r);
+                    const size_t bytes = (size_t)n * es;
+                    char *o = got + off * es, *ob = got + off * es + bytes;
+                    char *wo = want + off * es, *wob = want + off * es + bytes;
+                    base->atb_row(dt, g + off * es, wo, w[0], n, 0);
+                    k->atb_row(dt, g + off * es, o, w[0], n, stream);
+                    gradref__stream_fence();
+                    expect_bytes(o, wo, bytes, "rope atb_row", k->isa, n, c);
+                    base->interleaved_row(dt, g + off * es, wo, w[0], w[1], n, 0);
+                    k->interleaved_row(dt, g + off * es, o, w[0], w[1], n, stream);
+                    gradref__stream_fence();
+                    expect_bytes(o, wo, bytes, "rope interleaved_row", k->isa, n, c);
+                    base->half_row(dt, g + off * es, gb + off * es, wo, wob, w[0], w[1], w[2], w[3],
+                                   n, 0);
+                    k->half_row(dt, g + off * es, gb + off * es, o, ob, w[0], w[1], w[2], w[3], n,
+                                stream);
+                    gradref__stream_fence();
+                    expect_bytes(o, wo, 2 * bytes, "rope half_row", k->isa, n, c);
+                }
+        }
+    }
+    free(g);
+    free(gb);
+    free(want);
+    free(got);
+}
+
+static void test_rope_heads(void **state) {
+    (void)state;
+    const gradref__rope_kernels *base = gradref__rope_kernels_for(GRADREF__ISA_PORTABLE);
+    tu_rng r = tu_rng_make(2);
+    static const int32_t dtypes[3] = {GRADREF_F32, GRADREF_F16, GRADREF_BF16};
+    enum { HEADS = 3, HEAD_DIM = 144 };
+    char *in = malloc(4 * HEADS * HEAD_DIM), *want = malloc(4 * HEADS * HEAD_DIM),
+         *got = malloc(4 * HEADS * HEAD_DIM);
+    float w[4][HEAD_DIM];
+    FOR_EACH_LEVEL(level) {
+        const gradref__rope_kernels *k = gradref__rope_kernels_for(level);
+        if (k == gradref__rope_kernels_for(level - 1)) continue;
+        for (int d = 0; d < 3; d++) {
+            const int32_t dt = dtypes[d];
+            const size_t es = gradref__rope_esize(dt), row = HEAD_DIM * es;
+            for (int64_t n = 16; n <= 128; n += 16)
+                for (int stream = 0; stream < 2; stream++) {
+                    fill_specials(in, dt, HEADS * HEAD_DIM, &r);
+                    for (int i = 0; i < 4; i++)
+                        fill_weights(w[i], HEAD_DIM, &r);
+                    if (k->atb_heads) {
+                        memset(want, 0x5a, HEADS * row);
+                        memset(got, 0x5a, HEADS * row);
+                        for (int h = 0; h < HEADS; h++)
+                            base->atb_row(dt, in + h * row, want + h * row, w[0], n, 0);
+                        k->atb_heads(dt, in, got, HEADS, HEAD_DIM, w[0], n, stream);
+                        gradref__stream_fence();
+                        expect_bytes(got, want, HEADS * row, "rope atb_heads", k->isa, n, stream);
+                    }
+                    if (k->interleaved_heads) {
+                        memset(want, 0x5a, HEADS * row);
+                        memset(got, 0x5a, HEADS * row);
+                        for (int h = 0; h < HEADS; h++)
+                            base->interleaved_row(dt, in + h * row, want + h * row, w[0], w[1], n,
+                                                  0);
+                        k->interleaved_heads(dt, in, got, HEADS, HEAD_DIM, w[0], w[1], n, stream);
+                        gradref__stream_fence();
+                        expect_bytes(got, want, HEADS * row, "rope interleaved_heads", k->isa, n,
+                                     stream);
+                    }
+                    if (k->half_heads && n <= 64) { /* n: the half width */
+                        memset(want, 0x5a, HEADS * row);
+                        memset(got, 0x5a, HEADS * row);
+                        for (int h = 0; h < HEADS; h++)
+                            base->half_row(dt, in + h * row, in + h * row + n * es, want + h * row,
+                                           want + h * row + n * es, w[0], w[1], w[2], w[3], n, 0);
+                        k->half_heads(dt, in, got, HEADS, HEAD_DIM, w[0], w[1], w[2], w[3], n,
+                                      stream);
+                        gradref__stream_fence();
+                        expect_bytes(got, want, HEADS * row, "rope half_heads", k->isa, n, stream);
+                    }
+                }
+        }
+    }
+    free(in);
+    free(want);
+    free(got);
+}
+
+/* ---- recat: row movers against the portable ones ---- */
+
+static void test_recat_rows(void **state) {
+    (void)state;
+    const gradref__recat_kernels *base = gradref__recat_kernels_for(GRADREF__ISA_PORTABLE);
+    tu_rng r = tu_rng_make(3);
+    enum { ROWS = 9, PITCH = 700, SPAN = ROWS * PITCH + 256 };
+    char *src = malloc(SPAN), *want = malloc(SPAN), *got = malloc(SPAN);
+    tu_fill_random(src, SPAN, &r);
+    FOR_EACH_LEVEL(level) {
+        const gradref__recat_kernels *k = gradref__recat_kernels_for(level);
+        if (k == gradref__recat_kernels_for(level - 1)) continue;
+        for (size_t bytes = 1; bytes <= 600; bytes += bytes < 140 ? 1 : 37)
+            for (int c = 0; c < 8; c++) { /* misalignment of src and dst, prev/next */
+                const size_t so = (size_t)c * 3 % 64, dof = (size_t)c * 5 % 64;
+                memset(want, 0x11, SPAN);
+                memset(got, 0x11, SPAN);
+                if (bytes <= GRADREF__RECAT_SMALL_BYTES) {
+                    base->small_rows(want + dof, src + so, PITCH, bytes, ROWS, 128);
+                    k->small_rows(got + dof, src + so, PITCH, bytes, ROWS, 128);
+                    expect_bytes(got, want, SPAN, "recat small_rows", k->name, (int64_t)bytes, c);
+                }
+                if (bytes >= GRADREF__RECAT_STREAM_BYTES) {
+                    /* has_prev (has_next): the same thread wrote (writes) the row before
+                     * (after) with has_next (has_prev), and the line two rows share is written
+                     * by the later call: three calls as a thread makes them, the whole copy */
+                    const int prev = c & 1, next = c >> 1 & 1;
+                    memset(want, 0x11, SPAN);
+                    for (int64_t row = 0; row < ROWS; row++)
+                        memcpy(want + dof + (size_t)row * bytes, src + so + (size_t)row * PITCH,
+                               bytes);
+                    const gradref__recat_kernels *both[2] = {base, k};
+                    for (int t = 0; t < 2; t++) {
+                        memset(got, 0x11, SPAN);
+                        const gradref__recat_kernels *kt = both[t];
+                        if (prev) kt->stream_rows(got + dof, src + so, PITCH, bytes, 1, 0, 1);
+                        kt->stream_rows(got + dof + (size_t)prev * bytes,
+                                        src + so + (size_t)prev * PITCH, PITCH, bytes,
+                                        ROWS - prev - next, prev, next);
+                        if (next)
+                            kt->stream_rows(got + dof + (size_t)(ROWS - 1) * bytes,
+                                            src + so + (size_t)(ROWS - 1) * PITCH, PITCH, bytes, 1,
+                                            1, 0);
+                        gradref__stream_fence();
+                        expect_bytes(got, want, SPAN, "recat stream_rows", both[t]->name,
+                                     (int64_t)bytes, c);
+                    }
+                }
+            }
+    }
+    free(src);
+    free(want);
+    free(got);
+}
+
+/* ---- common: the NaN scan, the array conversions and transposes ---- */
+
+static void test_canon_nans(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(4);
+    enum { N = 300 };
+    float a[N + 16], b[N + 16];
+    for (int64_t n = 0; n <= N; n += n < 140 ? 1 : 31)
+        for (int off = 0; off < 3; off++) {
+            fill_specials(a + off, GRADREF_F32, n, &r);
+            memcpy(b, a, sizeof a);
+            for (int64_t i = 0; i < n; i++) /* the model: element by element */
+                b[off + i] = gradref__canon_f32(b[off + i]);
+            float c[N + 16];
+            memcpy(c, a, sizeof a);
+            gradref__canon_nans_f32(c + off, n); /* the widest body the CPU has, then the tail */
+            expect_bytes(c, b, sizeof c, "canon_nans_f32", gradref__isa_name(gradref__isa_level()),
+                         n, off);
+            if (gradref__isa_level() >= GRADREF__ISA_AVX2) { /* the AVX2 body on its own */
+                memcpy(c, a, sizeof a);
+                const int64_t done = gradref__canon_nans_f32_avx2(c + off, n);
+                assert_true(done <= n && done % 32 == 0 && n - done < 32);
+                expect_bytes(c + off, b + off, (size_t)done * 4, "canon_nans_f32_avx2", "avx2", n,
+                             off);
+                assert_memory_equal(c + off + done, a + off + done, (size_t)(n - done) * 4);
+            }
+        }
+}
+
+static void test_array_kernels(void **state) {
+    (void)state;
+    const gradref__array_kernels *base = gradref__array_kernels_for(GRADREF__ISA_PORTABLE);
+    tu_rng r = tu_rng_make(5);
+    enum { N = 65536 + 7 };
+    uint16_t *h = malloc(N * 2), *hw = malloc(N * 2), *hg = malloc(N * 2);
+    float *f = malloc(N * 4), *fw = malloc(N * 4), *fg = malloc(N * 4);
+    for (int i = 0; i < N; i++) /* every f16 pattern */
+        h[i] = (uint16_t)i;
+    fill_specials(f, GRADREF_F32, N, &r);
+    uint32_t s[40 * 40], dw[40 * 40], dg[40 * 40];
+    for (int i = 0; i < 40 * 40; i++)
+        s[i] = (uint32_t)tu_next(&r);
+    FOR_EACH_LEVEL(level) {
+        const gradref__array_kernels *k = gradref__array_kernels_for(level);
+        if (k == gradref__array_kernels_for(level - 1)) continue;
+        for (int off = 0; off < 3; off++) {
+            base->f16_to_f32(h + off, fw, N - off);
+            k->f16_to_f32(h + off, fg, N - off);
+            expect_bytes(fg, fw, (size_t)(N - off) * 4, "f16_to_f32", k->isa, N - off, off);
+            base->f32_to_f16(f + off, hw, N - off);
+            k->f32_to_f16(f + off, hg, N - off);
+            expect_bytes(hg, hw, (size_t)(N - off) * 2, "f32_to_f16", k->isa, N - off, off);
+        }
+        if (k->transpose32x32_32) {
+            memset(dg, 0, sizeof dg);
+            k->transpose32x32_32(s + 3, 40, dg + 5, 40);
+            memset(dw, 0, sizeof dw);
+            for (int i = 0; i < 32; i++)
+                for (int j = 0; j < 32; j++)
+                    dw[5 + i * 40 + j] = s[3 + j * 40 + i];
+            expect_bytes(dg, dw, sizeof dg, "transpose32x32_32", k->isa, 32, 0);
+        }
+    }
+    free(h);
+    free(hw);
+    free(hg);
+    free(f);
+    free(fw);
+    free(fg);
+}
+
+/* ---- conv3d_backprop_filter: the counter's add and the finiteness scan ---- */
+
+static void test_c3f_add_and_scan(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(6);
+    enum { N = 300 };
+    float older[N + 8], newer[N + 8], want[N + 8], got[N + 8];
+    FOR_EACH_LEVEL(level) {
+        const gradref__c3f_kernels *k = gradref__c3f_kernels_for(level);
+        if (k == gradref__c3f_kernels_for(level - 1)) continue;
+        for (int64_t n = 0; n <= N; n += n < 70 ? 1 : 23) {
+            fill_specials(older, GRADREF_F32, N + 8, &r);
+            fill_specials(newer, GRADREF_F32, N + 8, &r);
+            memcpy(want, newer, sizeof want);
+            memcpy(got, newer, sizeof got);
+            for (int64_t e = 0; e < n; e++)
+                want[1 + e] = older[1 + e] + newer[1 + e];
+            if (k->add) { /* a NaN sum may carry either operand's payload: the NaN rule
+                           * makes the output's canonical, and C may swap the operands of + */
+                k->add(got + 1, older + 1, newer + 1, n);
+                gradref__canon_nans_f32(got, N + 8);
+                gradref__canon_nans_f32(want, N + 8);
+                expect_bytes(got, want, sizeof got, "c3f add", k->isa, n, 0);
+            }
+            if (k->all_finite) {
+                int finite = 1;
+                for (int64_t e = 0; e < n; e++)
+                    finite &= isfinite(older[1 + e]) != 0;
+                if (k->all_finite(older + 1, n) != finite)
+                    fail_msg("c3f all_finite at %s: length %lld", k->isa, (long long)n);
+                for (int64_t e = 0; e < n; e++) /* all finite, then one Inf at each place */
+                    older[1 + e] = (float)e;
+                assert_true(k->all_finite(older + 1, n));
+                for (int64_t e = 0; e < n; e += 7) {
+                    older[1 + e] = INFINITY;
+                    assert_false(k->all_finite(older + 1, n));
+                    older[1 + e] = 1.0f;
+                }
+            }
+        }
+    }
+}
+
+/* ---- conv_backprop_data: the tile masks and the stride-2 scatter ---- */
+
+static void test_cbd_masks_and_scatter(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(7);
+    FOR_EACH_LEVEL(level) {
+        const gradref__cbd_kernels *k = gradref__cbd_kernels_for(level);
+        if (k == gradref__cbd_kernels_for(level - 1)) continue;
+        if (k->tile32_masks)
+            for (int iter = 0; iter < 300; iter++) {
+                int64_t tap[4 * 9], Q[3], O[3];
+                const int64_t ntaps = tu_range(&r, 1, 9);
+                for (int d = 0; d < 3; d++) {
+                    O[d] = tu_range(&r, 1, d == 2 ? 70 : 4);
+                    Q[d] = O[d];
+                }
+                for (int64_t t = 0; t < ntaps; t++) {
+                    tap[4 * t] = t;
+                    for (int d = 0; d < 3; d++)
+                        tap[4 * t + 1 + d] = tu_range(&r, -3, 3);
+                }
+                const int64_t pixels = Q[0] * Q[1] * Q[2];
+                const int64_t j0 = tu_range(&r, 0, pixels - 1);
+                const int64_t cols = pixels - j0 < 32 ? pixels - j0 : tu_range(&r, 1, 32);
+                uint16_t want[18], got[18];
+                gradref__cbd_tile32_masks(tap, ntaps, Q, O, j0, cols, want);
+                k->tile32_masks(tap, ntaps, Q, O, j0, cols, got);
+                expect_bytes(got, want, (size_t)ntaps * 4, "cbd tile32_masks", k->isa, cols, iter);
+            }
+        if (k->scatter2)
+            for (int64_t len = 1; len <= 80; len++)
+                for (int odd_free = 0; odd_free < 2; odd_free++) {
+                    enum { ROWS = 3, STRIDE = 200 };
+                    float from[ROWS * 80], want[ROWS * STRIDE], got[ROWS * STRIDE];
+                    fill_specials(from, GRADREF_F32, ROWS * len, &r);
+                    for (int i = 0; i < ROWS * STRIDE; i++)
+                        want[i] = got[i] = (float)i;
+                    for (int64_t row = 0; row < ROWS; row++)
+                        for (int64_t x = 0; x < len; x++)
+                            want[row * STRIDE + 2 * x] = from[row * len + x];
+                    k->scatter2(from, len, ROWS, got, STRIDE, odd_free);
+                    for (int i = 0; i < ROWS * STRIDE; i++) {
+                        const int64_t row = i / STRIDE, x = i % STRIDE;
+                        const int between = x % 2 == 1 && x < 2 * len - 1;
+                        if (odd_free && between && got[i] == 0.0f && !signbit(got[i]))
+                            continue; /* an odd element between two values may become +0 */
+                        if (memcmp(&got[i], &want[i], 4) != 0)
+                            fail_msg("cbd scatter2 at %s: len %lld, odd_free %d, row %lld, x %lld",
+                                     k->isa, (long long)len, odd_free, (long long)row,
+                                     (long long)x);
+                    }
+                }
+    }
+}
+
+int main(void) {
+    tu_seed();
+    printf("kernel level: %s\n", gradref__isa_name(gradref__isa_level()));
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_rope_rows),
+        cmocka_unit_test(test_rope_heads),
+        cmocka_unit_test(test_recat_rows),
+        cmocka_unit_test(test_canon_nans),
+        cmocka_unit_test(test_array_kernels),
+        cmocka_unit_test(test_c3f_add_and_scan),
+        cmocka_unit_test(test_cbd_masks_and_scatter),
+    };
+    return cmocka_run_group_tests_name("kernels", tests, NULL, NULL);
+}
