@@ -17,6 +17,8 @@ clang-format --dry-run --Werror $(find include src tests bench examples -name '*
 
 echo "== function lengths: none over 80 lines outside the reference loops"
 /usr/bin/python3 scripts/function_lengths.py 80
+echo "== include graph: no cycles, common/ and kernels never reach up"
+/usr/bin/python3 scripts/include_graph.py
 
 suite() {
   dir=$out/$1

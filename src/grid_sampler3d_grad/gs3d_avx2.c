@@ -15,7 +15,7 @@ static inline __m256i narrow8(const int64_t *v) {
     return _mm256_permute4x64_epi64(mixed, _MM_SHUFFLE(3, 1, 2, 0));
 }
 
-int64_t gradref__gs3d_f32_dgrid8_avx2(const gs3d_run *r, int64_t n, int64_t q0, int64_t q1) {
+int64_t gradref__gs3d_f32_dgrid8_avx2(const gs3d_kargs *r, int64_t n, int64_t q0, int64_t q1) {
     const gs3d_shape *p = &r->shape;
     const int64_t NP = p->N * r->P;
     const float *dist = (const float *)r->g.dist, *mult = (const float *)r->g.mult;
@@ -78,7 +78,7 @@ int64_t gradref__gs3d_f32_dgrid8_avx2(const gs3d_run *r, int64_t n, int64_t q0, 
     return q - q0;
 }
 
-void gradref__gs3d_f32_dx_plane_avx2(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,
+void gradref__gs3d_f32_dx_plane_avx2(const gs3d_kargs *r, const gs3d_record_f *rec, int64_t count,
                                      float *plane, const float *gn) {
     const int64_t C = r->shape.C;
     const int scale = r->shape.interp != GRADREF_INTERP_NEAREST;

@@ -22,7 +22,7 @@ static inline __m512i narrow16(const int64_t *v) {
 
 /* A group of 16 points from point i: lane[k], the points whose corner k is inside x; returns
  * the corners inside x for any of them (bit k). */
-static inline int group_lanes(const gs3d_run *r, int64_t i, __mmask16 lane[8]) {
+static inline int group_lanes(const gs3d_kargs *r, int64_t i, __mmask16 lane[8]) {
     const __m512i m16 = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(r->g.mask + i)));
     int live = 0;
     for (int k = 0; k < 8; k++) {
@@ -33,7 +33,8 @@ static inline int group_lanes(const gs3d_run *r, int64_t i, __mmask16 lane[8]) {
 }
 
 /* The group's distances to its corners: w (x), h (y), d (z), lower corner first. */
-static inline void group_dist(const gs3d_run *r, int64_t i, __m512 w[2], __m512 h[2], __m512 d[2]) {
+static inline void group_dist(const gs3d_kargs *r, int64_t i, __m512 w[2], __m512 h[2],
+                              __m512 d[2]) {
     const float *dist = (const float *)r->g.dist;
     const int64_t NP = r->shape.N * r->P;
     for (int k = 0; k < 2; k++) {
@@ -59,7 +60,7 @@ static inline void add_corner(int k, __mmask16 on, __m512 v, __m512 g, const __m
 }
 
 /* The group's sums times the multipliers, to dgrid. */
-static inline void group_store(const gs3d_run *r, int64_t n, int64_t q, int64_t i, __m512 gix,
+static inline void group_store(const gs3d_kargs *r, int64_t n, int64_t q, int64_t i, __m512 gix,
                                __m512 giy, __m512 giz) {
     const float *mult = (const float *)r->g.mult;
     const int64_t NP = r->shape.N * r->P;
@@ -87,7 +88,7 @@ static inline void rows_to_lanes(const float *base, const int32_t *o, int64_t at
  * their base voxels on at most two consecutive z planes, and within ROWS_SPAN floats of each
  * other on the plane (a smooth grid's; a random grid's are everywhere). Then [z0, z1] are the
  * planes and [lo, hi] the span on them. */
-static inline int rows_near(const gs3d_run *r, int64_t i, int64_t *z0, int64_t *z1, int64_t *lo,
+static inline int rows_near(const gs3d_kargs *r, int64_t i, int64_t *z0, int64_t *z1, int64_t *lo,
                             int64_t *hi) {
     const __m512i m = _mm512_cvtepu8_epi32(_mm_loadu_si128((const __m128i *)(r->g.mask + i)));
     const __mmask16 in = _mm512_test_epi32_mask(m, m);
@@ -108,7 +109,7 @@ static inline int rows_near(const gs3d_run *r, int64_t i, int64_t *z0, int64_t *
  * points on are prefetched when they are near too, and their grad (its misses were a tenth of
  * this kernel's time: 10 % faster on smooth grids). Smooth grids 19-22 % faster; the groups of a
  * random grid keep the gathers (their rows' cache misses made the rows 5-10 % slower there). */
-static int64_t dgrid16_rows(const gs3d_run *r, int64_t n, int64_t q0, int64_t q1, int64_t q_end) {
+static int64_t dgrid16_rows(const gs3d_kargs *r, int64_t n, int64_t q0, int64_t q1, int64_t q_end) {
     const int64_t C = r->shape.C;
     const float *xn = (const float *)r->x + n * r->xs[0];
     const float *gn = (const float *)r->grad + n * r->gs[0];
@@ -167,7 +168,7 @@ static int64_t dgrid16_rows(const gs3d_run *r, int64_t n, int64_t q0, int64_t q1
     return q - q0;
 }
 
-int64_t gradref__gs3d_f32_dgrid16_avx512(const gs3d_run *r, int64_t n, int64_t q0, int64_t q1) {
+int64_t gradref__gs3d_f32_dgrid16_avx512(const gs3d_kargs *r, int64_t n, int64_t q0, int64_t q1) {
     const gs3d_shape *p = &r->shape;
     const int rows_ok = r->xs[1] == 1 && p->C >= 8;
     const float *xn = (const float *)r->x + n * r->xs[0];
@@ -297,7 +298,7 @@ typedef struct geometry16 {
 
 /* Nearest: the rounded voxel of points at pt (16 lanes); with a voxel index only the voxel is
  * stored (returns 1), else the offsets go to *out (returns 0). */
-static inline int nearest16(const gs3d_run *r, int64_t i, const __m512 coord[3],
+static inline int nearest16(const gs3d_kargs *r, int64_t i, const __m512 coord[3],
                             const int64_t size[3], geometry16 *out) {
     const gs3d_shape *p = &r->shape;
     __m512i v[3];
@@ -329,7 +330,7 @@ static inline int nearest16(const gs3d_run *r, int64_t i, const __m512 coord[3],
 
 /* Trilinear: distances, corner weights and multipliers stored for points i..i+15, offsets and
  * the corner mask to *out. */
-static inline void trilinear16(const gs3d_run *r, int64_t i, const __m512 coord[3],
+static inline void trilinear16(const gs3d_kargs *r, int64_t i, const __m512 coord[3],
                                const __m512 m[3], const int64_t size[3], geometry16 *out) {
     const int64_t NP = r->shape.N * r->P;
     float *w = (float *)r->g.w, *dist = (float *)r->g.dist, *mult = (float *)r->g.mult;
@@ -369,7 +370,8 @@ static inline void trilinear16(const gs3d_run *r, int64_t i, const __m512 coord[
     madd64(out->zp, v[2], 1);
 }
 
-int64_t gradref__gs3d_f32_geometry16_avx512(const gs3d_run *r, int64_t n, int64_t q0, int64_t q1) {
+int64_t gradref__gs3d_f32_geometry16_avx512(const gs3d_kargs *r, int64_t n, int64_t q0,
+                                            int64_t q1) {
     const gs3d_shape *p = &r->shape;
     const gradref__gs3d_view *gv = &p->grid;
     const int border = p->padding == GRADREF_PAD_BORDER, nearest = p->interp != 0;
@@ -407,7 +409,7 @@ int64_t gradref__gs3d_f32_geometry16_avx512(const gs3d_run *r, int64_t n, int64_
     return q - q0;
 }
 
-void gradref__gs3d_f32_nearest_dx_avx512(const gs3d_run *r, int64_t n, int64_t c) {
+void gradref__gs3d_f32_nearest_dx_avx512(const gs3d_kargs *r, int64_t n, int64_t c) {
     const gs3d_shape *p = &r->shape;
     float *acc = (float *)r->acc + n * r->as[0] + c * r->as[1];
     const float *g = (const float *)r->grad + n * r->gs[0] + c * r->gs[1];
@@ -480,7 +482,7 @@ static inline int64_t slot_point(int32_t *slots, int32_t *later, int64_t count, 
     return count + (!is_first && !is_second);
 }
 
-int64_t gradref__gs3d_voxel_slots_avx512(const gs3d_run *r, int64_t n) {
+int64_t gradref__gs3d_voxel_slots_avx512(const gs3d_kargs *r, int64_t n) {
     const gs3d_shape *p = &r->shape;
     const int64_t V = p->D * p->H * p->W, P = r->P;
     int32_t *slots = r->v.slots + n * 2 * V, *later = r->v.later + n * 2 * P;
@@ -600,7 +602,7 @@ voxel_blocks(float *acc, int64_t as1, const int cb, const int stream, const floa
     return v;
 }
 
-void gradref__gs3d_f32_nearest_dx_voxels_avx512(const gs3d_run *r, int64_t n, int64_t c0,
+void gradref__gs3d_f32_nearest_dx_voxels_avx512(const gs3d_kargs *r, int64_t n, int64_t c0,
                                                 float *stage) {
     const gs3d_shape *p = &r->shape;
     const int64_t V = p->D * p->H * p->W, P = r->P;
@@ -659,7 +661,7 @@ static inline void axpy512(float *a, const float *g, float w, int64_t C, int sca
     }
 }
 
-void gradref__gs3d_f32_dx_plane_avx512(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,
+void gradref__gs3d_f32_dx_plane_avx512(const gs3d_kargs *r, const gs3d_record_f *rec, int64_t count,
                                        float *plane, const float *gn) {
     const int64_t C = r->shape.C;
     const int scale = r->shape.interp != GRADREF_INTERP_NEAREST;

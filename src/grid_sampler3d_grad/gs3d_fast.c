@@ -82,11 +82,18 @@ static gs3d_shape shape_of(const gradref__gs3d_plan *p) {
 
 void gradref__gs3d_plane_out(const gs3d_run *r, const void *plane, int wide, int64_t n, int64_t z) {
     const gradref__gs3d_plan *p = r->p;
-    const int64_t shape[5] = {1, p->C, 1, p->H, p->W}, ps[5] = {0, 1, 0, r->as[3], r->as[4]};
+    const int64_t shape[5] = {1, p->C, 1, p->H, p->W}, ps[5] = {0, 1, 0, r->a.as[3], r->a.as[4]};
     char *dst = p->dx.data + (size_t)(n * p->dx.s[0] + z * p->dx.s[2]) * p->elem_size;
     const size_t dx_bytes = (size_t)(p->N * p->C * p->D * p->H * p->W) * p->elem_size;
     gradref__copy5_part(shape, plane, wide ? GRADREF_F64 : GRADREF_F32, ps, dst, p->dtype, p->dx.s,
                         dx_bytes, 1);
+}
+
+int gradref__gs3d_dx_plane_f32(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,
+                               float *plane, const float *gn) {
+    if (r->k->dx_plane == NULL || r->a.as[1] != 1 || r->a.gs[1] != 1) return 0;
+    r->k->dx_plane(&r->a, rec, count, plane, gn);
+    return 1;
 }
 
 /* Nearest mode's AVX-512 path for channel-major data: dx itself (F32) takes 16 points of a
@@ -104,15 +111,15 @@ static int nearest_scatter_fits(const gradref__gs3d_plan *p, int32_t precision) 
  * later points sorted (stably) by voxel block. */
 static void build_voxels(const gs3d_run *r, int64_t n) {
     const gradref__gs3d_plan *p = r->p;
-    const int64_t V = p->D * p->H * p->W, P = r->P, lead = r->v.lead;
+    const int64_t V = p->D * p->H * p->W, P = r->a.P, lead = r->a.v.lead;
     const int64_t blocks = gs3d_voxel_blocks(V, lead);
-    int32_t *slots = r->v.slots + n * 2 * V;
-    const int32_t *later = r->v.later + n * 2 * P;
+    int32_t *slots = r->a.v.slots + n * 2 * V;
+    const int32_t *later = r->a.v.later + n * 2 * P;
     const int32_t none = gs3d_no_point(P);
     for (int64_t i = 0; i < 2 * V; i++)
         slots[i] = none;
-    const int64_t count = r->k->voxel_slots(r, n);
-    int32_t *start = r->v.block_start + n * (blocks + 1), *over = r->v.over + n * 2 * P;
+    const int64_t count = r->k->voxel_slots(&r->a, n);
+    int32_t *start = r->a.v.block_start + n * (blocks + 1), *over = r->a.v.over + n * 2 * P;
     memset(start, 0, (size_t)(blocks + 1) * sizeof *start);
     for (int64_t e = 0; e < count; e++)
         start[gs3d_voxel_block(later[2 * e], lead) + 1]++;
@@ -271,7 +278,7 @@ void gradref__gs3d_canon_plane(const gs3d_run *r, void *plane, int wide) {
     if (r->acc_planes)
         gradref__canon_nans_elems(dtype, plane, p->C * p->H * p->W);
     else
-        canon_part(plane, dtype, shape, r->as);
+        canon_part(plane, dtype, shape, r->a.as);
 }
 
 static void zero_fill(const gradref__gs3d_view *v, int32_t dtype, const int64_t *shape,
@@ -289,25 +296,26 @@ static int vector_geometry_fits(const gs3d_run *r) {
     const int64_t *s = p->grid.s, limit = INT64_C(1) << 24;
     return p->dtype == GRADREF_F32 && p->padding != GRADREF_PAD_REFLECTION &&
            s[2] == p->Wo * s[3] && s[1] == p->Ho * s[2] &&
-           (r->P - 1) * s[3] + 2 * s[4] < INT64_C(0x7fffffff) && r->gs[3] == p->Wo * r->gs[4] &&
-           r->gs[2] == p->Ho * r->gs[3] && p->D < limit && p->H < limit && p->W < limit;
+           (r->a.P - 1) * s[3] + 2 * s[4] < INT64_C(0x7fffffff) &&
+           r->a.gs[3] == p->Wo * r->a.gs[4] && r->a.gs[2] == p->Ho * r->a.gs[3] && p->D < limit &&
+           p->H < limit && p->W < limit;
 }
 
 /* Every offset an AVX2 gather forms fits in int32. */
 static int gather_offsets_fit(const gs3d_run *r) {
     const gradref__gs3d_plan *p = r->p;
     const int64_t limit = INT64_C(0x7fffffff);
-    int64_t xreach = (p->D - 1) * r->xs[2] + (p->H - 1) * r->xs[3] + (p->W - 1) * r->xs[4];
-    int64_t corner = r->xs[2] + r->xs[3] + r->xs[4];
-    int64_t greach = (p->Do - 1) * r->gs[2] + (p->Ho - 1) * r->gs[3] + (p->Wo - 1) * r->gs[4];
+    int64_t xreach = (p->D - 1) * r->a.xs[2] + (p->H - 1) * r->a.xs[3] + (p->W - 1) * r->a.xs[4];
+    int64_t corner = r->a.xs[2] + r->a.xs[3] + r->a.xs[4];
+    int64_t greach = (p->Do - 1) * r->a.gs[2] + (p->Ho - 1) * r->a.gs[3] + (p->Wo - 1) * r->a.gs[4];
     return xreach + corner < limit && greach < limit;
 }
 
 static void run_geometry(const gs3d_run *r, int pair, int simd, int64_t b, int64_t e) {
     while (b < e) { /* image by image */
-        const int64_t n = b / r->P, end = (n + 1) * r->P < e ? (n + 1) * r->P : e;
+        const int64_t n = b / r->a.P, end = (n + 1) * r->a.P < e ? (n + 1) * r->a.P : e;
         int64_t i = b;
-        if (simd) i += r->k->geometry16(r, n, b - n * r->P, end - n * r->P);
+        if (simd) i += r->k->geometry16(&r->a, n, b - n * r->a.P, end - n * r->a.P);
         if (pair == PAIR_FF)
             geometry_ff(r, i, end);
         else if (pair == PAIR_FD)
@@ -320,8 +328,8 @@ static void run_geometry(const gs3d_run *r, int pair, int simd, int64_t b, int64
 
 static void run_dgrid(const gs3d_run *r, int pair, int simd, int64_t n, int64_t q0, int64_t q1) {
     int64_t q = q0;
-    if (simd && r->k->dgrid16) q += r->k->dgrid16(r, n, q, q1);
-    if (simd && r->k->dgrid8) q += r->k->dgrid8(r, n, q, q1);
+    if (simd && r->k->dgrid16) q += r->k->dgrid16(&r->a, n, q, q1);
+    if (simd && r->k->dgrid8) q += r->k->dgrid8(&r->a, n, q, q1);
     for (; q < q1; q++) {
         if (pair == PAIR_FF)
             dgrid_point_ff(r, n, q);
@@ -337,7 +345,7 @@ static void run_dgrid(const gs3d_run *r, int pair, int simd, int64_t n, int64_t 
  * its own end, so every bucket holds its records in point order whatever the team. Counts
  * alternate between two arrays by image, so one barrier per image suffices. */
 static void run_buckets(const gs3d_run *r, int pair, int64_t n) {
-    const int64_t D = r->p->D, P = r->P;
+    const int64_t D = r->p->D, P = r->a.P;
     const int nearest = r->p->interp == GRADREF_INTERP_NEAREST;
     const int team = gradref__team_size(), me = gradref__thread_num();
     int64_t b, e;
@@ -346,9 +354,9 @@ static void run_buckets(const gs3d_run *r, int pair, int64_t n) {
     int64_t *mine = r->b.counts + (size_t)me * 3 * (size_t)D, *count = mine + n % 2 * D;
     memset(count, 0, (size_t)D * sizeof *count);
     for (int64_t i = b; i < e; i++) {
-        const unsigned m = r->g.mask[i];
-        if (m & 0x0fu) count[r->g.zplane[i]]++;
-        if (!nearest && (m & 0xf0u)) count[r->g.zplane[i] + 1]++;
+        const unsigned m = r->a.g.mask[i];
+        if (m & 0x0fu) count[r->a.g.zplane[i]]++;
+        if (!nearest && (m & 0xf0u)) count[r->a.g.zplane[i] + 1]++;
     }
     GRADREF__OMP(omp barrier)
     int64_t *cursor = mine + 2 * D, *start = r->b.start + n * (D + 1), at = 0;
@@ -380,29 +388,29 @@ static void run_dx(const gs3d_run *r, int pair, int64_t n, int64_t z) {
 /* The geometry, bucket and voxel arrays of the run, carved from the workspace. */
 static void bind_workspace(gs3d_run *r, const ws_layout *L, char *base) {
     const gradref__gs3d_plan *p = r->p;
-    r->g.w = base + L->w;
-    r->g.dist = base + L->dist;
-    r->g.mult = base + L->mult;
-    r->g.offx = (int64_t *)(base + L->offx);
-    r->g.offa = (int64_t *)(base + L->offa);
-    r->g.zplane = (int64_t *)(base + L->zplane);
+    r->a.g.w = base + L->w;
+    r->a.g.dist = base + L->dist;
+    r->a.g.mult = base + L->mult;
+    r->a.g.offx = (int64_t *)(base + L->offx);
+    r->a.g.offa = (int64_t *)(base + L->offa);
+    r->a.g.zplane = (int64_t *)(base + L->zplane);
     r->b.records = base + L->records;
     r->b.start = (int64_t *)(base + L->start);
     r->b.counts = (int64_t *)(base + L->counts);
-    r->g.offg = (int64_t *)(base + L->offg);
-    r->g.mask = (uint8_t *)(base + L->mask);
-    memset(r->g.mask + p->N * r->P, 0, 8);
+    r->a.g.offg = (int64_t *)(base + L->offg);
+    r->a.g.mask = (uint8_t *)(base + L->mask);
+    memset(r->a.g.mask + p->N * r->a.P, 0, 8);
     if (!L->voxels) return;
-    r->v.vox = (int32_t *)(base + L->vox);
-    r->v.slots = (int32_t *)(base + L->slots);
-    r->v.later = (int32_t *)(base + L->later);
-    r->v.over = (int32_t *)(base + L->over);
-    r->v.block_start = (int32_t *)(base + L->block_start);
+    r->a.v.vox = (int32_t *)(base + L->vox);
+    r->a.v.slots = (int32_t *)(base + L->slots);
+    r->a.v.later = (int32_t *)(base + L->later);
+    r->a.v.over = (int32_t *)(base + L->over);
+    r->a.v.block_start = (int32_t *)(base + L->block_start);
     /* blocks of 16 voxels start where dx's cache lines do when every plane is aligned alike,
      * so that they can be streamed */
     const uintptr_t at = (uintptr_t)p->dx.data;
-    r->v.stream = at % 4 == 0 && p->dx.s[1] % 16 == 0 && (p->N == 1 || p->dx.s[0] % 16 == 0);
-    r->v.lead = r->v.stream ? (int64_t)((64 - at % 64) % 64 / 4) : 0;
+    r->a.v.stream = at % 4 == 0 && p->dx.s[1] % 16 == 0 && (p->N == 1 || p->dx.s[0] % 16 == 0);
+    r->a.v.lead = r->a.v.stream ? (int64_t)((64 - at % 64) % 64 / 4) : 0;
 }
 
 /* x and grad as the kernels read them (staged channels-last f32 when the layout asks for
@@ -410,40 +418,41 @@ static void bind_workspace(gs3d_run *r, const ws_layout *L, char *base) {
 static void bind_tensors(gs3d_run *r, const ws_layout *L, char *base, const int64_t *xsh,
                          const int64_t *gsh, int num_threads) {
     const gradref__gs3d_plan *p = r->p;
-    r->x = p->x.data;
-    r->grad = p->grad.data;
-    memcpy(r->xs, p->x.s, sizeof r->xs);
-    memcpy(r->gs, p->grad.s, sizeof r->gs);
+    r->a.x = p->x.data;
+    r->a.grad = p->grad.data;
+    memcpy(r->a.xs, p->x.s, sizeof r->a.xs);
+    memcpy(r->a.gs, p->grad.s, sizeof r->a.gs);
     if (L->stage_x) {
-        gradref__channels_last_strides(xsh, r->xs);
-        gradref__copy5(xsh, p->x.data, p->dtype, p->x.s, base + L->x32, GRADREF_F32, r->xs,
+        gradref__channels_last_strides(xsh, r->a.xs);
+        gradref__copy5(xsh, p->x.data, p->dtype, p->x.s, base + L->x32, GRADREF_F32, r->a.xs,
                        num_threads);
-        r->x = base + L->x32;
+        r->a.x = base + L->x32;
     }
     if (L->stage_grad) {
-        gradref__channels_last_strides(gsh, r->gs);
-        gradref__copy5(gsh, p->grad.data, p->dtype, p->grad.s, base + L->grad32, GRADREF_F32, r->gs,
-                       num_threads);
-        r->grad = base + L->grad32;
+        gradref__channels_last_strides(gsh, r->a.gs);
+        gradref__copy5(gsh, p->grad.data, p->dtype, p->grad.s, base + L->grad32, GRADREF_F32,
+                       r->a.gs, num_threads);
+        r->a.grad = base + L->grad32;
     }
-    r->grad_points_dense = points_dense(p, r->gs);
+    r->a.grad_points_dense = points_dense(p, r->a.gs);
     if (p->dx.data != NULL) {
         if (L->acc_buffer) { /* plane-local strides: each item has its own plane */
-            r->as[1] = 1, r->as[4] = p->C, r->as[3] = p->W * p->C, r->as[2] = r->as[0] = 0;
-            r->acc = NULL;
+            r->a.as[1] = 1, r->a.as[4] = p->C, r->a.as[3] = p->W * p->C,
+            r->a.as[2] = r->a.as[0] = 0;
+            r->a.acc = NULL;
             r->acc_planes = base + L->planes;
             r->acc_plane_bytes = L->plane_bytes;
         } else {
-            memcpy(r->as, p->dx.s, sizeof r->as);
-            r->acc = p->dx.data;
+            memcpy(r->a.as, p->dx.s, sizeof r->a.as);
+            r->a.acc = p->dx.data;
         }
     }
     for (int k = 0; k < 8; k++) {
         int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
-        r->dx_corner[k] = dz * r->xs[2] + dy * r->xs[3] + dx * r->xs[4];
+        r->a.dx_corner[k] = dz * r->a.xs[2] + dy * r->a.xs[3] + dx * r->a.xs[4];
     }
     for (int j = 0; j < 4; j++)
-        r->da_plane[j] = (j >> 1) * r->as[3] + (j & 1) * r->as[4];
+        r->a.da_plane[j] = (j >> 1) * r->a.as[3] + (j & 1) * r->a.as[4];
 }
 
 /* The run dgrid reads: grad as the caller passed it when that is F32 and dense over the points
@@ -451,10 +460,10 @@ static void bind_tensors(gs3d_run *r, const ws_layout *L, char *base, const int6
 static gs3d_run dgrid_run_of(const gs3d_run *r) {
     const gradref__gs3d_plan *p = r->p;
     gs3d_run d = *r;
-    if (p->dtype == GRADREF_F32 && !r->grad_points_dense && points_dense(p, p->grad.s)) {
-        d.grad = p->grad.data;
-        memcpy(d.gs, p->grad.s, sizeof d.gs);
-        d.grad_points_dense = 1;
+    if (p->dtype == GRADREF_F32 && !r->a.grad_points_dense && points_dense(p, p->grad.s)) {
+        d.a.grad = p->grad.data;
+        memcpy(d.a.gs, p->grad.s, sizeof d.a.gs);
+        d.a.grad_points_dense = 1;
     }
     return d;
 }
@@ -479,14 +488,14 @@ static gs3d_schedule schedule_of(const gs3d_run *r, const gs3d_run *rd, const ws
     const int64_t *gds = p->dgrid.s;
     s.dense_zero_dgrid = p->dgrid.data != NULL && !bilinear && gds[4] == 1 && gds[3] == 3 &&
                          gds[2] == 3 * p->Wo && gds[1] == 3 * p->Wo * p->Ho &&
-                         (p->N == 1 || gds[0] == 3 * r->P);
+                         (p->N == 1 || gds[0] == 3 * r->a.P);
     /* dx work: (image, plane) pairs, (image, channel) pairs for the scatter path, or (image,
      * channel block) pairs for the voxel path */
     s.dx_per_image = L->voxels    ? (p->C + GS3D_STAGE_CHANNELS - 1) / GS3D_STAGE_CHANNELS
                      : L->scatter ? p->C
                                   : p->D;
     s.dx_items = p->dx.data != NULL ? p->N * s.dx_per_image : 0;
-    s.dgrid_per_image = (r->P + GS3D_POINT_BLOCK - 1) / GS3D_POINT_BLOCK;
+    s.dgrid_per_image = (r->a.P + GS3D_POINT_BLOCK - 1) / GS3D_POINT_BLOCK;
     s.dgrid_items = p->dgrid.data != NULL && bilinear ? p->N * s.dgrid_per_image : 0;
     return s;
 }
@@ -498,13 +507,13 @@ static void dx_item(const gs3d_run *r, const ws_layout *L, const gs3d_schedule *
     const int64_t n = it / s->dx_per_image, c = it % s->dx_per_image;
     if (L->voxels) { /* both need the table's nearest kernels (nearest_scatter_fits) */
         float *stage = (float *)(base + L->stage + L->stage_bytes * (size_t)gradref__thread_num());
-        r->k->nearest_dx_voxels(r, n, c * GS3D_STAGE_CHANNELS, stage);
+        r->k->nearest_dx_voxels(&r->a, n, c * GS3D_STAGE_CHANNELS, stage);
         return;
     }
     if (L->scatter) {
         const gradref__gs3d_plan *p = r->p;
         const int64_t shape[5] = {1, 1, p->D, p->H, p->W};
-        r->k->nearest_dx(r, n, c);
+        r->k->nearest_dx(&r->a, n, c);
         canon_part(p->dx.data + (size_t)(n * p->dx.s[0] + c * p->dx.s[1]) * p->elem_size, p->dtype,
                    shape, p->dx.s);
         return;
@@ -514,7 +523,7 @@ static void dx_item(const gs3d_run *r, const ws_layout *L, const gs3d_schedule *
 
 static void dgrid_item(const gs3d_run *r, const gs3d_schedule *s, int64_t it) {
     const int64_t n = it / s->dgrid_per_image, q0 = it % s->dgrid_per_image * GS3D_POINT_BLOCK;
-    const int64_t q1 = q0 + GS3D_POINT_BLOCK < r->P ? q0 + GS3D_POINT_BLOCK : r->P;
+    const int64_t q1 = q0 + GS3D_POINT_BLOCK < r->a.P ? q0 + GS3D_POINT_BLOCK : r->a.P;
     run_dgrid(r, s->pair, s->simd_dgrid, n, q0, q1);
     /* points q0..q1 of image n, as (point, 3) in the grid's point order (Wo fastest) */
     const gradref__gs3d_plan *p = r->p;
@@ -535,7 +544,7 @@ static void dgrid_item(const gs3d_run *r, const gs3d_schedule *s, int64_t it) {
 static void run_stages(const gs3d_run *r, const gs3d_run *rd, const ws_layout *L,
                        const gs3d_schedule *s, char *base) {
     const gradref__gs3d_plan *p = r->p;
-    const int64_t NP = p->N * r->P;
+    const int64_t NP = p->N * r->a.P;
     int64_t b, e;
     gradref__my_range(NP, &b, &e);
     run_geometry(r, s->pair, s->simd_geometry, b, e);
@@ -565,7 +574,7 @@ static void run_images(const gradref__gs3d_plan *p, void *ws, int num_threads) {
     gs3d_run r;
     memset(&r, 0, sizeof r);
     r.p = p;
-    r.shape = shape_of(p);
+    r.a.shape = shape_of(p);
     r.k = gradref__gs3d_kernels_for(p->max_isa);
     if (no_points(p) || p->C == 0) { /* nothing reaches dx; PyTorch zero-fills dgrid here */
         /* N and C lead x's product, so an empty x's is 0 before any overflow */
@@ -574,8 +583,8 @@ static void run_images(const gradref__gs3d_plan *p, void *ws, int num_threads) {
             zero_fill(&p->dgrid, p->dtype, gridsh, num_threads);
         return;
     }
-    r.P = p->Do * p->Ho * p->Wo;
-    const int64_t NP = p->N * r.P;
+    r.a.P = p->Do * p->Ho * p->Wo;
+    const int64_t NP = p->N * r.a.P;
     const ws_layout L = layout_of(p, p->precision, num_threads);
     char *base = (char *)ws;
     bind_workspace(&r, &L, base);

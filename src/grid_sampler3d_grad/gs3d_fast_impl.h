@@ -83,15 +83,15 @@ static GS_T GS_FN(grid_value)(int32_t dtype, const char *e) {
 static void GS_FN(geometry)(const gs3d_run *r, int64_t begin, int64_t end) {
     const gradref__gs3d_plan *p = r->p;
     const gradref__gs3d_view *gv = &p->grid;
-    const int64_t NP = p->N * r->P;
-    GS_T *w = (GS_T *)r->g.w, *dist = (GS_T *)r->g.dist, *mult = (GS_T *)r->g.mult;
+    const int64_t NP = p->N * r->a.P;
+    GS_T *w = (GS_T *)r->a.g.w, *dist = (GS_T *)r->a.g.dist, *mult = (GS_T *)r->a.g.mult;
     const int64_t size[3] = {p->W, p->H, p->D};
     if (begin >= end) return;
     /* (n, od, oh, ow) of `begin`, then stepped without divisions */
-    int64_t n = begin / r->P, q = begin % r->P;
+    int64_t n = begin / r->a.P, q = begin % r->a.P;
     int64_t od = q / (p->Ho * p->Wo), oh = q / p->Wo % p->Ho, ow = q % p->Wo;
     for (int64_t i = begin; i < end; i++) {
-        r->g.offg[i] = od * r->gs[2] + oh * r->gs[3] + ow * r->gs[4];
+        r->a.g.offg[i] = od * r->a.gs[2] + oh * r->a.gs[3] + ow * r->a.gs[4];
         const char *pt =
             gv->data +
             (size_t)(n * gv->s[0] + od * gv->s[1] + oh * gv->s[2] + ow * gv->s[3]) * p->elem_size;
@@ -109,10 +109,10 @@ static void GS_FN(geometry)(const gs3d_run *r, int64_t begin, int64_t end) {
             const int in = x >= 0 && x < p->W && y >= 0 && y < p->H && z >= 0 && z < p->D;
             if (in) {
                 mask = 1;
-                offa = y * r->as[3] + x * r->as[4];
+                offa = y * r->a.as[3] + x * r->a.as[4];
                 zplane = z;
             }
-            if (r->v.vox) r->v.vox[i] = in ? (int32_t)((z * p->H + y) * p->W + x) : -1;
+            if (r->a.v.vox) r->a.v.vox[i] = in ? (int32_t)((z * p->H + y) * p->W + x) : -1;
         } else {
             GS_T ix = coord[0], iy = coord[1], iz = coord[2];
             int64_t x0 = (int64_t)floor(ix), y0 = (int64_t)floor(iy), z0 = (int64_t)floor(iz);
@@ -131,15 +131,15 @@ static void GS_FN(geometry)(const gs3d_run *r, int64_t begin, int64_t end) {
             for (int k = 0; k < 3; k++)
                 mult[k * NP + i] = m[k];
             if (mask) {
-                offx = z0 * r->xs[2] + y0 * r->xs[3] + x0 * r->xs[4];
-                offa = y0 * r->as[3] + x0 * r->as[4];
+                offx = z0 * r->a.xs[2] + y0 * r->a.xs[3] + x0 * r->a.xs[4];
+                offa = y0 * r->a.as[3] + x0 * r->a.as[4];
                 zplane = z0;
             }
         }
-        r->g.mask[i] = mask;
-        r->g.offx[i] = offx;
-        r->g.offa[i] = offa;
-        r->g.zplane[i] = zplane;
+        r->a.g.mask[i] = mask;
+        r->a.g.offx[i] = offx;
+        r->a.g.offa[i] = offa;
+        r->a.g.zplane[i] = zplane;
         if (++ow == p->Wo) {
             ow = 0;
             if (++oh == p->Ho) {
@@ -156,26 +156,26 @@ static void GS_FN(geometry)(const gs3d_run *r, int64_t begin, int64_t end) {
 /* Pass 2 for one point: dgrid[n, q, :] from every channel, corners in order. */
 static void GS_FN(dgrid_point)(const gs3d_run *r, int64_t n, int64_t q) {
     const gradref__gs3d_plan *p = r->p;
-    const int64_t NP = p->N * r->P, i = n * r->P + q;
-    const GS_T *dist = (const GS_T *)r->g.dist, *mult = (const GS_T *)r->g.mult;
-    const unsigned mask = r->g.mask[i];
+    const int64_t NP = p->N * r->a.P, i = n * r->a.P + q;
+    const GS_T *dist = (const GS_T *)r->a.g.dist, *mult = (const GS_T *)r->a.g.mult;
+    const unsigned mask = r->a.g.mask[i];
     const int nearest = p->interp == GRADREF_INTERP_NEAREST;
     GS_A gix = 0, giy = 0, giz = 0;
     if (mask && !nearest) {
         const GS_A w[2] = {dist[i], dist[NP + i]}, h[2] = {dist[2 * NP + i], dist[3 * NP + i]},
                    d[2] = {dist[4 * NP + i], dist[5 * NP + i]};
-        const GS_T *xn = (const GS_T *)r->x + n * r->xs[0] + r->g.offx[i];
+        const GS_T *xn = (const GS_T *)r->a.x + n * r->a.xs[0] + r->a.g.offx[i];
         /* dense points: q itself (offg holds the staged grad's offsets when dgrid reads the
          * caller's) */
-        const GS_T *gn =
-            (const GS_T *)r->grad + n * r->gs[0] + (r->grad_points_dense ? q : r->g.offg[i]);
+        const GS_T *gn = (const GS_T *)r->a.grad + n * r->a.gs[0] +
+                         (r->a.grad_points_dense ? q : r->a.g.offg[i]);
         for (int64_t c = 0; c < p->C; c++) {
-            const GS_A g = gn[c * r->gs[1]];
-            const GS_T *xc = xn + c * r->xs[1];
+            const GS_A g = gn[c * r->a.gs[1]];
+            const GS_T *xc = xn + c * r->a.xs[1];
             for (int k = 0; k < 8; k++) {
                 if (!((mask >> k) & 1u)) continue;
                 const int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
-                const GS_A v = xc[r->dx_corner[k]];
+                const GS_A v = xc[r->a.dx_corner[k]];
                 const GS_A tx = v * h[dy] * d[dz] * g;
                 const GS_A ty = v * w[dx] * d[dz] * g;
                 const GS_A tz = v * w[dx] * h[dy] * g;
@@ -200,14 +200,14 @@ static void GS_FN(dgrid_point)(const gs3d_run *r, int64_t n, int64_t q) {
 static void GS_FN(zero_plane)(const gs3d_run *r, int64_t n, int64_t z) {
     const gradref__gs3d_plan *p = r->p;
     GS_A *plane = gs3d_acc_plane(r, n, z, sizeof(GS_A));
-    if (r->as[1] == 1 && r->as[4] == p->C && r->as[3] == p->W * p->C) {
+    if (r->a.as[1] == 1 && r->a.as[4] == p->C && r->a.as[3] == p->W * p->C) {
         memset(plane, 0, (size_t)(p->H * p->W * p->C) * sizeof *plane);
         return;
     }
     for (int64_t y = 0; y < p->H; y++)
         for (int64_t x = 0; x < p->W; x++)
             for (int64_t c = 0; c < p->C; c++)
-                plane[y * r->as[3] + x * r->as[4] + c * r->as[1]] = 0;
+                plane[y * r->a.as[3] + x * r->a.as[4] + c * r->a.as[1]] = 0;
 }
 
 /* Files points [i0, i1) of image n (global point indices) into its buckets, in point order,
@@ -215,17 +215,17 @@ static void GS_FN(zero_plane)(const gs3d_run *r, int64_t n, int64_t z) {
 static void GS_FN(bucket_fill)(const gs3d_run *r, int64_t n, int64_t i0, int64_t i1,
                                int64_t *cursor) {
     const int nearest = r->p->interp == GRADREF_INTERP_NEAREST;
-    GS_REC *rec = (GS_REC *)r->b.records + n * 2 * r->P;
-    const GS_T *w = (const GS_T *)r->g.w;
-    const int64_t NP = r->p->N * r->P;
+    GS_REC *rec = (GS_REC *)r->b.records + n * 2 * r->a.P;
+    const GS_T *w = (const GS_T *)r->a.g.w;
+    const int64_t NP = r->p->N * r->a.P;
     for (int64_t i = i0; i < i1; i++) {
-        const unsigned m = r->g.mask[i];
+        const unsigned m = r->a.g.mask[i];
         for (int half = 0; half < 2; half++) {
             const unsigned on = (m >> (4 * half)) & 15u;
             if (!on) continue;
-            GS_REC *e = &rec[cursor[r->g.zplane[i] + half]++];
-            e->a = r->g.offa[i];
-            e->g = r->g.offg[i];
+            GS_REC *e = &rec[cursor[r->a.g.zplane[i] + half]++];
+            e->a = r->a.g.offa[i];
+            e->g = r->a.g.offg[i];
             e->on = on;
             for (int j = 0; j < 4; j++)
                 e->w[j] = nearest ? 1 : w[(4 * half + j) * NP + i];
@@ -238,7 +238,7 @@ static void GS_FN(bucket_fill)(const gs3d_run *r, int64_t n, int64_t i0, int64_t
 static void GS_FN(accumulate)(const gs3d_run *r, const GS_REC *rec, int64_t count, GS_A *plane,
                               const GS_T *gn) {
     const int nearest = r->p->interp == GRADREF_INTERP_NEAREST;
-    const int64_t C = r->p->C, as1 = r->as[1], gs1 = r->gs[1];
+    const int64_t C = r->p->C, as1 = r->a.as[1], gs1 = r->a.gs[1];
 #ifdef GS_PLANE_KERNEL
     if (GS_PLANE_KERNEL(r, rec, count, plane, gn)) return;
 #endif
@@ -247,7 +247,7 @@ static void GS_FN(accumulate)(const gs3d_run *r, const GS_REC *rec, int64_t coun
         GS_A *a = plane + rec[e].a;
         for (int j = 0; j < 4; j++) {
             if (!((rec[e].on >> j) & 1u)) continue;
-            GS_A *aj = a + r->da_plane[j];
+            GS_A *aj = a + r->a.da_plane[j];
             if (nearest) {
                 for (int64_t c = 0; c < C; c++)
                     aj[c * as1] += (GS_A)g[c * gs1];
@@ -266,9 +266,10 @@ static void GS_FN(dx_item)(const gs3d_run *r, int64_t n, int64_t z) {
     const gradref__gs3d_plan *p = r->p;
     GS_FN(zero_plane)(r, n, z);
     const int64_t *start = r->b.start + n * (p->D + 1);
-    const GS_REC *rec = (const GS_REC *)r->b.records + n * 2 * r->P + start[z];
+    const GS_REC *rec = (const GS_REC *)r->b.records + n * 2 * r->a.P + start[z];
     GS_A *plane = gs3d_acc_plane(r, n, z, sizeof(GS_A));
-    GS_FN(accumulate)(r, rec, start[z + 1] - start[z], plane, (const GS_T *)r->grad + n * r->gs[0]);
+    GS_FN(accumulate)
+    (r, rec, start[z + 1] - start[z], plane, (const GS_T *)r->a.grad + n * r->a.gs[0]);
     gradref__gs3d_canon_plane(r, plane, sizeof(GS_A) == 8);
     if (r->acc_planes) gradref__gs3d_plane_out(r, plane, sizeof(GS_A) == 8, n, z);
 }

@@ -10,7 +10,7 @@
 #  include "common/convert.h"
 
 /* dgrid of `count` consecutive points from q: out[k][j] is component k of point q + j. */
-void gradref__gs3d_store_dgrid(const gs3d_run *r, int64_t n, int64_t q, int count,
+void gradref__gs3d_store_dgrid(const gs3d_kargs *r, int64_t n, int64_t q, int count,
                                float out[3][16]) {
     const gs3d_shape *p = &r->shape;
     const gradref__gs3d_view *dv = &p->dgrid;
@@ -50,11 +50,4 @@ const gradref__gs3d_kernels *gradref__gs3d_kernels_for(int max_isa) {
 #endif
     };
     return gradref__isa_pick(tables, max_isa);
-}
-
-int gradref__gs3d_dx_plane_f32(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,
-                               float *plane, const float *gn) {
-    if (r->k->dx_plane == NULL || r->as[1] != 1 || r->gs[1] != 1) return 0;
-    r->k->dx_plane(r, rec, count, plane, gn);
-    return 1;
 }
