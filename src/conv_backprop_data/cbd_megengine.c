@@ -24,6 +24,33 @@ static int64_t input_index(const gradref__cbd_plan *p, int j, int64_t o, int64_t
     return o * p->stride[j] + kp * p->dil[j] - p->pad_begin[j];
 }
 
+/* The terms of one diff element d at position o of output channel oc (filter taps at wbase):
+ * every tap k reaching grad, then every ic of the group, each rounded into its grad element. */
+static void scatter_diff(const gradref__cbd_plan *p, uint16_t (*round16)(float), float d,
+                         const int64_t *o, const char *wbase, char *gbase) {
+    const int32_t dt = p->in_dtype;
+    int64_t k[3], i[3];
+    for (k[0] = 0; k[0] < p->K[0]; k[0]++) {
+        if ((i[0] = input_index(p, 0, o[0], k[0])) < 0 || i[0] >= p->I[0]) continue;
+        for (k[1] = 0; k[1] < p->K[1]; k[1]++) {
+            if ((i[1] = input_index(p, 1, o[1], k[1])) < 0 || i[1] >= p->I[1]) continue;
+            for (k[2] = 0; k[2] < p->K[2]; k[2]++) {
+                if ((i[2] = input_index(p, 2, o[2], k[2])) < 0 || i[2] >= p->I[2]) continue;
+                const char *w =
+                    wbase +
+                    (size_t)(k[0] * p->fs[3] + k[1] * p->fs[4] + k[2] * p->fs[5]) * p->in_size;
+                char *e = gbase + (size_t)(i[0] * p->gs[3] + i[1] * p->gs[4] + i[2] * p->gs[5]) *
+                                      p->out_size;
+                for (int64_t ic = 0; ic < p->ICpg; ic++) {
+                    uint16_t *acc = (uint16_t *)(e + (size_t)(ic * p->gs[2]) * p->out_size);
+                    const float prod = load16(dt, w + (size_t)(ic * p->fs[2]) * p->in_size) * d;
+                    *acc = round16(load16(dt, (const char *)acc) + prod);
+                }
+            }
+        }
+    }
+}
+
 void gradref__cbd_megengine_items(const gradref__cbd_plan *p, int64_t item0, int64_t item1) {
     const int32_t dt = p->in_dtype;
     uint16_t (*round16)(float) =
@@ -31,7 +58,7 @@ void gradref__cbd_megengine_items(const gradref__cbd_plan *p, int64_t item0, int
     for (int64_t item = item0; item < item1; item++) { /* one image, one group */
         const int64_t n = item / p->G, g = item % p->G;
         char *gbase = p->grad + (size_t)(n * p->gs[0] + g * p->gs[1]) * p->out_size;
-        int64_t i[3];
+        int64_t i[3], o[3];
         for (int64_t ic = 0; ic < p->ICpg; ic++)
             for (i[0] = 0; i[0] < p->I[0]; i[0]++)
                 for (i[1] = 0; i[1] < p->I[1]; i[1]++)
@@ -43,42 +70,14 @@ void gradref__cbd_megengine_items(const gradref__cbd_plan *p, int64_t item0, int
             const char *wbase = p->filter + (size_t)(g * p->fs[0] + oc * p->fs[1]) * p->in_size;
             const char *dbase =
                 p->diff + (size_t)(n * p->ds[0] + g * p->ds[1] + oc * p->ds[2]) * p->in_size;
-            int64_t o[3], k[3];
             for (o[0] = 0; o[0] < p->O[0]; o[0]++)
                 for (o[1] = 0; o[1] < p->O[1]; o[1]++)
-                    for (o[2] = 0; o[2] < p->O[2]; o[2]++) {
-                        const float d =
-                            load16(dt, dbase + (size_t)(o[0] * p->ds[3] + o[1] * p->ds[4] +
-                                                        o[2] * p->ds[5]) *
-                                                   p->in_size);
-                        for (k[0] = 0; k[0] < p->K[0]; k[0]++) {
-                            const int64_t i0 = input_index(p, 0, o[0], k[0]);
-                            if (i0 < 0 || i0 >= p->I[0]) continue;
-                            for (k[1] = 0; k[1] < p->K[1]; k[1]++) {
-                                const int64_t i1 = input_index(p, 1, o[1], k[1]);
-                                if (i1 < 0 || i1 >= p->I[1]) continue;
-                                for (k[2] = 0; k[2] < p->K[2]; k[2]++) {
-                                    const int64_t i2 = input_index(p, 2, o[2], k[2]);
-                                    if (i2 < 0 || i2 >= p->I[2]) continue;
-                                    const char *w =
-                                        wbase + (size_t)(k[0] * p->fs[3] + k[1] * p->fs[4] +
-                                                         k[2] * p->fs[5]) *
-                                                    p->in_size;
-                                    char *e = gbase + (size_t)(i0 * p->gs[3] + i1 * p->gs[4] +
-                                                               i2 * p->gs[5]) *
-                                                          p->out_size;
-                                    for (int64_t ic = 0; ic < p->ICpg; ic++) {
-                                        uint16_t *acc =
-                                            (uint16_t *)(e + (size_t)(ic * p->gs[2]) * p->out_size);
-                                        const float prod =
-                                            load16(dt, w + (size_t)(ic * p->fs[2]) * p->in_size) *
-                                            d;
-                                        *acc = round16(load16(dt, (const char *)acc) + prod);
-                                    }
-                                }
-                            }
-                        }
-                    }
+                    for (o[2] = 0; o[2] < p->O[2]; o[2]++)
+                        scatter_diff(p, round16,
+                                     load16(dt, dbase + (size_t)(o[0] * p->ds[3] + o[1] * p->ds[4] +
+                                                                 o[2] * p->ds[5]) *
+                                                            p->in_size),
+                                     o, wbase, gbase);
         }
     }
 }

@@ -43,9 +43,59 @@ void gradref__cbd_ref(const gradref__cbd_plan *p) {
     gradref__cbd_ref_slabs(p, 0, p->N * p->G * p->ICpg);
 }
 
+/* One grad element's sum in the call's arithmetic. */
+typedef struct sum {
+    int integer, wide;
+    float f32;
+    double f64;
+    int64_t i64;
+} sum;
+
+/* The terms of one tap: filter at foff, diff at doff, over oc = 0..OCpg-1. */
+static void add_tap(const gradref__cbd_plan *p, const char *fg, const char *dn, int64_t foff,
+                    int64_t doff, sum *acc) {
+    for (int64_t oc = 0; oc < p->OCpg; oc++) {
+        const double w = in_value(p, fg, foff + oc * p->fs[1]);
+        const double d = in_value(p, dn, doff + oc * p->ds[2]);
+        if (acc->integer)
+            acc->i64 += (int64_t)w * (int64_t)d;
+        else if (acc->wide)
+            acc->f64 = fma(w, d, acc->f64);
+        else
+            acc->f32 = fmaf((float)w, (float)d, acc->f32);
+    }
+}
+
+/* Grad element i of slab (fg, dn) into e: the chain over the taps reaching it, in ascending
+ * diff position (the tap positions descending), then stored in grad's dtype. */
+static void grad_element(const gradref__cbd_plan *p, const char *fg, const char *dn,
+                         const int64_t *i, char *e) {
+    sum acc = {p->in_dtype == GRADREF_I8,
+               p->in_dtype == GRADREF_F64 || p->precision == GRADREF_PRECISION_HIGH, 0.0f, 0.0, 0};
+    int64_t kp[3], o[3];
+    for (kp[0] = p->K[0] - 1; kp[0] >= 0; kp[0]--) {
+        if ((o[0] = diff_pos(p, 0, i[0], kp[0])) < 0) continue;
+        for (kp[1] = p->K[1] - 1; kp[1] >= 0; kp[1]--) {
+            if ((o[1] = diff_pos(p, 1, i[1], kp[1])) < 0) continue;
+            for (kp[2] = p->K[2] - 1; kp[2] >= 0; kp[2]--) {
+                if ((o[2] = diff_pos(p, 2, i[2], kp[2])) < 0) continue;
+                add_tap(p, fg, dn,
+                        stored_tap(p, 0, kp[0]) * p->fs[3] + stored_tap(p, 1, kp[1]) * p->fs[4] +
+                            stored_tap(p, 2, kp[2]) * p->fs[5],
+                        o[0] * p->ds[3] + o[1] * p->ds[4] + o[2] * p->ds[5], &acc);
+            }
+        }
+    }
+    const int32_t low32 = (int32_t)(uint32_t)(uint64_t)acc.i64;
+    if (acc.integer && p->qs8)
+        *(int8_t *)e = gradref__cbd_qs8_requantize(low32, p->qs8_acc_scale, p->qs8_grad_scale);
+    else if (acc.integer)
+        *(int32_t *)e = low32;
+    else
+        gradref__store_float(p->out_dtype, e, acc.wide ? acc.f64 : (double)acc.f32);
+}
+
 void gradref__cbd_ref_slabs(const gradref__cbd_plan *p, int64_t s0, int64_t s1) {
-    const int integer = p->in_dtype == GRADREF_I8;
-    const int wide = p->in_dtype == GRADREF_F64 || p->precision == GRADREF_PRECISION_HIGH;
     for (int64_t s = s0; s < s1; s++) {
         const int64_t n = s / (p->G * p->ICpg), g = s / p->ICpg % p->G, ic = s % p->ICpg;
         const char *fg = p->filter + (size_t)(g * p->fs[0] + ic * p->fs[2]) * p->in_size;
@@ -54,44 +104,10 @@ void gradref__cbd_ref_slabs(const gradref__cbd_plan *p, int64_t s0, int64_t s1) 
         int64_t i[3];
         for (i[0] = 0; i[0] < p->I[0]; i[0]++)
             for (i[1] = 0; i[1] < p->I[1]; i[1]++)
-                for (i[2] = 0; i[2] < p->I[2]; i[2]++) {
-                    float acc32 = 0.0f;
-                    double acc64 = 0.0;
-                    int64_t acci = 0;
-                    int64_t kp[3], o[3];
-                    for (kp[0] = p->K[0] - 1; kp[0] >= 0; kp[0]--) {
-                        if ((o[0] = diff_pos(p, 0, i[0], kp[0])) < 0) continue;
-                        for (kp[1] = p->K[1] - 1; kp[1] >= 0; kp[1]--) {
-                            if ((o[1] = diff_pos(p, 1, i[1], kp[1])) < 0) continue;
-                            for (kp[2] = p->K[2] - 1; kp[2] >= 0; kp[2]--) {
-                                if ((o[2] = diff_pos(p, 2, i[2], kp[2])) < 0) continue;
-                                const int64_t foff = stored_tap(p, 0, kp[0]) * p->fs[3] +
-                                                     stored_tap(p, 1, kp[1]) * p->fs[4] +
-                                                     stored_tap(p, 2, kp[2]) * p->fs[5];
-                                const int64_t doff =
-                                    o[0] * p->ds[3] + o[1] * p->ds[4] + o[2] * p->ds[5];
-                                for (int64_t oc = 0; oc < p->OCpg; oc++) {
-                                    const double w = in_value(p, fg, foff + oc * p->fs[1]);
-                                    const double d = in_value(p, dn, doff + oc * p->ds[2]);
-                                    if (integer)
-                                        acci += (int64_t)w * (int64_t)d;
-                                    else if (wide)
-                                        acc64 = fma(w, d, acc64);
-                                    else
-                                        acc32 = fmaf((float)w, (float)d, acc32);
-                                }
-                            }
-                        }
-                    }
-                    char *e = out + (size_t)(i[0] * p->gs[3] + i[1] * p->gs[4] + i[2] * p->gs[5]) *
-                                        p->out_size;
-                    if (integer && p->qs8)
-                        *(int8_t *)e = gradref__cbd_qs8_requantize(
-                            (int32_t)(uint32_t)(uint64_t)acci, p->qs8_acc_scale, p->qs8_grad_scale);
-                    else if (integer)
-                        *(int32_t *)e = (int32_t)(uint32_t)(uint64_t)acci;
-                    else
-                        gradref__store_float(p->out_dtype, e, wide ? acc64 : (double)acc32);
-                }
+                for (i[2] = 0; i[2] < p->I[2]; i[2]++)
+                    grad_element(p, fg, dn, i,
+                                 out +
+                                     (size_t)(i[0] * p->gs[3] + i[1] * p->gs[4] + i[2] * p->gs[5]) *
+                                         p->out_size);
     }
 }
