@@ -111,11 +111,83 @@ static void store(const gradref__gs3d_plan *p, const gradref__gs3d_view *v, int6
     gradref__store_float(p->dtype, v->data + (size_t)off * p->elem_size, value);
 }
 
+/* Output point (n, od, oh, ow), nearest mode: grad added to its voxel's dx; dgrid is 0. */
+static void nearest_point(const gradref__gs3d_plan *p, const ref_ctx *c, double *acc, int64_t n,
+                          int64_t od, int64_t oh, int64_t ow, double ix, double iy, double iz) {
+    const int64_t xn = (int64_t)nearbyint(ix), yn = (int64_t)nearbyint(iy),
+                  zn = (int64_t)nearbyint(iz);
+    if (acc != NULL && in_bounds(p, zn, yn, xn))
+        for (int64_t ch = 0; ch < p->C; ch++) {
+            double *a = acc_at(p, acc, n, ch, zn, yn, xn);
+            *a = rnd(c->narrow_acc, *a + load(p, &p->grad, n, ch, od, oh, ow));
+        }
+    if (p->dgrid.data != NULL)
+        for (int k = 0; k < 3; k++)
+            store(p, &p->dgrid, n, od, oh, ow, k, 0.0);
+}
+
+/* Output point (n, od, oh, ow), trilinear mode: for each channel and each in-bounds corner
+ * (tnw, tne, tsw, tse, bnw, bne, bsw, bse: bits dz, dy, dx), the dx term and the three terms
+ * of the gradient with respect to the source index, which g[3] collects. */
+static void trilinear_point(const gradref__gs3d_plan *p, const ref_ctx *c, double *acc, int64_t n,
+                            int64_t od, int64_t oh, int64_t ow, double ix, double iy, double iz,
+                            double *gi) {
+    const int nr = c->narrow, na = c->narrow_acc;
+    const int64_t x0 = (int64_t)floor(ix), y0 = (int64_t)floor(iy), z0 = (int64_t)floor(iz);
+    /* distances to the far corner ("west weight" = x1 - ix, ...) */
+    const double xw = rnd(nr, rnd(nr, (double)(x0 + 1)) - ix),
+                 xe = rnd(nr, ix - rnd(nr, (double)x0));
+    const double yn = rnd(nr, rnd(nr, (double)(y0 + 1)) - iy),
+                 ys = rnd(nr, iy - rnd(nr, (double)y0));
+    const double zt = rnd(nr, rnd(nr, (double)(z0 + 1)) - iz),
+                 zb = rnd(nr, iz - rnd(nr, (double)z0));
+    for (int64_t ch = 0; ch < p->C; ch++) {
+        const double g = load(p, &p->grad, n, ch, od, oh, ow);
+        for (int k = 0; k < 8; k++) {
+            const int dz = k >> 2, dy = (k >> 1) & 1, dxk = k & 1;
+            const int64_t z = z0 + dz, y = y0 + dy, xx = x0 + dxk;
+            if (!in_bounds(p, z, y, xx)) continue;
+            const double wx = dxk ? xe : xw, wy = dy ? ys : yn, wz = dz ? zb : zt;
+            if (acc != NULL) {
+                const double w = rnd(nr, rnd(nr, wx * wy) * wz);
+                double *a = acc_at(p, acc, n, ch, z, y, xx);
+                *a = rnd(na, *a + rnd(na, w * g));
+            }
+            const double v = load(p, &p->x, n, ch, z, y, xx);
+            const double tx = rnd(na, rnd(na, rnd(na, v * wy) * wz) * g);
+            const double ty = rnd(na, rnd(na, rnd(na, v * wx) * wz) * g);
+            const double tz = rnd(na, rnd(na, rnd(na, v * wx) * wy) * g);
+            gi[0] = rnd(na, dxk ? gi[0] + tx : gi[0] - tx);
+            gi[1] = rnd(na, dy ? gi[1] + ty : gi[1] - ty);
+            gi[2] = rnd(na, dz ? gi[2] + tz : gi[2] - tz);
+        }
+    }
+}
+
+/* Output point (n, od, oh, ow): its source index, then its mode's terms and its dgrid. */
+static void ref_point(const gradref__gs3d_plan *p, const ref_ctx *c, double *acc, int64_t n,
+                      int64_t od, int64_t oh, int64_t ow) {
+    const int pad = p->padding, al = p->align_corners;
+    double m[3];
+    const double ix = source_index(c, pad, al, load(p, &p->grid, n, od, oh, ow, 0), p->W, &m[0]);
+    const double iy = source_index(c, pad, al, load(p, &p->grid, n, od, oh, ow, 1), p->H, &m[1]);
+    const double iz = source_index(c, pad, al, load(p, &p->grid, n, od, oh, ow, 2), p->D, &m[2]);
+    if (p->interp == GRADREF_INTERP_NEAREST) {
+        nearest_point(p, c, acc, n, od, oh, ow, ix, iy, iz);
+        return;
+    }
+    double gi[3] = {0, 0, 0};
+    trilinear_point(p, c, acc, n, od, oh, ow, ix, iy, iz, gi);
+    if (p->dgrid.data != NULL)
+        for (int k = 0; k < 3; k++) /* PyTorch zero-fills dgrid for an empty x */
+            store(p, &p->dgrid, n, od, oh, ow, k,
+                  p->C == 0 ? 0.0 : rnd(c->narrow_acc, m[k] * gi[k]));
+}
+
 gradref_status gradref__gs3d_ref(const gradref__gs3d_plan *p) {
     ref_ctx c;
     c.narrow = p->dtype != GRADREF_F64;
     c.narrow_acc = c.narrow && p->precision != GRADREF_PRECISION_HIGH;
-    const int na = c.narrow_acc;
     const int64_t xnumel = p->N * p->C * p->D * p->H * p->W;
     double *acc = NULL;
     if (p->dx.data != NULL && xnumel > 0) {
@@ -125,68 +197,8 @@ gradref_status gradref__gs3d_ref(const gradref__gs3d_plan *p) {
     for (int64_t n = 0; n < p->N; n++)
         for (int64_t od = 0; od < p->Do; od++)
             for (int64_t oh = 0; oh < p->Ho; oh++)
-                for (int64_t ow = 0; ow < p->Wo; ow++) {
-                    double mx, my, mz;
-                    const int pad = p->padding, al = p->align_corners;
-                    double ix =
-                        source_index(&c, pad, al, load(p, &p->grid, n, od, oh, ow, 0), p->W, &mx);
-                    double iy =
-                        source_index(&c, pad, al, load(p, &p->grid, n, od, oh, ow, 1), p->H, &my);
-                    double iz =
-                        source_index(&c, pad, al, load(p, &p->grid, n, od, oh, ow, 2), p->D, &mz);
-                    double gix = 0, giy = 0, giz = 0;
-                    if (p->interp == GRADREF_INTERP_NEAREST) {
-                        int64_t xn = (int64_t)nearbyint(ix), yn = (int64_t)nearbyint(iy),
-                                zn = (int64_t)nearbyint(iz);
-                        if (acc != NULL && in_bounds(p, zn, yn, xn))
-                            for (int64_t ch = 0; ch < p->C; ch++) {
-                                double *a = acc_at(p, acc, n, ch, zn, yn, xn);
-                                *a = rnd(na, *a + load(p, &p->grad, n, ch, od, oh, ow));
-                            }
-                        if (p->dgrid.data != NULL)
-                            for (int k = 0; k < 3; k++)
-                                store(p, &p->dgrid, n, od, oh, ow, k, 0.0);
-                        continue;
-                    }
-                    const int nr = c.narrow;
-                    int64_t x0 = (int64_t)floor(ix), y0 = (int64_t)floor(iy),
-                            z0 = (int64_t)floor(iz);
-                    /* distances to the far corner ("west weight" = x1 - ix, ...) */
-                    double xw = rnd(nr, rnd(nr, (double)(x0 + 1)) - ix);
-                    double xe = rnd(nr, ix - rnd(nr, (double)x0));
-                    double yn = rnd(nr, rnd(nr, (double)(y0 + 1)) - iy);
-                    double ys = rnd(nr, iy - rnd(nr, (double)y0));
-                    double zt = rnd(nr, rnd(nr, (double)(z0 + 1)) - iz);
-                    double zb = rnd(nr, iz - rnd(nr, (double)z0));
-                    /* corners tnw, tne, tsw, tse, bnw, bne, bsw, bse: (dz, dy, dx) bits */
-                    for (int64_t ch = 0; ch < p->C; ch++) {
-                        double g = load(p, &p->grad, n, ch, od, oh, ow);
-                        for (int k = 0; k < 8; k++) {
-                            int dz = k >> 2, dy = (k >> 1) & 1, dxk = k & 1;
-                            int64_t z = z0 + dz, y = y0 + dy, xx = x0 + dxk;
-                            if (!in_bounds(p, z, y, xx)) continue;
-                            double wx = dxk ? xe : xw, wy = dy ? ys : yn, wz = dz ? zb : zt;
-                            if (acc != NULL) {
-                                double w = rnd(nr, rnd(nr, wx * wy) * wz);
-                                double *a = acc_at(p, acc, n, ch, z, y, xx);
-                                *a = rnd(na, *a + rnd(na, w * g));
-                            }
-                            double v = load(p, &p->x, n, ch, z, y, xx);
-                            double tx = rnd(na, rnd(na, rnd(na, v * wy) * wz) * g);
-                            double ty = rnd(na, rnd(na, rnd(na, v * wx) * wz) * g);
-                            double tz = rnd(na, rnd(na, rnd(na, v * wx) * wy) * g);
-                            gix = rnd(na, dxk ? gix + tx : gix - tx);
-                            giy = rnd(na, dy ? giy + ty : giy - ty);
-                            giz = rnd(na, dz ? giz + tz : giz - tz);
-                        }
-                    }
-                    if (p->dgrid.data != NULL) {
-                        int empty = p->C == 0; /* PyTorch zero-fills dgrid for an empty x */
-                        store(p, &p->dgrid, n, od, oh, ow, 0, empty ? 0.0 : rnd(na, mx * gix));
-                        store(p, &p->dgrid, n, od, oh, ow, 1, empty ? 0.0 : rnd(na, my * giy));
-                        store(p, &p->dgrid, n, od, oh, ow, 2, empty ? 0.0 : rnd(na, mz * giz));
-                    }
-                }
+                for (int64_t ow = 0; ow < p->Wo; ow++)
+                    ref_point(p, &c, acc, n, od, oh, ow);
     if (p->dx.data != NULL)
         for (int64_t n = 0; n < p->N; n++)
             for (int64_t ch = 0; ch < p->C; ch++)
