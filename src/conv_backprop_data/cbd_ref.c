@@ -54,16 +54,20 @@ typedef struct sum {
 /* The terms of one tap: filter at foff, diff at doff, over oc = 0..OCpg-1. */
 static void add_tap(const gradref__cbd_plan *p, const char *fg, const char *dn, int64_t foff,
                     int64_t doff, sum *acc) {
+    float f32 = acc->f32; /* in registers: the char loads below may alias *acc */
+    double f64 = acc->f64;
+    int64_t i64 = acc->i64;
     for (int64_t oc = 0; oc < p->OCpg; oc++) {
         const double w = in_value(p, fg, foff + oc * p->fs[1]);
         const double d = in_value(p, dn, doff + oc * p->ds[2]);
         if (acc->integer)
-            acc->i64 += (int64_t)w * (int64_t)d;
+            i64 += (int64_t)w * (int64_t)d;
         else if (acc->wide)
-            acc->f64 = fma(w, d, acc->f64);
+            f64 = fma(w, d, f64);
         else
-            acc->f32 = fmaf((float)w, (float)d, acc->f32);
+            f32 = fmaf((float)w, (float)d, f32);
     }
+    acc->f32 = f32, acc->f64 = f64, acc->i64 = i64;
 }
 
 /* Grad element i of slab (fg, dn) into e: the chain over the taps reaching it, in ascending
