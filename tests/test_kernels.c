@@ -397,6 +397,55 @@ static void test_cbd_masks_and_scatter(void **state) {
     }
 }
 
+/* conv_backprop_data's depthwise planes: every level's rows (dw_row, dw_rows4) and 3 x 3
+ * planes (dw_plane3x3), as gradref__cbd_depthwise_plane picks them, against the portable table
+ * on random geometries: kernel sizes 1 to 5, dilations 1 and 2, pads, both modes, widths past
+ * two vectors; finite filter values (what the fast path sends there). */
+static void test_cbd_depthwise(void **state) {
+    (void)state;
+    const gradref__cbd_kernels *base = gradref__cbd_kernels_for(GRADREF__ISA_PORTABLE);
+    tu_rng r = tu_rng_make(8);
+    for (int iter = 0; iter < 400; iter++) {
+        gradref__cbd_dw_shape sh;
+        memset(&sh, 0, sizeof sh);
+        sh.flip = (int)tu_range(&r, 0, 1);
+        for (int d = 0; d < 3; d++) {
+            const int flat = d == 0 && iter % 3 != 0; /* mostly 2-D (the 3 x 3 plane kernels) */
+            sh.K[d] = flat ? 1 : tu_range(&r, 1, d == 0 ? 2 : 5);
+            sh.dil[d] = flat || iter % 4 ? 1 : tu_range(&r, 1, 2);
+            sh.I[d] = flat ? 1 : tu_range(&r, 1, d == 2 ? 70 : 9);
+            const int64_t ext = (sh.K[d] - 1) * sh.dil[d];
+            sh.pad[d] = tu_range(&r, 0, ext);
+            /* stride 1: O = I + pads - ext, the end pad chosen so that O >= 1 */
+            const int64_t pad_end = tu_range(&r, 0, ext);
+            sh.O[d] = sh.I[d] + sh.pad[d] + pad_end - ext;
+            if (sh.O[d] < 1) sh.O[d] = 1;
+        }
+        const int64_t taps = sh.K[0] * sh.K[1] * sh.K[2];
+        const int64_t in = sh.O[0] * sh.O[1] * sh.O[2], out = sh.I[0] * sh.I[1] * sh.I[2];
+        float *w = malloc(sizeof(float) * (size_t)taps), *diff = malloc(sizeof(float) * (size_t)in);
+        float *want = malloc(sizeof(float) * (size_t)out),
+              *got = malloc(sizeof(float) * (size_t)out);
+        fill_weights(w, taps, &r);
+        fill_specials(diff, GRADREF_F32, in, &r);
+        gradref__cbd_depthwise_plane(base, &sh, w, diff, want);
+        FOR_EACH_LEVEL(level) {
+            const gradref__cbd_kernels *k = gradref__cbd_kernels_for(level);
+            if (k == gradref__cbd_kernels_for(level - 1)) continue;
+            memset(got, 0x5a, sizeof(float) * (size_t)out);
+            gradref__cbd_depthwise_plane(k, &sh, w, diff, got);
+            gradref__canon_nans_f32(got, out); /* NaN payloads follow the rule at the call */
+            gradref__canon_nans_f32(want, out);
+            expect_bytes(got, want, sizeof(float) * (size_t)out, "cbd depthwise plane", k->isa, out,
+                         iter);
+        }
+        free(w);
+        free(diff);
+        free(want);
+        free(got);
+    }
+}
+
 int main(void) {
     tu_seed();
     printf("kernel level: %s\n", gradref__isa_name(gradref__isa_level()));
@@ -408,6 +457,7 @@ int main(void) {
         cmocka_unit_test(test_array_kernels),
         cmocka_unit_test(test_c3f_add_and_scan),
         cmocka_unit_test(test_cbd_masks_and_scatter),
+        cmocka_unit_test(test_cbd_depthwise),
     };
     return cmocka_run_group_tests_name("kernels", tests, NULL, NULL);
 }
