@@ -981,7 +981,7 @@ static void test_strict_cann(void **state) {
                  "strict CANN: F64; Conv3DBackpropFilterV2 takes F16, BF16 and F32");
     free_case(&c);
     /* accepted without the flag, refused with it: 16-bit dw, groups past 65535, a stride or
-     * pad past 2^31 - 2, N = 0, Cout = 0 */
+     * pad past 2^31 - 2, N = 0, Cout = 0, a dilation past 2^31 - 2 */
     const int64_t one[3] = {1, 1, 1}, wide[3] = {1, 1, 2};
     const int64_t big = INT64_C(2147483647);
     static const struct {
@@ -996,6 +996,7 @@ static void test_strict_cann(void **state) {
         {GRADREF_F32, GRADREF_ERR_PARAM, "p.pad[4] is 2147483647; CANN takes [0, 2147483646]"},
         {GRADREF_F32, GRADREF_ERR_SHAPE, "x.shape[0] is 0"},
         {GRADREF_F32, GRADREF_ERR_SHAPE, "dy.shape[1] is 0"},
+        {GRADREF_F32, GRADREF_ERR_PARAM, "p.stride[1] is 1 and p.dilation[1] 2147483647"},
     };
     for (int i = 0; i < (int)(sizeof bad / sizeof bad[0]); i++) {
         geometry h = i < 2 ? g : geo(1, 2, 2, 1, i == 3 ? wide : one, one, one, NULL);
@@ -1004,6 +1005,7 @@ static void test_strict_cann(void **state) {
         if (i == 4) h.pb[2] = big, h.stride[2] = big - 1;
         if (i == 5) h.N = 0;
         if (i == 6) h.Cout_g = 0;
+        if (i == 7) h.dil[1] = big; /* one tap along H: any dilation gives the same geometry */
         make_case(&c, &h,
                   i == 0   ? GRADREF_F16
                   : i == 1 ? GRADREF_BF16
