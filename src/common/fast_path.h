@@ -56,6 +56,24 @@ typedef struct gradref__fast_path {
   static const gradref__fast_path name = {                                                         \
       op, name##_workspace, name##_run, name##_no_workspace, name##_zero_output, name##_threads}
 
+/* The same for an operator that needs no workspace (its twin reports 0): run_fn(plan, threads)
+ * is the whole run. */
+#define GRADREF__DEFINE_NO_WORKSPACE_FAST_PATH(name, op, plan_type, run_fn)                        \
+  static size_t name##_workspace(const void *plan, int32_t precision, int threads) {               \
+    (void)plan, (void)precision, (void)threads;                                                    \
+    return 0;                                                                                      \
+  }                                                                                                \
+  static void name##_run(const void *plan, void *ws, int threads) {                                \
+    (void)ws;                                                                                      \
+    run_fn((const plan_type *)plan, threads);                                                      \
+  }                                                                                                \
+  static gradref_status name##_no_workspace(const void *plan, int threads) {                       \
+    run_fn((const plan_type *)plan, threads);                                                      \
+    return GRADREF_OK;                                                                             \
+  }                                                                                                \
+  static const gradref__fast_path name = {                                                         \
+      op, name##_workspace, name##_run, name##_no_workspace, NULL, NULL}
+
 /* The tail of an entry point once its plan is validated (and its precision set): the threads
  * the caller's workspace holds, the workspace (the caller's or one allocation), the run; a
  * caller's workspace too small for one thread's share runs the no-workspace path instead. */

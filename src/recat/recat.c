@@ -194,20 +194,7 @@ static gradref_status check_fbgemm(const char *op, const gradref_tensor *go) {
     return GRADREF_OK;
 }
 
-/* recat needs no workspace: its tail is every operator's, with a run that takes none. */
-static size_t workspace_bytes(const gradref__recat_plan *p, int32_t precision, int threads) {
-    (void)p, (void)precision, (void)threads;
-    return 0;
-}
-static void run(const gradref__recat_plan *p, void *ws, int threads) {
-    (void)ws;
-    gradref__recat_fast(p, threads);
-}
-static gradref_status run_without_workspace(const gradref__recat_plan *p, int threads) {
-    gradref__recat_fast(p, threads);
-    return GRADREF_OK;
-}
-GRADREF__DEFINE_FAST_PATH(FAST, "recat", workspace_bytes, run, run_without_workspace);
+GRADREF__DEFINE_NO_WORKSPACE_FAST_PATH(FAST, "recat", gradref__recat_plan, gradref__recat_fast);
 
 static gradref_status execute(const char *op, gradref_status validated,
                               const gradref__recat_plan *p, const gradref_tensor *go,

@@ -8,20 +8,7 @@
 
 static const char OP[] = "rope_grad";
 
-/* rope_grad needs no workspace: its tail is every operator's, with a run that takes none. */
-static size_t workspace_bytes(const gradref__rope_plan *p, int32_t precision, int threads) {
-    (void)p, (void)precision, (void)threads;
-    return 0;
-}
-static void run(const gradref__rope_plan *p, void *ws, int threads) {
-    (void)ws;
-    gradref__rope_grad_fast(p, threads);
-}
-static gradref_status run_without_workspace(const gradref__rope_plan *p, int threads) {
-    gradref__rope_grad_fast(p, threads);
-    return GRADREF_OK;
-}
-GRADREF__DEFINE_FAST_PATH(FAST, OP, workspace_bytes, run, run_without_workspace);
+GRADREF__DEFINE_NO_WORKSPACE_FAST_PATH(FAST, OP, gradref__rope_plan, gradref__rope_grad_fast);
 
 static gradref_status check_params(const gradref_rope_params *p) {
     if (p->mode < GRADREF_ROPE_ATB || p->mode > GRADREF_ROPE_INTERLEAVED)
