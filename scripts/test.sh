@@ -1,7 +1,8 @@
 #!/bin/sh
 # SPDX-License-Identifier: Apache-2.0
-# The whole test suite: every cmocka suite, example and packaging check, built three ways
-# (gcc Release with OpenMP; gcc with ASan+UBSan; clang without OpenMP), all warnings as errors,
+# The whole test suite: every cmocka suite, example and packaging check, built four ways
+# (gcc Release with OpenMP; gcc with ASan+UBSan; clang without OpenMP; aarch64 cross-compiled
+# and run under qemu-user), all warnings as errors,
 # then a consumer project built against the installed package (CMake and pkg-config), then a
 # fuzz smoke: every libFuzzer harness for GRADREF_FUZZ_SMOKE_SECONDS (30) when clang's fuzzer
 # runtime is there (scripts/fuzz.sh runs the long campaign).
@@ -34,6 +35,10 @@ suite release -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Release
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   suite sanitize -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Debug -DGRADREF_SANITIZE=ON
 suite clang-serial -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRADREF_WITH_OPENMP=OFF
+if [ "$(uname -m)" = x86_64 ]; then # aarch64: cross-compiled, every test under qemu-user
+  suite aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release \
+    -DGRADREF_BUILD_BENCH=OFF
+fi
 
 echo "== consumer of the installed package"
 prefix=$(pwd)/$out/prefix

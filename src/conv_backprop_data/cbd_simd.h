@@ -60,6 +60,10 @@ extern const gradref__cbd_kernels gradref__cbd_kernels_avx2;   /* cbd_avx2.c */
 extern const gradref__cbd_kernels gradref__cbd_kernels_avx512; /* cbd_avx512.c */
 #endif
 
+/* tile32_masks in plain C (cbd_kernels.c), on every architecture. */
+void gradref__cbd_tile32_masks(const int64_t *tap, int64_t ntaps, const int64_t *Q,
+                               const int64_t *O, int64_t j0, int64_t cols, uint16_t *masks);
+
 /* One depthwise channel: w holds the K0*K1*K2 taps (stored order), diff and grad are dense
  * planes of O and I pixels. */
 void gradref__cbd_depthwise_plane(const gradref__cbd_kernels *k, const gradref__cbd_dw_shape *s,
@@ -128,8 +132,7 @@ void gradref__cbd_f32_pack_tile32_avx512(const float *image, int64_t channel_str
  * (<= 32) pixels from j0 of a sub-grid of sizes Q over diff's sizes O. */
 void gradref__cbd_tile32_masks_avx512(const int64_t *tap, int64_t ntaps, const int64_t *Q,
                                       const int64_t *O, int64_t j0, int64_t cols, uint16_t *masks);
-/* The same tiles at 8 lanes (cbd_avx2.c; 6-row AVX2 panels, each tile as two 16-pixel halves)
- * and a portable tile32_masks (cbd_kernels.c). */
+/* The same tiles at 8 lanes (cbd_avx2.c; 6-row AVX2 panels, each tile as two 16-pixel halves). */
 void gradref__cbd_f32_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
                                   const int64_t *offset, const uint16_t *masks, int64_t ntaps,
                                   int64_t cols, int inside, const float *a, int rows, float *c,
@@ -137,8 +140,6 @@ void gradref__cbd_f32_tile32_avx2(const float *image, int64_t channel_stride, in
 void gradref__cbd_f32_pack_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
                                        const int64_t *offset, const uint16_t *masks, int64_t ntaps,
                                        float *dst);
-void gradref__cbd_tile32_masks(const int64_t *tap, int64_t ntaps, const int64_t *Q,
-                               const int64_t *O, int64_t j0, int64_t cols, uint16_t *masks);
 /* The scatter2 kernels (gradref__cbd_kernels). AVX-512 leaves the odd elements untouched. */
 void gradref__cbd_f32_scatter2_avx512(const float *from, int64_t len, int64_t rows, float *row,
                                       int64_t row_stride, int odd_free);
