@@ -12,8 +12,8 @@
 #include "isa.h"
 
 #define KC 256
-#define MC 168 /* a multiple of every MR (14, 6, 4) */
-#define NC 512 /* a multiple of every NR (32, 16, 4) */
+#define MC 168 /* a multiple of every MR (14, 6, 8) */
+#define NC 512 /* a multiple of every NR (32, 16, 8) */
 
 size_t gradref__sgemm_work_bytes(void) {
     return (size_t)(MC * KC + KC * NC) * sizeof(float) + 64;

@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include "isa.h"
 
-#define GRADREF__PORTABLE_MR   4
-#define GRADREF__PORTABLE_NR   4
+#define GRADREF__PORTABLE_MR   8
+#define GRADREF__PORTABLE_NR   8
 #define GRADREF__AVX2_MR       6
 #define GRADREF__AVX2_NR       16
 #define GRADREF__AVX512_MR     14
