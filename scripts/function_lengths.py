@@ -14,20 +14,28 @@ EXEMPT = re.compile(r"(_ref\.c|cbd_megengine\.c)$")
 
 
 def functions(path):
+    """(name, first line, last line) of each top-level function definition: a line at column 0
+    that opens a signature (an identifier, then a parenthesis on this line or a wrapped one),
+    whose signature ends with "{" before any ";", through the next "}" at column 0."""
     lines = open(path, encoding="utf-8").read().split("\n")
-    start = None
-    for i, line in enumerate(lines):
-        if start is None and line.endswith("{") and not line.startswith((" ", "#", "}", "/")) \
-                and "=" not in line and not line.startswith(("typedef", "struct", "enum", "static const")):
-            # the definition's first line: back up over its wrapped signature
-            start = i
-            while start > 0 and lines[start - 1] and not lines[start - 1].startswith(
-                    ("}", "#", "/", " *", "static const", "typedef")) and not lines[start - 1].endswith((";", "*/")):
-                start -= 1
-        elif start is not None and line == "}":
-            name = re.search(r"(\w+)\s*\(", " ".join(lines[start:i]))
-            yield (name.group(1) if name else "?"), start + 1, i + 1
-            start = None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if re.match(r"^[A-Za-z_][\w \*]*\(", line) and not line.startswith(("typedef", "struct")) \
+                and not line.rstrip().endswith(";"):
+            j = i
+            while j < len(lines) and not lines[j].rstrip().endswith("{") \
+                    and not lines[j].rstrip().endswith(";"):
+                j += 1
+            if j < len(lines) and lines[j].rstrip().endswith("{"):
+                k = j + 1
+                while k < len(lines) and lines[k] != "}":
+                    k += 1
+                name = re.search(r"(\w+)\s*\(", line)
+                yield (name.group(1) if name else "?"), i + 1, k + 1
+                i = k + 1
+                continue
+        i += 1
 
 
 def main():

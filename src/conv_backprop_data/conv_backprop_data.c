@@ -53,70 +53,71 @@ static gradref_status check_dtypes(const gradref_tensor *filter, const gradref_t
     return GRADREF_OK;
 }
 
-static gradref_status validate(const gradref_conv_params *p, const gradref_tensor *filter,
-                               const gradref_tensor *diff, const gradref_tensor *grad, int qs8,
-                               gradref__cbd_plan *plan) {
-    gradref_status s;
-    GRADREF__FORWARD_IF_ERROR(gradref__conv_check_params(OP, p));
-    gradref__extent fe, de, ge;
-    gradref_tensor fl, dl, gl;
-    GRADREF__FORWARD_IF_ERROR(gradref__take_input(OP, "filter", filter, &fl, &fe));
-    GRADREF__FORWARD_IF_ERROR(gradref__take_input(OP, "diff", diff, &dl, &de));
-    GRADREF__FORWARD_IF_ERROR(gradref__take_output(OP, "grad", grad, &gl, &ge));
-    filter = &fl;
-    diff = &dl;
-    grad = &gl;
-    if (diff->ndim < 3 || diff->ndim > 5)
+/* The three tensors taken (normalised copies in t[], extents in e[]: filter, diff, grad),
+ * their ranks and dtypes; *r is the spatial rank. */
+static gradref_status check_tensors(const gradref_tensor *filter, const gradref_tensor *diff,
+                                    const gradref_tensor *grad, int qs8, gradref_tensor *t,
+                                    gradref__extent *e, int *r) {
+    GRADREF__FORWARD_IF_ERROR(gradref__take_input(OP, "filter", filter, &t[0], &e[0]));
+    GRADREF__FORWARD_IF_ERROR(gradref__take_input(OP, "diff", diff, &t[1], &e[1]));
+    GRADREF__FORWARD_IF_ERROR(gradref__take_output(OP, "grad", grad, &t[2], &e[2]));
+    if (t[1].ndim < 3 || t[1].ndim > 5)
         return gradref__fail(GRADREF_ERR_RANK, OP,
                              "diff.ndim is %d; it must be 3, 4 or 5 (N, C and 1 to 3 spatial dims)",
-                             (int)diff->ndim);
-    const int r = diff->ndim - 2;
-    GRADREF__FORWARD_IF_ERROR(gradref__check_rank(OP, "grad", grad, diff->ndim));
-    if (filter->ndim != r + 2 && filter->ndim != r + 3)
+                             (int)t[1].ndim);
+    *r = t[1].ndim - 2;
+    GRADREF__FORWARD_IF_ERROR(gradref__check_rank(OP, "grad", &t[2], t[1].ndim));
+    if (t[0].ndim != *r + 2 && t[0].ndim != *r + 3)
         return gradref__fail(GRADREF_ERR_RANK, OP,
                              "filter.ndim is %d; with %d spatial dims it must be %d (OC, IC/G, "
                              "k...) or %d (G, OC/G, IC/G, k...)",
-                             (int)filter->ndim, r, r + 2, r + 3);
-    GRADREF__FORWARD_IF_ERROR(check_dtypes(filter, diff, grad, qs8));
+                             (int)t[0].ndim, *r, *r + 2, *r + 3);
+    return check_dtypes(&t[0], &t[1], &t[2], qs8);
+}
 
-    const int grouped = filter->ndim == r + 3;
-    int64_t G, OCpg, ICpg;
-    if (grouped) {
-        G = filter->shape[0];
-        if (p->groups != 0 && p->groups != G)
+/* The groups and the channels per group (g[0] G, g[1] OC/G, g[2] IC/G) from the filter and
+ * p->groups, and the batch and channel sizes of diff and grad against them. */
+static gradref_status check_channels(const gradref_conv_params *p, const gradref_tensor *filter,
+                                     const gradref_tensor *diff, const gradref_tensor *grad, int r,
+                                     int64_t *g) {
+    if (filter->ndim == r + 3) { /* grouped */
+        g[0] = filter->shape[0];
+        if (p->groups != 0 && p->groups != g[0])
             return gradref__fail(GRADREF_ERR_PARAM, OP,
                                  "p.groups is %d but the grouped filter has %lld groups",
-                                 (int)p->groups, (long long)G);
-        OCpg = filter->shape[1];
-        ICpg = filter->shape[2];
+                                 (int)p->groups, (long long)g[0]);
+        g[1] = filter->shape[1];
+        g[2] = filter->shape[2];
     } else {
-        G = p->groups == 0 ? 1 : p->groups;
-        if (filter->shape[0] % G != 0)
+        g[0] = p->groups == 0 ? 1 : p->groups;
+        if (filter->shape[0] % g[0] != 0)
             return gradref__fail(GRADREF_ERR_SHAPE, OP,
                                  "filter.shape[0] is %lld, not a multiple of p.groups %lld",
-                                 (long long)filter->shape[0], (long long)G);
-        OCpg = filter->shape[0] / G;
-        ICpg = filter->shape[1];
+                                 (long long)filter->shape[0], (long long)g[0]);
+        g[1] = filter->shape[0] / g[0];
+        g[2] = filter->shape[1];
     }
-    if (G < 1)
+    if (g[0] < 1)
         return gradref__fail(GRADREF_ERR_SHAPE, OP, "the grouped filter has %lld groups",
-                             (long long)G);
-    if ((s = gradref__check_dim(OP, "grad", grad, 0, diff->shape[0], "diff.shape[0]")) !=
-        GRADREF_OK)
-        return s;
-    if ((s = gradref__check_dim_product(OP, "diff", diff, 1, G, OCpg, "groups x OC/G")) !=
-        GRADREF_OK)
-        return s;
-    if ((s = gradref__check_dim_product(OP, "grad", grad, 1, G, ICpg, "groups x IC/G")) !=
-        GRADREF_OK)
-        return s;
+                             (long long)g[0]);
+    GRADREF__FORWARD_IF_ERROR(
+        gradref__check_dim(OP, "grad", grad, 0, diff->shape[0], "diff.shape[0]"));
+    GRADREF__FORWARD_IF_ERROR(
+        gradref__check_dim_product(OP, "diff", diff, 1, g[0], g[1], "groups x OC/G"));
+    return gradref__check_dim_product(OP, "grad", grad, 1, g[0], g[2], "groups x IC/G");
+}
 
-    memset(plan, 0, sizeof *plan);
+/* Every spatial dim checked against the convolution's rule, and the plan's geometry (held as
+ * 3-D: the call's dim j is the plan's 3 - r + j) filled from it. */
+static gradref_status check_spatial(const gradref_conv_params *p, const gradref_tensor *filter,
+                                    const gradref_tensor *diff, const gradref_tensor *grad, int r,
+                                    gradref__cbd_plan *plan) {
     for (int j = 0; j < 3; j++) {
         plan->K[j] = plan->I[j] = plan->O[j] = 1;
         plan->stride[j] = plan->dil[j] = 1;
+        plan->pad_begin[j] = 0;
     }
-    const int off = 3 - r; /* the call's spatial dim j is the plan's off + j */
+    const int off = 3 - r;
     const int64_t *fk = filter->shape + filter->ndim - r;
     for (int j = 0; j < r; j++) {
         const int64_t i = grad->shape[2 + j], o = diff->shape[2 + j];
@@ -128,9 +129,15 @@ static gradref_status validate(const gradref_conv_params *p, const gradref_tenso
         gradref__conv_plan_steps(p, j, fk[j], o, &plan->stride[off + j], &plan->dil[off + j]);
         plan->pad_begin[off + j] = p->pad[2 * j];
     }
-    GRADREF__FORWARD_IF_ERROR(gradref__check_disjoint(OP, "grad", &ge, "filter", &fe));
-    GRADREF__FORWARD_IF_ERROR(gradref__check_disjoint(OP, "grad", &ge, "diff", &de));
+    return GRADREF_OK;
+}
 
+/* The rest of the plan from the checked tensors (its geometry is filled already). */
+static void plan_of(const gradref_conv_params *p, const gradref_tensor *t, const gradref__extent *e,
+                    int r, const int64_t *g, gradref__cbd_plan *plan) {
+    const gradref_tensor *filter = &t[0], *diff = &t[1], *grad = &t[2];
+    const int64_t G = g[0], OCpg = g[1], ICpg = g[2];
+    const int grouped = filter->ndim == r + 3, off = 3 - r;
     plan->mode = p->mode;
     plan->in_dtype = filter->dtype;
     plan->out_dtype = grad->dtype;
@@ -146,8 +153,8 @@ static gradref_status validate(const gradref_conv_params *p, const gradref_tenso
     plan->grad = (char *)grad->data;
     plan->in_size = gradref__dtype_size(filter->dtype);
     plan->out_size = gradref__dtype_size(grad->dtype);
-    plan->zero_only = ge.numel == 0 || fe.numel == 0 || de.numel == 0;
-    plan->out_desc = gl;
+    plan->zero_only = e[2].numel == 0 || e[0].numel == 0 || e[1].numel == 0;
+    plan->out_desc = *grad;
     /* filter strides (g, oc, ic, k...): a dense filter's group steps over OCpg rows */
     if (grouped) {
         plan->fs[0] = filter->strides[0];
@@ -169,6 +176,23 @@ static gradref_status validate(const gradref_conv_params *p, const gradref_tenso
         plan->ds[3 + off + j] = diff->strides[2 + j];
         plan->gs[3 + off + j] = grad->strides[2 + j];
     }
+}
+
+static gradref_status validate(const gradref_conv_params *p, const gradref_tensor *filter,
+                               const gradref_tensor *diff, const gradref_tensor *grad, int qs8,
+                               gradref__cbd_plan *plan) {
+    GRADREF__FORWARD_IF_ERROR(gradref__conv_check_params(OP, p));
+    gradref_tensor t[3];
+    gradref__extent e[3];
+    int r = 0;
+    int64_t g[3] = {0, 0, 0};
+    GRADREF__FORWARD_IF_ERROR(check_tensors(filter, diff, grad, qs8, t, e, &r));
+    GRADREF__FORWARD_IF_ERROR(check_channels(p, &t[0], &t[1], &t[2], r, g));
+    memset(plan, 0, sizeof *plan);
+    GRADREF__FORWARD_IF_ERROR(check_spatial(p, &t[0], &t[1], &t[2], r, plan));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_disjoint(OP, "grad", &e[2], "filter", &e[0]));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_disjoint(OP, "grad", &e[2], "diff", &e[1]));
+    plan_of(p, t, e, r, g, plan);
     return GRADREF_OK;
 }
 
