@@ -48,49 +48,35 @@ static gradref_status check_shape(const char *name, const gradref_tensor *t, int
     return GRADREF_OK;
 }
 
-gradref_status gradref__rope_grad_validate(const gradref_rope_params *p, const gradref_tensor *q,
-                                           const gradref_tensor *k, const gradref_tensor *cos,
-                                           const gradref_tensor *sin, const gradref_tensor *dq,
-                                           const gradref_tensor *dk, gradref__rope_plan *plan) {
-    gradref_status s;
-    if (p == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "p is NULL");
-    GRADREF__FORWARD_IF_ERROR(check_params(p));
-    const char *in_names[4] = {"q_embed_grad", "k_embed_grad", "cos", "sin"};
-    const gradref_tensor *in[4] = {q, k, cos, sin};
-    gradref__extent in_ext[4], out_ext[2];
-    gradref_tensor local[6]; /* q, k, cos, sin, dq, dk */
-    for (int i = 0; i < 4; i++) {
-        GRADREF__FORWARD_IF_ERROR(
-            gradref__take_input(OP, in_names[i], in[i], &local[i], &in_ext[i]));
-        GRADREF__FORWARD_IF_ERROR(gradref__check_rank(OP, in_names[i], in[i], 2));
+static const char *const NAMES[6] = {"q_embed_grad", "k_embed_grad", "cos",
+                                     "sin",          "q_grad",       "k_grad"};
+
+/* The six tensors taken (normalised copies in t[]: q, k, cos, sin, q_grad, k_grad; extents in
+ * e[]), each 2-D, all of one float dtype. */
+static gradref_status check_tensors(const gradref_tensor *const *in, gradref_tensor *t,
+                                    gradref__extent *e) {
+    for (int i = 0; i < 6; i++) {
+        GRADREF__FORWARD_IF_ERROR(i < 4 ? gradref__take_input(OP, NAMES[i], in[i], &t[i], &e[i])
+                                        : gradref__take_output(OP, NAMES[i], in[i], &t[i], &e[i]));
+        GRADREF__FORWARD_IF_ERROR(gradref__check_rank(OP, NAMES[i], in[i], 2));
     }
-    const char *out_names[2] = {"q_grad", "k_grad"};
-    const gradref_tensor *out[2] = {dq, dk};
-    for (int i = 0; i < 2; i++) {
-        if ((s = gradref__take_output(OP, out_names[i], out[i], &local[4 + i], &out_ext[i])) !=
-            GRADREF_OK)
-            return s;
-        GRADREF__FORWARD_IF_ERROR(gradref__check_rank(OP, out_names[i], out[i], 2));
-    }
-    q = &local[0];
-    k = &local[1];
-    cos = &local[2];
-    sin = &local[3];
-    dq = &local[4];
-    dk = &local[5];
-    const int32_t dtype = q->dtype;
+    const int32_t dtype = t[0].dtype;
     if (!gradref__dtype_is_float(dtype))
         return gradref__fail(GRADREF_ERR_DTYPE, OP,
                              "q_embed_grad.dtype is %s; rope_grad takes F32, F64, F16 or BF16",
                              gradref__dtype_name(dtype));
-    const gradref_tensor *all[6] = {q, k, cos, sin, dq, dk};
-    const char *all_names[6] = {"q_embed_grad", "k_embed_grad", "cos", "sin", "q_grad", "k_grad"};
     for (int i = 1; i < 6; i++)
-        if (all[i]->dtype != dtype)
+        if (t[i].dtype != dtype)
             return gradref__fail(GRADREF_ERR_DTYPE, OP,
-                                 "%s.dtype is %s but q_embed_grad.dtype is %s", all_names[i],
-                                 gradref__dtype_name(all[i]->dtype), gradref__dtype_name(dtype));
+                                 "%s.dtype is %s but q_embed_grad.dtype is %s", NAMES[i],
+                                 gradref__dtype_name(t[i].dtype), gradref__dtype_name(dtype));
+    return GRADREF_OK;
+}
 
+/* The tokens against seq_lens, the widths against head_dim, the outputs like their inputs,
+ * and each sequence's positions inside cos and sin. */
+static gradref_status check_shapes(const gradref_rope_params *p, const gradref_tensor *t) {
+    const gradref_tensor *q = &t[0], *k = &t[1];
     const int64_t D = p->head_dim, T = q->shape[0];
     int64_t sum = 0;
     for (int32_t b = 0; b < p->num_seqs; b++)
@@ -108,11 +94,11 @@ gradref_status gradref__rope_grad_validate(const gradref_rope_params *p, const g
         return gradref__fail(GRADREF_ERR_SHAPE, OP,
                              "k_embed_grad.shape[1] is %lld, not a multiple of head_dim %lld",
                              (long long)k->shape[1], (long long)D);
-    const int64_t S = cos->shape[0];
-    GRADREF__FORWARD_IF_ERROR(check_shape("cos", cos, S, D));
-    GRADREF__FORWARD_IF_ERROR(check_shape("sin", sin, S, D));
-    GRADREF__FORWARD_IF_ERROR(check_shape("q_grad", dq, T, q->shape[1]));
-    GRADREF__FORWARD_IF_ERROR(check_shape("k_grad", dk, T, k->shape[1]));
+    const int64_t S = t[2].shape[0];
+    GRADREF__FORWARD_IF_ERROR(check_shape("cos", &t[2], S, D));
+    GRADREF__FORWARD_IF_ERROR(check_shape("sin", &t[3], S, D));
+    GRADREF__FORWARD_IF_ERROR(check_shape("q_grad", &t[4], T, q->shape[1]));
+    GRADREF__FORWARD_IF_ERROR(check_shape("k_grad", &t[5], T, k->shape[1]));
     for (int32_t b = 0; b < p->num_seqs; b++) {
         int64_t start = p->start_positions ? p->start_positions[b] : 0;
         if (start < 0 || start > S - p->seq_lens[b])
@@ -121,37 +107,41 @@ gradref_status gradref__rope_grad_validate(const gradref_rope_params *p, const g
                                  "and sin have %lld rows",
                                  (int)b, (long long)start, (int)p->seq_lens[b], (long long)S);
     }
-    /* seq_lens and start_positions are read again while the outputs are written */
-    for (int o = 0; o < 2; o++) {
-        GRADREF__FORWARD_IF_ERROR(gradref__check_array(OP, out_names[o], &out_ext[o], "p.seq_lens",
-                                                       p->seq_lens, p->num_seqs, 1,
-                                                       sizeof *p->seq_lens));
-        GRADREF__FORWARD_IF_ERROR(gradref__check_array(OP, out_names[o], &out_ext[o],
-                                                       "p.start_positions", p->start_positions,
-                                                       p->num_seqs, 1, sizeof *p->start_positions));
+    return GRADREF_OK;
+}
+
+/* No output overlaps an input, the other output, or the lists read while it is written. */
+static gradref_status check_aliasing(const gradref_rope_params *p, const gradref__extent *e) {
+    for (int o = 4; o < 6; o++) {
+        GRADREF__FORWARD_IF_ERROR(gradref__check_array(
+            OP, NAMES[o], &e[o], "p.seq_lens", p->seq_lens, p->num_seqs, 1, sizeof *p->seq_lens));
+        GRADREF__FORWARD_IF_ERROR(gradref__check_array(OP, NAMES[o], &e[o], "p.start_positions",
+                                                       p->start_positions, p->num_seqs, 1,
+                                                       sizeof *p->start_positions));
     }
-    for (int o = 0; o < 2; o++) {
+    for (int o = 4; o < 6; o++)
         for (int i = 0; i < 4; i++)
             GRADREF__FORWARD_IF_ERROR(
-                gradref__check_disjoint(OP, out_names[o], &out_ext[o], in_names[i], &in_ext[i]));
-    }
-    if ((s = gradref__check_disjoint(OP, "k_grad", &out_ext[1], "q_grad", &out_ext[0])) !=
-        GRADREF_OK)
-        return s;
+                gradref__check_disjoint(OP, NAMES[o], &e[o], NAMES[i], &e[i]));
+    return gradref__check_disjoint(OP, "k_grad", &e[5], "q_grad", &e[4]);
+}
 
+static void plan_of(const gradref_rope_params *p, const gradref_tensor *t,
+                    gradref__rope_plan *plan) {
+    const int64_t D = p->head_dim;
     plan->mode = p->mode;
-    plan->dtype = dtype;
+    plan->dtype = t[0].dtype;
     plan->precision = GRADREF_PRECISION_DEFAULT;
     plan->max_isa = GRADREF__ISA_MAX;
-    plan->elem_size = gradref__dtype_size(dtype);
+    plan->elem_size = gradref__dtype_size(t[0].dtype);
     plan->head_dim = D;
     plan->rotary_dim = p->rotary_dim ? p->rotary_dim : D;
-    plan->tokens = T;
+    plan->tokens = t[0].shape[0];
     plan->num_seqs = p->num_seqs;
     plan->seq_lens = p->seq_lens;
     plan->start_positions = p->start_positions;
     for (int i = 0; i < 2; i++) {
-        const gradref_tensor *src = i ? k : q, *dst = i ? dk : dq;
+        const gradref_tensor *src = &t[i], *dst = &t[4 + i];
         gradref__rope_stream *st = &plan->stream[i];
         st->in = (const char *)src->data;
         st->out = (char *)dst->data;
@@ -161,12 +151,27 @@ gradref_status gradref__rope_grad_validate(const gradref_rope_params *p, const g
         st->out_stride[0] = dst->strides[0];
         st->out_stride[1] = dst->strides[1];
     }
-    plan->cos = (const char *)cos->data;
-    plan->sin = (const char *)sin->data;
-    plan->cos_stride[0] = cos->strides[0];
-    plan->cos_stride[1] = cos->strides[1];
-    plan->sin_stride[0] = sin->strides[0];
-    plan->sin_stride[1] = sin->strides[1];
+    plan->cos = (const char *)t[2].data;
+    plan->sin = (const char *)t[3].data;
+    plan->cos_stride[0] = t[2].strides[0];
+    plan->cos_stride[1] = t[2].strides[1];
+    plan->sin_stride[0] = t[3].strides[0];
+    plan->sin_stride[1] = t[3].strides[1];
+}
+
+gradref_status gradref__rope_grad_validate(const gradref_rope_params *p, const gradref_tensor *q,
+                                           const gradref_tensor *k, const gradref_tensor *cos,
+                                           const gradref_tensor *sin, const gradref_tensor *dq,
+                                           const gradref_tensor *dk, gradref__rope_plan *plan) {
+    if (p == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "p is NULL");
+    GRADREF__FORWARD_IF_ERROR(check_params(p));
+    const gradref_tensor *in[6] = {q, k, cos, sin, dq, dk};
+    gradref_tensor t[6];
+    gradref__extent e[6];
+    GRADREF__FORWARD_IF_ERROR(check_tensors(in, t, e));
+    GRADREF__FORWARD_IF_ERROR(check_shapes(p, t));
+    GRADREF__FORWARD_IF_ERROR(check_aliasing(p, e));
+    plan_of(p, t, plan);
     return GRADREF_OK;
 }
 
