@@ -37,56 +37,43 @@ static void view_of(gradref__gs3d_view *v, const gradref_tensor *t) {
         v->s[i] = t ? t->strides[i] : 0;
 }
 
-gradref_status gradref__gs3d_validate(const gradref_grid_sampler3d_params *p,
-                                      const gradref_tensor *grad, const gradref_tensor *x,
-                                      const gradref_tensor *grid, const gradref_tensor *dx,
-                                      const gradref_tensor *dgrid, gradref__gs3d_plan *plan) {
-    gradref_status s;
-    GRADREF__FORWARD_IF_ERROR(check_params(p));
-    const char *in_names[3] = {"grad", "x", "grid"};
-    const gradref_tensor *in[3] = {grad, x, grid};
-    gradref_tensor local[5]; /* grad, x, grid, dx, dgrid */
-    gradref__extent in_ext[3], out_ext[2] = {{0, 0, 0}, {0, 0, 0}};
-    for (int i = 0; i < 3; i++) {
-        GRADREF__FORWARD_IF_ERROR(
-            gradref__take_input(OP, in_names[i], in[i], &local[i], &in_ext[i]));
-        GRADREF__FORWARD_IF_ERROR(gradref__check_rank(OP, in_names[i], in[i], 5));
+static const char *const NAMES[5] = {"grad", "x", "grid", "dx", "dgrid"};
+
+/* The tensors taken (normalised copies in t[]: grad, x, grid, dx, dgrid; a NULL output stays
+ * NULL in out[]), each 5-D, all of one float dtype. */
+static gradref_status check_tensors(const gradref_tensor *const *in, gradref_tensor *t,
+                                    const gradref_tensor **out, gradref__extent *e) {
+    for (int i = 0; i < 5; i++) {
+        out[i] = NULL;
+        if (i >= 3 && in[i] == NULL) continue;
+        GRADREF__FORWARD_IF_ERROR(i < 3 ? gradref__take_input(OP, NAMES[i], in[i], &t[i], &e[i])
+                                        : gradref__take_output(OP, NAMES[i], in[i], &t[i], &e[i]));
+        GRADREF__FORWARD_IF_ERROR(gradref__check_rank(OP, NAMES[i], in[i], 5));
+        out[i] = &t[i];
     }
-    grad = &local[0];
-    x = &local[1];
-    grid = &local[2];
-    const char *out_names[2] = {"dx", "dgrid"};
-    const gradref_tensor *out[2] = {dx, dgrid};
-    for (int i = 0; i < 2; i++) {
-        if (out[i] == NULL) continue;
-        if ((s = gradref__take_output(OP, out_names[i], out[i], &local[3 + i], &out_ext[i])) !=
-            GRADREF_OK)
-            return s;
-        GRADREF__FORWARD_IF_ERROR(gradref__check_rank(OP, out_names[i], out[i], 5));
-        out[i] = &local[3 + i];
-    }
-    dx = out[0];
-    dgrid = out[1];
-    const int32_t dtype = grad->dtype;
+    const int32_t dtype = t[0].dtype;
     if (!gradref__dtype_is_float(dtype))
         return gradref__fail(GRADREF_ERR_DTYPE, OP,
                              "grad.dtype is %s; grid_sampler3d_grad takes F32, F64, F16 or BF16",
                              gradref__dtype_name(dtype));
-    const gradref_tensor *all[5] = {grad, x, grid, dx, dgrid};
-    const char *all_names[5] = {"grad", "x", "grid", "dx", "dgrid"};
     for (int i = 1; i < 5; i++)
-        if (all[i] != NULL && all[i]->dtype != dtype)
+        if (out[i] != NULL && out[i]->dtype != dtype)
             return gradref__fail(GRADREF_ERR_DTYPE, OP, "%s.dtype is %s but grad.dtype is %s",
-                                 all_names[i], gradref__dtype_name(all[i]->dtype),
+                                 NAMES[i], gradref__dtype_name(out[i]->dtype),
                                  gradref__dtype_name(dtype));
+    return GRADREF_OK;
+}
 
+/* grad and grid against x's batch and channels, grid's points against grad's, x's spatial
+ * sizes non-empty, and the outputs shaped like their inputs. */
+static gradref_status check_shapes(const gradref_tensor *const *t) {
+    const gradref_tensor *grad = t[0], *x = t[1], *grid = t[2], *dx = t[3], *dgrid = t[4];
     const int64_t N = x->shape[0], C = x->shape[1];
     GRADREF__FORWARD_IF_ERROR(gradref__check_dim(OP, "grad", grad, 0, N, "x.shape[0]"));
     GRADREF__FORWARD_IF_ERROR(gradref__check_dim(OP, "grid", grid, 0, N, "x.shape[0]"));
     GRADREF__FORWARD_IF_ERROR(gradref__check_dim(OP, "grad", grad, 1, C, "x.shape[1]"));
-    if ((s = gradref__check_dim(OP, "grid", grid, 4, 3, "the number of spatial dims")) !=
-        GRADREF_OK)
-        return s;
+    GRADREF__FORWARD_IF_ERROR(
+        gradref__check_dim(OP, "grid", grid, 4, 3, "the number of spatial dims"));
     for (int d = 0; d < 3; d++)
         GRADREF__FORWARD_IF_ERROR(
             gradref__check_dim(OP, "grid", grid, 1 + d, grad->shape[2 + d], "the grad size"));
@@ -95,44 +82,65 @@ gradref_status gradref__gs3d_validate(const gradref_grid_sampler3d_params *p,
             return gradref__fail(GRADREF_ERR_SHAPE, OP,
                                  "x.shape[%d] is 0; x must have non-empty spatial dims", d);
     for (int d = 0; d < 5; d++) {
-        if (dx != NULL &&
-            (s = gradref__check_dim(OP, "dx", dx, d, x->shape[d], "x's")) != GRADREF_OK)
-            return s;
-        if (dgrid != NULL &&
-            (s = gradref__check_dim(OP, "dgrid", dgrid, d, grid->shape[d], "grid's")) != GRADREF_OK)
-            return s;
+        if (dx != NULL)
+            GRADREF__FORWARD_IF_ERROR(gradref__check_dim(OP, "dx", dx, d, x->shape[d], "x's"));
+        if (dgrid != NULL)
+            GRADREF__FORWARD_IF_ERROR(
+                gradref__check_dim(OP, "dgrid", dgrid, d, grid->shape[d], "grid's"));
     }
-    for (int o = 0; o < 2; o++) {
-        if (out[o] == NULL) continue;
+    return GRADREF_OK;
+}
+
+/* No output overlaps an input or the other output. */
+static gradref_status check_aliasing(const gradref_tensor *const *t, const gradref__extent *e) {
+    for (int o = 3; o < 5; o++) {
+        if (t[o] == NULL) continue;
         for (int i = 0; i < 3; i++)
             GRADREF__FORWARD_IF_ERROR(
-                gradref__check_disjoint(OP, out_names[o], &out_ext[o], in_names[i], &in_ext[i]));
+                gradref__check_disjoint(OP, NAMES[o], &e[o], NAMES[i], &e[i]));
     }
-    if (dx != NULL && dgrid != NULL &&
-        (s = gradref__check_disjoint(OP, "dgrid", &out_ext[1], "dx", &out_ext[0])) != GRADREF_OK)
-        return s;
+    if (t[3] != NULL && t[4] != NULL)
+        return gradref__check_disjoint(OP, "dgrid", &e[4], "dx", &e[3]);
+    return GRADREF_OK;
+}
 
+static void plan_of(const gradref_grid_sampler3d_params *p, const gradref_tensor *const *t,
+                    gradref__gs3d_plan *plan) {
     memset(plan, 0, sizeof *plan);
     plan->interp = p->interpolation;
     plan->padding = p->padding;
     plan->align_corners = p->align_corners;
-    plan->dtype = dtype;
+    plan->dtype = t[0]->dtype;
     plan->precision = GRADREF_PRECISION_DEFAULT;
     plan->max_isa = GRADREF__ISA_MAX;
-    plan->elem_size = gradref__dtype_size(dtype);
-    plan->N = N;
-    plan->C = C;
-    plan->D = x->shape[2];
-    plan->H = x->shape[3];
-    plan->W = x->shape[4];
-    plan->Do = grad->shape[2];
-    plan->Ho = grad->shape[3];
-    plan->Wo = grad->shape[4];
-    view_of(&plan->grad, grad);
-    view_of(&plan->x, x);
-    view_of(&plan->grid, grid);
-    view_of(&plan->dx, dx);
-    view_of(&plan->dgrid, dgrid);
+    plan->elem_size = gradref__dtype_size(t[0]->dtype);
+    plan->N = t[1]->shape[0];
+    plan->C = t[1]->shape[1];
+    plan->D = t[1]->shape[2];
+    plan->H = t[1]->shape[3];
+    plan->W = t[1]->shape[4];
+    plan->Do = t[0]->shape[2];
+    plan->Ho = t[0]->shape[3];
+    plan->Wo = t[0]->shape[4];
+    view_of(&plan->grad, t[0]);
+    view_of(&plan->x, t[1]);
+    view_of(&plan->grid, t[2]);
+    view_of(&plan->dx, t[3]);
+    view_of(&plan->dgrid, t[4]);
+}
+
+gradref_status gradref__gs3d_validate(const gradref_grid_sampler3d_params *p,
+                                      const gradref_tensor *grad, const gradref_tensor *x,
+                                      const gradref_tensor *grid, const gradref_tensor *dx,
+                                      const gradref_tensor *dgrid, gradref__gs3d_plan *plan) {
+    GRADREF__FORWARD_IF_ERROR(check_params(p));
+    const gradref_tensor *in[5] = {grad, x, grid, dx, dgrid}, *t[5];
+    gradref_tensor local[5];
+    gradref__extent e[5] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+    GRADREF__FORWARD_IF_ERROR(check_tensors(in, local, t, e));
+    GRADREF__FORWARD_IF_ERROR(check_shapes(t));
+    GRADREF__FORWARD_IF_ERROR(check_aliasing(t, e));
+    plan_of(p, t, plan);
     return GRADREF_OK;
 }
 
