@@ -12,7 +12,7 @@
 #include "isa.h"
 
 #define KC 256
-#define MC 168 /* a multiple of every MR (14, 6, 8) */
+#define MC 168 /* a multiple of every MR (14, 6, 8, 12) */
 #define NC 512 /* a multiple of every NR (32, 16, 8) */
 
 size_t gradref__sgemm_work_bytes(void) {
@@ -88,6 +88,9 @@ const gradref__sgemm_kernels *gradref__sgemm_kernels_for(int max_isa) {
 #ifdef GRADREF__X86
         [GRADREF__ISA_AVX2] = &gradref__sgemm_kernels_avx2,
         [GRADREF__ISA_AVX512] = &gradref__sgemm_kernels_avx512,
+#endif
+#ifdef GRADREF__ARM64
+        [GRADREF__ISA_NEON] = &gradref__sgemm_kernels_neon,
 #endif
     };
     return gradref__isa_pick(tables, max_isa);

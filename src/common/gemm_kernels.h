@@ -14,6 +14,8 @@
 #define GRADREF__AVX2_NR       16
 #define GRADREF__AVX512_MR     14
 #define GRADREF__AVX512_NR     32
+#define GRADREF__NEON_MR       12
+#define GRADREF__NEON_NR       8
 #define GRADREF__GEMM_MAX_TILE (GRADREF__AVX512_MR * GRADREF__AVX512_NR)
 
 /* One MR x NR tile over a k-slice (see the top of this file). */
@@ -21,7 +23,8 @@ typedef void (*gradref__sgemm_micro)(int64_t k, const float *a, const float *b, 
                                      int64_t ldc, int load);
 
 /* A micro-kernel with its tile, one table per ISA: gemm.c (portable), gemm_avx2.c,
- * gemm_avx512.c. */
+ * gemm_avx512.c,
+ * gemm_neon.c. */
 /* An indirect kernel: for i < rows (1 .. mr) and j < cols (1 .. nr), c[i * ldc + j] = the chain
  * over p < k from +0 of a_rows[p][a_off + i * a_cs] * b[p * nr + j]; a NULL row is skipped
  * (see gradref__sgemm_indirect_avx512). */
@@ -58,6 +61,10 @@ void gradref__sgemm_indirect_avx512(int rows, int cols, int64_t k, const float *
 void gradref__sgemm_indirect_avx2(int rows, int cols, int64_t k, const float *const *a_rows,
                                   int64_t a_off, int64_t a_cs, const float *b, float *c,
                                   int64_t ldc);
+#endif
+
+#ifdef GRADREF__ARM64
+extern const gradref__sgemm_kernels gradref__sgemm_kernels_neon;
 #endif
 
 #endif

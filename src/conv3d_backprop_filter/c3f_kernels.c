@@ -11,12 +11,24 @@ static const gradref__c3f_kernels portable = {
     .gemm = &gradref__sgemm_kernels_portable,
 };
 
+#ifdef GRADREF__ARM64
+/* NEON: the GEMM's micro-kernel; panels, sums and the finiteness scan are the plain loops,
+ * which gcc vectorizes for the baseline ISA */
+static const gradref__c3f_kernels neon = {
+    .isa = "neon",
+    .gemm = &gradref__sgemm_kernels_neon,
+};
+#endif
+
 const gradref__c3f_kernels *gradref__c3f_kernels_for(int max_isa) {
     static const void *const tables[GRADREF__ISA_LEVELS] = {
         [GRADREF__ISA_PORTABLE] = &portable,
 #ifdef GRADREF__X86
         [GRADREF__ISA_AVX2] = &gradref__c3f_kernels_avx2,
         [GRADREF__ISA_AVX512] = &gradref__c3f_kernels_avx512,
+#endif
+#ifdef GRADREF__ARM64
+        [GRADREF__ISA_NEON] = &neon,
 #endif
     };
     return gradref__isa_pick(tables, max_isa);
