@@ -269,6 +269,11 @@ static void test_array_kernels(void **state) {
     for (int i = 0; i < N; i++) /* every f16 pattern */
         h[i] = (uint16_t)i;
     fill_specials(f, GRADREF_F32, N, &r);
+    /* NaNs of every kind, signalling ones with payload in the bits F16 keeps among them */
+    static const uint32_t nans[] = {0x7f800001u, 0x7fa00000u, 0xff900000u, 0x7fbfe000u,
+                                    0x7fc00001u, 0xffc00000u, 0x7fffffffu, 0xffe01000u};
+    for (int i = 0; i < 64; i++)
+        memcpy(f + 1000 + i * 37, &nans[i % 8], 4);
     uint32_t s[40 * 40], dw[40 * 40], dg[40 * 40];
     for (int i = 0; i < 40 * 40; i++)
         s[i] = (uint32_t)tu_next(&r);

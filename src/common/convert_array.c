@@ -28,6 +28,9 @@ const gradref__array_kernels *gradref__array_kernels_for(int max_isa) {
 #ifdef GRADREF__X86
         [GRADREF__ISA_AVX2] = &gradref__array_kernels_avx2,
 #endif
+#ifdef GRADREF__ARM64
+        [GRADREF__ISA_NEON] = &gradref__array_kernels_neon,
+#endif
     };
     return gradref__isa_pick(tables, max_isa);
 }

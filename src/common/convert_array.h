@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Array conversions for the fast paths: the same results as convert.h, bit for bit (NaN
- * payloads included), with F16C or vectorizable loops. */
+ * payloads included), with F16C, NEON or vectorizable loops. */
 #ifndef GRADREF_COMMON_CONVERT_ARRAY_H
 #define GRADREF_COMMON_CONVERT_ARRAY_H
 
@@ -30,8 +30,9 @@ typedef struct gradref__array_kernels {
 /* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs. */
 const gradref__array_kernels *gradref__array_kernels_for(int max_isa);
 
-/* The AVX2 table (convert_array_avx2.c). */
+/* The AVX2 and NEON tables (convert_array_avx2.c, convert_array_neon.c). */
 extern const gradref__array_kernels gradref__array_kernels_avx2;
+extern const gradref__array_kernels gradref__array_kernels_neon;
 
 /* The x86 kernels (convert_array_avx2.c: AVX with F16C; copy_avx2.c: AVX2). */
 void gradref__f16_to_f32_f16c(const uint16_t *src, float *dst, size_t n);
