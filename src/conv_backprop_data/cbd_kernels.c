@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The portable depthwise row kernel and the kernel tables of every ISA (cbd_avx2.c,
- * cbd_avx512.c). */
+ * cbd_avx512.c, cbd_neon.c). */
 #include "cbd_simd.h"
 
 #include <math.h>
@@ -92,6 +92,9 @@ const gradref__cbd_kernels *gradref__cbd_kernels_for(int max_isa) {
 #ifdef GRADREF__X86
         [GRADREF__ISA_AVX2] = &gradref__cbd_kernels_avx2,
         [GRADREF__ISA_AVX512] = &gradref__cbd_kernels_avx512,
+#endif
+#ifdef GRADREF__ARM64
+        [GRADREF__ISA_NEON] = &gradref__cbd_kernels_neon,
 #endif
     };
     return gradref__isa_pick(tables, max_isa);

@@ -59,6 +59,9 @@ const gradref__cbd_kernels *gradref__cbd_kernels_for(int max_isa);
 extern const gradref__cbd_kernels gradref__cbd_kernels_avx2;   /* cbd_avx2.c */
 extern const gradref__cbd_kernels gradref__cbd_kernels_avx512; /* cbd_avx512.c */
 #endif
+#ifdef GRADREF__ARM64
+extern const gradref__cbd_kernels gradref__cbd_kernels_neon; /* cbd_neon.c */
+#endif
 
 /* tile32_masks in plain C (cbd_kernels.c), on every architecture. */
 void gradref__cbd_tile32_masks(const int64_t *tap, int64_t ntaps, const int64_t *Q,
