@@ -38,6 +38,12 @@ suite clang-serial -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -D
 if [ "$(uname -m)" = x86_64 ]; then # aarch64: cross-compiled, every test under qemu-user
   suite aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release \
     -DGRADREF_BUILD_BENCH=OFF
+  echo "== aarch64: the NEON kernels are in the library (scripts/insn_mix.py, docs/performance.md)"
+  fmla=$(aarch64-linux-gnu-objdump -d $out/aarch64/libgradref.a | grep -cE "fmla[[:space:]]+v")
+  echo "$fmla vector FMLA instructions"
+  [ "$fmla" -ge 100 ] || { echo "the NEON kernels are missing"; exit 1; }
+  /usr/bin/python3 scripts/insn_mix.py \
+    $out/aarch64/CMakeFiles/gradref_objects.dir/src/common/gemm_neon.c.o kernel_neon --most 1
 fi
 
 echo "== consumer of the installed package"
