@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* conv_backprop_data's NEON depthwise row kernel: 16 grad columns at a time in four 4-lane
- * chains, each in the reference's tap order (FMLA, one rounding, as fmaf). */
+/* conv_backprop_data's NEON kernels: the depthwise row, 16 grad columns at a time in four
+ * 4-lane chains, each in the reference's tap order (FMLA, one rounding, as fmaf); and the
+ * stride-2 scatter. */
 #include "cbd_simd.h"
 
 #ifdef GRADREF__ARM64
@@ -54,9 +55,28 @@ static void dw_row_neon(const gradref__cbd_dw_shape *p, const float *w, const fl
     }
 }
 
+/* 8 values at a time interleaved with +0 by two ST2 stores, while a value follows the last +0
+ * (odd_free), the rest one by one. */
+static void scatter2_neon(const float *from, int64_t len, int64_t rows, float *row,
+                          int64_t row_stride, int odd_free) {
+    const float32x4_t zero = vdupq_n_f32(0.0f);
+    for (int64_t r = 0; r < rows; r++, from += len, row += row_stride) {
+        int64_t x = 0;
+        for (; odd_free && x + 8 < len; x += 8) {
+            const float32x4x2_t lo = {{vld1q_f32(from + x), zero}};
+            const float32x4x2_t hi = {{vld1q_f32(from + x + 4), zero}};
+            vst2q_f32(row + 2 * x, lo);
+            vst2q_f32(row + 2 * x + 8, hi);
+        }
+        for (; x < len; x++)
+            row[2 * x] = from[x];
+    }
+}
+
 const gradref__cbd_kernels gradref__cbd_kernels_neon = {
     .isa = "neon",
     .dw_row = dw_row_neon,
+    .scatter2 = scatter2_neon,
 };
 
 #else
