@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The NEON array conversions (FCVTL / FCVTN: every aarch64 CPU converts F16 in hardware), bit
- * for bit convert.h's under the default FPCR (round to nearest even, no flush to zero). */
+/* The NEON array kernels: F16 conversions (FCVTL / FCVTN: every aarch64 CPU converts F16 in
+ * hardware), bit for bit convert.h's under the default FPCR (round to nearest even, no flush to
+ * zero), and gradref_copy's 32 x 32 transpose. */
 #include "convert.h"
 #include "convert_array.h"
 #include "isa.h"
@@ -43,10 +44,36 @@ static void f32_to_f16_neon(const float *src, uint16_t *dst, size_t n) {
         dst[i] = gradref__f32_to_f16(src[i]);
 }
 
+/* d[i * dstride + j] = s[j * sstride + i]: 4 x 4 blocks, each two rounds of TRN (pairs of
+ * lanes, then pairs of 64-bit halves). */
+static void transpose32x32_32_neon(const uint32_t *s, int64_t sstride, uint32_t *d,
+                                   int64_t dstride) {
+    for (int j = 0; j < 32; j += 4)
+        for (int i = 0; i < 32; i += 4) {
+            const uint32_t *src = s + j * sstride + i;
+            const uint32x4_t r0 = vld1q_u32(src), r1 = vld1q_u32(src + sstride),
+                             r2 = vld1q_u32(src + 2 * sstride), r3 = vld1q_u32(src + 3 * sstride);
+            const uint32x4_t t0 = vtrn1q_u32(r0, r1), t1 = vtrn2q_u32(r0, r1),
+                             t2 = vtrn1q_u32(r2, r3), t3 = vtrn2q_u32(r2, r3);
+            uint32_t *dst = d + i * dstride + j;
+            vst1q_u32(dst, vreinterpretq_u32_u64(
+                               vtrn1q_u64(vreinterpretq_u64_u32(t0), vreinterpretq_u64_u32(t2))));
+            vst1q_u32(dst + dstride, vreinterpretq_u32_u64(vtrn1q_u64(vreinterpretq_u64_u32(t1),
+                                                                      vreinterpretq_u64_u32(t3))));
+            vst1q_u32(dst + 2 * dstride,
+                      vreinterpretq_u32_u64(
+                          vtrn2q_u64(vreinterpretq_u64_u32(t0), vreinterpretq_u64_u32(t2))));
+            vst1q_u32(dst + 3 * dstride,
+                      vreinterpretq_u32_u64(
+                          vtrn2q_u64(vreinterpretq_u64_u32(t1), vreinterpretq_u64_u32(t3))));
+        }
+}
+
 const gradref__array_kernels gradref__array_kernels_neon = {
     .isa = "neon",
     .f16_to_f32 = f16_to_f32_neon,
     .f32_to_f16 = f32_to_f16_neon,
+    .transpose32x32_32 = transpose32x32_32_neon,
 };
 
 #else
