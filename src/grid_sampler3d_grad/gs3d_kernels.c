@@ -1,13 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The grid_sampler3d_grad kernel choice and what the ISA files share: the level a plan runs
- * at, dgrid stores, and the dx-plane dispatch. The kernels: gs3d_avx2.c, gs3d_avx512.c. */
+ * at, dgrid stores, and the dx-plane dispatch. The kernels: gs3d_avx2.c, gs3d_avx512.c,
+ * gs3d_neon.c. */
 #include "gs3d_simd.h"
 
+#include "common/convert.h"
 #include "common/isa.h"
-
-#ifdef GRADREF__X86
-
-#  include "common/convert.h"
 
 /* dgrid of `count` consecutive points from q: out[k][j] is component k of point q + j. */
 void gradref__gs3d_store_dgrid(const gs3d_kargs *r, int64_t n, int64_t q, int count,
@@ -36,8 +34,6 @@ void gradref__gs3d_store_dgrid(const gs3d_kargs *r, int64_t n, int64_t q, int co
     }
 }
 
-#endif
-
 /* The fast path's own loops are the portable kernels. */
 static const gradref__gs3d_kernels portable = {.isa = "portable"};
 
@@ -47,6 +43,9 @@ const gradref__gs3d_kernels *gradref__gs3d_kernels_for(int max_isa) {
 #ifdef GRADREF__X86
         [GRADREF__ISA_AVX2] = &gradref__gs3d_kernels_avx2,
         [GRADREF__ISA_AVX512] = &gradref__gs3d_kernels_avx512,
+#endif
+#ifdef GRADREF__ARM64
+        [GRADREF__ISA_NEON] = &gradref__gs3d_kernels_neon,
 #endif
     };
     return gradref__isa_pick(tables, max_isa);

@@ -144,6 +144,14 @@ const gradref__gs3d_kernels *gradref__gs3d_kernels_for(int max_isa);
 extern const gradref__gs3d_kernels gradref__gs3d_kernels_avx2;   /* gs3d_avx2.c */
 extern const gradref__gs3d_kernels gradref__gs3d_kernels_avx512; /* gs3d_avx512.c */
 #endif
+#ifdef GRADREF__ARM64
+extern const gradref__gs3d_kernels gradref__gs3d_kernels_neon; /* gs3d_neon.c */
+#endif
+
+/* dgrid of `count` consecutive points from q: out[k][j] is component k of point q + j
+ * (gs3d_kernels.c, for the ISA files). */
+void gradref__gs3d_store_dgrid(const gs3d_kargs *r, int64_t n, int64_t q, int count,
+                               float out[3][16]);
 
 #ifdef GRADREF__X86
 
@@ -179,11 +187,6 @@ int64_t gradref__gs3d_voxel_slots_avx512(const gs3d_kargs *r, int64_t n);
  * points of the few fuller voxels are then added in point order. */
 void gradref__gs3d_f32_nearest_dx_voxels_avx512(const gs3d_kargs *r, int64_t n, int64_t c0,
                                                 float *stage);
-
-/* dgrid of `count` consecutive points from q: out[k][j] is component k of point q + j
- * (gs3d_kernels.c, for both ISA files). */
-void gradref__gs3d_store_dgrid(const gs3d_kargs *r, int64_t n, int64_t q, int count,
-                               float out[3][16]);
 
 /* The dx-plane kernels gradref__gs3d_dx_plane_f32 chooses between. */
 void gradref__gs3d_f32_dx_plane_avx2(const gs3d_kargs *r, const gs3d_record_f *rec, int64_t count,
