@@ -13,6 +13,7 @@
 
 #include "common/convert.h"
 #include "common/convert_array.h"
+#include "common/gemm_kernels.h"
 #include "common/isa.h"
 #include "common/nan.h"
 #include "common/stream.h"
@@ -349,6 +350,51 @@ static void test_c3f_add_and_scan(void **state) {
     }
 }
 
+/* panel_lanes and gather_panel against their contracts (c3f_internal.h), written out here;
+ * everything outside the lanes and rows they own must stay as it was */
+static void test_c3f_panels(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(9);
+    enum { ROWS = 24, SRC = 64 * 48, DST = ROWS * 32 + 16 };
+    float *src = malloc(SRC * sizeof *src), got[DST], want[DST];
+    for (int e = 0; e < SRC; e++)
+        src[e] = (float)(tu_uniform(&r) * 2 - 1);
+    FOR_EACH_LEVEL(level) {
+        const gradref__c3f_kernels *k = gradref__c3f_kernels_for(level);
+        if (k == gradref__c3f_kernels_for(level - 1)) continue;
+        const int64_t mr = k->gemm->mr, nr = k->gemm->nr;
+        for (int trial = 0; k->panel_lanes && trial < 400; trial++) {
+            const int64_t la = (int64_t)(tu_next(&r) % (uint64_t)mr);
+            const int64_t lb = la + 1 + (int64_t)(tu_next(&r) % (uint64_t)(mr - la));
+            const int64_t run = 1 + (int64_t)(tu_next(&r) % ROWS);
+            int64_t lo = (int64_t)(tu_next(&r) % (uint64_t)(run + 1));
+            int64_t hi = lo + (int64_t)(tu_next(&r) % (uint64_t)(run - lo + 1));
+            const int64_t step = (lb - la) + (int64_t)(tu_next(&r) % 40);
+            const float *base = hi > lo ? src + la : NULL;
+            for (int e = 0; e < DST; e++)
+                got[e] = want[e] = (float)e;
+            for (int64_t q = 0; q < run; q++)
+                for (int64_t l = la; l < lb; l++)
+                    want[q * mr + l] = q >= lo && q < hi ? base[q * step + l - la] : 0.0f;
+            k->panel_lanes(got, mr, base, step, lo, hi, run, la, lb);
+            expect_bytes(got, want, sizeof got, "c3f panel_lanes", k->isa, lb - la, la);
+        }
+        for (int trial = 0; k->gather_panel && trial < 200; trial++) {
+            const int64_t cols = 1 + (int64_t)(tu_next(&r) % (uint64_t)nr);
+            const int64_t len = 1 + (int64_t)(tu_next(&r) % ROWS);
+            const int64_t cs = len + (int64_t)(tu_next(&r) % 24);
+            for (int e = 0; e < DST; e++)
+                got[e] = want[e] = (float)e;
+            for (int64_t q = 0; q < len; q++)
+                for (int64_t j = 0; j < nr; j++)
+                    want[q * nr + j] = j < cols ? src[j * cs + q] : 0.0f;
+            k->gather_panel(got, nr, src, cs, len, cols);
+            expect_bytes(got, want, sizeof got, "c3f gather_panel", k->isa, len, cols);
+        }
+    }
+    free(src);
+}
+
 /* ---- conv_backprop_data: the tile masks and the stride-2 scatter ---- */
 
 static void test_cbd_masks_and_scatter(void **state) {
@@ -457,13 +503,10 @@ int main(void) {
     tu_seed();
     printf("kernel level: %s\n", gradref__isa_name(gradref__isa_level()));
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rope_rows),
-        cmocka_unit_test(test_rope_heads),
-        cmocka_unit_test(test_recat_rows),
-        cmocka_unit_test(test_canon_nans),
-        cmocka_unit_test(test_array_kernels),
-        cmocka_unit_test(test_c3f_add_and_scan),
-        cmocka_unit_test(test_cbd_masks_and_scatter),
+        cmocka_unit_test(test_rope_rows),     cmocka_unit_test(test_rope_heads),
+        cmocka_unit_test(test_recat_rows),    cmocka_unit_test(test_canon_nans),
+        cmocka_unit_test(test_array_kernels), cmocka_unit_test(test_c3f_add_and_scan),
+        cmocka_unit_test(test_c3f_panels),    cmocka_unit_test(test_cbd_masks_and_scatter),
         cmocka_unit_test(test_cbd_depthwise),
     };
     return cmocka_run_group_tests_name("kernels", tests, NULL, NULL);
