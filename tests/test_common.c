@@ -342,7 +342,7 @@ static void test_array_conversions(void **state) {
     free(f);
 }
 
-/* The packed SGEMM, every kernel family, against a plain fmaf loop: bit for bit, with
+/* The packed SGEMM, at every kernel level, against a plain fmaf loop: bit for bit, with
  * strided and transposed operands, edge tiles, K across several slices, accumulate on/off. */
 static void test_sgemm(void **state) {
     (void)state;

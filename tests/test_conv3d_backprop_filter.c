@@ -290,7 +290,7 @@ static void test_adjoint_identity(void **state) {
     }
 }
 
-/* The fast path with every GEMM kernel family and 1, 2, 3 threads gives the reference's bits. */
+/* The fast path at every GEMM kernel level and with 1, 2, 3 threads gives the reference's bits. */
 static void check_fast_against_reference(c3f_case *c, int32_t precision) {
     static const int threads[] = TU_THREAD_COUNTS;
     gradref_tensor want = c->dw;

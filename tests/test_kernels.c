@@ -247,16 +247,15 @@ static void test_canon_nans(void **state) {
             gradref__canon_nans_f32(c + off, n); /* the widest body the CPU has, then the tail */
             expect_bytes(c, b, sizeof c, "canon_nans_f32", gradref__isa_name(gradref__isa_level()),
                          n, off);
-#ifdef GRADREF__X86
-            if (gradref__isa_level() >= GRADREF__ISA_AVX2) { /* the AVX2 body on its own */
+            FOR_EACH_LEVEL(level) { /* each level's body on its own: whole steps, no more */
+                const gradref__nan_kernels *k = gradref__nan_kernels_for(level);
+                if (k == gradref__nan_kernels_for(level - 1) || !k->canon_f32) continue;
                 memcpy(c, a, sizeof a);
-                const int64_t done = gradref__canon_nans_f32_avx2(c + off, n);
-                assert_true(done <= n && done % 32 == 0 && n - done < 32);
-                expect_bytes(c + off, b + off, (size_t)done * 4, "canon_nans_f32_avx2", "avx2", n,
-                             off);
+                const int64_t done = k->canon_f32(c + off, n);
+                assert_true(done <= n && done % k->step == 0 && n - done < k->step);
+                expect_bytes(c + off, b + off, (size_t)done * 4, "canon_nans_f32", k->isa, n, off);
                 assert_memory_equal(c + off + done, a + off + done, (size_t)(n - done) * 4);
             }
-#endif
         }
 }
 

@@ -33,7 +33,7 @@ typedef struct gradref__sgemm_args {
     int accumulate; /* 0: C is overwritten (chains start at +0); 1: chains start at C */
     gradref__gemm_packer pack_a, pack_b;
     const void *pack_a_ctx, *pack_b_ctx;
-    /* A already in panels (gradref__sgemm_prepack_a, same kernel family): row i0 of this call
+    /* A already in panels (gradref__sgemm_prepack_a, at the same level): row i0 of this call
      * must start a panel; a, the strides and pack_a are then unused */
     const float *a_panels;
     /* B already in panels of gradref__sgemm_nr(max_isa) columns, each K x NR floats k-major,

@@ -43,15 +43,25 @@ static void set_canonical(int32_t dtype, char *e) {
     }
 }
 
-void gradref__canon_nans_f32(float *p, int64_t n) {
-    int64_t i0 = 0;
+const gradref__nan_kernels *gradref__nan_kernels_for(int max_isa) {
+    static const gradref__nan_kernels portable = {.isa = "portable", .step = 1};
 #ifdef GRADREF__X86
-    const int level = gradref__isa_level();
-    if (level >= GRADREF__ISA_AVX512)
-        i0 = gradref__canon_nans_f32_avx512(p, n);
-    else if (level >= GRADREF__ISA_AVX2)
-        i0 = gradref__canon_nans_f32_avx2(p, n);
+    static const gradref__nan_kernels avx2 = {"avx2", 32, gradref__canon_nans_f32_avx2};
+    static const gradref__nan_kernels avx512 = {"avx512", 64, gradref__canon_nans_f32_avx512};
 #endif
+    static const void *const tables[GRADREF__ISA_LEVELS] = {
+        [GRADREF__ISA_PORTABLE] = &portable,
+#ifdef GRADREF__X86
+        [GRADREF__ISA_AVX2] = &avx2,
+        [GRADREF__ISA_AVX512] = &avx512,
+#endif
+    };
+    return gradref__isa_pick(tables, max_isa);
+}
+
+void gradref__canon_nans_f32(float *p, int64_t n) {
+    const gradref__nan_kernels *k = gradref__nan_kernels_for(GRADREF__ISA_MAX);
+    int64_t i0 = k->canon_f32 ? k->canon_f32(p, n) : 0;
     for (; i0 < n; i0 += 256) {
         const int64_t i1 = n - i0 < 256 ? n : i0 + 256;
         uint32_t any = 0; /* a branch-free scan the compiler vectorises */

@@ -34,8 +34,19 @@ static inline double gradref__canon_f64(double d) {
 /* p[0 .. n) with every NaN made canonical (a read-only scan when there is none), at the widest
  * kernel level the CPU runs. */
 void gradref__canon_nans_f32(float *p, int64_t n);
-/* Its AVX2 and AVX-512 bodies: the whole steps of 32 (64) floats from p; return how many
- * floats they took. */
+
+/* The scan's body of one ISA: canon_f32 does the whole steps of `step` floats from p and
+ * returns how many floats it took (NULL: the portable loop does them all). */
+typedef struct gradref__nan_kernels {
+    const char *isa;
+    int step;
+    int64_t (*canon_f32)(float *p, int64_t n);
+} gradref__nan_kernels;
+
+/* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs. */
+const gradref__nan_kernels *gradref__nan_kernels_for(int max_isa);
+
+/* The AVX2 and AVX-512 bodies (nan_avx2.c, nan_avx512.c): steps of 32 and 64 floats. */
 int64_t gradref__canon_nans_f32_avx2(float *p, int64_t n);
 int64_t gradref__canon_nans_f32_avx512(float *p, int64_t n);
 

@@ -50,7 +50,6 @@ typedef struct gradref__cbd_kernels {
                      int odd_free);
 } gradref__cbd_kernels;
 
-/* The table of the widest family the CPU runs, at most `kernel` (common/gemm.h numbering). */
 /* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs; its
  * tiles match the GEMM's panels at that level (gradref__sgemm_mr). */
 const gradref__cbd_kernels *gradref__cbd_kernels_for(int max_isa);
