@@ -19,6 +19,7 @@
 #include "common/stream.h"
 #include "conv3d_backprop_filter/c3f_internal.h"
 #include "conv_backprop_data/cbd_simd.h"
+#include "grid_sampler3d_grad/gs3d_simd.h"
 #include "recat/recat_kernels.h"
 #include "rope_grad/rope_grad_kernels.h"
 #include "test_util.h"
@@ -498,6 +499,255 @@ static void test_cbd_depthwise(void **state) {
     }
 }
 
+/* conv_backprop_data's direct tiles: tile32 against the chain written out here (for i < rows
+ * and lanes l < cols, from +0, fma(a[(t * ocpg + oc) * mr + i], lane l of tap t, acc) over the
+ * taps and channels in order, a lane outside its tap's mask read as 0), on diff read in place
+ * with masked loads (inside 0), with whole vectors (inside 1), and packed by pack_tile32
+ * (inside 2); pack_tile32 against its layout. What the kernels do not own must stay as it was. */
+static void test_cbd_tiles(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(11);
+    FOR_EACH_LEVEL(level) {
+        const gradref__cbd_kernels *k = gradref__cbd_kernels_for(level);
+        if (k == gradref__cbd_kernels_for(level - 1) || k->tile32 == NULL) continue;
+        const int mr = k->tile_rows;
+        for (int iter = 0; iter < 300; iter++) {
+            enum { SPAN = 256, LDC = 40 };
+            const int64_t ntaps = tu_range(&r, 1, 9), ocpg = tu_range(&r, 1, 6);
+            const int64_t cs = SPAN + tu_range(&r, 0, 3), cols = tu_range(&r, 1, 32);
+            const int rows = (int)tu_range(&r, 1, mr), inside = iter % 3;
+            int64_t offset[9];
+            uint16_t masks[18];
+            const size_t image_floats = (size_t)(ocpg * cs + 64);
+            float *image = malloc(sizeof(float) * image_floats);
+            float *a = malloc(sizeof(float) * (size_t)(ntaps * ocpg * mr));
+            float *packed = malloc(sizeof(float) * (size_t)(ntaps * ocpg * 32));
+            float want[16 * LDC], got[16 * LDC];
+            fill_specials(image, GRADREF_F32, (int64_t)image_floats, &r);
+            fill_weights(a, ntaps * ocpg * mr, &r);
+            for (int64_t t = 0; t < ntaps; t++) {
+                offset[t] = tu_range(&r, 0, SPAN - 32);
+                for (int h = 0; h < 2; h++) {
+                    const int64_t kind = tu_range(&r, 0, 3); /* none, all, or random lanes */
+                    masks[2 * t + h] = (uint16_t)(kind == 0   ? 0
+                                                  : kind == 1 ? 0xffff
+                                                              : tu_range(&r, 0, 0xffff));
+                }
+            }
+            /* pack_tile32: every tap with a lane, the others left as they were */
+            for (int64_t e = 0; e < ntaps * ocpg * 32; e++)
+                packed[e] = -7.0f;
+            k->pack_tile32(image, cs, ocpg, offset, masks, ntaps, packed);
+            for (int64_t t = 0; t < ntaps; t++) {
+                const uint32_t m = masks[2 * t] | (uint32_t)masks[2 * t + 1] << 16;
+                for (int64_t oc = 0; oc < ocpg; oc++)
+                    for (int l = 0; l < 32; l++) {
+                        const float v = packed[(t * ocpg + oc) * 32 + l];
+                        const float w = m == 0                 ? -7.0f
+                                        : ((m >> l) & 1u) != 0 ? image[offset[t] + oc * cs + l]
+                                                               : 0.0f;
+                        if (memcmp(&v, &w, 4) != 0)
+                            fail_msg("cbd pack_tile32 at %s: tap %lld, oc %lld, lane %d (case %d)",
+                                     k->isa, (long long)t, (long long)oc, l, iter);
+                    }
+            }
+            for (int e = 0; e < 16 * LDC; e++)
+                want[e] = got[e] = (float)e;
+            for (int i = 0; i < rows; i++)
+                for (int64_t l = 0; l < cols; l++) {
+                    float acc = 0.0f;
+                    for (int64_t t = 0; t < ntaps; t++) {
+                        const uint32_t m = masks[2 * t] | (uint32_t)masks[2 * t + 1] << 16;
+                        for (int64_t oc = 0; oc < ocpg; oc++) {
+                            const float b = (m >> l) & 1u ? image[offset[t] + oc * cs + l] : 0.0f;
+                            acc = fmaf(a[(t * ocpg + oc) * mr + i], b, acc);
+                        }
+                    }
+                    want[i * LDC + l] = acc;
+                }
+            if (inside == 2) { /* the packed tile: taps with a lane read whole, zeros packed */
+                int64_t block_offset[9];
+                uint16_t block_masks[18];
+                for (int64_t t = 0; t < ntaps; t++) {
+                    block_offset[t] = t * ocpg * 32;
+                    block_masks[2 * t] = block_masks[2 * t + 1] =
+                        (uint16_t)((masks[2 * t] | masks[2 * t + 1]) ? 0xffffu : 0u);
+                }
+                k->tile32(packed, 32, ocpg, block_offset, block_masks, ntaps, cols, 2, a, rows, got,
+                          LDC);
+            } else
+                k->tile32(image, cs, ocpg, offset, masks, ntaps, cols, inside, a, rows, got, LDC);
+            gradref__canon_nans_f32(got, 16 * LDC);
+            gradref__canon_nans_f32(want, 16 * LDC);
+            expect_bytes(got, want, sizeof want, "cbd tile32", k->isa, cols, iter);
+            free(image);
+            free(a);
+            free(packed);
+        }
+    }
+}
+
+/* ---- grid_sampler3d_grad: dx planes and trilinear dgrid against their contracts ---- */
+
+/* dx_plane: every record in order, each in-bounds corner j of it adding w[j] * grad (nearest:
+ * grad) to the C adjacent channels at a + da_plane[j]; channels dense in both. */
+static void test_gs3d_dx_plane(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(9);
+    FOR_EACH_LEVEL(level) {
+        const gradref__gs3d_kernels *k = gradref__gs3d_kernels_for(level);
+        if (k == gradref__gs3d_kernels_for(level - 1) || k->dx_plane == NULL) continue;
+        for (int iter = 0; iter < 300; iter++) {
+            gs3d_kargs a;
+            memset(&a, 0, sizeof a);
+            const int64_t C = tu_range(&r, 1, 40), H = tu_range(&r, 2, 5), W = tu_range(&r, 2, 6);
+            const int64_t points = tu_range(&r, 1, 30), count = tu_range(&r, 0, 60);
+            a.shape.C = C;
+            a.shape.interp = iter % 4 == 0 ? GRADREF_INTERP_NEAREST : GRADREF_INTERP_BILINEAR;
+            const int64_t da[4] = {0, C, W * C, W * C + C};
+            memcpy(a.da_plane, da, sizeof da);
+            gs3d_record_f *rec = malloc(sizeof *rec * (size_t)(count + 1));
+            float *gn = malloc(sizeof(float) * (size_t)(points * C));
+            float *want = malloc(sizeof(float) * (size_t)(H * W * C));
+            float *got = malloc(sizeof(float) * (size_t)(H * W * C));
+            fill_specials(gn, GRADREF_F32, points * C, &r);
+            fill_specials(want, GRADREF_F32, H * W * C, &r);
+            memcpy(got, want, sizeof(float) * (size_t)(H * W * C));
+            for (int64_t e = 0; e < count; e++) {
+                rec[e].a = (tu_range(&r, 0, H - 2) * W + tu_range(&r, 0, W - 2)) * C;
+                rec[e].g = tu_range(&r, 0, points - 1) * C;
+                rec[e].on = (uint32_t)tu_range(&r, 0, 15);
+                fill_weights(rec[e].w, 4, &r);
+            }
+            for (int64_t e = 0; e < count; e++)
+                for (int j = 0; j < 4; j++) {
+                    if (!((rec[e].on >> j) & 1u)) continue;
+                    float *aj = want + rec[e].a + da[j];
+                    for (int64_t c = 0; c < C; c++)
+                        aj[c] += a.shape.interp == GRADREF_INTERP_NEAREST
+                                     ? gn[rec[e].g + c]
+                                     : rec[e].w[j] * gn[rec[e].g + c];
+                }
+            k->dx_plane(&a, rec, count, got, gn);
+            gradref__canon_nans_f32(got, H * W * C); /* the plane's NaNs follow the rule later */
+            gradref__canon_nans_f32(want, H * W * C);
+            expect_bytes(got, want, sizeof(float) * (size_t)(H * W * C), "gs3d dx_plane", k->isa,
+                         count, iter);
+            free(rec);
+            free(gn);
+            free(want);
+            free(got);
+        }
+    }
+}
+
+/* One point's trilinear dgrid as the portable pass makes it: over the channels, the in-bounds
+ * corners k in order, each adding or subtracting v * h * d * g, v * w * d * g, v * w * h * g. */
+static void gs3d_dgrid_point(const gs3d_kargs *a, int64_t n, int64_t q, float out[3]) {
+    const int64_t NP = a->shape.N * a->P, i = n * a->P + q;
+    const float *dist = a->g.dist, *mult = a->g.mult;
+    const unsigned mask = a->g.mask[i];
+    float gi[3] = {0.0f, 0.0f, 0.0f};
+    const float w[2] = {dist[i], dist[NP + i]}, h[2] = {dist[2 * NP + i], dist[3 * NP + i]},
+                d[2] = {dist[4 * NP + i], dist[5 * NP + i]};
+    const float *xn = (const float *)a->x + n * a->xs[0] + a->g.offx[i];
+    const float *gn =
+        (const float *)a->grad + n * a->gs[0] + (a->grad_points_dense ? q : a->g.offg[i]);
+    for (int64_t c = 0; mask && c < a->shape.C; c++)
+        for (int k = 0; k < 8; k++) {
+            if (!((mask >> k) & 1u)) continue;
+            const int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
+            const float v = xn[c * a->xs[1] + a->dx_corner[k]], g = gn[c * a->gs[1]];
+            const float t[3] = {v * h[dy] * d[dz] * g, v * w[dx] * d[dz] * g,
+                                v * w[dx] * h[dy] * g};
+            const int up[3] = {dx, dy, dz};
+            for (int j = 0; j < 3; j++)
+                gi[j] = up[j] ? gi[j] + t[j] : gi[j] - t[j];
+        }
+    for (int j = 0; j < 3; j++)
+        out[j] = mult[j * NP + i] * gi[j];
+}
+
+/* dgrid16 and dgrid8: the points they say they did, each as gs3d_dgrid_point, into a strided
+ * dgrid view; the points after them untouched. Grad dense over the points or read through the
+ * point offsets; x with random corner masks (0 included). */
+static void test_gs3d_dgrid(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(10);
+    FOR_EACH_LEVEL(level) {
+        const gradref__gs3d_kernels *k = gradref__gs3d_kernels_for(level);
+        if (k == gradref__gs3d_kernels_for(level - 1)) continue;
+        for (int wide = 0; wide < 2; wide++) {
+            int64_t (*dgrid)(const gs3d_kargs *, int64_t, int64_t, int64_t) =
+                wide ? k->dgrid16 : k->dgrid8;
+            for (int iter = 0; dgrid != NULL && iter < 200; iter++) {
+                gs3d_kargs a;
+                memset(&a, 0, sizeof a);
+                gs3d_shape *s = &a.shape;
+                s->N = 2, s->C = tu_range(&r, 1, 9);
+                s->D = tu_range(&r, 2, 4), s->H = tu_range(&r, 2, 4), s->W = tu_range(&r, 2, 5);
+                s->Ho = tu_range(&r, 1, 5), s->Wo = tu_range(&r, 1, 9);
+                s->interp = GRADREF_INTERP_BILINEAR, s->dtype = GRADREF_F32, s->elem_size = 4;
+                a.P = s->Ho * s->Wo;
+                const int64_t V = s->D * s->H * s->W, NP = s->N * a.P, C = s->C;
+                for (int c = 0; c < 8; c++)
+                    a.dx_corner[c] = (c >> 2) * s->H * s->W + ((c >> 1) & 1) * s->W + (c & 1);
+                float *x = malloc(sizeof(float) * (size_t)(s->N * C * V));
+                float *grad = malloc(sizeof(float) * (size_t)(NP * C));
+                float *dist = malloc(sizeof(float) * (size_t)(6 * NP));
+                float *mult = malloc(sizeof(float) * (size_t)(3 * NP));
+                int64_t *offx = malloc(sizeof(int64_t) * (size_t)NP);
+                int64_t *offg = malloc(sizeof(int64_t) * (size_t)NP);
+                uint8_t *mask = malloc((size_t)NP);
+                const size_t out_floats = (size_t)(NP * 3 * 2); /* points 2 x 3 floats apart */
+                float *want = malloc(sizeof(float) * out_floats);
+                float *got = malloc(sizeof(float) * out_floats);
+                fill_specials(x, GRADREF_F32, s->N * C * V, &r);
+                fill_weights(grad, NP * C, &r);
+                fill_weights(dist, 6 * NP, &r);
+                fill_weights(mult, 3 * NP, &r);
+                for (int64_t i = 0; i < NP; i++) {
+                    offx[i] =
+                        (tu_range(&r, 0, s->D - 2) * s->H + tu_range(&r, 0, s->H - 2)) * s->W +
+                        tu_range(&r, 0, s->W - 2);
+                    offg[i] = tu_range(&r, 0, a.P - 1);
+                    mask[i] = (uint8_t)(tu_range(&r, 0, 3) == 0 ? 0 : tu_range(&r, 0, 255));
+                }
+                a.x = x, a.grad = grad;
+                a.xs[0] = C * V, a.xs[1] = V;
+                a.grad_points_dense = iter % 2;
+                a.gs[0] = C * a.P, a.gs[1] = a.P;
+                a.g.dist = dist, a.g.mult = mult, a.g.offx = offx, a.g.offg = offg, a.g.mask = mask;
+                s->dgrid.data = (char *)got;
+                const int64_t dv[5] = {a.P * 6, a.P * 6, s->Wo * 6, 6, 1}; /* (n, d, h, w, k) */
+                memcpy(s->dgrid.s, dv, sizeof dv);
+                for (size_t e = 0; e < out_floats; e++)
+                    want[e] = got[e] = (float)e;
+                const int64_t n = tu_range(&r, 0, 1), q0 = tu_range(&r, 0, a.P - 1);
+                const int64_t done = dgrid(&a, n, q0, a.P);
+                if (done < 0 || done > a.P - q0 || (a.P - q0 - done) >= (wide ? 16 : 8))
+                    fail_msg("gs3d dgrid%d at %s did %lld of %lld points", wide ? 16 : 8, k->isa,
+                             (long long)done, (long long)(a.P - q0));
+                for (int64_t q = q0; q < q0 + done; q++)
+                    gs3d_dgrid_point(&a, n, q, want + n * dv[0] + q * 6);
+                gradref__canon_nans_f32(got, (int64_t)out_floats);
+                gradref__canon_nans_f32(want, (int64_t)out_floats);
+                expect_bytes(got, want, sizeof(float) * out_floats,
+                             wide ? "gs3d dgrid16" : "gs3d dgrid8", k->isa, done, iter);
+                free(x);
+                free(grad);
+                free(dist);
+                free(mult);
+                free(offx);
+                free(offg);
+                free(mask);
+                free(want);
+                free(got);
+            }
+        }
+    }
+}
+
 int main(void) {
     tu_seed();
     printf("kernel level: %s\n", gradref__isa_name(gradref__isa_level()));
@@ -506,7 +756,8 @@ int main(void) {
         cmocka_unit_test(test_recat_rows),    cmocka_unit_test(test_canon_nans),
         cmocka_unit_test(test_array_kernels), cmocka_unit_test(test_c3f_add_and_scan),
         cmocka_unit_test(test_c3f_panels),    cmocka_unit_test(test_cbd_masks_and_scatter),
-        cmocka_unit_test(test_cbd_depthwise),
+        cmocka_unit_test(test_cbd_depthwise), cmocka_unit_test(test_cbd_tiles),
+        cmocka_unit_test(test_gs3d_dx_plane), cmocka_unit_test(test_gs3d_dgrid),
     };
     return cmocka_run_group_tests_name("kernels", tests, NULL, NULL);
 }

@@ -18,48 +18,51 @@ GRADREF__DEFINE_CONV_FAST_PATH(FAST, OP, gradref__c3f_plan, gradref__c3f_fast_wo
                                gradref__c3f_fast, gradref__c3f_no_workspace,
                                gradref__c3f_fast_threads);
 
-gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref_tensor *x,
-                                     const gradref_tensor *dy, const gradref_tensor *dw,
-                                     gradref__c3f_plan *plan) {
-    gradref_status s;
-    GRADREF__FORWARD_IF_ERROR(gradref__conv_check_params(OP, p));
-    gradref__extent xe, ye, we;
-    gradref_tensor xl, yl, wl;
-    GRADREF__FORWARD_IF_ERROR(gradref__take_input(OP, "x", x, &xl, &xe));
-    GRADREF__FORWARD_IF_ERROR(gradref__take_input(OP, "dy", dy, &yl, &ye));
-    GRADREF__FORWARD_IF_ERROR(gradref__take_output(OP, "dw", dw, &wl, &we));
-    x = &xl;
-    dy = &yl;
-    dw = &wl;
-    GRADREF__FORWARD_IF_ERROR(gradref__check_rank(OP, "x", x, 5));
-    GRADREF__FORWARD_IF_ERROR(gradref__check_rank(OP, "dy", dy, 5));
-    GRADREF__FORWARD_IF_ERROR(gradref__check_rank(OP, "dw", dw, 5));
-    const int32_t in = x->dtype, out = dw->dtype;
+/* x, dy and dw taken (normalised copies in t[], extents in e[]), their ranks and dtypes. */
+static gradref_status check_tensors(const gradref_tensor *x, const gradref_tensor *dy,
+                                    const gradref_tensor *dw, gradref_tensor *t,
+                                    gradref__extent *e) {
+    GRADREF__FORWARD_IF_ERROR(gradref__take_input(OP, "x", x, &t[0], &e[0]));
+    GRADREF__FORWARD_IF_ERROR(gradref__take_input(OP, "dy", dy, &t[1], &e[1]));
+    GRADREF__FORWARD_IF_ERROR(gradref__take_output(OP, "dw", dw, &t[2], &e[2]));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_rank(OP, "x", &t[0], 5));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_rank(OP, "dy", &t[1], 5));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_rank(OP, "dw", &t[2], 5));
+    const int32_t in = t[0].dtype, out = t[2].dtype;
     if (!gradref__dtype_is_float(in))
         return gradref__fail(GRADREF_ERR_DTYPE, OP,
                              "x.dtype is %s; conv3d_backprop_filter takes F32, F64, F16 or BF16",
                              gradref__dtype_name(in));
-    if (dy->dtype != in)
+    if (t[1].dtype != in)
         return gradref__fail(GRADREF_ERR_DTYPE, OP, "dy.dtype is %s but x.dtype is %s",
-                             gradref__dtype_name(dy->dtype), gradref__dtype_name(in));
+                             gradref__dtype_name(t[1].dtype), gradref__dtype_name(in));
     if (out != in && !(out == GRADREF_F32 && (in == GRADREF_F16 || in == GRADREF_BF16)))
         return gradref__fail(GRADREF_ERR_DTYPE, OP, "dw.dtype is %s but x.dtype %s gives %s%s",
                              gradref__dtype_name(out), gradref__dtype_name(in),
                              gradref__dtype_name(in),
                              in == GRADREF_F16 || in == GRADREF_BF16 ? " or F32" : "");
+    return GRADREF_OK;
+}
 
-    const int64_t G = p->groups == 0 ? 1 : p->groups;
+/* The batch and channel sizes of x and dy against dw's and the groups G. */
+static gradref_status check_channels(const gradref_tensor *x, const gradref_tensor *dy,
+                                     const gradref_tensor *dw, int64_t G) {
     const int64_t Cout = dw->shape[0], Cin_g = dw->shape[1];
     GRADREF__FORWARD_IF_ERROR(gradref__check_dim(OP, "dy", dy, 0, x->shape[0], "x.shape[0]"));
     GRADREF__FORWARD_IF_ERROR(gradref__check_dim(OP, "dy", dy, 1, Cout, "dw.shape[0] (Cout)"));
-    if ((s = gradref__check_dim_product(OP, "x", x, 1, G, Cin_g, "groups x dw.shape[1] (Cin/G)")) !=
-        GRADREF_OK)
-        return s;
+    GRADREF__FORWARD_IF_ERROR(
+        gradref__check_dim_product(OP, "x", x, 1, G, Cin_g, "groups x dw.shape[1] (Cin/G)"));
     if (Cout % G != 0)
         return gradref__fail(GRADREF_ERR_SHAPE, OP,
                              "dw.shape[0] (Cout) is %lld, not a multiple of p.groups %lld",
                              (long long)Cout, (long long)G);
-    memset(plan, 0, sizeof *plan);
+    return GRADREF_OK;
+}
+
+/* Every spatial dim checked against the convolution's rule, and the plan's geometry filled. */
+static gradref_status check_spatial(const gradref_conv_params *p, const gradref_tensor *x,
+                                    const gradref_tensor *dy, const gradref_tensor *dw,
+                                    gradref__c3f_plan *plan) {
     for (int j = 0; j < 3; j++) {
         const int64_t k = dw->shape[2 + j], i = x->shape[2 + j], o = dy->shape[2 + j];
         GRADREF__FORWARD_IF_ERROR(
@@ -70,17 +73,22 @@ gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref
         gradref__conv_plan_steps(p, j, k, o, &plan->stride[j], &plan->dil[j]);
         plan->pad_begin[j] = p->pad[2 * j];
     }
-    GRADREF__FORWARD_IF_ERROR(gradref__check_disjoint(OP, "dw", &we, "x", &xe));
-    GRADREF__FORWARD_IF_ERROR(gradref__check_disjoint(OP, "dw", &we, "dy", &ye));
+    return GRADREF_OK;
+}
+
+/* The rest of the plan from the checked tensors (its geometry is filled already). */
+static void plan_of(const gradref_conv_params *p, const gradref_tensor *t, const gradref__extent *e,
+                    int64_t G, gradref__c3f_plan *plan) {
+    const gradref_tensor *x = &t[0], *dy = &t[1], *dw = &t[2];
     plan->mode = p->mode;
-    plan->in_dtype = in;
-    plan->out_dtype = out;
+    plan->in_dtype = x->dtype;
+    plan->out_dtype = dw->dtype;
     plan->precision = GRADREF_PRECISION_DEFAULT;
     plan->max_isa = GRADREF__ISA_MAX;
     plan->N = x->shape[0];
     plan->G = G;
-    plan->Cin_g = Cin_g;
-    plan->Cout_g = Cout / G;
+    plan->Cin_g = dw->shape[1];
+    plan->Cout_g = dw->shape[0] / G;
     plan->x = (const char *)x->data;
     plan->dy = (const char *)dy->data;
     plan->dw = (char *)dw->data;
@@ -89,10 +97,27 @@ gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref
         plan->ys[d] = dy->strides[d];
         plan->ws[d] = dw->strides[d];
     }
-    plan->in_size = gradref__dtype_size(in);
-    plan->out_size = gradref__dtype_size(out);
-    plan->zero_only = we.numel == 0 || xe.numel == 0 || ye.numel == 0; /* N, Cin or every x row 0 */
-    plan->out_desc = wl;
+    plan->in_size = gradref__dtype_size(x->dtype);
+    plan->out_size = gradref__dtype_size(dw->dtype);
+    /* N, Cin or every x row 0 */
+    plan->zero_only = e[2].numel == 0 || e[0].numel == 0 || e[1].numel == 0;
+    plan->out_desc = *dw;
+}
+
+gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref_tensor *x,
+                                     const gradref_tensor *dy, const gradref_tensor *dw,
+                                     gradref__c3f_plan *plan) {
+    GRADREF__FORWARD_IF_ERROR(gradref__conv_check_params(OP, p));
+    gradref_tensor t[3];
+    gradref__extent e[3];
+    GRADREF__FORWARD_IF_ERROR(check_tensors(x, dy, dw, t, e));
+    const int64_t G = p->groups == 0 ? 1 : p->groups;
+    GRADREF__FORWARD_IF_ERROR(check_channels(&t[0], &t[1], &t[2], G));
+    memset(plan, 0, sizeof *plan);
+    GRADREF__FORWARD_IF_ERROR(check_spatial(p, &t[0], &t[1], &t[2], plan));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_disjoint(OP, "dw", &e[2], "x", &e[0]));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_disjoint(OP, "dw", &e[2], "dy", &e[1]));
+    plan_of(p, t, e, G, plan);
     return GRADREF_OK;
 }
 

@@ -117,6 +117,33 @@ static gradref_status check_index_tensor(const recat_args *a, const char *name,
     return gradref__check_disjoint(a->op, "out", &a->out_ext, name, ext);
 }
 
+/* cumsum (W entries, stride cs) is the exclusive prefix sum of n (stride ns); the inclusive
+ * one, torchrec's own buffer, gets its own message. */
+static gradref_status check_exclusive_prefix(const char *op, const int64_t *n, int64_t ns,
+                                             const int64_t *c, int64_t cs, int64_t W) {
+    int64_t exclusive = 0; /* cannot overflow: the entries sum to shape[1] */
+    for (int64_t r = 0; r < W; r++) {
+        if (c[r * cs] != exclusive) {
+            int inclusive = 1;
+            for (int64_t q = 0, acc = 0; q < W && inclusive; q++) {
+                acc += n[q * ns];
+                inclusive = c[q * cs] == acc;
+            }
+            if (inclusive)
+                return gradref__fail(GRADREF_ERR_PARAM, op,
+                                     "cumsum_dim_sum_per_rank is the inclusive prefix sum of "
+                                     "dim_sum_per_rank; recat needs the exclusive one (C_0 = 0, "
+                                     "C_r = dim_sum_per_rank[0] + ... + dim_sum_per_rank[r-1])");
+            return gradref__fail(GRADREF_ERR_PARAM, op,
+                                 "cumsum_dim_sum_per_rank[%lld] is %lld but the exclusive prefix "
+                                 "sum of dim_sum_per_rank gives %lld",
+                                 (long long)r, (long long)c[r * cs], (long long)exclusive);
+        }
+        exclusive += n[r * ns];
+    }
+    return GRADREF_OK;
+}
+
 static gradref_status validate_batch(recat_args *a, const gradref_tensor *dims,
                                      const gradref_tensor *cumsum, gradref__recat_plan *p) {
     gradref_status s;
@@ -139,26 +166,7 @@ static gradref_status validate_batch(recat_args *a, const gradref_tensor *dims,
     int64_t ns = dims->strides[0], cs = cumsum->strides[0];
     GRADREF__FORWARD_IF_ERROR(check_split(a->op, "dim_sum_per_rank", n, ns, W,
                                           a->grad_output->shape[1], "grad_output.shape[1]"));
-    int64_t exclusive = 0; /* cannot overflow: the entries sum to shape[1] */
-    for (int64_t r = 0; r < W; r++) {
-        if (c[r * cs] != exclusive) {
-            int inclusive = 1;
-            for (int64_t q = 0, acc = 0; q < W && inclusive; q++) {
-                acc += n[q * ns];
-                inclusive = c[q * cs] == acc;
-            }
-            if (inclusive)
-                return gradref__fail(GRADREF_ERR_PARAM, a->op,
-                                     "cumsum_dim_sum_per_rank is the inclusive prefix sum of "
-                                     "dim_sum_per_rank; recat needs the exclusive one (C_0 = 0, "
-                                     "C_r = dim_sum_per_rank[0] + ... + dim_sum_per_rank[r-1])");
-            return gradref__fail(GRADREF_ERR_PARAM, a->op,
-                                 "cumsum_dim_sum_per_rank[%lld] is %lld but the exclusive prefix "
-                                 "sum of dim_sum_per_rank gives %lld",
-                                 (long long)r, (long long)c[r * cs], (long long)exclusive);
-        }
-        exclusive += n[r * ns];
-    }
+    GRADREF__FORWARD_IF_ERROR(check_exclusive_prefix(a->op, n, ns, c, cs, W));
     const gradref_tensor *go = a->grad_output;
     int64_t strides[3] = {go->strides[0], go->strides[1], 1};
     fill_plan(p, a, go->shape[1], 1, strides, n, ns, W);
