@@ -17,13 +17,14 @@ typedef struct cbd_ctx {
     int qs8; /* the QuantizedS8 call (I8 in and out) */
 } cbd_ctx;
 
+static const gradref_qs8_scales QS8_SCALES = {0.02f, 0.02f, 0.05f};
+
 static gradref_status cbd_once(void *arg, int threads) {
     cbd_ctx *c = arg;
     gradref_exec exec = {c->workspace, c->workspace_bytes, threads, c->precision};
     if (c->qs8) {
-        const gradref_qs8_scales scales = {0.02f, 0.02f, 0.05f};
-        return gradref_conv_backprop_data_qs8(&c->params, &scales, &c->filter, &c->diff, &c->grad,
-                                              &exec);
+        return gradref_conv_backprop_data_qs8(&c->params, &QS8_SCALES, &c->filter, &c->diff,
+                                              &c->grad, &exec);
     }
     return gradref_conv_backprop_data(&c->params, &c->filter, &c->diff, &c->grad, &exec);
 }
@@ -55,7 +56,10 @@ int bench_cbd(const problem *p, int threads, int repeats, timing *t) {
         opix *= pc.O[j];
     }
     const gradref_dtype dt = p->dtype;
-    const size_t esz = bench_dtype_size(dt);
+    const int qs8 = problem_get(p, "qs", 0) == 8;
+    /* I8 gives I32 sums unless the QuantizedS8 call requantises them */
+    const gradref_dtype gdt = dt == GRADREF_I8 && !qs8 ? GRADREF_I32 : dt;
+    const size_t esz = bench_dtype_size(dt), gsz = bench_dtype_size(gdt);
     const int nhwc = strcmp(p->mode, "nhwc") == 0;
     const int64_t C_in = pc.G * pc.ICpg, C_out = pc.G * pc.OCpg;
     int64_t ipix = 1;
@@ -63,7 +67,7 @@ int bench_cbd(const problem *p, int threads, int repeats, timing *t) {
         ipix *= pc.I[j];
     const int64_t fn = C_out * pc.ICpg * taps, dn = pc.N * C_out * opix, gn = pc.N * C_in * ipix;
     char *f = tensor_alloc((size_t)fn * esz), *d = tensor_alloc((size_t)dn * esz),
-         *g = tensor_alloc((size_t)gn * esz);
+         *g = tensor_alloc((size_t)gn * gsz);
     int rc = 1;
     if (f && d && g) {
         fill_values(dt, f, fn, 1);
@@ -71,7 +75,7 @@ int bench_cbd(const problem *p, int threads, int repeats, timing *t) {
         cbd_ctx c;
         memset(&c, 0, sizeof c);
         c.precision = (int32_t)problem_get(p, "prec", GRADREF_PRECISION_DEFAULT);
-        c.qs8 = problem_get(p, "qs", 0) == 8;
+        c.qs8 = qs8;
         c.params.groups = (int32_t)pc.G;
         for (int j = 0; j < pc.rank; j++) {
             c.params.stride[j] = pc.stride[j];
@@ -85,18 +89,20 @@ int bench_cbd(const problem *p, int threads, int repeats, timing *t) {
         gradref_tensor_init(&c.filter, f, dt, pc.rank + 2, fs);
         if (pc.rank == 2 && nhwc) {
             gradref_tensor_init_format(&c.diff, d, dt, GRADREF_FORMAT_NHWC, ds);
-            gradref_tensor_init_format(&c.grad, g, dt, GRADREF_FORMAT_NHWC, gs);
+            gradref_tensor_init_format(&c.grad, g, gdt, GRADREF_FORMAT_NHWC, gs);
         } else if (pc.rank == 3 && nhwc) {
             gradref_tensor_init_format(&c.diff, d, dt, GRADREF_FORMAT_NDHWC, ds);
-            gradref_tensor_init_format(&c.grad, g, dt, GRADREF_FORMAT_NDHWC, gs);
+            gradref_tensor_init_format(&c.grad, g, gdt, GRADREF_FORMAT_NDHWC, gs);
         } else {
             gradref_tensor_init(&c.diff, d, dt, pc.rank + 2, ds);
-            gradref_tensor_init(&c.grad, g, dt, pc.rank + 2, gs);
+            gradref_tensor_init(&c.grad, g, gdt, pc.rank + 2, gs);
         }
-        if (gradref_conv_backprop_data_workspace_size(&c.params, &c.filter, &c.diff, &c.grad,
-                                                      &c.workspace_bytes) == GRADREF_OK &&
-            c.workspace_bytes > 0)
-            c.workspace = malloc(c.workspace_bytes);
+        const gradref_status sized =
+            qs8 ? gradref_conv_backprop_data_qs8_workspace_size(
+                      &c.params, &QS8_SCALES, &c.filter, &c.diff, &c.grad, &c.workspace_bytes)
+                : gradref_conv_backprop_data_workspace_size(&c.params, &c.filter, &c.diff, &c.grad,
+                                                            &c.workspace_bytes);
+        if (sized == GRADREF_OK && c.workspace_bytes > 0) c.workspace = malloc(c.workspace_bytes);
         if (problem_get(p, "tinyws", 0)) /* a workspace too small: the no-workspace path */
             c.workspace_bytes = 1;
         pc.channels_last = nhwc;

@@ -276,7 +276,7 @@ GRADREF_API gradref_status gradref_conv_backprop_data_workspace_size(const gradr
  * scales->grad. Each grad element's exact int32 sum acc (as the I8 -> I32 call gives it) is
  * requantised as MegEngine does: t = (float)acc * (filter * diff) in float, then
  * roundf(t / grad) (half away from zero), saturated to -128..127. Scales must be finite and
- * > 0 (PARAM). The rest as gradref_conv_backprop_data; it needs no workspace. */
+ * > 0 (PARAM). The rest as gradref_conv_backprop_data, its workspace included. */
 typedef struct gradref_qs8_scales {
     float filter, diff, grad;
 } gradref_qs8_scales;

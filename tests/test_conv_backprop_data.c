@@ -1306,12 +1306,72 @@ static void test_qs8(void **state) {
     expect_error(&c,
                  gradref_conv_backprop_data_qs8(&c.params, &good, &c.filter, &c.diff, &wide, NULL),
                  GRADREF_ERR_DTYPE, "the QuantizedS8 call takes I8 filter, diff and grad");
-    size_t bytes = 1;
+    /* the QuantizedS8 call's workspace is the I8 -> I32 call's (the same f32 path) */
+    size_t bytes = 1, i32_bytes = 2;
     assert_int_equal(gradref_conv_backprop_data_qs8_workspace_size(&c.params, &good, &c.filter,
                                                                    &c.diff, &c.grad, &bytes),
                      GRADREF_OK);
-    assert_int_equal(bytes, 0);
+    int64_t numel = 1;
+    for (int d = 0; d < c.grad.ndim; d++)
+        numel *= c.grad.shape[d];
+    int32_t *sums = malloc(sizeof(int32_t) * (size_t)numel);
+    gradref_tensor i32;
+    gradref_tensor_init(&i32, sums, GRADREF_I32, c.grad.ndim, c.grad.shape);
+    assert_int_equal(
+        gradref_conv_backprop_data_workspace_size(&c.params, &c.filter, &c.diff, &i32, &i32_bytes),
+        GRADREF_OK);
+    assert_true(bytes > 0);
+    assert_int_equal(bytes, i32_bytes);
+    free(sums);
     free_case(&c);
+}
+
+/* I8 sums run in f32 only while every partial sum is an integer of at most 2^24 (cbd_fast.c):
+ * one grad element summing OC products of -128 x -128 lands exactly on 2^24 (the f32 path), one
+ * more product of 1 x 1 makes 2^24 + 1, which f32 rounds away (the reference loop must take
+ * it), and 131073 products pass 2^31, where the sum keeps its low 32 bits. Each at 1, 2 and
+ * 3 threads, I32 and QuantizedS8. */
+static void test_int8_sum_bound(void **state) {
+    (void)state;
+    static const struct {
+        int64_t oc;
+        int last_one; /* the last product is 1 x 1 */
+        int64_t want;
+    } runs[3] = {{1024, 0, INT64_C(16777216)},
+                 {1025, 1, INT64_C(16777217)},
+                 {131073, 0, INT64_C(131073) * 16384 - (INT64_C(1) << 32)}};
+    for (int i = 0; i < 3; i++) {
+        const int64_t oc = runs[i].oc;
+        int8_t *w = malloc((size_t)oc), *d = malloc((size_t)oc);
+        memset(w, 0x80, (size_t)oc);
+        memset(d, 0x80, (size_t)oc);
+        if (runs[i].last_one) w[oc - 1] = d[oc - 1] = 1;
+        const int64_t fshape[3] = {oc, 1, 1}, dshape[3] = {1, oc, 1}, gshape[3] = {1, 1, 1};
+        gradref_tensor tw, td, tg, tq;
+        int32_t sum = 0;
+        int8_t q = 0;
+        gradref_tensor_init(&tw, w, GRADREF_I8, 3, fshape);
+        gradref_tensor_init(&td, d, GRADREF_I8, 3, dshape);
+        gradref_tensor_init(&tg, &sum, GRADREF_I32, 3, gshape);
+        gradref_tensor_init(&tq, &q, GRADREF_I8, 3, gshape);
+        gradref_conv_params p;
+        memset(&p, 0, sizeof p);
+        p.stride[0] = p.dilation[0] = 1;
+        const gradref_qs8_scales sc = {0.5f, 0.25f, 4096.0f};
+        for (int threads = 1; threads <= 3; threads++) {
+            const gradref_exec e = {NULL, 0, threads, GRADREF_PRECISION_DEFAULT};
+            sum = 7, q = 7;
+            assert_int_equal(gradref_conv_backprop_data(&p, &tw, &td, &tg, &e), GRADREF_OK);
+            if (sum != (int32_t)runs[i].want)
+                fail_msg("%lld channels at %d threads: the sum is %d, want %lld", (long long)oc,
+                         threads, (int)sum, (long long)runs[i].want);
+            assert_int_equal(gradref_conv_backprop_data_qs8(&p, &sc, &tw, &td, &tq, &e),
+                             GRADREF_OK);
+            assert_int_equal(q, model_qs8(runs[i].want, sc.filter, sc.diff, sc.grad));
+        }
+        free(w);
+        free(d);
+    }
 }
 
 int main(void) {
@@ -1339,6 +1399,7 @@ int main(void) {
         cmocka_unit_test(test_megengine_default),
         cmocka_unit_test(test_megengine_f16_rounding),
         cmocka_unit_test(test_qs8),
+        cmocka_unit_test(test_int8_sum_bound),
     };
     tu_seed();
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -587,6 +587,55 @@ static void test_cbd_tiles(void **state) {
     }
 }
 
+/* conv_backprop_data's QuantizedS8 requantisation without libm, against the transcription of
+ * MegEngine's (roundf, fmaxf, fminf): every tie of acc / 2, every acc near the clamps, and
+ * random sums and scales from 2^-40 to 2^40 (overflow to Inf and quotients of 0 included); and
+ * each level's row kernel against it, bytes past the row untouched. */
+static void test_cbd_requantize(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(12);
+    for (int32_t acc = -600; acc <= 600; acc++) {
+        const float scales[4][2] = {{1.0f, 2.0f}, {0.5f, 1.0f}, {1.0f, 1.0f}, {0.25f, 0.5f}};
+        for (int k = 0; k < 4; k++)
+            if (gradref__cbd_qs8_requantize_inline(acc, scales[k][0], scales[k][1]) !=
+                gradref__cbd_qs8_requantize(acc, scales[k][0], scales[k][1]))
+                fail_msg("cbd requantize: acc %d, scales %g and %g", (int)acc, (double)scales[k][0],
+                         (double)scales[k][1]);
+    }
+    FOR_EACH_LEVEL(level) { /* the row kernels: every length, integral sums, ties and clamps */
+        const gradref__cbd_kernels *k = gradref__cbd_kernels_for(level);
+        if (k == gradref__cbd_kernels_for(level - 1) || k->qs8_row == NULL) continue;
+        for (int iter = 0; iter < 3000; iter++) {
+            float from[40];
+            int8_t want[48], got[48];
+            const int64_t n = iter % 41;
+            const int ties = iter % 2;
+            const float sa =
+                ties ? 1.0f : ldexpf((float)(1.0 + tu_uniform(&r)), (int)tu_range(&r, -30, 10));
+            const float sg =
+                ties ? 2.0f : ldexpf((float)(1.0 + tu_uniform(&r)), (int)tu_range(&r, -10, 10));
+            for (int64_t x = 0; x < n; x++)
+                from[x] = (float)tu_range(&r, ties ? -300 : -(INT64_C(1) << 24),
+                                          ties ? 300 : INT64_C(1) << 24);
+            memset(want, 0x55, sizeof want);
+            memset(got, 0x55, sizeof got);
+            for (int64_t x = 0; x < n; x++)
+                want[x] = gradref__cbd_qs8_requantize_inline((int32_t)from[x], sa, sg);
+            k->qs8_row(from, n, sa, sg, got);
+            expect_bytes(got, want, sizeof want, "cbd qs8_row", k->isa, n, iter);
+        }
+    }
+    for (int iter = 0; iter < 2000000; iter++) {
+        const int32_t acc =
+            iter % 3 == 0 ? (int32_t)(uint32_t)tu_next(&r) : (int32_t)tu_range(&r, -70000, 70000);
+        const float sa = ldexpf((float)(1.0 + tu_uniform(&r)), (int)tu_range(&r, -40, 40));
+        const float sg = ldexpf((float)(1.0 + tu_uniform(&r)), (int)tu_range(&r, -40, 40));
+        if (gradref__cbd_qs8_requantize_inline(acc, sa, sg) !=
+            gradref__cbd_qs8_requantize(acc, sa, sg))
+            fail_msg("cbd requantize: acc %d, scales %a and %a", (int)acc, (double)sa, (double)sg);
+    }
+}
+
 /* ---- grid_sampler3d_grad: dx planes and trilinear dgrid against their contracts ---- */
 
 /* dx_plane: every record in order, each in-bounds corner j of it adding w[j] * grad (nearest:
@@ -752,12 +801,13 @@ int main(void) {
     tu_seed();
     printf("kernel level: %s\n", gradref__isa_name(gradref__isa_level()));
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rope_rows),     cmocka_unit_test(test_rope_heads),
-        cmocka_unit_test(test_recat_rows),    cmocka_unit_test(test_canon_nans),
-        cmocka_unit_test(test_array_kernels), cmocka_unit_test(test_c3f_add_and_scan),
-        cmocka_unit_test(test_c3f_panels),    cmocka_unit_test(test_cbd_masks_and_scatter),
-        cmocka_unit_test(test_cbd_depthwise), cmocka_unit_test(test_cbd_tiles),
-        cmocka_unit_test(test_gs3d_dx_plane), cmocka_unit_test(test_gs3d_dgrid),
+        cmocka_unit_test(test_rope_rows),      cmocka_unit_test(test_rope_heads),
+        cmocka_unit_test(test_recat_rows),     cmocka_unit_test(test_canon_nans),
+        cmocka_unit_test(test_array_kernels),  cmocka_unit_test(test_c3f_add_and_scan),
+        cmocka_unit_test(test_c3f_panels),     cmocka_unit_test(test_cbd_masks_and_scatter),
+        cmocka_unit_test(test_cbd_depthwise),  cmocka_unit_test(test_cbd_tiles),
+        cmocka_unit_test(test_cbd_requantize), cmocka_unit_test(test_gs3d_dx_plane),
+        cmocka_unit_test(test_gs3d_dgrid),
     };
     return cmocka_run_group_tests_name("kernels", tests, NULL, NULL);
 }

@@ -103,7 +103,8 @@ static void convert_one(const char *s, int32_t sdt, char *d, int32_t ddt) {
     }
 }
 
-/* Contiguous runs between f32 and f16/bf16 with the array kernels; 0 for other pairs. */
+/* Contiguous runs between f32 and f16/bf16 with the array kernels, and i8 to f32; 0 for other
+ * pairs. */
 static int convert_run(const char *s, int32_t sdt, char *d, int32_t ddt, int64_t n) {
     const size_t len = (size_t)n;
     if (ddt == GRADREF_F32 && sdt == GRADREF_F16)
@@ -114,6 +115,9 @@ static int convert_run(const char *s, int32_t sdt, char *d, int32_t ddt, int64_t
         gradref__f32_to_f16_array((const float *)(const void *)s, (uint16_t *)(void *)d, len);
     else if (sdt == GRADREF_F32 && ddt == GRADREF_BF16)
         gradref__f32_to_bf16_array((const float *)(const void *)s, (uint16_t *)(void *)d, len);
+    else if (sdt == GRADREF_I8 && ddt == GRADREF_F32) /* exact; the compiler vectorises it */
+        for (size_t i = 0; i < len; i++)
+            ((float *)(void *)d)[i] = (float)((const int8_t *)(const void *)s)[i];
     else
         return 0;
     return 1;

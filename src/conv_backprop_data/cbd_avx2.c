@@ -379,6 +379,31 @@ void gradref__cbd_f32_scatter2_avx2(const float *from, int64_t len, int64_t rows
             row[2 * x] = from[x];
     }
 }
+/* 8 sums a step: max(v, -128) takes -128 for a NaN (MAXPS returns its second operand when one
+ * is NaN), truncation and the two half tests as the scalar one, then two saturating packs
+ * (exact: the values are in -128..127). */
+void gradref__cbd_qs8_row_avx2(const float *from, int64_t n, float acc_scale, float grad_scale,
+                               int8_t *out) {
+    const __m256 as = _mm256_set1_ps(acc_scale), gs = _mm256_set1_ps(grad_scale);
+    const __m256 lo = _mm256_set1_ps(-128.0f), hi = _mm256_set1_ps(127.0f);
+    const __m256 half = _mm256_set1_ps(0.5f), minus_half = _mm256_set1_ps(-0.5f);
+    int64_t x = 0;
+    for (; x + 8 <= n; x += 8) {
+        __m256 v = _mm256_div_ps(_mm256_mul_ps(_mm256_loadu_ps(from + x), as), gs);
+        v = _mm256_min_ps(_mm256_max_ps(v, lo), hi);
+        const __m256i t = _mm256_cvttps_epi32(v);
+        const __m256 frac = _mm256_sub_ps(v, _mm256_cvtepi32_ps(t));
+        const __m256i up = _mm256_castps_si256(_mm256_cmp_ps(frac, half, _CMP_GE_OQ));
+        const __m256i down = _mm256_castps_si256(_mm256_cmp_ps(frac, minus_half, _CMP_LE_OQ));
+        const __m256i i = _mm256_add_epi32(_mm256_sub_epi32(t, up), down); /* masks are -1 */
+        const __m128i words =
+            _mm_packs_epi32(_mm256_castsi256_si128(i), _mm256_extracti128_si256(i, 1));
+        _mm_storel_epi64((__m128i *)(void *)(out + x), _mm_packs_epi16(words, words));
+    }
+    for (; x < n; x++)
+        out[x] = gradref__cbd_qs8_requantize_inline((int32_t)from[x], acc_scale, grad_scale);
+}
+
 const gradref__cbd_kernels gradref__cbd_kernels_avx2 = {
     .isa = "avx2",
     .dw_row = gradref__cbd_f32_dw_row_avx2,
@@ -388,6 +413,7 @@ const gradref__cbd_kernels gradref__cbd_kernels_avx2 = {
     .pack_tile32 = gradref__cbd_f32_pack_tile32_avx2,
     .tile32_masks = gradref__cbd_tile32_masks,
     .scatter2 = gradref__cbd_f32_scatter2_avx2,
+    .qs8_row = gradref__cbd_qs8_row_avx2,
 };
 
 #else

@@ -463,6 +463,7 @@ const gradref__cbd_kernels gradref__cbd_kernels_avx512 = {
     .pack_tile32 = gradref__cbd_f32_pack_tile32_avx512,
     .tile32_masks = gradref__cbd_tile32_masks_avx512,
     .scatter2 = gradref__cbd_f32_scatter2_avx512,
+    .qs8_row = gradref__cbd_qs8_row_avx2,
 };
 
 #else

@@ -15,8 +15,15 @@
  *
  * Depthwise convolutions with stride 1 use direct row kernels (cbd_kernels.c, cbd_avx2.c,
  * cbd_avx512.c). Work items are (image, group, input-channel block); each writes only its own grad
- * channels, so the bits do not depend on the thread count. F64, I8 and GRADREF_PRECISION_HIGH run
- * the reference loop over the same items. */
+ * channels, so the bits do not depend on the thread count. F64 and GRADREF_PRECISION_HIGH run
+ * the reference loop over the same items.
+ *
+ * I8 (I32 sums, and QuantizedS8) runs the same kernels in f32 when that is exact: the values
+ * and their products (|w * d| <= 2^14) are integers f32 holds, and so is every partial sum of a
+ * grad element while its bound, sum |w| over the element's filter column times max |diff|,
+ * is at most 2^24. Every order of the sum then gives the true integer, which is the
+ * reference's int64 sum (its low 32 bits are the same number). The epilogue stores it as I32
+ * or requantises it; a problem whose bound is larger runs the reference loop. */
 #include <string.h>
 
 #include "cbd_fast.h"
@@ -48,7 +55,8 @@ static layout layout_of(const gradref__cbd_plan *p, int32_t precision, int threa
     memset(&L, 0, sizeof L);
     const int f32 =
         p->in_dtype == GRADREF_F32 || p->in_dtype == GRADREF_F16 || p->in_dtype == GRADREF_BF16;
-    if (!f32 || precision != GRADREF_PRECISION_DEFAULT) {
+    /* integer sums have one answer whatever the precision asks */
+    if (p->in_dtype != GRADREF_I8 && (!f32 || precision != GRADREF_PRECISION_DEFAULT)) {
         L.path = PATH_REFERENCE;
         return L;
     }
@@ -287,6 +295,113 @@ static int run_items(const run *R, const layout *L, char *base, int threads) {
     return finite;
 }
 
+#define F32_EXACT_INTEGERS (INT64_C(1) << 24)
+
+/* The largest sum of |w| over one input channel's filter column (every tap and oc). */
+static int64_t largest_column_sum(const gradref__cbd_plan *p, int threads) {
+    const int64_t T = taps_of(p), rows = p->G * p->ICpg;
+    const int8_t *w = (const int8_t *)(const void *)p->filter;
+    const int team = rows * T * p->OCpg >= (INT64_C(1) << 15) ? threads : 1;
+    int64_t most = 0;
+    GRADREF__PARALLEL_FOR(team, reduction(max : most) schedule(static))
+    for (int64_t r = 0; r < rows; r++) {
+        int64_t sum = 0;
+        for (int64_t t = 0; t < T; t++) {
+            const int64_t off = filter_offset(p, r / p->ICpg, r % p->ICpg, t);
+            for (int64_t oc = 0; oc < p->OCpg; oc++) {
+                const int v = w[off + oc * p->fs[1]];
+                sum += v < 0 ? -v : v;
+            }
+        }
+        if (sum > most) most = sum;
+    }
+    return most;
+}
+
+/* The largest |diff| (128 at most). */
+static int64_t largest_diff(const gradref__cbd_plan *p, int threads) {
+    const int64_t planes = p->N * p->G * p->OCpg, px = pixels(p->O);
+    const int8_t *d = (const int8_t *)(const void *)p->diff;
+    const int team = planes * px >= (INT64_C(1) << 15) ? threads : 1;
+    int most = 0;
+    GRADREF__PARALLEL_FOR(team, reduction(max : most) schedule(static))
+    for (int64_t s = 0; s < planes; s++) {
+        const int64_t n = s / (p->G * p->OCpg), c = s % (p->G * p->OCpg);
+        const int8_t *plane = d + n * p->ds[0] + c * p->ds[2];
+        for (int64_t o0 = 0; o0 < p->O[0]; o0++)
+            for (int64_t o1 = 0; o1 < p->O[1]; o1++)
+                for (int64_t o2 = 0; o2 < p->O[2]; o2++) {
+                    const int v = plane[o0 * p->ds[3] + o1 * p->ds[4] + o2 * p->ds[5]];
+                    const int a = v < 0 ? -v : v;
+                    if (a > most) most = a;
+                }
+    }
+    return most;
+}
+
+/* Whether every partial sum of every grad element is an integer of at most 2^24 (the file's
+ * comment). The filter is read first: most problems need no look at diff. */
+static int int8_sums_exact(const gradref__cbd_plan *p, int threads) {
+    const int64_t column = largest_column_sum(p, threads);
+    if (column * 128 <= F32_EXACT_INTEGERS) return 1;
+    return column * largest_diff(p, threads) <= F32_EXACT_INTEGERS;
+}
+
+typedef struct int_store {
+    const gradref__cbd_plan *p;
+    const gradref__cbd_kernels *k;
+    const float *acc; /* dense (image, channel, pixel) */
+} int_store;
+
+/* One grad row of n f32 integer sums: I32, or requantised to QuantizedS8 (fields in locals:
+ * the int8 stores may alias the plan). */
+static void store_int_row(const gradref__cbd_plan *p, const gradref__cbd_kernels *k,
+                          const float *from, char *to, int64_t step, int64_t n) {
+    if (p->qs8) {
+        const float as = p->qs8_acc_scale, gs = p->qs8_grad_scale;
+        int8_t *out = (int8_t *)(void *)to;
+        if (step == 1 && k->qs8_row)
+            k->qs8_row(from, n, as, gs, out);
+        else
+            for (int64_t x = 0; x < n; x++)
+                out[x * step] = gradref__cbd_qs8_requantize_inline((int32_t)from[x], as, gs);
+        return;
+    }
+    int32_t *out = (int32_t *)(void *)to;
+    for (int64_t x = 0; x < n; x++)
+        out[x * step] = (int32_t)from[x];
+}
+
+/* Slabs [s0, s1) of the f32 integer sums into grad. */
+static void store_int_slabs(const void *arg, int64_t s0, int64_t s1) {
+    const int_store *st = arg;
+    const gradref__cbd_plan *p = st->p;
+    const int64_t px = pixels(p->I), C = p->G * p->ICpg;
+    for (int64_t s = s0; s < s1; s++) {
+        const int64_t n = s / C, c = s % C;
+        const float *from = st->acc + s * px;
+        for (int64_t i0 = 0; i0 < p->I[0]; i0++)
+            for (int64_t i1 = 0; i1 < p->I[1]; i1++, from += p->I[2]) {
+                const int64_t e = n * p->gs[0] + c * p->gs[2] + i0 * p->gs[3] + i1 * p->gs[4];
+                store_int_row(p, st->k, from, p->grad + (size_t)e * p->out_size, p->gs[5], p->I[2]);
+            }
+    }
+}
+
+/* The f32 accumulator (dense) out to grad in its dtype and layout. */
+static void store_grad(const gradref__cbd_plan *p, const float *acc, int threads) {
+    if (p->in_dtype == GRADREF_I8) {
+        const int_store st = {p, gradref__cbd_kernels_for(p->max_isa), acc};
+        gradref__parallel_ranges(p->N * p->G * p->ICpg, threads, store_int_slabs, &st);
+        return;
+    }
+    int64_t ast5[5];
+    dense5(p->G * p->ICpg, p->I, ast5);
+    const int64_t g5[5] = {p->gs[0], p->gs[2], p->gs[3], p->gs[4], p->gs[5]};
+    const int64_t shape[5] = {p->N, p->G * p->ICpg, p->I[0], p->I[1], p->I[2]};
+    gradref__copy5(shape, acc, GRADREF_F32, ast5, p->grad, p->out_dtype, g5, threads);
+}
+
 void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
     const int64_t slabs = p->N * p->G * p->ICpg;
     if (slabs == 0 || pixels(p->I) == 0) return;
@@ -297,7 +412,7 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
     const layout L = layout_of(p, p->precision, threads);
     char *base = (char *)ws;
     /* the GEMM path reads the filter into its panels inside the region */
-    if (L.path == PATH_REFERENCE ||
+    if (L.path == PATH_REFERENCE || (p->in_dtype == GRADREF_I8 && !int8_sums_exact(p, threads)) ||
         (L.path == PATH_DEPTHWISE && !pack_filter(p, (float *)(base + L.apack), threads))) {
         gradref__parallel_ranges(slabs, threads, ref_part, p); /* slabs split over the threads */
         return;
@@ -317,11 +432,5 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
         gradref__parallel_ranges(slabs, threads, ref_part, p);
         return;
     }
-    if (L.acc_buffer) {
-        int64_t ast5[5];
-        dense5(p->G * p->ICpg, p->I, ast5);
-        const int64_t g5[5] = {p->gs[0], p->gs[2], p->gs[3], p->gs[4], p->gs[5]};
-        const int64_t shape[5] = {p->N, p->G * p->ICpg, p->I[0], p->I[1], p->I[2]};
-        gradref__copy5(shape, R.acc, GRADREF_F32, ast5, p->grad, p->out_dtype, g5, threads);
-    }
+    if (L.acc_buffer) store_grad(p, R.acc, threads);
 }

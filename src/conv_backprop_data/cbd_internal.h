@@ -39,6 +39,20 @@ gradref_status gradref__cbd_validate_qs8(const gradref_conv_params *p,
  * -128..127 (a NaN gives -128, as fmax(-128, NaN) does). */
 int8_t gradref__cbd_qs8_requantize(int32_t acc, float acc_scale, float grad_scale);
 
+/* The same without libm calls or branches, for the fast path's epilogue (the compiler
+ * vectorises it): the quotient clamped first (roundf is monotonic and keeps -128 and 127, so
+ * clamping before or after rounding agrees; a NaN fails the first test and becomes -128), then
+ * rounded half away from zero from its truncation (v - trunc(v) is exact below 2^23). */
+static inline int8_t gradref__cbd_qs8_requantize_inline(int32_t acc, float acc_scale,
+                                                        float grad_scale) {
+    float v = (float)acc * acc_scale / grad_scale;
+    v = v > -128.0f ? v : -128.0f;
+    v = v < 127.0f ? v : 127.0f;
+    const int32_t i = (int32_t)v;
+    const float frac = v - (float)i;
+    return (int8_t)(i + (frac >= 0.5f) - (frac <= -0.5f));
+}
+
 /* The formula of docs/conv_backprop_data.md element by element (the oracle). */
 void gradref__cbd_ref(const gradref__cbd_plan *plan);
 /* The same for the grad channel slabs [s0, s1) of the N*G*ICpg slabs (n, g, ic), in order. */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* conv_backprop_data's NEON kernels: the depthwise row, 16 grad columns at a time in four
- * 4-lane chains, each in the reference's tap order (FMLA, one rounding, as fmaf); and the
- * stride-2 scatter. */
+ * 4-lane chains, each in the reference's tap order (FMLA, one rounding, as fmaf); the
+ * stride-2 scatter; and the QuantizedS8 requantisation of a row. */
 #include "cbd_simd.h"
 
 #ifdef GRADREF__ARM64
@@ -73,10 +73,35 @@ static void scatter2_neon(const float *from, int64_t len, int64_t rows, float *r
     }
 }
 
+/* 8 sums a step in two halves: FMAXNM takes -128 for a NaN (the quotient's NaNs are quiet),
+ * FCVTZS truncates, the half tests as the scalar one, then two narrowing moves (exact: the values
+ * are in -128..127). */
+static int16x4_t qs8_half(const float *from, float32x4_t as, float32x4_t gs) {
+    float32x4_t v = vdivq_f32(vmulq_f32(vld1q_f32(from), as), gs);
+    v = vminq_f32(vmaxnmq_f32(v, vdupq_n_f32(-128.0f)), vdupq_n_f32(127.0f));
+    const int32x4_t t = vcvtq_s32_f32(v);
+    const float32x4_t frac = vsubq_f32(v, vcvtq_f32_s32(t));
+    const int32x4_t up = vreinterpretq_s32_u32(vcgeq_f32(frac, vdupq_n_f32(0.5f)));
+    const int32x4_t down = vreinterpretq_s32_u32(vcleq_f32(frac, vdupq_n_f32(-0.5f)));
+    return vmovn_s32(vaddq_s32(vsubq_s32(t, up), down)); /* masks are -1 */
+}
+
+static void qs8_row_neon(const float *from, int64_t n, float acc_scale, float grad_scale,
+                         int8_t *out) {
+    const float32x4_t as = vdupq_n_f32(acc_scale), gs = vdupq_n_f32(grad_scale);
+    int64_t x = 0;
+    for (; x + 8 <= n; x += 8)
+        vst1_s8(out + x, vmovn_s16(vcombine_s16(qs8_half(from + x, as, gs),
+                                                qs8_half(from + x + 4, as, gs))));
+    for (; x < n; x++)
+        out[x] = gradref__cbd_qs8_requantize_inline((int32_t)from[x], acc_scale, grad_scale);
+}
+
 const gradref__cbd_kernels gradref__cbd_kernels_neon = {
     .isa = "neon",
     .dw_row = dw_row_neon,
     .scatter2 = scatter2_neon,
+    .qs8_row = qs8_row_neon,
 };
 
 #else

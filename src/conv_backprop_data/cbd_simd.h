@@ -48,6 +48,9 @@ typedef struct gradref__cbd_kernels {
      * left as they are, or, when odd_free, may be written +0. NULL: a plain loop */
     void (*scatter2)(const float *from, int64_t len, int64_t rows, float *row, int64_t row_stride,
                      int odd_free);
+    /* out[x] = gradref__cbd_qs8_requantize_inline((int32_t)from[x], acc_scale, grad_scale) for
+     * x < n, from holding integers of at most 2^24 in magnitude. NULL: a plain loop */
+    void (*qs8_row)(const float *from, int64_t n, float acc_scale, float grad_scale, int8_t *out);
 } gradref__cbd_kernels;
 
 /* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs; its
@@ -147,6 +150,9 @@ void gradref__cbd_f32_scatter2_avx512(const float *from, int64_t len, int64_t ro
                                       int64_t row_stride, int odd_free);
 void gradref__cbd_f32_scatter2_avx2(const float *from, int64_t len, int64_t rows, float *row,
                                     int64_t row_stride, int odd_free);
+/* The qs8_row kernel (AVX2; the AVX-512 table takes it too). */
+void gradref__cbd_qs8_row_avx2(const float *from, int64_t n, float acc_scale, float grad_scale,
+                               int8_t *out);
 #endif
 
 #endif
