@@ -6,7 +6,8 @@
 #                                 OpenMP (the fuzz smoke), clang-format, g++ (header and ABI
 #                                 tests), binutils,
 #                                 libdnnl-dev (oneDNN, the bench's convolution peer), pytest,
-#                                 hypothesis and torch (the Python package's suite), and for
+#                                 hypothesis and torch (the Python package's suite), venv,
+#                                 setuptools and wheel (pip install and pip wheel), and for
 #                                 the aarch64 build under emulation: Debian's cross gcc and
 #                                 qemu-user, and cmocka from the arm64 multiarch
 set -eu
@@ -14,7 +15,8 @@ want="gcc make cmake libc6-dev python3 python3-numpy"
 if [ "${1:-examples}" = test ]; then
   want="$want libcmocka-dev pkg-config clang clang-format libclang-rt-14-dev libomp-dev g++ binutils"
   want="$want libdnnl-dev"
-  want="$want python3-pytest python3-hypothesis python3-torch"
+  want="$want python3-pytest python3-hypothesis python3-torch python3-venv python3-setuptools"
+  want="$want python3-wheel"
   want="$want gcc-aarch64-linux-gnu libc6-dev-arm64-cross qemu-user"
 fi
 missing=""

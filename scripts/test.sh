@@ -4,6 +4,7 @@
 # (gcc Release with OpenMP; gcc with ASan+UBSan; clang without OpenMP; aarch64 cross-compiled
 # and run under qemu-user), all warnings as errors,
 # then a consumer project built against the installed package (CMake and pkg-config), then a
+# pip install and pip wheel into a venv (pytest on the wheel's package), then a
 # fuzz smoke: every libFuzzer harness for GRADREF_FUZZ_SMOKE_SECONDS (30) when clang's fuzzer
 # runtime is there (scripts/fuzz.sh runs the long campaign).
 set -eu
@@ -67,6 +68,19 @@ GRADREF_LIBRARY=$out/release/libgradref.so PYTHONPATH=python /usr/bin/python3 -m
 pydir=$(ls -d "$prefix"/lib/python3*/*-packages | head -n 1)
 (cd / && PYTHONPATH="$pydir" /usr/bin/python3 -c \
   "import gradref; print('installed package:', gradref.version(), gradref.library_path())")
+
+echo "== pip: install into a venv and build a wheel, offline (Debian's setuptools), pytest on the wheel"
+venv=$(pwd)/$out/venv
+rm -rf "$venv" $out/wheel
+/usr/bin/python3 -m venv --system-site-packages "$venv"
+"$venv/bin/pip" install -q --no-build-isolation --no-index .
+"$venv/bin/pip" wheel -q --no-build-isolation --no-index --no-deps -w $out/wheel .
+ls $out/wheel
+"$venv/bin/pip" install -q --no-index --no-deps --force-reinstall $out/wheel/gradref-*.whl
+(cd python/tests && env -u GRADREF_LIBRARY "$venv/bin/python" -c \
+  "import gradref, sys; p = gradref.library_path(); print('wheel package:', gradref.version(), p); \
+sys.exit(not p.startswith(sys.prefix))")
+(cd python/tests && env -u GRADREF_LIBRARY "$venv/bin/python" -m pytest -q -p no:cacheprovider .)
 
 probe='int LLVMFuzzerTestOneInput(const unsigned char *d, unsigned long n) { (void)d; (void)n; return 0; }'
 if printf '%s\n' "$probe" | clang -fsanitize=fuzzer -x c - -o $out/fuzz-probe >/dev/null 2>&1; then

@@ -8,12 +8,14 @@ import sys
 import numpy as np
 
 import gradref
-from conftest import ROOT, same_bits
+from conftest import same_bits
 
 
 def cli(*args, cwd=None):
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.path.join(ROOT, "python") + os.pathsep + env.get("PYTHONPATH", "")
+    # the package this process imported (the source tree's or an installed one)
+    package_dir = os.path.dirname(os.path.dirname(os.path.abspath(gradref.__file__)))
+    env["PYTHONPATH"] = package_dir + os.pathsep + env.get("PYTHONPATH", "")
     return subprocess.run([sys.executable, "-m", "gradref"] + [str(a) for a in args],
                           capture_output=True, text=True, env=env, cwd=cwd)
 
