@@ -49,11 +49,17 @@ const gradref__nan_kernels *gradref__nan_kernels_for(int max_isa) {
     static const gradref__nan_kernels avx2 = {"avx2", 32, gradref__canon_nans_f32_avx2};
     static const gradref__nan_kernels avx512 = {"avx512", 64, gradref__canon_nans_f32_avx512};
 #endif
+#ifdef GRADREF__ARM64
+    static const gradref__nan_kernels neon = {"neon", 16, gradref__canon_nans_f32_neon};
+#endif
     static const void *const tables[GRADREF__ISA_LEVELS] = {
         [GRADREF__ISA_PORTABLE] = &portable,
 #ifdef GRADREF__X86
         [GRADREF__ISA_AVX2] = &avx2,
         [GRADREF__ISA_AVX512] = &avx512,
+#endif
+#ifdef GRADREF__ARM64
+        [GRADREF__ISA_NEON] = &neon,
 #endif
     };
     return gradref__isa_pick(tables, max_isa);

@@ -49,6 +49,8 @@ const gradref__nan_kernels *gradref__nan_kernels_for(int max_isa);
 /* The AVX2 and AVX-512 bodies (nan_avx2.c, nan_avx512.c): steps of 32 and 64 floats. */
 int64_t gradref__canon_nans_f32_avx2(float *p, int64_t n);
 int64_t gradref__canon_nans_f32_avx512(float *p, int64_t n);
+/* The NEON body (nan_neon.c): steps of 16 floats. */
+int64_t gradref__canon_nans_f32_neon(float *p, int64_t n);
 
 /* The same for n contiguous elements of any float dtype. */
 void gradref__canon_nans_elems(int32_t dtype, void *p, int64_t n);

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* grid_sampler3d_grad's NEON kernel: dgrid 8 points per step in two 4-lane halves, the portable
- * pass's operations in the same order (no FMA), so the reference's bits. NEON has no gather:
- * the corner values are read lane by lane, and only the arithmetic is in vectors. */
+/* grid_sampler3d_grad's NEON kernels: dgrid 8 points per step in two 4-lane halves, and dx
+ * planes 8 channels a step, the portable passes' operations in the same order (no FMA), so the
+ * reference's bits. NEON has no gather: dgrid's corner values are read lane by lane, and only
+ * its arithmetic is in vectors. */
 #include "gs3d_simd.h"
 
 #ifdef GRADREF__ARM64
@@ -94,9 +95,37 @@ static int64_t dgrid8_neon(const gs3d_kargs *r, int64_t n, int64_t q0, int64_t q
     return q - q0;
 }
 
+/* One dx accumulator plane: each record's in-bounds corners in order, a[c] += w * g[c] (a
+ * product, then a sum: no FMA, as the portable pass) over the adjacent channels, 8 a step. */
+static void dx_plane_neon(const gs3d_kargs *r, const gs3d_record_f *rec, int64_t count,
+                          float *plane, const float *gn) {
+    const int64_t C = r->shape.C;
+    const int scale = r->shape.interp != GRADREF_INTERP_NEAREST;
+    for (int64_t e = 0; e < count; e++) {
+        if (e + 8 < count) __builtin_prefetch(gn + rec[e + 8].g, 0, 3); /* random grad rows */
+        const float *g = gn + rec[e].g;
+        for (int j = 0; j < 4; j++) {
+            if (!((rec[e].on >> j) & 1u)) continue;
+            float *a = plane + rec[e].a + r->da_plane[j];
+            const float w = rec[e].w[j];
+            const float32x4_t wv = vdupq_n_f32(w);
+            int64_t c = 0;
+            for (; c + 8 <= C; c += 8) {
+                float32x4_t g0 = vld1q_f32(g + c), g1 = vld1q_f32(g + c + 4);
+                if (scale) g0 = vmulq_f32(wv, g0), g1 = vmulq_f32(wv, g1);
+                vst1q_f32(a + c, vaddq_f32(vld1q_f32(a + c), g0));
+                vst1q_f32(a + c + 4, vaddq_f32(vld1q_f32(a + c + 4), g1));
+            }
+            for (; c < C; c++)
+                a[c] += scale ? w * g[c] : g[c];
+        }
+    }
+}
+
 const gradref__gs3d_kernels gradref__gs3d_kernels_neon = {
     .isa = "neon",
     .dgrid8 = dgrid8_neon,
+    .dx_plane = dx_plane_neon,
 };
 
 #else

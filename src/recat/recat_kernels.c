@@ -76,8 +76,8 @@ static void stream_segment(char *dst, const char *src, const char *prev, size_t 
     if (tail && !has_next) memcpy(dst + head + body, src + head + body, tail);
 }
 
-static void stream_rows_portable(char *dst, const char *src, size_t pitch, size_t bytes,
-                                 int64_t rows, int has_prev, int has_next) {
+void gradref__recat_stream_rows(char *dst, const char *src, size_t pitch, size_t bytes,
+                                int64_t rows, int has_prev, int has_next) {
     for (int64_t b = 0; b < rows; b++, src += pitch, dst += bytes)
         stream_segment(dst, src, b > 0 || has_prev ? src - pitch : NULL, bytes,
                        b + 1 < rows || has_next);
@@ -94,7 +94,7 @@ void gradref__recat_small_rows(char *dst, const char *src, size_t pitch, size_t 
 const gradref__recat_kernels gradref__recat_kernels_portable = {
     .name = "portable",
     .small_rows = gradref__recat_small_rows,
-    .stream_rows = stream_rows_portable,
+    .stream_rows = gradref__recat_stream_rows,
 };
 
 const gradref__recat_kernels *gradref__recat_kernels_for(int max_isa) {
@@ -103,6 +103,9 @@ const gradref__recat_kernels *gradref__recat_kernels_for(int max_isa) {
 #ifdef GRADREF__X86
         [GRADREF__ISA_AVX2] = &gradref__recat_kernels_avx2,
         [GRADREF__ISA_AVX512] = &gradref__recat_kernels_avx512,
+#endif
+#ifdef GRADREF__ARM64
+        [GRADREF__ISA_NEON] = &gradref__recat_kernels_neon,
 #endif
     };
     return gradref__isa_pick(tables, max_isa);

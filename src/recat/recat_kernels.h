@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* recat's kernels, one ISA per file (recat_kernels.c portable, recat_avx2.c, recat_avx512.c),
+/* recat's kernels, one ISA per file (recat_kernels.c portable, recat_avx2.c, recat_avx512.c,
+ * recat_neon.c),
  * picked once per call. */
 #ifndef GRADREF_RECAT_KERNELS_H
 #define GRADREF_RECAT_KERNELS_H
@@ -31,10 +32,14 @@ typedef struct gradref__recat_kernels {
 extern const gradref__recat_kernels gradref__recat_kernels_portable;
 extern const gradref__recat_kernels gradref__recat_kernels_avx2;
 extern const gradref__recat_kernels gradref__recat_kernels_avx512;
+extern const gradref__recat_kernels gradref__recat_kernels_neon;
 
-/* The portable small_rows (overlapping 16-byte moves); AVX2 takes it under 16 bytes. */
+/* The portable small_rows (overlapping 16-byte moves); AVX2 and NEON take it under 16 bytes. */
 void gradref__recat_small_rows(char *dst, const char *src, size_t pitch, size_t bytes, int64_t rows,
                                size_t ahead);
+/* The portable stream_rows (gradref__copy_stream of whole lines); NEON takes it. */
+void gradref__recat_stream_rows(char *dst, const char *src, size_t pitch, size_t bytes,
+                                int64_t rows, int has_prev, int has_next);
 
 /* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs. */
 const gradref__recat_kernels *gradref__recat_kernels_for(int max_isa);

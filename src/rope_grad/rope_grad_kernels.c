@@ -103,6 +103,9 @@ const gradref__rope_kernels *gradref__rope_kernels_for(int max_isa) {
         [GRADREF__ISA_AVX2] = &gradref__rope_kernels_avx2,
         [GRADREF__ISA_AVX512] = &gradref__rope_kernels_avx512,
 #endif
+#ifdef GRADREF__ARM64
+        [GRADREF__ISA_NEON] = &gradref__rope_kernels_neon,
+#endif
     };
     return gradref__isa_pick(tables, max_isa);
 }
