@@ -287,7 +287,8 @@ static const float *dy_panels(const run *R, int64_t g, const runs *u, int64_t r0
         const float *src = R->dy + u->n[c] * R->ys[0] + g * C * cs + u->od[c] * R->ys[2] +
                            u->oh[c] * R->ys[3] + u->ow[c] * R->ys[4];
         const int64_t len = u->len[c];
-        if (R->k->gather_panel && C > 1 && cs != 1 && R->ys[4] == 1 && nr % 16 == 0) {
+        /* a table's gather takes its own GEMM's nr (NEON, AVX2: 8 lanes a block; AVX-512 16) */
+        if (R->k->gather_panel && C > 1 && cs != 1 && R->ys[4] == 1 && nr % 8 == 0) {
             for (int64_t pn = 0; pn * nr < C; pn++) /* channel-major runs, transposed */
                 R->k->gather_panel(dst + pn * K * nr + k * nr, nr, src + pn * nr * cs, cs, len,
                                    C - pn * nr < nr ? C - pn * nr : nr);

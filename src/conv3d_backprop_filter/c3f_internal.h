@@ -70,6 +70,9 @@ const gradref__c3f_kernels *gradref__c3f_kernels_for(int max_isa);
 extern const gradref__c3f_kernels gradref__c3f_kernels_avx2;   /* c3f_avx2.c */
 extern const gradref__c3f_kernels gradref__c3f_kernels_avx512; /* c3f_avx512.c */
 #endif
+#ifdef GRADREF__ARM64
+extern const gradref__c3f_kernels gradref__c3f_kernels_neon; /* c3f_neon.c */
+#endif
 
 /* panel_lanes with 16-lane masked stores (c3f_avx512.c; the CPU must have AVX-512F). */
 void gradref__c3f_f32_panel_lanes_avx512(float *dst, int64_t mr, const float *base, int64_t step,

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* conv3d_backprop_filter's kernel tables, one per ISA (the kernels: common/gemm*.c,
- * c3f_avx2.c and c3f_avx512.c). */
+ * c3f_avx2.c, c3f_avx512.c and c3f_neon.c). */
 #include "c3f_internal.h"
 #include "common/gemm.h"
 #include "common/gemm_kernels.h"
@@ -11,15 +11,6 @@ static const gradref__c3f_kernels portable = {
     .gemm = &gradref__sgemm_kernels_portable,
 };
 
-#ifdef GRADREF__ARM64
-/* NEON: the GEMM's micro-kernel; panels, sums and the finiteness scan are the plain loops,
- * which gcc vectorizes for the baseline ISA */
-static const gradref__c3f_kernels neon = {
-    .isa = "neon",
-    .gemm = &gradref__sgemm_kernels_neon,
-};
-#endif
-
 const gradref__c3f_kernels *gradref__c3f_kernels_for(int max_isa) {
     static const void *const tables[GRADREF__ISA_LEVELS] = {
         [GRADREF__ISA_PORTABLE] = &portable,
@@ -28,7 +19,7 @@ const gradref__c3f_kernels *gradref__c3f_kernels_for(int max_isa) {
         [GRADREF__ISA_AVX512] = &gradref__c3f_kernels_avx512,
 #endif
 #ifdef GRADREF__ARM64
-        [GRADREF__ISA_NEON] = &neon,
+        [GRADREF__ISA_NEON] = &gradref__c3f_kernels_neon,
 #endif
     };
     return gradref__isa_pick(tables, max_isa);

@@ -1,0 +1,95 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* conv3d_backprop_filter's NEON kernels: x panels' lanes 4 at a time, dy panels gathered with
+ * 4 x 4 register transposes (TRN), the ordered partial-sum adds and the finiteness scan. */
+#include "c3f_internal.h"
+#include "common/gemm_kernels.h"
+#include "common/isa.h"
+
+#ifdef GRADREF__ARM64
+#  include <arm_neon.h>
+
+static void panel_lanes_neon(float *dst, int64_t mr, const float *base, int64_t step, int64_t lo,
+                             int64_t hi, int64_t run, int64_t la, int64_t lb) {
+    const int64_t width = lb - la;
+    for (int64_t q = 0; q < run; q++, dst += mr) {
+        float *out = dst + la;
+        int64_t l = 0;
+        if (q >= lo && q < hi) {
+            const float *src = base + q * step;
+            for (; l + 4 <= width; l += 4)
+                vst1q_f32(out + l, vld1q_f32(src + l));
+            for (; l < width; l++)
+                out[l] = src[l];
+        } else {
+            for (; l + 4 <= width; l += 4)
+                vst1q_f32(out + l, vdupq_n_f32(0.0f));
+            for (; l < width; l++)
+                out[l] = 0.0f;
+        }
+    }
+}
+
+/* Rows src[j * cs + q .. + 4) of channels j0..j0+3 into dst[(q + i) * nr + j0 ..] */
+static inline void transpose4(const float *src, int64_t cs, float *dst, int64_t nr) {
+    const float32x4_t r0 = vld1q_f32(src), r1 = vld1q_f32(src + cs);
+    const float32x4_t r2 = vld1q_f32(src + 2 * cs), r3 = vld1q_f32(src + 3 * cs);
+    const float32x4_t t0 = vtrn1q_f32(r0, r1), t1 = vtrn2q_f32(r0, r1);
+    const float32x4_t t2 = vtrn1q_f32(r2, r3), t3 = vtrn2q_f32(r2, r3);
+    const float64x2_t u0 = vreinterpretq_f64_f32(t0), u1 = vreinterpretq_f64_f32(t1);
+    const float64x2_t u2 = vreinterpretq_f64_f32(t2), u3 = vreinterpretq_f64_f32(t3);
+    vst1q_f32(dst, vreinterpretq_f32_f64(vtrn1q_f64(u0, u2)));
+    vst1q_f32(dst + nr, vreinterpretq_f32_f64(vtrn1q_f64(u1, u3)));
+    vst1q_f32(dst + 2 * nr, vreinterpretq_f32_f64(vtrn2q_f64(u0, u2)));
+    vst1q_f32(dst + 3 * nr, vreinterpretq_f32_f64(vtrn2q_f64(u1, u3)));
+}
+
+static void gather_panel_neon(float *dst, int64_t nr, const float *src, int64_t cs, int64_t len,
+                              int64_t cols) {
+    for (int64_t j0 = 0; j0 < nr; j0 += 4)
+        for (int64_t q0 = 0; q0 < len; q0 += 4) {
+            if (j0 + 4 <= cols && q0 + 4 <= len) {
+                transpose4(src + j0 * cs + q0, cs, dst + q0 * nr + j0, nr);
+                continue;
+            }
+            for (int64_t q = q0; q < q0 + 4 && q < len; q++) /* an edge block */
+                for (int64_t j = j0; j < j0 + 4; j++)
+                    dst[q * nr + j] = j < cols ? src[j * cs + q] : 0.0f;
+        }
+}
+
+static void add_neon(float *dst, const float *older, const float *newer, int64_t n) {
+    int64_t e = 0;
+    for (; e + 8 <= n; e += 8) {
+        const float32x4_t a = vaddq_f32(vld1q_f32(older + e), vld1q_f32(newer + e));
+        const float32x4_t b = vaddq_f32(vld1q_f32(older + e + 4), vld1q_f32(newer + e + 4));
+        vst1q_f32(dst + e, a);
+        vst1q_f32(dst + e + 4, b);
+    }
+    for (; e < n; e++)
+        dst[e] = older[e] + newer[e];
+}
+
+static int all_finite_neon(const float *d, int64_t n) {
+    const uint32x4_t exp = vdupq_n_u32(0x7f800000u);
+    uint32x4_t hit = vdupq_n_u32(0);
+    int64_t e = 0;
+    for (; e + 4 <= n; e += 4) /* an all-ones exponent: Inf or NaN */
+        hit = vorrq_u32(hit, vceqq_u32(vandq_u32(vld1q_u32((const uint32_t *)(d + e)), exp), exp));
+    int finite = vmaxvq_u32(hit) == 0;
+    for (; e < n; e++)
+        finite &= (d[e] - d[e]) == 0.0f; /* Inf - Inf and NaN are NaN */
+    return finite;
+}
+
+const gradref__c3f_kernels gradref__c3f_kernels_neon = {
+    .isa = "neon",
+    .gemm = &gradref__sgemm_kernels_neon,
+    .panel_lanes = panel_lanes_neon,
+    .gather_panel = gather_panel_neon,
+    .add = add_neon,
+    .all_finite = all_finite_neon,
+};
+
+#else
+typedef int gradref__c3f_neon_unused;
+#endif
