@@ -14,8 +14,8 @@ enum { COLS = 16 };
  * term for a finite filter: the chains start at +0 and never become -0), for the windows that
  * reach past them; out of line, so the inner loop keeps its accumulators in registers. */
 __attribute__((noinline)) static void edge_window(const float *row, int64_t start, int64_t O2,
-                                                  float *tmp) {
-    for (int l = 0; l < COLS; l++)
+                                                  float *tmp, int n) {
+    for (int l = 0; l < n; l++)
         tmp[l] = start + l >= 0 && start + l < O2 ? row[start + l] : 0.0f;
 }
 
@@ -31,7 +31,7 @@ static void dw_row_neon(const gradref__cbd_dw_shape *p, const float *w, const fl
                 float tmp[COLS];
                 const float *x = rows[r] + start;
                 if (start < 0 || start + COLS > O2) {
-                    edge_window(rows[r], start, O2, tmp);
+                    edge_window(rows[r], start, O2, tmp, COLS);
                     x = tmp;
                 }
                 a0 = vfmaq_f32(a0, wv, vld1q_f32(x));
@@ -51,6 +51,78 @@ static void dw_row_neon(const gradref__cbd_dw_shape *p, const float *w, const fl
             vst1q_f32(tmp + 8, a2);
             vst1q_f32(tmp + 12, a3);
             memcpy(out + i2, tmp, (size_t)(I2 - i2) * sizeof *tmp);
+        }
+    }
+}
+
+/* K1, K2 <= 3, one depth, dilation 1: strips of 8 grad columns in blocks of 4 rows, 8
+ * accumulators; each diff row's three column windows (the chain's column taps, zeros past diff's
+ * ends and for the columns a narrower kernel lacks, exact no-op terms) are loaded once for the
+ * four grad rows they reach. Each grad element's chain: diff rows ascending, then the column
+ * taps in chain order, as the reference's. */
+static void dw_plane3x3_neon(const gradref__cbd_dw_shape *p, const float *w, const float *diff,
+                             float *grad) {
+    const int64_t I1 = p->I[1], I2 = p->I[2], O1 = p->O[1], O2 = p->O[2];
+    const int64_t K1 = p->K[1], K2 = p->K[2], pb1 = p->pad[1];
+    int64_t shift[3];
+    float weight[3][3];
+    gradref__cbd_plane3x3_taps(p, w, shift, weight);
+    float32x4_t wr[3]; /* row tap kp1: its column taps in lanes 0..2 */
+    for (int kp1 = 0; kp1 < 3; kp1++) {
+        const float lanes[4] = {weight[kp1][0], weight[kp1][1], weight[kp1][2], 0.0f};
+        wr[kp1] = vld1q_f32(lanes);
+    }
+    for (int64_t b0 = 0; b0 < I2; b0 += 8) {
+        int whole[3];
+        for (int c = 0; c < 3; c++)
+            whole[c] = c < K2 && b0 + shift[c] >= 0 && b0 + shift[c] + 8 <= O2;
+        const int64_t cols = I2 - b0 < 8 ? I2 - b0 : 8;
+        for (int64_t i1 = 0; i1 < I1; i1 += 4) {
+            const int64_t nrow = I1 - i1 < 4 ? I1 - i1 : 4;
+            int64_t lo = i1 + pb1 - (K1 - 1), hi = i1 + nrow - 1 + pb1;
+            if (lo < 0) lo = 0;
+            if (hi > O1 - 1) hi = O1 - 1;
+            float32x4_t a[4][2];
+            for (int r = 0; r < 4; r++)
+                a[r][0] = a[r][1] = vdupq_n_f32(0.0f);
+            for (int64_t o1 = lo; o1 <= hi; o1++) {
+                const float *row = diff + o1 * O2;
+                float32x4_t v[3][2];
+                for (int c = 0; c < 3; c++) {
+                    if (whole[c]) {
+                        v[c][0] = vld1q_f32(row + b0 + shift[c]);
+                        v[c][1] = vld1q_f32(row + b0 + shift[c] + 4);
+                    } else if (c < K2) {
+                        float tmp[8];
+                        edge_window(row, b0 + shift[c], O2, tmp, 8);
+                        v[c][0] = vld1q_f32(tmp), v[c][1] = vld1q_f32(tmp + 4);
+                    } else {
+                        v[c][0] = v[c][1] = vdupq_n_f32(0.0f);
+                    }
+                }
+#  pragma GCC unroll 4
+                for (int r = 0; r < 4; r++) {
+                    const int64_t kp1 = i1 + r + pb1 - o1;
+                    if (r >= nrow || kp1 < 0 || kp1 >= K1) continue;
+                    for (int h = 0; h < 2; h++) {
+                        a[r][h] = vfmaq_laneq_f32(a[r][h], v[0][h], wr[kp1], 0);
+                        a[r][h] = vfmaq_laneq_f32(a[r][h], v[1][h], wr[kp1], 1);
+                        a[r][h] = vfmaq_laneq_f32(a[r][h], v[2][h], wr[kp1], 2);
+                    }
+                }
+            }
+            for (int r = 0; r < nrow; r++) {
+                float *out = grad + (i1 + r) * I2 + b0;
+                if (cols == 8) {
+                    vst1q_f32(out, a[r][0]);
+                    vst1q_f32(out + 4, a[r][1]);
+                    continue;
+                }
+                float tmp[8];
+                vst1q_f32(tmp, a[r][0]);
+                vst1q_f32(tmp + 4, a[r][1]);
+                memcpy(out, tmp, (size_t)cols * sizeof *tmp);
+            }
         }
     }
 }
@@ -97,9 +169,118 @@ static void qs8_row_neon(const float *from, int64_t n, float acc_scale, float gr
         out[x] = gradref__cbd_qs8_requantize_inline((int32_t)from[x], acc_scale, grad_scale);
 }
 
+/* ------------------------------------------------------------ direct tiles at 4 lanes */
+
+#  include "common/gemm_kernels.h"
+#  if GRADREF__CBD_TILE_ROWS_NEON != GRADREF__NEON_MR
+#    error "the NEON tiles take the NEON GEMM's 12-row panels"
+#  endif
+
+/* 8 lanes a block of a 32-pixel tile: the lanes of bits b (0..255) of a tap as two 4-lane
+ * masks (all ones where the bit is set). */
+static inline uint32x4_t lanes4(unsigned b) {
+    static const uint32_t bit[4] = {1, 2, 4, 8};
+    const uint32x4_t v = vld1q_u32(bit);
+    return vceqq_u32(vandq_u32(vdupq_n_u32(b), v), v);
+}
+
+/* One tap's 8 diff values of a block: whole vectors (inside 1 or 2; inside 1 clears the lanes
+ * outside the tap), else whole vectors when every lane is the tap's and lane by lane where not
+ * (the lanes outside are never read). */
+__attribute__((always_inline)) static inline void
+tap_values(int inside, const float *src, unsigned m, float32x4_t *b0, float32x4_t *b1) {
+    if (inside || m == 0xffu) {
+        *b0 = vld1q_f32(src), *b1 = vld1q_f32(src + 4);
+        if (inside == 1 && m != 0xffu) {
+            *b0 = vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(*b0), lanes4(m & 15u)));
+            *b1 = vreinterpretq_f32_u32(vandq_u32(vreinterpretq_u32_f32(*b1), lanes4(m >> 4)));
+        }
+        return;
+    }
+    float tmp[8];
+    for (int l = 0; l < 8; l++)
+        tmp[l] = (m >> l) & 1u ? src[l] : 0.0f;
+    *b0 = vld1q_f32(tmp), *b1 = vld1q_f32(tmp + 4);
+}
+
+/* Columns [8h, 8h + 8) of a tile: 12 rows x 2 accumulators, the chain over (tap, oc) as the
+ * GEMM's (FMLA by lane of the panel's 12 weights), a tap without lanes in the block skipped
+ * (fma(w, 0, acc) = acc for a finite w); then rows < `rows`, columns < cols stored. */
+static void tile_block(int inside, int h, const float *image, int64_t channel_stride, int64_t ocpg,
+                       const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a,
+                       int rows, float *c, int64_t ldc, int64_t cols) {
+    float32x4_t acc[12][2];
+#  pragma GCC unroll 12
+    for (int i = 0; i < 12; i++)
+        acc[i][0] = acc[i][1] = vdupq_n_f32(0.0f);
+    for (int64_t t = 0; t < ntaps; t++) {
+        const unsigned m = (unsigned)(masks[2 * t + (h >> 1)] >> (8 * (h & 1))) & 0xffu;
+        if (m == 0) continue;
+        const float *src = image + offset[t] + 8 * h;
+        const float *w = a + t * ocpg * 12;
+        for (int64_t oc = 0; oc < ocpg; oc++, src += channel_stride, w += 12) {
+            float32x4_t b0, b1;
+            tap_values(inside, src, m, &b0, &b1);
+            const float32x4_t wv[3] = {vld1q_f32(w), vld1q_f32(w + 4), vld1q_f32(w + 8)};
+#  pragma GCC unroll 12
+            for (int i = 0; i < 12; i++) {
+                acc[i][0] = vfmaq_laneq_f32(acc[i][0], b0, wv[i / 4], i % 4);
+                acc[i][1] = vfmaq_laneq_f32(acc[i][1], b1, wv[i / 4], i % 4);
+            }
+        }
+    }
+    const int64_t left = cols - 8 * h < 8 ? cols - 8 * h : 8;
+    float *out = c + 8 * h;
+    /* unrolled, so that every accumulator index is a constant and they stay in registers */
+#  pragma GCC unroll 12
+    for (int i = 0; i < 12; i++) {
+        if (i >= rows) break;
+        if (left == 8) {
+            vst1q_f32(out + i * ldc, acc[i][0]);
+            vst1q_f32(out + i * ldc + 4, acc[i][1]);
+            continue;
+        }
+        float tmp[8];
+        vst1q_f32(tmp, acc[i][0]);
+        vst1q_f32(tmp + 4, acc[i][1]);
+        memcpy(out + i * ldc, tmp, (size_t)left * sizeof *tmp);
+    }
+}
+
+static void tile32_neon(const float *image, int64_t channel_stride, int64_t ocpg,
+                        const int64_t *offset, const uint16_t *masks, int64_t ntaps, int64_t cols,
+                        int inside, const float *a, int rows, float *c, int64_t ldc) {
+    for (int h = 0; h < 4 && 8 * h < cols; h++)
+        tile_block(inside, h, image, channel_stride, ocpg, offset, masks, ntaps, a, rows, c, ldc,
+                   cols);
+}
+
+static void pack_tile32_neon(const float *image, int64_t channel_stride, int64_t ocpg,
+                             const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                             float *dst) {
+    for (int64_t t = 0; t < ntaps; t++) {
+        const uint32_t m = (uint32_t)masks[2 * t] | (uint32_t)masks[2 * t + 1] << 16;
+        if (m == 0) continue;
+        const float *src = image + offset[t];
+        float *out = dst + t * ocpg * 32;
+        for (int64_t oc = 0; oc < ocpg; oc++, src += channel_stride, out += 32)
+            for (int h = 0; h < 4; h++) { /* lanes outside the tap are never read */
+                float32x4_t b0, b1;
+                tap_values(0, src + 8 * h, (m >> (8 * h)) & 0xffu, &b0, &b1);
+                vst1q_f32(out + 8 * h, b0);
+                vst1q_f32(out + 8 * h + 4, b1);
+            }
+    }
+}
+
 const gradref__cbd_kernels gradref__cbd_kernels_neon = {
     .isa = "neon",
     .dw_row = dw_row_neon,
+    .dw_plane3x3 = dw_plane3x3_neon,
+    .tile_rows = GRADREF__CBD_TILE_ROWS_NEON,
+    .tile32 = tile32_neon,
+    .pack_tile32 = pack_tile32_neon,
+    .tile32_masks = gradref__cbd_tile32_masks,
     .scatter2 = scatter2_neon,
     .qs8_row = qs8_row_neon,
 };

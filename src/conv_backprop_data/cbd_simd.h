@@ -19,9 +19,10 @@ typedef struct gradref__cbd_dw_shape {
 /* The shape of plan p's channels (p depthwise, stride 1). */
 gradref__cbd_dw_shape gradref__cbd_dw_shape_of(const gradref__cbd_plan *p);
 
-/* Rows of the AVX-512 and AVX2 GEMM panels (gradref__sgemm_mr for those families). */
+/* Rows of the AVX-512, AVX2 and NEON GEMM panels (gradref__sgemm_mr for those families). */
 #define GRADREF__CBD_TILE_ROWS      14
 #define GRADREF__CBD_TILE_ROWS_AVX2 6
+#define GRADREF__CBD_TILE_ROWS_NEON 12
 
 /* The kernels of one ISA, picked once per call. Depthwise (f32, stride 1): one grad row from
  * the nrows diff rows its row taps reach (rows, with the stored row-tap index base), never NULL;
