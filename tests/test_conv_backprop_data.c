@@ -9,7 +9,9 @@
 #include <string.h>
 
 #include "common/convert.h"
+#include "common/nan.h"
 #include "conv_backprop_data/cbd_internal.h"
+#include "conv_backprop_data/cbd_simd.h"
 #include "golden.h"
 #include "test_util.h"
 
@@ -1136,6 +1138,84 @@ static void test_megengine_default(void **state) {
     free_case(&c);
 }
 
+/* Values for the MegEngine lanes test: multiples of 1/8 (ties), magnitudes down to 2^-14
+ * (sums in F16's subnormal range), up to 2^15 (sums past 65504), and now and then any bits
+ * (NaN, Inf, subnormal inputs). */
+static void fill_megengine_mix(const gradref_tensor *t, tu_rng *r) {
+    int64_t total = 1, idx[GRADREF_MAX_DIMS];
+    for (int d = 0; d < t->ndim; d++)
+        total *= t->shape[d];
+    for (int64_t e = 0; e < total; e++) {
+        int64_t rest = e;
+        for (int d = t->ndim - 1; d >= 0; d--)
+            idx[d] = rest % t->shape[d], rest /= t->shape[d];
+        const int64_t kind = tu_range(r, 0, 15);
+        if (kind == 0) {
+            const uint16_t bits = (uint16_t)tu_next(r);
+            memcpy((char *)t->data + tu_offset(t, idx), &bits, 2);
+        } else if (kind < 4) {
+            tu_put(t, idx, ldexp(tu_uniform(r) * 2 - 1, (int)tu_range(r, -14, -6)));
+        } else if (kind < 6) {
+            tu_put(t, idx, ldexp(tu_uniform(r) * 2 - 1, (int)tu_range(r, 6, 15)));
+        } else {
+            tu_put(t, idx, (double)tu_range(r, -64, 64) / 8);
+        }
+    }
+}
+
+/* MegEngine DEFAULT by lanes (each element's chain whole, a kernel level's vectors) against the
+ * scatter it replaces, bit for bit after the NaN rule: F16 and BF16, rows wider than the
+ * lanes, every stride, dilation and padding along the row, groups, layouts, both modes, and
+ * values whose sums are subnormal, overflow, Inf or NaN. */
+static void test_megengine_lanes(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(732);
+    int runs = 0;
+    for (int iter = 0; iter < 80; iter++) {
+        geometry g = random_geometry(&r);
+        g.O[g.rank - 1] = tu_range(&r, 1, 40); /* rows past two vectors */
+        for (int j = 0; j < g.rank; j++)
+            while (grad_size(&g, j) < 1 ||
+                   grad_size(&g, j) + g.pb[j] + g.pe[j] < g.dil[j] * (g.K[j] - 1) + 1)
+                g.O[j]++;
+        const int32_t dt = iter % 2 ? GRADREF_BF16 : GRADREF_F16;
+        cbd_case c;
+        make_case(&c, &g, dt, dt, iter % 3, (iter / 3) % 3, 0, &r);
+        fill_megengine_mix(&c.filter, &r);
+        fill_megengine_mix(&c.diff, &r);
+        gradref__cbd_plan plan;
+        gradref_tensor want = c.grad;
+        void *wb = malloc(c.bytes[2]);
+        want.data = wb;
+        memset(wb, 0x77, c.bytes[2]);
+        assert_int_equal(gradref__cbd_validate(&c.params, &c.filter, &c.diff, &want, &plan),
+                         GRADREF_OK);
+        plan.precision = GRADREF_PRECISION_MEGENGINE_DEFAULT;
+        gradref__cbd_megengine_items(&plan, 0, plan.N * plan.G);
+        gradref__canon_nans(&want, 1);
+        for (int level = 1; level <= gradref__isa_level(); level++) {
+            const gradref__cbd_kernels *k = gradref__cbd_kernels_for(level);
+            if (k == gradref__cbd_kernels_for(level - 1)) continue;
+            assert_int_equal(gradref__cbd_validate(&c.params, &c.filter, &c.diff, &c.grad, &plan),
+                             GRADREF_OK);
+            plan.precision = GRADREF_PRECISION_MEGENGINE_DEFAULT;
+            plan.max_isa = level;
+            if (!gradref__cbd_megengine_by_lanes(&plan, k)) continue;
+            memcpy(c.grad.data, wb, c.bytes[2]); /* elements outside grad's view as in want */
+            gradref__cbd_megengine_lanes(
+                &plan, k, 0,
+                plan.N * plan.G *
+                    ((plan.ICpg + GRADREF__CBD_ME_CHANNELS - 1) / GRADREF__CBD_ME_CHANNELS));
+            gradref__canon_nans(&c.grad, 1);
+            tu_expect_same_bits(&c.grad, &want, "grad");
+            runs++;
+        }
+        free(wb);
+        free_case(&c);
+    }
+    if (gradref__cbd_kernels_for(gradref__isa_level())->megengine_row) assert_true(runs > 0);
+}
+
 /* MegEngine's F16 conversion on its own: ties away from zero, overflow, NaN payloads. */
 static void test_megengine_f16_rounding(void **state) {
     (void)state;
@@ -1397,6 +1477,7 @@ int main(void) {
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_strict_megengine),
         cmocka_unit_test(test_megengine_default),
+        cmocka_unit_test(test_megengine_lanes),
         cmocka_unit_test(test_megengine_f16_rounding),
         cmocka_unit_test(test_qs8),
         cmocka_unit_test(test_int8_sum_bound),

@@ -404,6 +404,20 @@ void gradref__cbd_qs8_row_avx2(const float *from, int64_t n, float acc_scale, fl
         out[x] = gradref__cbd_qs8_requantize_inline((int32_t)from[x], acc_scale, grad_scale);
 }
 
+/* MegEngine DEFAULT, 8 lanes (cbd_megengine_lanes.h) */
+#  define LANES 8
+#  define ME_LOAD_F16(p)                                                                           \
+    ((me_vf)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p))))
+#  define ME_ANY(v)        (!_mm256_testz_si256((__m256i)(v), (__m256i)(v)))
+#  define ME_F16_SCALAR(h) _cvtsh_ss(h)
+#  define ME_ROW           megengine_row_avx2
+#  include "cbd_megengine_lanes.h"
+#  undef LANES
+#  undef ME_ROW
+#  undef ME_F16_SCALAR
+#  undef ME_ANY
+#  undef ME_LOAD_F16
+
 const gradref__cbd_kernels gradref__cbd_kernels_avx2 = {
     .isa = "avx2",
     .dw_row = gradref__cbd_f32_dw_row_avx2,
@@ -414,6 +428,8 @@ const gradref__cbd_kernels gradref__cbd_kernels_avx2 = {
     .tile32_masks = gradref__cbd_tile32_masks,
     .scatter2 = gradref__cbd_f32_scatter2_avx2,
     .qs8_row = gradref__cbd_qs8_row_avx2,
+    .megengine_row = megengine_row_avx2,
+    .megengine_lanes = 8,
 };
 
 #else

@@ -453,6 +453,20 @@ void gradref__cbd_f32_scatter2_avx512(const float *from, int64_t len, int64_t ro
     }
 }
 
+/* MegEngine DEFAULT, 16 lanes (cbd_megengine_lanes.h) */
+#  define LANES 16
+#  define ME_LOAD_F16(p)                                                                           \
+    ((me_vf)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p))))
+#  define ME_ANY(v)        (_mm512_test_epi32_mask((__m512i)(v), (__m512i)(v)) != 0)
+#  define ME_F16_SCALAR(h) _cvtsh_ss(h)
+#  define ME_ROW           megengine_row_avx512
+#  include "cbd_megengine_lanes.h"
+#  undef LANES
+#  undef ME_ROW
+#  undef ME_F16_SCALAR
+#  undef ME_ANY
+#  undef ME_LOAD_F16
+
 const gradref__cbd_kernels gradref__cbd_kernels_avx512 = {
     .isa = "avx512",
     .dw_row = gradref__cbd_f32_dw_row_avx2,
@@ -464,6 +478,8 @@ const gradref__cbd_kernels gradref__cbd_kernels_avx512 = {
     .tile32_masks = gradref__cbd_tile32_masks_avx512,
     .scatter2 = gradref__cbd_f32_scatter2_avx512,
     .qs8_row = gradref__cbd_qs8_row_avx2,
+    .megengine_row = megengine_row_avx512,
+    .megengine_lanes = 16,
 };
 
 #else

@@ -187,9 +187,21 @@ static void megengine_part(const void *plan, int64_t begin, int64_t end) {
     gradref__cbd_megengine_items(plan, begin, end);
 }
 
+static void megengine_lanes_part(const void *plan, int64_t begin, int64_t end) {
+    const gradref__cbd_plan *p = plan;
+    gradref__cbd_megengine_lanes(p, gradref__cbd_kernels_for(p->max_isa), begin, end);
+}
+
 gradref_status gradref__cbd_no_workspace(const gradref__cbd_plan *p, int threads) {
     if (p->precision == GRADREF_PRECISION_MEGENGINE_DEFAULT) {
-        gradref__parallel_ranges(p->N * p->G, threads, megengine_part, p);
+        /* by lanes, each element's chain whole: work items (n, g, channel block); else the
+         * scatter, items (n, g) */
+        if (gradref__cbd_megengine_by_lanes(p, gradref__cbd_kernels_for(p->max_isa)))
+            gradref__parallel_ranges(
+                p->N * p->G * ((p->ICpg + GRADREF__CBD_ME_CHANNELS - 1) / GRADREF__CBD_ME_CHANNELS),
+                threads, megengine_lanes_part, p);
+        else
+            gradref__parallel_ranges(p->N * p->G, threads, megengine_part, p);
         gradref__canon_nans(&p->out_desc, threads); /* it accumulates in grad's own dtype */
     } else
         gradref__parallel_ranges(p->N * p->G * p->ICpg, threads, ref_part, p);

@@ -10,7 +10,10 @@
  * to float, adds in float and converts back (MegEngine's rounding: ties away from zero for F16,
  * to even for BF16). So every term rounds the element to 16 bits, in this order. */
 #include "cbd_internal.h"
+#include "cbd_simd.h"
 #include "common/convert.h"
+
+#include <string.h>
 
 static float load16(int32_t dtype, const char *e) {
     const uint16_t h = *(const uint16_t *)e;
@@ -79,5 +82,86 @@ void gradref__cbd_megengine_items(const gradref__cbd_plan *p, int64_t item0, int
                                                             p->in_size),
                                      o, wbase, gbase);
         }
+    }
+}
+
+/* ---- the same by lanes: each grad element's chain whole, LANES elements at a time ---- */
+
+enum { ME_MAX_TAPS = 64 };
+
+/* Whether the lanes kernels take plan p: a kernel, at most ME_MAX_TAPS taps (the tap list is on
+ * the stack), and every column index and offset of the last dim within int32. */
+int gradref__cbd_megengine_by_lanes(const gradref__cbd_plan *p, const gradref__cbd_kernels *k) {
+    const int64_t lim = INT64_C(1) << 30;
+    return k->megengine_row != NULL && p->K[0] * p->K[1] * p->K[2] <= ME_MAX_TAPS &&
+           p->O[2] < lim && p->I[2] < lim && p->pad_begin[2] < lim &&
+           (p->K[2] - 1) * p->dil[2] < lim;
+}
+
+/* The taps reaching grad row (i0, i1) at columns i2 = r (mod stride[2]), in MegEngine's order
+ * for an element (diff positions ascending: the tap positions descending); returns how many. */
+static int64_t row_taps(const gradref__cbd_plan *p, int64_t i0, int64_t i1, int64_t r,
+                        gradref__cbd_me_tap *tap) {
+    const int64_t i[3] = {i0, i1, r};
+    int64_t n = 0, kp[3], o[3];
+    for (kp[0] = p->K[0] - 1; kp[0] >= 0; kp[0]--)
+        for (kp[1] = p->K[1] - 1; kp[1] >= 0; kp[1]--)
+            for (kp[2] = p->K[2] - 1; kp[2] >= 0; kp[2]--) {
+                int ok = 1;
+                for (int j = 0; j < 3 && ok; j++) {
+                    const int64_t num = i[j] + p->pad_begin[j] - kp[j] * p->dil[j];
+                    ok = num % p->stride[j] == 0;
+                    o[j] = num >= 0 ? num / p->stride[j] : -((-num) / p->stride[j]);
+                    if (j < 2) ok = ok && o[j] >= 0 && o[j] < p->O[j];
+                }
+                if (!ok) continue;
+                int64_t k[3];
+                for (int j = 0; j < 3; j++)
+                    k[j] = p->mode == GRADREF_CONV_CROSS_CORRELATION ? kp[j] : p->K[j] - 1 - kp[j];
+                tap[n].foff = k[0] * p->fs[3] + k[1] * p->fs[4] + k[2] * p->fs[5];
+                tap[n].drow = o[0] * p->ds[3] + o[1] * p->ds[4];
+                tap[n].base = o[2]; /* lane j: column base + j */
+                n++;
+            }
+    return n;
+}
+
+/* Items [s0, s1) of (n, g, block of GRADREF__CBD_ME_CHANNELS input channels) by the kernel's
+ * lanes: per grad row, per residue class of the columns mod stride[2], LANES columns of every
+ * channel of the block at a time. */
+void gradref__cbd_megengine_lanes(const gradref__cbd_plan *p, const gradref__cbd_kernels *k,
+                                  int64_t s0, int64_t s1) {
+    gradref__cbd_me_tap tap[ME_MAX_TAPS];
+    gradref__cbd_me_row a;
+    memset(&a, 0, sizeof a);
+    a.fs_oc = p->fs[1];
+    a.ds_oc = p->ds[2];
+    a.OCpg = p->OCpg;
+    a.O2 = p->O[2];
+    a.ds5 = p->ds[5];
+    a.bf16 = p->in_dtype == GRADREF_BF16;
+    a.tap = tap;
+    a.fs_ic = p->fs[2];
+    a.out_ic = p->gs[2];
+    const int64_t S2 = p->stride[2], L = k->megengine_lanes, CB = GRADREF__CBD_ME_CHANNELS;
+    const int64_t blocks = (p->ICpg + CB - 1) / CB;
+    for (int64_t s = s0; s < s1; s++) {
+        const int64_t n = s / (p->G * blocks), g = s / blocks % p->G, ic = s % blocks * CB;
+        a.channels = p->ICpg - ic < CB ? p->ICpg - ic : CB;
+        a.filter = (const uint16_t *)(const void *)p->filter + g * p->fs[0] + ic * p->fs[2];
+        a.diff = (const uint16_t *)(const void *)p->diff + n * p->ds[0] + g * p->ds[1];
+        uint16_t *slab = (uint16_t *)(void *)p->grad + n * p->gs[0] + g * p->gs[1] + ic * p->gs[2];
+        for (int64_t i0 = 0; i0 < p->I[0]; i0++)
+            for (int64_t i1 = 0; i1 < p->I[1]; i1++)
+                for (int64_t r = 0; r < S2 && r < p->I[2]; r++) {
+                    a.ntaps = row_taps(p, i0, i1, r, tap);
+                    const int64_t columns = (p->I[2] - r + S2 - 1) / S2;
+                    a.out_step = S2 * p->gs[5];
+                    for (a.j0 = 0; a.j0 < columns; a.j0 += L) {
+                        a.count = columns - a.j0 < L ? columns - a.j0 : L;
+                        a.out = slab + i0 * p->gs[3] + i1 * p->gs[4] + (r + S2 * a.j0) * p->gs[5];
+                        k->megengine_row(&a);
+                    }
+                }
     }
 }

@@ -273,6 +273,23 @@ static void pack_tile32_neon(const float *image, int64_t channel_stride, int64_t
     }
 }
 
+/* MegEngine DEFAULT, 8 lanes (cbd_megengine_lanes.h) */
+#  define LANES 8
+#  define ME_ANY(v)                                                                                \
+    (vmaxvq_u32(vorrq_u32(vld1q_u32((const uint32_t *)&(v)),                                       \
+                          vld1q_u32((const uint32_t *)&(v) + 4))) != 0)
+/* FCVT of one F16 value */
+static inline float me_f16_scalar(uint16_t h) {
+    return vgetq_lane_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h))), 0);
+}
+#  define ME_F16_SCALAR(h) me_f16_scalar(h)
+#  define ME_ROW           megengine_row_neon
+#  include "cbd_megengine_lanes.h"
+#  undef LANES
+#  undef ME_ROW
+#  undef ME_F16_SCALAR
+#  undef ME_ANY
+
 const gradref__cbd_kernels gradref__cbd_kernels_neon = {
     .isa = "neon",
     .dw_row = dw_row_neon,
@@ -283,6 +300,8 @@ const gradref__cbd_kernels gradref__cbd_kernels_neon = {
     .tile32_masks = gradref__cbd_tile32_masks,
     .scatter2 = scatter2_neon,
     .qs8_row = qs8_row_neon,
+    .megengine_row = megengine_row_neon,
+    .megengine_lanes = 8,
 };
 
 #else

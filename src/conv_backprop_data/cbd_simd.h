@@ -7,6 +7,7 @@
 #define GRADREF_CBD_SIMD_H
 
 #include "cbd_internal.h"
+#include "common/convert.h"
 #include "common/isa.h"
 
 /* One depthwise channel's geometry (stride 1): the sizes of grad (I), diff (O) and the filter
@@ -23,6 +24,32 @@ gradref__cbd_dw_shape gradref__cbd_dw_shape_of(const gradref__cbd_plan *p);
 #define GRADREF__CBD_TILE_ROWS      14
 #define GRADREF__CBD_TILE_ROWS_AVX2 6
 #define GRADREF__CBD_TILE_ROWS_NEON 12
+
+/* GRADREF_PRECISION_MEGENGINE_DEFAULT by lanes (cbd_megengine_lanes.h): one tap of a grad row's
+ * chain, offsets in elements: the filter's tap at foff (from the filter at (g, ic, oc 0)), the
+ * diff row at drow (from diff at (n, g, oc 0)), and the diff column of lane j: base + j. */
+typedef struct gradref__cbd_me_tap {
+    int64_t foff, drow, base;
+} gradref__cbd_me_tap;
+
+/* Input channels a row kernel runs at once (independent chains sharing the diff values). */
+#define GRADREF__CBD_ME_CHANNELS 8
+
+/* Lanes j0 .. j0 + count (count <= the kernel's lanes) of one grad row's residue class, for
+ * `channels` (<= GRADREF__CBD_ME_CHANNELS) input channels fs_ic apart in the filter and out_ic
+ * apart in grad: each lane's chain over oc < OCpg (filter and diff oc strides fs_oc, ds_oc),
+ * then the taps in order, a tap adding a term where 0 <= base + j < O2 (diff's last size,
+ * stride ds5); lane j's element of channel c is out[c * out_ic + (j - j0) * out_step]. All
+ * offsets and sizes of the last dim fit int32. */
+typedef struct gradref__cbd_me_row {
+    const uint16_t *filter, *diff;
+    int64_t fs_oc, ds_oc, OCpg, channels, fs_ic, out_ic;
+    const gradref__cbd_me_tap *tap;
+    int64_t ntaps, O2, ds5, j0, count;
+    int bf16;
+    uint16_t *out;
+    int64_t out_step;
+} gradref__cbd_me_row;
 
 /* The kernels of one ISA, picked once per call. Depthwise (f32, stride 1): one grad row from
  * the nrows diff rows its row taps reach (rows, with the stored row-tap index base), never NULL;
@@ -52,6 +79,10 @@ typedef struct gradref__cbd_kernels {
     /* out[x] = gradref__cbd_qs8_requantize_inline((int32_t)from[x], acc_scale, grad_scale) for
      * x < n, from holding integers of at most 2^24 in magnitude. NULL: a plain loop */
     void (*qs8_row)(const float *from, int64_t n, float acc_scale, float grad_scale, int8_t *out);
+    /* MegEngine DEFAULT on up to megengine_lanes elements (NULL: the scatter of
+     * cbd_megengine.c) */
+    void (*megengine_row)(const gradref__cbd_me_row *a);
+    int megengine_lanes;
 } gradref__cbd_kernels;
 
 /* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs; its
@@ -65,6 +96,13 @@ extern const gradref__cbd_kernels gradref__cbd_kernels_avx512; /* cbd_avx512.c *
 #ifdef GRADREF__ARM64
 extern const gradref__cbd_kernels gradref__cbd_kernels_neon; /* cbd_neon.c */
 #endif
+
+/* Whether the MegEngine DEFAULT lanes kernels take plan p (k->megengine_row, few enough taps,
+ * the last dim's offsets within int32), and items [s0, s1) of (n, g, block of
+ * GRADREF__CBD_ME_CHANNELS input channels) by them (cbd_megengine.c). */
+int gradref__cbd_megengine_by_lanes(const gradref__cbd_plan *p, const gradref__cbd_kernels *k);
+void gradref__cbd_megengine_lanes(const gradref__cbd_plan *p, const gradref__cbd_kernels *k,
+                                  int64_t s0, int64_t s1);
 
 /* tile32_masks in plain C (cbd_kernels.c), on every architecture. */
 void gradref__cbd_tile32_masks(const int64_t *tap, int64_t ntaps, const int64_t *Q,

@@ -1,0 +1,180 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* GRADREF_PRECISION_MEGENGINE_DEFAULT on LANES grad elements of one row at a time, in GCC vector
+ * extensions, included by an ISA file after defining LANES and ME_ROW (the function's name); the
+ * file's ISA flags give the vectors their width. Each lane runs one grad element's chain in
+ * MegEngine's order (cbd_megengine.c): over oc, then the taps in ascending diff position, each
+ * term the float product of the two 16-bit values, added to the element in float and rounded to
+ * 16 bits as half.hpp (F16, ties away from zero) or bfloat16.hpp (BF16, ties to even) round.
+ * The element is held as the f32 value of its 16 bits, so the chain's operations are
+ * MegEngine's own, lane by lane: the same bits. A NaN stays a NaN (its payload may differ; the
+ * caller makes every NaN canonical). The ISA file may define ME_LOAD_F16, ME_ANY and
+ * ME_F16_SCALAR (below) with its own instructions. */
+#include <string.h>
+
+#include "cbd_simd.h"
+
+typedef float me_vf __attribute__((vector_size(4 * LANES)));
+typedef uint32_t me_vu __attribute__((vector_size(4 * LANES)));
+typedef int32_t me_vi __attribute__((vector_size(4 * LANES)));
+typedef uint16_t me_vh __attribute__((vector_size(2 * LANES)));
+
+/* Exact F16 -> f32 of the 16-bit lanes h: the exponent and mantissa moved to f32's places and
+ * scaled by 2^112 (normal and subnormal values alike), Inf and NaN given f32's all-ones
+ * exponent. */
+static inline me_vf me_f16_to_f32(me_vu h) {
+    const me_vu em = h & 0x7fffu, sign = (h & 0x8000u) << 16;
+    me_vf v = (me_vf)(em << 13) * 0x1p112f;
+    const me_vi special = (me_vi)(em >= 0x7c00u);
+    const me_vu bits = ((me_vu)v & ~(me_vu)special) | (((em << 13) | 0x7f800000u) & (me_vu)special);
+    return (me_vf)(bits | sign);
+}
+
+static inline me_vf me_load16(int bf16, me_vu h) {
+    return bf16 ? (me_vf)(h << 16) : me_f16_to_f32(h);
+}
+
+/* s rounded to F16 as gradref__f32_to_f16_megengine (convert.h), as the f32 value: normal
+ * results keep 10 mantissa bits, the first cut bit rounding the magnitude up (into the exponent
+ * too), 65520 and up become Inf; subnormal ones are q * 2^-24 with q rounded the same way;
+ * below 2^-25, +-0; Inf and NaN stay. */
+static inline me_vf me_round_f16_all(me_vf s) {
+    const me_vu x = (me_vu)s, sign = x & 0x80000000u, ax = x & 0x7fffffffu, e = ax >> 23;
+    me_vu normal = (ax + 0x1000u) & 0xffffe000u;
+    const me_vi big = (me_vi)(normal >= 0x47800000u);
+    normal = (normal & ~(me_vu)big) | (0x7f800000u & (me_vu)big);
+    /* e in [102, 112]: shift 126 - e in [14, 24] (other lanes take a harmless shift) */
+    const me_vi sub_range = (me_vi)(e >= 102u) & (me_vi)(e <= 112u);
+    const me_vu shift = ((126u - e) & (me_vu)sub_range) | (14u & ~(me_vu)sub_range);
+    const me_vu full = (ax & 0x7fffffu) | 0x800000u;
+    const me_vu q = (full >> shift) + ((full >> (shift - 1u)) & 1u);
+    const me_vf sub = __builtin_convertvector((me_vi)q, me_vf) * 0x1p-24f;
+    const me_vi nan = (me_vi)(ax > 0x7f800000u), is_normal = (me_vi)(e >= 113u);
+    me_vu r = (normal & (me_vu)is_normal) | ((me_vu)sub & (me_vu)sub_range);
+    r = (r & ~(me_vu)nan) | (ax & (me_vu)nan);
+    return (me_vf)(r | sign);
+}
+
+/* The lanes the normal rounding alone would get wrong: a non-zero value below F16's normal
+ * range (a subnormal result) or a NaN (ax - 1 wraps 0 to the top). */
+static inline me_vi me_f16_slow(me_vf s) {
+    const me_vu ax = (me_vu)s & 0x7fffffffu;
+    return (me_vi)(ax - 1u < 0x387fffffu) | (me_vi)(ax > 0x7f800000u);
+}
+
+/* me_round_f16_all for lanes that are 0 or a finite value of F16's normal range or above: the
+ * normal rounding and the overflow to Inf (it keeps 0 as it is). */
+static inline me_vf me_round_f16_normal(me_vf s) {
+    const me_vu x = (me_vu)s, ax = x & 0x7fffffffu;
+    me_vu normal = (ax + 0x1000u) & 0xffffe000u;
+    const me_vi big = (me_vi)(normal >= 0x47800000u);
+    normal = (normal & ~(me_vu)big) | (0x7f800000u & (me_vu)big);
+    return (me_vf)(normal | (x & 0x80000000u));
+}
+
+/* Whether a lane of v is non-zero (ME_ANY, when the ISA file defines it, by one instruction). */
+static inline int me_any(me_vi v) {
+#ifdef ME_ANY
+    return ME_ANY(v);
+#else
+    int any = 0;
+    for (int l = 0; l < LANES; l++)
+        any |= v[l];
+    return any;
+#endif
+}
+
+/* s rounded to BF16 as gradref__f32_to_bf16_megengine: to nearest even; Inf and NaN stay. */
+static inline me_vf me_round_bf16(me_vf s) {
+    const me_vu x = (me_vu)s;
+    const me_vi special = (me_vi)((x & 0x7f800000u) == 0x7f800000u);
+    const me_vu r = (x + 0x7fffu + ((x >> 16) & 1u)) & 0xffff0000u;
+    return (me_vf)((r & ~(me_vu)special) | (x & (me_vu)special));
+}
+
+static inline uint16_t me_scalar_bits(int bf16, float v) {
+    return bf16 ? gradref__f32_to_bf16_megengine(v) : gradref__f32_to_f16_megengine(v);
+}
+
+/* One tap's diff values for the lanes as f32 (0 where a lane has no term): whole vectors where
+ * the lanes are contiguous and inside the row (ME_LOAD_F16, when the ISA file defines it,
+ * converts F16 by its instruction: exact as the generic conversion). */
+__attribute__((always_inline)) static inline me_vf
+me_diff_lanes(int bf16, const uint16_t *row, int64_t o2, int64_t O2, int64_t ds5, int64_t count) {
+    me_vh h;
+    if (ds5 == 1 && o2 >= 0 && o2 + LANES <= O2) {
+#ifdef ME_LOAD_F16
+        if (!bf16) return ME_LOAD_F16(row + o2);
+#endif
+        memcpy(&h, row + o2, sizeof h);
+    } else {
+        uint16_t tmp[LANES];
+        for (int l = 0; l < LANES; l++)
+            tmp[l] = o2 + l >= 0 && o2 + l < O2 && l < count ? row[(o2 + l) * ds5] : 0;
+        memcpy(&h, tmp, sizeof h);
+    }
+    return me_load16(bf16, __builtin_convertvector(h, me_vu));
+}
+
+/* Up to GRADREF__CBD_ME_CHANNELS input channels at once: independent chains (one element's
+ * chain is a sequence of dependent roundings) that share each tap's diff values. */
+__attribute__((always_inline)) static inline void me_row_body(const gradref__cbd_me_row *a,
+                                                              const int bf16, const int whole) {
+    enum { C = GRADREF__CBD_ME_CHANNELS };
+    me_vi lane;
+    for (int l = 0; l < LANES; l++)
+        lane[l] = l;
+    me_vf g[C];
+    for (int c = 0; c < C; c++)
+        g[c] = (me_vf){0};
+    const int32_t O2 = (int32_t)a->O2, count = (int32_t)a->count;
+    const int64_t nic = whole ? C : a->channels; /* whole: a constant, the chains in registers */
+    for (int64_t oc = 0; oc < a->OCpg; oc++) {
+        const uint16_t *f = a->filter + oc * a->fs_oc, *d = a->diff + oc * a->ds_oc;
+        for (int64_t t = 0; t < a->ntaps; t++) {
+            const int64_t o2 = a->tap[t].base + a->j0;
+            const me_vi at = lane + (int32_t)o2; /* |o2| < 2^31: the caller checked */
+            const me_vi valid = (at >= 0) & (at < O2) & (lane < count);
+            const me_vf dv = me_diff_lanes(bf16, d + a->tap[t].drow, o2, a->O2, a->ds5, a->count);
+            const uint16_t *fw = f + a->tap[t].foff;
+            me_vf sum[C] = {(me_vf){0}}; /* past nic: unused */
+            me_vi slow = (me_vi){0};
+#pragma GCC unroll 8
+            for (int c = 0; c < C; c++) {
+                if (c >= nic) break;
+                const uint16_t wbits = fw[c * a->fs_ic];
+#ifdef ME_F16_SCALAR
+                const float w = bf16 ? gradref__bf16_to_f32(wbits) : ME_F16_SCALAR(wbits);
+#else
+                const float w = bf16 ? gradref__bf16_to_f32(wbits) : gradref__f16_to_f32(wbits);
+#endif
+                sum[c] = g[c] + w * dv;
+                if (!bf16) slow |= me_f16_slow(sum[c]);
+            }
+            /* F16: one test for the block; the whole rule only when a lane needs it */
+            const int all = !bf16 && me_any(slow & valid);
+#pragma GCC unroll 8
+            for (int c = 0; c < C; c++) {
+                if (c >= nic) break;
+                const me_vf r = bf16  ? me_round_bf16(sum[c])
+                                : all ? me_round_f16_all(sum[c])
+                                      : me_round_f16_normal(sum[c]);
+                g[c] = (me_vf)(((me_vu)r & (me_vu)valid) | ((me_vu)g[c] & ~(me_vu)valid));
+            }
+        }
+    }
+    for (int64_t c = 0; c < nic; c++)
+        for (int64_t l = 0; l < a->count; l++)
+            a->out[c * a->out_ic + l * a->out_step] = me_scalar_bits(bf16, g[c][l]);
+}
+
+static void ME_ROW(const gradref__cbd_me_row *a) {
+    const int whole = a->channels == GRADREF__CBD_ME_CHANNELS;
+    if (a->bf16 && whole)
+        me_row_body(a, 1, 1);
+    else if (a->bf16)
+        me_row_body(a, 1, 0);
+    else if (whole)
+        me_row_body(a, 0, 1);
+    else
+        me_row_body(a, 0, 0);
+}
