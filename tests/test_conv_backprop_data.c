@@ -396,6 +396,16 @@ static void check_fast_against_reference(cbd_case *c, int32_t precision) {
             free(block);
             tu_expect_same_bits(&c->grad, &want, "grad");
         }
+    /* the no-workspace path (the fast path's GEMMs on the stack, or the reference loop) */
+    for (int kernel = 0; kernel < 3; kernel++) {
+        assert_int_equal(gradref__cbd_validate(&c->params, &c->filter, &c->diff, &c->grad, &plan),
+                         GRADREF_OK);
+        plan.precision = precision;
+        plan.max_isa = kernel;
+        memset(c->grad.data, 0xff, c->bytes[2]);
+        assert_int_equal(gradref__cbd_no_workspace(&plan, threads[kernel]), GRADREF_OK);
+        tu_expect_same_bits(&c->grad, &want, "grad (no workspace)");
+    }
     free(wb);
 }
 
@@ -414,6 +424,26 @@ static void test_fast_matches_reference(void **state) {
         make_case(&c, &g, in[d], o, iter % 3, (iter / 3) % 3, 0, &r);
         check_fast_against_reference(&c, (iter / 5) % 2 ? GRADREF_PRECISION_HIGH
                                                         : GRADREF_PRECISION_DEFAULT);
+        free_case(&c);
+    }
+}
+
+/* Problems past the no-workspace path's blocks: more input channels than two GEMM panels,
+ * chains longer than one K slice, more sub-grid pixels than a chunk, strided and not; F32, F16
+ * and BF16, NCHW, NHWC and padded strides. Fast path and no-workspace path against the
+ * reference (check_fast_against_reference). */
+static void test_no_workspace_blocks(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(41);
+    static const int32_t dts[3] = {GRADREF_F32, GRADREF_F16, GRADREF_BF16};
+    for (int iter = 0; iter < 6; iter++) {
+        const int64_t S = 1 + iter % 2;
+        geometry g = geo2(1, 31 + iter, 13 + S, 12, 23 + 2 * iter, 3, 2, S, 1, 1, 1 + iter / 4,
+                          iter % 2 ? GRADREF_CONV_CONVOLUTION : GRADREF_CONV_CROSS_CORRELATION);
+        cbd_case c;
+        make_case(&c, &g, dts[iter % 3], iter % 3 == 2 ? GRADREF_BF16 : GRADREF_F32, iter % 3,
+                  (iter / 2) % 3, 0, &r);
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
         free_case(&c);
     }
 }
@@ -1460,6 +1490,7 @@ int main(void) {
         cmocka_unit_test(test_adjoint_identity),
         cmocka_unit_test(test_small_integers_exact),
         cmocka_unit_test(test_fast_matches_reference),
+        cmocka_unit_test(test_no_workspace_blocks),
         cmocka_unit_test(test_nan_bits),
         cmocka_unit_test(test_huge_stride),
         cmocka_unit_test(test_threads_bounded_by_work),

@@ -119,7 +119,23 @@ void gradref__sgemm_prepack_a(const gradref__sgemm_args *g, int max_isa, float *
     }
 }
 
+/* The loops with the blocking sizes given (MC a multiple of the level's mr, NC of its nr). */
+static void sgemm_blocked(const gradref__sgemm_args *g, int max_isa, void *work, int64_t MC_,
+                          int64_t KC_, int64_t NC_);
+
 void gradref__sgemm(const gradref__sgemm_args *g, int max_isa, void *work) {
+    sgemm_blocked(g, max_isa, work, MC, KC, NC);
+}
+
+void gradref__sgemm_small(const gradref__sgemm_args *g, int max_isa,
+                          float work[GRADREF__SGEMM_SMALL_WORK_FLOATS]) {
+    const int64_t mr = gradref__sgemm_mr(max_isa), nr = gradref__sgemm_nr(max_isa);
+    sgemm_blocked(g, max_isa, work, 2 * mr, GRADREF__SGEMM_SMALL_KC,
+                  GRADREF__SGEMM_SMALL_NC / nr * nr);
+}
+
+static void sgemm_blocked(const gradref__sgemm_args *g, int max_isa, void *work, int64_t MC_,
+                          int64_t KC_, int64_t NC_) {
     if (g->M <= 0 || g->N <= 0) return;
     const gradref__sgemm_kernels *kt = gradref__sgemm_kernels_for(max_isa);
     const gradref__sgemm_micro run = kt->micro;
@@ -131,12 +147,12 @@ void gradref__sgemm(const gradref__sgemm_args *g, int max_isa, void *work) {
                     g->c[i * g->c_rs + j * g->c_cs] = 0.0f;
         return;
     }
-    float *apack = (float *)work, *bpack = apack + MC * KC;
+    float *apack = (float *)work, *bpack = apack + MC_ * KC_;
     float tile[GRADREF__GEMM_MAX_TILE];
-    for (int64_t j0 = 0; j0 < g->N; j0 += NC) {
-        const int64_t nc = g->N - j0 < NC ? g->N - j0 : NC;
-        for (int64_t k0 = 0; k0 < g->K; k0 += KC) {
-            const int64_t kc = g->K - k0 < KC ? g->K - k0 : KC;
+    for (int64_t j0 = 0; j0 < g->N; j0 += NC_) {
+        const int64_t nc = g->N - j0 < NC_ ? g->N - j0 : NC_;
+        for (int64_t k0 = 0; k0 < g->K; k0 += KC_) {
+            const int64_t kc = g->K - k0 < KC_ ? g->K - k0 : KC_;
             const int load = g->accumulate || k0 > 0;
             const float *bpanels = bpack;
             int64_t bstep = kc * nr; /* floats from one B panel to the next */
@@ -148,8 +164,8 @@ void gradref__sgemm(const gradref__sgemm_args *g, int max_isa, void *work) {
             } else {
                 pack_b(g, k0, kc, j0, nc, nr, bpack);
             }
-            for (int64_t i0 = 0; i0 < g->M; i0 += MC) {
-                const int64_t mc = g->M - i0 < MC ? g->M - i0 : MC;
+            for (int64_t i0 = 0; i0 < g->M; i0 += MC_) {
+                const int64_t mc = g->M - i0 < MC_ ? g->M - i0 : MC_;
                 if (g->a_panels == NULL) {
                     if (g->pack_a)
                         g->pack_a(g->pack_a_ctx, k0, kc, i0, mc, mr, apack);

@@ -58,4 +58,13 @@ void gradref__sgemm_prepack_a(const gradref__sgemm_args *g, int max_isa, float *
  * `work` holds gradref__sgemm_work_bytes() bytes aligned to 64. */
 void gradref__sgemm(const gradref__sgemm_args *g, int max_isa, void *work);
 
+/* The same chains with small blocks (two panels of rows, K slices of GRADREF__SGEMM_SMALL_KC,
+ * GRADREF__SGEMM_SMALL_NC columns), for callers without a workspace: the work buffer fits on
+ * the stack (about 38 KiB at AVX-512, less elsewhere). */
+#define GRADREF__SGEMM_SMALL_KC          64
+#define GRADREF__SGEMM_SMALL_NC          128
+#define GRADREF__SGEMM_SMALL_WORK_FLOATS (2 * 14 * 64 + 64 * 128)
+void gradref__sgemm_small(const gradref__sgemm_args *g, int max_isa,
+                          float work[GRADREF__SGEMM_SMALL_WORK_FLOATS]);
+
 #endif

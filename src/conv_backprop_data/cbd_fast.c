@@ -203,8 +203,11 @@ gradref_status gradref__cbd_no_workspace(const gradref__cbd_plan *p, int threads
         else
             gradref__parallel_ranges(p->N * p->G, threads, megengine_part, p);
         gradref__canon_nans(&p->out_desc, threads); /* it accumulates in grad's own dtype */
-    } else
+    } else if (gradref__cbd_direct_fits(p)) {
+        gradref__cbd_direct(p, threads); /* the fast path's GEMMs on the stack */
+    } else {
         gradref__parallel_ranges(p->N * p->G * p->ICpg, threads, ref_part, p);
+    }
     return GRADREF_OK;
 }
 

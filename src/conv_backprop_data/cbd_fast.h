@@ -122,7 +122,19 @@ void gradref__cbd_direct_tiles(const run *R, const phase *f, const float *panels
                                int64_t jb, int64_t je, float *c, int64_t ldc, char *mine,
                                const layout *L, zeros *z);
 
+/* ---- cbd_direct.c ---- */
+
+/* Whether the no-workspace direct path takes plan p (F32, F16 or BF16 at the default precision,
+ * at most 256 taps, a finite filter), and the path itself over `threads` threads. */
+int gradref__cbd_direct_fits(const gradref__cbd_plan *p);
+void gradref__cbd_direct(const gradref__cbd_plan *p, int threads);
+
 /* ---- cbd_phases.c ---- */
+
+/* The taps reaching stride phase ph (its offsets along the three dims), in the reference's
+ * order (diff positions ascending): per tap its stored index and its 3 shifts (diff index =
+ * sub-grid index + shift). Returns how many (at most K0 * K1 * K2). */
+int64_t gradref__cbd_phase_taps(const gradref__cbd_plan *p, const int64_t *ph, int64_t *tap);
 
 /* The live phases along each dim into `at` (K[0] + K[1] + K[2] slots): the offsets
  * (k * dilation - pad_begin) mod stride of the taps, distinct, ascending, below the grad size.

@@ -68,7 +68,8 @@ size_t gradref__cbd_fast_workspace(const gradref__cbd_plan *plan, int32_t precis
 int gradref__cbd_fast_threads(const gradref__cbd_plan *plan, int32_t precision, int threads);
 /* The fast path; `ws` is 64-byte aligned and holds the bytes for `threads`. */
 void gradref__cbd_fast(const gradref__cbd_plan *plan, void *ws, int threads);
-/* The same bits without a workspace: the reference loop, grad slabs split over the threads. */
+/* The same bits without a workspace: the fast path's GEMMs with stack buffers (cbd_direct.c)
+ * where they apply, else the reference loop, grad slabs split over the threads. */
 gradref_status gradref__cbd_no_workspace(const gradref__cbd_plan *plan, int threads);
 
 #endif

@@ -72,7 +72,7 @@ static void pack_b_phase(const void *ctx, int64_t k0, int64_t kc, int64_t first,
 }
 
 /* Taps reaching phase ph, in the reference's order (diff position ascending); returns count. */
-static int64_t phase_taps(const gradref__cbd_plan *p, const int64_t *ph, int64_t *tap) {
+int64_t gradref__cbd_phase_taps(const gradref__cbd_plan *p, const int64_t *ph, int64_t *tap) {
     int64_t n = 0, kp[3];
     for (kp[0] = p->K[0] - 1; kp[0] >= 0; kp[0]--)
         for (kp[1] = p->K[1] - 1; kp[1] >= 0; kp[1]--)
@@ -214,7 +214,7 @@ int gradref__cbd_all_direct(const run *R, int64_t *tap) {
         int64_t ph[3];
         phase_at(R, f, ph);
         int64_t Q[3];
-        if (phase_grid(p, ph, Q) == 0 || phase_taps(p, ph, tap) == 0) continue;
+        if (phase_grid(p, ph, Q) == 0 || gradref__cbd_phase_taps(p, ph, tap) == 0) continue;
         if (!phase_direct(R, Q)) return 0;
     }
     return 1;
@@ -234,7 +234,7 @@ static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t 
     phase_at(R, f_index, ph);
     const int64_t N = phase_grid(p, ph, f.Q);
     if (N == 0) return;
-    f.ntaps = phase_taps(p, ph, tap);
+    f.ntaps = gradref__cbd_phase_taps(p, ph, tap);
     gradref__sgemm_args a;
     memset(&a, 0, sizeof a);
     a.M = M;
@@ -340,7 +340,7 @@ void gradref__cbd_panel_offsets(run *R, const layout *L, char *base) {
         int64_t ph[3];
         phase_at(R, f, ph);
         off[f] = at;
-        at += (p->ICpg + R->pr - 1) / R->pr * R->mr * phase_taps(p, ph, tap) * p->OCpg;
+        at += (p->ICpg + R->pr - 1) / R->pr * R->mr * gradref__cbd_phase_taps(p, ph, tap) * p->OCpg;
     }
 }
 
@@ -359,7 +359,7 @@ int gradref__cbd_pack_panels(const run *R, char *mine, const layout *L) {
         for (int64_t f = 0; f < R->phases && it < e; f++) {
             int64_t ph[3];
             phase_at(R, f, ph);
-            const int64_t ntaps = phase_taps(p, ph, tap);
+            const int64_t ntaps = gradref__cbd_phase_taps(p, ph, tap);
             for (int64_t ic0 = 0; ntaps > 0 && ic0 < p->ICpg; ic0 += R->pr, it++) {
                 if (it < b || it >= e) continue;
                 float *dst = (float *)R->panels + g * R->group_floats + R->phase_off[f] +

@@ -1,0 +1,263 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* conv_backprop_data's no-workspace path (a caller workspace too small for one thread's share
+ * of the fast path, as MegEngine's workspace limit 0): the fast path's stride-phase GEMMs with
+ * stack buffers only. Work items are (image, group, block of up to two GEMM panels of input
+ * channels); per live phase and chunk of CHUNK sub-grid pixels, gradref__sgemm_small computes
+ * the chunk from the filter and diff as they are (any dtype of the F32 path, any strides: its
+ * packers read and widen them), and the chunk is stored into grad. Each grad element is the
+ * reference's chain over (tap in ascending diff position, oc), with the zero terms of taps
+ * outside diff exact for a finite filter (cbd_fast.c): the same bits. About 64 KiB of stack. */
+#include "cbd_fast.h"
+#include "common/exec.h"
+#include "common/gemm.h"
+#include "common/nan.h"
+
+enum {
+    CHUNK = 128,       /* sub-grid pixels a GEMM call computes */
+    MAX_TAPS = 256,    /* taps of a phase the stack holds */
+    MAX_BLOCK = 2 * 14 /* channels of an item: two panels at the widest level */
+};
+
+typedef struct direct {
+    const gradref__cbd_plan *p;
+    int64_t n, g, ic0;
+    const int64_t *tap; /* the phase's taps (gradref__cbd_phase_taps) */
+    int64_t Q[3];       /* the phase's sub-grid sizes */
+    int64_t j0;         /* the chunk's first sub-grid pixel */
+} direct;
+
+static float element(const gradref__cbd_plan *p, const char *base, int64_t e) {
+    if (p->in_dtype == GRADREF_F32) return ((const float *)(const void *)base)[e];
+    return (float)gradref__load_float(p->in_dtype, base + (size_t)e * p->in_size);
+}
+
+/* A (rows: input channels ic0 + first.., k = (phase tap, oc)) in panels of `width` rows. */
+static void pack_a_filter(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
+                          int width, float *dst) {
+    const direct *d = ctx;
+    const gradref__cbd_plan *p = d->p;
+    for (int64_t i0 = 0; i0 < count; i0 += width) {
+        const int64_t rows = count - i0 < width ? count - i0 : width;
+        for (int64_t k = k0; k < k0 + kc; k++, dst += width) {
+            const int64_t t = d->tap[4 * (k / p->OCpg)], oc = k % p->OCpg;
+            const int64_t k0i = t / (p->K[1] * p->K[2]), k1i = t / p->K[2] % p->K[1],
+                          k2i = t % p->K[2];
+            const int64_t at = d->g * p->fs[0] + oc * p->fs[1] + (d->ic0 + first + i0) * p->fs[2] +
+                               k0i * p->fs[3] + k1i * p->fs[4] + k2i * p->fs[5];
+            int64_t r = 0;
+            for (; r < rows; r++)
+                dst[r] = element(p, p->filter, at + r * p->fs[2]);
+            for (; r < width; r++)
+                dst[r] = 0.0f;
+        }
+    }
+}
+
+/* n elements of diff from e on, stride ds5, widened to f32 */
+static void diff_run(const gradref__cbd_plan *p, int64_t e, int64_t n, float *out) {
+    const int64_t s = p->ds[5];
+    if (p->in_dtype == GRADREF_F32) {
+        const float *src = (const float *)(const void *)p->diff + e;
+        if (s == 1)
+            memcpy(out, src, (size_t)n * sizeof *out);
+        else
+            for (int64_t x = 0; x < n; x++)
+                out[x] = src[x * s];
+        return;
+    }
+    for (int64_t x = 0; x < n; x++)
+        out[x] = element(p, p->diff, e + x * s);
+}
+
+/* B (k = (phase tap, oc); columns: the chunk's sub-grid pixels) from diff shifted by the tap,
+ * zero outside diff: the implicit im2col, a panel's columns as runs along the last sub-grid
+ * dim (the same for every k). */
+static void pack_b_diff(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
+                        int width, float *dst) {
+    enum { MAX_RUNS = 64 };
+    const direct *d = ctx;
+    const gradref__cbd_plan *p = d->p;
+    const int64_t img = d->n * p->ds[0] + d->g * p->ds[1], W = d->Q[2];
+    for (int64_t jp = 0; jp < count; jp += width) {
+        const int64_t cols = count - jp < width ? count - jp : width;
+        int64_t run_at[MAX_RUNS], run_len[MAX_RUNS], run_q[MAX_RUNS][3], runs = 0;
+        const int64_t j_start = d->j0 + first + jp;
+        int64_t q2 = j_start % W, q1 = j_start / W % d->Q[1], q0 = j_start / (W * d->Q[1]);
+        for (int64_t j = 0; j < cols;) { /* width <= 32 columns: at most 32 runs */
+            const int64_t len = W - q2 < cols - j ? W - q2 : cols - j;
+            run_at[runs] = j, run_len[runs] = len;
+            run_q[runs][0] = q0, run_q[runs][1] = q1, run_q[runs][2] = q2;
+            runs++;
+            j += len;
+            q2 += len;
+            if (q2 == W) {
+                q2 = 0;
+                if (++q1 == d->Q[1]) q1 = 0, q0++;
+            }
+        }
+        for (int64_t k = k0; k < k0 + kc; k++, dst += width) {
+            const int64_t *tp = d->tap + 4 * (k / p->OCpg), oc = k % p->OCpg;
+            for (int64_t r = 0; r < runs; r++) {
+                float *out = dst + run_at[r];
+                const int64_t len = run_len[r];
+                const int64_t o0 = run_q[r][0] + tp[1], o1 = run_q[r][1] + tp[2],
+                              o2 = run_q[r][2] + tp[3];
+                int64_t lo = 0, hi = 0; /* [lo, hi): the part inside diff */
+                if (o0 >= 0 && o0 < p->O[0] && o1 >= 0 && o1 < p->O[1]) {
+                    lo = o2 < 0 ? -o2 : 0;
+                    hi = p->O[2] - o2 < len ? p->O[2] - o2 : len;
+                    if (lo > len) lo = len;
+                    if (hi < lo) hi = lo;
+                }
+                for (int64_t x = 0; x < lo; x++)
+                    out[x] = 0.0f;
+                if (hi > lo)
+                    diff_run(p,
+                             img + oc * p->ds[2] + o0 * p->ds[3] + o1 * p->ds[4] +
+                                 (o2 + lo) * p->ds[5],
+                             hi - lo, out + lo);
+                for (int64_t x = hi; x < len; x++)
+                    out[x] = 0.0f;
+            }
+            for (int64_t j = cols; j < width; j++)
+                dst[j] = 0.0f;
+        }
+    }
+}
+
+/* The chunk's values (M rows of `len` pixels) into grad at phase ph, in grad's dtype. */
+static void store_chunk(const direct *d, const int64_t *ph, const float *chunk, int64_t M,
+                        int64_t len) {
+    const gradref__cbd_plan *p = d->p;
+    for (int64_t m = 0; m < M; m++) {
+        char *slab =
+            p->grad +
+            (size_t)(d->n * p->gs[0] + d->g * p->gs[1] + (d->ic0 + m) * p->gs[2]) * p->out_size;
+        int64_t j = d->j0;
+        int64_t q2 = j % d->Q[2], q1 = j / d->Q[2] % d->Q[1], q0 = j / (d->Q[2] * d->Q[1]);
+        for (int64_t x = 0; x < len;) { /* a run along the sub-grid's last dim at a time */
+            const int64_t run = d->Q[2] - q2 < len - x ? d->Q[2] - q2 : len - x;
+            const int64_t i0 = q0 * p->stride[0] + ph[0], i1 = q1 * p->stride[1] + ph[1];
+            const int64_t step = p->stride[2] * p->gs[5];
+            char *e = slab + (size_t)(i0 * p->gs[3] + i1 * p->gs[4] +
+                                      (q2 * p->stride[2] + ph[2]) * p->gs[5]) *
+                                 p->out_size;
+            const float *v = chunk + m * len + x;
+            if (p->out_dtype == GRADREF_F32 && step == 1)
+                memcpy(e, v, (size_t)run * sizeof *v);
+            else if (p->out_dtype == GRADREF_F32)
+                for (int64_t y = 0; y < run; y++)
+                    ((float *)(void *)e)[y * step] = v[y];
+            else
+                for (int64_t y = 0; y < run; y++)
+                    gradref__store_float(p->out_dtype, e + (size_t)(y * step) * p->out_size, v[y]);
+            x += run;
+            q2 += run;
+            if (q2 == d->Q[2]) {
+                q2 = 0;
+                if (++q1 == d->Q[1]) q1 = 0, q0++;
+            }
+        }
+    }
+}
+
+/* +0 into channels [ic0, ic0 + M) of image n, group g (the elements no tap reaches keep it). */
+static void zero_slabs(const gradref__cbd_plan *p, int64_t n, int64_t g, int64_t ic0, int64_t M) {
+    for (int64_t m = 0; m < M; m++) {
+        char *slab =
+            p->grad + (size_t)(n * p->gs[0] + g * p->gs[1] + (ic0 + m) * p->gs[2]) * p->out_size;
+        for (int64_t i0 = 0; i0 < p->I[0]; i0++)
+            for (int64_t i1 = 0; i1 < p->I[1]; i1++)
+                for (int64_t i2 = 0; i2 < p->I[2]; i2++)
+                    memset(slab + (size_t)(i0 * p->gs[3] + i1 * p->gs[4] + i2 * p->gs[5]) *
+                                      p->out_size,
+                           0, p->out_size);
+    }
+}
+
+/* One item: every live phase of channels [ic0, ic0 + M) of image n, group g. */
+static void item(const gradref__cbd_plan *p, int64_t n, int64_t g, int64_t ic0, int64_t M) {
+    __attribute__((aligned(64))) float work[GRADREF__SGEMM_SMALL_WORK_FLOATS];
+    __attribute__((aligned(64))) float chunk[MAX_BLOCK * CHUNK];
+    int64_t tap[4 * MAX_TAPS];
+    direct d = {p, n, g, ic0, tap, {0, 0, 0}, 0};
+    if (!unit_strides(p)) zero_slabs(p, n, g, ic0, M);
+    /* stride 1 into an F32 grad whose pixels are dense: the GEMM writes grad itself */
+    const int in_place = unit_strides(p) && p->out_dtype == GRADREF_F32 && p->gs[5] == 1 &&
+                         p->gs[4] == p->I[2] && p->gs[3] == p->I[1] * p->I[2];
+    int64_t ph[3];
+    for (ph[0] = 0; ph[0] < p->stride[0] && ph[0] < p->I[0]; ph[0]++)
+        for (ph[1] = 0; ph[1] < p->stride[1] && ph[1] < p->I[1]; ph[1]++)
+            for (ph[2] = 0; ph[2] < p->stride[2] && ph[2] < p->I[2]; ph[2]++) {
+                const int64_t ntaps = gradref__cbd_phase_taps(p, ph, tap);
+                if (ntaps == 0) continue; /* +0 from zero_slabs */
+                int64_t N = 1;
+                for (int j = 0; j < 3; j++) {
+                    d.Q[j] = (p->I[j] - ph[j] - 1) / p->stride[j] + 1;
+                    N *= d.Q[j];
+                }
+                gradref__sgemm_args a;
+                memset(&a, 0, sizeof a);
+                a.M = M;
+                a.K = ntaps * p->OCpg;
+                a.pack_a = pack_a_filter;
+                a.pack_b = pack_b_diff;
+                a.pack_a_ctx = a.pack_b_ctx = &d;
+                a.c = chunk;
+                a.c_cs = 1;
+                for (d.j0 = 0; d.j0 < N; d.j0 += CHUNK) {
+                    a.N = N - d.j0 < CHUNK ? N - d.j0 : CHUNK;
+                    if (in_place) { /* grad's own rows: the chunk's pixels are adjacent there */
+                        a.c = (float *)(void *)p->grad + n * p->gs[0] + g * p->gs[1] +
+                              ic0 * p->gs[2] + d.j0;
+                        a.c_rs = p->gs[2];
+                        gradref__sgemm_small(&a, p->max_isa, work);
+                        for (int64_t m = 0; m < M; m++)
+                            gradref__canon_nans_f32(a.c + m * a.c_rs, a.N);
+                        continue;
+                    }
+                    a.c_rs = a.N;
+                    gradref__sgemm_small(&a, p->max_isa, work);
+                    gradref__canon_nans_f32(chunk, M * a.N);
+                    store_chunk(&d, ph, chunk, M, a.N);
+                }
+            }
+}
+
+/* Whether the path takes plan p: the F32 path's dtypes at the default precision, few enough
+ * taps for the stack, and a finite filter (its zero terms are exact only then). */
+int gradref__cbd_direct_fits(const gradref__cbd_plan *p) {
+    const int32_t dt = p->in_dtype;
+    if ((dt != GRADREF_F32 && dt != GRADREF_F16 && dt != GRADREF_BF16) ||
+        p->precision != GRADREF_PRECISION_DEFAULT || taps_of(p) > MAX_TAPS)
+        return 0;
+    for (int64_t g = 0; g < p->G; g++)
+        for (int64_t ic = 0; ic < p->ICpg; ic++)
+            for (int64_t t = 0; t < taps_of(p); t++)
+                for (int64_t oc = 0; oc < p->OCpg; oc++)
+                    if (!isfinite(filter_value(p, filter_offset(p, g, ic, t) + oc * p->fs[1])))
+                        return 0;
+    return 1;
+}
+
+/* An item's channels: two GEMM panels (at most MAX_BLOCK, the stack's chunk). */
+static int64_t block_of(const gradref__cbd_plan *p) {
+    const int64_t block = 2 * gradref__sgemm_mr(p->max_isa);
+    return block < MAX_BLOCK ? block : MAX_BLOCK;
+}
+
+static void items(const void *plan, int64_t begin, int64_t end) {
+    const gradref__cbd_plan *p = plan;
+    const int64_t block = block_of(p);
+    const int64_t blocks = (p->ICpg + block - 1) / block;
+    for (int64_t it = begin; it < end; it++) {
+        const int64_t n = it / (p->G * blocks), g = it / blocks % p->G, b = it % blocks;
+        const int64_t ic0 = b * block, M = p->ICpg - ic0 < block ? p->ICpg - ic0 : block;
+        item(p, n, g, ic0, M);
+    }
+}
+
+void gradref__cbd_direct(const gradref__cbd_plan *p, int threads) {
+    const int64_t block = block_of(p);
+    gradref__parallel_ranges(p->N * p->G * ((p->ICpg + block - 1) / block), threads, items, p);
+}
