@@ -1,8 +1,10 @@
 # SPDX-License-Identifier: Apache-2.0
 """numpy arrays and CPU torch tensors as gradref_tensor descriptors, without copies.
 
-numpy has no bfloat16: a uint16 array read with bf16=True holds bf16 bits, and bf16 results
-come back as uint16 arrays. torch.bfloat16 and torch.float16 tensors are read in place.
+numpy has no bfloat16 of its own: an array whose dtype is named "bfloat16" (ml_dtypes', or any
+compatible 2-byte extension dtype) is read as BF16, and so is a uint16 array read with
+bf16=True (bf16 bits); bf16 results come back in the dtype that came in. torch.bfloat16 and
+torch.float16 tensors are read in place.
 """
 import sys
 
@@ -52,9 +54,15 @@ class Arg:
         return ctypes.byref(self.tensor)
 
 
+def is_bfloat16_dtype(dt):
+    """Whether a numpy dtype is a bfloat16 extension (ml_dtypes.bfloat16 and compatibles),
+    recognised by name and size without importing them."""
+    return getattr(dt, "name", None) == "bfloat16" and getattr(dt, "itemsize", 0) == 2
+
+
 def _numpy_code(a, name, bf16):
     dt = a.dtype
-    if bf16 and dt.name == "uint16":
+    if is_bfloat16_dtype(dt) or (bf16 and dt.name == "uint16"):
         return _lib.BF16
     if dt.name in _NUMPY_CODES and dt.isnative:
         return _NUMPY_CODES[dt.name]
@@ -141,13 +149,19 @@ def _numpy():
     return numpy
 
 
-def new_output(kind, shape, code):
-    """A new contiguous array of `kind` for a result."""
+def new_output(kind, shape, code, like=None):
+    """A new contiguous array of `kind` for a result; a BF16 one in like's numpy dtype when
+    that is a bfloat16 extension dtype (else uint16 bits)."""
     if kind == "torch":
         t = _torch()
         rev = {v: k for k, v in _torch_codes().items()}
         return as_output(t.empty(tuple(shape), dtype=rev[code]), "result")
     np = _numpy()
-    dt = "uint16" if code == _lib.BF16 else _NUMPY_NAMES[code]
-    return as_output(np.empty(tuple(shape), dtype=dt), "result", bf16=code == _lib.BF16)
+    if code == _lib.BF16:
+        a = np.empty(tuple(shape), dtype="uint16")
+        dt = getattr(getattr(like, "obj", None), "dtype", None)
+        if like is not None and like.kind == "numpy" and is_bfloat16_dtype(dt):
+            a = a.view(dt)
+        return as_output(a, "result", bf16=True)
+    return as_output(np.empty(tuple(shape), dtype=_NUMPY_NAMES[code]), "result")
 

@@ -140,8 +140,9 @@ _ITEM_BYTES = {_lib.F32: 4, _lib.F64: 8, _lib.F16: 2, _lib.BF16: 2, _lib.I8: 1, 
                _lib.I64: 8}
 
 
-def _result(given, kind, shape, code, name, bf16):
-    """The out= array if given (as an output descriptor), else a new one. A shape that cannot
+def _result(given, kind, shape, code, name, bf16, like=None):
+    """The out= array if given (as an output descriptor), else a new one (a BF16 one in like's
+    bfloat16 numpy dtype when it has one). A shape that cannot
     be allocated (broadcast inputs of a huge logical shape, sizes the library would refuse)
     raises Error, as the library would, not numpy's or torch's own exception."""
     if given is not None:
@@ -157,7 +158,7 @@ def _result(given, kind, shape, code, name, bf16):
         raise Error(_lib.ERR_OVERFLOW, "%s of shape %s would take %d bytes, more than int64 "
                     "holds" % (name, tuple(shape), nbytes))
     try:
-        return new_output(kind, shape, code)
+        return new_output(kind, shape, code, like)
     except (MemoryError, ValueError, RuntimeError) as e:
         raise Error(_lib.ERR_NO_MEMORY, "%s of shape %s (%d bytes) could not be allocated: %s"
                     % (name, tuple(shape), nbytes, e)) from None
@@ -197,8 +198,8 @@ def grid_sampler3d_grad(grad_output, input, grid, interpolation_mode, padding_mo
     x = as_input(input, "input", bf16)
     gr = as_input(grid, "grid", bf16)
     out_dx, out_dgrid = _outs(out, 2)
-    dx = _result(out_dx, g.kind, x.shape, x.code, "dx", bf16) if mask[0] else None
-    dgrid = _result(out_dgrid, g.kind, gr.shape, gr.code, "dgrid", bf16) if mask[1] else None
+    dx = _result(out_dx, g.kind, x.shape, x.code, "dx", bf16, g) if mask[0] else None
+    dgrid = _result(out_dgrid, g.kind, gr.shape, gr.code, "dgrid", bf16, g) if mask[1] else None
     e = _exec(threads, precision, strict)
     _check(lib.gradref_grid_sampler3d_grad(ctypes.byref(p), g.ref, x.ref, gr.ref,
                                            dx.ref if dx else None, dgrid.ref if dgrid else None,
@@ -216,7 +217,7 @@ def _recat_list(grad_output, values, name, fn, out, threads, precision, strict, 
     numel = 1
     for s in go.shape:
         numel *= s
-    o = _result(out, go.kind, (numel,), go.code, "out", bf16)
+    o = _result(out, go.kind, (numel,), go.code, "out", bf16, go)
     e = _exec(threads, precision, strict)
     _check(fn(go.ref, arr, len(ranks), o.ref, ctypes.byref(e)))
     return o.obj
@@ -253,7 +254,7 @@ def recat_embedding_grad_output_mixed_D_batch(grad_output, dim_sum_per_rank,
     numel = 1
     for s in go.shape:
         numel *= s
-    o = _result(out, go.kind, (numel,), go.code, "out", bf16)
+    o = _result(out, go.kind, (numel,), go.code, "out", bf16, go)
     e = _exec(threads, precision, strict)
     _check(lib.gradref_recat_embedding_grad_output_mixed_d_batch(go.ref, d.ref, c.ref, o.ref,
                                                                  ctypes.byref(e)))
@@ -294,8 +295,8 @@ def rope_grad(q_embed_grad, k_embed_grad, cos, sin, seq_len, mode="atb", *, head
         starts_arr = (ctypes.c_int64 * max(len(starts), 1))(*starts)
         p.start_positions = starts_arr
     out_q, out_k = _outs(out, 2)
-    dq = _result(out_q, q.kind, q.shape, q.code, "q_grad", bf16)
-    dk = _result(out_k, q.kind, k.shape, k.code, "k_grad", bf16)
+    dq = _result(out_q, q.kind, q.shape, q.code, "q_grad", bf16, q)
+    dk = _result(out_k, q.kind, k.shape, k.code, "k_grad", bf16, q)
     e = _exec(threads, precision, strict)
     _check(lib.gradref_rope_grad(ctypes.byref(p), q.ref, k.ref, c.ref, s.ref, dq.ref, dk.ref,
                                  ctypes.byref(e)), _ROPE_NAMES)
@@ -442,7 +443,7 @@ def conv_backprop_data(filter, diff, mode="CROSS_CORRELATION", sparse="DENSE", f
         out_code = _out_code(out_dtype, _lib.I32 if f.code == _lib.I8 else f.code)
     c = groups * icpg
     shape = [n] + spatial + [c] if last else [n, c] + spatial
-    g = _result(out, d.kind, shape, out_code, "grad", bf16)
+    g = _result(out, d.kind, shape, out_code, "grad", bf16, d)
     if last:
         _permuted(g, [0, r + 1] + list(range(1, r + 1)))
     e = _exec(threads, precision, strict)
@@ -475,14 +476,16 @@ def _tf_spatial(values, name, data_format, minimum):
 def conv3d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
                            data_format="NDHWC", dilations=(1, 1, 1, 1, 1), groups=None, *,
                            out=None, out_dtype=None, threads=None, precision=None, strict=False,
-                           dtype=None):
+                           dtype=None, round_output=False):
     """TensorFlow Conv3DBackpropFilterV2: dw for input and out_backprop in data_format
     ("NDHWC" or "NCDHW"), returned in TF's filter layout (kd, kh, kw, in/groups, out).
     filter_sizes is that shape; strides and dilations have 5 entries (or 3 spatial); padding
     is "SAME", "VALID", or explicit pads: 3 (begin, end) pairs, or 5 pairs in data_format
     order as TF's explicit_paddings. groups defaults to in_channels / filter_sizes[3].
     F16/BF16 inputs give their own dtype, or out_dtype="float32" (CANN V2's F32 dw; out= an
-    F32 array does the same)."""
+    F32 array does the same). precision="hf32" (or "hf32_910b") with round_output=True is CANN's
+    HF32 golden in one call: the F32 dw rounded to HF32 too (gradref.testing.hf32_round), in
+    place."""
     bf16 = _bf16(dtype)
     fmt = data_format.lower() if isinstance(data_format, str) else None
     if fmt not in ("ndhwc", "ncdhw"):
@@ -523,12 +526,20 @@ def conv3d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
         for j in range(6):
             p.pad[j] = flat[j]
     code = _out_code(out_dtype, x.code)
-    w = _result(out, x.kind, ks, code, "out", bf16)
+    w = _result(out, x.kind, ks, code, "out", bf16, x)
     _permuted(w, [4, 3, 0, 1, 2])  # DHWIO -> (Cout, Cin/G, kd, kh, kw)
     e = _exec(threads, precision, strict)
     _check(lib.gradref_conv3d_backprop_filter(ctypes.byref(p), x.ref, dy.ref, w.ref,
                                               ctypes.byref(e)), _C3F_NAMES,
            "dw is shaped by filter_sizes=%r" % (list(ks),))
+    if _bool(round_output, "round_output"):
+        kept = {_lib.PRECISION_HF32: 10, _lib.PRECISION_HF32_910B: 11}.get(
+            e.precision & ~_lib.STRICT_UPSTREAM)
+        if kept is None or w.code != _lib.F32:
+            raise ValueError("gradref: round_output=True rounds an F32 dw to HF32: it takes "
+                             "precision=\"hf32\" or \"hf32_910b\" and an F32 output")
+        from .testing import hf32_round
+        hf32_round(w.obj, kept, out=w.obj)
     return w.obj
 
 

@@ -7,6 +7,7 @@ values as CANN's golden emulates HF32. They take numpy arrays or torch tensors (
 they are moved to the CPU), and bf16 as torch.bfloat16 or as uint16 numpy arrays with
 dtype="bf16".
 """
+import sys
 import numbers
 
 # (rtol, atol) per dtype, as torch.testing.assert_close chooses them
@@ -150,25 +151,31 @@ def _ordered(u, sign):
     return np.where(neg, sign - np.uint64(1) - mag, sign + mag)
 
 
-def hf32_round(a, kept_bits=10):
+def hf32_round(a, kept_bits=10, out=None):
     """float32 values rounded to HF32 as CANN's golden does (simulate_hf32_precision on the
     int32 view): kept_bits 10 (the default and Ascend 950) or 11 (Ascend 910B). Ties round away
     from zero, carries run into the exponent; a NaN is quieted first (0x7fffffff still wraps
     to -0, 0xffffffff to +0, as the golden's integers do). gradref's HF32 precisions round x and dy this way;
-    the golden also rounds its float32 output, which gradref leaves to this function. Returns a
-    numpy float32 array."""
+    the golden also rounds its float32 output, which gradref leaves to this function (or to
+    conv3d_backprop_filter's round_output=True). Returns the kind that came in: a float32 torch
+    tensor for a torch tensor, else a numpy float32 array; out= (a float32 array or tensor of
+    a's shape, a itself included) receives the values instead."""
     np = _np()
     if kept_bits not in (10, 11):
         raise ValueError("gradref.testing.hf32_round: kept_bits is %r, not 10 or 11" % (kept_bits,))
-    try:
-        import torch
-        if isinstance(a, torch.Tensor):
-            a = a.detach().cpu().numpy()
-    except ImportError:
-        pass
-    v = np.array(a, dtype=np.float32, copy=True).view(np.uint32)
+    torch = sys.modules.get("torch")
+    is_torch = torch is not None and isinstance(a, torch.Tensor)
+    src = a.detach().cpu().numpy() if is_torch else a
+    v = np.array(src, dtype=np.float32, copy=True).view(np.uint32)
     # a NaN is quieted first, as the golden's values are on their way through float64
     v = np.where((v & np.uint32(0x7fffffff)) > np.uint32(0x7f800000), v | np.uint32(0x400000), v)
     cut = 23 - kept_bits
     v = (v + np.uint32(1 << (cut - 1))) & np.uint32((0xffffffff >> cut) << cut)
-    return v.view(np.float32)
+    r = v.view(np.float32)
+    if out is not None:
+        if torch is not None and isinstance(out, torch.Tensor):
+            out.copy_(torch.from_numpy(r.reshape(tuple(out.shape))))
+        else:
+            out[...] = r.reshape(out.shape)
+        return out
+    return torch.from_numpy(r) if is_torch else r
