@@ -23,10 +23,24 @@ def is_torch(x):
     return t is not None and isinstance(x, t.Tensor)
 
 
+_TORCH_TABLES = []  # (dtype -> code, code -> dtype), built at the first torch argument
+
+
 def _torch_codes():
-    t = _torch()
-    return {t.float32: _lib.F32, t.float64: _lib.F64, t.float16: _lib.F16,
-            t.bfloat16: _lib.BF16, t.int8: _lib.I8, t.int32: _lib.I32, t.int64: _lib.I64}
+    if not _TORCH_TABLES:
+        t = _torch()
+        codes = {t.float32: _lib.F32, t.float64: _lib.F64, t.float16: _lib.F16,
+                 t.bfloat16: _lib.BF16, t.int8: _lib.I8, t.int32: _lib.I32, t.int64: _lib.I64}
+        _TORCH_TABLES.append((codes, {v: k for k, v in codes.items()}))
+    return _TORCH_TABLES[0][0]
+
+
+def _torch_dtypes():
+    _torch_codes()
+    return _TORCH_TABLES[0][1]
+
+
+_DIMS = _lib.ctypes.c_int64 * _lib.MAX_DIMS
 
 
 class Arg:
@@ -36,17 +50,21 @@ class Arg:
         self.obj = obj
         self.kind = kind  # "numpy" or "torch"
         self.code = code
-        self.shape = tuple(int(s) for s in shape)
+        self.shape = tuple(shape)  # numpy's and torch's sizes are ints already
         if len(self.shape) > _lib.MAX_DIMS:
             raise ValueError("gradref: an array of %d dims; at most %d"
                              % (len(self.shape), _lib.MAX_DIMS))
-        self.tensor = _lib.Tensor()
-        self.tensor.data = ptr or None
-        self.tensor.dtype = code
-        self.tensor.ndim = len(self.shape)
-        for i, (n, s) in enumerate(zip(self.shape, strides)):
-            self.tensor.shape[i] = n
-            self.tensor.strides[i] = int(s)
+        self.strides = strides
+        # one constructor call: ctypes field assignments one by one cost a microsecond each
+        self.tensor = _lib.Tensor(ptr or None, code, len(self.shape), _DIMS(*self.shape),
+                                  _DIMS(*self.strides))
+
+    def permute(self, order):
+        """The descriptor's dims taken in `order` (the object is not touched)."""
+        shape = [self.tensor.shape[i] for i in order]
+        self.strides = [self.strides[i] for i in order]
+        self.tensor.shape = _DIMS(*shape)
+        self.tensor.strides = _DIMS(*self.strides)
 
     @property
     def ref(self):
@@ -60,12 +78,26 @@ def is_bfloat16_dtype(dt):
     return getattr(dt, "name", None) == "bfloat16" and getattr(dt, "itemsize", 0) == 2
 
 
+_CODE_OF_DTYPE = {}  # (numpy dtype, bf16) -> code: a dtype's name costs a microsecond
+
+
 def _numpy_code(a, name, bf16):
     dt = a.dtype
+    try:
+        return _CODE_OF_DTYPE[(dt, bf16)]
+    except (KeyError, TypeError):  # TypeError: a dtype stand-in that does not hash
+        pass
+    code = None
     if is_bfloat16_dtype(dt) or (bf16 and dt.name == "uint16"):
-        return _lib.BF16
-    if dt.name in _NUMPY_CODES and dt.isnative:
-        return _NUMPY_CODES[dt.name]
+        code = _lib.BF16
+    elif dt.name in _NUMPY_CODES and dt.isnative:
+        code = _NUMPY_CODES[dt.name]
+    if code is not None:
+        try:
+            _CODE_OF_DTYPE[(dt, bf16)] = code
+        except TypeError:
+            pass
+        return code
     hint = " (a uint16 array holds bf16 bits when you pass dtype=\"bf16\")" \
         if dt.name == "uint16" else ""
     raise TypeError("gradref: %s has numpy dtype %s; gradref takes float32, float64, float16, "
@@ -73,11 +105,15 @@ def _numpy_code(a, name, bf16):
                     % (name, dt, hint))
 
 
-def _element_strides(a):
+def _data_address(a):
+    return a.__array_interface__["data"][0]
+
+
+def _element_strides(a, address):
     """a's strides in elements, or None when one is negative or not a multiple of the item
-    size, or the data is not aligned to it."""
+    size, or the data (at address) is not aligned to it."""
     size = a.itemsize
-    if a.ctypes.data % size:
+    if address % size:
         return None
     out = []
     for s, n in zip(a.strides, a.shape):
@@ -112,36 +148,39 @@ def _as_arg(x, name, bf16, output):
     code = _numpy_code(x, name, bf16)
     if output and not x.flags.writeable:
         raise ValueError("gradref: out %s is read-only" % name)
-    strides = _element_strides(x)
+    address = _data_address(x)
+    strides = _element_strides(x, address)
     if strides is None and x.size > 0:
         if output:
             raise ValueError("gradref: out %s has strides %s bytes (item size %d) or misaligned "
                              "data; outputs need non-negative strides that are multiples of the "
                              "item size" % (name, x.strides, x.itemsize))
         x = np.array(x, copy=True, order="C")
-        strides = _element_strides(x)
+        address = _data_address(x)
+        strides = _element_strides(x, address)
     if strides is None:  # empty: no element is addressed
         strides = [0] * x.ndim
-    return Arg(x, "numpy", code, x.shape, strides, x.ctypes.data if x.size else 0)
+    return Arg(x, "numpy", code, x.shape, strides, address if x.size else 0)
 
 
 def _torch_arg(t, name, output):
-    if t.device.type != "cpu":
+    if not t.is_cpu:
         raise TypeError("gradref: %s is on %s; gradref runs on the CPU (pass .cpu())"
                         % (name, t.device))
-    codes = _torch_codes()
-    if t.dtype not in codes:
+    code = _torch_codes().get(t.dtype)
+    if code is None:
         raise TypeError("gradref: %s has torch dtype %s; gradref takes float32, float64, "
                         "float16, bfloat16, int8, int32 or int64" % (name, t.dtype))
     if t.layout != _torch().strided:
         raise TypeError("gradref: %s has layout %s; gradref takes strided tensors"
                         % (name, t.layout))
-    if not output and t.is_neg():
+    if t.is_neg():
+        if output:
+            raise ValueError("gradref: out %s is a negated view" % name)
         t = t.resolve_neg()
-    if output and t.is_neg():
-        raise ValueError("gradref: out %s is a negated view" % name)
-    strides = [0 if n == 1 else s for n, s in zip(t.shape, t.stride())]
-    return Arg(t, "torch", codes[t.dtype], t.shape, strides, t.data_ptr() if t.numel() else 0)
+    shape = t.shape
+    strides = [0 if n == 1 else s for n, s in zip(shape, t.stride())]
+    return Arg(t, "torch", code, shape, strides, t.data_ptr() if t.numel() else 0)
 
 
 def _numpy():
@@ -154,8 +193,7 @@ def new_output(kind, shape, code, like=None):
     that is a bfloat16 extension dtype (else uint16 bits)."""
     if kind == "torch":
         t = _torch()
-        rev = {v: k for k, v in _torch_codes().items()}
-        return as_output(t.empty(tuple(shape), dtype=rev[code]), "result")
+        return as_output(t.empty(tuple(shape), dtype=_torch_dtypes()[code]), "result")
     np = _numpy()
     if code == _lib.BF16:
         a = np.empty(tuple(shape), dtype="uint16")

@@ -65,6 +65,9 @@ def _check(status, names=None, hint=None):
 def _int(value, name, minimum=None, bits=64):
     """An int that fits the C field it goes to (int64_t, or int32_t with bits=32): ctypes
     would wrap a larger one silently (2**32 + 3 read as 3)."""
+    if type(value) is int and (minimum is None or value >= minimum) and \
+            -(1 << (bits - 1)) <= value < (1 << (bits - 1)):
+        return value  # the common case, without the abstract-class checks below
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError("gradref: %s must be an int, not %s" % (name, type(value).__name__))
     value = int(value)
@@ -83,6 +86,9 @@ def _ints(values, name, bits=64):
     if isinstance(values, (str, bytes)) or not hasattr(values, "__iter__"):
         raise TypeError("gradref: %s must be a sequence of ints, not %s"
                         % (name, type(values).__name__))
+    lo, hi = -(1 << (bits - 1)), 1 << (bits - 1)
+    if all(type(v) is int and lo <= v < hi for v in values):
+        return list(values)
     return [_int(v, "%s[%d]" % (name, i), bits=bits) for i, v in enumerate(values)]
 
 
@@ -102,19 +108,18 @@ _PRECISIONS = {"default": _lib.PRECISION_DEFAULT, "high": _lib.PRECISION_HIGH,
 
 
 def _exec(threads, precision, strict=False):
-    e = _lib.Exec()
-    e.num_threads = 0 if threads is None else _int(threads, "threads", bits=32)
+    num_threads = 0 if threads is None else _int(threads, "threads", bits=32)
     if precision is None:
-        e.precision = _lib.PRECISION_DEFAULT
+        code = _lib.PRECISION_DEFAULT
     elif isinstance(precision, str):
         if precision.lower() not in _PRECISIONS:
             raise ValueError("gradref: precision %r; use %s" % (precision, sorted(_PRECISIONS)))
-        e.precision = _PRECISIONS[precision.lower()]
+        code = _PRECISIONS[precision.lower()]
     else:
-        e.precision = _int(precision, "precision", bits=32)
-    if _bool(strict, "strict"):
-        e.precision |= _lib.STRICT_UPSTREAM
-    return e
+        code = _int(precision, "precision", bits=32)
+    if strict is not False and _bool(strict, "strict"):
+        code |= _lib.STRICT_UPSTREAM
+    return _lib.Exec(None, 0, num_threads, code)
 
 
 def _bf16(dtype):
@@ -343,12 +348,7 @@ def _pads(pad, r, name="pad"):
 
 def _permuted(arg, order):
     """arg's descriptor with its dims taken in `order` (a view, no copy)."""
-    t = arg.tensor
-    shape = [t.shape[i] for i in range(t.ndim)]
-    strides = [t.strides[i] for i in range(t.ndim)]
-    for j, i in enumerate(order):
-        t.shape[j] = shape[i]
-        t.strides[j] = strides[i]
+    arg.permute(order)
     return arg
 
 

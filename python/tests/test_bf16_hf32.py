@@ -26,12 +26,15 @@ class _BFloat16Name:
     str = "<V2"
 
 
+_BFLOAT16 = _BFloat16Name()  # one object, as an extension dtype is
+
+
 class BFloat16Array(np.ndarray):
     """A uint16 buffer whose dtype says bfloat16, as an extension dtype's array does."""
 
     @property
     def dtype(self):
-        return _BFloat16Name()
+        return _BFLOAT16
 
 
 def as_named_bf16(bits):
