@@ -95,6 +95,8 @@ def _ints(values, name, bits=64):
 def _bool(value, name):
     """True or False: a bool, 0 or 1, or "true"/"false" in any case (as shells and JSON write
     them); anything else is an error, not a truth value."""
+    if value is True or value is False:
+        return value
     if isinstance(value, str) and value.lower() in ("true", "false"):
         return value.lower() == "true"
     if isinstance(value, numbers.Integral) and int(value) in (0, 1):
@@ -196,9 +198,12 @@ def grid_sampler3d_grad(grad_output, input, grid, interpolation_mode, padding_mo
     p.interpolation = _choice(interpolation_mode, _INTERP, "interpolation_mode")
     p.padding = _choice(padding_mode, _PADDING, "padding_mode")
     p.align_corners = int(_bool(align_corners, "align_corners"))
-    mask = tuple(_bool(m, "output_mask[%d]" % i) for i, m in enumerate(output_mask))
-    if len(mask) != 2:
-        raise TypeError("gradref: output_mask must have two entries")
+    if output_mask == (True, True):
+        mask = (True, True)
+    else:
+        mask = tuple(_bool(m, "output_mask[%d]" % i) for i, m in enumerate(output_mask))
+        if len(mask) != 2:
+            raise TypeError("gradref: output_mask must have two entries")
     g = as_input(grad_output, "grad_output", bf16)
     x = as_input(input, "input", bf16)
     gr = as_input(grid, "grid", bf16)
