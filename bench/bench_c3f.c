@@ -22,10 +22,11 @@ static gradref_status c3f_once(void *arg, int threads) {
     return gradref_conv3d_backprop_filter(&c->params, &c->x, &c->dy, &c->dw, &exec);
 }
 
-/* conv3d_backprop_filter N IC OC [G] D H W K [KD] S P [PD] [prec] dtype ncdhw|ndhwc: the weight
- * gradient of a 3-D convolution with a K^3 kernel (depth KD when given), stride S, pads P on
- * both sides (depth PD), at gradref_precision prec (default 0). Work: 2 N OC (IC/G) taps O
- * flops; oneDNN side by side (at its own f32 precision). */
+/* conv3d_backprop_filter N IC OC [G] D H W K [KD] S P [PD] [prec] [tinyws1] dtype ncdhw|ndhwc:
+ * the weight gradient of a 3-D convolution with a K^3 kernel (depth KD when given), stride S,
+ * pads P on both sides (depth PD), at gradref_precision prec (default 0); tinyws1: a 1-byte
+ * workspace. Work: 2 N OC (IC/G) taps O flops; oneDNN side by side (at its own f32
+ * precision). */
 int bench_c3f(const problem *p, int threads, int repeats, timing *t) {
     peer_conv pc;
     memset(&pc, 0, sizeof pc);
@@ -81,6 +82,8 @@ int bench_c3f(const problem *p, int threads, int repeats, timing *t) {
                                                           &c.workspace_bytes) == GRADREF_OK &&
             c.workspace_bytes > 0)
             c.workspace = malloc(c.workspace_bytes);
+        if (problem_get(p, "tinyws", 0)) /* a workspace too small: the no-workspace path */
+            c.workspace_bytes = 1;
         pc.channels_last = fmt == GRADREF_FORMAT_NDHWC;
         peer_onednn *peer = dt == GRADREF_F32
                                 ? peer_onednn_conv_bwd_weights(&pc, threads, bench_onednn_plain)

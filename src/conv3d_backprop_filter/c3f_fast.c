@@ -561,7 +561,10 @@ static void ref_part(const void *plan, int64_t begin, int64_t end) {
 }
 
 gradref_status gradref__c3f_no_workspace(const gradref__c3f_plan *p, int threads) {
-    gradref__parallel_ranges(p->G * p->Cout_g * p->Cin_g * taps_of(p), threads, ref_part, p);
+    if (gradref__c3f_direct_fits(p))
+        gradref__c3f_direct(p, threads); /* the block GEMMs on the stack */
+    else
+        gradref__parallel_ranges(p->G * p->Cout_g * p->Cin_g * taps_of(p), threads, ref_part, p);
     return GRADREF_OK;
 }
 

@@ -40,8 +40,12 @@ size_t gradref__c3f_fast_workspace(const gradref__c3f_plan *plan, int32_t precis
 int gradref__c3f_fast_threads(const gradref__c3f_plan *plan, int32_t precision, int threads);
 /* The fast path; `ws` is 64-byte aligned and holds the bytes for `threads`. */
 void gradref__c3f_fast(const gradref__c3f_plan *plan, void *ws, int threads);
-/* The same bits without a workspace: the reference loop, dw elements split over the threads. */
+/* The same bits without a workspace: the block GEMMs with stack buffers (c3f_direct.c) where
+ * they apply, else the reference loop, dw elements split over the threads. */
 gradref_status gradref__c3f_no_workspace(const gradref__c3f_plan *plan, int threads);
+/* Whether c3f_direct.c takes plan p (not F64 or HIGH, a finite dy), and the path itself. */
+int gradref__c3f_direct_fits(const gradref__c3f_plan *p);
+void gradref__c3f_direct(const gradref__c3f_plan *p, int threads);
 
 /* The fast path's kernels of one ISA, picked once per call: the GEMM family's kernels;
  * panel_lanes, which fills lanes [la, lb) of `run` consecutive A-panel rows (mr floats apart):
