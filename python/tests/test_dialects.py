@@ -1,0 +1,101 @@
+# SPDX-License-Identifier: Apache-2.0
+"""gradref.fbgemm and gradref.atb in their upstreams' own calls, each holding a port of the
+upstream's test: FBGEMM's fbgemm_gpu/test/layout_transform_ops_test.py (split + cat references,
+hypothesis-drawn sizes) and ATB's tests/apitest/kernelstest/mix/test_rope_grad.py golden (the
+float16 formula, positions per sequence) with the opstest CSV's positive case."""
+import numpy as np
+import pytest
+
+import gradref
+
+torch = pytest.importorskip("torch")
+hypothesis = pytest.importorskip("hypothesis")
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+def split_cat(go, widths):
+    """FBGEMM's test reference: grad_output split along dim 1, each part flattened, concatenated."""
+    return torch.cat([part.contiguous().view(-1) for part in torch.split(go, widths, dim=1)])
+
+
+def test_fbgemm_worked_case():
+    go = torch.arange(40, dtype=torch.float32).reshape(4, 10)
+    want = [0, 1, 2, 10, 11, 12, 20, 21, 22, 30, 31, 32, 3, 4, 5, 6, 7, 13, 14, 15, 16, 17, 23,
+            24, 25, 26, 27, 33, 34, 35, 36, 37, 8, 9, 18, 19, 28, 29, 38, 39]
+    out = gradref.fbgemm.recat_embedding_grad_output_mixed_D(go, [3, 5, 2])
+    assert isinstance(out, torch.Tensor) and out.tolist() == want
+
+
+@settings(max_examples=40, deadline=None)
+@given(B=st.integers(1, 20), W=st.integers(1, 20), seed=st.integers(0, 2 ** 31))
+def test_fbgemm_mixed_D_and_batch(B, W, seed):
+    rng = np.random.default_rng(seed)
+    dims = [int(v) for v in rng.integers(1, 10, size=W)]  # per rank: sums of per-feature D
+    go = torch.from_numpy(rng.standard_normal((B, sum(dims))).astype(np.float32))
+    want = split_cat(go, dims)
+    got = gradref.fbgemm.recat_embedding_grad_output_mixed_D(go, dims)
+    assert torch.equal(got, want)
+    dim_t = torch.tensor(dims, dtype=torch.int64)
+    cumsum_t = torch.from_numpy(np.cumsum([0] + dims)[:-1].astype(np.int64))
+    got = gradref.fbgemm.recat_embedding_grad_output_mixed_D_batch(go.half(), dim_t, cumsum_t)
+    assert torch.equal(got, split_cat(go.half(), dims))
+
+
+@settings(max_examples=30, deadline=None)
+@given(B=st.integers(1, 20), D=st.integers(2, 20), W=st.integers(1, 20),
+       seed=st.integers(0, 2 ** 31))
+def test_fbgemm_fixed_D(B, D, W, seed):
+    rng = np.random.default_rng(seed)
+    features = [int(v) for v in rng.integers(1, 20, size=W)]
+    go = torch.from_numpy(rng.standard_normal((B, sum(features), D)).astype(np.float32))
+    want = split_cat(go.view(B, -1), [f * D for f in features])
+    assert torch.equal(gradref.fbgemm.recat_embedding_grad_output(go, features), want)
+
+
+def test_fbgemm_checks_as_fbgemm():
+    go = torch.zeros(2, 4, dtype=torch.bfloat16)
+    with pytest.raises(gradref.Error, match="FBGEMM"):
+        gradref.fbgemm.recat_embedding_grad_output_mixed_D(go, [1, 3])
+    with pytest.raises(gradref.Error, match="contiguous"):
+        gradref.fbgemm.recat_embedding_grad_output_mixed_D(torch.zeros(4, 2).t(), [1, 3])
+    # strict=False: what gradref adds beyond FBGEMM
+    out = gradref.fbgemm.recat_embedding_grad_output_mixed_D(go, [1, 3], strict=False)
+    assert out.dtype == torch.bfloat16
+
+
+def atb_golden(q, k, cos, sin, seq_lens):
+    """ATB's kernelstest golden, per sequence and head, in float16."""
+    head = 128
+    rows = []
+    for length in seq_lens:
+        c, s = cos[:length], sin[:length]
+        rows.append(c + torch.cat((s[:, head // 2:], -s[:, :head // 2]), dim=1))
+    w = torch.cat(rows, dim=0)  # the weights of every token, in float16
+    def apply(x):
+        return torch.cat([x[:, n * head:(n + 1) * head] * w for n in range(x.shape[1] // head)],
+                         dim=1)
+    return apply(q), apply(k)
+
+
+@pytest.mark.parametrize("seq_lens,hidden,max_seq", [([2, 1, 4, 4], 128, 64),  # the opstest CSV
+                                                     ([7, 30, 1, 16], 1280, 32)])
+def test_atb_rope_grad_golden(seq_lens, hidden, max_seq):
+    g = torch.Generator().manual_seed(sum(seq_lens))
+    tokens = sum(seq_lens)
+    q = (torch.rand(tokens, hidden, generator=g) * 200 - 100).half()
+    k = (torch.rand(tokens, hidden, generator=g) * 200 - 100).half()
+    cos = (torch.rand(max_seq, 128, generator=g) * 2 - 1).half()
+    sin = (torch.rand(max_seq, 128, generator=g) * 2 - 1).half()
+    dq, dk = gradref.atb.rope_grad(q, k, cos, sin, seq_lens)
+    wq, wk = atb_golden(q, k, cos, sin, seq_lens)
+    assert torch.equal(dq.view(torch.int16), wq.view(torch.int16))
+    assert torch.equal(dk.view(torch.int16), wk.view(torch.int16))
+
+
+def test_atb_checks_as_atb():
+    q = torch.zeros(4, 128, dtype=torch.float32)
+    c = torch.zeros(8, 128, dtype=torch.float32)
+    with pytest.raises(gradref.Error):
+        gradref.atb.rope_grad(q, q, c, c, [4])  # ATB takes float16 only
+    dq, _ = gradref.atb.rope_grad(q, q, c, c, [4], strict=False)
+    assert dq.dtype == torch.float32
