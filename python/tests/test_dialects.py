@@ -99,3 +99,91 @@ def test_atb_checks_as_atb():
         gradref.atb.rope_grad(q, q, c, c, [4])  # ATB takes float16 only
     dq, _ = gradref.atb.rope_grad(q, q, c, c, [4], strict=False)
     assert dq.dtype == torch.float32
+
+
+# ---- gradref.megengine: MegEngine's dnn/test/fallback/convolution.cpp CONVOLUTION_BACKWARD_DATA
+# list (N, IC/G, OH, OW, OC/G, FH, FW, stride, pad, dilate, G), both modes
+
+MEGENGINE_LIST = [(1, 3, 10, 13, 5, 1, 1, 1, 0, 1, 1), (1, 5, 24, 43, 11, 9, 3, 3, 12, 1, 2),
+                  (1, 3, 10, 45, 2, 1, 1, 1, 0, 4, 3), (1, 3, 9, 12, 2, 4, 6, 1, 0, 1, 2),
+                  (1, 4, 17, 32, 2, 3, 2, 5, 4, 4, 3), (1, 5, 24, 43, 11, 9, 3, 3, 12, 2, 2),
+                  (1, 3, 20, 33, 3, 5, 7, 4, 15, 2, 3), (1, 4, 6, 7, 9, 3, 2, 2, 1, 3, 2)]
+
+
+def megengine_case(run, rng, dt):
+    n, icpg, oh, ow, ocpg, fh, fw, s, p, d, g = run
+    ih = (oh - 1) * s + d * (fh - 1) + 1 - 2 * p
+    iw = (ow - 1) * s + d * (fw - 1) + 1 - 2 * p
+    filt = (rng.integers(-64, 65, size=(g, ocpg, icpg, fh, fw)) / 8).astype(dt)
+    diff = (rng.integers(-64, 65, size=(n, g * ocpg, oh, ow)) / 8).astype(dt)
+    return filt, diff, (n, g * icpg, ih, iw)
+
+
+def megengine_scatter(filt, diff, grad_shape, s, p, d, mode, round16=None):
+    """MegEngine's naive backward_data (dnn/src/naive/convolution/helper.h) as written: grad
+    zeroed, the forward loop nest as a scatter; round16 rounds each sum (compute_mode DEFAULT
+    on float16), else float64 sums."""
+    g_, ocpg, icpg, fh_n, fw_n = filt.shape
+    grad = np.zeros(grad_shape, np.float32 if round16 else np.float64)
+    for n in range(diff.shape[0]):
+        for oc in range(diff.shape[1]):
+            grp = oc // ocpg
+            for oh in range(diff.shape[2]):
+                for ow in range(diff.shape[3]):
+                    dv = np.float32(diff[n, oc, oh, ow])
+                    for fh in range(fh_n):
+                        for fw in range(fw_n):
+                            kh = fh if mode == 0 else fh_n - 1 - fh
+                            kw = fw if mode == 0 else fw_n - 1 - fw
+                            ih, iw = oh * s + kh * d - p, ow * s + kw * d - p
+                            if not (0 <= ih < grad_shape[2] and 0 <= iw < grad_shape[3]):
+                                continue
+                            w = filt[grp, oc % ocpg, :, fh, fw].astype(np.float32)
+                            sl = (n, slice(grp * icpg, (grp + 1) * icpg), ih, iw)
+                            if round16:
+                                grad[sl] = round16(grad[sl] + w * dv)
+                            else:
+                                grad[sl] += w.astype(np.float64) * float(dv)
+    return grad
+
+
+def f16_ties_away(v):
+    """float32 values rounded to float16 values as half.hpp does (ties away from zero; the
+    inputs here stay in F16's normal range or are 0), returned as float32."""
+    x = np.asarray(v, np.float32).view(np.uint32)
+    ax = x & np.uint32(0x7fffffff)
+    r = (ax + np.uint32(0x1000)) & np.uint32(0xffffe000)
+    r = np.where(ax == 0, ax, r)
+    return (r | (x & np.uint32(0x80000000))).view(np.float32)
+
+
+@pytest.mark.parametrize("run", MEGENGINE_LIST)
+@pytest.mark.parametrize("mode", [0, 1])
+def test_megengine_list_float32(run, mode):
+    rng = np.random.default_rng(sum(run) + mode)
+    filt, diff, gshape = megengine_case(run, rng, np.float32)
+    s, p, d = run[7], run[8], run[9]
+    got = gradref.megengine.convolution_backward_data(
+        filt, diff, None, "CONVOLUTION" if mode else "CROSS_CORRELATION", p, p, s, s, d, d,
+        "GROUP", src_for_shp=np.empty(gshape, np.float32))
+    want = megengine_scatter(filt, diff, gshape, s, p, d, mode)
+    np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("run", [MEGENGINE_LIST[0], MEGENGINE_LIST[3], MEGENGINE_LIST[7]])
+def test_megengine_compute_mode_default_float16(run):
+    rng = np.random.default_rng(sum(run))
+    filt, diff, gshape = megengine_case(run, rng, np.float16)
+    s, p, d = run[7], run[8], run[9]
+    grad = np.zeros(gshape, np.float16)
+    out = gradref.megengine.convolution_backward_data(filt, diff, grad, "CROSS_CORRELATION", p,
+                                                      p, s, s, d, d, "GROUP")
+    assert out is grad
+    want = megengine_scatter(filt, diff, gshape, s, p, d, 0, f16_ties_away)
+    np.testing.assert_array_equal(grad.astype(np.float32).view(np.uint32),
+                                  want.view(np.uint32))
+    # compute_mode FLOAT32: one rounding at the end (the default precision)
+    f32 = gradref.megengine.convolution_backward_data(filt, diff, None, "CROSS_CORRELATION", p,
+                                                      p, s, s, d, d, "GROUP", compute_mode="FLOAT32",
+                                                      src_for_shp=grad)
+    assert f32.dtype == np.float16
