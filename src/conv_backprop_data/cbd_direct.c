@@ -74,34 +74,20 @@ static void diff_run(const gradref__cbd_plan *p, int64_t e, int64_t n, float *ou
  * dim (the same for every k). */
 static void pack_b_diff(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
                         int width, float *dst) {
-    enum { MAX_RUNS = 64 };
     const direct *d = ctx;
     const gradref__cbd_plan *p = d->p;
-    const int64_t img = d->n * p->ds[0] + d->g * p->ds[1], W = d->Q[2];
+    const int64_t img = d->n * p->ds[0] + d->g * p->ds[1];
     for (int64_t jp = 0; jp < count; jp += width) {
         const int64_t cols = count - jp < width ? count - jp : width;
-        int64_t run_at[MAX_RUNS], run_len[MAX_RUNS], run_q[MAX_RUNS][3], runs = 0;
-        const int64_t j_start = d->j0 + first + jp;
-        int64_t q2 = j_start % W, q1 = j_start / W % d->Q[1], q0 = j_start / (W * d->Q[1]);
-        for (int64_t j = 0; j < cols;) { /* width <= 32 columns: at most 32 runs */
-            const int64_t len = W - q2 < cols - j ? W - q2 : cols - j;
-            run_at[runs] = j, run_len[runs] = len;
-            run_q[runs][0] = q0, run_q[runs][1] = q1, run_q[runs][2] = q2;
-            runs++;
-            j += len;
-            q2 += len;
-            if (q2 == W) {
-                q2 = 0;
-                if (++q1 == d->Q[1]) q1 = 0, q0++;
-            }
-        }
+        gradref__cbd_runs u;
+        gradref__cbd_column_runs(d->Q, d->j0 + first + jp, cols, &u);
         for (int64_t k = k0; k < k0 + kc; k++, dst += width) {
             const int64_t *tp = d->tap + 4 * (k / p->OCpg), oc = k % p->OCpg;
-            for (int64_t r = 0; r < runs; r++) {
-                float *out = dst + run_at[r];
-                const int64_t len = run_len[r];
-                const int64_t o0 = run_q[r][0] + tp[1], o1 = run_q[r][1] + tp[2],
-                              o2 = run_q[r][2] + tp[3];
+            for (int64_t r = 0; r < u.count; r++) {
+                float *out = dst + u.at[r];
+                const int64_t len = u.len[r];
+                const int64_t o0 = u.q[r][0] + tp[1], o1 = u.q[r][1] + tp[2],
+                              o2 = u.q[r][2] + tp[3];
                 int64_t lo = 0, hi = 0; /* [lo, hi): the part inside diff */
                 if (o0 >= 0 && o0 < p->O[0] && o1 >= 0 && o1 < p->O[1]) {
                     lo = o2 < 0 ? -o2 : 0;

@@ -113,6 +113,34 @@ static inline void zeros_rest(zeros *z) {
     z->left = 0;
 }
 
+/* A B panel's columns (sub-grid pixels j_start .. j_start + cols of a sub-grid of sizes Q) as
+ * runs along the sub-grid's last dim, the same for every k: run r starts at column at[r], is
+ * len[r] long and begins at sub-grid position q[r]. Returns the number of runs (at most
+ * GRADREF__CBD_MAX_RUNS for cols <= 32). */
+#define GRADREF__CBD_MAX_RUNS 64
+typedef struct gradref__cbd_runs {
+    int64_t at[GRADREF__CBD_MAX_RUNS], len[GRADREF__CBD_MAX_RUNS], q[GRADREF__CBD_MAX_RUNS][3];
+    int64_t count;
+} gradref__cbd_runs;
+
+static inline void gradref__cbd_column_runs(const int64_t *Q, int64_t j_start, int64_t cols,
+                                            gradref__cbd_runs *u) {
+    const int64_t W = Q[2];
+    int64_t q2 = j_start % W, q1 = j_start / W % Q[1], q0 = j_start / (W * Q[1]);
+    u->count = 0;
+    for (int64_t j = 0; j < cols;) {
+        const int64_t len = W - q2 < cols - j ? W - q2 : cols - j, r = u->count++;
+        u->at[r] = j, u->len[r] = len;
+        u->q[r][0] = q0, u->q[r][1] = q1, u->q[r][2] = q2;
+        j += len;
+        q2 += len;
+        if (q2 == W) {
+            q2 = 0;
+            if (++q1 == Q[1]) q1 = 0, q0++;
+        }
+    }
+}
+
 /* ---- cbd_tiles.c ---- */
 
 /* Sub-grid pixels [jb, je) of a phase whose sub-grid has diff's last two sizes, into c (pixel

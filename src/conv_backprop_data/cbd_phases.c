@@ -14,40 +14,23 @@
  * outside diff: the implicit im2col. */
 static void pack_b_phase(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
                          int width, float *dst) {
-    enum { MAX_RUNS = 64 };
     const phase *f = ctx;
     const gradref__cbd_plan *p = f->R->p;
-    const int64_t O = p->OCpg, W = f->Q[2];
+    const int64_t O = p->OCpg;
     const float *dimg = f->R->diff + f->n * f->R->dn + f->g * O * f->R->dc;
     for (int64_t jp = 0; jp < count; jp += width) {
         const int64_t cols = count - jp < width ? count - jp : width;
-        /* the panel's columns as runs along the last sub-grid dim (the same for every k) */
-        int64_t run_at[MAX_RUNS], run_len[MAX_RUNS], run_q[MAX_RUNS][3], runs = 0;
-        {
-            const int64_t j_start = f->j_base + first + jp;
-            int64_t q2 = j_start % W, q1 = j_start / W % f->Q[1], q0 = j_start / (W * f->Q[1]);
-            for (int64_t j = 0; j < cols;) {
-                const int64_t len = W - q2 < cols - j ? W - q2 : cols - j;
-                run_at[runs] = j, run_len[runs] = len;
-                run_q[runs][0] = q0, run_q[runs][1] = q1, run_q[runs][2] = q2;
-                runs++;
-                j += len;
-                q2 += len;
-                if (q2 == W) {
-                    q2 = 0;
-                    if (++q1 == f->Q[1]) q1 = 0, q0++;
-                }
-            }
-        }
+        gradref__cbd_runs u; /* the panel's columns as runs along the last sub-grid dim */
+        gradref__cbd_column_runs(f->Q, f->j_base + first + jp, cols, &u);
         for (int64_t q = 0; q < kc; q++) {
             const int64_t k = k0 + q, oc = k % O;
             const int64_t *tp = f->tap + 4 * (k / O);
             const float *plane = dimg + oc * f->R->dc;
-            for (int64_t r = 0; r < runs; r++) {
-                float *out = dst + run_at[r];
-                const int64_t len = run_len[r];
-                const int64_t o0 = run_q[r][0] + tp[1], o1 = run_q[r][1] + tp[2],
-                              o2 = run_q[r][2] + tp[3];
+            for (int64_t r = 0; r < u.count; r++) {
+                float *out = dst + u.at[r];
+                const int64_t len = u.len[r];
+                const int64_t o0 = u.q[r][0] + tp[1], o1 = u.q[r][1] + tp[2],
+                              o2 = u.q[r][2] + tp[3];
                 int64_t lo = 0, hi = 0; /* [lo, hi): the part inside diff */
                 const float *row = NULL;
                 if (o0 >= 0 && o0 < p->O[0] && o1 >= 0 && o1 < p->O[1]) {
