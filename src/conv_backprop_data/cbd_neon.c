@@ -55,6 +55,64 @@ static void dw_row_neon(const gradref__cbd_dw_shape *p, const float *w, const fl
     }
 }
 
+/* Four grad rows at a time (rows[r] and base[r]: row r's diff rows and weight bases, nr[r] of
+ * them), 8 columns a block: eight chains in registers, each element's over its row taps, then
+ * its column taps, as the reference's; a row with fewer row taps skips the rest, and windows
+ * past diff's ends read zeros (exact no-op terms for a finite filter). K2 <= 64. */
+static void dw_rows4_neon(const gradref__cbd_dw_shape *p, const float *w, const float *diff,
+                          const float *const rows[4][64], const int64_t base[4][64],
+                          const int64_t *nr, int64_t nrow, float *out) {
+    (void)diff;
+    const int64_t I2 = p->I[2], O2 = p->O[2], K2 = p->K[2];
+    int64_t shift[64], k2s[64], most = 0;
+    for (int64_t c = 0; c < K2; c++) {
+        shift[c] = gradref__cbd_column_shift(p, K2 - 1 - c);
+        k2s[c] = gradref__cbd_stored(p, 2, K2 - 1 - c);
+    }
+    for (int r = 0; r < 4; r++)
+        most = nr[r] > most ? nr[r] : most;
+    for (int64_t b0 = 0; b0 < I2; b0 += 8) {
+        float32x4_t a[4][2];
+#  pragma GCC unroll 4
+        for (int r = 0; r < 4; r++)
+            a[r][0] = a[r][1] = vdupq_n_f32(0.0f);
+        for (int64_t t = 0; t < most; t++)
+            for (int64_t c = 0; c < K2; c++) {
+                const int64_t start = b0 + shift[c];
+                const int whole = start >= 0 && start + 8 <= O2;
+                if (start + 8 <= 0 || start >= O2) continue; /* no lane inside diff */
+#  pragma GCC unroll 4
+                for (int r = 0; r < 4; r++) {
+                    if (t >= nr[r]) continue;
+                    float tmp[8];
+                    const float *x = rows[r][t] + start;
+                    if (!whole) {
+                        edge_window(rows[r][t], start, O2, tmp, 8);
+                        x = tmp;
+                    }
+                    const float32x4_t wv = vdupq_n_f32(w[base[r][t] + k2s[c]]);
+                    a[r][0] = vfmaq_f32(a[r][0], wv, vld1q_f32(x));
+                    a[r][1] = vfmaq_f32(a[r][1], wv, vld1q_f32(x + 4));
+                }
+            }
+        const int64_t cols = I2 - b0 < 8 ? I2 - b0 : 8;
+#  pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) {
+            if (r >= nrow) break;
+            float *o = out + r * I2 + b0;
+            if (cols == 8) {
+                vst1q_f32(o, a[r][0]);
+                vst1q_f32(o + 4, a[r][1]);
+                continue;
+            }
+            float tmp[8];
+            vst1q_f32(tmp, a[r][0]);
+            vst1q_f32(tmp + 4, a[r][1]);
+            memcpy(o, tmp, (size_t)cols * sizeof *tmp);
+        }
+    }
+}
+
 /* K1, K2 <= 3, one depth, dilation 1: strips of 8 grad columns in blocks of 4 rows, 8
  * accumulators; each diff row's three column windows (the chain's column taps, zeros past diff's
  * ends and for the columns a narrower kernel lacks, exact no-op terms) are loaded once for the
@@ -293,6 +351,7 @@ static inline float me_f16_scalar(uint16_t h) {
 const gradref__cbd_kernels gradref__cbd_kernels_neon = {
     .isa = "neon",
     .dw_row = dw_row_neon,
+    .dw_rows4 = dw_rows4_neon,
     .dw_plane3x3 = dw_plane3x3_neon,
     .tile_rows = GRADREF__CBD_TILE_ROWS_NEON,
     .tile32 = tile32_neon,
