@@ -426,6 +426,33 @@ static void check_fast_against_reference(gs_case *c, int32_t precision, int want
     free(bdg);
 }
 
+/* Nearest mode with every coordinate on a tie (align_corners, sizes 2^k + 1: the grid values
+ * are exact), through the fast path's vector geometry at every level and thread count: the
+ * rounding to nearest even of every kernel, not just the scalar tail. */
+static void test_nearest_ties_fast(void **state) {
+    (void)state;
+    /* sizes - 1: 2, 4, 8; 120 points (output depth 2: a size-1 dim's stride reads as 0, which
+     * the vector geometry does not take) */
+    const int64_t dims[8] = {1, 2, 3, 5, 9, 2, 3, 20};
+    tu_rng r = tu_rng_make(103);
+    for (int padding = 0; padding < 2; padding++) {
+        gs_case c;
+        make_case(&c, GRADREF_F32, dims, NCDHW, 1, &r);
+        gradref_grid_sampler3d_params p = {GRADREF_INTERP_NEAREST, padding, 1};
+        c.params = p;
+        const int64_t span[3] = {8, 4, 2}; /* W - 1, H - 1, D - 1 */
+        for (int64_t od = 0; od < dims[5]; od++)
+            for (int64_t oh = 0; oh < dims[6]; oh++)
+                for (int64_t ow = 0; ow < dims[7]; ow++)
+                    for (int k = 0; k < 3; k++) { /* coordinate j + 0.5, j from -1 to size - 1 */
+                        const int64_t j = tu_range(&r, -1, span[k]);
+                        put5(&c.grid, 0, od, oh, ow, k, (double)(2 * j + 1) / (double)span[k] - 1);
+                    }
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT, 1, 1);
+        free_case(&c);
+    }
+}
+
 static void test_fast_matches_reference(void **state) {
     (void)state;
     static const int32_t dtypes[4] = {GRADREF_F32, GRADREF_F64, GRADREF_F16, GRADREF_BF16};
@@ -969,6 +996,7 @@ int main(void) {
         cmocka_unit_test(test_boundary_table),
         cmocka_unit_test(test_cann_example),
         cmocka_unit_test(test_nearest_ties),
+        cmocka_unit_test(test_nearest_ties_fast),
         cmocka_unit_test(test_adjoint_identity),
         cmocka_unit_test(test_dgrid_finite_differences),
         cmocka_unit_test(test_fast_matches_reference),

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* grid_sampler3d_grad's NEON kernels: dgrid 8 points per step in two 4-lane halves, and dx
- * planes 8 channels a step, the portable passes' operations in the same order (no FMA), so the
- * reference's bits. NEON has no gather: dgrid's corner values are read lane by lane, and only
- * its arithmetic is in vectors. */
+/* grid_sampler3d_grad's NEON kernels: dgrid 8 points per step in two 4-lane halves, the
+ * geometry 16 points a step (four quads) and dx planes 8 channels a step, the portable passes'
+ * operations in the same order (no FMA), so the reference's bits. NEON has no gather: dgrid's
+ * corner values are read lane by lane, and only its arithmetic is in vectors. */
 #include "gs3d_simd.h"
 
 #ifdef GRADREF__ARM64
@@ -122,9 +122,141 @@ static void dx_plane_neon(const gs3d_kargs *r, const gs3d_record_f *rec, int64_t
     }
 }
 
+/* source_index for zeros and border padding on 4 lanes, the portable pass's operations (its
+ * mult and its -100 for a NaN, infinite or out-of-int32 coordinate). */
+static inline float32x4_t source4(float32x4_t g, int64_t size, int align, int border,
+                                  float32x4_t *mult) {
+    const float32x4_t one = vdupq_n_f32(1.0f), two = vdupq_n_f32(2.0f);
+    const float fsize = (float)size, fsize1 = (float)(size - 1);
+    float32x4_t coord;
+    if (align) {
+        *mult = vdupq_n_f32(fsize1 / 2);
+        coord = vmulq_f32(vdivq_f32(vaddq_f32(g, one), two), vdupq_n_f32(fsize1));
+    } else {
+        *mult = vdupq_n_f32(fsize / 2);
+        coord = vdivq_f32(vsubq_f32(vmulq_f32(vaddq_f32(g, one), vdupq_n_f32(fsize)), one), two);
+    }
+    if (border) { /* <= 0: 0, gradient 0; >= size-1: size-1, gradient 0; NaN passes */
+        const uint32x4_t low = vcleq_f32(coord, vdupq_n_f32(0.0f));
+        const uint32x4_t high = vbicq_u32(vcgeq_f32(coord, vdupq_n_f32(fsize1)), low);
+        coord = vbslq_f32(low, vdupq_n_f32(0.0f), vbslq_f32(high, vdupq_n_f32(fsize1), coord));
+        *mult = vmulq_f32(*mult, vbslq_f32(vorrq_u32(low, high), vdupq_n_f32(0.0f), one));
+    }
+    const uint32x4_t ok = vandq_u32(vcleq_f32(coord, vdupq_n_f32(2147483646.0f)),
+                                    vcgeq_f32(coord, vdupq_n_f32(-2147483648.0f)));
+    return vbslq_f32(ok, coord, vdupq_n_f32(-100.0f));
+}
+
+/* 4 points from point index i (image n's q): their grid coordinates. */
+static inline void grid4(const gs3d_kargs *r, const float *grid0, int64_t q, float32x4_t raw[3]) {
+    const gradref__gs3d_view *gv = &r->shape.grid;
+    if (gv->s[3] == 3 && gv->s[4] == 1) { /* packed points: one de-interleaving load */
+        const float32x4x3_t v = vld3q_f32(grid0 + 3 * q);
+        raw[0] = v.val[0], raw[1] = v.val[1], raw[2] = v.val[2];
+        return;
+    }
+    for (int k = 0; k < 3; k++) {
+        float t[4];
+        for (int l = 0; l < 4; l++)
+            t[l] = grid0[(q + l) * gv->s[3] + k * gv->s[4]];
+        raw[k] = vld1q_f32(t);
+    }
+}
+
+/* Trilinear geometry of points i..i+3 (the portable pass's values): distances, weights and
+ * multipliers stored, then per lane the corner mask and the offsets (0 without a corner). */
+static void trilinear4(const gs3d_kargs *r, int64_t i, const float32x4_t coord[3],
+                       const float32x4_t m[3], const int64_t size[3]) {
+    const int64_t NP = r->shape.N * r->P;
+    float *w = (float *)r->g.w, *dist = (float *)r->g.dist, *mult = (float *)r->g.mult;
+    float32x4_t d[6];
+    uint32x4_t in0[3], in1[3];
+    int32_t v[3][4];
+    for (int k = 0; k < 3; k++) {
+        const float32x4_t f0 = vrndmq_f32(coord[k]), f1 = vaddq_f32(f0, vdupq_n_f32(1.0f));
+        const float32x4_t lim = vdupq_n_f32((float)size[k]), zero = vdupq_n_f32(0.0f);
+        in0[k] = vandq_u32(vcgeq_f32(f0, zero), vcltq_f32(f0, lim));
+        in1[k] = vandq_u32(vcgeq_f32(f1, zero), vcltq_f32(f1, lim));
+        d[2 * k] = vsubq_f32(f1, coord[k]);
+        d[2 * k + 1] = vsubq_f32(coord[k], f0);
+        vst1q_s32(v[k], vcvtq_s32_f32(f0));
+        vst1q_f32(dist + (2 * k) * NP + i, d[2 * k]);
+        vst1q_f32(dist + (2 * k + 1) * NP + i, d[2 * k + 1]);
+        vst1q_f32(mult + k * NP + i, m[k]);
+    }
+    uint32x4_t mask = vdupq_n_u32(0);
+    for (int k = 0; k < 8; k++) {
+        const int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
+        const uint32x4_t on =
+            vandq_u32(vandq_u32(dx ? in1[0] : in0[0], dy ? in1[1] : in0[1]), dz ? in1[2] : in0[2]);
+        mask = vorrq_u32(mask, vandq_u32(on, vdupq_n_u32(1u << k)));
+        vst1q_f32(w + k * NP + i, vmulq_f32(vmulq_f32(d[dx], d[2 + dy]), d[4 + dz]));
+    }
+    uint32_t bits[4];
+    vst1q_u32(bits, mask);
+    for (int l = 0; l < 4; l++) {
+        const int64_t x0 = v[0][l], y0 = v[1][l], z0 = v[2][l];
+        r->g.mask[i + l] = (uint8_t)bits[l];
+        r->g.offx[i + l] = bits[l] ? z0 * r->xs[2] + y0 * r->xs[3] + x0 * r->xs[4] : 0;
+        r->g.offa[i + l] = bits[l] ? y0 * r->as[3] + x0 * r->as[4] : 0;
+        r->g.zplane[i + l] = bits[l] ? z0 : 0;
+    }
+}
+
+/* Nearest geometry of points i..i+3: the rounded voxel (to nearest even, as nearbyint): the
+ * mask and offsets, and the voxel index when there is one (all the portable pass writes). */
+static void nearest4(const gs3d_kargs *r, int64_t i, const float32x4_t coord[3],
+                     const int64_t size[3]) {
+    const gs3d_shape *p = &r->shape;
+    uint32x4_t in = vdupq_n_u32(~0u);
+    int32_t v[3][4];
+    for (int k = 0; k < 3; k++) {
+        const float32x4_t f = vrndnq_f32(coord[k]);
+        in = vandq_u32(in, vandq_u32(vcgeq_f32(f, vdupq_n_f32(0.0f)),
+                                     vcltq_f32(f, vdupq_n_f32((float)size[k]))));
+        vst1q_s32(v[k], vcvtq_s32_f32(f));
+    }
+    uint32_t on[4];
+    vst1q_u32(on, in);
+    for (int l = 0; l < 4; l++) {
+        const int64_t x = v[0][l], y = v[1][l], z = v[2][l];
+        if (r->v.vox) r->v.vox[i + l] = on[l] ? (int32_t)((z * p->H + y) * p->W + x) : -1;
+        r->g.mask[i + l] = on[l] ? 1 : 0;
+        r->g.offx[i + l] = 0;
+        r->g.offa[i + l] = on[l] ? y * r->as[3] + x * r->as[4] : 0;
+        r->g.zplane[i + l] = on[l] ? z : 0;
+    }
+}
+
+/* Geometry of points [q0, q1) of image n, 16 a step (four quads); the conditions of
+ * gradref__gs3d_f32_geometry16_avx512. */
+static int64_t geometry16_neon(const gs3d_kargs *r, int64_t n, int64_t q0, int64_t q1) {
+    const gs3d_shape *p = &r->shape;
+    const int border = p->padding == GRADREF_PAD_BORDER, nearest = p->interp != 0;
+    const int64_t size[3] = {p->W, p->H, p->D};
+    const float *grid0 = (const float *)(const void *)p->grid.data + n * p->grid.s[0];
+    int64_t q = q0;
+    for (; q + 16 <= q1; q += 16)
+        for (int64_t u = q; u < q + 16; u += 4) {
+            const int64_t i = n * r->P + u;
+            float32x4_t raw[3], coord[3], m[3];
+            grid4(r, grid0, u, raw);
+            for (int k = 0; k < 3; k++)
+                coord[k] = source4(raw[k], size[k], p->align_corners, border, &m[k]);
+            for (int l = 0; l < 4; l++)
+                r->g.offg[i + l] = (u + l) * r->gs[4];
+            if (nearest)
+                nearest4(r, i, coord, size);
+            else
+                trilinear4(r, i, coord, m, size);
+        }
+    return q - q0;
+}
+
 const gradref__gs3d_kernels gradref__gs3d_kernels_neon = {
     .isa = "neon",
     .dgrid8 = dgrid8_neon,
+    .geometry16 = geometry16_neon,
     .dx_plane = dx_plane_neon,
 };
 
