@@ -431,8 +431,7 @@ static void check_fast_against_reference(gs_case *c, int32_t precision, int want
  * rounding to nearest even of every kernel, not just the scalar tail. */
 static void test_nearest_ties_fast(void **state) {
     (void)state;
-    /* sizes - 1: 2, 4, 8; 120 points (output depth 2: a size-1 dim's stride reads as 0, which
-     * the vector geometry does not take) */
+    /* sizes - 1: 2, 4, 8; 120 points, more than the vector geometry's steps */
     const int64_t dims[8] = {1, 2, 3, 5, 9, 2, 3, 20};
     tu_rng r = tu_rng_make(103);
     for (int padding = 0; padding < 2; padding++) {

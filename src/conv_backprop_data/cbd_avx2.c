@@ -412,11 +412,6 @@ void gradref__cbd_qs8_row_avx2(const float *from, int64_t n, float acc_scale, fl
 #  define ME_F16_SCALAR(h) _cvtsh_ss(h)
 #  define ME_ROW           megengine_row_avx2
 #  include "cbd_megengine_lanes.h"
-#  undef LANES
-#  undef ME_ROW
-#  undef ME_F16_SCALAR
-#  undef ME_ANY
-#  undef ME_LOAD_F16
 
 const gradref__cbd_kernels gradref__cbd_kernels_avx2 = {
     .isa = "avx2",

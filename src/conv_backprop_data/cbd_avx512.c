@@ -461,11 +461,6 @@ void gradref__cbd_f32_scatter2_avx512(const float *from, int64_t len, int64_t ro
 #  define ME_F16_SCALAR(h) _cvtsh_ss(h)
 #  define ME_ROW           megengine_row_avx512
 #  include "cbd_megengine_lanes.h"
-#  undef LANES
-#  undef ME_ROW
-#  undef ME_F16_SCALAR
-#  undef ME_ANY
-#  undef ME_LOAD_F16
 
 const gradref__cbd_kernels gradref__cbd_kernels_avx512 = {
     .isa = "avx512",

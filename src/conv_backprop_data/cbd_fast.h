@@ -141,6 +141,19 @@ static inline void gradref__cbd_column_runs(const int64_t *Q, int64_t j_start, i
     }
 }
 
+/* A run of len sub-grid pixels at diff position (o0, o1, o2 ..): whether its diff row exists,
+ * and [lo, hi), the part of the run inside that row (the rest reads as zeros). */
+static inline int gradref__cbd_run_inside(const gradref__cbd_plan *p, int64_t o0, int64_t o1,
+                                          int64_t o2, int64_t len, int64_t *lo, int64_t *hi) {
+    *lo = *hi = 0;
+    if (o0 < 0 || o0 >= p->O[0] || o1 < 0 || o1 >= p->O[1]) return 0;
+    *lo = o2 < 0 ? -o2 : 0;
+    *hi = p->O[2] - o2 < len ? p->O[2] - o2 : len;
+    if (*lo > len) *lo = len;
+    if (*hi < *lo) *hi = *lo;
+    return 1;
+}
+
 /* ---- cbd_tiles.c ---- */
 
 /* Sub-grid pixels [jb, je) of a phase whose sub-grid has diff's last two sizes, into c (pixel

@@ -8,7 +8,7 @@
  * The element is held as the f32 value of its 16 bits, so the chain's operations are
  * MegEngine's own, lane by lane: the same bits. A NaN stays a NaN (its payload may differ; the
  * caller makes every NaN canonical). The ISA file may define ME_LOAD_F16, ME_ANY and
- * ME_F16_SCALAR (below) with its own instructions. */
+ * ME_F16_SCALAR (below) with its own instructions; the header undefines all five macros. */
 #include <string.h>
 
 #include "cbd_simd.h"
@@ -178,3 +178,9 @@ static void ME_ROW(const gradref__cbd_me_row *a) {
     else
         me_row_body(a, 0, 0);
 }
+
+#undef LANES
+#undef ME_ROW
+#undef ME_LOAD_F16
+#undef ME_ANY
+#undef ME_F16_SCALAR

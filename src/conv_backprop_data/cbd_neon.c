@@ -343,10 +343,6 @@ static inline float me_f16_scalar(uint16_t h) {
 #  define ME_F16_SCALAR(h) me_f16_scalar(h)
 #  define ME_ROW           megengine_row_neon
 #  include "cbd_megengine_lanes.h"
-#  undef LANES
-#  undef ME_ROW
-#  undef ME_F16_SCALAR
-#  undef ME_ANY
 
 const gradref__cbd_kernels gradref__cbd_kernels_neon = {
     .isa = "neon",

@@ -31,15 +31,10 @@ static void pack_b_phase(const void *ctx, int64_t k0, int64_t kc, int64_t first,
                 const int64_t len = u.len[r];
                 const int64_t o0 = u.q[r][0] + tp[1], o1 = u.q[r][1] + tp[2],
                               o2 = u.q[r][2] + tp[3];
-                int64_t lo = 0, hi = 0; /* [lo, hi): the part inside diff */
-                const float *row = NULL;
-                if (o0 >= 0 && o0 < p->O[0] && o1 >= 0 && o1 < p->O[1]) {
-                    row = plane + (o0 * p->O[1] + o1) * p->O[2] + o2;
-                    lo = o2 < 0 ? -o2 : 0;
-                    hi = p->O[2] - o2 < len ? p->O[2] - o2 : len;
-                    if (lo > len) lo = len;
-                    if (hi < lo) hi = lo;
-                }
+                int64_t lo, hi; /* [lo, hi): the part inside diff */
+                const float *row = gradref__cbd_run_inside(p, o0, o1, o2, len, &lo, &hi)
+                                       ? plane + (o0 * p->O[1] + o1) * p->O[2] + o2
+                                       : NULL;
                 for (int64_t x = 0; x < lo; x++)
                     out[x] = 0.0f;
                 for (int64_t x = lo; x < hi; x++)

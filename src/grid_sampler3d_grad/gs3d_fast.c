@@ -290,16 +290,17 @@ static void zero_fill(const gradref__gs3d_view *v, int32_t dtype, const int64_t 
     gradref__copy5(shape, zero, dtype, none, v->data, dtype, v->s, num_threads);
 }
 
-/* The vector geometry kernels' conditions (gs3d_simd.h): point q of an image at q * s[3] in the
- * grid and q * gs[4] in grad. A dim of size 1 has stride 0 after validation and constrains
- * nothing; the points' own dim must then be wider than 1 (or the image one point). */
+/* The vector geometry kernels' conditions (gs3d_simd.h): point q = (od * Ho + oh) * Wo + ow of
+ * an image at q * s[3] in the grid and q * gs[4] in grad. A dim of size 1 (whose stride reads as
+ * 0 after validation) constrains nothing; the points' own dim must be wider than 1 (or the image
+ * one point). */
 static int vector_geometry_fits(const gs3d_run *r) {
     const gradref__gs3d_plan *p = r->p;
-    const int64_t *s = p->grid.s, *gs = r->a.gs, limit = INT64_C(1) << 24;
+    const int64_t *s = p->grid.s, *gs = r->a.gs, limit = INT64_C(1) << 24, plane = p->Ho * p->Wo;
     const int dense_grid =
-        (p->Ho == 1 || s[2] == p->Wo * s[3]) && (p->Do == 1 || s[1] == p->Ho * s[2]);
+        (p->Ho == 1 || s[2] == p->Wo * s[3]) && (p->Do == 1 || s[1] == plane * s[3]);
     const int dense_grad =
-        (p->Ho == 1 || gs[3] == p->Wo * gs[4]) && (p->Do == 1 || gs[2] == p->Ho * gs[3]);
+        (p->Ho == 1 || gs[3] == p->Wo * gs[4]) && (p->Do == 1 || gs[2] == plane * gs[4]);
     return p->dtype == GRADREF_F32 && p->padding != GRADREF_PAD_REFLECTION && dense_grid &&
            dense_grad && (p->Wo > 1 || r->a.P == 1) &&
            (r->a.P - 1) * s[3] + 2 * s[4] < INT64_C(0x7fffffff) && p->D < limit && p->H < limit &&
