@@ -163,12 +163,27 @@ typedef enum gradref_format {
     GRADREF_FORMAT_NCDHW = 2,
     GRADREF_FORMAT_NDHWC = 3,
     GRADREF_FORMAT_DHWCN = 4,
-    GRADREF_FORMAT_HWCN = 5
+    GRADREF_FORMAT_HWCN = 5,
+    /* MegEngine's channel-blocked 2-D formats (blocked descriptors, below) */
+    GRADREF_FORMAT_NCHW4 = 6,     /* (N, C/4, H, W, 4) */
+    GRADREF_FORMAT_NHWCD4 = 7,    /* (N, H, C/4, W, 4) */
+    GRADREF_FORMAT_NHWCD4_DOT = 8 /* tensors as NHWCD4; filters in MegEngine's quantised layout */
 } gradref_format;
+
+/* Blocked descriptors. A dim d whose stride is negative is split into blocks of b elements:
+ * element i along d sits at (i / b) * B + (i % b) * S, where B = -strides[d] >= 1 is the stride
+ * of a whole block and, for the j-th such dim in dim order (j = 0, 1, ...), shape[ndim + j] = b
+ * >= 1 (dividing shape[d]) and strides[ndim + j] = S >= 0 are read from the slot past the
+ * logical dims (ndim + the number of blocked dims <= GRADREF_MAX_DIMS). This describes
+ * MegEngine's NCHW4 and NHWCD4 tensors and filters with their logical shapes. Only
+ * gradref_copy and conv_backprop_data (both calls) read blocked tensors; every other operator
+ * refuses a negative stride (STRIDE). A valid descriptor without negative strides never has
+ * its slots past ndim read. */
 
 /* Fill *t with the logical shape (N,C,H,W) for the 2-D formats or (N,C,D,H,W) for the 3-D ones
  * (4 or 5 entries of `shape`) and the strides of the memory order the format names. For a
  * filter, read N as the output channels and C as the input channels: DHWCN is TF's DHWIO.
+ * NCHW4 and NHWCD4(_DOT) give blocked descriptors and need C divisible by 4 (SHAPE).
  * Errors as gradref_tensor_init, plus PARAM for an unknown format. */
 GRADREF_API gradref_status gradref_tensor_init_format(gradref_tensor *t, void *data,
                                                       gradref_dtype dtype, gradref_format format,
@@ -256,7 +271,9 @@ GRADREF_API gradref_status gradref_conv_pads_same(gradref_conv_params *p, int32_
  * floor((i + pad_begin + pad_end - dilation*(k-1) - 1) / stride) + 1 is diff's; positions no
  * tap reaches are 0. Dtypes: filter and diff F32, F64, F16 or BF16 with grad alike (or F32 for
  * F16/BF16: the f32 sums unrounded, which MegEngine has no call for; its FLOAT32 compute mode keeps
- * diff's dtype); or I8 x I8 -> I32 (exact, modulo 2^32). Any strides (NCHW, NHWC, ...).
+ * diff's dtype); or I8 x I8 -> I32 (exact, modulo 2^32). Any strides (NCHW, NHWC, ...), and
+ * blocked descriptors (MegEngine's NCHW4, NHWCD4: the call stages them in plain copies, counted
+ * in its workspace; the bits are those of the plain call).
  * Errors: NULL, DTYPE, RANK, SHAPE, PARAM, STRIDE, OVERFLOW, ALIAS, NO_MEMORY.
  * grad is untouched on error. */
 GRADREF_API gradref_status gradref_conv_backprop_data(const gradref_conv_params *p,
@@ -288,6 +305,23 @@ GRADREF_API gradref_status gradref_conv_backprop_data_qs8_workspace_size(
     const gradref_conv_params *p, const gradref_qs8_scales *scales, const gradref_tensor *filter,
     const gradref_tensor *diff, const gradref_tensor *grad, size_t *bytes);
 
+/* Fill *t with a 2-D convolution filter of the logical shape (OC, IC, FH, FW) (ndim 4, dense)
+ * or (G, OC/G, IC/G, FH, FW) (ndim 5, grouped) laid out as MegEngine's `format` lays filters:
+ *   NCHW        (OC, IC, FH, FW)              grouped (G, OC/G, IC/G, FH, FW)
+ *   NHWC        (OC, FH, FW, IC)              grouped (G, OC/G, FH, FW, IC/G)
+ *   NCHW4       (OC, IC/4, FH, FW, 4)         grouped (G, OC/G, IC/G/4, FH, FW, 4)
+ *   NHWCD4      (OC/4, FH, FW, IC, 4)         grouped (G, OC/G/4, FH, FW, IC/G, 4)
+ *   NHWCD4_DOT  (OC/4, FH, FW, IC/4, 4oc, 4ic) grouped (G, OC/G/4, FH, FW, IC/G/4, 4oc, 4ic)
+ * and for NHWCD4(_DOT) channel-wise filters (grouped, OC/G = IC/G = 1): (G/4, 1, FH, FW, 4).
+ * The last 4 of NCHW4 blocks input channels, of NHWCD4 output channels (groups when
+ * channel-wise). Errors: NULL, RANK (ndim not 4 or 5), SHAPE (negative size, or a blocked
+ * channel count not divisible by 4), PARAM (another format), DTYPE, OVERFLOW. *t is untouched
+ * on error. */
+GRADREF_API gradref_status gradref_conv_filter_init_format(gradref_tensor *t, void *data,
+                                                           gradref_dtype dtype,
+                                                           gradref_format format, int32_t ndim,
+                                                           const int64_t *shape);
+
 /* ------------------------------------------------------------------------------------------ */
 /* conv3d_backprop_filter: TF/CANN Conv3DBackpropFilter(V2) (docs/conv3d_backprop_filter.md)  */
 /* ------------------------------------------------------------------------------------------ */
@@ -316,6 +350,19 @@ GRADREF_API gradref_status gradref_conv3d_backprop_filter_workspace_size(
 GRADREF_API int32_t gradref_conv3d_dw_transpose_needed(int32_t dw_format, int64_t din, int64_t cin,
                                                        int64_t cout, int64_t core_count,
                                                        int32_t shape_known);
+
+/* CANN Conv3DBackpropFilterV2's output y as a dw descriptor: y's shape is filter_size in the
+ * order of y's format (NCDHW, NDHWC or DHWCN; 5 entries, or 4 with D = 1 inserted at the
+ * format's D position, as CANN's shape inference does). *t gets the logical dw
+ * (Cout, Cin/G, kD, kH, kW) over y's memory. from_depthwise nonzero applies CANN's attribute of
+ * that name: y's N and C entries are read as N*C output channels of one input channel each
+ * (N <- N*C, C <- 1), so a depthwise filter (kD, kH, kW, in, multiplier) in DHWCN gives output
+ * channel i*multiplier + m; pass groups = x's channels then. Errors: NULL, RANK
+ * (filter_size_len not 4 or 5), SHAPE (a negative entry), PARAM (another format), DTYPE,
+ * OVERFLOW. *t is untouched on error. */
+GRADREF_API gradref_status gradref_conv3d_filter_init_cann(
+    gradref_tensor *t, void *data, gradref_dtype dtype, gradref_format format,
+    int32_t filter_size_len, const int64_t *filter_size, int32_t from_depthwise);
 
 /* ------------------------------------------------------------------------------------------ */
 /* recat: FBGEMM recat_embedding_grad_output* (docs/recat.md)                                  */

@@ -32,7 +32,9 @@ ABI_ASSERT(precision, GRADREF_PRECISION_DEFAULT == 0 && GRADREF_PRECISION_HIGH =
 ABI_ASSERT(strict_flag, GRADREF_STRICT_UPSTREAM == 0x100);
 ABI_ASSERT(format, GRADREF_FORMAT_NCHW == 0 && GRADREF_FORMAT_NHWC == 1 &&
                        GRADREF_FORMAT_NCDHW == 2 && GRADREF_FORMAT_NDHWC == 3 &&
-                       GRADREF_FORMAT_DHWCN == 4 && GRADREF_FORMAT_HWCN == 5);
+                       GRADREF_FORMAT_DHWCN == 4 && GRADREF_FORMAT_HWCN == 5 &&
+                       GRADREF_FORMAT_NCHW4 == 6 && GRADREF_FORMAT_NHWCD4 == 7 &&
+                       GRADREF_FORMAT_NHWCD4_DOT == 8);
 ABI_ASSERT(interp, GRADREF_INTERP_BILINEAR == 0 && GRADREF_INTERP_NEAREST == 1);
 ABI_ASSERT(padding,
            GRADREF_PAD_ZEROS == 0 && GRADREF_PAD_BORDER == 1 && GRADREF_PAD_REFLECTION == 2);
@@ -101,6 +103,10 @@ int gradref_abi_signatures(void) {
                               const gradref_exec *) = gradref_conv_backprop_data_qs8;
     gradref_status (*cbd_qs8_ws)(const gradref_conv_params *, const gradref_qs8_scales *, T, T, T,
                                  size_t *) = gradref_conv_backprop_data_qs8_workspace_size;
+    gradref_status (*filter_format)(gradref_tensor *, void *, gradref_dtype, gradref_format,
+                                    int32_t, const int64_t *) = gradref_conv_filter_init_format;
+    gradref_status (*filter_cann)(gradref_tensor *, void *, gradref_dtype, gradref_format, int32_t,
+                                  const int64_t *, int32_t) = gradref_conv3d_filter_init_cann;
     gradref_status (*pads_same)(gradref_conv_params *, int32_t, const int64_t *, const int64_t *) =
         gradref_conv_pads_same;
     int32_t (*transpose_needed)(int32_t, int64_t, int64_t, int64_t, int64_t, int32_t) =
@@ -132,6 +138,7 @@ int gradref_abi_signatures(void) {
                          (const void *)&recat,         (const void *)&recat_ws,
                          (const void *)&mixed,         (const void *)&mixed_ws,
                          (const void *)&batch,         (const void *)&batch_ws,
-                         (const void *)&cbd_qs8,       (const void *)&cbd_qs8_ws};
+                         (const void *)&cbd_qs8,       (const void *)&cbd_qs8_ws,
+                         (const void *)&filter_format, (const void *)&filter_cann};
     return (int)(sizeof all / sizeof all[0]);
 }

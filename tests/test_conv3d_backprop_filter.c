@@ -1031,6 +1031,60 @@ static void test_strict_cann(void **state) {
     }
 }
 
+/* CANN's y from filter_size: the format's order, 4 entries with D = 1 inserted, and
+ * from_depthwise (N <- N*C, C <- 1): a depthwise DHWCN filter (kD, kH, kW, in, multiplier) gets
+ * output channel i*multiplier + m, the values of the plain grouped call. */
+static void test_cann_filter_size(void **state) {
+    (void)state;
+    gradref_tensor t;
+    const int64_t ndhwc4[4] = {6, 2, 3, 5}; /* NDHWC without D: (N, H, W, C) */
+    assert_int_equal(
+        gradref_conv3d_filter_init_cann(&t, NULL, GRADREF_F32, GRADREF_FORMAT_NDHWC, 4, ndhwc4, 0),
+        GRADREF_OK);
+    const int64_t want_shape[5] = {6, 5, 1, 2, 3}, want_strides[5] = {30, 1, 30, 15, 5};
+    for (int d = 0; d < 5; d++) {
+        assert_int_equal(t.shape[d], want_shape[d]);
+        if (t.shape[d] > 1) assert_int_equal(t.strides[d], want_strides[d]);
+    }
+    tu_expect_status(
+        gradref_conv3d_filter_init_cann(&t, NULL, GRADREF_F32, GRADREF_FORMAT_NCHW, 4, ndhwc4, 0),
+        GRADREF_ERR_PARAM, "conv3d_filter_init_cann", "DHWCN");
+    tu_expect_status(
+        gradref_conv3d_filter_init_cann(&t, NULL, GRADREF_F32, GRADREF_FORMAT_DHWCN, 3, ndhwc4, 0),
+        GRADREF_ERR_RANK, "conv3d_filter_init_cann", "entries");
+
+    enum { IN = 3, MULT = 2, K = 2 };
+    const int64_t xs[5] = {2, IN, 3, 4, 3}, dys[5] = {2, IN * MULT, 2, 3, 2};
+    float x[2 * IN * 36], dy[2 * IN * MULT * 12], plain[IN * MULT * 8], cann[IN * MULT * 8];
+    tu_rng r = tu_rng_make(5150);
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
+        x[i] = (float)tu_range(&r, -5, 5);
+    for (size_t i = 0; i < sizeof dy / sizeof dy[0]; i++)
+        dy[i] = (float)tu_range(&r, -5, 5);
+    gradref_tensor tx, tdy, tw, tc;
+    assert_int_equal(gradref_tensor_init(&tx, x, GRADREF_F32, 5, xs), GRADREF_OK);
+    assert_int_equal(gradref_tensor_init(&tdy, dy, GRADREF_F32, 5, dys), GRADREF_OK);
+    const int64_t ws[5] = {IN * MULT, 1, K, K, K};
+    assert_int_equal(gradref_tensor_init(&tw, plain, GRADREF_F32, 5, ws), GRADREF_OK);
+    const int64_t filter_size[5] = {K, K, K, IN, MULT}; /* DHWCN: (kD, kH, kW, in, multiplier) */
+    assert_int_equal(gradref_conv3d_filter_init_cann(&tc, cann, GRADREF_F32, GRADREF_FORMAT_DHWCN,
+                                                     5, filter_size, 1),
+                     GRADREF_OK);
+    assert_int_equal(tc.shape[0], IN * MULT);
+    assert_int_equal(tc.shape[1], 1);
+    gradref_conv_params p;
+    memset(&p, 0, sizeof p);
+    p.groups = IN;
+    for (int j = 0; j < 3; j++)
+        p.stride[j] = p.dilation[j] = 1;
+    assert_int_equal(gradref_conv3d_backprop_filter(&p, &tx, &tdy, &tw, NULL), GRADREF_OK);
+    assert_int_equal(gradref_conv3d_backprop_filter(&p, &tx, &tdy, &tc, NULL), GRADREF_OK);
+    for (int i = 0; i < IN; i++)
+        for (int m = 0; m < MULT; m++)
+            for (int k = 0; k < K * K * K; k++) /* TF's depthwise memory [kd][kh][kw][i][m] */
+                assert_true(cann[(k * IN + i) * MULT + m] == plain[(i * MULT + m) * K * K * K + k]);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_all_ones),
@@ -1056,6 +1110,7 @@ int main(void) {
         cmocka_unit_test(test_hf32_equals_default_on_rounded_inputs),
         cmocka_unit_test(test_hf32_errors),
         cmocka_unit_test(test_strict_cann),
+        cmocka_unit_test(test_cann_filter_size),
     };
     tu_seed();
     return cmocka_run_group_tests(tests, NULL, NULL);

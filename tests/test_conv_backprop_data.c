@@ -1486,6 +1486,274 @@ static void test_int8_sum_bound(void **state) {
     }
 }
 
+/* ------------------------------------------------------------ MegEngine's blocked formats */
+
+/* MegEngine's element addressing (dnn/src/naive/convolution/helper.h, compute2d and
+ * compute2d_hwcd4), transcribed: logical data (n, c, h, w) of shape (N, C, H, W) in NCHW4
+ * (N, C/4, H, W, 4) or NHWCD4 (N, H, C/4, W, 4). */
+static int64_t me_data_offset(int32_t format, const int64_t *shape, int64_t n, int64_t c, int64_t h,
+                              int64_t w) {
+    const int64_t CB = shape[1] / 4, H = shape[2], W = shape[3];
+    if (format == GRADREF_FORMAT_NCHW4) return (((n * CB + c / 4) * H + h) * W + w) * 4 + c % 4;
+    return (((n * H + h) * CB + c / 4) * W + w) * 4 + c % 4;
+}
+
+/* ... and filter (g, oc, ic, fh, fw), oc and ic within the group: get_filter_addr of NCHW4
+ * ((G,) OCpg, ICpg/4, FH, FW, 4) and of NHWCD4 ((G,) OCpg/4, FH, FW, ICpg, 4), its dot layout
+ * ((G,) OCpg/4, FH, FW, ICpg/4, 4, 4) and the channel-wise (G/4, 1, FH, FW, 4). */
+static int64_t me_filter_offset(int32_t format, const geometry *g, int64_t gi, int64_t oc,
+                                int64_t ic, int64_t fh, int64_t fw) {
+    const int64_t FH = g->K[0], FW = g->K[1], OCpg = g->OCpg, ICpg = g->ICpg;
+    if (format == GRADREF_FORMAT_NCHW4) {
+        const int64_t FS_IC = FH * FW, FS_OC = FS_IC * ICpg, FS_G = FS_OC * OCpg;
+        return gi * FS_G + oc * FS_OC + ic / 4 * FS_IC * 4 + (fh * FW + fw) * 4 + ic % 4;
+    }
+    if (g->G > 1 && OCpg == 1 && ICpg == 1)
+        return gi / 4 * (FH * FW * 4) + (fh * FW + fw) * 4 + gi % 4;
+    const int64_t FS_SPATIAL = ICpg * 4, FS_OCB = FH * FW * FS_SPATIAL, FS_G = OCpg / 4 * FS_OCB;
+    const int64_t base = gi * FS_G + oc / 4 * FS_OCB + (fh * FW + fw) * FS_SPATIAL;
+    if (format == GRADREF_FORMAT_NHWCD4) return base + ic * 4 + oc % 4;
+    return base + ic / 4 * 16 + oc % 4 * 4 + ic % 4;
+}
+
+/* The blocked copy of a plain case's tensor t (logical dense or grouped) at MegEngine's
+ * offsets; is_filter picks the filter addressing. */
+static void *me_blocked(const cbd_case *c, const gradref_tensor *t, int is_filter, int32_t format,
+                        size_t *bytes) {
+    const size_t esz = tu_dtype_size(t->dtype);
+    int64_t numel = 1;
+    for (int d = 0; d < t->ndim; d++)
+        numel *= t->shape[d];
+    *bytes = (size_t)numel * esz;
+    char *out = malloc(*bytes + 1);
+    memset(out, 0x77, *bytes);
+    const geometry *g = &c->geo;
+    for (int64_t e = 0; e < numel; e++) {
+        int64_t idx[5], rest = e, at;
+        for (int d = t->ndim - 1; d >= 0; d--) {
+            idx[d] = rest % t->shape[d];
+            rest /= t->shape[d];
+        }
+        if (!is_filter)
+            at = me_data_offset(format, t->shape, idx[0], idx[1], idx[2], idx[3]);
+        else if (t->ndim == 5)
+            at = me_filter_offset(format, g, idx[0], idx[1], idx[2], idx[3], idx[4]);
+        else
+            at = me_filter_offset(format, g, 0, idx[0], idx[1], idx[2], idx[3]);
+        memcpy(out + (size_t)at * esz, (const char *)t->data + tu_offset(t, idx), esz);
+    }
+    return out;
+}
+
+typedef struct blocked_call {
+    cbd_case *c;
+    gradref_tensor filter, diff, grad;
+    const gradref_qs8_scales *qs8;
+} blocked_call;
+
+static gradref_status call_blocked(void *ctx, const gradref_exec *e) {
+    blocked_call *b = ctx;
+    if (b->qs8)
+        return gradref_conv_backprop_data_qs8(&b->c->params, b->qs8, &b->filter, &b->diff, &b->grad,
+                                              e);
+    return gradref_conv_backprop_data(&b->c->params, &b->filter, &b->diff, &b->grad, e);
+}
+
+/* NCHW4, NHWCD4 and its dot layout, dense, grouped and channel-wise filters, F32, F16, I8 ->
+ * I32 and QuantizedS8, both modes: the tensors laid out by MegEngine's addressing (written
+ * above, not by the library) and described by the init helpers give the plain call's bits at
+ * 1 to 3 threads, with no, the reported and a too-small workspace. */
+static void test_blocked_formats(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(4242);
+    static const int32_t formats[3] = {GRADREF_FORMAT_NCHW4, GRADREF_FORMAT_NHWCD4,
+                                       GRADREF_FORMAT_NHWCD4_DOT};
+    static const int32_t dtypes[4][2] = {{GRADREF_F32, GRADREF_F32},
+                                         {GRADREF_F16, GRADREF_F16},
+                                         {GRADREF_I8, GRADREF_I32},
+                                         {GRADREF_I8, GRADREF_I8}};
+    const gradref_qs8_scales scales = {0.02f, 0.03f, 0.05f};
+    int runs = 0;
+    for (int f = 0; f < 3; f++)
+        for (int kind = 0; kind < 3; kind++) /* dense, grouped, channel-wise */
+            for (int dt = 0; dt < 4; dt++) {
+                if (kind == 2 && f == 0) continue; /* NCHW4 has no channel-wise layout */
+                const int64_t G = kind == 0 ? 1 : kind == 1 ? 2 : 8;
+                const int64_t ICpg = kind == 2 ? 1 : 8, OCpg = kind == 2 ? 1 : 4;
+                const int32_t mode =
+                    (f + dt) % 2 ? GRADREF_CONV_CONVOLUTION : GRADREF_CONV_CROSS_CORRELATION;
+                geometry g = geo2(2, ICpg, 5, 4, OCpg, 3, 2, 1 + dt % 2, 1, 1, G, mode);
+                g.extra[0] = g.stride[0] - 1;
+                cbd_case c;
+                make_case(&c, &g, dtypes[dt][0], dtypes[dt][1], kind ? F_GROUPED : F_DENSE, D_NCHW,
+                          0, &r);
+                blocked_call b = {&c, c.filter, c.diff, c.grad, dt == 3 ? &scales : NULL};
+                b.filter = c.filter, b.diff = c.diff, b.grad = c.grad;
+                assert_int_equal(call_blocked(&b, NULL), GRADREF_OK); /* the plain call */
+                size_t fb, db, gb;
+                void *fbuf = me_blocked(&c, &c.filter, 1, formats[f], &fb);
+                void *dbuf = me_blocked(&c, &c.diff, 0, formats[f], &db);
+                void *want = me_blocked(&c, &c.grad, 0, formats[f], &gb);
+                void *gbuf = malloc(gb);
+                assert_int_equal(gradref_conv_filter_init_format(&b.filter, fbuf, dtypes[dt][0],
+                                                                 formats[f], c.filter.ndim,
+                                                                 c.filter.shape),
+                                 GRADREF_OK);
+                assert_int_equal(gradref_tensor_init_format(&b.diff, dbuf, dtypes[dt][0],
+                                                            formats[f], c.diff.shape),
+                                 GRADREF_OK);
+                assert_int_equal(gradref_tensor_init_format(&b.grad, gbuf, dtypes[dt][1],
+                                                            formats[f], c.grad.shape),
+                                 GRADREF_OK);
+                size_t ws_bytes = 0;
+                assert_int_equal(b.qs8
+                                     ? gradref_conv_backprop_data_qs8_workspace_size(
+                                           &c.params, b.qs8, &b.filter, &b.diff, &b.grad, &ws_bytes)
+                                     : gradref_conv_backprop_data_workspace_size(
+                                           &c.params, &b.filter, &b.diff, &b.grad, &ws_bytes),
+                                 GRADREF_OK);
+                char *ws = malloc(ws_bytes);
+                static const int threads[] = TU_THREAD_COUNTS;
+                for (int t = 0; t < 3; t++)
+                    for (int w = 0; w < 2; w++) {
+                        gradref_exec e = {w ? ws : NULL, w ? ws_bytes : 0, threads[t], 0};
+                        memset(gbuf, 0x5a, gb);
+                        gradref_status s = call_blocked(&b, &e);
+                        if (s != GRADREF_OK)
+                            fail_msg("format %d kind %d dtype %d: %s", (int)formats[f], kind, dt,
+                                     gradref_last_error());
+                        if (memcmp(gbuf, want, gb) != 0)
+                            fail_msg("format %d kind %d dtype %d threads %d workspace %d: the "
+                                     "blocked grad differs from the plain call's",
+                                     (int)formats[f], kind, dt, threads[t], w);
+                        runs++;
+                    }
+                void *outs[1] = {gbuf};
+                tu_expect_tiny_workspace_same_bits(call_blocked, &b, outs, &gb, 1);
+                free(ws);
+                free(fbuf);
+                free(dbuf);
+                free(want);
+                free(gbuf);
+                free_case(&c);
+            }
+    assert_true(runs == 32 * 6);
+}
+
+/* The descriptors the helpers give, written out; blocked tensors through gradref_copy; the
+ * other operators and bad block slots refused, outputs untouched. */
+static void test_blocked_descriptors(void **state) {
+    (void)state;
+    const int64_t shape[4] = {2, 8, 3, 5};
+    gradref_tensor t;
+    assert_int_equal(gradref_tensor_init_format(&t, NULL, GRADREF_F32, GRADREF_FORMAT_NCHW4, shape),
+                     GRADREF_OK);
+    const int64_t want_nchw4[6] = {120, -60, 20, 4, 4, 1}; /* strides, then the slot (4, 1) */
+    assert_int_equal(t.ndim, 4);
+    for (int d = 0; d < 4; d++)
+        assert_int_equal(t.strides[d], want_nchw4[d]);
+    assert_int_equal(t.shape[4], 4);
+    assert_int_equal(t.strides[4], 1);
+    assert_int_equal(
+        gradref_tensor_init_format(&t, NULL, GRADREF_F32, GRADREF_FORMAT_NHWCD4, shape),
+        GRADREF_OK);
+    const int64_t want_nhwcd4[4] = {120, -20, 40, 4}; /* (N, H, C/4, W, 4) */
+    for (int d = 0; d < 4; d++)
+        assert_int_equal(t.strides[d], want_nhwcd4[d]);
+    const int64_t fshape[4] = {8, 12, 3, 2}; /* NHWCD4_DOT (OC/4, FH, FW, IC/4, 4, 4) */
+    assert_int_equal(
+        gradref_conv_filter_init_format(&t, NULL, GRADREF_I8, GRADREF_FORMAT_NHWCD4_DOT, 4, fshape),
+        GRADREF_OK);
+    const int64_t want_dot[8] = {-288, -16, 96, 48, 4, 4, 4, 1};
+    for (int d = 0; d < 4; d++)
+        assert_int_equal(t.strides[d], want_dot[d]);
+    assert_int_equal(t.shape[4], 4);
+    assert_int_equal(t.strides[4], want_dot[6]);
+    assert_int_equal(t.strides[5], want_dot[7]);
+    const int64_t odd[4] = {2, 6, 3, 5};
+    gradref_tensor untouched;
+    memset(&untouched, 0x33, sizeof untouched);
+    t = untouched;
+    tu_expect_status(gradref_tensor_init_format(&t, NULL, GRADREF_F32, GRADREF_FORMAT_NCHW4, odd),
+                     GRADREF_ERR_SHAPE, "tensor_init_format", "divisible");
+    assert_memory_equal(&t, &untouched, sizeof t);
+    tu_expect_status(
+        gradref_conv_filter_init_format(&t, NULL, GRADREF_F32, GRADREF_FORMAT_NCDHW, 4, fshape),
+        GRADREF_ERR_PARAM, "conv_filter_init_format", "NCHW4");
+
+    /* gradref_copy: plain -> NCHW4 -> NHWCD4 -> plain keeps every value */
+    float plain[240], back[240], b4[240], d4[240];
+    for (int i = 0; i < 240; i++)
+        plain[i] = (float)i - 100.5f;
+    gradref_tensor tp, tb, td, tq;
+    assert_int_equal(gradref_tensor_init(&tp, plain, GRADREF_F32, 4, shape), GRADREF_OK);
+    assert_int_equal(gradref_tensor_init_format(&tb, b4, GRADREF_F32, GRADREF_FORMAT_NCHW4, shape),
+                     GRADREF_OK);
+    assert_int_equal(gradref_tensor_init_format(&td, d4, GRADREF_F32, GRADREF_FORMAT_NHWCD4, shape),
+                     GRADREF_OK);
+    assert_int_equal(gradref_tensor_init(&tq, back, GRADREF_F32, 4, shape), GRADREF_OK);
+    assert_int_equal(gradref_copy(&tp, &tb, NULL), GRADREF_OK);
+    assert_int_equal(gradref_copy(&tb, &td, NULL), GRADREF_OK);
+    assert_int_equal(gradref_copy(&td, &tq, NULL), GRADREF_OK);
+    assert_memory_equal(plain, back, sizeof plain);
+    for (int64_t n = 0; n < 2; n++) /* NCHW4's memory is MegEngine's */
+        for (int64_t c = 0; c < 8; c++)
+            for (int64_t h = 0; h < 3; h++)
+                for (int64_t w = 0; w < 5; w++)
+                    assert_true(b4[me_data_offset(GRADREF_FORMAT_NCHW4, shape, n, c, h, w)] ==
+                                plain[((n * 8 + c) * 3 + h) * 5 + w]);
+    /* blocks of 4 against blocks of 8 on one dim */
+    gradref_tensor t8 = tb;
+    t8.shape[4] = 8;
+    t8.strides[1] = -120;
+    memset(back, 0x11, sizeof back);
+    tu_expect_status(gradref_copy(&tb, &t8, NULL), GRADREF_ERR_PARAM, "copy", "block");
+    /* a block that does not divide its dim, a negative stride inside blocks */
+    gradref_tensor bad = tb;
+    bad.shape[4] = 3;
+    tu_expect_status(gradref_copy(&bad, &tq, NULL), GRADREF_ERR_SHAPE, "copy", "divide");
+    bad = tb;
+    bad.strides[4] = -1;
+    tu_expect_status(gradref_copy(&bad, &tq, NULL), GRADREF_ERR_STRIDE, "copy", "inside");
+    tu_expect_untouched(back, sizeof back, 0x11, "copy's dst");
+    /* an operator that reads no blocked tensor refuses one */
+    gradref_tensor in5, out5;
+    const int64_t s5[5] = {1, 8, 2, 2, 2};
+    float x5[64], o5[64];
+    memset(o5, 0x22, sizeof o5);
+    assert_int_equal(gradref_tensor_init(&in5, x5, GRADREF_F32, 5, s5), GRADREF_OK);
+    out5 = in5;
+    out5.data = o5;
+    out5.strides[1] = -32;
+    out5.shape[5] = 4;
+    out5.strides[5] = 1;
+    gradref_conv_params p;
+    memset(&p, 0, sizeof p);
+    for (int j = 0; j < 3; j++)
+        p.stride[j] = p.dilation[j] = 1;
+    const int64_t ws[5] = {8, 8, 1, 1, 1};
+    gradref_tensor dw;
+    float wbuf[64];
+    assert_int_equal(gradref_tensor_init(&dw, wbuf, GRADREF_F32, 5, ws), GRADREF_OK);
+    tu_expect_status(gradref_conv3d_backprop_filter(&p, &out5, &in5, &dw, NULL), GRADREF_ERR_STRIDE,
+                     "conv3d_backprop_filter", "blocked");
+    /* conv_backprop_data: a blocked grad overlapping itself */
+    cbd_case c;
+    tu_rng r = tu_rng_make(99);
+    geometry g = geo2(1, 4, 3, 3, 4, 1, 1, 1, 0, 1, 1, 0);
+    make_case(&c, &g, GRADREF_F32, GRADREF_F32, F_DENSE, D_NCHW, 0, &r);
+    gradref_tensor grad;
+    assert_int_equal(gradref_tensor_init_format(&grad, c.grad.data, GRADREF_F32,
+                                                GRADREF_FORMAT_NCHW4, c.grad.shape),
+                     GRADREF_OK);
+    grad.strides[4] = 0; /* every channel of a block on one element */
+    memset(c.grad.data, 0x44, c.bytes[2]);
+    tu_expect_status(gradref_conv_backprop_data(&c.params, &c.filter, &c.diff, &grad, NULL),
+                     GRADREF_ERR_STRIDE, "conv_backprop_data", "overlapping");
+    tu_expect_untouched(c.grad.data, c.bytes[2], 0x44, "grad");
+    free_case(&c);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_worked_example),
@@ -1514,6 +1782,8 @@ int main(void) {
         cmocka_unit_test(test_megengine_f16_rounding),
         cmocka_unit_test(test_qs8),
         cmocka_unit_test(test_int8_sum_bound),
+        cmocka_unit_test(test_blocked_formats),
+        cmocka_unit_test(test_blocked_descriptors),
     };
     tu_seed();
     return cmocka_run_group_tests(tests, NULL, NULL);

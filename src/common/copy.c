@@ -162,12 +162,50 @@ static void copy_row(const char *s, int64_t ss, int32_t sdt, char *d, int64_t ds
         convert_one(s + (size_t)(i * ss) * sz, sdt, d + (size_t)(i * ds) * dz, ddt);
 }
 
+/* Blocked src or dst: both split alike into plain views of the same shape (*sv, *dv). */
+static gradref_status split_both(const gradref_tensor *src, const gradref_tensor *dst,
+                                 gradref_tensor *sv, gradref_tensor *dv) {
+    if (src == NULL || dst == NULL)
+        return gradref__fail(GRADREF_ERR_NULL, OP, "%s is NULL", src == NULL ? "src" : "dst");
+    const gradref_tensor *t[2] = {src, dst};
+    static const char *const names[2] = {"src", "dst"};
+    for (int i = 0; i < 2; i++)
+        if (t[i]->ndim < 0 || t[i]->ndim > GRADREF_MAX_DIMS)
+            return gradref__fail(GRADREF_ERR_RANK, OP, "%s.ndim is %d, outside 0..%d", names[i],
+                                 (int)t[i]->ndim, GRADREF_MAX_DIMS);
+    if (src->ndim != dst->ndim)
+        return gradref__fail(GRADREF_ERR_RANK, OP, "src.ndim is %d but dst.ndim is %d",
+                             (int)src->ndim, (int)dst->ndim);
+    int64_t sb[GRADREF_MAX_DIMS], db[GRADREF_MAX_DIMS], block[GRADREF_MAX_DIMS];
+    GRADREF__FORWARD_IF_ERROR(gradref__blocks_of(OP, "src", src, sb));
+    GRADREF__FORWARD_IF_ERROR(gradref__blocks_of(OP, "dst", dst, db));
+    for (int d = 0; d < src->ndim; d++) {
+        if (src->shape[d] != dst->shape[d])
+            return gradref__fail(GRADREF_ERR_SHAPE, OP,
+                                 "src.shape[%d] is %lld but dst.shape[%d] is %lld", d,
+                                 (long long)src->shape[d], d, (long long)dst->shape[d]);
+        if (sb[d] > 1 && db[d] > 1 && sb[d] != db[d])
+            return gradref__fail(GRADREF_ERR_PARAM, OP,
+                                 "src and dst block dim %d by %lld and %lld; copy through a plain "
+                                 "tensor",
+                                 d, (long long)sb[d], (long long)db[d]);
+        block[d] = sb[d] > db[d] ? sb[d] : db[d];
+    }
+    GRADREF__FORWARD_IF_ERROR(gradref__split_view(OP, "src", src, block, sv));
+    return gradref__split_view(OP, "dst", dst, block, dv);
+}
+
 gradref_status gradref_copy(const gradref_tensor *src, const gradref_tensor *dst,
                             const gradref_exec *exec) {
     gradref__ctx ctx;
     gradref__extent se, de;
-    gradref_tensor sl, dl;
+    gradref_tensor sl, dl, sv, dv;
     GRADREF__FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
+    if (gradref__blocked_dims(src) > 0 || gradref__blocked_dims(dst) > 0) {
+        GRADREF__FORWARD_IF_ERROR(split_both(src, dst, &sv, &dv));
+        src = &sv;
+        dst = &dv;
+    }
     GRADREF__FORWARD_IF_ERROR(gradref__take_input(OP, "src", src, &sl, &se));
     GRADREF__FORWARD_IF_ERROR(gradref__take_output(OP, "dst", dst, &dl, &de));
     if (!conversion_allowed(sl.dtype, dl.dtype))

@@ -51,8 +51,10 @@ static gradref_status check_layout(const char *op, const char *name, const gradr
             return gradref__fail(GRADREF_ERR_SHAPE, op, "%s.shape[%d] is %lld, below 0", name, i,
                                  (long long)t->shape[i]);
         if (t->strides[i] < 0)
-            return gradref__fail(GRADREF_ERR_STRIDE, op, "%s.strides[%d] is %lld, below 0", name, i,
-                                 (long long)t->strides[i]);
+            return gradref__fail(GRADREF_ERR_STRIDE, op,
+                                 "%s.strides[%d] is %lld, below 0 (a blocked layout, which only "
+                                 "gradref_copy and conv_backprop_data read)",
+                                 name, i, (long long)t->strides[i]);
         if (t->shape[i] == 0) empty = 1;
     }
     int64_t numel = 1, span = 1, bytes;
@@ -262,9 +264,196 @@ gradref_status gradref_tensor_init_format(gradref_tensor *t, void *data, gradref
         {2, 3, 4, 1, 0},  /* DHWCN */
         {2, 3, 1, 0, -1}, /* HWCN */
     };
+    /* MegEngine's blocked formats, physical dims outermost first */
+    static const gradref__phys nchw4[5] = {{0, GRADREF__WHOLE},
+                                           {1, GRADREF__BLOCKS},
+                                           {2, GRADREF__WHOLE},
+                                           {3, GRADREF__WHOLE},
+                                           {1, GRADREF__INSIDE}};
+    static const gradref__phys nhwcd4[5] = {{0, GRADREF__WHOLE},
+                                            {2, GRADREF__WHOLE},
+                                            {1, GRADREF__BLOCKS},
+                                            {3, GRADREF__WHOLE},
+                                            {1, GRADREF__INSIDE}};
+    if (format == GRADREF_FORMAT_NCHW4)
+        return gradref__init_blocked("tensor_init_format", t, data, dtype, 4, shape, nchw4, 5, 4);
+    if (format == GRADREF_FORMAT_NHWCD4 || format == GRADREF_FORMAT_NHWCD4_DOT)
+        return gradref__init_blocked("tensor_init_format", t, data, dtype, 4, shape, nhwcd4, 5, 4);
     if ((int)format < 0 || (int)format > 5)
         return gradref__fail(GRADREF_ERR_PARAM, "tensor_init_format",
                              "format is %d, not a gradref_format", (int)format);
     int32_t ndim = orders[format][4] < 0 ? 4 : 5;
     return init_dense("tensor_init_format", t, data, dtype, ndim, shape, orders[format]);
+}
+
+/* ---- blocked descriptors (gradref.h) ---- */
+
+int gradref__blocked_dims(const gradref_tensor *t) {
+    if (t == NULL || t->ndim < 0 || t->ndim > GRADREF_MAX_DIMS) return 0;
+    int k = 0;
+    for (int d = 0; d < t->ndim; d++)
+        k += t->strides[d] < 0;
+    return k;
+}
+
+gradref_status gradref__blocks_of(const char *op, const char *name, const gradref_tensor *t,
+                                  int64_t *block) {
+    int j = 0;
+    for (int d = 0; d < t->ndim; d++) {
+        block[d] = 1;
+        if (t->strides[d] >= 0) continue;
+        const int k = t->ndim + j++;
+        if (k >= GRADREF_MAX_DIMS)
+            return gradref__fail(GRADREF_ERR_RANK, op,
+                                 "%s.ndim is %d with blocked dims whose slots run past %d", name,
+                                 (int)t->ndim, GRADREF_MAX_DIMS);
+        if (t->strides[d] == INT64_MIN)
+            return gradref__fail(GRADREF_ERR_OVERFLOW, op, "%s.strides[%d] is INT64_MIN", name, d);
+        if (t->shape[d] < 0)
+            return gradref__fail(GRADREF_ERR_SHAPE, op, "%s.shape[%d] is %lld, below 0", name, d,
+                                 (long long)t->shape[d]);
+        if (t->shape[k] < 1 || t->shape[d] % t->shape[k] != 0)
+            return gradref__fail(GRADREF_ERR_SHAPE, op,
+                                 "%s: dim %d is blocked by shape[%d] = %lld, which must be >= 1 "
+                                 "and divide shape[%d] = %lld",
+                                 name, d, k, (long long)t->shape[k], d, (long long)t->shape[d]);
+        if (t->strides[k] < 0)
+            return gradref__fail(GRADREF_ERR_STRIDE, op,
+                                 "%s.strides[%d], the stride inside dim %d's blocks, is %lld, "
+                                 "below 0",
+                                 name, k, d, (long long)t->strides[k]);
+        block[d] = t->shape[k];
+    }
+    return GRADREF_OK;
+}
+
+gradref_status gradref__split_view(const char *op, const char *name, const gradref_tensor *t,
+                                   const int64_t *block, gradref_tensor *view) {
+    gradref_tensor v;
+    memset(&v, 0, sizeof v);
+    v.data = t->data;
+    v.dtype = t->dtype;
+    int n = 0, j = 0;
+    for (int d = 0; d < t->ndim; d++) {
+        const int split = block[d] > 1;
+        if (n + 1 + split > GRADREF_MAX_DIMS)
+            return gradref__fail(GRADREF_ERR_RANK, op,
+                                 "%s: its %d dims and the blocked ones split exceed %d dims", name,
+                                 (int)t->ndim, GRADREF_MAX_DIMS);
+        if (!split) {
+            v.shape[n] = t->shape[d];
+            v.strides[n++] = t->strides[d] >= 0 ? t->strides[d] : -t->strides[d];
+            j += t->strides[d] < 0;
+            continue;
+        }
+        int64_t outer, inner;
+        if (t->strides[d] < 0) { /* blocked by block[d] itself (gradref__blocks_of) */
+            outer = -t->strides[d];
+            inner = t->strides[t->ndim + j++];
+        } else if (gradref__mul_ovf(t->strides[d], block[d], &outer)) {
+            return gradref__fail(GRADREF_ERR_OVERFLOW, op,
+                                 "%s.strides[%d] x %lld (a block) exceeds int64", name, d,
+                                 (long long)block[d]);
+        } else {
+            inner = t->strides[d];
+        }
+        v.shape[n] = t->shape[d] / block[d];
+        v.strides[n++] = outer;
+        v.shape[n] = block[d];
+        v.strides[n++] = inner;
+    }
+    v.ndim = n;
+    *view = v;
+    return GRADREF_OK;
+}
+
+gradref_status gradref__take_blockable(const char *op, const char *name, const gradref_tensor *t,
+                                       int output, gradref_tensor *local, gradref__extent *ext,
+                                       int *blocked) {
+    *blocked = gradref__blocked_dims(t) > 0;
+    if (!*blocked)
+        return output ? gradref__take_output(op, name, t, local, ext)
+                      : gradref__take_input(op, name, t, local, ext);
+    int64_t block[GRADREF_MAX_DIMS];
+    gradref_tensor view;
+    GRADREF__FORWARD_IF_ERROR(gradref__blocks_of(op, name, t, block));
+    GRADREF__FORWARD_IF_ERROR(gradref__split_view(op, name, t, block, &view));
+    GRADREF__FORWARD_IF_ERROR(output ? gradref__check_output(op, name, &view, ext)
+                                     : gradref__check_tensor(op, name, &view, ext));
+    gradref_tensor dense;
+    memset(&dense, 0, sizeof dense);
+    dense.data = t->data;
+    dense.dtype = t->dtype;
+    dense.ndim = t->ndim;
+    int64_t running = 1; /* fits: the view's element count was checked */
+    for (int d = t->ndim - 1; d >= 0; d--) {
+        dense.shape[d] = t->shape[d];
+        dense.strides[d] = running;
+        running *= t->shape[d] > 1 ? t->shape[d] : 1;
+    }
+    gradref__tensor_normalize(&dense, local);
+    return GRADREF_OK;
+}
+
+gradref_status gradref__init_blocked(const char *op, gradref_tensor *t, void *data,
+                                     gradref_dtype dtype, int32_t ndim, const int64_t *shape,
+                                     const gradref__phys *order, int nphys, int64_t block) {
+    if (t == NULL) return gradref__fail(GRADREF_ERR_NULL, op, "t is NULL");
+    if (shape == NULL) return gradref__fail(GRADREF_ERR_NULL, op, "shape is NULL");
+    if (ndim < 0 || ndim > GRADREF_MAX_DIMS)
+        return gradref__fail(GRADREF_ERR_RANK, op, "ndim is %d, outside 0..%d", (int)ndim,
+                             GRADREF_MAX_DIMS);
+    gradref_tensor r;
+    memset(&r, 0, sizeof r);
+    r.data = data;
+    r.dtype = (int32_t)dtype;
+    r.ndim = ndim;
+    for (int d = 0; d < ndim; d++) {
+        r.shape[d] = shape[d];
+        if (shape[d] < 0)
+            return gradref__fail(GRADREF_ERR_SHAPE, op, "shape[%d] is %lld, below 0", d,
+                                 (long long)shape[d]);
+    }
+    int64_t outer[GRADREF_MAX_DIMS] = {0}, inner[GRADREF_MAX_DIMS] = {0}, running = 1;
+    int is_blocked[GRADREF_MAX_DIMS] = {0};
+    for (int k = nphys - 1; k >= 0; k--) {
+        const int d = order[k].dim;
+        int64_t size = shape[d];
+        if (order[k].part != GRADREF__WHOLE) {
+            if (shape[d] % block != 0)
+                return gradref__fail(GRADREF_ERR_SHAPE, op,
+                                     "shape[%d] is %lld, not divisible by the format's blocks of "
+                                     "%lld",
+                                     d, (long long)shape[d], (long long)block);
+            is_blocked[d] = 1;
+            size = order[k].part == GRADREF__BLOCKS ? shape[d] / block : block;
+        }
+        if (order[k].part == GRADREF__BLOCKS)
+            outer[d] = running;
+        else if (order[k].part == GRADREF__INSIDE)
+            inner[d] = running;
+        else
+            r.strides[d] = running;
+        if (gradref__mul_ovf(running, size > 1 ? size : 1, &running))
+            return gradref__fail(GRADREF_ERR_OVERFLOW, op, "the size of shape exceeds int64");
+    }
+    int j = 0, nblocked = 0;
+    for (int d = 0; d < ndim; d++)
+        nblocked += is_blocked[d];
+    if (ndim + nblocked > GRADREF_MAX_DIMS)
+        return gradref__fail(GRADREF_ERR_RANK, op, "%d dims and %d blocked ones exceed %d dims",
+                             (int)ndim, nblocked, GRADREF_MAX_DIMS);
+    for (int d = 0; d < ndim; d++) {
+        if (!is_blocked[d]) continue;
+        r.strides[d] = -outer[d];
+        r.shape[ndim + j] = block;
+        r.strides[ndim + j++] = inner[d];
+    }
+    int64_t blocks[GRADREF_MAX_DIMS], numel, bytes;
+    gradref_tensor view;
+    GRADREF__FORWARD_IF_ERROR(gradref__blocks_of(op, "t", &r, blocks));
+    GRADREF__FORWARD_IF_ERROR(gradref__split_view(op, "t", &r, blocks, &view));
+    GRADREF__FORWARD_IF_ERROR(check_layout(op, "t", &view, &numel, &bytes));
+    *t = r;
+    return GRADREF_OK;
 }

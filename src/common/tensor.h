@@ -69,4 +69,39 @@ gradref_status gradref__check_dim_product(const char *op, const char *name, cons
 gradref_status gradref__check_rank(const char *op, const char *name, const gradref_tensor *t,
                                    int32_t ndim);
 
+/* Blocked descriptors (gradref.h): the number of dims with a negative stride (0 for NULL or a
+ * bad ndim). */
+int gradref__blocked_dims(const gradref_tensor *t);
+
+/* block[d] = the block size of dim d (1 for a plain dim), the slots validated (RANK, SHAPE,
+ * STRIDE, OVERFLOW). t's ndim must be in range. */
+gradref_status gradref__blocks_of(const char *op, const char *name, const gradref_tensor *t,
+                                  int64_t *block);
+
+/* The plain view of t with every dim d whose block[d] > 1 split into (shape/block, block): a
+ * blocked dim by its own strides, a plain one of stride s as (s * block, s). The view indexes
+ * the same elements in the same logical order. RANK when it needs more than 8 dims. */
+gradref_status gradref__split_view(const char *op, const char *name, const gradref_tensor *t,
+                                   const int64_t *block, gradref_tensor *view);
+
+/* gradref__take_input / _output for tensors an operator reads blocked: a blocked t is checked
+ * through its plain view (ext exact) and *local is then a dense row-major stand-in of its
+ * logical shape at t->data, for the caller to point at a plain copy; *blocked tells which. */
+gradref_status gradref__take_blockable(const char *op, const char *name, const gradref_tensor *t,
+                                       int output, gradref_tensor *local, gradref__extent *ext,
+                                       int *blocked);
+
+/* One physical dim of a layout: logical dim `dim`, whole or split into blocks. */
+enum { GRADREF__WHOLE = 0, GRADREF__BLOCKS = 1, GRADREF__INSIDE = 2 };
+typedef struct gradref__phys {
+    int8_t dim, part;
+} gradref__phys;
+
+/* A dense layout of the logical shape whose physical dims, outermost first, are order[0..nphys):
+ * a dim named WHOLE, or BLOCKS (shape / block) and INSIDE (block); a split dim becomes a
+ * blocked dim of *t. SHAPE when a split dim is not divisible by block. */
+gradref_status gradref__init_blocked(const char *op, gradref_tensor *t, void *data,
+                                     gradref_dtype dtype, int32_t ndim, const int64_t *shape,
+                                     const gradref__phys *order, int nphys, int64_t block);
+
 #endif

@@ -213,3 +213,40 @@ int32_t gradref_conv3d_dw_transpose_needed(int32_t dw_format, int64_t din, int64
     }
     return total <= limit;
 }
+
+gradref_status gradref_conv3d_filter_init_cann(gradref_tensor *t, void *data, gradref_dtype dtype,
+                                               gradref_format format, int32_t filter_size_len,
+                                               const int64_t *filter_size, int32_t from_depthwise) {
+    static const char NAME[] = "conv3d_filter_init_cann";
+    /* where N, C, D, H, W sit in y's format order (CANN's GetNCDHWShape) */
+    static const int where[3][5] = {{0, 1, 2, 3, 4}, {0, 4, 1, 2, 3}, {4, 3, 0, 1, 2}};
+    int f;
+    switch (format) {
+    case GRADREF_FORMAT_NCDHW: f = 0; break;
+    case GRADREF_FORMAT_NDHWC: f = 1; break;
+    case GRADREF_FORMAT_DHWCN: f = 2; break;
+    default:
+        return gradref__fail(GRADREF_ERR_PARAM, NAME,
+                             "format is %d; CANN's y is NCDHW, NDHWC or DHWCN", (int)format);
+    }
+    if (filter_size == NULL) return gradref__fail(GRADREF_ERR_NULL, NAME, "filter_size is NULL");
+    if (filter_size_len != 4 && filter_size_len != 5)
+        return gradref__fail(GRADREF_ERR_RANK, NAME, "filter_size has %d entries; give 5 or 4",
+                             (int)filter_size_len);
+    int64_t y[5];
+    for (int k = 0, j = 0; k < 5; k++) /* 4 entries: D = 1 at the format's D position */
+        y[k] = filter_size_len == 4 && k == where[f][2] ? 1 : filter_size[j++];
+    for (int k = 0; k < 5; k++)
+        if (y[k] < 0)
+            return gradref__fail(GRADREF_ERR_SHAPE, NAME, "filter_size has %lld, below 0",
+                                 (long long)y[k]);
+    int64_t logical[5];
+    for (int d = 0; d < 5; d++)
+        logical[d] = y[where[f][d]];
+    if (from_depthwise) {
+        if (gradref__mul_ovf(logical[0], logical[1], &logical[0]))
+            return gradref__fail(GRADREF_ERR_OVERFLOW, NAME, "N x C of filter_size exceeds int64");
+        logical[1] = 1;
+    }
+    return gradref_tensor_init_format(t, data, dtype, format, logical);
+}

@@ -53,14 +53,24 @@ static gradref_status check_dtypes(const gradref_tensor *filter, const gradref_t
     return GRADREF_OK;
 }
 
+/* Blocked tensors (MegEngine's NCHW4, NHWCD4) run through dense copies: the caller's
+ * descriptors, which are blocked, and the dense stand-ins the plan describes. */
+typedef struct cbd_staging {
+    const gradref_tensor *user[3]; /* filter, diff, grad as given */
+    gradref_tensor dense[3];       /* the plan's view of each (a stand-in when blocked) */
+    int blocked[3];
+} cbd_staging;
+
 /* The three tensors taken (normalised copies in t[], extents in e[]: filter, diff, grad),
  * their ranks and dtypes; *r is the spatial rank. */
 static gradref_status check_tensors(const gradref_tensor *filter, const gradref_tensor *diff,
                                     const gradref_tensor *grad, int qs8, gradref_tensor *t,
-                                    gradref__extent *e, int *r) {
-    GRADREF__FORWARD_IF_ERROR(gradref__take_input(OP, "filter", filter, &t[0], &e[0]));
-    GRADREF__FORWARD_IF_ERROR(gradref__take_input(OP, "diff", diff, &t[1], &e[1]));
-    GRADREF__FORWARD_IF_ERROR(gradref__take_output(OP, "grad", grad, &t[2], &e[2]));
+                                    gradref__extent *e, int *r, cbd_staging *st) {
+    st->user[0] = filter, st->user[1] = diff, st->user[2] = grad;
+    static const char *const names[3] = {"filter", "diff", "grad"};
+    for (int i = 0; i < 3; i++)
+        GRADREF__FORWARD_IF_ERROR(gradref__take_blockable(OP, names[i], st->user[i], i == 2, &t[i],
+                                                          &e[i], &st->blocked[i]));
     if (t[1].ndim < 3 || t[1].ndim > 5)
         return gradref__fail(GRADREF_ERR_RANK, OP,
                              "diff.ndim is %d; it must be 3, 4 or 5 (N, C and 1 to 3 spatial dims)",
@@ -180,13 +190,13 @@ static void plan_of(const gradref_conv_params *p, const gradref_tensor *t, const
 
 static gradref_status validate(const gradref_conv_params *p, const gradref_tensor *filter,
                                const gradref_tensor *diff, const gradref_tensor *grad, int qs8,
-                               gradref__cbd_plan *plan) {
+                               gradref__cbd_plan *plan, cbd_staging *st) {
     GRADREF__FORWARD_IF_ERROR(gradref__conv_check_params(OP, p));
-    gradref_tensor t[3];
+    gradref_tensor *t = st->dense;
     gradref__extent e[3];
     int r = 0;
     int64_t g[3] = {0, 0, 0};
-    GRADREF__FORWARD_IF_ERROR(check_tensors(filter, diff, grad, qs8, t, e, &r));
+    GRADREF__FORWARD_IF_ERROR(check_tensors(filter, diff, grad, qs8, t, e, &r, st));
     GRADREF__FORWARD_IF_ERROR(check_channels(p, &t[0], &t[1], &t[2], r, g));
     memset(plan, 0, sizeof *plan);
     GRADREF__FORWARD_IF_ERROR(check_spatial(p, &t[0], &t[1], &t[2], r, plan));
@@ -199,13 +209,14 @@ static gradref_status validate(const gradref_conv_params *p, const gradref_tenso
 gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref_tensor *filter,
                                      const gradref_tensor *diff, const gradref_tensor *grad,
                                      gradref__cbd_plan *plan) {
-    return validate(p, filter, diff, grad, 0, plan);
+    cbd_staging st;
+    return validate(p, filter, diff, grad, 0, plan, &st);
 }
 
-gradref_status gradref__cbd_validate_qs8(const gradref_conv_params *p,
-                                         const gradref_qs8_scales *scales,
-                                         const gradref_tensor *filter, const gradref_tensor *diff,
-                                         const gradref_tensor *grad, gradref__cbd_plan *plan) {
+static gradref_status validate_qs8(const gradref_conv_params *p, const gradref_qs8_scales *scales,
+                                   const gradref_tensor *filter, const gradref_tensor *diff,
+                                   const gradref_tensor *grad, gradref__cbd_plan *plan,
+                                   cbd_staging *st) {
     if (scales == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "scales is NULL");
     const float sc[3] = {scales->filter, scales->diff, scales->grad};
     static const char *const names[3] = {"filter", "diff", "grad"};
@@ -222,11 +233,113 @@ gradref_status gradref__cbd_validate_qs8(const gradref_conv_params *p,
                              "scales->filter x scales->diff is %g in float (%g x %g); the "
                              "QuantizedS32 scale of the sums must be finite and > 0",
                              (double)acc_scale, (double)sc[0], (double)sc[1]);
-    GRADREF__FORWARD_IF_ERROR(validate(p, filter, diff, grad, 1, plan));
+    GRADREF__FORWARD_IF_ERROR(validate(p, filter, diff, grad, 1, plan, st));
     plan->qs8 = 1;
     plan->qs8_acc_scale = acc_scale;
     plan->qs8_grad_scale = scales->grad;
     return GRADREF_OK;
+}
+
+gradref_status gradref__cbd_validate_qs8(const gradref_conv_params *p,
+                                         const gradref_qs8_scales *scales,
+                                         const gradref_tensor *filter, const gradref_tensor *diff,
+                                         const gradref_tensor *grad, gradref__cbd_plan *plan) {
+    cbd_staging st;
+    return validate_qs8(p, scales, filter, diff, grad, plan, &st);
+}
+
+/* The dense copies' bytes, each part 64-byte aligned (0 when nothing is blocked). */
+static size_t staging_bytes(const cbd_staging *st, size_t *offset) {
+    size_t at = 0;
+    for (int i = 0; i < 3; i++) {
+        const gradref_tensor *t = &st->dense[i];
+        int64_t numel = 1;
+        for (int d = 0; d < t->ndim; d++)
+            numel *= t->shape[d]; /* fits: validated */
+        offset[i] = st->blocked[i]
+                        ? gradref__ws_take(&at, (size_t)numel * gradref__dtype_size(t->dtype))
+                        : 0;
+    }
+    return at;
+}
+
+/* Copies between a caller's blocked tensor and its dense copy, both split alike. */
+static void restage(const gradref_tensor *user, const gradref_tensor *dense, int to_dense,
+                    int threads) {
+    int64_t block[GRADREF_MAX_DIMS];
+    gradref_tensor uv, dv;
+    (void)gradref__blocks_of(OP, "", user, block); /* validated already */
+    (void)gradref__split_view(OP, "", user, block, &uv);
+    (void)gradref__split_view(OP, "", dense, block, &dv);
+    if (to_dense)
+        gradref__copy_run(&uv, &dv, threads);
+    else
+        gradref__copy_run(&dv, &uv, threads);
+}
+
+/* The fast path's workspace at the threads a call on ctx would run. */
+static size_t fast_bytes(const gradref__ctx *ctx, const gradref__cbd_plan *plan) {
+    const int threads = gradref__cbd_fast_threads(plan, ctx->precision, ctx->num_threads);
+    return gradref__workspace_bytes(gradref__cbd_fast_workspace(plan, ctx->precision, threads));
+}
+
+/* The run of a validated call: blocked tensors are copied to dense ones in the workspace (the
+ * caller's when it holds them, else in the one allocation with the fast path's), the call runs
+ * on those, and grad is copied back. */
+static gradref_status run(const gradref__ctx *ctx, gradref__cbd_plan *plan, cbd_staging *st) {
+    size_t offset[3];
+    const size_t stage = staging_bytes(st, offset);
+    if (stage == 0) return gradref__run_fast_path(&FAST, ctx, plan);
+    if (plan->zero_only) {
+        if (!st->blocked[2]) return gradref__run_fast_path(&FAST, ctx, plan);
+        int64_t block[GRADREF_MAX_DIMS];
+        gradref_tensor view;
+        (void)gradref__blocks_of(OP, "grad", st->user[2], block);
+        (void)gradref__split_view(OP, "grad", st->user[2], block, &view);
+        gradref__fill_zero(&view, ctx->num_threads);
+        return GRADREF_OK;
+    }
+    gradref__ctx inner = *ctx;
+    size_t usable = 0;
+    if (ctx->workspace != NULL && ctx->workspace_bytes > GRADREF__WORKSPACE_ALIGN)
+        usable = ctx->workspace_bytes - GRADREF__WORKSPACE_ALIGN;
+    void *base, *owned = NULL;
+    if (usable >= stage) {
+        GRADREF__FORWARD_IF_ERROR(gradref__workspace_acquire(OP, ctx, stage, &base, &owned));
+        inner.workspace = (char *)base + stage;
+        inner.workspace_bytes =
+            ctx->workspace_bytes - (size_t)((char *)base - (char *)ctx->workspace) - stage;
+    } else {
+        /* with no caller workspace the fast path's share comes in the same allocation */
+        const size_t extra = ctx->workspace == NULL ? fast_bytes(ctx, plan) : 0;
+        gradref__ctx alloc = *ctx;
+        alloc.workspace = NULL;
+        GRADREF__FORWARD_IF_ERROR(
+            gradref__workspace_acquire(OP, &alloc, stage + extra, &base, &owned));
+        if (extra > 0) inner.workspace = (char *)base + stage, inner.workspace_bytes = extra;
+    }
+    for (int i = 0; i < 3; i++) {
+        if (!st->blocked[i]) continue;
+        st->dense[i].data = (char *)base + offset[i];
+        if (i < 2) restage(st->user[i], &st->dense[i], 1, ctx->num_threads);
+    }
+    plan->filter = (const char *)st->dense[0].data;
+    plan->diff = (const char *)st->dense[1].data;
+    plan->grad = (char *)st->dense[2].data;
+    plan->out_desc.data = st->dense[2].data;
+    const gradref_status s = gradref__run_fast_path(&FAST, &inner, plan);
+    if (s == GRADREF_OK && st->blocked[2]) restage(st->user[2], &st->dense[2], 0, ctx->num_threads);
+    gradref__workspace_release(owned);
+    return s;
+}
+
+/* What a _workspace_size twin reports: the dense copies on top of the fast path's bytes. */
+static size_t workspace_of(const gradref__cbd_plan *plan, const cbd_staging *st) {
+    size_t offset[3];
+    const size_t stage = staging_bytes(st, offset),
+                 fast = gradref__fast_path_workspace(&FAST, plan);
+    if (stage == 0 || plan->zero_only) return fast;
+    return gradref__workspace_bytes(stage + fast);
 }
 
 /* GRADREF_STRICT_UPSTREAM: what MegEngine's ConvolutionBackwardData rejects and gradref
@@ -275,11 +388,12 @@ gradref_status gradref_conv_backprop_data(const gradref_conv_params *p,
                                           const gradref_tensor *grad, const gradref_exec *exec) {
     gradref__ctx ctx;
     gradref__cbd_plan plan;
+    cbd_staging st;
     GRADREF__FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
     GRADREF__FORWARD_IF_ERROR(gradref__check_precision(
         OP, &ctx,
         GRADREF__GENERAL_PRECISIONS | GRADREF__PRECISION_BIT(GRADREF_PRECISION_MEGENGINE_DEFAULT)));
-    GRADREF__FORWARD_IF_ERROR(gradref__cbd_validate(p, filter, diff, grad, &plan));
+    GRADREF__FORWARD_IF_ERROR(validate(p, filter, diff, grad, 0, &plan, &st));
     if (ctx.precision == GRADREF_PRECISION_MEGENGINE_DEFAULT &&
         ((plan.in_dtype != GRADREF_F16 && plan.in_dtype != GRADREF_BF16) ||
          plan.out_dtype != plan.in_dtype))
@@ -290,7 +404,7 @@ gradref_status gradref_conv_backprop_data(const gradref_conv_params *p,
                              gradref__dtype_name(plan.out_dtype));
     if (ctx.strict) GRADREF__FORWARD_IF_ERROR(check_megengine(p, &plan));
     plan.precision = ctx.precision;
-    return gradref__run_fast_path(&FAST, &ctx, &plan);
+    return run(&ctx, &plan, &st);
 }
 
 gradref_status
@@ -299,21 +413,23 @@ gradref_conv_backprop_data_qs8(const gradref_conv_params *p, const gradref_qs8_s
                                const gradref_tensor *grad, const gradref_exec *exec) {
     gradref__ctx ctx;
     gradref__cbd_plan plan;
+    cbd_staging st;
     GRADREF__FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
     GRADREF__FORWARD_IF_ERROR(gradref__check_precision(OP, &ctx, GRADREF__GENERAL_PRECISIONS));
-    GRADREF__FORWARD_IF_ERROR(gradref__cbd_validate_qs8(p, scales, filter, diff, grad, &plan));
+    GRADREF__FORWARD_IF_ERROR(validate_qs8(p, scales, filter, diff, grad, &plan, &st));
     if (ctx.strict) GRADREF__FORWARD_IF_ERROR(check_megengine(p, &plan));
     plan.precision = ctx.precision;
-    return gradref__run_fast_path(&FAST, &ctx, &plan);
+    return run(&ctx, &plan, &st);
 }
 
 gradref_status gradref_conv_backprop_data_qs8_workspace_size(
     const gradref_conv_params *p, const gradref_qs8_scales *scales, const gradref_tensor *filter,
     const gradref_tensor *diff, const gradref_tensor *grad, size_t *bytes) {
     gradref__cbd_plan plan;
+    cbd_staging st;
     if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "bytes is NULL");
-    GRADREF__FORWARD_IF_ERROR(gradref__cbd_validate_qs8(p, scales, filter, diff, grad, &plan));
-    *bytes = gradref__fast_path_workspace(&FAST, &plan);
+    GRADREF__FORWARD_IF_ERROR(validate_qs8(p, scales, filter, diff, grad, &plan, &st));
+    *bytes = workspace_of(&plan, &st);
     return GRADREF_OK;
 }
 
@@ -323,8 +439,9 @@ gradref_status gradref_conv_backprop_data_workspace_size(const gradref_conv_para
                                                          const gradref_tensor *grad,
                                                          size_t *bytes) {
     gradref__cbd_plan plan;
+    cbd_staging st;
     if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "bytes is NULL");
-    GRADREF__FORWARD_IF_ERROR(gradref__cbd_validate(p, filter, diff, grad, &plan));
-    *bytes = gradref__fast_path_workspace(&FAST, &plan);
+    GRADREF__FORWARD_IF_ERROR(validate(p, filter, diff, grad, 0, &plan, &st));
+    *bytes = workspace_of(&plan, &st);
     return GRADREF_OK;
 }
