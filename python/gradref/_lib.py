@@ -126,6 +126,12 @@ PROTOTYPES = {
     "gradref_conv3d_dw_transpose_needed":
         (ctypes.c_int32, [ctypes.c_int32, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
                           ctypes.c_int64, ctypes.c_int32]),
+    "gradref_tensor_init_format": (_S, [_T, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, _I64]),
+    "gradref_conv_filter_init_format":
+        (_S, [_T, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int32, _I64]),
+    "gradref_conv3d_filter_init_cann":
+        (_S, [_T, ctypes.c_void_p, ctypes.c_int, ctypes.c_int, ctypes.c_int32, _I64,
+              ctypes.c_int32]),
     "gradref_rope_grad": (_S, [_P(RopeParams), _T, _T, _T, _T, _T, _T, _E]),
     "gradref_recat_embedding_grad_output": (_S, [_T, _I64, ctypes.c_int32, _T, _E]),
     "gradref_recat_embedding_grad_output_mixed_d": (_S, [_T, _I64, ctypes.c_int32, _T, _E]),

@@ -4,7 +4,7 @@ import ctypes
 import numbers
 
 from . import _arrays, _lib
-from ._arrays import as_input, as_output, new_output
+from ._arrays import _numpy, as_input, as_output, new_output
 
 lib = _lib.lib
 
@@ -387,19 +387,23 @@ def conv_backprop_data(filter, diff, mode="CROSS_CORRELATION", sparse="DENSE", f
     (filter_scale, diff_scale, grad_scale) makes it MegEngine's QuantizedS8 call: I8 inputs of
     those scales, an I8 grad requantised to grad_scale."""
     bf16 = _bf16(dtype)
+    fmt = format.lower() if isinstance(format, str) else format
+    if fmt in _BLOCKED:
+        return _conv_backprop_data_blocked(
+            filter, diff, mode, sparse, fmt, stride, pad, dilate, grad_shape, qs8_scales, out,
+            out_dtype, threads, precision, strict, bf16)
     f = as_input(filter, "filter", bf16)
     d = as_input(diff, "diff", bf16)
     r = len(d.shape) - 2
     if r < 1 or r > 3:
         raise ValueError("gradref: diff has %d dims; it must have 3, 4 or 5" % len(d.shape))
-    fmt = format.lower() if isinstance(format, str) else format
     if fmt in _CHANNELS_FIRST:
         last = False
     elif fmt in _CHANNELS_LAST:
         last = True
     else:
-        raise ValueError("gradref: format=%r; use NCHW (NCW, NCDHW) or NHWC (NWC, NDHWC)"
-                         % (format,))
+        raise ValueError("gradref: format=%r; use NCHW (NCW, NCDHW), NHWC (NWC, NDHWC), NCHW4 "
+                         "or NHWCD4" % (format,))
     grouped = _choice(sparse, {"dense": 0, "group": 1}, "sparse") == 1
     p = _lib.ConvParams()
     p.mode = _choice(mode, _CONV_MODES, "mode")
@@ -460,6 +464,131 @@ def conv_backprop_data(filter, diff, mode="CROSS_CORRELATION", sparse="DENSE", f
     else:
         _check(lib.gradref_conv_backprop_data(ctypes.byref(p), f.ref, d.ref, g.ref,
                                               ctypes.byref(e)), _CBD_NAMES, hint)
+    return g.obj
+
+
+# MegEngine's channel-blocked formats: the C format codes, and where the logical (N, C, H, W)
+# sizes sit in the physical array (C given as its blocks)
+_BLOCKED = {"nchw4": (6, (0, 1, 2, 3)), "nhwcd4": (7, (0, 2, 1, 3))}
+_NHWCD4_DOT = 8
+
+
+def _dense_arg(x, name, bf16, output):
+    """x as an argument whose memory is dense row-major (inputs copied when they are not)."""
+    a = as_output(x, name, bf16) if output else as_input(x, name, bf16)
+    want, run = [], 1
+    for n in reversed(a.shape):
+        want.append(run)
+        run *= n
+    want.reverse()
+    if all(n <= 1 or s == w for n, s, w in zip(a.shape, a.strides, want)):
+        return a
+    if output:
+        raise ValueError("gradref: out %s must be contiguous in its blocked format" % name)
+    dense = x.contiguous() if a.kind == "torch" else _numpy().ascontiguousarray(a.obj)
+    return as_input(dense, name, bf16)
+
+
+def _blocked(a, name, init, code, *args):
+    """a's descriptor rebuilt by a C layout helper (init: gradref_tensor_init_format or
+    gradref_conv_filter_init_format) over its dense memory."""
+    arr = (ctypes.c_int64 * len(args[-1]))(*args[-1])
+    _check(init(a.ref, a.tensor.data, a.code, code, *args[:-1], arr))
+    return a
+
+
+def _blocked_filter_logical(fs, fmt, grouped, dot, name="filter"):
+    """MegEngine's physical filter shape in a blocked format -> (logical shape, C format)."""
+    def bad(want):
+        raise ValueError("gradref: a %s %s %s filter has the shape %s; got %s"
+                         % ("GROUP" if grouped else "DENSE", fmt.upper(),
+                            "(QuantizedS8)" if dot else "", want, tuple(fs)))
+    last = fs[-1] if fs else 0
+    if fmt == "nchw4":
+        if grouped:
+            if len(fs) != 6 or last != 4:
+                bad("(G, OC/G, IC/G/4, FH, FW, 4)")
+            return [fs[0], fs[1], fs[2] * 4, fs[3], fs[4]], 6
+        if len(fs) != 5 or last != 4:
+            bad("(OC, IC/4, FH, FW, 4)")
+        return [fs[0], fs[1] * 4, fs[2], fs[3]], 6
+    code = _NHWCD4_DOT if dot else 7
+    if grouped and len(fs) == 5:  # channel-wise (G/4, 1, FH, FW, 4)
+        if fs[1] != 1 or last != 4:
+            bad("(G/4, 1, FH, FW, 4)")
+        return [fs[0] * 4, 1, 1, fs[2], fs[3]], code
+    if dot:
+        if grouped:
+            if len(fs) != 7 or fs[5:] != [4, 4]:
+                bad("(G, OC/G/4, FH, FW, IC/G/4, 4, 4)")
+            return [fs[0], fs[1] * 4, fs[4] * 4, fs[2], fs[3]], code
+        if len(fs) != 6 or fs[4:] != [4, 4]:
+            bad("(OC/4, FH, FW, IC/4, 4, 4)")
+        return [fs[0] * 4, fs[3] * 4, fs[1], fs[2]], code
+    if grouped:
+        if len(fs) != 6 or last != 4:
+            bad("(G, OC/G/4, FH, FW, IC/G, 4) or channel-wise (G/4, 1, FH, FW, 4)")
+        return [fs[0], fs[1] * 4, fs[4], fs[2], fs[3]], code
+    if len(fs) != 5 or last != 4:
+        bad("(OC/4, FH, FW, IC, 4)")
+    return [fs[0] * 4, fs[3], fs[1], fs[2]], code
+
+
+def _conv_backprop_data_blocked(filter, diff, mode, sparse, fmt, stride, pad, dilate, grad_shape,
+                                qs8_scales, out, out_dtype, threads, precision, strict, bf16):
+    """conv_backprop_data on MegEngine's NCHW4 (N, C/4, H, W, 4) or NHWCD4 (N, H, C/4, W, 4)
+    arrays, the filter in that format's layout (NHWCD4 with QuantizedS8: its dot layout)."""
+    code, where = _BLOCKED[fmt]
+    d = _dense_arg(diff, "diff", bf16, False)
+    ds = list(d.shape)
+    if len(ds) != 5 or ds[4] != 4:
+        raise ValueError("gradref: an %s diff is (%s, 4); got %s" % (
+            fmt.upper(), "N, C/4, H, W" if fmt == "nchw4" else "N, H, C/4, W", tuple(ds)))
+    n, cb, h, w = (ds[i] for i in where)
+    _blocked(d, "diff", lib.gradref_tensor_init_format, code, [n, cb * 4, h, w])
+    grouped = _choice(sparse, {"dense": 0, "group": 1}, "sparse") == 1
+    f = _dense_arg(filter, "filter", bf16, False)
+    logical, fcode = _blocked_filter_logical(list(f.shape), fmt, grouped, qs8_scales is not None)
+    _blocked(f, "filter", lib.gradref_conv_filter_init_format, fcode, len(logical), logical)
+    p = _lib.ConvParams()
+    p.mode = _choice(mode, _CONV_MODES, "mode")
+    st, dl, pd = _per_dim(stride, 2, "stride", 1), _per_dim(dilate, 2, "dilate", 1), _pads(pad, 2)
+    for j in range(2):
+        p.stride[j], p.dilation[j] = st[j], dl[j]
+        p.pad[2 * j], p.pad[2 * j + 1] = pd[2 * j], pd[2 * j + 1]
+    groups = logical[0] if grouped else 1
+    icpg, ks = (logical[2], logical[3:]) if grouped else (logical[1], logical[2:])
+    p.groups = _int(groups, "the filter's group count", bits=32)
+    spatial = [(o - 1) * st[j] + dl[j] * (ks[j] - 1) + 1 - pd[2 * j] - pd[2 * j + 1]
+               for j, o in enumerate((h, w))]
+    if grad_shape is not None:
+        gs = _ints(grad_shape, "grad_shape")
+        spatial = gs[-2:] if len(gs) == 2 else [gs[i] for i in where[2:]] if len(gs) == 5 \
+            else gs[2:]
+    if qs8_scales is not None:
+        sc = tuple(float(v) for v in qs8_scales)
+        if len(sc) != 3:
+            raise TypeError("gradref: qs8_scales is (filter_scale, diff_scale, grad_scale)")
+        out_code = f.code
+    else:
+        out_code = _out_code(out_dtype, _lib.I32 if f.code == _lib.I8 else f.code)
+    c = groups * icpg
+    if c % 4:
+        raise ValueError("gradref: grad has %d channels; %s needs a multiple of 4"
+                         % (c, fmt.upper()))
+    phys = [n, c // 4, spatial[0], spatial[1], 4] if fmt == "nchw4" else \
+        [n, spatial[0], c // 4, spatial[1], 4]
+    g = _result(out, d.kind, phys, out_code, "grad", bf16, d)
+    g = _dense_arg(g.obj, "grad", bf16, True) if out is not None else g
+    _blocked(g, "grad", lib.gradref_tensor_init_format, code, [n, c] + list(spatial))
+    e = _exec(threads, precision, strict)
+    if qs8_scales is not None:
+        scales = _lib.Qs8Scales(*sc)
+        _check(lib.gradref_conv_backprop_data_qs8(ctypes.byref(p), ctypes.byref(scales), f.ref,
+                                                  d.ref, g.ref, ctypes.byref(e)), _CBD_NAMES)
+    else:
+        _check(lib.gradref_conv_backprop_data(ctypes.byref(p), f.ref, d.ref, g.ref,
+                                              ctypes.byref(e)), _CBD_NAMES)
     return g.obj
 
 

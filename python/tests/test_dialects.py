@@ -187,3 +187,83 @@ def test_megengine_compute_mode_default_float16(run):
                                                       p, s, s, d, d, "GROUP", compute_mode="FLOAT32",
                                                       src_for_shp=grad)
     assert f32.dtype == np.float16
+
+
+# MegEngine's blocked formats, built here by reshapes (not by the library's layout code)
+def to_nchw4(a):  # (N, C, H, W) -> (N, C/4, H, W, 4)
+    n, c, h, w = a.shape
+    return np.ascontiguousarray(a.reshape(n, c // 4, 4, h, w).transpose(0, 1, 3, 4, 2))
+
+
+def to_nhwcd4(a):  # (N, C, H, W) -> (N, H, C/4, W, 4)
+    n, c, h, w = a.shape
+    return np.ascontiguousarray(a.reshape(n, c // 4, 4, h, w).transpose(0, 3, 1, 4, 2))
+
+
+def filter_blocked(w, fmt, grouped, dot):
+    """The plain (OC, IC, FH, FW) or (G, OC/G, IC/G, FH, FW) filter in MegEngine's layout."""
+    c = np.ascontiguousarray
+    if fmt == "NCHW4":
+        if grouped:
+            g, o, i, fh, fw = w.shape
+            return c(w.reshape(g, o, i // 4, 4, fh, fw).transpose(0, 1, 2, 4, 5, 3))
+        o, i, fh, fw = w.shape
+        return c(w.reshape(o, i // 4, 4, fh, fw).transpose(0, 1, 3, 4, 2))
+    if grouped and w.shape[1] == 1 and w.shape[2] == 1:  # channel-wise (G/4, 1, FH, FW, 4)
+        g, _, _, fh, fw = w.shape
+        return c(w.reshape(g // 4, 4, 1, fh, fw).transpose(0, 2, 3, 4, 1))
+    if not grouped:
+        w = w[None]
+    g, o, i, fh, fw = w.shape
+    if dot:  # (G, OC/G/4, FH, FW, IC/G/4, 4oc, 4ic)
+        out = w.reshape(g, o // 4, 4, i // 4, 4, fh, fw).transpose(0, 1, 5, 6, 3, 2, 4)
+    else:  # (G, OC/G/4, FH, FW, IC/G, 4oc)
+        out = w.reshape(g, o // 4, 4, i, fh, fw).transpose(0, 1, 4, 5, 3, 2)
+    return c(out if grouped else out[0])
+
+
+@pytest.mark.parametrize("fmt", ["NCHW4", "NHWCD4"])
+@pytest.mark.parametrize("kind", ["dense", "group", "chanwise"])
+@pytest.mark.parametrize("dt", ["float32", "int8", "qs8"])
+def test_megengine_blocked_formats(fmt, kind, dt):
+    if kind == "chanwise" and fmt == "NCHW4":
+        pytest.skip("NCHW4 has no channel-wise filter layout")
+    rng = np.random.default_rng(len(fmt) * 7 + len(kind) + len(dt))
+    g, ocpg, icpg = {"dense": (1, 8, 4), "group": (2, 4, 8), "chanwise": (8, 1, 1)}[kind]
+    wshape = (g * ocpg, icpg, 3, 2) if kind == "dense" else (g, ocpg, icpg, 3, 2)
+    n, oh, ow = 2, 4, 5
+    if dt == "float32":
+        w = rng.standard_normal(wshape).astype(np.float32)
+        dy = rng.standard_normal((n, g * ocpg, oh, ow)).astype(np.float32)
+    else:
+        w = rng.integers(-128, 128, wshape).astype(np.int8)
+        dy = rng.integers(-128, 128, (n, g * ocpg, oh, ow)).astype(np.int8)
+    scales = (0.02, 0.03, 0.05) if dt == "qs8" else None
+    sparse = "DENSE" if kind == "dense" else "GROUP"
+    to = to_nchw4 if fmt == "NCHW4" else to_nhwcd4
+    plain = gradref.megengine.convolution_backward_data(
+        w, dy, None, "CROSS_CORRELATION", 1, 0, 2, 1, sparse=sparse, qs8_scales=scales)
+    got = gradref.megengine.convolution_backward_data(
+        filter_blocked(w, fmt, kind != "dense", dt == "qs8"), to(dy), None,
+        "CROSS_CORRELATION", 1, 0, 2, 1, sparse=sparse, format=fmt, qs8_scales=scales,
+        src_for_shp=to(np.empty(plain.shape, plain.dtype)))
+    np.testing.assert_array_equal(got, to(plain))
+    # torch tensors in, torch out; a given grad is written in place
+    out = torch.from_numpy(np.zeros_like(got))
+    back = gradref.megengine.convolution_backward_data(
+        torch.from_numpy(filter_blocked(w, fmt, kind != "dense", dt == "qs8")),
+        torch.from_numpy(to(dy)), out, "CROSS_CORRELATION", 1, 0, 2, 1, sparse=sparse,
+        format=fmt, qs8_scales=scales)
+    assert back is out
+    np.testing.assert_array_equal(out.numpy(), got)
+
+
+def test_megengine_blocked_shape_errors():
+    w = np.zeros((8, 1, 3, 3, 4), np.float32)  # NCHW4 dense: (OC, IC/4, FH, FW, 4)
+    dy = np.zeros((1, 2, 5, 5, 4), np.float32)
+    grad = gradref.megengine.convolution_backward_data(w, dy, format="NCHW4")
+    assert grad.shape == (1, 1, 7, 7, 4)
+    with pytest.raises(ValueError, match="NCHW4"):
+        gradref.megengine.convolution_backward_data(w[..., :2], dy, format="NCHW4")
+    with pytest.raises(ValueError, match="diff"):
+        gradref.megengine.convolution_backward_data(w, dy[..., :2], format="NCHW4")
