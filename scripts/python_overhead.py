@@ -37,7 +37,7 @@ def tiny_problems(kind):
         filt, diff, stride=1, pad=1, threads=1)
     x, dy = arr(1, 3, 4, 4, 2), arr(1, 2, 3, 3, 2)
     yield "conv3d_backprop_filter", lambda: gradref.conv3d_backprop_filter(
-        x, [2, 2, 2, 2, 2], dy, [1, 1, 1, 1, 1], "VALID", threads=1)
+        x, [2, 2, 2, 2, 2], dy, [1, 1, 1, 1, 1], "VALID", "NDHWC", threads=1)
     q, k, c, s = arr(4, 16), arr(4, 16), arr(4, 8), arr(4, 8)
     yield "rope_grad", lambda: gradref.rope_grad(q, k, c, s, [4], "atb", head_dim=8, threads=1)
     go = arr(2, 4, 8)

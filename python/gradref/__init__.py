@@ -7,7 +7,8 @@ the same kind; the parameter names and order are those of the system it models:
     dx, dgrid = gradref.grid_sampler3d_grad(grad_output, x, grid, "bilinear", "zeros", False)
     gradref.testing.assert_close(npu_dx.cpu(), dx)
 
-gradref.atb, gradref.fbgemm and gradref.megengine take those systems' own calls (names, argument order, checks).
+gradref.atb, gradref.cann, gradref.fbgemm, gradref.megengine, gradref.tf and gradref.torch take
+those systems' own calls (names, argument order, defaults, layouts, checks).
 See docs/python.md. numpy is imported only when an array is passed, so `import gradref` and
 `gradref.version()` work in any Python 3.
 """
@@ -16,12 +17,13 @@ from ._ops import (Error, conv3d_backprop_filter, conv3d_dw_transpose_needed,
                    recat_embedding_grad_output, recat_embedding_grad_output_mixed_D,
                    recat_embedding_grad_output_mixed_D_batch, rope_grad, version)
 from . import testing  # noqa: E402
-from . import atb, fbgemm, megengine  # noqa: E402  (each upstream's own call)
+from . import atb, cann, fbgemm, megengine, tf, torch  # noqa: E402  (each upstream's own call)
 
 __version__ = version()
 
 __all__ = [
-    "Error", "version", "library_path", "testing", "copy", "atb", "fbgemm", "megengine",
+    "Error", "version", "library_path", "testing", "copy", "atb", "cann", "fbgemm", "megengine",
+    "tf", "torch",
     "grid_sampler3d_grad",
     "recat_embedding_grad_output", "recat_embedding_grad_output_mixed_D",
     "recat_embedding_grad_output_mixed_D_batch",

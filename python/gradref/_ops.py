@@ -351,6 +351,21 @@ def _pads(pad, r, name="pad"):
                      "dim)" % (name, len(vals), r, 2 * r))
 
 
+def _named_pads(p, pad, r, input_size, kernel_size):
+    """TF's "SAME" (gradref_conv_pads_same, from p's strides and dilations) or "VALID" into p;
+    SAME needs the input's spatial size."""
+    mode = pad.upper()
+    if mode == "VALID":
+        return
+    if mode != "SAME":
+        raise ValueError("gradref: pad=%r; use \"SAME\", \"VALID\" or numbers" % (pad,))
+    if input_size is None:
+        raise ValueError("gradref: pad=\"SAME\" needs grad's size: pass grad_shape or out")
+    ins = (ctypes.c_int64 * r)(*input_size)
+    kk = (ctypes.c_int64 * r)(*kernel_size)
+    _check(lib.gradref_conv_pads_same(ctypes.byref(p), r, ins, kk))
+
+
 def _permuted(arg, order):
     """arg's descriptor with its dims taken in `order` (a view, no copy)."""
     arg.permute(order)
@@ -380,7 +395,8 @@ def conv_backprop_data(filter, diff, mode="CROSS_CORRELATION", sparse="DENSE", f
     """MegEngine ConvolutionBackwardData: grad = dL/dx from filter and diff = dL/dy, 1-D to 3-D.
     format "NCHW" (also NCW, NCDHW) or "NHWC" (NWC, NDHWC) lays out diff, grad and filter as
     MegEngine does (NHWC filter (OC, FH, FW, IC)); sparse "GROUP" takes a (G, OC/G, IC/G, ...)
-    filter. pad is an int, one per dim (symmetric, as MegEngine) or (begin, end) per dim.
+    filter. pad is an int, one per dim (symmetric, as MegEngine), (begin, end) per dim, or
+    TF's "SAME" (which needs grad_shape or out) or "VALID".
     grad_shape gives grad's spatial size (or whole shape) when stride > 1 leaves it ambiguous.
     I8 filter and diff give an I32 grad; F16/BF16 give their own dtype, or out_dtype="float32"
     (an F32 grad, as out= an F32 array does). qs8_scales =
@@ -409,7 +425,8 @@ def conv_backprop_data(filter, diff, mode="CROSS_CORRELATION", sparse="DENSE", f
     p.mode = _choice(mode, _CONV_MODES, "mode")
     st = _per_dim(stride, r, "stride", 1)
     dl = _per_dim(dilate, r, "dilate", 1)
-    pd = _pads(pad, r)
+    named = isinstance(pad, str)
+    pd = [0] * (2 * r) if named else _pads(pad, r)
     for j in range(r):
         p.stride[j], p.dilation[j] = st[j], dl[j]
         p.pad[2 * j], p.pad[2 * j + 1] = pd[2 * j], pd[2 * j + 1]
@@ -430,10 +447,9 @@ def conv_backprop_data(filter, diff, mode="CROSS_CORRELATION", sparse="DENSE", f
         icpg, ks, groups = fs[1], fs[2:], 1
     p.groups = _int(groups, "the filter's group count", bits=32)
     n = d.tensor.shape[0]
-    spatial = []
-    for j in range(r):
-        o = d.tensor.shape[2 + j]
-        spatial.append((o - 1) * st[j] + dl[j] * (ks[j] - 1) + 1 - pd[2 * j] - pd[2 * j + 1])
+    if grad_shape is None and out is not None and named:
+        grad_shape = tuple(out.shape)
+    gs = None
     if grad_shape is not None:
         gs = _ints(grad_shape, "grad_shape")
         if len(gs) == r + 2:
@@ -441,7 +457,12 @@ def conv_backprop_data(filter, diff, mode="CROSS_CORRELATION", sparse="DENSE", f
         if len(gs) != r:
             raise ValueError("gradref: grad_shape has %d entries; give %d (spatial) or %d"
                              % (len(gs), r, r + 2))
-        spatial = gs
+    if named:
+        _named_pads(p, pad, r, gs, ks)
+        pd = [p.pad[j] for j in range(2 * r)]
+    spatial = gs if gs is not None else [
+        (d.tensor.shape[2 + j] - 1) * st[j] + dl[j] * (ks[j] - 1) + 1 - pd[2 * j] - pd[2 * j + 1]
+        for j in range(r)]
     if qs8_scales is not None:
         sc = tuple(float(v) for v in qs8_scales)
         if len(sc) != 3:
@@ -608,11 +629,12 @@ def _tf_spatial(values, name, data_format, minimum):
 
 
 def conv3d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
-                           data_format="NDHWC", dilations=(1, 1, 1, 1, 1), groups=None, *,
-                           out=None, out_dtype=None, threads=None, precision=None, strict=False,
-                           dtype=None, round_output=False):
+                           data_format=None, dilations=(1, 1, 1, 1, 1), groups=None, *,
+                           mode="CROSS_CORRELATION", out=None, out_dtype=None, threads=None,
+                           precision=None, strict=False, dtype=None, round_output=False):
     """TensorFlow Conv3DBackpropFilterV2: dw for input and out_backprop in data_format
-    ("NDHWC" or "NCDHW"), returned in TF's filter layout (kd, kh, kw, in/groups, out).
+    ("NDHWC" or "NCDHW", required), returned in TF's filter layout (kd, kh, kw, in/groups, out);
+    mode="CONVOLUTION" gives the flipped filter's gradient.
     filter_sizes is that shape; strides and dilations have 5 entries (or 3 spatial); padding
     is "SAME", "VALID", or explicit pads: 3 (begin, end) pairs, or 5 pairs in data_format
     order as TF's explicit_paddings. groups defaults to in_channels / filter_sizes[3].
@@ -621,6 +643,10 @@ def conv3d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
     HF32 golden in one call: the F32 dw rounded to HF32 too (gradref.testing.hf32_round), in
     place."""
     bf16 = _bf16(dtype)
+    if data_format is None:  # NCDHW arrays read as NDHWC can fit and give a wrong dw
+        raise TypeError("gradref: conv3d_backprop_filter needs data_format=\"NDHWC\" or "
+                        "\"NCDHW\" (gradref.tf.conv3d_backprop_filter_v2 has TF's NDHWC "
+                        "default)")
     fmt = data_format.lower() if isinstance(data_format, str) else None
     if fmt not in ("ndhwc", "ncdhw"):
         raise ValueError("gradref: data_format=%r; use \"NDHWC\" or \"NCDHW\"" % (data_format,))
@@ -639,6 +665,7 @@ def conv3d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
     if groups is None:
         groups = cin // ks[3] if ks[3] > 0 and cin % ks[3] == 0 else 1
     p = _lib.ConvParams()
+    p.mode = _choice(mode, _CONV_MODES, "mode")
     p.groups = _int(groups, "groups", 1, bits=32)
     st = _tf_spatial(strides, "strides", fmt, 1)
     dl = _tf_spatial(dilations, "dilations", fmt, 1)

@@ -33,7 +33,7 @@ def test_cli_runs_conv3d_backprop_filter(tmp_path):
     dy = rng.standard_normal((2, 3, 4, 5, 2)).astype(np.float32)
     r = cli("conv3d_backprop_filter", *save(tmp_path, input=x, out_backprop=dy),
             "--attr", "filter_sizes=[2,2,2,3,2]", "--attr", "strides=[1,1,1,1,1]",
-            "--attr", "padding=VALID", "--out-dir", tmp_path / "o")
+            "--attr", "padding=VALID", "--attr", "data_format=NDHWC", "--out-dir", tmp_path / "o")
     assert r.returncode == 0, r.stderr
     dw = np.load(tmp_path / "o" / "dw.npy")
     np.testing.assert_allclose(dw, conv3d_reference(x.astype(np.float64), dy, (2, 2, 2)),
@@ -46,7 +46,7 @@ def test_cli_f32_output_of_f16_inputs_and_lower_case_booleans(tmp_path):
     dy = rng.standard_normal((1, 2, 2, 2, 2)).astype(np.float16)
     r = cli("conv3d_backprop_filter", *save(tmp_path, input=x, out_backprop=dy),
             "--attr", "filter_sizes=[2,2,2,2,2]", "--attr", "strides=[1,1,1,1,1]",
-            "--attr", "padding=VALID", "--attr", "out_dtype=float32", "--attr", "strict=false",
+            "--attr", "padding=VALID", "--attr", "data_format=NDHWC", "--attr", "out_dtype=float32", "--attr", "strict=false",
             "--out-dir", tmp_path / "o")
     assert r.returncode == 0, r.stderr
     assert np.load(tmp_path / "o" / "dw.npy").dtype == np.float32
@@ -108,7 +108,7 @@ def test_assert_close_quiet_on_zero_golden():
                                                          threads=2 ** 32 + 1),
     lambda: gradref.conv3d_backprop_filter(np.zeros((1, 2, 2, 2, 2), np.float32), [1, 1, 1, 1, 2],
                                            np.zeros((1, 2, 2, 2, 2), np.float32), [1] * 5,
-                                           "VALID", groups=2 ** 32 + 1),
+                                           "VALID", "NDHWC", groups=2 ** 32 + 1),
 ])
 def test_ints_too_wide_for_c_are_refused(call):
     with pytest.raises(ValueError, match="does not fit the library's"):
@@ -147,5 +147,5 @@ def test_messages_use_python_names():
     x = np.zeros((1, 3, 3, 3, 1), np.float32)
     with pytest.raises(gradref.Error) as e:
         gradref.conv3d_backprop_filter(x, [2, 2, 2, 1, 1], np.zeros((1, 1, 1, 1, 1), np.float32),
-                                       [1] * 5, "VALID")
+                                       [1] * 5, "VALID", "NDHWC")
     assert "out_backprop" in e.value.message and "filter_sizes=[2, 2, 2, 1, 1]" in e.value.message

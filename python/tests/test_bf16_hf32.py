@@ -77,14 +77,14 @@ def conv3d_case(rng):
 @pytest.mark.parametrize("precision,kept", [("hf32", 10), ("hf32_910b", 11)])
 def test_round_output_is_the_golden_in_one_call(precision, kept):
     x, dy = conv3d_case(np.random.default_rng(5))
-    args = (x, [2, 2, 2, 3, 2], dy, [1, 1, 1, 1, 1], "VALID")
+    args = (x, [2, 2, 2, 3, 2], dy, [1, 1, 1, 1, 1], "VALID", "NDHWC")
     plain = gradref.conv3d_backprop_filter(*args, precision=precision)
     rounded = gradref.conv3d_backprop_filter(*args, precision=precision, round_output=True)
     np.testing.assert_array_equal(rounded.view(np.uint32), hf32_round(plain, kept).view(np.uint32))
     assert (rounded.view(np.uint32) & np.uint32((1 << (23 - kept)) - 1) == 0).all()
     if torch is not None:
         tr = gradref.conv3d_backprop_filter(torch.from_numpy(x), [2, 2, 2, 3, 2],
-                                            torch.from_numpy(dy), [1, 1, 1, 1, 1], "VALID",
+                                            torch.from_numpy(dy), [1, 1, 1, 1, 1], "VALID", "NDHWC",
                                             precision=precision, round_output=True)
         assert isinstance(tr, torch.Tensor)
         np.testing.assert_array_equal(tr.numpy().view(np.uint32), rounded.view(np.uint32))
@@ -93,7 +93,7 @@ def test_round_output_is_the_golden_in_one_call(precision, kept):
 def test_round_output_needs_an_hf32_precision():
     x, dy = conv3d_case(np.random.default_rng(6))
     with pytest.raises(ValueError, match="round_output"):
-        gradref.conv3d_backprop_filter(x, [2, 2, 2, 3, 2], dy, [1, 1, 1, 1, 1], "VALID",
+        gradref.conv3d_backprop_filter(x, [2, 2, 2, 3, 2], dy, [1, 1, 1, 1, 1], "VALID", "NDHWC",
                                        round_output=True)
 
 

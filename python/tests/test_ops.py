@@ -332,11 +332,11 @@ def test_conv3d_backprop_filter_hf32():
     x = rng.standard_normal((1, 5, 6, 4, 3)).astype(np.float32)     # NDHWC
     dy = rng.standard_normal((1, 3, 4, 2, 4)).astype(np.float32)    # VALID, stride 1
     for name, kept in (("hf32", 10), ("hf32_910b", 11)):
-        dw = gradref.conv3d_backprop_filter(x, (3, 3, 3, 3, 4), dy, (1, 1, 1, 1, 1), "VALID",
+        dw = gradref.conv3d_backprop_filter(x, (3, 3, 3, 3, 4), dy, (1, 1, 1, 1, 1), "VALID", "NDHWC",
                                             precision=name)
         want = gradref.conv3d_backprop_filter(gradref.testing.hf32_round(x, kept), (3, 3, 3, 3, 4),
                                               gradref.testing.hf32_round(dy, kept),
-                                              (1, 1, 1, 1, 1), "VALID")
+                                              (1, 1, 1, 1, 1), "VALID", "NDHWC")
         same_bits(dw, want)
     bits = np.array([0x3f801000, 0xbf801000, 0x7f7fffff, 0xffffffff, 0x7fffffff, 0x7f800001],
                     dtype=np.uint32)
@@ -344,7 +344,7 @@ def test_conv3d_backprop_filter_hf32():
     assert got.tolist() == [0x3f802000, 0xbf802000, 0x7f800000, 0, 0x80000000, 0x7fc00000]
     with pytest.raises(gradref.Error, match="which takes F32 input and out_backprop"):
         gradref.conv3d_backprop_filter(x.astype(np.float16), (3, 3, 3, 3, 4),
-                                       dy.astype(np.float16), (1, 1, 1, 1, 1), "VALID",
+                                       dy.astype(np.float16), (1, 1, 1, 1, 1), "VALID", "NDHWC",
                                        precision="hf32")
 
 
@@ -396,15 +396,15 @@ def test_conv3d_backprop_filter_same_valid_and_helper():
     rng = np.random.default_rng(8)
     x = rng.standard_normal((1, 5, 5, 5, 3)).astype(np.float32)     # NDHWC
     dy = rng.standard_normal((1, 3, 3, 3, 4)).astype(np.float32)    # SAME, stride 2
-    dw = gradref.conv3d_backprop_filter(x, (3, 3, 3, 3, 4), dy, (1, 2, 2, 2, 1), "SAME")
+    dw = gradref.conv3d_backprop_filter(x, (3, 3, 3, 3, 4), dy, (1, 2, 2, 2, 1), "SAME", "NDHWC")
     # SAME with stride 2 on 5 gives pads 1, 1: the explicit call agrees bit for bit
     same_bits(dw, gradref.conv3d_backprop_filter(x, (3, 3, 3, 3, 4), dy, (2, 2, 2),
-                                                 [(1, 1)] * 3))
+                                                 [(1, 1)] * 3, "NDHWC"))
     dyv = rng.standard_normal((1, 2, 2, 2, 4)).astype(np.float32)
-    dwv = gradref.conv3d_backprop_filter(x, (3, 3, 3, 3, 4), dyv, (1, 2, 2, 2, 1), "VALID")
+    dwv = gradref.conv3d_backprop_filter(x, (3, 3, 3, 3, 4), dyv, (1, 2, 2, 2, 1), "VALID", "NDHWC")
     assert dwv.shape == (3, 3, 3, 3, 4)
     with pytest.raises(gradref.Error) as e:
-        gradref.conv3d_backprop_filter(x, (3, 3, 3, 3, 4), dyv, (1, 2, 2, 2, 1), "SAME")
+        gradref.conv3d_backprop_filter(x, (3, 3, 3, 3, 4), dyv, (1, 2, 2, 2, 1), "SAME", "NDHWC")
     assert e.value.status_name == "GRADREF_ERR_SHAPE"
     assert gradref.conv3d_dw_transpose_needed("NDHWC", 4, 16, 32, 32) is True
     assert gradref.conv3d_dw_transpose_needed("NCDHW", 4, 16, 32, 32) is False

@@ -1,0 +1,123 @@
+# SPDX-License-Identifier: Apache-2.0
+"""TensorFlow's convolution gradients in TF's own calls (tensorflow/core/ops/nn_ops.cc, the
+raw ops' argument order and defaults; kernels tensorflow/core/kernels/conv_grad_*.cc and
+conv_grad_shape_utils.cc):
+
+    conv3d_backprop_filter_v2(input, filter_sizes, out_backprop, strides, padding,
+                              data_format="NDHWC", dilations=[1, 1, 1, 1, 1])
+        -> filter gradient (kD, kH, kW, in/groups, out), input's dtype
+    conv2d_backprop_input(input_sizes, filter, out_backprop, strides, padding,
+                          use_cudnn_on_gpu=True, explicit_paddings=[], data_format="NHWC",
+                          dilations=[1, 1, 1, 1])
+        -> input gradient of input_sizes; filter (kH, kW, in/groups, out)
+    conv3d_backprop_input_v2(input_sizes, filter, out_backprop, strides, padding,
+                             data_format="NDHWC", dilations=[1, 1, 1, 1, 1])
+        -> input gradient; filter (kD, kH, kW, in/groups, out)
+
+strides and dilations have one entry per dim in data_format order (batch and channel 1);
+padding "SAME" or "VALID" (TF's formula: out = ceil(in / stride), the odd pad at the end), and
+for Conv2DBackpropInput "EXPLICIT" with explicit_paddings (a (before, after) pair per dim in
+data_format order). The input gradients run through gradref's conv_backprop_data
+(cross-correlation), the filter gradient through conv3d_backprop_filter; every dtype keeps TF's
+rule (the output has the inputs' dtype; float16/bfloat16 summed in float32, rounded once).
+Groups follow from the channel counts (input channels / the filter's in), as TF's shape code.
+"""
+from . import _ops
+from ._arrays import as_input
+
+__all__ = ["conv3d_backprop_filter_v2", "Conv3DBackpropFilterV2", "conv2d_backprop_input",
+           "Conv2DBackpropInput", "conv3d_backprop_input_v2", "Conv3DBackpropInputV2"]
+
+
+def conv3d_backprop_filter_v2(input, filter_sizes, out_backprop, strides, padding,
+                              data_format="NDHWC", dilations=(1, 1, 1, 1, 1), **kw):
+    """TF Conv3DBackpropFilterV2: the filter gradient in TF's DHWIO layout."""
+    return _ops.conv3d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
+                                       data_format, dilations, **kw)
+
+
+Conv3DBackpropFilterV2 = conv3d_backprop_filter_v2
+
+
+def _spatial(values, name, last, r):
+    vals = _ops._ints(values, name)
+    if len(vals) != r + 2:
+        raise ValueError("gradref.tf: %s has %d entries; TF's has %d (data_format order)"
+                         % (name, len(vals), r + 2))
+    if vals[0] != 1 or vals[-1 if last else 1] != 1:
+        raise ValueError("gradref.tf: %s %s; TF takes 1 for the batch and channel entries"
+                         % (name, vals))
+    return vals[1:r + 1] if last else vals[2:]
+
+
+def _backprop_input(r, input_sizes, filter, out_backprop, strides, padding, explicit_paddings,
+                    data_format, dilations, kw):
+    formats = {2: ("NHWC", "NCHW"), 3: ("NDHWC", "NCDHW")}[r]
+    fmt = data_format.upper() if isinstance(data_format, str) else data_format
+    if fmt not in formats:
+        raise ValueError("gradref.tf: data_format=%r; use %s" % (data_format, " or ".join(formats)))
+    last = fmt == formats[0]
+    sizes = _ops._ints(input_sizes, "input_sizes")
+    if len(sizes) != r + 2:
+        raise ValueError("gradref.tf: input_sizes has %d entries; give the %d-D input shape"
+                         % (len(sizes), r + 2))
+    st = _spatial(strides, "strides", last, r)
+    dl = _spatial(dilations, "dilations", last, r)
+    f = as_input(filter, "filter")
+    if len(f.shape) != r + 2:
+        raise ValueError("gradref.tf: filter has %d dims; TF's is (%s, in, out)"
+                         % (len(f.shape), ", ".join("kD kH kW".split()[3 - r:])))
+    in_channels = sizes[-1] if last else sizes[1]
+    fin = f.shape[r]
+    if fin <= 0 or in_channels % fin:
+        raise ValueError("gradref.tf: input depth %d must be evenly divisible by filter depth %d"
+                         % (in_channels, fin))
+    groups = in_channels // fin
+    # TF's (k..., in/g, out) as MegEngine's grouped (G, OC/G, IC/G, k...)
+    w = f.obj
+    out_channels = f.shape[r + 1]
+    if out_channels % groups:
+        raise ValueError("gradref.tf: filter out channels %d not divisible by the %d groups"
+                         % (out_channels, groups))
+    perm = (r + 1, r) + tuple(range(r))
+    w = w.permute(*perm) if hasattr(w, "permute") else w.transpose(perm)
+    w = w.reshape((groups, out_channels // groups) + tuple(w.shape[1:]))
+    if last:  # conv_backprop_data's channels-last filter is MegEngine's (G, OC/G, k..., IC/G)
+        order = (0, 1) + tuple(range(3, 3 + r)) + (2,)
+        w = w.permute(*order) if hasattr(w, "permute") else w.transpose(order)
+    pad = padding.upper() if isinstance(padding, str) else padding
+    if pad == "EXPLICIT":
+        ep = _ops._ints(explicit_paddings, "explicit_paddings")
+        if len(ep) != 2 * (r + 2):
+            raise ValueError("gradref.tf: explicit_paddings has %d entries; give %d"
+                             % (len(ep), 2 * (r + 2)))
+        pad = ep[2:2 + 2 * r] if last else ep[4:]
+    elif pad not in ("SAME", "VALID"):
+        raise ValueError("gradref.tf: padding=%r; use SAME, VALID%s" % (
+            padding, " or EXPLICIT" if r == 2 else ""))
+    spatial = sizes[1:r + 1] if last else sizes[2:]
+    return _ops.conv_backprop_data(w, out_backprop, "CROSS_CORRELATION", "GROUP",
+                                   formats[0] if last else formats[1], st, pad, dl,
+                                   grad_shape=spatial, **kw)
+
+
+def conv2d_backprop_input(input_sizes, filter, out_backprop, strides, padding,
+                          use_cudnn_on_gpu=True, explicit_paddings=(), data_format="NHWC",
+                          dilations=(1, 1, 1, 1), **kw):
+    """TF Conv2DBackpropInput: the input gradient of shape input_sizes (data_format order)."""
+    del use_cudnn_on_gpu  # a GPU switch: the CPU result does not depend on it
+    return _backprop_input(2, input_sizes, filter, out_backprop, strides, padding,
+                           explicit_paddings, data_format, dilations, kw)
+
+
+Conv2DBackpropInput = conv2d_backprop_input
+
+
+def conv3d_backprop_input_v2(input_sizes, filter, out_backprop, strides, padding,
+                             data_format="NDHWC", dilations=(1, 1, 1, 1, 1), **kw):
+    """TF Conv3DBackpropInputV2: the input gradient of shape input_sizes (data_format order)."""
+    return _backprop_input(3, input_sizes, filter, out_backprop, strides, padding, (),
+                           data_format, dilations, kw)
+
+
+Conv3DBackpropInputV2 = conv3d_backprop_input_v2
