@@ -1,15 +1,22 @@
 # SPDX-License-Identifier: Apache-2.0
-"""The golden CLI: python3 -m gradref OP --input NAME=FILE.npy ... --attr KEY=VALUE ...
---out-dir DIR [--bin]. Writes every output as DIR/NAME.npy (and DIR/NAME.bin, the raw
+"""The golden CLI: python3 -m gradref OP --input NAME=FILE ... --attr KEY=VALUE ...
+--out-dir DIR [--bin] [--out-dtype DTYPE]. OP is a top-level operator (conv_backprop_data) or a
+module's call in its upstream's dialect (cann.conv3d_backprop_filter_v2,
+megengine.convolution_backward_data, torch.convolution_backward, ...), with every attribute that
+call takes. Inputs are .npy files, or raw .bin files (CANN's test data) as FILE.bin:DTYPE:SHAPE
+(x.bin:float16:2,3,8,8,8). Writes every output as DIR/NAME.npy (and DIR/NAME.bin, the raw
 little-endian C-order bytes CANN's operator test tools read) and prints what it wrote."""
 import argparse
 import ast
+import inspect
 import os
 import sys
 
-from . import _ops
+from . import _ops, atb, cann, fbgemm, megengine, tf, torch
 
-# name: (function, inputs, attributes with their help, outputs)
+# name: (function, inputs (a trailing "?" marks an optional one), attribute help, outputs).
+# The top-level operators document their attributes here; a module's calls take every
+# parameter of their signature that is not an input or an output array.
 OPERATORS = {
     "grid_sampler3d_grad": (
         _ops.grid_sampler3d_grad, ["grad_output", "input", "grid"],
@@ -37,8 +44,9 @@ OPERATORS = {
     "conv_backprop_data": (
         _ops.conv_backprop_data, ["filter", "diff"],
         {"mode": "CROSS_CORRELATION (default) or CONVOLUTION",
-         "sparse": "DENSE (default) or GROUP", "format": "NCHW (default) or NHWC",
-         "stride": "int or per dim", "pad": "int, per dim, or (begin, end) per dim",
+         "sparse": "DENSE (default) or GROUP",
+         "format": "NCHW (default), NHWC, NCHW4 or NHWCD4",
+         "stride": "int or per dim", "pad": "int, per dim, (begin, end) per dim, SAME or VALID",
          "dilate": "int or per dim", "grad_shape": "grad's spatial size when ambiguous",
          "qs8_scales": "(filter_scale, diff_scale, grad_scale): MegEngine's QuantizedS8 call",
          "out_dtype": "float32 for an F32 grad of F16/BF16 inputs"},
@@ -48,11 +56,44 @@ OPERATORS = {
         {"filter_sizes": "(kd, kh, kw, in/groups, out) (required)",
          "strides": "5 entries (TF) or 3 (required)",
          "padding": "SAME, VALID or explicit pads (required)",
-         "data_format": "NDHWC (default) or NCDHW", "dilations": "5 entries or 3",
+         "data_format": "NDHWC or NCDHW (required)", "dilations": "5 entries or 3",
          "groups": "default in_channels / filter_sizes[3]",
+         "mode": "CROSS_CORRELATION (default) or CONVOLUTION",
          "out_dtype": "float32 for CANN V2's F32 dw of F16/BF16 inputs"},
         ["dw"]),
+    "atb.rope_grad": (atb.rope_grad, ["q_embed_grad", "k_embed_grad", "cos", "sin"], None,
+                      ["q_grad", "k_grad"]),
+    "cann.grid_sampler3d_grad": (cann.grid_sampler3d_grad, ["grad", "x", "grid"], None,
+                                 ["dx", "dgrid"]),
+    "cann.conv3d_backprop_filter_v2": (cann.conv3d_backprop_filter_v2, ["x", "out_backprop"],
+                                       None, ["y"]),
+    "fbgemm.recat_embedding_grad_output": (fbgemm.recat_embedding_grad_output, ["grad_output"],
+                                           None, ["out"]),
+    "fbgemm.recat_embedding_grad_output_mixed_D": (
+        fbgemm.recat_embedding_grad_output_mixed_D, ["grad_output"], None, ["out"]),
+    "fbgemm.recat_embedding_grad_output_mixed_D_batch": (
+        fbgemm.recat_embedding_grad_output_mixed_D_batch,
+        ["grad_output", "dim_sum_per_rank", "cumsum_dim_sum_per_rank"], None, ["out"]),
+    "megengine.convolution_backward_data": (
+        megengine.convolution_backward_data, ["filter", "diff", "src_for_shp?"], None, ["grad"]),
+    "tf.conv3d_backprop_filter_v2": (tf.conv3d_backprop_filter_v2, ["input", "out_backprop"],
+                                     None, ["output"]),
+    "tf.conv2d_backprop_input": (tf.conv2d_backprop_input, ["filter", "out_backprop"], None,
+                                 ["output"]),
+    "tf.conv3d_backprop_input_v2": (tf.conv3d_backprop_input_v2, ["filter", "out_backprop"],
+                                    None, ["output"]),
+    "torch.grid_sampler_3d_backward": (torch.grid_sampler_3d_backward,
+                                       ["grad_output", "input", "grid"], None,
+                                       ["grad_input", "grad_grid"]),
+    "torch.convolution_backward": (torch.convolution_backward,
+                                   ["grad_output", "input", "weight"], None,
+                                   ["grad_input", "grad_weight", "grad_bias"]),
+    "torch.rotary_embedding_backward": (torch.rotary_embedding_backward,
+                                        ["q_embed_grad", "k_embed_grad", "cos", "sin"], None,
+                                        ["q_grad", "k_grad"]),
 }
+# a module call's parameters that are its output arrays (given in memory, not by the CLI)
+_OUTPUT_PARAMS = {"grad", "dx", "dgrid", "y", "out"}
 COMMON_ATTRS = {"dtype": "bf16: uint16 inputs hold bf16 bits", "threads": "int",
                 "precision": "default or high; conv3d_backprop_filter also hf32 or hf32_910b, "
                              "conv_backprop_data megengine_default (recat moves bits: no effect)",
@@ -76,31 +117,108 @@ def _pairs(items, what):
     return out
 
 
+def _attributes(name):
+    """An operator's attributes and their help: the table's, or a module call's signature."""
+    fn, inputs, attrs, _ = OPERATORS[name]
+    if attrs is not None:
+        return dict(attrs, **COMMON_ATTRS)
+    names = {i.rstrip("?") for i in inputs}
+    out, forwards = {}, False
+    for p in inspect.signature(fn).parameters.values():
+        forwards |= p.kind == p.VAR_KEYWORD
+        if p.name in names or p.name in _OUTPUT_PARAMS or p.kind == p.VAR_KEYWORD:
+            continue
+        out[p.name] = "(required)" if p.default is p.empty else "default %r" % (p.default,)
+    for k, v in COMMON_ATTRS.items():  # what a call passes on to the top-level operator
+        if forwards or k in out:
+            out[k] = v if forwards and k not in out else out[k]
+    return out
+
+
 def _op_help(name):
-    fn, inputs, attrs, outputs = OPERATORS[name]
-    lines = ["usage: python3 -m gradref %s %s [--attr KEY=VALUE ...] --out-dir DIR [--bin]"
-             % (name, " ".join("--input %s=FILE.npy" % i for i in inputs)), "",
-             (fn.__doc__ or "").strip(), "", "inputs: " + ", ".join(inputs),
+    fn, inputs, _, outputs = OPERATORS[name]
+    lines = ["usage: python3 -m gradref %s %s [--attr KEY=VALUE ...] --out-dir DIR [--bin] "
+             "[--out-dtype DTYPE]" % (name, " ".join(
+                 ("[--input %s=FILE]" if i.endswith("?") else "--input %s=FILE") % i.rstrip("?")
+                 for i in inputs)), "",
+             (fn.__doc__ or "").strip(), "",
+             "inputs: " + ", ".join(i.rstrip("?") + (" (optional)" if i.endswith("?") else "")
+                                    for i in inputs) +
+             " (FILE.npy, or FILE.bin:DTYPE:SHAPE)",
              "outputs: " + ", ".join(outputs), "attributes:"]
-    for k, v in list(attrs.items()) + list(COMMON_ATTRS.items()):
+    for k, v in _attributes(name).items():
         lines.append("  %-22s %s" % (k, v))
     return "\n".join(lines)
 
 
-def main(argv=None):
-    argv = sys.argv[1:] if argv is None else argv
+def _load(spec, np):
+    """A .npy file, or FILE.bin:DTYPE:SHAPE (raw little-endian C-order, as CANN writes it;
+    DTYPE bfloat16 gives its bits in uint16). Returns (array, is_bf16_bits)."""
+    path, _, rest = spec.partition(".bin:")
+    if not rest:
+        return np.load(spec, allow_pickle=False), False
+    dtype, _, shape = rest.partition(":")
+    bf16 = dtype.lower() in ("bfloat16", "bf16")
+    dt = np.dtype("<u2" if bf16 else dtype).newbyteorder("<")
+    dims = tuple(int(v) for v in shape.split(",") if v.strip()) if shape else None
+    a = np.fromfile(path + ".bin", dtype=dt)
+    if dims is not None:
+        a = a.reshape(dims)
+    return a.astype(dt.newbyteorder("=")), bf16
+
+
+def _convert(value, out_dtype, np):
+    """A float result in out_dtype, rounded to nearest even by gradref.copy (bfloat16 as its
+    bits in uint16)."""
+    if out_dtype is None or value.dtype.kind != "f":
+        return value
+    bf16 = out_dtype.lower() in ("bfloat16", "bf16")
+    out = np.empty(value.shape, np.uint16 if bf16 else out_dtype)
+    if out.dtype == value.dtype:
+        return value
+    return _ops.copy(value, out, dtype="bf16" if bf16 else None)
+
+
+def _write(args, name, value, bf16, np):
+    path = os.path.join(args.out_dir, name + ".npy")
+    np.save(path, value)
+    print("wrote %s (%s, shape %s)" % (path, "bf16 bits in uint16" if bf16 and
+                                       value.dtype == np.uint16 else value.dtype,
+                                       tuple(value.shape)))
+    if args.bin:
+        raw = os.path.join(args.out_dir, name + ".bin")
+        np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<")).tofile(raw)
+        print("wrote %s (%d bytes)" % (raw, value.nbytes))
+
+
+def _parser():
     top = argparse.ArgumentParser(
         prog="python3 -m gradref",
-        description="Run a gradref operator on .npy inputs and write its outputs as goldens.",
+        description="Run a gradref operator on .npy (or .bin) inputs and write its outputs as "
+                    "goldens.",
         epilog="operators: " + ", ".join(OPERATORS) +
                ". 'python3 -m gradref OP --help' lists an operator's inputs and attributes.")
     top.add_argument("op", nargs="?", help="the operator")
-    top.add_argument("--input", action="append", metavar="NAME=FILE.npy")
+    top.add_argument("--input", action="append", metavar="NAME=FILE")
     top.add_argument("--attr", action="append", metavar="KEY=VALUE",
                      help="a Python literal (list, int, True) or a plain string")
     top.add_argument("--out-dir", metavar="DIR")
     top.add_argument("--bin", action="store_true", help="also write raw .bin files")
+    top.add_argument("--out-dtype", metavar="DTYPE",
+                     help="write float outputs as float32, float16, bfloat16 or float64 "
+                          "(rounded to nearest even)")
     top.add_argument("--version", action="store_true", help="print the library's version")
+    return top
+
+
+def _fail(message, code=2):
+    print(message, file=sys.stderr)
+    return code
+
+
+def main(argv=None):
+    argv = sys.argv[1:] if argv is None else argv
+    top = _parser()
     if argv and argv[0] in OPERATORS and any(a in ("-h", "--help") for a in argv[1:]):
         print(_op_help(argv[0]))
         return 0
@@ -112,55 +230,49 @@ def main(argv=None):
         top.print_help()
         return 2
     if args.op not in OPERATORS:
-        print("gradref: unknown operator %r; one of: %s" % (args.op, ", ".join(OPERATORS)),
-              file=sys.stderr)
-        return 2
+        return _fail("gradref: unknown operator %r; one of: %s" % (args.op, ", ".join(OPERATORS)))
     if not args.out_dir:
-        print("gradref: --out-dir DIR is required", file=sys.stderr)
-        return 2
+        return _fail("gradref: --out-dir DIR is required")
     import numpy as np
-    fn, inputs, attrs, outputs = OPERATORS[args.op]
+    fn, inputs, _, outputs = OPERATORS[args.op]
+    required = [i for i in inputs if not i.endswith("?")]
+    names = [i.rstrip("?") for i in inputs]
     given = _pairs(args.input, "--input")
-    missing = [i for i in inputs if i not in given]
-    unknown = [k for k in given if k not in inputs]
+    missing = [i for i in required if i not in given]
+    unknown = [k for k in given if k not in names]
     if missing or unknown:
-        print("gradref: %s needs --input %s%s" % (
-            args.op, ", ".join("%s=FILE.npy" % i for i in inputs),
-            "; unknown: " + ", ".join(unknown) if unknown else ""), file=sys.stderr)
-        return 2
+        return _fail("gradref: %s needs --input %s%s" % (
+            args.op, ", ".join("%s=FILE" % i for i in required),
+            "; unknown: " + ", ".join(unknown) if unknown else ""))
     kwargs = {k: _parse_value(v) for k, v in _pairs(args.attr, "--attr").items()}
-    bad = [k for k in kwargs if k not in attrs and k not in COMMON_ATTRS]
+    attrs = _attributes(args.op)
+    bad = [k for k in kwargs if k not in attrs]
     if bad:
-        print("gradref: %s has no attribute %s; it has %s" % (
-            args.op, ", ".join(bad), ", ".join(list(attrs) + list(COMMON_ATTRS))),
-            file=sys.stderr)
-        return 2
+        return _fail("gradref: %s has no attribute %s; it has %s" % (
+            args.op, ", ".join(bad), ", ".join(attrs)))
     try:
-        arrays = {i: np.load(given[i], allow_pickle=False) for i in inputs}
+        arrays = {}
+        for k in names:
+            if k in given:
+                arrays[k], bits = _load(given[k], np)
+                if bits:
+                    kwargs.setdefault("dtype", "bf16")
         result = fn(**arrays, **kwargs)  # inputs by name: their places differ per operator
+        if not isinstance(result, tuple):
+            result = (result,)
+        result = [None if v is None else _convert(np.asarray(v), args.out_dtype, np)
+                  for v in result]
     except _ops.Error as e:
-        print("gradref: %s failed: %s" % (args.op, e), file=sys.stderr)
-        return 1
+        return _fail("gradref: %s failed: %s" % (args.op, e), 1)
     except (TypeError, ValueError, OSError) as e:
         text = str(e)
         text = text[len("gradref: "):] if text.startswith("gradref: ") else text
-        print("gradref: %s: %s" % (args.op, text), file=sys.stderr)
-        return 2
-    if not isinstance(result, tuple):
-        result = (result,)
+        return _fail("gradref: %s: %s" % (args.op, text))
     os.makedirs(args.out_dir, exist_ok=True)
+    bf16 = kwargs.get("dtype") == "bf16" or str(args.out_dtype).lower() in ("bfloat16", "bf16")
     for name, value in zip(outputs, result):
-        if value is None:
-            continue
-        path = os.path.join(args.out_dir, name + ".npy")
-        np.save(path, value)
-        print("wrote %s (%s, shape %s)" % (path, "bf16 bits in uint16" if
-                                           kwargs.get("dtype") == "bf16" and value.dtype == np.uint16
-                                           else value.dtype, tuple(value.shape)))
-        if args.bin:
-            raw = os.path.join(args.out_dir, name + ".bin")
-            np.ascontiguousarray(value).astype(value.dtype.newbyteorder("<")).tofile(raw)
-            print("wrote %s (%d bytes)" % (raw, value.nbytes))
+        if value is not None:
+            _write(args, name, value, bf16, np)
     return 0
 
 

@@ -113,3 +113,65 @@ def test_bad_input_exits_with_the_library_message(tmp_path):
             "--attr", "colour=blue", "--out-dir", tmp_path)
     assert r.returncode == 2 and "no attribute colour" in r.stderr
     assert cli("transpose_everything", "--out-dir", tmp_path).returncode == 2
+
+
+def test_module_calls_with_bin_files(tmp_path):
+    """cann.conv3d_backprop_filter_v2 from CANN's raw .bin inputs, its goldens in .npy and .bin,
+    and an output dtype; the same as the module call."""
+    rng = np.random.default_rng(12)
+    x = rng.uniform(-1, 1, (1, 4, 4, 5, 2)).astype(np.float16)  # NDHWC
+    dy = rng.uniform(-1, 1, (1, 3, 3, 4, 3)).astype(np.float16)
+    x.tofile(tmp_path / "x.bin")
+    dy.tofile(tmp_path / "dy.bin")
+    r = cli("cann.conv3d_backprop_filter_v2",
+            "--input", "x=%s:float16:1,4,4,5,2" % (tmp_path / "x.bin"),
+            "--input", "out_backprop=%s:float16:1,3,3,4,3" % (tmp_path / "dy.bin"),
+            "--attr", "filter_size=[2,2,2,2,3]", "--attr", "strides=[1,1,1,1,1]",
+            "--attr", "pads=[0,0,0,0,0,0]", "--attr", "y_format=DHWCN",
+            "--out-dir", tmp_path / "o", "--bin")
+    assert r.returncode == 0, r.stderr
+    want = gradref.cann.conv3d_backprop_filter_v2(x, [2, 2, 2, 2, 3], dy, [1] * 5, [0] * 6,
+                                                  y_format="DHWCN")
+    got = np.load(tmp_path / "o" / "y.npy")
+    same_bits(got, want)
+    raw = np.fromfile(tmp_path / "o" / "y.bin", dtype="<f4").reshape(want.shape)
+    same_bits(raw, want)
+    r = cli("cann.conv3d_backprop_filter_v2",
+            "--input", "x=%s:float16:1,4,4,5,2" % (tmp_path / "x.bin"),
+            "--input", "out_backprop=%s:float16:1,3,3,4,3" % (tmp_path / "dy.bin"),
+            "--attr", "filter_size=[2,2,2,2,3]", "--attr", "strides=[1,1,1,1,1]",
+            "--attr", "pads=[0,0,0,0,0,0]", "--attr", "y_format=DHWCN",
+            "--out-dir", tmp_path / "h", "--out-dtype", "float16")
+    assert r.returncode == 0, r.stderr
+    same_bits(np.load(tmp_path / "h" / "y.npy"), want.astype(np.float16))
+    r = cli("cann.conv3d_backprop_filter_v2", "--help")
+    for attr in ("y_format", "from_depthwise", "enable_hf32", "pads", "soc"):
+        assert attr in r.stdout
+    r = cli("cann.conv3d_backprop_filter_v2", "--input", "x=%s" % (tmp_path / "o" / "y.npy"),
+            "--input", "out_backprop=%s" % (tmp_path / "o" / "y.npy"), "--attr", "precision=high",
+            "--out-dir", tmp_path / "e")
+    assert r.returncode == 2 and "no attribute precision" in r.stderr
+
+
+def test_module_calls_torch_and_megengine(tmp_path):
+    rng = np.random.default_rng(13)
+    go, x, w = (rng.standard_normal(s) for s in ((2, 4, 5, 5), (2, 3, 7, 7), (4, 3, 3, 3)))
+    r = cli("torch.convolution_backward",
+            *save(tmp_path, grad_output=go, input=x, weight=w),
+            "--attr", "bias_sizes=None", "--attr", "stride=[1,1]", "--attr", "padding=[0,0]",
+            "--attr", "dilation=[1,1]", "--attr", "transposed=False",
+            "--attr", "output_padding=[0,0]", "--attr", "groups=1",
+            "--attr", "output_mask=[True,True,False]", "--out-dir", tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    gi, gw, _ = gradref.torch.convolution_backward(go, x, w, None, [1, 1], [0, 0], [1, 1], False,
+                                                   [0, 0], 1, [True, True, False])
+    same_bits(np.load(tmp_path / "o" / "grad_input.npy"), gi)
+    same_bits(np.load(tmp_path / "o" / "grad_weight.npy"), gw)
+    assert not (tmp_path / "o" / "grad_bias.npy").exists()
+    f = rng.integers(-5, 5, (8, 1, 3, 3, 4)).astype(np.float32)  # NCHW4 (OC, IC/4, FH, FW, 4)
+    d = rng.integers(-5, 5, (1, 2, 4, 4, 4)).astype(np.float32)
+    r = cli("megengine.convolution_backward_data", *save(tmp_path, filter=f, diff=d),
+            "--attr", "format=NCHW4", "--out-dir", tmp_path / "m")
+    assert r.returncode == 0, r.stderr
+    same_bits(np.load(tmp_path / "m" / "grad.npy"),
+              gradref.megengine.convolution_backward_data(f, d, format="NCHW4"))
