@@ -43,6 +43,28 @@ def tiny_problems(kind):
     go = arr(2, 4, 8)
     yield "recat_embedding_grad_output", lambda: gradref.recat_embedding_grad_output(
         go, [1, 3], threads=1)
+    # the upstream modules' calls on the same tiny problems
+    yield "cann.grid_sampler3d_grad", lambda: gradref.cann.grid_sampler3d_grad(
+        g, inp, grid, threads=1)
+    yield "cann.conv3d_backprop_filter_v2", lambda: gradref.cann.conv3d_backprop_filter_v2(
+        x, [2, 2, 2, 2, 2], dy, [1] * 5, [0] * 6, y_format="NDHWC", threads=1)
+    yield "tf.conv3d_backprop_filter_v2", lambda: gradref.tf.conv3d_backprop_filter_v2(
+        x, [2, 2, 2, 2, 2], dy, [1] * 5, "VALID", threads=1)
+    yield "tf.conv2d_backprop_input", lambda: gradref.tf.conv2d_backprop_input(
+        [1, 6, 6, 2], arr(3, 3, 2, 2), arr(1, 4, 4, 2), [1, 1, 1, 1], "VALID", threads=1)
+    yield "megengine.conv_bwd_data", lambda: gradref.megengine.convolution_backward_data(
+        filt, diff, None, "CROSS_CORRELATION", 1, 1, threads=1)
+    f4, d4 = arr(4, 1, 3, 3, 4), arr(1, 1, 4, 4, 4)
+    yield "megengine.conv_bwd_data NCHW4", lambda: gradref.megengine.convolution_backward_data(
+        f4, d4, format="NCHW4", threads=1)
+    go4, x4, w4 = arr(1, 2, 4, 4), arr(1, 2, 6, 6), arr(2, 2, 3, 3)
+    yield "torch.convolution_backward", lambda: gradref.torch.convolution_backward(
+        go4, x4, w4, None, [1, 1], [0, 0], [1, 1], False, [0, 0], 1, [True, True, False],
+        threads=1)
+    yield "torch.grid_sampler_3d_backward", lambda: gradref.torch.grid_sampler_3d_backward(
+        g, inp, grid, 0, 0, False, [True, True], threads=1)
+    yield "atb.rope_grad", lambda: gradref.atb.rope_grad(
+        q, k, c, s, [4], strict=False, head_dim=8, threads=1)
 
 
 def median_us(fn, calls):

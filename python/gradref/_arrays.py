@@ -66,6 +66,26 @@ class Arg:
         self.tensor.shape = _DIMS(*shape)
         self.tensor.strides = _DIMS(*self.strides)
 
+    def reshape_dims(self, dims):
+        """The descriptor regrouped without a copy: dims lists, per new dim, (source dim, size,
+        stride factor): a source dim of stride s split into (g, n/g) is (d, g, n/g) and
+        (d, n/g, 1); a unit dim is (None, 1, 0)."""
+        old = self.strides
+        strides = [0 if d is None else old[d] * factor for d, _, factor in dims]
+        t = self.tensor
+        t.ndim = n = len(dims)
+        t.shape[:n] = [size for _, size, _ in dims]
+        t.strides[:n] = strides
+        self.strides = strides
+
+    def clone(self):
+        """Another descriptor of the same object (regrouping one leaves the other)."""
+        other = Arg.__new__(Arg)
+        other.obj, other.kind, other.code, other.shape = self.obj, self.kind, self.code, self.shape
+        other.strides = list(self.strides)
+        other.tensor = _lib.Tensor.from_buffer_copy(self.tensor)
+        return other
+
     @property
     def ref(self):
         import ctypes
@@ -138,6 +158,8 @@ def as_output(x, name, bf16=False):
 
 
 def _as_arg(x, name, bf16, output):
+    if isinstance(x, Arg):  # a module's descriptor, regrouped already
+        return x
     if is_torch(x):
         return _torch_arg(x, name, output)
     np = _numpy()

@@ -434,7 +434,7 @@ def conv_backprop_data(filter, diff, mode="CROSS_CORRELATION", sparse="DENSE", f
         _permuted(d, [0, r + 1] + list(range(1, r + 1)))
         lead = 1 if grouped else 0
         order = list(range(lead + 1)) + [lead + 1 + r] + list(range(lead + 1, lead + 1 + r))
-        if len(f.shape) == len(order):
+        if f.tensor.ndim == len(order):
             _permuted(f, order)
     fs = [f.tensor.shape[i] for i in range(f.tensor.ndim)]
     if grouped:

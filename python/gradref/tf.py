@@ -63,7 +63,7 @@ def _backprop_input(r, input_sizes, filter, out_backprop, strides, padding, expl
                          % (len(sizes), r + 2))
     st = _spatial(strides, "strides", last, r)
     dl = _spatial(dilations, "dilations", last, r)
-    f = as_input(filter, "filter")
+    f = as_input(filter, "filter", _ops._bf16(kw.get("dtype")))
     if len(f.shape) != r + 2:
         raise ValueError("gradref.tf: filter has %d dims; TF's is (%s, in, out)"
                          % (len(f.shape), ", ".join("kD kH kW".split()[3 - r:])))
@@ -73,18 +73,17 @@ def _backprop_input(r, input_sizes, filter, out_backprop, strides, padding, expl
         raise ValueError("gradref.tf: input depth %d must be evenly divisible by filter depth %d"
                          % (in_channels, fin))
     groups = in_channels // fin
-    # TF's (k..., in/g, out) as MegEngine's grouped (G, OC/G, IC/G, k...)
-    w = f.obj
     out_channels = f.shape[r + 1]
     if out_channels % groups:
         raise ValueError("gradref.tf: filter out channels %d not divisible by the %d groups"
                          % (out_channels, groups))
-    perm = (r + 1, r) + tuple(range(r))
-    w = w.permute(*perm) if hasattr(w, "permute") else w.transpose(perm)
-    w = w.reshape((groups, out_channels // groups) + tuple(w.shape[1:]))
-    if last:  # conv_backprop_data's channels-last filter is MegEngine's (G, OC/G, k..., IC/G)
-        order = (0, 1) + tuple(range(3, 3 + r)) + (2,)
-        w = w.permute(*order) if hasattr(w, "permute") else w.transpose(order)
+    # TF's (k..., in/g, out) as MegEngine's grouped filter, a view: (G, OC/G, IC/G, k...), or
+    # channels-last (G, OC/G, k..., IC/G)
+    ocpg = out_channels // groups
+    spatial_dims = [(j, f.shape[j], 1) for j in range(r)]
+    ic = [(r, fin, 1)]
+    f.reshape_dims([(r + 1, groups, ocpg), (r + 1, ocpg, 1)] +
+                   (spatial_dims + ic if last else ic + spatial_dims))
     pad = padding.upper() if isinstance(padding, str) else padding
     if pad == "EXPLICIT":
         ep = _ops._ints(explicit_paddings, "explicit_paddings")
@@ -96,7 +95,7 @@ def _backprop_input(r, input_sizes, filter, out_backprop, strides, padding, expl
         raise ValueError("gradref.tf: padding=%r; use SAME, VALID%s" % (
             padding, " or EXPLICIT" if r == 2 else ""))
     spatial = sizes[1:r + 1] if last else sizes[2:]
-    return _ops.conv_backprop_data(w, out_backprop, "CROSS_CORRELATION", "GROUP",
+    return _ops.conv_backprop_data(f, out_backprop, "CROSS_CORRELATION", "GROUP",
                                    formats[0] if last else formats[1], st, pad, dl,
                                    grad_shape=spatial, **kw)
 

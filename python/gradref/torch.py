@@ -25,7 +25,10 @@ style "rotate_half" is the adjoint of Hugging Face's apply_rotary_pos_emb
 that of the complex (pairwise) rotation of Meta's LLaMA apply_rotary_emb. Tokens are rows
 (T, heads * head_dim) of the sequences of seq_len concatenated.
 """
-from . import _ops
+import ctypes
+
+from . import _lib, _ops
+from ._arrays import as_input
 
 __all__ = ["grid_sampler_3d_backward", "convolution_backward", "rotary_embedding_backward"]
 
@@ -37,15 +40,9 @@ def grid_sampler_3d_backward(grad_output, input, grid, interpolation_mode, paddi
                                     align_corners, output_mask, **kw)
 
 
-def _unit_dims(a, r):
-    """An (N, C, spatial...) array of r spatial dims as 3 (unit dims in front)."""
-    for _ in range(3 - r):
-        a = a.unsqueeze(2) if hasattr(a, "unsqueeze") else a[:, :, None]
-    return a
-
-
 def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
-                         transposed, output_padding, groups, output_mask, **kw):
+                         transposed, output_padding, groups, output_mask, *, threads=None,
+                         precision=None, strict=False, dtype=None):
     """aten::convolution_backward: (grad_input, grad_weight, None)."""
     del bias_sizes, output_padding  # only for grad_bias and transposed convolutions
     if transposed:
@@ -57,31 +54,54 @@ def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding
         raise ValueError("gradref.torch: gradref gives grad_input and grad_weight; pass "
                          "output_mask[2] = False (grad_bias is grad_output summed over N and "
                          "the spatial dims)")
-    r = len(input.shape) - 2
-    if r < 1 or r > 3:
-        raise ValueError("gradref.torch: input has %d dims; give 3 to 5" % len(input.shape))
+    bf16 = _ops._bf16(dtype)
+    go = as_input(grad_output, "grad_output", bf16)
+    w = as_input(weight, "weight", bf16)
+    r = len(go.shape) - 2
+    if r < 1 or r > 3 or len(w.shape) != r + 2 or len(input.shape) != r + 2:
+        raise ValueError("gradref.torch: grad_output, input and weight have %d, %d and %d dims; "
+                         "give 3 to 5, all alike" % (len(go.shape), len(input.shape),
+                                                     len(w.shape)))
+    g = _ops._int(groups, "groups", 1, bits=32)
+    if w.shape[0] % g:
+        raise ValueError("gradref.torch: groups=%d does not divide the %d output channels"
+                         % (g, w.shape[0]))
+    p = _lib.ConvParams()
+    p.groups = g
     st = _ops._per_dim(stride, r, "stride", 1)
     pd = _ops._per_dim(padding, r, "padding", 0)
     dl = _ops._per_dim(dilation, r, "dilation", 1)
+    lead = 3 - r  # grad_weight runs as 3-D: unit dims in front of the spatial ones
+    for j in range(3):
+        k = j - lead
+        p.stride[j] = st[k] if k >= 0 else 1
+        p.dilation[j] = dl[k] if k >= 0 else 1
+        p.pad[2 * j] = p.pad[2 * j + 1] = pd[k] if k >= 0 else 0
+    e = _ops._exec(threads, precision, strict)
     grad_input = grad_weight = None
-    if mask[0]:
-        g = int(groups)
-        if g < 1 or weight.shape[0] % g:
-            raise ValueError("gradref.torch: groups=%r does not divide the %d output channels"
-                             % (groups, weight.shape[0]))
-        grouped = weight.reshape((g, weight.shape[0] // g) + tuple(weight.shape[1:]))
-        grad_input = _ops.conv_backprop_data(
-            grouped, grad_output, "CROSS_CORRELATION", "GROUP", "NCHW", st, pd, dl,
-            grad_shape=tuple(input.shape), **kw)
     if mask[1]:
-        ks = list(weight.shape[2:])
-        kshape = [1] * (3 - r) + ks
-        w = _ops.conv3d_backprop_filter(
-            _unit_dims(input, r), kshape + [weight.shape[1], weight.shape[0]],
-            _unit_dims(grad_output, r), [1] * (3 - r) + st, [(0, 0)] * (3 - r) +
-            [(p, p) for p in pd], "NCDHW", [1] * (3 - r) + dl, groups, **kw)
-        w = w.permute(4, 3, 0, 1, 2) if hasattr(w, "permute") else w.transpose(4, 3, 0, 1, 2)
-        grad_weight = w.reshape(tuple(weight.shape))
+        x = as_input(input, "input", bf16)
+        gw = _ops._result(None, go.kind, w.shape, w.code, "grad_weight", bf16, go)
+        unit = [(None, 1, 0)] * lead
+        dy = go.clone() if mask[0] else go
+        for a in (x, dy, gw):
+            a.reshape_dims([(0, a.shape[0], 1), (1, a.shape[1], 1)] + unit +
+                           [(2 + j, a.shape[2 + j], 1) for j in range(r)])
+        _ops._check(_lib.lib.gradref_conv3d_backprop_filter(ctypes.byref(p), x.ref, dy.ref,
+                                                            gw.ref, ctypes.byref(e)),
+                    _ops._C3F_NAMES)
+        grad_weight = gw.obj
+    if mask[0]:
+        for j in range(r):  # conv_backprop_data's spatial dims are the call's own
+            p.stride[j], p.dilation[j] = st[j], dl[j]
+            p.pad[2 * j] = p.pad[2 * j + 1] = pd[j]
+        gi = _ops._result(None, go.kind, tuple(input.shape), w.code, "grad_input", bf16, go)
+        ocpg = w.shape[0] // g
+        w.reshape_dims([(0, g, ocpg), (0, ocpg, 1)] +
+                       [(1 + j, w.shape[1 + j], 1) for j in range(r + 1)])
+        _ops._check(_lib.lib.gradref_conv_backprop_data(ctypes.byref(p), w.ref, go.ref, gi.ref,
+                                                        ctypes.byref(e)), _ops._CBD_NAMES)
+        grad_input = gi.obj
     return grad_input, grad_weight, None
 
 
