@@ -1195,6 +1195,41 @@ static void fill_megengine_mix(const gradref_tensor *t, tu_rng *r) {
     }
 }
 
+/* The lanes kernels of every level against the scatter they replace, on one case, bit for bit
+ * after the NaN rule; returns how many levels ran. */
+static int check_lanes_against_scatter(cbd_case *c) {
+    gradref__cbd_plan plan;
+    gradref_tensor want = c->grad;
+    void *wb = malloc(c->bytes[2]);
+    want.data = wb;
+    memset(wb, 0x77, c->bytes[2]);
+    assert_int_equal(gradref__cbd_validate(&c->params, &c->filter, &c->diff, &want, &plan),
+                     GRADREF_OK);
+    plan.precision = GRADREF_PRECISION_MEGENGINE_DEFAULT;
+    gradref__cbd_megengine_items(&plan, 0, plan.N * plan.G);
+    gradref__canon_nans(&want, 1);
+    int runs = 0;
+    for (int level = 1; level <= gradref__isa_level(); level++) {
+        const gradref__cbd_kernels *k = gradref__cbd_kernels_for(level);
+        if (k == gradref__cbd_kernels_for(level - 1)) continue;
+        assert_int_equal(gradref__cbd_validate(&c->params, &c->filter, &c->diff, &c->grad, &plan),
+                         GRADREF_OK);
+        plan.precision = GRADREF_PRECISION_MEGENGINE_DEFAULT;
+        plan.max_isa = level;
+        if (!gradref__cbd_megengine_by_lanes(&plan, k)) continue;
+        memcpy(c->grad.data, wb, c->bytes[2]); /* elements outside grad's view as in want */
+        gradref__cbd_megengine_lanes(
+            &plan, k, 0,
+            plan.N * plan.G *
+                ((plan.ICpg + GRADREF__CBD_ME_CHANNELS - 1) / GRADREF__CBD_ME_CHANNELS));
+        gradref__canon_nans(&c->grad, 1);
+        tu_expect_same_bits(&c->grad, &want, "grad");
+        runs++;
+    }
+    free(wb);
+    return runs;
+}
+
 /* MegEngine DEFAULT by lanes (each element's chain whole, a kernel level's vectors) against the
  * scatter it replaces, bit for bit after the NaN rule: F16 and BF16, rows wider than the
  * lanes, every stride, dilation and padding along the row, groups, layouts, both modes, and
@@ -1215,36 +1250,45 @@ static void test_megengine_lanes(void **state) {
         make_case(&c, &g, dt, dt, iter % 3, (iter / 3) % 3, 0, &r);
         fill_megengine_mix(&c.filter, &r);
         fill_megengine_mix(&c.diff, &r);
-        gradref__cbd_plan plan;
-        gradref_tensor want = c.grad;
-        void *wb = malloc(c.bytes[2]);
-        want.data = wb;
-        memset(wb, 0x77, c.bytes[2]);
-        assert_int_equal(gradref__cbd_validate(&c.params, &c.filter, &c.diff, &want, &plan),
-                         GRADREF_OK);
-        plan.precision = GRADREF_PRECISION_MEGENGINE_DEFAULT;
-        gradref__cbd_megengine_items(&plan, 0, plan.N * plan.G);
-        gradref__canon_nans(&want, 1);
-        for (int level = 1; level <= gradref__isa_level(); level++) {
-            const gradref__cbd_kernels *k = gradref__cbd_kernels_for(level);
-            if (k == gradref__cbd_kernels_for(level - 1)) continue;
-            assert_int_equal(gradref__cbd_validate(&c.params, &c.filter, &c.diff, &c.grad, &plan),
-                             GRADREF_OK);
-            plan.precision = GRADREF_PRECISION_MEGENGINE_DEFAULT;
-            plan.max_isa = level;
-            if (!gradref__cbd_megengine_by_lanes(&plan, k)) continue;
-            memcpy(c.grad.data, wb, c.bytes[2]); /* elements outside grad's view as in want */
-            gradref__cbd_megengine_lanes(
-                &plan, k, 0,
-                plan.N * plan.G *
-                    ((plan.ICpg + GRADREF__CBD_ME_CHANNELS - 1) / GRADREF__CBD_ME_CHANNELS));
-            gradref__canon_nans(&c.grad, 1);
-            tu_expect_same_bits(&c.grad, &want, "grad");
-            runs++;
-        }
-        free(wb);
+        runs += check_lanes_against_scatter(&c);
         free_case(&c);
     }
+    if (gradref__cbd_kernels_for(gradref__isa_level())->megengine_row) assert_true(runs > 0);
+}
+
+/* F16 chains at the edges of the lanes kernels' fast rounding: three terms (a 1x1 kernel, three
+ * output channels), every element alike, so each block takes the fast rounding wherever its
+ * test allows. The second sum lands just below 2^-14 (2^-14 - 1.5 * 2^-26: the subnormal rule
+ * gives 2^-14, a normal rounding 2^-14 - 2^-25) or at 65504 + 16 (Inf, where a normal rounding
+ * gives 65536); the third term (-2^-25, -32768) carries the difference into the result. */
+static void test_megengine_lanes_edges(void **state) {
+    (void)state;
+    static const double terms[2][3][2] = {
+        /* {w, d} per output channel */
+        {{0x1p-14, 1.0}, {-0x1.8p-13, 0x1p-13}, {-0x1p-13, 0x1p-12}},
+        {{65504.0, 1.0}, {16.0, 1.0}, {-32768.0, 1.0}},
+    };
+    tu_rng r = tu_rng_make(733);
+    int runs = 0;
+    for (int edge = 0; edge < 2; edge++)
+        for (int sign = 0; sign < 2; sign++) {
+            geometry g = geo2(1, 16, 3, 20, 3, 1, 1, 1, 0, 1, 1, GRADREF_CONV_CROSS_CORRELATION);
+            cbd_case c;
+            make_case(&c, &g, GRADREF_F16, GRADREF_F16, F_DENSE, D_NCHW, 0, &r);
+            int64_t i[4];
+            for (i[0] = 0; i[0] < 3; i[0]++)
+                for (i[1] = 0; i[1] < 16; i[1]++) {
+                    const int64_t fi[4] = {i[0], i[1], 0, 0};
+                    tu_put(&c.filter, fi, (sign ? -1 : 1) * terms[edge][i[0]][0]);
+                }
+            i[0] = 0;
+            for (i[1] = 0; i[1] < 3; i[1]++)
+                for (i[2] = 0; i[2] < 3; i[2]++)
+                    for (i[3] = 0; i[3] < 20; i[3]++)
+                        tu_put(&c.diff, i, terms[edge][i[1]][1]);
+            runs += check_lanes_against_scatter(&c);
+            free_case(&c);
+        }
     if (gradref__cbd_kernels_for(gradref__isa_level())->megengine_row) assert_true(runs > 0);
 }
 
@@ -1779,6 +1823,7 @@ int main(void) {
         cmocka_unit_test(test_strict_megengine),
         cmocka_unit_test(test_megengine_default),
         cmocka_unit_test(test_megengine_lanes),
+        cmocka_unit_test(test_megengine_lanes_edges),
         cmocka_unit_test(test_megengine_f16_rounding),
         cmocka_unit_test(test_qs8),
         cmocka_unit_test(test_int8_sum_bound),

@@ -43,89 +43,224 @@ static void decode(const gradref__c3f_plan *p, int64_t r, int64_t *o) {
     o[0] = r / (p->O[2] * p->O[1] * p->O[0]);
 }
 
-/* A (rows j = (tap, ci) from j0 + first, k = the block's r from r0 + k0): x at the tap, 0
- * outside x. Row by row, the reduction index walked as counters (no division per element). */
-static void pack_a_x(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
-                     int width, float *dst) {
-    const direct *d = ctx;
+/* The block's reduction indices as runs along ow: for each run of fixed (n, od, oh), ow from
+ * o[3] for len indices, at k within the block. */
+#define FOR_EACH_RUN(p, r_first, kc, k, len, o)                                                    \
+  int64_t o[4];                                                                                    \
+  decode(p, r_first, o);                                                                           \
+  for (int64_t k = 0, len = 0; k < (kc); k += len, o[3] += len, advance(p, o))                     \
+    if ((len = (p)->O[2] - o[3] < (kc)-k ? (p)->O[2] - o[3] : (kc)-k) > 0)
+
+/* After a run: o[3] past the row wraps to the next (oh, od, n). */
+static void advance(const gradref__c3f_plan *p, int64_t *o) {
+    if (o[3] < p->O[2]) return;
+    o[3] = 0;
+    if (++o[2] == p->O[1]) {
+        o[2] = 0;
+        if (++o[1] == p->O[0]) o[1] = 0, o[0]++;
+    }
+}
+
+/* The input offset of a row's tap: input index = o * stride + shift per dim. */
+static void tap_shift(const gradref__c3f_plan *p, int64_t t, int64_t *shift) {
+    const int64_t kk[3] = {t / (p->K[1] * p->K[2]), t / p->K[2] % p->K[1], t % p->K[2]};
+    for (int q = 0; q < 3; q++) {
+        const int64_t kp = p->mode == GRADREF_CONV_CROSS_CORRELATION ? kk[q] : p->K[q] - 1 - kk[q];
+        shift[q] = kp * p->dil[q] - p->pad_begin[q];
+    }
+}
+
+/* A run of a tap's x: its ow with iw inside x, [*lo, *hi) of len, and the offset (without the
+ * channel) of the run's first iw. */
+static int64_t x_bounds(const gradref__c3f_plan *p, const int64_t *shift, const int64_t *o,
+                        int64_t len, int64_t *lo, int64_t *hi) {
+    const int64_t id = o[1] * p->stride[0] + shift[0], ih = o[2] * p->stride[1] + shift[1];
+    const int64_t s = p->stride[2], first = o[3] * s + shift[2]; /* iw at the run's start */
+    *lo = *hi = len;
+    if (id >= 0 && id < p->I[0] && ih >= 0 && ih < p->I[1]) {
+        *lo = first >= 0 ? 0 : (-first + s - 1) / s;
+        *hi = first > p->I[2] - 1 ? 0 : (p->I[2] - 1 - first) / s + 1;
+        *hi = *hi < len ? *hi : len;
+        *lo = *lo < *hi ? *lo : *hi;
+    }
+    return o[0] * p->xs[0] + id * p->xs[2] + ih * p->xs[3] + first * p->xs[4];
+}
+
+/* dst[i * step] for i < len: the row's x along a run, 0 where the tap falls outside x. */
+static void x_run(const direct *d, int64_t channel, const int64_t *shift, const int64_t *o,
+                  int64_t len, float *dst, int64_t step) {
     const gradref__c3f_plan *p = d->p;
-    const int64_t T = p->K[0] * p->K[1] * p->K[2];
-    int64_t start[4];
-    decode(p, d->r0 + k0, start);
-    for (int64_t i0 = 0; i0 < count; i0 += width, dst += kc * width) {
-        const int64_t rows = count - i0 < width ? count - i0 : width;
-        for (int64_t i = 0; i < width; i++) {
-            const int64_t j = d->j0 + first + i0 + i, t = j / p->Cin_g, ci = j % p->Cin_g;
-            if (i >= rows || t >= T) { /* past the last row */
-                for (int64_t k = 0; k < kc; k++)
-                    dst[k * width + i] = 0.0f;
-                continue;
-            }
-            const int64_t kk[3] = {t / (p->K[1] * p->K[2]), t / p->K[2] % p->K[1], t % p->K[2]};
-            int64_t shift[3]; /* input index = o * stride + shift */
-            for (int q = 0; q < 3; q++) {
-                const int64_t kp =
-                    p->mode == GRADREF_CONV_CROSS_CORRELATION ? kk[q] : p->K[q] - 1 - kk[q];
-                shift[q] = kp * p->dil[q] - p->pad_begin[q];
-            }
-            const int64_t channel = (d->g * p->Cin_g + ci) * p->xs[1];
-            int64_t o[4] = {start[0], start[1], start[2], start[3]};
-            for (int64_t k = 0; k < kc; k++) {
-                const int64_t id = o[1] * p->stride[0] + shift[0],
-                              ih = o[2] * p->stride[1] + shift[1],
-                              iw = o[3] * p->stride[2] + shift[2];
-                float v = 0.0f;
-                if (id >= 0 && id < p->I[0] && ih >= 0 && ih < p->I[1] && iw >= 0 && iw < p->I[2])
-                    v = value(p, p->x,
-                              o[0] * p->xs[0] + channel + id * p->xs[2] + ih * p->xs[3] +
-                                  iw * p->xs[4],
-                              d->hf32);
-                dst[k * width + i] = v;
-                if (++o[3] == p->O[2]) { /* the next r */
-                    o[3] = 0;
-                    if (++o[2] == p->O[1]) {
-                        o[2] = 0;
-                        if (++o[1] == p->O[0]) o[1] = 0, o[0]++;
-                    }
-                }
+    int64_t lo, hi;
+    const int64_t base = x_bounds(p, shift, o, len, &lo, &hi) + channel;
+    const int64_t s = p->stride[2] * p->xs[4];
+    for (int64_t i = 0; i < lo; i++)
+        dst[i * step] = 0.0f;
+    for (int64_t i = lo; i < hi; i++)
+        dst[i * step] = value(p, p->x, base + i * s, d->hf32);
+    for (int64_t i = hi; i < len; i++)
+        dst[i * step] = 0.0f;
+}
+
+/* Lanes [la, la + n) of A's panel (width floats a row) for one tap and the n channels from ci,
+ * by the kernels' register transposes: F32 x with unit steps along the runs (stride 1, unit
+ * stride along w), n <= 16. */
+static void x_lanes_transposed(const direct *d, const gradref__c3f_kernels *k, const int64_t *shift,
+                               int64_t ci, int64_t n, int64_t r_first, int64_t kc, float *dst,
+                               int width, int64_t la) {
+    const gradref__c3f_plan *p = d->p;
+    __attribute__((aligned(64))) float tmp[GRADREF__SGEMM_SMALL_KC * 16];
+    const float *x = (const float *)(const void *)p->x + (d->g * p->Cin_g + ci) * p->xs[1];
+    FOR_EACH_RUN(p, r_first, kc, q, len, o) {
+        int64_t lo, hi;
+        const int64_t base = x_bounds(p, shift, o, len, &lo, &hi);
+        if (hi > lo) k->gather_panel(tmp, 16, x + base + lo, p->xs[1], hi - lo, n);
+        for (int64_t i = 0; i < len; i++) {
+            float *row = dst + (q + i) * width + la;
+            if (i < lo || i >= hi) {
+                for (int64_t l = 0; l < n; l++)
+                    row[l] = 0.0f;
+            } else {
+                const float *from = tmp + (i - lo) * 16;
+                for (int64_t l = 0; l < n; l++)
+                    row[l] = d->hf32 ? gradref__hf32_round(from[l], d->hf32) : from[l];
             }
         }
     }
 }
 
-/* B (k = the block's r from r0 + k0, columns co from co0 + first): dy. Column by column, the
- * reduction index walked as counters (a channel's dy is read along its rows). */
+/* The same where x's channels are contiguous (NDHWC): each row of a run is n consecutive
+ * floats (any n). */
+static void x_lanes_contiguous(const direct *d, const int64_t *shift, int64_t ci, int64_t n,
+                               int64_t r_first, int64_t kc, float *dst, int width, int64_t la) {
+    const gradref__c3f_plan *p = d->p;
+    const float *x = (const float *)(const void *)p->x + d->g * p->Cin_g + ci;
+    const int64_t step = p->stride[2] * p->xs[4];
+    FOR_EACH_RUN(p, r_first, kc, q, len, o) {
+        int64_t lo, hi;
+        const int64_t base = x_bounds(p, shift, o, len, &lo, &hi);
+        for (int64_t i = 0; i < len; i++) {
+            float *row = dst + (q + i) * width + la;
+            if (i < lo || i >= hi) {
+                for (int64_t l = 0; l < n; l++)
+                    row[l] = 0.0f;
+                continue;
+            }
+            const float *from = x + base + i * step;
+            if (d->hf32)
+                for (int64_t l = 0; l < n; l++)
+                    row[l] = gradref__hf32_round(from[l], d->hf32);
+            else
+                for (int64_t l = 0; l < n; l++)
+                    row[l] = from[l];
+        }
+    }
+}
+
+/* A (rows j = (tap, ci) from j0 + first, k = the block's r from r0 + k0): x at the tap, 0
+ * outside x; rows past the last are 0. Lanes of one tap go together where they can: by
+ * transposes (NCDHW) or as contiguous channels (NDHWC). */
+static void pack_a_x(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
+                     int width, float *dst) {
+    const direct *d = ctx;
+    const gradref__c3f_plan *p = d->p;
+    const gradref__c3f_kernels *k = gradref__c3f_kernels_for(p->max_isa);
+    const int f32 = p->in_dtype == GRADREF_F32, contiguous = f32 && p->xs[1] == 1;
+    const int transposed = k->gather_panel != NULL && f32 && p->xs[4] == 1 && p->stride[2] == 1 &&
+                           kc <= GRADREF__SGEMM_SMALL_KC;
+    const int64_t T = p->K[0] * p->K[1] * p->K[2];
+    for (int64_t i0 = 0; i0 < count; i0 += width, dst += kc * width)
+        for (int64_t i = 0, n = 1; i < width; i += n) {
+            const int64_t j = d->j0 + first + i0 + i, t = j / p->Cin_g, ci = j % p->Cin_g;
+            n = 1;
+            if (i0 + i >= count || t >= T) {
+                for (int64_t q = 0; q < kc; q++)
+                    dst[q * width + i] = 0.0f;
+                continue;
+            }
+            int64_t shift[3];
+            tap_shift(p, t, shift);
+            if (transposed || contiguous) { /* the lanes of this tap: channels ci on */
+                n = width - i;
+                n = n < count - i0 - i ? n : count - i0 - i;
+                n = n < p->Cin_g - ci ? n : p->Cin_g - ci;
+                if (contiguous) {
+                    x_lanes_contiguous(d, shift, ci, n, d->r0 + k0, kc, dst, width, i);
+                    continue;
+                }
+                n = n < 16 ? n : 16;
+                x_lanes_transposed(d, k, shift, ci, n, d->r0 + k0, kc, dst, width, i);
+                continue;
+            }
+            const int64_t channel = (d->g * p->Cin_g + ci) * p->xs[1];
+            FOR_EACH_RUN(p, d->r0 + k0, kc, q, len, o)
+            x_run(d, channel, shift, o, len, dst + q * width + i, width);
+        }
+}
+
+/* B by the kernels' register transposes: F32 dy with unit stride along ow, every panel whole
+ * in channels (the transposes' width); HF32 rounds the panel after. */
+static int pack_b_transposed(const direct *d, int64_t k0, int64_t kc, int64_t first, int64_t count,
+                             int width, float *dst) {
+    const gradref__c3f_plan *p = d->p;
+    const gradref__c3f_kernels *k = gradref__c3f_kernels_for(p->max_isa);
+    if (k->gather_panel == NULL || p->in_dtype != GRADREF_F32 || p->ys[4] != 1 || width % 16 != 0)
+        return 0;
+    for (int64_t c0 = 0; c0 < count; c0 += width, dst += kc * width) {
+        const int64_t cols = count - c0 < width ? count - c0 : width;
+        const float *channel = (const float *)(const void *)p->dy +
+                               (d->g * p->Cout_g + d->co0 + first + c0) * p->ys[1];
+        FOR_EACH_RUN(p, d->r0 + k0, kc, q, len, o)
+        k->gather_panel(dst + q * width, width,
+                        channel + o[0] * p->ys[0] + o[1] * p->ys[2] + o[2] * p->ys[3] + o[3],
+                        p->ys[1], len, cols);
+        if (d->hf32)
+            for (int64_t e = 0; e < kc * width; e++)
+                dst[e] = gradref__hf32_round(dst[e], d->hf32);
+    }
+    return 1;
+}
+
+/* B (k = the block's r from r0 + k0, columns co from co0 + first): dy, read along its rows. */
 static void pack_b_dy(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
                       int width, float *dst) {
     const direct *d = ctx;
     const gradref__c3f_plan *p = d->p;
-    int64_t start[4];
-    decode(p, d->r0 + k0, start);
-    for (int64_t c0 = 0; c0 < count; c0 += width, dst += kc * width) {
-        const int64_t cols = count - c0 < width ? count - c0 : width;
+    if (pack_b_transposed(d, k0, kc, first, count, width, dst)) return;
+    if (p->in_dtype == GRADREF_F32 && p->ys[1] == 1) { /* NDHWC: a k's columns are contiguous */
+        for (int64_t c0 = 0; c0 < count; c0 += width, dst += kc * width) {
+            const int64_t cols = count - c0 < width ? count - c0 : width;
+            const float *channel =
+                (const float *)(const void *)p->dy + d->g * p->Cout_g + d->co0 + first + c0;
+            FOR_EACH_RUN(p, d->r0 + k0, kc, q, len, o) {
+                const float *from =
+                    channel + o[0] * p->ys[0] + o[1] * p->ys[2] + o[2] * p->ys[3] + o[3] * p->ys[4];
+                for (int64_t i = 0; i < len; i++, from += p->ys[4]) {
+                    float *row = dst + (q + i) * width;
+                    for (int64_t c = 0; c < width; c++)
+                        row[c] = c >= cols ? 0.0f
+                                 : d->hf32 ? gradref__hf32_round(from[c], d->hf32)
+                                           : from[c];
+                }
+            }
+        }
+        return;
+    }
+    for (int64_t c0 = 0; c0 < count; c0 += width, dst += kc * width)
         for (int64_t c = 0; c < width; c++) {
-            if (c >= cols) {
+            if (c0 + c >= count) {
                 for (int64_t k = 0; k < kc; k++)
                     dst[k * width + c] = 0.0f;
                 continue;
             }
             const int64_t channel = (d->g * p->Cout_g + d->co0 + first + c0 + c) * p->ys[1];
-            int64_t o[4] = {start[0], start[1], start[2], start[3]};
-            for (int64_t k = 0; k < kc; k++) {
-                dst[k * width + c] = value(p, p->dy,
-                                           o[0] * p->ys[0] + channel + o[1] * p->ys[2] +
-                                               o[2] * p->ys[3] + o[3] * p->ys[4],
-                                           d->hf32);
-                if (++o[3] == p->O[2]) {
-                    o[3] = 0;
-                    if (++o[2] == p->O[1]) {
-                        o[2] = 0;
-                        if (++o[1] == p->O[0]) o[1] = 0, o[0]++;
-                    }
-                }
+            FOR_EACH_RUN(p, d->r0 + k0, kc, k, len, o) {
+                const int64_t base =
+                    o[0] * p->ys[0] + channel + o[1] * p->ys[2] + o[2] * p->ys[3] + o[3] * p->ys[4];
+                float *out = dst + k * width + c;
+                for (int64_t i = 0; i < len; i++)
+                    out[i * width] = value(p, p->dy, base + i * p->ys[4], d->hf32);
             }
         }
-    }
 }
 
 static int64_t reductions(const gradref__c3f_plan *p) {

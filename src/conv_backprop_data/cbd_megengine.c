@@ -87,7 +87,10 @@ void gradref__cbd_megengine_items(const gradref__cbd_plan *p, int64_t item0, int
 
 /* ---- the same by lanes: each grad element's chain whole, LANES elements at a time ---- */
 
-enum { ME_MAX_TAPS = 64 };
+enum {
+    ME_MAX_TAPS = 64,
+    ME_WF_FLOATS = 8192 /* a block's filter as f32 on the stack (32 KiB), when it fits */
+};
 
 /* Whether the lanes kernels take plan p: a kernel, at most ME_MAX_TAPS taps (the tap list is on
  * the stack), and every column index and offset of the last dim within int32. */
@@ -119,11 +122,36 @@ static int64_t row_taps(const gradref__cbd_plan *p, int64_t i0, int64_t i1, int6
                 for (int j = 0; j < 3; j++)
                     k[j] = p->mode == GRADREF_CONV_CROSS_CORRELATION ? kp[j] : p->K[j] - 1 - kp[j];
                 tap[n].foff = k[0] * p->fs[3] + k[1] * p->fs[4] + k[2] * p->fs[5];
+                tap[n].fk = (k[0] * p->K[1] + k[1]) * p->K[2] + k[2];
                 tap[n].drow = o[0] * p->ds[3] + o[1] * p->ds[4];
                 tap[n].base = o[2]; /* lane j: column base + j */
                 n++;
             }
     return n;
+}
+
+/* The block's filter (group g, channels ic .. ic + channels) as f32, once per item: the row
+ * kernels then read each weight as a float (the conversion is exact: the same terms). */
+static const float *filter_f32(const gradref__cbd_plan *p, int64_t g, int64_t ic, int64_t channels,
+                               float *wf) {
+    const int64_t CB = GRADREF__CBD_ME_CHANNELS, KT = p->K[0] * p->K[1] * p->K[2];
+    if (p->OCpg * KT * CB > ME_WF_FLOATS) return NULL;
+    const uint16_t *f = (const uint16_t *)(const void *)p->filter + g * p->fs[0] + ic * p->fs[2];
+    const int bf16 = p->in_dtype == GRADREF_BF16;
+    int64_t k[3];
+    for (int64_t oc = 0; oc < p->OCpg; oc++)
+        for (k[0] = 0; k[0] < p->K[0]; k[0]++)
+            for (k[1] = 0; k[1] < p->K[1]; k[1]++)
+                for (k[2] = 0; k[2] < p->K[2]; k[2]++) {
+                    const uint16_t *w =
+                        f + oc * p->fs[1] + k[0] * p->fs[3] + k[1] * p->fs[4] + k[2] * p->fs[5];
+                    float *out = wf + (oc * KT + (k[0] * p->K[1] + k[1]) * p->K[2] + k[2]) * CB;
+                    for (int64_t c = 0; c < CB; c++)
+                        out[c] = c >= channels ? 0.0f
+                                 : bf16        ? gradref__bf16_to_f32(w[c * p->fs[2]])
+                                               : gradref__f16_to_f32(w[c * p->fs[2]]);
+                }
+    return wf;
 }
 
 /* Items [s0, s1) of (n, g, block of GRADREF__CBD_ME_CHANNELS input channels) by the kernel's
@@ -132,6 +160,7 @@ static int64_t row_taps(const gradref__cbd_plan *p, int64_t i0, int64_t i1, int6
 void gradref__cbd_megengine_lanes(const gradref__cbd_plan *p, const gradref__cbd_kernels *k,
                                   int64_t s0, int64_t s1) {
     gradref__cbd_me_tap tap[ME_MAX_TAPS];
+    __attribute__((aligned(64))) float wf[ME_WF_FLOATS];
     gradref__cbd_me_row a;
     memset(&a, 0, sizeof a);
     a.fs_oc = p->fs[1];
@@ -149,6 +178,8 @@ void gradref__cbd_megengine_lanes(const gradref__cbd_plan *p, const gradref__cbd
         const int64_t n = s / (p->G * blocks), g = s / blocks % p->G, ic = s % blocks * CB;
         a.channels = p->ICpg - ic < CB ? p->ICpg - ic : CB;
         a.filter = (const uint16_t *)(const void *)p->filter + g * p->fs[0] + ic * p->fs[2];
+        a.wf = filter_f32(p, g, ic, a.channels, wf);
+        a.wf_oc = p->K[0] * p->K[1] * p->K[2] * CB;
         a.diff = (const uint16_t *)(const void *)p->diff + n * p->ds[0] + g * p->ds[1];
         uint16_t *slab = (uint16_t *)(void *)p->grad + n * p->gs[0] + g * p->gs[1] + ic * p->gs[2];
         for (int64_t i0 = 0; i0 < p->I[0]; i0++)

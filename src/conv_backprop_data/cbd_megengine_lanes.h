@@ -54,21 +54,11 @@ static inline me_vf me_round_f16_all(me_vf s) {
     return (me_vf)(r | sign);
 }
 
-/* The lanes the normal rounding alone would get wrong: a non-zero value below F16's normal
- * range (a subnormal result) or a NaN (ax - 1 wraps 0 to the top). */
-static inline me_vi me_f16_slow(me_vf s) {
-    const me_vu ax = (me_vu)s & 0x7fffffffu;
-    return (me_vi)(ax - 1u < 0x387fffffu) | (me_vi)(ax > 0x7f800000u);
-}
-
-/* me_round_f16_all for lanes that are 0 or a finite value of F16's normal range or above: the
- * normal rounding and the overflow to Inf (it keeps 0 as it is). */
-static inline me_vf me_round_f16_normal(me_vf s) {
-    const me_vu x = (me_vu)s, ax = x & 0x7fffffffu;
-    me_vu normal = (ax + 0x1000u) & 0xffffe000u;
-    const me_vi big = (me_vi)(normal >= 0x47800000u);
-    normal = (normal & ~(me_vu)big) | (0x7f800000u & (me_vu)big);
-    return (me_vf)(normal | (x & 0x80000000u));
+/* s rounded to F16 as me_round_f16_all where every lane is 0 or in [2^-14, 65520) in magnitude:
+ * the first cut bit added to the magnitude bits, 10 mantissa bits kept (the sign bit takes no
+ * carry below 65520). */
+static inline me_vf me_round_f16_fast(me_vf s) {
+    return (me_vf)(((me_vu)s + 0x1000u) & 0xffffe000u);
 }
 
 /* Whether a lane of v is non-zero (ME_ANY, when the ISA file defines it, by one instruction). */
@@ -89,6 +79,13 @@ static inline me_vf me_round_bf16(me_vf s) {
     const me_vi special = (me_vi)((x & 0x7f800000u) == 0x7f800000u);
     const me_vu r = (x + 0x7fffu + ((x >> 16) & 1u)) & 0xffff0000u;
     return (me_vf)((r & ~(me_vu)special) | (x & (me_vu)special));
+}
+
+/* The same where no lane is a NaN: a finite value rounds to nearest even (overflowing to Inf
+ * with its sign) and Inf stays Inf by the same additions. */
+static inline me_vf me_round_bf16_fast(me_vf s) {
+    const me_vu x = (me_vu)s;
+    return (me_vf)((x + 0x7fffu + ((x >> 16) & 1u)) & 0xffff0000u);
 }
 
 static inline uint16_t me_scalar_bits(int bf16, float v) {
@@ -115,10 +112,51 @@ me_diff_lanes(int bf16, const uint16_t *row, int64_t o2, int64_t O2, int64_t ds5
     return me_load16(bf16, __builtin_convertvector(h, me_vu));
 }
 
+/* Unsigned lane minimum and maximum (the compiler's min/max instructions). */
+static inline me_vu me_min_u(me_vu a, me_vu b) {
+    const me_vu m = (me_vu)(a < b);
+    return (a & m) | (b & ~m);
+}
+static inline me_vu me_max_u(me_vu a, me_vu b) {
+    const me_vu m = (me_vu)(a > b);
+    return (a & m) | (b & ~m);
+}
+
+/* One term of every chain of the block: sum[c] = g[c] + w[c] * dv (two float roundings, as
+ * MegEngine), then sum rounded to 16 bits, kept in the lanes with a term (valid). Whether the
+ * fast roundings hold for every lane is read from the magnitudes' extremes (lo: the smallest
+ * non-zero magnitude - 1 wrapping 0 to the top; hi: the largest), one test for the block. */
+__attribute__((always_inline)) static inline void
+me_term(me_vf *g, const float *w, me_vf dv, me_vi valid, int partial, int64_t nic, const int bf16) {
+    enum { C = GRADREF__CBD_ME_CHANNELS };
+    me_vf sum[C] = {(me_vf){0}}; /* past nic: unused */
+    me_vu lo = (me_vu){0} - 1u, hi = (me_vu){0};
+#pragma GCC unroll 8
+    for (int c = 0; c < C; c++) {
+        if (c >= nic) break;
+        sum[c] = g[c] + w[c] * dv;
+        const me_vu ax = (me_vu)sum[c] & 0x7fffffffu;
+        lo = me_min_u(lo, ax - 1u);
+        hi = me_max_u(hi, ax);
+    }
+    /* F16: a subnormal, overflowing or NaN result; BF16: a NaN */
+    const int slow = bf16 ? me_any((me_vi)(hi > 0x7f800000u))
+                          : me_any((me_vi)(lo < 0x387fffffu) | (me_vi)(hi >= 0x477ff000u));
+#pragma GCC unroll 8
+    for (int c = 0; c < C; c++) {
+        if (c >= nic) break;
+        const me_vf r = bf16   ? (slow ? me_round_bf16(sum[c]) : me_round_bf16_fast(sum[c]))
+                        : slow ? me_round_f16_all(sum[c])
+                               : me_round_f16_fast(sum[c]);
+        g[c] = partial ? (me_vf)(((me_vu)r & (me_vu)valid) | ((me_vu)g[c] & ~(me_vu)valid)) : r;
+    }
+}
+
 /* Up to GRADREF__CBD_ME_CHANNELS input channels at once: independent chains (one element's
- * chain is a sequence of dependent roundings) that share each tap's diff values. */
-__attribute__((always_inline)) static inline void me_row_body(const gradref__cbd_me_row *a,
-                                                              const int bf16, const int whole) {
+ * chain is a sequence of dependent roundings) that share each tap's diff values. wide: the
+ * weights from the block's f32 copy (a->wf), else converted from the filter per term. */
+__attribute__((always_inline)) static inline void
+me_row_body(const gradref__cbd_me_row *a, const int bf16, const int whole, const int wide) {
     enum { C = GRADREF__CBD_ME_CHANNELS };
     me_vi lane;
     for (int l = 0; l < LANES; l++)
@@ -135,31 +173,21 @@ __attribute__((always_inline)) static inline void me_row_body(const gradref__cbd
             const me_vi at = lane + (int32_t)o2; /* |o2| < 2^31: the caller checked */
             const me_vi valid = (at >= 0) & (at < O2) & (lane < count);
             const me_vf dv = me_diff_lanes(bf16, d + a->tap[t].drow, o2, a->O2, a->ds5, a->count);
-            const uint16_t *fw = f + a->tap[t].foff;
-            me_vf sum[C] = {(me_vf){0}}; /* past nic: unused */
-            me_vi slow = (me_vi){0};
-#pragma GCC unroll 8
-            for (int c = 0; c < C; c++) {
-                if (c >= nic) break;
-                const uint16_t wbits = fw[c * a->fs_ic];
+            float w[C];
+            if (wide) {
+                memcpy(w, a->wf + oc * a->wf_oc + a->tap[t].fk * C, sizeof w);
+            } else {
+                const uint16_t *fw = f + a->tap[t].foff;
+                for (int c = 0; c < C; c++) {
+                    const uint16_t wbits = c < nic ? fw[c * a->fs_ic] : 0;
 #ifdef ME_F16_SCALAR
-                const float w = bf16 ? gradref__bf16_to_f32(wbits) : ME_F16_SCALAR(wbits);
+                    w[c] = bf16 ? gradref__bf16_to_f32(wbits) : ME_F16_SCALAR(wbits);
 #else
-                const float w = bf16 ? gradref__bf16_to_f32(wbits) : gradref__f16_to_f32(wbits);
+                    w[c] = bf16 ? gradref__bf16_to_f32(wbits) : gradref__f16_to_f32(wbits);
 #endif
-                sum[c] = g[c] + w * dv;
-                if (!bf16) slow |= me_f16_slow(sum[c]);
+                }
             }
-            /* F16: one test for the block; the whole rule only when a lane needs it */
-            const int all = !bf16 && me_any(slow & valid);
-#pragma GCC unroll 8
-            for (int c = 0; c < C; c++) {
-                if (c >= nic) break;
-                const me_vf r = bf16  ? me_round_bf16(sum[c])
-                                : all ? me_round_f16_all(sum[c])
-                                      : me_round_f16_normal(sum[c]);
-                g[c] = (me_vf)(((me_vu)r & (me_vu)valid) | ((me_vu)g[c] & ~(me_vu)valid));
-            }
+            me_term(g, w, dv, valid, me_any(~valid), nic, bf16);
         }
     }
     for (int64_t c = 0; c < nic; c++)
@@ -168,15 +196,18 @@ __attribute__((always_inline)) static inline void me_row_body(const gradref__cbd
 }
 
 static void ME_ROW(const gradref__cbd_me_row *a) {
-    const int whole = a->channels == GRADREF__CBD_ME_CHANNELS;
-    if (a->bf16 && whole)
-        me_row_body(a, 1, 1);
-    else if (a->bf16)
-        me_row_body(a, 1, 0);
-    else if (whole)
-        me_row_body(a, 0, 1);
-    else
-        me_row_body(a, 0, 0);
+    const int whole = a->channels == GRADREF__CBD_ME_CHANNELS, wide = a->wf != NULL;
+    if (a->bf16) {
+        if (wide)
+            whole ? me_row_body(a, 1, 1, 1) : me_row_body(a, 1, 0, 1);
+        else
+            whole ? me_row_body(a, 1, 1, 0) : me_row_body(a, 1, 0, 0);
+    } else {
+        if (wide)
+            whole ? me_row_body(a, 0, 1, 1) : me_row_body(a, 0, 0, 1);
+        else
+            whole ? me_row_body(a, 0, 1, 0) : me_row_body(a, 0, 0, 0);
+    }
 }
 
 #undef LANES

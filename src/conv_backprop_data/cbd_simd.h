@@ -30,6 +30,7 @@ gradref__cbd_dw_shape gradref__cbd_dw_shape_of(const gradref__cbd_plan *p);
  * diff row at drow (from diff at (n, g, oc 0)), and the diff column of lane j: base + j. */
 typedef struct gradref__cbd_me_tap {
     int64_t foff, drow, base;
+    int64_t fk; /* the tap's kernel index (k0 * K1 + k1) * K2 + k2, into wf */
 } gradref__cbd_me_tap;
 
 /* Input channels a row kernel runs at once (independent chains sharing the diff values). */
@@ -40,9 +41,12 @@ typedef struct gradref__cbd_me_tap {
  * apart in grad: each lane's chain over oc < OCpg (filter and diff oc strides fs_oc, ds_oc),
  * then the taps in order, a tap adding a term where 0 <= base + j < O2 (diff's last size,
  * stride ds5); lane j's element of channel c is out[c * out_ic + (j - j0) * out_step]. All
- * offsets and sizes of the last dim fit int32. */
+ * offsets and sizes of the last dim fit int32. wf, when not NULL, holds the block's filter
+ * values as f32 (exact), channel c of tap fk of oc at wf[oc * wf_oc + fk * CHANNELS + c]. */
 typedef struct gradref__cbd_me_row {
     const uint16_t *filter, *diff;
+    const float *wf;
+    int64_t wf_oc;
     int64_t fs_oc, ds_oc, OCpg, channels, fs_ic, out_ic;
     const gradref__cbd_me_tap *tap;
     int64_t ntaps, O2, ds5, j0, count;
