@@ -410,6 +410,8 @@ void gradref__cbd_qs8_row_avx2(const float *from, int64_t n, float acc_scale, fl
     ((me_vf)_mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)(const void *)(p))))
 #  define ME_ANY(v)        (!_mm256_testz_si256((__m256i)(v), (__m256i)(v)))
 #  define ME_F16_SCALAR(h) _cvtsh_ss(h)
+#  define ME_MIN_U(a, b)   ((me_vu)_mm256_min_epu32((__m256i)(a), (__m256i)(b)))
+#  define ME_MAX_U(a, b)   ((me_vu)_mm256_max_epu32((__m256i)(a), (__m256i)(b)))
 #  define ME_ROW           megengine_row_avx2
 #  include "cbd_megengine_lanes.h"
 

@@ -7,8 +7,9 @@
  * 16 bits as half.hpp (F16, ties away from zero) or bfloat16.hpp (BF16, ties to even) round.
  * The element is held as the f32 value of its 16 bits, so the chain's operations are
  * MegEngine's own, lane by lane: the same bits. A NaN stays a NaN (its payload may differ; the
- * caller makes every NaN canonical). The ISA file may define ME_LOAD_F16, ME_ANY and
- * ME_F16_SCALAR (below) with its own instructions; the header undefines all five macros. */
+ * caller makes every NaN canonical). The ISA file may define ME_LOAD_F16, ME_ANY,
+ * ME_F16_SCALAR, ME_MIN_U and ME_MAX_U (below) with its own instructions; the header undefines
+ * all of these macros. */
 #include <string.h>
 
 #include "cbd_simd.h"
@@ -112,14 +113,23 @@ me_diff_lanes(int bf16, const uint16_t *row, int64_t o2, int64_t O2, int64_t ds5
     return me_load16(bf16, __builtin_convertvector(h, me_vu));
 }
 
-/* Unsigned lane minimum and maximum (the compiler's min/max instructions). */
+/* Unsigned lane minimum and maximum (ME_MIN_U and ME_MAX_U, when the ISA file defines them, by
+ * one instruction each). */
 static inline me_vu me_min_u(me_vu a, me_vu b) {
+#ifdef ME_MIN_U
+    return ME_MIN_U(a, b);
+#else
     const me_vu m = (me_vu)(a < b);
     return (a & m) | (b & ~m);
+#endif
 }
 static inline me_vu me_max_u(me_vu a, me_vu b) {
+#ifdef ME_MAX_U
+    return ME_MAX_U(a, b);
+#else
     const me_vu m = (me_vu)(a > b);
     return (a & m) | (b & ~m);
+#endif
 }
 
 /* One term of every chain of the block: sum[c] = g[c] + w[c] * dv (two float roundings, as
@@ -173,17 +183,18 @@ me_row_body(const gradref__cbd_me_row *a, const int bf16, const int whole, const
             const me_vi at = lane + (int32_t)o2; /* |o2| < 2^31: the caller checked */
             const me_vi valid = (at >= 0) & (at < O2) & (lane < count);
             const me_vf dv = me_diff_lanes(bf16, d + a->tap[t].drow, o2, a->O2, a->ds5, a->count);
-            float w[C];
+            float converted[C];
+            const float *w = converted; /* wide: read in place, broadcast from memory */
             if (wide) {
-                memcpy(w, a->wf + oc * a->wf_oc + a->tap[t].fk * C, sizeof w);
+                w = a->wf + oc * a->wf_oc + a->tap[t].fk * C;
             } else {
                 const uint16_t *fw = f + a->tap[t].foff;
                 for (int c = 0; c < C; c++) {
                     const uint16_t wbits = c < nic ? fw[c * a->fs_ic] : 0;
 #ifdef ME_F16_SCALAR
-                    w[c] = bf16 ? gradref__bf16_to_f32(wbits) : ME_F16_SCALAR(wbits);
+                    converted[c] = bf16 ? gradref__bf16_to_f32(wbits) : ME_F16_SCALAR(wbits);
 #else
-                    w[c] = bf16 ? gradref__bf16_to_f32(wbits) : gradref__f16_to_f32(wbits);
+                    converted[c] = bf16 ? gradref__bf16_to_f32(wbits) : gradref__f16_to_f32(wbits);
 #endif
                 }
             }
@@ -215,3 +226,5 @@ static void ME_ROW(const gradref__cbd_me_row *a) {
 #undef ME_LOAD_F16
 #undef ME_ANY
 #undef ME_F16_SCALAR
+#undef ME_MIN_U
+#undef ME_MAX_U
