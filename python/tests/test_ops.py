@@ -434,3 +434,36 @@ def test_threads_precision_and_copy():
         gradref.rope_grad(q, q, cs, cs, [3], "half", precision="extreme")
     with pytest.raises(TypeError):
         gradref.rope_grad(q, q, cs, cs, [3], "half", threads="2")
+
+
+def test_conv3d_backprop_filter_convolution_mode():
+    """mode="CONVOLUTION" (the filter flipped in every spatial dim): the gradient of the stored
+    filter is the cross-correlation's, flipped."""
+    rng = np.random.default_rng(21)
+    x = rng.standard_normal((2, 5, 6, 4, 3))    # NDHWC
+    dy = rng.standard_normal((2, 3, 4, 2, 4))
+    xc = gradref.conv3d_backprop_filter(x, (3, 3, 3, 3, 4), dy, (1, 1, 1, 1, 1), "VALID", "NDHWC")
+    cv = gradref.conv3d_backprop_filter(x, (3, 3, 3, 3, 4), dy, (1, 1, 1, 1, 1), "VALID", "NDHWC",
+                                        mode="CONVOLUTION")
+    same_bits(cv, np.ascontiguousarray(xc[::-1, ::-1, ::-1]))
+    with pytest.raises(TypeError, match="data_format"):
+        gradref.conv3d_backprop_filter(x, (3, 3, 3, 3, 4), dy, (1, 1, 1, 1, 1), "VALID")
+
+
+def test_conv_backprop_data_same_and_valid():
+    """pad="SAME" is TF's (out = ceil(in / stride), the odd pad at the end) for grad's size,
+    "VALID" no pads; both the explicit call's bits."""
+    rng = np.random.default_rng(22)
+    w = rng.standard_normal((4, 3, 3, 3))
+    dy = rng.standard_normal((2, 4, 4, 3))   # SAME with stride 2: grad 7 x 6 gives 4 x 3
+    same = gradref.conv_backprop_data(w, dy, stride=2, pad="SAME", grad_shape=(7, 6))
+    # TF: need = (out - 1) * s + k - in: H 6 + 3 - 7 = 2 -> (1, 1); W 4 + 3 - 6 = 1 -> (0, 1)
+    same_bits(same, gradref.conv_backprop_data(w, dy, stride=2, pad=[(1, 1), (0, 1)],
+                                               grad_shape=(7, 6)))
+    out = np.empty_like(same)
+    assert gradref.conv_backprop_data(w, dy, stride=2, pad="same", out=out) is out
+    same_bits(out, same)
+    valid = gradref.conv_backprop_data(w, dy, stride=2, pad="VALID")
+    same_bits(valid, gradref.conv_backprop_data(w, dy, stride=2, pad=0))
+    with pytest.raises(ValueError, match="grad_shape"):
+        gradref.conv_backprop_data(w, dy, stride=2, pad="SAME")
