@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* conv_backprop_data: dL/dx of a convolution. A 1-D worked example in both modes, a strided
  * 2-D case whose input size is above the minimum (PyTorch's output_padding), a workspace too
- * small for the fast path, I8 x I8 -> I32 and MegEngine's QuantizedS8 grad, and MegEngine's F16
- * compute_mode DEFAULT. Checks its own output and exits non-zero on a mismatch. */
+ * small for the fast path, MegEngine's NCHW4 layout, I8 x I8 -> I32 and MegEngine's QuantizedS8
+ * grad, and MegEngine's F16 compute_mode DEFAULT. Checks its own output and exits non-zero on a
+ * mismatch. */
 #include <stdio.h>
 #include <string.h>
 
@@ -57,14 +58,34 @@ int main(void) {
     static const float want2[25] = {1, 1, 2, 2, 0, 1, 1, 2, 2, 0, 3, 3, 4,
                                     4, 0, 3, 3, 4, 4, 0, 0, 0, 0, 0, 0};
     bad |= check("2-D stride 2, 5x5", dx2, want2, 25);
-    /* a workspace too small for the fast path (here no usable byte): the reference loop runs
-     * instead, with the same bits */
+    /* a workspace too small for the fast path (here no usable byte): the no-workspace path
+     * (its GEMMs on the stack) runs instead, with the same bits */
     float again[25];
     char tiny[1];
     gradref_tensor_init(&grad, again, GRADREF_F32, 4, g2);
     gradref_exec small = {tiny, sizeof tiny, 0, GRADREF_PRECISION_DEFAULT};
     if (gradref_conv_backprop_data(&p, &filter, &diff, &grad, &small) != GRADREF_OK) return 1;
     bad |= check("tiny workspace, same bits", again, dx2, 25);
+
+    /* the same in MegEngine's NCHW4 with 4 channels: diff (1, 4/4, 2, 2, 4) holds channel c's
+     * values times c + 1, the filter (OC, IC/4, 2, 2, 4) maps channel c to itself; grad comes
+     * back blocked too, channel c the 5x5 above times c + 1 */
+    float wb[4 * 4 * 4], db[16], gb[100];
+    memset(wb, 0, sizeof wb);
+    for (int c = 0; c < 4; c++)
+        for (int t = 0; t < 4; t++) {
+            wb[(c * 4 + t) * 4 + c] = 1;             /* filter (oc = c, 0, fh, fw, ic = c) */
+            db[t * 4 + c] = dy2[t] * (float)(c + 1); /* diff (0, 0, h, w, c) */
+        }
+    const int64_t fb[4] = {4, 4, 2, 2}, dbs[4] = {1, 4, 2, 2}, gbs[4] = {1, 4, 5, 5};
+    gradref_conv_filter_init_format(&filter, wb, GRADREF_F32, GRADREF_FORMAT_NCHW4, 4, fb);
+    gradref_tensor_init_format(&diff, db, GRADREF_F32, GRADREF_FORMAT_NCHW4, dbs);
+    gradref_tensor_init_format(&grad, gb, GRADREF_F32, GRADREF_FORMAT_NCHW4, gbs);
+    if (gradref_conv_backprop_data(&p, &filter, &diff, &grad, NULL) != GRADREF_OK) return 1;
+    float channel3[25];
+    for (int i = 0; i < 25; i++)
+        channel3[i] = gb[i * 4 + 3] / 4; /* (0, 0, h, w, 3): channel 3, divided by 4 */
+    bad |= check("NCHW4, channel 3 / 4", channel3, dx2, 25);
 
     /* I8 x I8 -> I32: exact */
     int8_t wi[3] = {-128, 127, 3}, di[2] = {-128, 100};
