@@ -88,7 +88,7 @@ void gradref__cbd_megengine_items(const gradref__cbd_plan *p, int64_t item0, int
 /* ---- the same by lanes: each grad element's chain whole, LANES elements at a time ---- */
 
 enum {
-    ME_MAX_TAPS = 64,
+    ME_MAX_TAPS = GRADREF__CBD_ME_MAX_TAPS,
     ME_WF_FLOATS = 8192 /* a block's filter as f32 on the stack (32 KiB), when it fits */
 };
 

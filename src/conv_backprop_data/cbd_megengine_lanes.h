@@ -7,9 +7,9 @@
  * 16 bits as half.hpp (F16, ties away from zero) or bfloat16.hpp (BF16, ties to even) round.
  * The element is held as the f32 value of its 16 bits, so the chain's operations are
  * MegEngine's own, lane by lane: the same bits. A NaN stays a NaN (its payload may differ; the
- * caller makes every NaN canonical). The ISA file may define ME_LOAD_F16, ME_ANY,
- * ME_F16_SCALAR, ME_MIN_U and ME_MAX_U (below) with its own instructions; the header undefines
- * all of these macros. */
+ * caller makes every NaN canonical). The ISA file may define ME_LOAD_F16, ME_LOAD_U16_PART,
+ * ME_ANY, ME_F16_SCALAR, ME_MIN_U and ME_MAX_U (below) with its own instructions; the header
+ * undefines all of these macros. */
 #include <string.h>
 
 #include "cbd_simd.h"
@@ -104,6 +104,16 @@ me_diff_lanes(int bf16, const uint16_t *row, int64_t o2, int64_t O2, int64_t ds5
         if (!bf16) return ME_LOAD_F16(row + o2);
 #endif
         memcpy(&h, row + o2, sizeof h);
+    } else if (ds5 == 1) { /* contiguous, partly outside the row: the part inside */
+#ifdef ME_LOAD_U16_PART
+        const int64_t lo = o2 < 0 ? -o2 : 0, end = O2 - o2 < count ? O2 - o2 : count;
+        return me_load16(bf16, ME_LOAD_U16_PART(row + o2, lo, end > lo ? end : lo));
+#else
+        uint16_t tmp[LANES];
+        for (int l = 0; l < LANES; l++)
+            tmp[l] = o2 + l >= 0 && o2 + l < O2 && l < count ? row[o2 + l] : 0;
+        memcpy(&h, tmp, sizeof h);
+#endif
     } else {
         uint16_t tmp[LANES];
         for (int l = 0; l < LANES; l++)
@@ -176,12 +186,18 @@ me_row_body(const gradref__cbd_me_row *a, const int bf16, const int whole, const
         g[c] = (me_vf){0};
     const int32_t O2 = (int32_t)a->O2, count = (int32_t)a->count;
     const int64_t nic = whole ? C : a->channels; /* whole: a constant, the chains in registers */
+    /* the lanes with a term, per tap: the same for every oc */
+    me_vi valid[GRADREF__CBD_ME_MAX_TAPS];
+    int partial[GRADREF__CBD_ME_MAX_TAPS];
+    for (int64_t t = 0; t < a->ntaps; t++) {
+        const me_vi at = lane + (int32_t)(a->tap[t].base + a->j0); /* the caller checked int32 */
+        valid[t] = (at >= 0) & (at < O2) & (lane < count);
+        partial[t] = me_any(~valid[t]);
+    }
     for (int64_t oc = 0; oc < a->OCpg; oc++) {
         const uint16_t *f = a->filter + oc * a->fs_oc, *d = a->diff + oc * a->ds_oc;
         for (int64_t t = 0; t < a->ntaps; t++) {
             const int64_t o2 = a->tap[t].base + a->j0;
-            const me_vi at = lane + (int32_t)o2; /* |o2| < 2^31: the caller checked */
-            const me_vi valid = (at >= 0) & (at < O2) & (lane < count);
             const me_vf dv = me_diff_lanes(bf16, d + a->tap[t].drow, o2, a->O2, a->ds5, a->count);
             float converted[C];
             const float *w = converted; /* wide: read in place, broadcast from memory */
@@ -198,7 +214,7 @@ me_row_body(const gradref__cbd_me_row *a, const int bf16, const int whole, const
 #endif
                 }
             }
-            me_term(g, w, dv, valid, me_any(~valid), nic, bf16);
+            me_term(g, w, dv, valid[t], partial[t], nic, bf16);
         }
     }
     for (int64_t c = 0; c < nic; c++)
@@ -228,3 +244,4 @@ static void ME_ROW(const gradref__cbd_me_row *a) {
 #undef ME_F16_SCALAR
 #undef ME_MIN_U
 #undef ME_MAX_U
+#undef ME_LOAD_U16_PART

@@ -33,8 +33,10 @@ typedef struct gradref__cbd_me_tap {
     int64_t fk; /* the tap's kernel index (k0 * K1 + k1) * K2 + k2, into wf */
 } gradref__cbd_me_tap;
 
-/* Input channels a row kernel runs at once (independent chains sharing the diff values). */
+/* Input channels a row kernel runs at once (independent chains sharing the diff values), and
+ * the most taps a row takes (the tap list is on the stack). */
 #define GRADREF__CBD_ME_CHANNELS 8
+#define GRADREF__CBD_ME_MAX_TAPS 64
 
 /* Lanes j0 .. j0 + count (count <= the kernel's lanes) of one grad row's residue class, for
  * `channels` (<= GRADREF__CBD_ME_CHANNELS) input channels fs_ic apart in the filter and out_ic
