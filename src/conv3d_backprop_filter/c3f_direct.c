@@ -197,13 +197,15 @@ static void pack_a_x(const void *ctx, int64_t k0, int64_t kc, int64_t first, int
         }
 }
 
-/* B by the kernels' register transposes: F32 dy with unit stride along ow, every panel whole
- * in channels (the transposes' width); HF32 rounds the panel after. */
+/* B by the kernels' register transposes: F32 dy with unit stride along ow; HF32 rounds the
+ * panel after. */
 static int pack_b_transposed(const direct *d, int64_t k0, int64_t kc, int64_t first, int64_t count,
                              int width, float *dst) {
     const gradref__c3f_plan *p = d->p;
     const gradref__c3f_kernels *k = gradref__c3f_kernels_for(p->max_isa);
-    if (k->gather_panel == NULL || p->in_dtype != GRADREF_F32 || p->ys[4] != 1 || width % 16 != 0)
+    /* the gather takes its own GEMM's panel width (the table's kernels are the GEMM's level) */
+    if (k->gather_panel == NULL || p->in_dtype != GRADREF_F32 || p->ys[4] != 1 ||
+        width != k->gemm->nr)
         return 0;
     for (int64_t c0 = 0; c0 < count; c0 += width, dst += kc * width) {
         const int64_t cols = count - c0 < width ? count - c0 : width;
