@@ -459,10 +459,10 @@ void gradref__cbd_f32_scatter2_avx512(const float *from, int64_t len, int64_t ro
     ((me_vf)_mm512_cvtph_ps(_mm256_loadu_si256((const __m256i *)(const void *)(p))))
 #  define ME_ANY(v)        (_mm512_test_epi32_mask((__m512i)(v), (__m512i)(v)) != 0)
 #  define ME_F16_SCALAR(h) _cvtsh_ss(h)
-/* lanes [lo, end) of the 16 from p, zero-extended (the masked lanes are not read) */
-#  define ME_LOAD_U16_PART(p, lo, end)                                                             \
+/* lanes [lo, end) of the 16 from row + o2, zero-extended (the masked lanes are not read) */
+#  define ME_LOAD_U16_PART(row, o2, O2, lo, end)                                                   \
     ((me_vu)_mm512_cvtepu16_epi32(_mm256_maskz_loadu_epi16(                                        \
-        (__mmask16)(((1u << (end)) - 1u) & ~((1u << (lo)) - 1u)), (const void *)(p))))
+        (__mmask16)(((1u << (end)) - 1u) & ~((1u << (lo)) - 1u)), (const void *)((row) + (o2)))))
 #  define ME_MIN_U(a, b) ((me_vu)_mm512_min_epu32((__m512i)(a), (__m512i)(b)))
 #  define ME_MAX_U(a, b) ((me_vu)_mm512_max_epu32((__m512i)(a), (__m512i)(b)))
 #  define ME_ROW         megengine_row_avx512

@@ -107,7 +107,7 @@ me_diff_lanes(int bf16, const uint16_t *row, int64_t o2, int64_t O2, int64_t ds5
     } else if (ds5 == 1) { /* contiguous, partly outside the row: the part inside */
 #ifdef ME_LOAD_U16_PART
         const int64_t lo = o2 < 0 ? -o2 : 0, end = O2 - o2 < count ? O2 - o2 : count;
-        return me_load16(bf16, ME_LOAD_U16_PART(row + o2, lo, end > lo ? end : lo));
+        return me_load16(bf16, ME_LOAD_U16_PART(row, o2, O2, lo, end > lo ? end : lo));
 #else
         uint16_t tmp[LANES];
         for (int l = 0; l < LANES; l++)
