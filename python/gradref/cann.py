@@ -111,6 +111,9 @@ def _five(values, name, data_format, minimum):
         raise ValueError("gradref.cann: %s has %d entries; CANN's are 5, in data_format (%s) "
                          "order" % (name, len(vals), data_format))
     spatial = vals[_DATA_FORMATS[data_format][0]]
+    if vals[0] != 1 or vals[_DATA_FORMATS[data_format][1]] != 1:
+        raise ValueError("gradref.cann: %s %s; the N and C entries must be 1 (%s order)"
+                         % (name, vals, data_format))
     if any(v < minimum for v in spatial):
         raise ValueError("gradref.cann: %s %s; the D, H, W entries must be >= %d"
                          % (name, vals, minimum))

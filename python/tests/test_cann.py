@@ -199,3 +199,21 @@ def test_grid_sampler3d_grad_st_executor(dtype, modes):
         *modes, data_format="NDHWC")
     np.testing.assert_array_equal(dxl, dx.transpose(nd))
     np.testing.assert_array_equal(dgridl, dgrid)
+
+
+def test_conv3d_backprop_filter_v2_attribute_checks():
+    x = np.zeros((1, 2, 4, 4, 4), np.float32)
+    dy = np.zeros((1, 2, 4, 4, 4), np.float32)
+    call = gradref.cann.conv3d_backprop_filter_v2
+    with pytest.raises(ValueError, match="N and C entries must be 1"):
+        call(x, [2, 2, 1, 1, 1], dy, [1, 2, 1, 1, 1], [0] * 6, data_format="NCDHW",
+             y_format="NCDHW")
+    with pytest.raises(ValueError, match="5, in data_format"):
+        call(x, [2, 2, 1, 1, 1], dy, [1, 1, 1], [0] * 6, data_format="NCDHW", y_format="NCDHW")
+    with pytest.raises(ValueError, match="front, back"):
+        call(x, [2, 2, 1, 1, 1], dy, [1] * 5, [0] * 3, data_format="NCDHW", y_format="NCDHW")
+    with pytest.raises(ValueError, match="y_format"):
+        call(x, [2, 2, 1, 1, 1], dy, [1] * 5, [0] * 6, data_format="NCDHW", y_format="HWCN")
+    with pytest.raises(ValueError, match="greater than 0"):
+        call(x, [2, 2, 1, 1, 1], dy, [1] * 5, [0] * 6, groups=0, data_format="NCDHW",
+             y_format="NCDHW")
