@@ -404,8 +404,9 @@ void gradref__cbd_qs8_row_avx2(const float *from, int64_t n, float acc_scale, fl
         out[x] = gradref__cbd_qs8_requantize_inline((int32_t)from[x], acc_scale, grad_scale);
 }
 
-/* Lanes [lo, end) of the 8 16-bit values from row + o2 (a row of O2), zero-extended to 32 bits;
- * the other lanes are unspecified (the caller masks them). Eight values from a window inside
+/* Lanes [lo, end) of the 8 16-bit values from row + o2 (a row of O2), zero-extended to 32 bits,
+ * lo < end (so |o2 - the window's start| < 8); the other lanes are unspecified (the caller
+ * masks them). Eight values from a window inside
  * the row, moved to their lanes by one byte shuffle; a row shorter than 8 by single reads. */
 static inline __m256i me_u16_part_avx2(const uint16_t *row, int64_t o2, int64_t O2, int64_t lo,
                                        int64_t end) {

@@ -106,8 +106,10 @@ me_diff_lanes(int bf16, const uint16_t *row, int64_t o2, int64_t O2, int64_t ds5
         memcpy(&h, row + o2, sizeof h);
     } else if (ds5 == 1) { /* contiguous, partly outside the row: the part inside */
 #ifdef ME_LOAD_U16_PART
+        /* no lane inside (lo may be past the lanes): any values, the caller masks them all */
         const int64_t lo = o2 < 0 ? -o2 : 0, end = O2 - o2 < count ? O2 - o2 : count;
-        return me_load16(bf16, ME_LOAD_U16_PART(row, o2, O2, lo, end > lo ? end : lo));
+        if (end <= lo) return (me_vf){0};
+        return me_load16(bf16, ME_LOAD_U16_PART(row, o2, O2, lo, end));
 #else
         uint16_t tmp[LANES];
         for (int l = 0; l < LANES; l++)
