@@ -404,35 +404,15 @@ void gradref__cbd_qs8_row_avx2(const float *from, int64_t n, float acc_scale, fl
         out[x] = gradref__cbd_qs8_requantize_inline((int32_t)from[x], acc_scale, grad_scale);
 }
 
-/* Lanes [lo, end) of the 8 16-bit values from row + o2 (a row of O2), zero-extended to 32 bits,
- * lo < end (so |o2 - the window's start| < 8); the other lanes are unspecified (the caller
- * masks them). Eight values from a window inside
- * the row, moved to their lanes by one byte shuffle; a row shorter than 8 by single reads. */
+/* Lanes [lo, end) of the 8 16-bit values from row + o2, zero-extended (see
+ * gradref__cbd_me_window): one byte shuffle of a window inside the row. */
 static inline __m256i me_u16_part_avx2(const uint16_t *row, int64_t o2, int64_t O2, int64_t lo,
                                        int64_t end) {
-    if (O2 < 8) {
-        uint16_t tmp[8] = {0};
-        for (int64_t l = lo; l < end; l++)
-            tmp[l] = row[o2 + l];
-        return _mm256_cvtepu16_epi32(_mm_loadu_si128((const __m128i *)(const void *)tmp));
-    }
-    /* the shuffles by shift (-7 .. 7): lane l takes the window's value l + shift, or 0 */
-    static const int8_t index[15][16] = {
-#  define ME_PAIR(from)                                                                            \
-    (from) >= 0 && (from) < 8 ? 2 * (from) : -128, (from) >= 0 && (from) < 8 ? 2 * (from) + 1 : -128
-#  define ME_SHIFT(s)                                                                              \
-    {ME_PAIR(0 + (s)), ME_PAIR(1 + (s)), ME_PAIR(2 + (s)), ME_PAIR(3 + (s)),                       \
-     ME_PAIR(4 + (s)), ME_PAIR(5 + (s)), ME_PAIR(6 + (s)), ME_PAIR(7 + (s))}
-        ME_SHIFT(-7), ME_SHIFT(-6), ME_SHIFT(-5), ME_SHIFT(-4), ME_SHIFT(-3),
-        ME_SHIFT(-2), ME_SHIFT(-1), ME_SHIFT(0),  ME_SHIFT(1),  ME_SHIFT(2),
-        ME_SHIFT(3),  ME_SHIFT(4),  ME_SHIFT(5),  ME_SHIFT(6),  ME_SHIFT(7),
-#  undef ME_SHIFT
-#  undef ME_PAIR
-    };
-    const int64_t start = o2 < 0 ? 0 : o2 + 8 > O2 ? O2 - 8 : o2, shift = o2 - start;
-    const __m128i window = _mm_loadu_si128((const __m128i *)(const void *)(row + start));
+    uint16_t tmp[8];
+    const int8_t *index = gradref__cbd_me_window(row, o2, O2, lo, end, tmp);
+    const __m128i window = _mm_loadu_si128((const __m128i *)(const void *)tmp);
     const __m128i moved =
-        _mm_shuffle_epi8(window, _mm_loadu_si128((const __m128i *)(const void *)index[shift + 7]));
+        _mm_shuffle_epi8(window, _mm_loadu_si128((const __m128i *)(const void *)index));
     return _mm256_cvtepu16_epi32(moved);
 }
 

@@ -126,3 +126,19 @@ void gradref__cbd_depthwise_plane(const gradref__cbd_kernels *k, const gradref__
             i1++;
         }
 }
+
+/* gradref__cbd_me_window's byte shuffles by shift (-7 .. 7): lane l takes the window's value
+ * l + shift, or 0 (-128: pshufb's zero; 0x80 is past TBL's 16 bytes, its zero too). */
+#define PAIR(from)                                                                                 \
+  (from) >= 0 && (from) < 8 ? 2 * (from) : -128, (from) >= 0 && (from) < 8 ? 2 * (from) + 1 : -128
+#define SHIFT(s)                                                                                   \
+  {                                                                                                \
+    PAIR(0 + (s)), PAIR(1 + (s)), PAIR(2 + (s)), PAIR(3 + (s)), PAIR(4 + (s)), PAIR(5 + (s)),      \
+        PAIR(6 + (s)), PAIR(7 + (s))                                                               \
+  }
+const int8_t gradref__cbd_me_shifts[15][16] = {
+    SHIFT(-7), SHIFT(-6), SHIFT(-5), SHIFT(-4), SHIFT(-3), SHIFT(-2), SHIFT(-1), SHIFT(0),
+    SHIFT(1),  SHIFT(2),  SHIFT(3),  SHIFT(4),  SHIFT(5),  SHIFT(6),  SHIFT(7),
+};
+#undef SHIFT
+#undef PAIR

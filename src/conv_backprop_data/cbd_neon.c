@@ -331,8 +331,26 @@ static void pack_tile32_neon(const float *image, int64_t channel_stride, int64_t
     }
 }
 
+/* Lanes [lo, end) of the 8 16-bit values from row + o2, zero-extended (see
+ * gradref__cbd_me_window): one TBL of a window inside the row. */
+typedef uint32_t me_neon_vu __attribute__((vector_size(32))); /* the header's me_vu */
+static inline me_neon_vu me_u16_part_neon(const uint16_t *row, int64_t o2, int64_t O2, int64_t lo,
+                                          int64_t end) {
+    uint16_t tmp[8];
+    const int8_t *index = gradref__cbd_me_window(row, o2, O2, lo, end, tmp);
+    const uint16x8_t moved = vreinterpretq_u16_u8(
+        vqtbl1q_u8(vld1q_u8((const uint8_t *)tmp), vld1q_u8((const uint8_t *)index)));
+    uint32_t out[8];
+    vst1q_u32(out, vmovl_u16(vget_low_u16(moved)));
+    vst1q_u32(out + 4, vmovl_u16(vget_high_u16(moved)));
+    me_neon_vu v;
+    memcpy(&v, out, sizeof v);
+    return v;
+}
+
 /* MegEngine DEFAULT, 8 lanes (cbd_megengine_lanes.h) */
-#  define LANES 8
+#  define LANES                                  8
+#  define ME_LOAD_U16_PART(row, o2, O2, lo, end) me_u16_part_neon(row, o2, O2, lo, end)
 #  define ME_ANY(v)                                                                                \
     (vmaxvq_u32(vorrq_u32(vld1q_u32((const uint32_t *)&(v)),                                       \
                           vld1q_u32((const uint32_t *)&(v) + 4))) != 0)

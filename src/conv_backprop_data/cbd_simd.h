@@ -10,6 +10,8 @@
 #include "common/convert.h"
 #include "common/isa.h"
 
+#include <string.h>
+
 /* One depthwise channel's geometry (stride 1): the sizes of grad (I), diff (O) and the filter
  * (K), the leading padding, the dilation, and whether the taps are flipped (CONVOLUTION). */
 typedef struct gradref__cbd_dw_shape {
@@ -37,6 +39,24 @@ typedef struct gradref__cbd_me_tap {
  * the most taps a row takes (the tap list is on the stack). */
 #define GRADREF__CBD_ME_CHANNELS 8
 #define GRADREF__CBD_ME_MAX_TAPS 64
+
+/* For the 8-lane row kernels (AVX2, NEON): lanes [lo, end) (lo < end <= 8) of the 16-bit values
+ * at row + o2, o2 + l inside a row of O2. Copies the 8 values of a window inside the row to
+ * window[] and returns the byte shuffle that moves them to their lanes (an index of 0x80 or
+ * more: a zero lane; pshufb and TBL read the same table). A row shorter than 8: the lanes
+ * themselves, and the identity. The lanes outside [lo, end) are unspecified. */
+extern const int8_t gradref__cbd_me_shifts[15][16]; /* cbd_kernels.c */
+static inline const int8_t *gradref__cbd_me_window(const uint16_t *row, int64_t o2, int64_t O2,
+                                                   int64_t lo, int64_t end, uint16_t window[8]) {
+    if (O2 < 8) {
+        for (int64_t l = 0; l < 8; l++)
+            window[l] = l >= lo && l < end ? row[o2 + l] : 0;
+        return gradref__cbd_me_shifts[7];
+    }
+    const int64_t start = o2 < 0 ? 0 : o2 + 8 > O2 ? O2 - 8 : o2; /* |o2 - start| < 8 */
+    memcpy(window, row + start, 8 * sizeof *window);
+    return gradref__cbd_me_shifts[o2 - start + 7];
+}
 
 /* Lanes j0 .. j0 + count (count <= the kernel's lanes) of one grad row's residue class, for
  * `channels` (<= GRADREF__CBD_ME_CHANNELS) input channels fs_ic apart in the filter and out_ic
