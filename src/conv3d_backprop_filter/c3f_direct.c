@@ -119,10 +119,12 @@ static void x_lanes_transposed(const direct *d, const gradref__c3f_kernels *k, c
             if (i < lo || i >= hi) {
                 for (int64_t l = 0; l < n; l++)
                     row[l] = 0.0f;
-            } else {
+            } else if (d->hf32) {
                 const float *from = tmp + (i - lo) * 16;
                 for (int64_t l = 0; l < n; l++)
-                    row[l] = d->hf32 ? gradref__hf32_round(from[l], d->hf32) : from[l];
+                    row[l] = gradref__hf32_round(from[l], d->hf32);
+            } else {
+                memcpy(row, tmp + (i - lo) * 16, (size_t)n * sizeof *row);
             }
         }
     }
@@ -238,10 +240,13 @@ static void pack_b_dy(const void *ctx, int64_t k0, int64_t kc, int64_t first, in
                     channel + o[0] * p->ys[0] + o[1] * p->ys[2] + o[2] * p->ys[3] + o[3] * p->ys[4];
                 for (int64_t i = 0; i < len; i++, from += p->ys[4]) {
                     float *row = dst + (q + i) * width;
-                    for (int64_t c = 0; c < width; c++)
-                        row[c] = c >= cols ? 0.0f
-                                 : d->hf32 ? gradref__hf32_round(from[c], d->hf32)
-                                           : from[c];
+                    if (d->hf32)
+                        for (int64_t c = 0; c < cols; c++)
+                            row[c] = gradref__hf32_round(from[c], d->hf32);
+                    else
+                        memcpy(row, from, (size_t)cols * sizeof *row);
+                    for (int64_t c = cols; c < width; c++)
+                        row[c] = 0.0f;
                 }
             }
         }
