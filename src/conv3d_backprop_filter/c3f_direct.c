@@ -18,8 +18,10 @@
 #include "common/gemm_kernels.h"
 
 enum {
-    MAX_LEVELS = 32, /* 2^32 blocks of reduction indices */
-    MAX_TILE = GRADREF__AVX512_MR * GRADREF__AVX512_NR
+    MAX_LEVELS = 24, /* 2^24 blocks of reduction indices (4.3e9 of them; beyond, the loop) */
+    /* a tile's floats: two AVX-512 panels of rows (dy packed once for both), more panels of the
+     * smaller kernels; with the counter's levels about 90 KiB */
+    MAX_TILE = 2 * GRADREF__AVX512_MR * GRADREF__AVX512_NR
 };
 
 typedef struct direct {
@@ -363,9 +365,15 @@ static void tiles(const void *arg, int64_t begin, int64_t end) {
 void gradref__c3f_direct(const gradref__c3f_plan *p, int threads) {
     tiling t;
     t.p = p;
-    t.mr = gradref__sgemm_mr(p->max_isa);
+    const int64_t mr = gradref__sgemm_mr(p->max_isa);
     t.nr = gradref__sgemm_nr(p->max_isa);
     const int64_t J = p->K[0] * p->K[1] * p->K[2] * p->Cin_g;
+    /* rows per tile: as many panels as a tile holds (each packs dy once for all of them), while
+     * every thread keeps two tiles or more (a dw element's chains do not depend on its tile) */
+    const int64_t panels = p->G * ((J + mr - 1) / mr) * ((p->Cout_g + t.nr - 1) / t.nr);
+    int64_t per_tile = MAX_TILE / (mr * t.nr);
+    if (per_tile > panels / (2 * (int64_t)threads)) per_tile = panels / (2 * (int64_t)threads);
+    t.mr = (per_tile > 1 ? per_tile : 1) * mr;
     t.row_tiles = (J + t.mr - 1) / t.mr;
     t.col_tiles = (p->Cout_g + t.nr - 1) / t.nr;
     gradref__parallel_ranges(p->G * t.row_tiles * t.col_tiles, threads, tiles, &t);
