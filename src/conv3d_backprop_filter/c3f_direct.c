@@ -115,7 +115,7 @@ static void x_lanes_transposed(const direct *d, const gradref__c3f_kernels *k, c
     FOR_EACH_RUN(p, r_first, kc, q, len, o) {
         int64_t lo, hi;
         const int64_t base = x_bounds(p, shift, o, len, &lo, &hi);
-        if (hi > lo) k->gather_panel(tmp, 16, x + base + lo, p->xs[1], hi - lo, n);
+        if (hi > lo) k->gather_panel(tmp, 16, x + (base + lo), p->xs[1], hi - lo, n);
         for (int64_t i = 0; i < len; i++) {
             float *row = dst + (q + i) * width + la;
             if (i < lo || i >= hi) {
@@ -149,7 +149,7 @@ static void x_lanes_contiguous(const direct *d, const int64_t *shift, int64_t ci
                     row[l] = 0.0f;
                 continue;
             }
-            const float *from = x + base + i * step;
+            const float *from = x + (base + i * step);
             if (d->hf32)
                 for (int64_t l = 0; l < n; l++)
                     row[l] = gradref__hf32_round(from[l], d->hf32);
