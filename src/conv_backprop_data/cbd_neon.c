@@ -348,9 +348,22 @@ static inline me_neon_vu me_u16_part_neon(const uint16_t *row, int64_t o2, int64
     return v;
 }
 
+/* Unsigned lane minimum and maximum of the 8 lanes, UMIN/UMAX on each half. */
+static inline me_neon_vu me_neon_minmax(me_neon_vu a, me_neon_vu b, int max) {
+    uint32x4_t ha[2], hb[2];
+    memcpy(ha, &a, sizeof a);
+    memcpy(hb, &b, sizeof b);
+    for (int h = 0; h < 2; h++)
+        ha[h] = max ? vmaxq_u32(ha[h], hb[h]) : vminq_u32(ha[h], hb[h]);
+    memcpy(&a, ha, sizeof a);
+    return a;
+}
+
 /* MegEngine DEFAULT, 8 lanes (cbd_megengine_lanes.h) */
 #  define LANES                                  8
 #  define ME_LOAD_U16_PART(row, o2, O2, lo, end) me_u16_part_neon(row, o2, O2, lo, end)
+#  define ME_MIN_U(a, b)                         me_neon_minmax(a, b, 0)
+#  define ME_MAX_U(a, b)                         me_neon_minmax(a, b, 1)
 #  define ME_ANY(v)                                                                                \
     (vmaxvq_u32(vorrq_u32(vld1q_u32((const uint32_t *)&(v)),                                       \
                           vld1q_u32((const uint32_t *)&(v) + 4))) != 0)
