@@ -92,7 +92,9 @@ def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding
                     _ops._C3F_NAMES)
         grad_weight = gw.obj
     if mask[0]:
-        for j in range(r):  # conv_backprop_data's spatial dims are the call's own
+        p = _lib.ConvParams()  # conv_backprop_data's spatial dims are the call's own
+        p.groups = g
+        for j in range(r):
             p.stride[j], p.dilation[j] = st[j], dl[j]
             p.pad[2 * j] = p.pad[2 * j + 1] = pd[j]
         gi = _ops._result(None, go.kind, tuple(input.shape), w.code, "grad_input", bf16, go)

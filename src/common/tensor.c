@@ -247,10 +247,11 @@ static gradref_status init_dense(const char *op, gradref_tensor *t, void *data, 
     return GRADREF_OK;
 }
 
+static const int IDENTITY[GRADREF_MAX_DIMS] = {0, 1, 2, 3, 4, 5, 6, 7};
+
 gradref_status gradref_tensor_init(gradref_tensor *t, void *data, gradref_dtype dtype, int32_t ndim,
                                    const int64_t *shape) {
-    static const int identity[GRADREF_MAX_DIMS] = {0, 1, 2, 3, 4, 5, 6, 7};
-    return init_dense("tensor_init", t, data, dtype, ndim, shape, identity);
+    return init_dense("tensor_init", t, data, dtype, ndim, shape, IDENTITY);
 }
 
 gradref_status gradref_tensor_init_format(gradref_tensor *t, void *data, gradref_dtype dtype,
@@ -380,17 +381,9 @@ gradref_status gradref__take_blockable(const char *op, const char *name, const g
     GRADREF__FORWARD_IF_ERROR(gradref__split_view(op, name, t, block, &view));
     GRADREF__FORWARD_IF_ERROR(output ? gradref__check_output(op, name, &view, ext)
                                      : gradref__check_tensor(op, name, &view, ext));
-    gradref_tensor dense;
-    memset(&dense, 0, sizeof dense);
-    dense.data = t->data;
-    dense.dtype = t->dtype;
-    dense.ndim = t->ndim;
-    int64_t running = 1; /* fits: the view's element count was checked */
-    for (int d = t->ndim - 1; d >= 0; d--) {
-        dense.shape[d] = t->shape[d];
-        dense.strides[d] = running;
-        running *= t->shape[d] > 1 ? t->shape[d] : 1;
-    }
+    gradref_tensor dense; /* fits: the view's element count was checked */
+    GRADREF__FORWARD_IF_ERROR(
+        init_dense(op, &dense, t->data, (gradref_dtype)t->dtype, t->ndim, t->shape, IDENTITY));
     gradref__tensor_normalize(&dense, local);
     return GRADREF_OK;
 }

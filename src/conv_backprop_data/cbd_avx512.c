@@ -98,14 +98,9 @@ void gradref__cbd_f32_dw_rows4_avx512(const gradref__cbd_dw_shape *p, const floa
                                       const float *diff, const float *const rows[4][64],
                                       const int64_t base[4][64], const int64_t *nr, int64_t nrow,
                                       float *out) {
-    const int64_t I2 = p->I[2], K2 = p->K[2];
-    int64_t shift[64], k2s[64], most = 0;
-    for (int64_t c = 0; c < K2; c++) {
-        shift[c] = gradref__cbd_column_shift(p, K2 - 1 - c);
-        k2s[c] = gradref__cbd_stored(p, 2, K2 - 1 - c);
-    }
-    for (int r = 0; r < 4; r++)
-        most = nr[r] > most ? nr[r] : most;
+    const int64_t I2 = p->I[2];
+    int64_t shift[64], k2s[64];
+    const int64_t most = gradref__cbd_rows4_taps(p, nr, shift, k2s);
     int64_t b0 = 0;
     for (; b0 + 16 < I2; b0 += 32) /* two blocks of 16 columns, the second possibly partial */
         rows4_block(2, p, w, diff, rows, base, nr, nrow, shift, k2s, most, b0, out);

@@ -104,17 +104,12 @@ me_diff_lanes(int bf16, const uint16_t *row, int64_t o2, int64_t O2, int64_t ds5
         if (!bf16) return ME_LOAD_F16(row + o2);
 #endif
         memcpy(&h, row + o2, sizeof h);
-    } else if (ds5 == 1) { /* contiguous, partly outside the row: the part inside */
 #ifdef ME_LOAD_U16_PART
+    } else if (ds5 == 1) { /* contiguous, partly outside the row: the part inside */
         /* no lane inside (lo may be past the lanes): any values, the caller masks them all */
         const int64_t lo = o2 < 0 ? -o2 : 0, end = O2 - o2 < count ? O2 - o2 : count;
         if (end <= lo) return (me_vf){0};
         return me_load16(bf16, ME_LOAD_U16_PART(row, o2, O2, lo, end));
-#else
-        uint16_t tmp[LANES];
-        for (int l = 0; l < LANES; l++)
-            tmp[l] = o2 + l >= 0 && o2 + l < O2 && l < count ? row[o2 + l] : 0;
-        memcpy(&h, tmp, sizeof h);
 #endif
     } else {
         uint16_t tmp[LANES];

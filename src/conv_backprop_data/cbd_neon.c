@@ -64,13 +64,8 @@ static void dw_rows4_neon(const gradref__cbd_dw_shape *p, const float *w, const 
                           const int64_t *nr, int64_t nrow, float *out) {
     (void)diff;
     const int64_t I2 = p->I[2], O2 = p->O[2], K2 = p->K[2];
-    int64_t shift[64], k2s[64], most = 0;
-    for (int64_t c = 0; c < K2; c++) {
-        shift[c] = gradref__cbd_column_shift(p, K2 - 1 - c);
-        k2s[c] = gradref__cbd_stored(p, 2, K2 - 1 - c);
-    }
-    for (int r = 0; r < 4; r++)
-        most = nr[r] > most ? nr[r] : most;
+    int64_t shift[64], k2s[64];
+    const int64_t most = gradref__cbd_rows4_taps(p, nr, shift, k2s);
     for (int64_t b0 = 0; b0 < I2; b0 += 8) {
         float32x4_t a[4][2];
 #  pragma GCC unroll 4

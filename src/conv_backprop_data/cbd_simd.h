@@ -165,6 +165,22 @@ static inline void gradref__cbd_plane3x3_taps(const gradref__cbd_dw_shape *s, co
                     : 0.0f;
 }
 
+/* A four-row block's column taps (dw_rows4): chain column c's diff column shift and stored
+ * weight column (kp2 = K2 - 1 - c, the chain's order); returns the most row taps of the four
+ * rows (nr). */
+static inline int64_t gradref__cbd_rows4_taps(const gradref__cbd_dw_shape *s, const int64_t *nr,
+                                              int64_t shift[64], int64_t k2s[64]) {
+    const int64_t K2 = s->K[2];
+    int64_t most = 0;
+    for (int64_t c = 0; c < K2; c++) {
+        shift[c] = gradref__cbd_column_shift(s, K2 - 1 - c);
+        k2s[c] = gradref__cbd_stored(s, 2, K2 - 1 - c);
+    }
+    for (int r = 0; r < 4; r++)
+        most = nr[r] > most ? nr[r] : most;
+    return most;
+}
+
 #ifdef GRADREF__X86
 /* The depthwise kernels (cbd_avx2.c, cbd_avx512.c) as in the table. */
 void gradref__cbd_f32_dw_row_avx2(const gradref__cbd_dw_shape *s, const float *w,
