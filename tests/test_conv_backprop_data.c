@@ -10,6 +10,7 @@
 
 #include "common/convert.h"
 #include "common/nan.h"
+#include "conv_backprop_data/cbd_fast.h"
 #include "conv_backprop_data/cbd_internal.h"
 #include "conv_backprop_data/cbd_simd.h"
 #include "golden.h"
@@ -369,22 +370,29 @@ static void test_small_integers_exact(void **state) {
 
 /* ------------------------------------------------------------ fast path vs reference */
 
-static void check_fast_against_reference(cbd_case *c, int32_t precision) {
+/* The plan of the plain call, or of the QuantizedS8 call when scales are given. */
+static void plan_of(const cbd_case *c, const gradref_qs8_scales *qs8, const gradref_tensor *grad,
+                    gradref__cbd_plan *plan) {
+    assert_int_equal(
+        qs8 ? gradref__cbd_validate_qs8(&c->params, qs8, &c->filter, &c->diff, grad, plan)
+            : gradref__cbd_validate(&c->params, &c->filter, &c->diff, grad, plan),
+        GRADREF_OK);
+}
+
+static void check_fast_against_reference_qs8(cbd_case *c, int32_t precision,
+                                             const gradref_qs8_scales *qs8) {
     gradref_tensor want = c->grad;
     void *wb = malloc(c->bytes[2] ? c->bytes[2] : 1);
     want.data = wb;
     gradref__cbd_plan plan;
-    assert_int_equal(gradref__cbd_validate(&c->params, &c->filter, &c->diff, &want, &plan),
-                     GRADREF_OK);
+    plan_of(c, qs8, &want, &plan);
     plan.precision = precision;
     gradref__cbd_ref(&plan);
     tu_expect_canonical_nans(&want, "grad");
     static const int threads[] = TU_THREAD_COUNTS;
     for (int kernel = 0; kernel < 3; kernel++)
         for (int t = 0; t < 3; t++) {
-            assert_int_equal(
-                gradref__cbd_validate(&c->params, &c->filter, &c->diff, &c->grad, &plan),
-                GRADREF_OK);
+            plan_of(c, qs8, &c->grad, &plan);
             plan.precision = precision;
             plan.max_isa = kernel;
             size_t need = gradref__cbd_fast_workspace(&plan, precision, threads[t]);
@@ -401,6 +409,10 @@ static void check_fast_against_reference(cbd_case *c, int32_t precision) {
             tu_expect_same_bits(&c->grad, &want, "grad (no workspace)");
         }
     free(wb);
+}
+
+static void check_fast_against_reference(cbd_case *c, int32_t precision) {
+    check_fast_against_reference_qs8(c, precision, NULL);
 }
 
 static void test_fast_matches_reference(void **state) {
@@ -1367,8 +1379,10 @@ static void test_qs8(void **state) {
         int64_t *acc = malloc((size_t)(g.N * IC * IH * IW) * sizeof *acc);
         int_sums_model(&c, acc);
         int saturated = 0;
-        for (int t = 0; t < 3; t++) {
-            gradref_exec e = {NULL, 0, threads[t], GRADREF_PRECISION_DEFAULT};
+        static char one_byte[1]; /* the no-workspace path */
+        for (int t = 0; t < 6; t++) {
+            gradref_exec e = {t < 3 ? NULL : one_byte, t < 3 ? 0 : 1, threads[t % 3],
+                              GRADREF_PRECISION_DEFAULT};
             memset(c.buf[2], 0x5a, c.bytes[2]);
             assert_int_equal(
                 gradref_conv_backprop_data_qs8(&c.params, &sc, &c.filter, &c.diff, &c.grad, &e),
@@ -1474,51 +1488,94 @@ static void test_qs8(void **state) {
     free_case(&c);
 }
 
-/* I8 sums run in f32 only while every partial sum is an integer of at most 2^24 (cbd_fast.c):
- * one grad element summing OC products of -128 x -128 lands exactly on 2^24 (the f32 path), one
- * more product of 1 x 1 makes 2^24 + 1, which f32 rounds away (the reference loop must take
- * it), and 131073 products pass 2^31, where the sum keeps its low 32 bits. Each at 1, 2 and
- * 3 threads, I32 and QuantizedS8. */
+/* I8 sums run in f32 in parts of the output channels, each part's partial sums integers of at
+ * most 2^24 (cbd_int8.c). One grad element sums OC products of -128 x -128 (a last one of 1 x 1
+ * where marked): 1024 products land on 2^24 in one part; 1025 need two; 16384 make 16 parts
+ * of exactly 2^24; one more makes 17; 131072 reach 2^31, 131073 pass it, kept mod 2^32. Each at
+ * 1, 2 and 3 threads, with the fast path's workspace and with a 1-byte one, I32 and
+ * QuantizedS8. Then 1025 taps of one channel, past any part: the reference loop. */
 static void test_int8_sum_bound(void **state) {
     (void)state;
     static const struct {
         int64_t oc;
         int last_one; /* the last product is 1 x 1 */
+        int64_t part;
         int64_t want;
-    } runs[3] = {{1024, 0, INT64_C(16777216)},
-                 {1025, 1, INT64_C(16777217)},
-                 {131073, 0, INT64_C(131073) * 16384 - (INT64_C(1) << 32)}};
-    for (int i = 0; i < 3; i++) {
-        const int64_t oc = runs[i].oc;
-        int8_t *w = malloc((size_t)oc), *d = malloc((size_t)oc);
-        memset(w, 0x80, (size_t)oc);
-        memset(d, 0x80, (size_t)oc);
-        if (runs[i].last_one) w[oc - 1] = d[oc - 1] = 1;
-        const int64_t fshape[3] = {oc, 1, 1}, dshape[3] = {1, oc, 1}, gshape[3] = {1, 1, 1};
+    } runs[6] = {{1024, 0, 1024, INT64_C(16777216)},
+                 {1025, 1, 513, INT64_C(16777217)},
+                 {16384, 0, 1024, INT64_C(1) << 28},
+                 {16385, 1, 964, (INT64_C(1) << 28) + 1},
+                 {131072, 0, 1024, INT64_C(131072) * 16384 - (INT64_C(1) << 32)},
+                 {131073, 0, 1017, INT64_C(131073) * 16384 - (INT64_C(1) << 32)}};
+    static char one_byte[1];
+    for (int i = 0; i < 7; i++) {
+        /* the last: one output channel, 1025 taps, diff 1025 wide (grad's middle sums all) */
+        const int64_t oc = i < 6 ? runs[i].oc : 1, taps = i < 6 ? 1 : 1025, len = oc * taps;
+        const int64_t want = i < 6 ? runs[i].want : 1025 * 16384;
+        int8_t *w = malloc((size_t)len), *d = malloc((size_t)len);
+        memset(w, 0x80, (size_t)len);
+        memset(d, 0x80, (size_t)len);
+        if (i < 6 && runs[i].last_one) w[oc - 1] = d[oc - 1] = 1;
+        const int64_t fshape[3] = {oc, 1, taps}, dshape[3] = {1, oc, taps},
+                      gshape[3] = {1, 1, 2 * taps - 1};
         gradref_tensor tw, td, tg, tq;
-        int32_t sum = 0;
-        int8_t q = 0;
+        int32_t *sum = malloc((size_t)gshape[2] * sizeof *sum);
+        int8_t *q = malloc((size_t)gshape[2]);
         gradref_tensor_init(&tw, w, GRADREF_I8, 3, fshape);
         gradref_tensor_init(&td, d, GRADREF_I8, 3, dshape);
-        gradref_tensor_init(&tg, &sum, GRADREF_I32, 3, gshape);
-        gradref_tensor_init(&tq, &q, GRADREF_I8, 3, gshape);
+        gradref_tensor_init(&tg, sum, GRADREF_I32, 3, gshape);
+        gradref_tensor_init(&tq, q, GRADREF_I8, 3, gshape);
         gradref_conv_params p;
         memset(&p, 0, sizeof p);
         p.stride[0] = p.dilation[0] = 1;
+        gradref__cbd_plan plan;
+        assert_int_equal(gradref__cbd_validate(&p, &tw, &td, &tg, &plan), GRADREF_OK);
+        assert_int_equal(gradref__cbd_int8_part(&plan, 1), i < 6 ? runs[i].part : 0);
         const gradref_qs8_scales sc = {0.5f, 0.25f, 4096.0f};
-        for (int threads = 1; threads <= 3; threads++) {
-            const gradref_exec e = {NULL, 0, threads, GRADREF_PRECISION_DEFAULT};
-            sum = 7, q = 7;
+        for (int run = 0; run < 6; run++) {
+            const gradref_exec e = {run < 3 ? NULL : one_byte, run < 3 ? 0 : 1, 1 + run % 3,
+                                    GRADREF_PRECISION_DEFAULT};
+            sum[taps - 1] = 7, q[taps - 1] = 7;
             assert_int_equal(gradref_conv_backprop_data(&p, &tw, &td, &tg, &e), GRADREF_OK);
-            if (sum != (int32_t)runs[i].want)
-                fail_msg("%lld channels at %d threads: the sum is %d, want %lld", (long long)oc,
-                         threads, (int)sum, (long long)runs[i].want);
+            if (sum[taps - 1] != (int32_t)want)
+                fail_msg("%lld channels, %lld taps, run %d: the sum is %d, want %lld",
+                         (long long)oc, (long long)taps, run, (int)sum[taps - 1], (long long)want);
             assert_int_equal(gradref_conv_backprop_data_qs8(&p, &sc, &tw, &td, &tq, &e),
                              GRADREF_OK);
-            assert_int_equal(q, model_qs8(runs[i].want, sc.filter, sc.diff, sc.grad));
+            assert_int_equal(q[taps - 1], model_qs8(want, sc.filter, sc.diff, sc.grad));
         }
         free(w);
         free(d);
+        free(sum);
+        free(q);
+    }
+}
+
+/* Parts on whole problems: filters of extremes (-128 and 127) with OC/G x taps past one part,
+ * diff random; strided, padded, grouped, NCHW, NHWC and padded strides. The fast path and the
+ * no-workspace path against the reference at every kernel level and thread count, I32 and
+ * QuantizedS8. */
+static void test_int8_parts(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(77);
+    for (int iter = 0; iter < 6; iter++) {
+        const int64_t OCpg = iter < 3 ? 1300 : 2600, S = 1 + iter % 2, G = 1 + iter / 4;
+        geometry g = geo2(1, 3, 5, 4 + iter % 3, OCpg, 3, 3, S, iter % 2, 1, G,
+                          iter % 2 ? GRADREF_CONV_CONVOLUTION : GRADREF_CONV_CROSS_CORRELATION);
+        cbd_case c;
+        const int qs8 = iter % 3 == 2;
+        make_case(&c, &g, GRADREF_I8, qs8 ? GRADREF_I8 : GRADREF_I32,
+                  iter % 2 ? F_GROUPED : F_DENSE, iter % 3, 0, &r);
+        int8_t *w = c.buf[0];
+        for (size_t k = 0; k < c.bytes[0]; k++)
+            w[k] = tu_range(&r, 0, 1) ? 127 : -128;
+        gradref__cbd_plan plan;
+        const gradref_qs8_scales sc = {0.01f, 0.02f, 150.0f};
+        plan_of(&c, qs8 ? &sc : NULL, &c.grad, &plan);
+        const int64_t part = gradref__cbd_int8_part(&plan, 1);
+        assert_true(part > 0 && part < OCpg);
+        check_fast_against_reference_qs8(&c, GRADREF_PRECISION_DEFAULT, qs8 ? &sc : NULL);
+        free_case(&c);
     }
 }
 
@@ -1819,6 +1876,7 @@ int main(void) {
         cmocka_unit_test(test_megengine_f16_rounding),
         cmocka_unit_test(test_qs8),
         cmocka_unit_test(test_int8_sum_bound),
+        cmocka_unit_test(test_int8_parts),
         cmocka_unit_test(test_blocked_formats),
         cmocka_unit_test(test_blocked_descriptors),
     };

@@ -6,7 +6,9 @@
  * the chunk from the filter and diff as they are (any dtype of the F32 path, any strides: its
  * packers read and widen them), and the chunk is stored into grad. Each grad element is the
  * reference's chain over (tap in ascending diff position, oc), with the zero terms of taps
- * outside diff exact for a finite filter (cbd_fast.c): the same bits. About 64 KiB of stack. */
+ * outside diff exact for a finite filter (cbd_fast.c): the same bits. I8 runs a chunk's chains
+ * in parts of the output channels (cbd_int8.c), each exact in f32, added into int32 sums on the
+ * stack. About 80 KiB of stack. */
 #include "cbd_fast.h"
 #include "common/exec.h"
 #include "common/gemm.h"
@@ -20,7 +22,9 @@ enum {
 
 typedef struct direct {
     const gradref__cbd_plan *p;
+    const gradref__cbd_kernels *k;
     int64_t n, g, ic0;
+    int64_t oc0, ocs;   /* the output channels of the GEMM's k = (phase tap, oc - oc0) */
     const int64_t *tap; /* the phase's taps (gradref__cbd_phase_taps) */
     int64_t Q[3];       /* the phase's sub-grid sizes */
     int64_t j0;         /* the chunk's first sub-grid pixel */
@@ -39,14 +43,14 @@ static void pack_a_filter(const void *ctx, int64_t k0, int64_t kc, int64_t first
     for (int64_t i0 = 0; i0 < count; i0 += width) {
         const int64_t rows = count - i0 < width ? count - i0 : width;
         for (int64_t k = k0; k < k0 + kc; k++, dst += width) {
-            const int64_t t = d->tap[4 * (k / p->OCpg)], oc = k % p->OCpg;
+            const int64_t t = d->tap[4 * (k / d->ocs)], oc = d->oc0 + k % d->ocs;
             const int64_t k0i = t / (p->K[1] * p->K[2]), k1i = t / p->K[2] % p->K[1],
                           k2i = t % p->K[2];
             const int64_t at = d->g * p->fs[0] + oc * p->fs[1] + (d->ic0 + first + i0) * p->fs[2] +
                                k0i * p->fs[3] + k1i * p->fs[4] + k2i * p->fs[5];
             int64_t r = 0;
             for (; r < rows; r++)
-                dst[r] = element(p, p->filter, at + r * p->fs[2]);
+                dst[r] = filter_value(p, at + r * p->fs[2]);
             for (; r < width; r++)
                 dst[r] = 0.0f;
         }
@@ -56,6 +60,12 @@ static void pack_a_filter(const void *ctx, int64_t k0, int64_t kc, int64_t first
 /* n elements of diff from e on, stride ds5, widened to f32 */
 static void diff_run(const gradref__cbd_plan *p, int64_t e, int64_t n, float *out) {
     const int64_t s = p->ds[5];
+    if (p->in_dtype == GRADREF_I8) {
+        const int8_t *src = (const int8_t *)(const void *)p->diff + e;
+        for (int64_t x = 0; x < n; x++)
+            out[x] = (float)src[x * s];
+        return;
+    }
     if (p->in_dtype == GRADREF_F32) {
         const float *src = (const float *)(const void *)p->diff + e;
         if (s == 1)
@@ -82,7 +92,7 @@ static void pack_b_diff(const void *ctx, int64_t k0, int64_t kc, int64_t first, 
         gradref__cbd_runs u;
         gradref__cbd_column_runs(d->Q, d->j0 + first + jp, cols, &u);
         for (int64_t k = k0; k < k0 + kc; k++, dst += width) {
-            const int64_t *tp = d->tap + 4 * (k / p->OCpg), oc = k % p->OCpg;
+            const int64_t *tp = d->tap + 4 * (k / d->ocs), oc = d->oc0 + k % d->ocs;
             for (int64_t r = 0; r < u.count; r++) {
                 float *out = dst + u.at[r];
                 const int64_t len = u.len[r];
@@ -106,9 +116,10 @@ static void pack_b_diff(const void *ctx, int64_t k0, int64_t kc, int64_t first, 
     }
 }
 
-/* The chunk's values (M rows of `len` pixels) into grad at phase ph, in grad's dtype. */
-static void store_chunk(const direct *d, const int64_t *ph, const float *chunk, int64_t M,
-                        int64_t len) {
+/* The chunk's values (M rows of `len` pixels) into grad at phase ph, in grad's dtype: f32
+ * values, or I8's int32 sums (sums not NULL). */
+static void store_chunk(const direct *d, const int64_t *ph, const float *chunk, const int32_t *sums,
+                        int64_t M, int64_t len) {
     const gradref__cbd_plan *p = d->p;
     for (int64_t m = 0; m < M; m++) {
         char *slab =
@@ -124,7 +135,9 @@ static void store_chunk(const direct *d, const int64_t *ph, const float *chunk, 
                                       (q2 * p->stride[2] + ph[2]) * p->gs[5]) *
                                  p->out_size;
             const float *v = chunk + m * len + x;
-            if (p->out_dtype == GRADREF_F32 && step == 1)
+            if (sums)
+                gradref__cbd_store_sums(p, d->k, sums + m * len + x, e, step, run);
+            else if (p->out_dtype == GRADREF_F32 && step == 1)
                 memcpy(e, v, (size_t)run * sizeof *v);
             else if (p->out_dtype == GRADREF_F32)
                 for (int64_t y = 0; y < run; y++)
@@ -156,12 +169,43 @@ static void zero_slabs(const gradref__cbd_plan *p, int64_t n, int64_t g, int64_t
     }
 }
 
+typedef struct direct_call {
+    const gradref__cbd_plan *p;
+    int64_t part; /* I8: output channels per part (gradref__cbd_int8_part) */
+} direct_call;
+
+/* One chunk of a phase's sub-grid (a->N pixels from d->j0) into grad; I8 a part of the output
+ * channels at a time, the parts' exact f32 sums added into int32 sums. */
+static void chunk_to_grad(direct *d, const direct_call *call, const int64_t *ph,
+                          gradref__sgemm_args *a, float *work, float *chunk) {
+    const gradref__cbd_plan *p = d->p;
+    a->c = chunk;
+    a->c_rs = a->N;
+    if (p->in_dtype != GRADREF_I8) {
+        gradref__sgemm_small(a, p->max_isa, work);
+        gradref__canon_nans_f32(chunk, a->M * a->N);
+        store_chunk(d, ph, chunk, NULL, a->M, a->N);
+        return;
+    }
+    __attribute__((aligned(64))) int32_t sums[MAX_BLOCK * CHUNK];
+    const int64_t taps = a->K / p->OCpg;
+    for (d->oc0 = 0; d->oc0 < p->OCpg; d->oc0 += call->part) {
+        d->ocs = p->OCpg - d->oc0 < call->part ? p->OCpg - d->oc0 : call->part;
+        a->K = taps * d->ocs;
+        gradref__sgemm_small(a, p->max_isa, work);
+        gradref__cbd_fold_sums(chunk, a->M * a->N, d->oc0 == 0, sums);
+    }
+    d->oc0 = 0, d->ocs = p->OCpg, a->K = taps * p->OCpg;
+    store_chunk(d, ph, chunk, sums, a->M, a->N);
+}
+
 /* One item: every live phase of channels [ic0, ic0 + M) of image n, group g. */
-static void item(const gradref__cbd_plan *p, int64_t n, int64_t g, int64_t ic0, int64_t M) {
+static void item(const direct_call *call, int64_t n, int64_t g, int64_t ic0, int64_t M) {
+    const gradref__cbd_plan *p = call->p;
     __attribute__((aligned(64))) float work[GRADREF__SGEMM_SMALL_WORK_FLOATS];
     __attribute__((aligned(64))) float chunk[MAX_BLOCK * CHUNK];
     int64_t tap[4 * MAX_TAPS];
-    direct d = {p, n, g, ic0, tap, {0, 0, 0}, 0};
+    direct d = {p, gradref__cbd_kernels_for(p->max_isa), n, g, ic0, 0, p->OCpg, tap, {0, 0, 0}, 0};
     if (!unit_strides(p)) zero_slabs(p, n, g, ic0, M);
     /* stride 1 into an F32 grad whose pixels are dense: the GEMM writes grad itself */
     const int in_place = unit_strides(p) && p->out_dtype == GRADREF_F32 && p->gs[5] == 1 &&
@@ -184,33 +228,33 @@ static void item(const gradref__cbd_plan *p, int64_t n, int64_t g, int64_t ic0, 
                 a.pack_a = pack_a_filter;
                 a.pack_b = pack_b_diff;
                 a.pack_a_ctx = a.pack_b_ctx = &d;
-                a.c = chunk;
                 a.c_cs = 1;
                 for (d.j0 = 0; d.j0 < N; d.j0 += CHUNK) {
                     a.N = N - d.j0 < CHUNK ? N - d.j0 : CHUNK;
-                    if (in_place) { /* grad's own rows: the chunk's pixels are adjacent there */
-                        a.c = (float *)(void *)p->grad + n * p->gs[0] + g * p->gs[1] +
-                              ic0 * p->gs[2] + d.j0;
-                        a.c_rs = p->gs[2];
-                        gradref__sgemm_small(&a, p->max_isa, work);
-                        for (int64_t m = 0; m < M; m++)
-                            gradref__canon_nans_f32(a.c + m * a.c_rs, a.N);
+                    if (!in_place) {
+                        chunk_to_grad(&d, call, ph, &a, work, chunk);
                         continue;
                     }
-                    a.c_rs = a.N;
+                    /* grad's own rows: the chunk's pixels are adjacent there */
+                    a.c = (float *)(void *)p->grad + n * p->gs[0] + g * p->gs[1] + ic0 * p->gs[2] +
+                          d.j0;
+                    a.c_rs = p->gs[2];
                     gradref__sgemm_small(&a, p->max_isa, work);
-                    gradref__canon_nans_f32(chunk, M * a.N);
-                    store_chunk(&d, ph, chunk, M, a.N);
+                    for (int64_t m = 0; m < M; m++)
+                        gradref__canon_nans_f32(a.c + m * a.c_rs, a.N);
                 }
             }
 }
 
-/* Whether the path takes plan p: the F32 path's dtypes at the default precision, few enough
- * taps for the stack, and a finite filter (its zero terms are exact only then). */
+/* Whether the path takes plan p: the F32 path's dtypes at the default precision or I8 (one
+ * answer at any precision), few enough taps for the stack, and a finite filter (its zero terms
+ * are exact only then). */
 int gradref__cbd_direct_fits(const gradref__cbd_plan *p) {
     const int32_t dt = p->in_dtype;
+    if (taps_of(p) > MAX_TAPS) return 0;
+    if (dt == GRADREF_I8) return 1;
     if ((dt != GRADREF_F32 && dt != GRADREF_F16 && dt != GRADREF_BF16) ||
-        p->precision != GRADREF_PRECISION_DEFAULT || taps_of(p) > MAX_TAPS)
+        p->precision != GRADREF_PRECISION_DEFAULT)
         return 0;
     for (int64_t g = 0; g < p->G; g++)
         for (int64_t ic = 0; ic < p->ICpg; ic++)
@@ -227,18 +271,20 @@ static int64_t block_of(const gradref__cbd_plan *p) {
     return block < MAX_BLOCK ? block : MAX_BLOCK;
 }
 
-static void items(const void *plan, int64_t begin, int64_t end) {
-    const gradref__cbd_plan *p = plan;
+static void items(const void *arg, int64_t begin, int64_t end) {
+    const direct_call *call = arg;
+    const gradref__cbd_plan *p = call->p;
     const int64_t block = block_of(p);
     const int64_t blocks = (p->ICpg + block - 1) / block;
     for (int64_t it = begin; it < end; it++) {
         const int64_t n = it / (p->G * blocks), g = it / blocks % p->G, b = it % blocks;
         const int64_t ic0 = b * block, M = p->ICpg - ic0 < block ? p->ICpg - ic0 : block;
-        item(p, n, g, ic0, M);
+        item(call, n, g, ic0, M);
     }
 }
 
-void gradref__cbd_direct(const gradref__cbd_plan *p, int threads) {
+void gradref__cbd_direct(const gradref__cbd_plan *p, int64_t part, int threads) {
     const int64_t block = block_of(p);
-    gradref__parallel_ranges(p->N * p->G * ((p->ICpg + block - 1) / block), threads, items, p);
+    const direct_call call = {p, part};
+    gradref__parallel_ranges(p->N * p->G * ((p->ICpg + block - 1) / block), threads, items, &call);
 }

@@ -18,12 +18,8 @@
  * channels, so the bits do not depend on the thread count. F64 and GRADREF_PRECISION_HIGH run
  * the reference loop over the same items.
  *
- * I8 (I32 sums, and QuantizedS8) runs the same kernels in f32 when that is exact: the values
- * and their products (|w * d| <= 2^14) are integers f32 holds, and so is every partial sum of a
- * grad element while its bound, sum |w| over the element's filter column times max |diff|,
- * is at most 2^24. Every order of the sum then gives the true integer, which is the
- * reference's int64 sum (its low 32 bits are the same number). The epilogue stores it as I32
- * or requantises it; a problem whose bound is larger runs the reference loop. */
+ * I8 (I32 sums, and QuantizedS8) runs the same kernels in f32 where that is exact, in one pass
+ * or in passes over diff's digits (cbd_int8.c). */
 #include <string.h>
 
 #include "cbd_fast.h"
@@ -46,7 +42,8 @@ static int dense_pixels(const int64_t *st, const int64_t *size) {
  * (diff read in place is a strided, misaligned stream the prefetchers miss) and the block
  * stays in L2. */
 static int pack_tiles(const gradref__cbd_plan *p) {
-    return p->ICpg >= 8 * 14 /* eight AVX-512 panels */ &&
+    return !p->int8_part && /* its workspace is within the whole problem's */
+           p->ICpg >= 8 * 14 /* eight AVX-512 panels */ &&
            taps_of(p) * p->OCpg * 128 <= (INT64_C(1) << 20);
 }
 
@@ -67,6 +64,11 @@ static layout layout_of(const gradref__cbd_plan *p, int32_t precision, int threa
     size_t at = 0;
     const size_t in_slabs = (size_t)(p->N * p->G * p->OCpg),
                  out_slabs = (size_t)(p->N * p->G * p->ICpg);
+    /* I8 parts (run_int8_parts) lay out their own workspace past the sums, within the rest */
+    if (p->in_dtype == GRADREF_I8 && !p->int8_part) {
+        L.sums = gradref__ws_take(&at, out_slabs * (size_t)pixels(p->I) * 4);
+        L.parts = at;
+    }
     if (L.path == PATH_DEPTHWISE)
         L.apack = gradref__ws_take(&at, (size_t)(p->G * p->ICpg * taps_of(p) * p->OCpg) * 4);
     if (L.path == PATH_GEMM) { /* every tap is in one phase; panels round IC/G up by < 16 */
@@ -203,8 +205,11 @@ gradref_status gradref__cbd_no_workspace(const gradref__cbd_plan *p, int threads
         else
             gradref__parallel_ranges(p->N * p->G, threads, megengine_part, p);
         gradref__canon_nans(&p->out_desc, threads); /* it accumulates in grad's own dtype */
-    } else if (gradref__cbd_direct_fits(p)) {
-        gradref__cbd_direct(p, threads); /* the fast path's GEMMs on the stack */
+        return GRADREF_OK;
+    }
+    const int64_t part = p->in_dtype == GRADREF_I8 ? gradref__cbd_int8_part(p, threads) : p->OCpg;
+    if (part > 0 && gradref__cbd_direct_fits(p)) {
+        gradref__cbd_direct(p, part, threads); /* the fast path's GEMMs on the stack */
     } else {
         gradref__parallel_ranges(p->N * p->G * p->ICpg, threads, ref_part, p);
     }
@@ -310,104 +315,10 @@ static int run_items(const run *R, const layout *L, char *base, int threads) {
     return finite;
 }
 
-#define F32_EXACT_INTEGERS (INT64_C(1) << 24)
-
-/* The largest sum of |w| over one input channel's filter column (every tap and oc). */
-static int64_t largest_column_sum(const gradref__cbd_plan *p, int threads) {
-    const int64_t T = taps_of(p), rows = p->G * p->ICpg;
-    const int8_t *w = (const int8_t *)(const void *)p->filter;
-    const int team = rows * T * p->OCpg >= (INT64_C(1) << 15) ? threads : 1;
-    int64_t most = 0;
-    GRADREF__PARALLEL_FOR(team, reduction(max : most) schedule(static))
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t sum = 0;
-        for (int64_t t = 0; t < T; t++) {
-            const int64_t off = filter_offset(p, r / p->ICpg, r % p->ICpg, t);
-            for (int64_t oc = 0; oc < p->OCpg; oc++) {
-                const int v = w[off + oc * p->fs[1]];
-                sum += v < 0 ? -v : v;
-            }
-        }
-        if (sum > most) most = sum;
-    }
-    return most;
-}
-
-/* The largest |diff| (128 at most). */
-static int64_t largest_diff(const gradref__cbd_plan *p, int threads) {
-    const int64_t planes = p->N * p->G * p->OCpg, px = pixels(p->O);
-    const int8_t *d = (const int8_t *)(const void *)p->diff;
-    const int team = planes * px >= (INT64_C(1) << 15) ? threads : 1;
-    int most = 0;
-    GRADREF__PARALLEL_FOR(team, reduction(max : most) schedule(static))
-    for (int64_t s = 0; s < planes; s++) {
-        const int64_t n = s / (p->G * p->OCpg), c = s % (p->G * p->OCpg);
-        const int8_t *plane = d + n * p->ds[0] + c * p->ds[2];
-        for (int64_t o0 = 0; o0 < p->O[0]; o0++)
-            for (int64_t o1 = 0; o1 < p->O[1]; o1++)
-                for (int64_t o2 = 0; o2 < p->O[2]; o2++) {
-                    const int v = plane[o0 * p->ds[3] + o1 * p->ds[4] + o2 * p->ds[5]];
-                    const int a = v < 0 ? -v : v;
-                    if (a > most) most = a;
-                }
-    }
-    return most;
-}
-
-/* Whether every partial sum of every grad element is an integer of at most 2^24 (the file's
- * comment). The filter is read first: most problems need no look at diff. */
-static int int8_sums_exact(const gradref__cbd_plan *p, int threads) {
-    const int64_t column = largest_column_sum(p, threads);
-    if (column * 128 <= F32_EXACT_INTEGERS) return 1;
-    return column * largest_diff(p, threads) <= F32_EXACT_INTEGERS;
-}
-
-typedef struct int_store {
-    const gradref__cbd_plan *p;
-    const gradref__cbd_kernels *k;
-    const float *acc; /* dense (image, channel, pixel) */
-} int_store;
-
-/* One grad row of n f32 integer sums: I32, or requantised to QuantizedS8 (fields in locals:
- * the int8 stores may alias the plan). */
-static void store_int_row(const gradref__cbd_plan *p, const gradref__cbd_kernels *k,
-                          const float *from, char *to, int64_t step, int64_t n) {
-    if (p->qs8) {
-        const float as = p->qs8_acc_scale, gs = p->qs8_grad_scale;
-        int8_t *out = (int8_t *)(void *)to;
-        if (step == 1 && k->qs8_row)
-            k->qs8_row(from, n, as, gs, out);
-        else
-            for (int64_t x = 0; x < n; x++)
-                out[x * step] = gradref__cbd_qs8_requantize_inline((int32_t)from[x], as, gs);
-        return;
-    }
-    int32_t *out = (int32_t *)(void *)to;
-    for (int64_t x = 0; x < n; x++)
-        out[x * step] = (int32_t)from[x];
-}
-
-/* Slabs [s0, s1) of the f32 integer sums into grad. */
-static void store_int_slabs(const void *arg, int64_t s0, int64_t s1) {
-    const int_store *st = arg;
-    const gradref__cbd_plan *p = st->p;
-    const int64_t px = pixels(p->I), C = p->G * p->ICpg;
-    for (int64_t s = s0; s < s1; s++) {
-        const int64_t n = s / C, c = s % C;
-        const float *from = st->acc + s * px;
-        for (int64_t i0 = 0; i0 < p->I[0]; i0++)
-            for (int64_t i1 = 0; i1 < p->I[1]; i1++, from += p->I[2]) {
-                const int64_t e = n * p->gs[0] + c * p->gs[2] + i0 * p->gs[3] + i1 * p->gs[4];
-                store_int_row(p, st->k, from, p->grad + (size_t)e * p->out_size, p->gs[5], p->I[2]);
-            }
-    }
-}
-
 /* The f32 accumulator (dense) out to grad in its dtype and layout. */
 static void store_grad(const gradref__cbd_plan *p, const float *acc, int threads) {
     if (p->in_dtype == GRADREF_I8) {
-        const int_store st = {p, gradref__cbd_kernels_for(p->max_isa), acc};
-        gradref__parallel_ranges(p->N * p->G * p->ICpg, threads, store_int_slabs, &st);
+        gradref__cbd_store_int(p, acc, NULL, threads);
         return;
     }
     int64_t ast5[5];
@@ -415,6 +326,68 @@ static void store_grad(const gradref__cbd_plan *p, const float *acc, int threads
     const int64_t g5[5] = {p->gs[0], p->gs[2], p->gs[3], p->gs[4], p->gs[5]};
     const int64_t shape[5] = {p->N, p->G * p->ICpg, p->I[0], p->I[1], p->I[2]};
     gradref__copy5(shape, acc, GRADREF_F32, ast5, p->grad, p->out_dtype, g5, threads);
+}
+
+/* Plan p's items with its workspace at base (layout L), into grad or the accumulator (*acc).
+ * Returns 0 when the filter held a value that is not finite (nothing then ran). */
+static int run_plan(const gradref__cbd_plan *p, const layout *L, char *base, int threads,
+                    float **acc) {
+    if (L->path == PATH_DEPTHWISE && !pack_filter(p, (float *)(base + L->apack), threads)) return 0;
+    run R;
+    memset(&R, 0, sizeof R);
+    R.p = p;
+    R.max_isa = p->max_isa;
+    R.k = gradref__cbd_kernels_for(p->max_isa);
+    if (L->path == PATH_DEPTHWISE) {
+        R.dw = gradref__cbd_dw_shape_of(p);
+        R.apack = (const float *)(base + L->apack);
+    }
+    bind_data(&R, L, base, threads);
+    if (L->path == PATH_GEMM) plan_panels(&R, L, base);
+    *acc = R.acc;
+    return run_items(&R, L, base, threads);
+}
+
+typedef struct fold_ctx {
+    const gradref__cbd_plan *p;
+    const float *acc; /* a part's sums: (image, channel of group g, pixel) */
+    int32_t *sums;    /* (image, channel, pixel) */
+    int64_t g;
+    int first;
+} fold_ctx;
+
+static void fold_slabs(const void *arg, int64_t s0, int64_t s1) {
+    const fold_ctx *c = arg;
+    const gradref__cbd_plan *p = c->p;
+    const int64_t px = pixels(p->I);
+    for (int64_t s = s0; s < s1; s++) {
+        const int64_t n = s / p->ICpg, ic = s % p->ICpg;
+        gradref__cbd_fold_sums(c->acc + s * px, px, c->first,
+                               c->sums + ((n * p->G + c->g) * p->ICpg + ic) * px);
+    }
+}
+
+/* I8 past one part (cbd_int8.c): each group's output channels `part` at a time, a plan of one
+ * group with its workspace past the sums, its exact f32 sums added into the int32 ones. */
+static void run_int8_parts(const gradref__cbd_plan *p, const layout *L, char *base, int64_t part,
+                           int threads) {
+    int32_t *sums = (int32_t *)(void *)(base + L->sums);
+    for (int64_t g = 0; g < p->G; g++)
+        for (int64_t oc0 = 0; oc0 < p->OCpg; oc0 += part) {
+            gradref__cbd_plan q = *p;
+            q.G = 1;
+            q.OCpg = p->OCpg - oc0 < part ? p->OCpg - oc0 : part;
+            q.int8_part = 1;
+            q.filter += (size_t)(g * p->fs[0] + oc0 * p->fs[1]) * p->in_size;
+            q.diff += (size_t)(g * p->ds[1] + oc0 * p->ds[2]) * p->in_size;
+            q.grad += (size_t)(g * p->gs[1]) * p->out_size;
+            const layout Lq = layout_of(&q, q.precision, threads);
+            float *acc;
+            run_plan(&q, &Lq, base + L->parts, threads, &acc); /* an I8 filter is finite */
+            const fold_ctx c = {p, acc, sums, g, oc0 == 0};
+            gradref__parallel_ranges(p->N * p->ICpg, threads, fold_slabs, &c);
+        }
+    gradref__cbd_store_int(p, NULL, sums, threads);
 }
 
 void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
@@ -426,26 +399,18 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
     }
     const layout L = layout_of(p, p->precision, threads);
     char *base = (char *)ws;
+    const int64_t part = p->in_dtype == GRADREF_I8 && L.path != PATH_REFERENCE
+                             ? gradref__cbd_int8_part(p, threads)
+                             : p->OCpg;
+    if (L.path != PATH_REFERENCE && part > 0 && part < p->OCpg) {
+        run_int8_parts(p, &L, base, part, threads);
+        return;
+    }
+    float *acc;
     /* the GEMM path reads the filter into its panels inside the region */
-    if (L.path == PATH_REFERENCE || (p->in_dtype == GRADREF_I8 && !int8_sums_exact(p, threads)) ||
-        (L.path == PATH_DEPTHWISE && !pack_filter(p, (float *)(base + L.apack), threads))) {
+    if (L.path == PATH_REFERENCE || part == 0 || !run_plan(p, &L, base, threads, &acc)) {
         gradref__parallel_ranges(slabs, threads, ref_part, p); /* slabs split over the threads */
         return;
     }
-    run R;
-    memset(&R, 0, sizeof R);
-    R.p = p;
-    R.max_isa = p->max_isa;
-    R.k = gradref__cbd_kernels_for(p->max_isa);
-    if (L.path == PATH_DEPTHWISE) {
-        R.dw = gradref__cbd_dw_shape_of(p);
-        R.apack = (const float *)(base + L.apack);
-    }
-    bind_data(&R, &L, base, threads);
-    if (L.path == PATH_GEMM) plan_panels(&R, &L, base);
-    if (!run_items(&R, &L, base, threads)) { /* a filter value not finite: the reference */
-        gradref__parallel_ranges(slabs, threads, ref_part, p);
-        return;
-    }
-    if (L.acc_buffer) store_grad(p, R.acc, threads);
+    if (L.acc_buffer) store_grad(p, acc, threads);
 }

@@ -23,6 +23,7 @@ enum { PATH_REFERENCE, PATH_GEMM, PATH_DEPTHWISE };
 typedef struct layout {
     int path, stage_diff, acc_buffer;
     size_t apack, diff32, acc;   /* shared parts */
+    size_t sums, parts;          /* I8: the int32 sums of its parts, first; the parts' own */
     size_t panels, phase_off;    /* the filter in GEMM panels per (group, phase), offsets */
     size_t residues;             /* the live phases' offsets along each dim */
     int64_t group_floats;        /* panel floats per group */
@@ -163,12 +164,33 @@ void gradref__cbd_direct_tiles(const run *R, const phase *f, const float *panels
                                int64_t jb, int64_t je, float *c, int64_t ldc, char *mine,
                                const layout *L, zeros *z);
 
+/* ---- cbd_int8.c ---- */
+
+/* How many output channels of a group an I8 problem's parts take, each part's sums exact in
+ * f32 (OCpg: one part, the whole call); 0 when no part is (the reference loop). */
+int64_t gradref__cbd_int8_part(const gradref__cbd_plan *p, int threads);
+
+/* sums[i] = (first ? 0 : sums[i]) + acc[i] mod 2^32 for i < n, acc holding one part's integer
+ * sums. */
+void gradref__cbd_fold_sums(const float *acc, int64_t n, int first, int32_t *sums);
+
+/* n int32 sums into grad from `to` on, `step` elements apart: I32, or requantised to
+ * QuantizedS8. */
+void gradref__cbd_store_sums(const gradref__cbd_plan *p, const gradref__cbd_kernels *k,
+                             const int32_t *from, char *to, int64_t step, int64_t n);
+
+/* Dense (image, channel, pixel) sums into grad: f32 integers of a single part (acc) or int32
+ * (sums, when not NULL). */
+void gradref__cbd_store_int(const gradref__cbd_plan *p, const float *acc, const int32_t *sums,
+                            int threads);
+
 /* ---- cbd_direct.c ---- */
 
 /* Whether the no-workspace direct path takes plan p (F32, F16 or BF16 at the default precision,
- * at most 256 taps, a finite filter), and the path itself over `threads` threads. */
+ * or I8; at most 256 taps, a finite filter), and the path itself over `threads` threads (part:
+ * I8's output channels a part, gradref__cbd_int8_part). */
 int gradref__cbd_direct_fits(const gradref__cbd_plan *p);
-void gradref__cbd_direct(const gradref__cbd_plan *p, int threads);
+void gradref__cbd_direct(const gradref__cbd_plan *p, int64_t part, int threads);
 
 /* ---- cbd_phases.c ---- */
 

@@ -22,6 +22,7 @@ typedef struct gradref__cbd_plan {
     int64_t gs[6]; /* grad strides: n, g, ic, i0, i1, i2 */
     int32_t qs8;   /* I8 grad of QuantizedS8 values: the I32 sums requantised */
     float qs8_acc_scale, qs8_grad_scale; /* filter * diff scale (float), grad's scale */
+    int32_t int8_part; /* one group's part of an I8 problem's output channels (cbd_int8.c) */
 } gradref__cbd_plan;
 
 /* Validates every argument (before anything is written) and fills *plan. */

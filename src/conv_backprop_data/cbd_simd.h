@@ -103,7 +103,8 @@ typedef struct gradref__cbd_kernels {
     void (*scatter2)(const float *from, int64_t len, int64_t rows, float *row, int64_t row_stride,
                      int odd_free);
     /* out[x] = gradref__cbd_qs8_requantize_inline((int32_t)from[x], acc_scale, grad_scale) for
-     * x < n, from holding integers of at most 2^24 in magnitude. NULL: a plain loop */
+     * x < n, from holding integers: whole vectors take any (float)int32, the tail past the last
+     * multiple of 8 those (int32_t) gives back. NULL: a plain loop */
     void (*qs8_row)(const float *from, int64_t n, float acc_scale, float grad_scale, int8_t *out);
     /* MegEngine DEFAULT on up to megengine_lanes elements (NULL: the scatter of
      * cbd_megengine.c) */
