@@ -454,6 +454,48 @@ static void test_no_workspace_blocks(void **state) {
     }
 }
 
+/* The no-workspace path's direct tiles (stride 1, grad's last two sizes diff's, F32 NCHW):
+ * items of two panels split evenly (16 channels), a short last item (30), one-panel items where
+ * two panels' filter passes the stack's share (100 output channels x 9 taps), 64 taps (8 x 8,
+ * asymmetric pads) and 3-D with another depth, rows wider than a tile, images large enough to
+ * prefetch, diff with NaNs and Infs; and, past the tiles' limits (200 x 9, 72 taps), the
+ * stack's GEMMs. Fast path and no-workspace path against the reference. */
+static void test_no_workspace_tiles(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(43);
+    static const struct {
+        int rank;
+        int64_t N, G, ICpg, OCpg, O[3], K[3], pb[3], pe[3];
+    } runs[8] = {
+        {2, 2, 1, 16, 16, {28, 28, 1}, {3, 3, 1}, {1, 1, 0}, {1, 1, 0}},
+        {2, 1, 2, 30, 7, {3, 40, 1}, {5, 5, 1}, {2, 2, 0}, {2, 2, 0}},
+        {2, 1, 1, 5, 100, {6, 9, 1}, {3, 3, 1}, {1, 1, 0}, {1, 1, 0}},
+        {2, 1, 1, 3, 200, {4, 5, 1}, {3, 3, 1}, {1, 1, 0}, {1, 1, 0}},
+        {3, 1, 1, 6, 5, {3, 6, 7}, {3, 3, 3}, {0, 1, 1}, {0, 1, 1}},
+        {2, 1, 1, 9, 4, {11, 13, 1}, {8, 8, 1}, {3, 3, 0}, {4, 4, 0}},
+        {2, 1, 1, 4, 3, {9, 10, 1}, {8, 9, 1}, {3, 4, 0}, {4, 4, 0}},
+        {2, 1, 1, 20, 30, {40, 70, 1}, {3, 3, 1}, {1, 1, 0}, {1, 1, 0}},
+    };
+    for (int i = 0; i < 8; i++) {
+        geometry g;
+        memset(&g, 0, sizeof g);
+        g.rank = runs[i].rank;
+        g.N = runs[i].N, g.G = runs[i].G, g.ICpg = runs[i].ICpg, g.OCpg = runs[i].OCpg;
+        g.mode = i % 2 ? GRADREF_CONV_CONVOLUTION : GRADREF_CONV_CROSS_CORRELATION;
+        for (int j = 0; j < g.rank; j++) {
+            g.O[j] = runs[i].O[j], g.K[j] = runs[i].K[j];
+            g.stride[j] = g.dil[j] = 1;
+            g.pb[j] = runs[i].pb[j], g.pe[j] = runs[i].pe[j];
+        }
+        cbd_case c;
+        make_case(&c, &g, GRADREF_F32, GRADREF_F32, i % 3 == 1 ? F_GROUPED : F_DENSE, D_NCHW, 0,
+                  &r);
+        if (i % 2 == 0) tu_sprinkle_specials(&c.diff, &r, 50);
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+        free_case(&c);
+    }
+}
+
 /* The NaN rule: diff (and now and then the filter) holding signalling and quiet NaNs of
  * either sign with payloads and Infs (whose sums make NaNs of their own): the reference gives
  * the canonical NaN, and every kernel level and thread count its bits. */
@@ -1854,6 +1896,7 @@ int main(void) {
         cmocka_unit_test(test_small_integers_exact),
         cmocka_unit_test(test_fast_matches_reference),
         cmocka_unit_test(test_no_workspace_blocks),
+        cmocka_unit_test(test_no_workspace_tiles),
         cmocka_unit_test(test_nan_bits),
         cmocka_unit_test(test_huge_stride),
         cmocka_unit_test(test_threads_bounded_by_work),

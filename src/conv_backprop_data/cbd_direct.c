@@ -1,23 +1,29 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* conv_backprop_data's no-workspace path (a caller workspace too small for one thread's share
- * of the fast path, as MegEngine's workspace limit 0): the fast path's stride-phase GEMMs with
- * stack buffers only. Work items are (image, group, block of up to two GEMM panels of input
- * channels); per live phase and chunk of CHUNK sub-grid pixels, gradref__sgemm_small computes
- * the chunk from the filter and diff as they are (any dtype of the F32 path, any strides: its
- * packers read and widen them), and the chunk is stored into grad. Each grad element is the
- * reference's chain over (tap in ascending diff position, oc), with the zero terms of taps
- * outside diff exact for a finite filter (cbd_fast.c): the same bits. I8 runs a chunk's chains
- * in parts of the output channels (cbd_int8.c), each exact in f32, added into int32 sums on the
- * stack. About 80 KiB of stack. */
+ * of the fast path, as MegEngine's workspace limit 0): the fast path's kernels with stack
+ * buffers only. Work items are (image, group, block of up to two GEMM panels of input
+ * channels). Where the fast path's direct tiles take the problem as it is (item_tiles), an item
+ * packs its filter panels and the tiles read diff and write grad in place. Elsewhere, per live
+ * phase and chunk of CHUNK sub-grid pixels, gradref__sgemm_small computes the chunk from the
+ * filter and diff as they are (any dtype of the F32 path, any strides: its packers read and
+ * widen them), and the chunk is stored into grad. Each grad element is the reference's chain
+ * over (tap in ascending diff position, oc), with the zero terms of taps outside diff exact for
+ * a finite filter (cbd_fast.c): the same bits. I8 runs a chunk's chains in parts of the output
+ * channels (cbd_int8.c), each exact in f32, added into int32 sums on the stack. Up to about
+ * 85 KiB of stack. */
+#include <stddef.h>
+
 #include "cbd_fast.h"
 #include "common/exec.h"
 #include "common/gemm.h"
 #include "common/nan.h"
 
 enum {
-    CHUNK = 128,       /* sub-grid pixels a GEMM call computes */
-    MAX_TAPS = 256,    /* taps of a phase the stack holds */
-    MAX_BLOCK = 2 * 14 /* channels of an item: two panels at the widest level */
+    CHUNK = 128,          /* sub-grid pixels a GEMM call computes */
+    MAX_TAPS = 256,       /* taps of a phase the stack holds */
+    MAX_BLOCK = 2 * 14,   /* channels of an item: two panels at the widest level */
+    TILE_TAPS = 64,       /* the direct tiles' taps on the stack */
+    TILE_A_FLOATS = 16384 /* the direct tiles' filter panels of an item, on the stack (64 KiB) */
 };
 
 typedef struct direct {
@@ -32,6 +38,7 @@ typedef struct direct {
 
 static float element(const gradref__cbd_plan *p, const char *base, int64_t e) {
     if (p->in_dtype == GRADREF_F32) return ((const float *)(const void *)base)[e];
+    if (p->in_dtype == GRADREF_I8) return (float)((const int8_t *)(const void *)base)[e];
     return (float)gradref__load_float(p->in_dtype, base + (size_t)e * p->in_size);
 }
 
@@ -50,7 +57,7 @@ static void pack_a_filter(const void *ctx, int64_t k0, int64_t kc, int64_t first
                                k0i * p->fs[3] + k1i * p->fs[4] + k2i * p->fs[5];
             int64_t r = 0;
             for (; r < rows; r++)
-                dst[r] = filter_value(p, at + r * p->fs[2]);
+                dst[r] = element(p, p->filter, at + r * p->fs[2]);
             for (; r < width; r++)
                 dst[r] = 0.0f;
         }
@@ -60,12 +67,6 @@ static void pack_a_filter(const void *ctx, int64_t k0, int64_t kc, int64_t first
 /* n elements of diff from e on, stride ds5, widened to f32 */
 static void diff_run(const gradref__cbd_plan *p, int64_t e, int64_t n, float *out) {
     const int64_t s = p->ds[5];
-    if (p->in_dtype == GRADREF_I8) {
-        const int8_t *src = (const int8_t *)(const void *)p->diff + e;
-        for (int64_t x = 0; x < n; x++)
-            out[x] = (float)src[x * s];
-        return;
-    }
     if (p->in_dtype == GRADREF_F32) {
         const float *src = (const float *)(const void *)p->diff + e;
         if (s == 1)
@@ -171,7 +172,10 @@ static void zero_slabs(const gradref__cbd_plan *p, int64_t n, int64_t g, int64_t
 
 typedef struct direct_call {
     const gradref__cbd_plan *p;
-    int64_t part; /* I8: output channels per part (gradref__cbd_int8_part) */
+    const gradref__cbd_kernels *k;
+    int64_t part;  /* I8: output channels per part (gradref__cbd_int8_part) */
+    int64_t block; /* an item's channels */
+    int tiles;     /* items run item_tiles */
 } direct_call;
 
 /* One chunk of a phase's sub-grid (a->N pixels from d->j0) into grad; I8 a part of the output
@@ -205,7 +209,7 @@ static void item(const direct_call *call, int64_t n, int64_t g, int64_t ic0, int
     __attribute__((aligned(64))) float work[GRADREF__SGEMM_SMALL_WORK_FLOATS];
     __attribute__((aligned(64))) float chunk[MAX_BLOCK * CHUNK];
     int64_t tap[4 * MAX_TAPS];
-    direct d = {p, gradref__cbd_kernels_for(p->max_isa), n, g, ic0, 0, p->OCpg, tap, {0, 0, 0}, 0};
+    direct d = {p, call->k, n, g, ic0, 0, p->OCpg, tap, {0, 0, 0}, 0};
     if (!unit_strides(p)) zero_slabs(p, n, g, ic0, M);
     /* stride 1 into an F32 grad whose pixels are dense: the GEMM writes grad itself */
     const int in_place = unit_strides(p) && p->out_dtype == GRADREF_F32 && p->gs[5] == 1 &&
@@ -265,26 +269,95 @@ int gradref__cbd_direct_fits(const gradref__cbd_plan *p) {
     return 1;
 }
 
-/* An item's channels: two GEMM panels (at most MAX_BLOCK, the stack's chunk). */
-static int64_t block_of(const gradref__cbd_plan *p) {
-    const int64_t block = 2 * gradref__sgemm_mr(p->max_isa);
-    return block < MAX_BLOCK ? block : MAX_BLOCK;
+/* The channels of a direct-tiles item: two panels, or one when two panels' filter exceeds
+ * TILE_A_FLOATS; 0 when the tiles do not take the problem. They take what the fast path's
+ * tiles take at stride 1 (the kernel table has them; grad's last two sizes are diff's), with
+ * F32 diff and grad whose pixels are dense (the tiles read diff, and write grad, as they are)
+ * and at most TILE_TAPS taps. */
+static int64_t tiles_block(const gradref__cbd_plan *p, const gradref__cbd_kernels *k) {
+    const int64_t mr = gradref__sgemm_mr(p->max_isa), K = taps_of(p) * p->OCpg;
+    if (!k->tile32 || k->tile_rows != mr || p->in_dtype != GRADREF_F32 ||
+        p->out_dtype != GRADREF_F32 || !unit_strides(p) || taps_of(p) > TILE_TAPS ||
+        p->I[1] != p->O[1] || p->I[2] != p->O[2] || !dense_pixels(p->ds, p->O) ||
+        !dense_pixels(p->gs, p->I) || pixels(p->O) >= (INT64_C(1) << 30) ||
+        pixels(p->I) >= (INT64_C(1) << 30))
+        return 0;
+    if (2 * mr * K <= TILE_A_FLOATS) return 2 * mr;
+    return mr * K <= TILE_A_FLOATS ? mr : 0;
+}
+
+/* What gradref__cbd_direct_tiles keeps per thread, on the stack. */
+typedef struct tiles_stack {
+    int64_t tap[4 * TILE_TAPS];
+    int64_t offset[2 * TILE_TAPS];
+    int64_t key[3];
+    uint16_t masks[(TILE_GROUP + 1) * 2 * TILE_TAPS];
+} tiles_stack;
+
+/* One item by the fast path's direct tiles: channels [ic0, ic0 + M) of image n, group g, from
+ * the caller's diff straight into grad, the item's filter panels packed on the stack. */
+__attribute__((noinline)) static void item_tiles(const direct_call *call, int64_t n, int64_t g,
+                                                 int64_t ic0, int64_t M) {
+    const gradref__cbd_plan *p = call->p;
+    __attribute__((aligned(64))) float panels[TILE_A_FLOATS];
+    tiles_stack st;
+    layout L;
+    memset(&L, 0, sizeof L);
+    L.offsets_at = offsetof(tiles_stack, offset);
+    L.masks_at = offsetof(tiles_stack, masks);
+    L.masks_key_at = offsetof(tiles_stack, key);
+    st.key[0] = -1; /* no masks yet */
+    run R;
+    memset(&R, 0, sizeof R);
+    R.p = p, R.k = call->k, R.max_isa = p->max_isa;
+    R.diff = (const float *)(const void *)p->diff, R.dn = p->ds[0], R.dc = p->ds[2];
+    const int64_t images = (p->N - 1) * R.dn, channels = (p->G * p->OCpg - 1) * R.dc;
+    R.span_lo = (images < 0 ? images : 0) + (channels < 0 ? channels : 0);
+    R.span_hi = (images > 0 ? images : 0) + (channels > 0 ? channels : 0) + pixels(p->O);
+    R.prefetch_tiles =
+        p->G * p->OCpg * pixels(p->O) * (int64_t)sizeof(float) > GRADREF__CBD_PREFETCH_MIN_BYTES;
+    R.mr = gradref__sgemm_mr(p->max_isa);
+    const int64_t np = (M + R.mr - 1) / R.mr;
+    R.pr = (M + np - 1) / np; /* 16 channels: 8 + 8 rows, as the fast path's panels */
+    phase f;
+    memset(&f, 0, sizeof f);
+    f.R = &R, f.n = n, f.g = g, f.ic0 = ic0, f.tap = st.tap;
+    memcpy(f.Q, p->I, sizeof f.Q);
+    const int64_t ph[3] = {0, 0, 0};
+    f.ntaps = gradref__cbd_phase_taps(p, ph, st.tap);
+    const int64_t K = f.ntaps * p->OCpg;
+    for (int64_t pn = 0; pn < np; pn++)
+        gradref__cbd_pack_panel(p, g, ic0 + pn * R.pr, M - pn * R.pr < R.pr ? M - pn * R.pr : R.pr,
+                                st.tap, f.ntaps, R.mr, panels + pn * K * R.mr);
+    float *c = (float *)(void *)p->grad + n * p->gs[0] + g * p->gs[1] + ic0 * p->gs[2];
+    gradref__cbd_direct_tiles(&R, &f, panels, M, 0, pixels(p->I), c, p->gs[2], (char *)&st, &L,
+                              NULL);
+    for (int64_t m = 0; m < M; m++)
+        gradref__canon_nans_f32(c + m * p->gs[2], pixels(p->I));
 }
 
 static void items(const void *arg, int64_t begin, int64_t end) {
     const direct_call *call = arg;
     const gradref__cbd_plan *p = call->p;
-    const int64_t block = block_of(p);
-    const int64_t blocks = (p->ICpg + block - 1) / block;
+    const int64_t block = call->block, blocks = (p->ICpg + block - 1) / block;
     for (int64_t it = begin; it < end; it++) {
         const int64_t n = it / (p->G * blocks), g = it / blocks % p->G, b = it % blocks;
         const int64_t ic0 = b * block, M = p->ICpg - ic0 < block ? p->ICpg - ic0 : block;
-        item(call, n, g, ic0, M);
+        if (call->tiles)
+            item_tiles(call, n, g, ic0, M);
+        else
+            item(call, n, g, ic0, M);
     }
 }
 
 void gradref__cbd_direct(const gradref__cbd_plan *p, int64_t part, int threads) {
-    const int64_t block = block_of(p);
-    const direct_call call = {p, part};
-    gradref__parallel_ranges(p->N * p->G * ((p->ICpg + block - 1) / block), threads, items, &call);
+    direct_call call = {p, gradref__cbd_kernels_for(p->max_isa), part, 0, 0};
+    call.block = tiles_block(p, call.k);
+    call.tiles = call.block > 0;
+    if (!call.tiles) { /* two GEMM panels (at most MAX_BLOCK, the stack's chunk) */
+        call.block = 2 * gradref__sgemm_mr(p->max_isa);
+        if (call.block > MAX_BLOCK) call.block = MAX_BLOCK;
+    }
+    gradref__parallel_ranges(p->N * p->G * ((p->ICpg + call.block - 1) / call.block), threads,
+                             items, &call);
 }

@@ -29,15 +29,6 @@
 #include "common/internal.h"
 #include "common/nan.h"
 
-/* direct tiles prefetch the next tile's diff for images whose diff is larger than this */
-#define PREFETCH_MIN_BYTES (INT64_C(256) << 10)
-
-/* Spatial dims (strides st[3..5]) dense in their own order: pixel j at offset j. */
-static int dense_pixels(const int64_t *st, const int64_t *size) {
-    return (size[2] == 1 || st[5] == 1) && (size[1] == 1 || st[4] == size[2]) &&
-           (size[0] == 1 || st[3] == size[1] * size[2]);
-}
-
 /* Direct tiles copy a tile's diff into a contiguous block when enough filter panels reuse it
  * (diff read in place is a strided, misaligned stream the prefetchers miss) and the block
  * stays in L2. */
@@ -250,7 +241,8 @@ static void bind_data(run *R, const layout *L, char *base, int threads) {
         R->ac = p->gs[2];
     }
     /* a small image's diff stays in L2 after its first tiles: prefetching it is pure cost */
-    R->prefetch_tiles = p->G * p->OCpg * pixels(p->O) * (int64_t)sizeof(float) > PREFETCH_MIN_BYTES;
+    R->prefetch_tiles =
+        p->G * p->OCpg * pixels(p->O) * (int64_t)sizeof(float) > GRADREF__CBD_PREFETCH_MIN_BYTES;
 }
 
 /* The GEMM path's live phases and its panels' rows and offsets. */

@@ -43,6 +43,15 @@ static inline int64_t pixels(const int64_t *s) {
     return s[0] * s[1] * s[2];
 }
 
+/* Spatial dims (strides st[3..5]) dense in their own order: pixel j at offset j. */
+static inline int dense_pixels(const int64_t *st, const int64_t *size) {
+    return (size[2] == 1 || st[5] == 1) && (size[1] == 1 || st[4] == size[2]) &&
+           (size[0] == 1 || st[3] == size[1] * size[2]);
+}
+
+/* Direct tiles prefetch the next tile's diff for images whose diff is larger than this. */
+#define GRADREF__CBD_PREFETCH_MIN_BYTES (INT64_C(256) << 10)
+
 static inline int unit_strides(const gradref__cbd_plan *p) {
     return p->stride[0] == 1 && p->stride[1] == 1 && p->stride[2] == 1;
 }
@@ -206,6 +215,12 @@ void gradref__cbd_live_phases(run *R, int64_t *at);
 
 /* Whether every stride phase that has pixels and taps runs direct tiles (item_phase). */
 int gradref__cbd_all_direct(const run *R, int64_t *tap);
+
+/* Filter rows [ic0, ic0 + rows) of group g for a phase's taps, straight from the filter, as
+ * gradref__sgemm_prepack_a lays out one panel: k = (tap, oc) ascending, mr floats each, the rows
+ * past `rows` zero. Returns 0 when a value is not finite. */
+int gradref__cbd_pack_panel(const gradref__cbd_plan *p, int64_t g, int64_t ic0, int64_t rows,
+                            const int64_t *tap, int64_t ntaps, int64_t mr, float *dst);
 
 /* Where each (group, phase) starts in the panels, before the region. */
 void gradref__cbd_panel_offsets(run *R, const layout *L, char *base);

@@ -279,11 +279,8 @@ void gradref__cbd_item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int
             gradref__canon_nans_f32(slab0 + m * R->ac, pixels(p->I));
 }
 
-/* Filter rows [ic0, ic0 + rows) of group g for a phase's taps, straight from the filter, as
- * gradref__sgemm_prepack_a lays out one panel: k = (tap, oc) ascending, mr floats each, the rows
- * past `rows` zero. Returns 0 when a value is not finite. */
-static int pack_panel(const gradref__cbd_plan *p, int64_t g, int64_t ic0, int64_t rows,
-                      const int64_t *tap, int64_t ntaps, int64_t mr, float *dst) {
+int gradref__cbd_pack_panel(const gradref__cbd_plan *p, int64_t g, int64_t ic0, int64_t rows,
+                            const int64_t *tap, int64_t ntaps, int64_t mr, float *dst) {
     int finite = 1;
     for (int64_t i = 0; i < ntaps; i++) {
         const int64_t off = filter_offset(p, g, ic0, tap[4 * i]);
@@ -342,8 +339,9 @@ int gradref__cbd_pack_panels(const run *R, char *mine, const layout *L) {
                 if (it < b || it >= e) continue;
                 float *dst = (float *)R->panels + g * R->group_floats + R->phase_off[f] +
                              ic0 / R->pr * ntaps * p->OCpg * R->mr;
-                finite &= pack_panel(p, g, ic0, p->ICpg - ic0 < R->pr ? p->ICpg - ic0 : R->pr, tap,
-                                     ntaps, R->mr, dst);
+                finite &= gradref__cbd_pack_panel(p, g, ic0,
+                                                  p->ICpg - ic0 < R->pr ? p->ICpg - ic0 : R->pr,
+                                                  tap, ntaps, R->mr, dst);
             }
         }
     return finite;
