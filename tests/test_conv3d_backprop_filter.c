@@ -366,6 +366,25 @@ static void test_nan_bits(void **state) {
     }
 }
 
+/* One Inf or NaN in dy, at a corner whose taps fall partly in the padding: the reference skips
+ * those taps' terms, so their dw stays finite. A path that multiplied the padding's zeros by it
+ * would give NaN there: every path must see the value and take the reference's terms (F32 in
+ * each layout, where the no-workspace path checks dy by vector rows). */
+static void test_lone_nonfinite_dy(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(44);
+    const int64_t I[3] = {3, 4, 5}, K[3] = {3, 3, 3}, S[3] = {1, 1, 1}, P[6] = {1, 1, 1, 1, 1, 1};
+    geometry g = geo(1, 2, 3, 1, I, K, S, P);
+    for (int iter = 0; iter < 6; iter++) {
+        c3f_case c;
+        make_case(&c, &g, GRADREF_F32, GRADREF_F32, iter % 3, iter % 2, &r);
+        const int64_t corner[5] = {0, iter % 3, iter % 2 ? 2 : 0, 0, iter % 2 ? 4 : 0};
+        tu_put(&c.dy, corner, iter < 3 ? NAN : (iter % 2 ? -INFINITY : INFINITY));
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+        free_case(&c);
+    }
+}
+
 /* Threads are counted by the work: a small problem asked for GRADREF_MAX_THREADS sizes its
  * workspace for its items (chunks or row blocks), not for 1024 threads, with one thread's bits. */
 static void test_threads_bounded_by_work(void **state) {
@@ -1086,6 +1105,7 @@ int main(void) {
         cmocka_unit_test(test_threads_layouts_dtypes),
         cmocka_unit_test(test_counter),
         cmocka_unit_test(test_nan_bits),
+        cmocka_unit_test(test_lone_nonfinite_dy),
         cmocka_unit_test(test_threads_bounded_by_work),
         cmocka_unit_test(test_wide_channels),
         cmocka_unit_test(test_dy_gathered),

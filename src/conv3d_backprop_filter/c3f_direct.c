@@ -19,9 +19,14 @@
 
 enum {
     MAX_LEVELS = 24, /* 2^24 blocks of reduction indices (4.3e9 of them; beyond, the loop) */
-    /* a tile's floats: two AVX-512 panels of rows (dy packed once for both), more panels of the
-     * smaller kernels; with the counter's levels about 90 KiB */
-    MAX_TILE = 2 * GRADREF__AVX512_MR * GRADREF__AVX512_NR
+    /* the counter's floats (about 90 KiB): its levels + 1 slots of a tile, two AVX-512 panels
+     * of rows at 24 levels, more panels (dy packed once for all) with fewer levels */
+    COUNTER_FLOATS = (MAX_LEVELS + 1) * 2 * GRADREF__AVX512_MR * GRADREF__AVX512_NR,
+    /* a tile's floats at most: three AVX-512 panels (a first layer's 81 rows in two tiles, not
+     * three: 148 -> 137 ms on the bench's; five panels of IC32 3x3's 288 rows ran slower than
+     * two or three, their counter out of L1) */
+    MAX_TILE = 3 * GRADREF__AVX512_MR * GRADREF__AVX512_NR,
+    FEW_LANES = 4 /* a tap's channels read one by one below this, not by 16-lane transposes */
 };
 
 typedef struct direct {
@@ -132,6 +137,24 @@ static void x_lanes_transposed(const direct *d, const gradref__c3f_kernels *k, c
     }
 }
 
+/* The same for fewer than FEW_LANES channels (a first layer's 3), whose transposes would run
+ * mostly empty: each channel read along the run. */
+static void x_lanes_few(const direct *d, const int64_t *shift, int64_t ci, int64_t n,
+                        int64_t r_first, int64_t kc, float *dst, int width, int64_t la) {
+    const gradref__c3f_plan *p = d->p;
+    const float *x = (const float *)(const void *)p->x + (d->g * p->Cin_g + ci) * p->xs[1];
+    FOR_EACH_RUN(p, r_first, kc, q, len, o) {
+        int64_t lo, hi;
+        const int64_t base = x_bounds(p, shift, o, len, &lo, &hi);
+        float *row = dst + q * width + la;
+        for (int64_t i = 0; i < len; i++, row += width)
+            for (int64_t l = 0; l < n; l++) {
+                const float v = i < lo || i >= hi ? 0.0f : x[base + l * p->xs[1] + i];
+                row[l] = d->hf32 ? gradref__hf32_round(v, d->hf32) : v;
+            }
+    }
+}
+
 /* The same where x's channels are contiguous (NDHWC): each row of a run is n consecutive
  * floats (any n). */
 static void x_lanes_contiguous(const direct *d, const int64_t *shift, int64_t ci, int64_t n,
@@ -192,7 +215,10 @@ static void pack_a_x(const void *ctx, int64_t k0, int64_t kc, int64_t first, int
                     continue;
                 }
                 n = n < 16 ? n : 16;
-                x_lanes_transposed(d, k, shift, ci, n, d->r0 + k0, kc, dst, width, i);
+                if (n < FEW_LANES)
+                    x_lanes_few(d, shift, ci, n, d->r0 + k0, kc, dst, width, i);
+                else
+                    x_lanes_transposed(d, k, shift, ci, n, d->r0 + k0, kc, dst, width, i);
                 continue;
             }
             const int64_t channel = (d->g * p->Cin_g + ci) * p->xs[1];
@@ -287,7 +313,7 @@ static int levels_for(int64_t blocks) {
 static void tile(const gradref__c3f_plan *p, int64_t g, int64_t j0, int64_t M, int64_t co0,
                  int64_t N) {
     __attribute__((aligned(64))) float work[GRADREF__SGEMM_SMALL_WORK_FLOATS];
-    __attribute__((aligned(64))) float level[(MAX_LEVELS + 1) * MAX_TILE];
+    __attribute__((aligned(64))) float level[COUNTER_FLOATS];
     const int64_t R = reductions(p), blocks = (R + GRADREF__C3F_BLOCK - 1) / GRADREF__C3F_BLOCK;
     direct d = {p, g, j0, co0, 0, gradref__hf32_kept_bits(p->precision)};
     gradref__c3f_counter c = gradref__c3f_counter_make(gradref__c3f_kernels_for(p->max_isa), level,
@@ -331,6 +357,19 @@ int gradref__c3f_direct_fits(const gradref__c3f_plan *p) {
     const int64_t blocks = (reductions(p) + GRADREF__C3F_BLOCK - 1) / GRADREF__C3F_BLOCK;
     if (levels_for(blocks) > MAX_LEVELS) return 0;
     const int hf32 = gradref__hf32_kept_bits(p->precision);
+    const gradref__c3f_kernels *k = gradref__c3f_kernels_for(p->max_isa);
+    /* F32 rows along ow by the kernel (HF32's rounding may make a finite value Inf: per value) */
+    if (p->in_dtype == GRADREF_F32 && p->ys[4] == 1 && hf32 == 0 && k->all_finite) {
+        for (int64_t n = 0; n < p->N; n++)
+            for (int64_t co = 0; co < p->G * p->Cout_g; co++)
+                for (int64_t od = 0; od < p->O[0]; od++)
+                    for (int64_t oh = 0; oh < p->O[1]; oh++)
+                        if (!k->all_finite((const float *)(const void *)p->dy + n * p->ys[0] +
+                                               co * p->ys[1] + od * p->ys[2] + oh * p->ys[3],
+                                           p->O[2]))
+                            return 0;
+        return 1;
+    }
     for (int64_t n = 0; n < p->N; n++)
         for (int64_t co = 0; co < p->G * p->Cout_g; co++)
             for (int64_t od = 0; od < p->O[0]; od++)
@@ -371,7 +410,9 @@ void gradref__c3f_direct(const gradref__c3f_plan *p, int threads) {
     /* rows per tile: as many panels as a tile holds (each packs dy once for all of them), while
      * every thread keeps two tiles or more (a dw element's chains do not depend on its tile) */
     const int64_t panels = p->G * ((J + mr - 1) / mr) * ((p->Cout_g + t.nr - 1) / t.nr);
-    int64_t per_tile = MAX_TILE / (mr * t.nr);
+    const int64_t blocks = (reductions(p) + GRADREF__C3F_BLOCK - 1) / GRADREF__C3F_BLOCK;
+    int64_t per_tile = COUNTER_FLOATS / ((levels_for(blocks) + 1) * mr * t.nr);
+    if (per_tile > MAX_TILE / (mr * t.nr)) per_tile = MAX_TILE / (mr * t.nr);
     if (per_tile > panels / (2 * (int64_t)threads)) per_tile = panels / (2 * (int64_t)threads);
     t.mr = (per_tile > 1 ? per_tile : 1) * mr;
     t.row_tiles = (J + t.mr - 1) / t.mr;
