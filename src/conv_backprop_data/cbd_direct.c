@@ -14,6 +14,7 @@
 #include <stddef.h>
 
 #include "cbd_fast.h"
+#include "common/convert_array.h"
 #include "common/exec.h"
 #include "common/gemm.h"
 #include "common/nan.h"
@@ -29,6 +30,7 @@ enum {
 typedef struct direct {
     const gradref__cbd_plan *p;
     const gradref__cbd_kernels *k;
+    const gradref__array_kernels *ak; /* F16 conversions */
     int64_t n, g, ic0;
     int64_t oc0, ocs;   /* the output channels of the GEMM's k = (phase tap, oc - oc0) */
     const int64_t *tap; /* the phase's taps (gradref__cbd_phase_taps) */
@@ -37,9 +39,12 @@ typedef struct direct {
 } direct;
 
 static float element(const gradref__cbd_plan *p, const char *base, int64_t e) {
-    if (p->in_dtype == GRADREF_F32) return ((const float *)(const void *)base)[e];
-    if (p->in_dtype == GRADREF_I8) return (float)((const int8_t *)(const void *)base)[e];
-    return (float)gradref__load_float(p->in_dtype, base + (size_t)e * p->in_size);
+    switch (p->in_dtype) {
+    case GRADREF_F32: return ((const float *)(const void *)base)[e];
+    case GRADREF_I8: return (float)((const int8_t *)(const void *)base)[e];
+    case GRADREF_F16: return gradref__f16_to_f32(((const uint16_t *)(const void *)base)[e]);
+    default: return gradref__bf16_to_f32(((const uint16_t *)(const void *)base)[e]);
+    }
 }
 
 /* A (rows: input channels ic0 + first.., k = (phase tap, oc)) in panels of `width` rows. */
@@ -65,8 +70,15 @@ static void pack_a_filter(const void *ctx, int64_t k0, int64_t kc, int64_t first
 }
 
 /* n elements of diff from e on, stride ds5, widened to f32 */
-static void diff_run(const gradref__cbd_plan *p, int64_t e, int64_t n, float *out) {
+static void diff_run(const direct *d, int64_t e, int64_t n, float *out) {
+    const gradref__cbd_plan *p = d->p;
     const int64_t s = p->ds[5];
+    if (p->in_dtype == GRADREF_I8) {
+        const int8_t *src = (const int8_t *)(const void *)p->diff + e;
+        for (int64_t x = 0; x < n; x++)
+            out[x] = (float)src[x * s];
+        return;
+    }
     if (p->in_dtype == GRADREF_F32) {
         const float *src = (const float *)(const void *)p->diff + e;
         if (s == 1)
@@ -74,6 +86,14 @@ static void diff_run(const gradref__cbd_plan *p, int64_t e, int64_t n, float *ou
         else
             for (int64_t x = 0; x < n; x++)
                 out[x] = src[x * s];
+        return;
+    }
+    if (s == 1) { /* F16 (F16C, NEON) or BF16 along the row */
+        const uint16_t *src = (const uint16_t *)(const void *)p->diff + e;
+        if (p->in_dtype == GRADREF_F16)
+            d->ak->f16_to_f32(src, out, (size_t)n);
+        else
+            gradref__bf16_to_f32_array(src, out, (size_t)n);
         return;
     }
     for (int64_t x = 0; x < n; x++)
@@ -104,7 +124,7 @@ static void pack_b_diff(const void *ctx, int64_t k0, int64_t kc, int64_t first, 
                 for (int64_t x = 0; x < lo; x++)
                     out[x] = 0.0f;
                 if (hi > lo)
-                    diff_run(p,
+                    diff_run(d,
                              img + oc * p->ds[2] + o0 * p->ds[3] + o1 * p->ds[4] +
                                  (o2 + lo) * p->ds[5],
                              hi - lo, out + lo);
@@ -115,6 +135,18 @@ static void pack_b_diff(const void *ctx, int64_t k0, int64_t kc, int64_t first, 
                 dst[j] = 0.0f;
         }
     }
+}
+
+/* n values to F16 or BF16 (grad's dtype), `step` elements apart, rounded as convert.h does. */
+static void store_16(const direct *d, const float *v, uint16_t *out, int64_t step, int64_t n) {
+    const int f16 = d->p->out_dtype == GRADREF_F16;
+    if (step == 1 && f16)
+        d->ak->f32_to_f16(v, out, (size_t)n);
+    else if (step == 1)
+        gradref__f32_to_bf16_array(v, out, (size_t)n);
+    else
+        for (int64_t y = 0; y < n; y++)
+            out[y * step] = f16 ? gradref__f32_to_f16(v[y]) : gradref__f32_to_bf16(v[y]);
 }
 
 /* The chunk's values (M rows of `len` pixels) into grad at phase ph, in grad's dtype: f32
@@ -144,8 +176,7 @@ static void store_chunk(const direct *d, const int64_t *ph, const float *chunk, 
                 for (int64_t y = 0; y < run; y++)
                     ((float *)(void *)e)[y * step] = v[y];
             else
-                for (int64_t y = 0; y < run; y++)
-                    gradref__store_float(p->out_dtype, e + (size_t)(y * step) * p->out_size, v[y]);
+                store_16(d, v, (uint16_t *)(void *)e, step, run);
             x += run;
             q2 += run;
             if (q2 == d->Q[2]) {
@@ -208,8 +239,12 @@ static void item(const direct_call *call, int64_t n, int64_t g, int64_t ic0, int
     const gradref__cbd_plan *p = call->p;
     __attribute__((aligned(64))) float work[GRADREF__SGEMM_SMALL_WORK_FLOATS];
     __attribute__((aligned(64))) float chunk[MAX_BLOCK * CHUNK];
+    __attribute__((aligned(64))) float apanels[TILE_A_FLOATS];
     int64_t tap[4 * MAX_TAPS];
-    direct d = {p, call->k, n, g, ic0, 0, p->OCpg, tap, {0, 0, 0}, 0};
+    direct d = {
+        p,         call->k, gradref__array_kernels_for(p->max_isa), n, g, ic0, 0, p->OCpg, tap,
+        {0, 0, 0}, 0};
+    const int64_t mr = gradref__sgemm_mr(p->max_isa);
     if (!unit_strides(p)) zero_slabs(p, n, g, ic0, M);
     /* stride 1 into an F32 grad whose pixels are dense: the GEMM writes grad itself */
     const int in_place = unit_strides(p) && p->out_dtype == GRADREF_F32 && p->gs[5] == 1 &&
@@ -233,6 +268,13 @@ static void item(const direct_call *call, int64_t n, int64_t g, int64_t ic0, int
                 a.pack_b = pack_b_diff;
                 a.pack_a_ctx = a.pack_b_ctx = &d;
                 a.c_cs = 1;
+                /* the item's filter panels once for all its chunks, when they fit (I8 in parts
+                 * reads a part's columns at a time: per chunk) */
+                if ((M + mr - 1) / mr * mr * a.K <= TILE_A_FLOATS &&
+                    (p->in_dtype != GRADREF_I8 || call->part == p->OCpg)) {
+                    gradref__sgemm_prepack_a(&a, p->max_isa, apanels);
+                    a.a_panels = apanels;
+                }
                 for (d.j0 = 0; d.j0 < N; d.j0 += CHUNK) {
                     a.N = N - d.j0 < CHUNK ? N - d.j0 : CHUNK;
                     if (!in_place) {
