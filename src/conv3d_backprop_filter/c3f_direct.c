@@ -146,12 +146,20 @@ static void x_lanes_few(const direct *d, const int64_t *shift, int64_t ci, int64
     FOR_EACH_RUN(p, r_first, kc, q, len, o) {
         int64_t lo, hi;
         const int64_t base = x_bounds(p, shift, o, len, &lo, &hi);
-        float *row = dst + q * width + la;
-        for (int64_t i = 0; i < len; i++, row += width)
-            for (int64_t l = 0; l < n; l++) {
-                const float v = i < lo || i >= hi ? 0.0f : x[base + l * p->xs[1] + i];
-                row[l] = d->hf32 ? gradref__hf32_round(v, d->hf32) : v;
-            }
+        for (int64_t l = 0; l < n; l++) {
+            const int64_t at = base + l * p->xs[1];
+            float *out = dst + q * width + la + l;
+            for (int64_t i = 0; i < lo; i++)
+                out[i * width] = 0.0f;
+            if (d->hf32)
+                for (int64_t i = lo; i < hi; i++)
+                    out[i * width] = gradref__hf32_round(x[at + i], d->hf32);
+            else
+                for (int64_t i = lo; i < hi; i++)
+                    out[i * width] = x[at + i];
+            for (int64_t i = hi; i < len; i++)
+                out[i * width] = 0.0f;
+        }
     }
 }
 
