@@ -454,12 +454,14 @@ static void test_no_workspace_blocks(void **state) {
     }
 }
 
-/* The no-workspace path's direct tiles (stride 1, grad's last two sizes diff's, F32 NCHW):
- * items of two panels split evenly (16 channels), a short last item (30), one-panel items where
- * two panels' filter passes the stack's share (100 output channels x 9 taps), 64 taps (8 x 8,
- * asymmetric pads) and 3-D with another depth, rows wider than a tile, images large enough to
- * prefetch, diff with NaNs and Infs; and, past the tiles' limits (200 x 9, 72 taps), the
- * stack's GEMMs. Fast path and no-workspace path against the reference. */
+/* The no-workspace path's direct tiles (stride 1, grad's last two sizes diff's): items of two
+ * panels split evenly (16 channels), a short last item (30), one-panel items where two panels'
+ * filter passes the stack's share (100 output channels x 9 taps), 64 taps (8 x 8, asymmetric
+ * pads) and 3-D with another depth, rows wider than a tile, images large enough to prefetch;
+ * and, past the tiles' limits (200 x 9, 72 taps), the stack's GEMMs. F32 NCHW reads diff in
+ * place; NHWC, padded strides, F16, BF16, I8 -> I32 and QuantizedS8 through a window of diff
+ * per tile. Diff with NaNs and Infs now and then. Fast path and no-workspace path against the
+ * reference. */
 static void test_no_workspace_tiles(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(43);
@@ -487,12 +489,26 @@ static void test_no_workspace_tiles(void **state) {
             g.stride[j] = g.dil[j] = 1;
             g.pb[j] = runs[i].pb[j], g.pe[j] = runs[i].pe[j];
         }
-        cbd_case c;
-        make_case(&c, &g, GRADREF_F32, GRADREF_F32, i % 3 == 1 ? F_GROUPED : F_DENSE, D_NCHW, 0,
-                  &r);
-        if (i % 2 == 0) tu_sprinkle_specials(&c.diff, &r, 50);
-        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
-        free_case(&c);
+        static const struct {
+            int32_t in, out;
+            int layout, qs8;
+        } kinds[7] = {
+            {GRADREF_F32, GRADREF_F32, D_NCHW, 0},    {GRADREF_F32, GRADREF_F32, D_NHWC, 0},
+            {GRADREF_F32, GRADREF_F32, D_STRIDED, 0}, {GRADREF_F16, GRADREF_F16, D_NCHW, 0},
+            {GRADREF_BF16, GRADREF_F32, D_NCHW, 0},   {GRADREF_I8, GRADREF_I32, D_NCHW, 0},
+            {GRADREF_I8, GRADREF_I8, D_NHWC, 1}};
+        const gradref_qs8_scales sc = {0.01f, 0.02f, 0.3f};
+        for (int kind = 0; kind < 7; kind++) {
+            if (i == 7 && kind > 0 && kind % 2 == 0) continue; /* the large image: a few kinds */
+            cbd_case c;
+            make_case(&c, &g, kinds[kind].in, kinds[kind].out, i % 3 == 1 ? F_GROUPED : F_DENSE,
+                      kinds[kind].layout, 0, &r);
+            if (kinds[kind].in != GRADREF_I8 && (i + kind) % 2 == 0)
+                tu_sprinkle_specials(&c.diff, &r, 50);
+            check_fast_against_reference_qs8(&c, GRADREF_PRECISION_DEFAULT,
+                                             kinds[kind].qs8 ? &sc : NULL);
+            free_case(&c);
+        }
     }
 }
 

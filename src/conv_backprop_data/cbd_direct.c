@@ -2,15 +2,16 @@
 /* conv_backprop_data's no-workspace path (a caller workspace too small for one thread's share
  * of the fast path, as MegEngine's workspace limit 0): the fast path's kernels with stack
  * buffers only. Work items are (image, group, block of up to two GEMM panels of input
- * channels). Where the fast path's direct tiles take the problem as it is (item_tiles), an item
- * packs its filter panels and the tiles read diff and write grad in place. Elsewhere, per live
+ * channels). Where the fast path's direct tiles take the problem (item_tiles), an item packs
+ * its filter panels and the tiles read diff and write grad in place (F32, dense pixels) or
+ * through a window of diff converted per tile and the tile's values stored. Elsewhere, per live
  * phase and chunk of CHUNK sub-grid pixels, gradref__sgemm_small computes the chunk from the
  * filter and diff as they are (any dtype of the F32 path, any strides: its packers read and
  * widen them), and the chunk is stored into grad. Each grad element is the reference's chain
  * over (tap in ascending diff position, oc), with the zero terms of taps outside diff exact for
  * a finite filter (cbd_fast.c): the same bits. I8 runs a chunk's chains in parts of the output
  * channels (cbd_int8.c), each exact in f32, added into int32 sums on the stack. Up to about
- * 85 KiB of stack. */
+ * 140 KiB of stack. */
 #include <stddef.h>
 
 #include "cbd_fast.h"
@@ -20,11 +21,12 @@
 #include "common/nan.h"
 
 enum {
-    CHUNK = 128,          /* sub-grid pixels a GEMM call computes */
-    MAX_TAPS = 256,       /* taps of a phase the stack holds */
-    MAX_BLOCK = 2 * 14,   /* channels of an item: two panels at the widest level */
-    TILE_TAPS = 64,       /* the direct tiles' taps on the stack */
-    TILE_A_FLOATS = 16384 /* the direct tiles' filter panels of an item, on the stack (64 KiB) */
+    CHUNK = 128,           /* sub-grid pixels a GEMM call computes */
+    MAX_TAPS = 256,        /* taps of a phase the stack holds */
+    MAX_BLOCK = 2 * 14,    /* channels of an item: two panels at the widest level */
+    TILE_TAPS = 64,        /* the direct tiles' taps on the stack */
+    TILE_A_FLOATS = 16384, /* the GEMMs' filter panels of an item, on the stack (64 KiB) */
+    TILE_FLOATS = 24576    /* the tiles' filter panels and window of diff (96 KiB) */
 };
 
 typedef struct direct {
@@ -311,24 +313,50 @@ int gradref__cbd_direct_fits(const gradref__cbd_plan *p) {
     return 1;
 }
 
-/* The channels of a direct-tiles item: two panels, or one when two panels' filter exceeds
- * TILE_A_FLOATS; 0 when the tiles do not take the problem. They take what the fast path's
- * tiles take at stride 1 (the kernel table has them; grad's last two sizes are diff's), with
- * F32 diff and grad whose pixels are dense (the tiles read diff, and write grad, as they are)
- * and at most TILE_TAPS taps. */
-static int64_t tiles_block(const gradref__cbd_plan *p, const gradref__cbd_kernels *k) {
-    const int64_t mr = gradref__sgemm_mr(p->max_isa), K = taps_of(p) * p->OCpg;
-    if (!k->tile32 || k->tile_rows != mr || p->in_dtype != GRADREF_F32 ||
-        p->out_dtype != GRADREF_F32 || !unit_strides(p) || taps_of(p) > TILE_TAPS ||
-        p->I[1] != p->O[1] || p->I[2] != p->O[2] || !dense_pixels(p->ds, p->O) ||
-        !dense_pixels(p->gs, p->I) || pixels(p->O) >= (INT64_C(1) << 30) ||
-        pixels(p->I) >= (INT64_C(1) << 30))
-        return 0;
-    if (2 * mr * K <= TILE_A_FLOATS) return 2 * mr;
-    return mr * K <= TILE_A_FLOATS ? mr : 0;
+/* Tap t's flat offset in diff from the tile's pixel (grad's last two sizes are diff's); *lo
+ * and *hi: the lowest and highest with 0. */
+static void tap_offsets(const gradref__cbd_plan *p, const int64_t *tap, int64_t ntaps,
+                        int64_t *offset, int64_t *lo, int64_t *hi) {
+    *lo = *hi = 0;
+    for (int64_t t = 0; t < ntaps; t++) {
+        const int64_t *tp = tap + 4 * t;
+        offset[t] = (tp[1] * p->O[1] + tp[2]) * p->O[2] + tp[3];
+        if (offset[t] < *lo) *lo = offset[t];
+        if (offset[t] > *hi) *hi = offset[t];
+    }
 }
 
-/* What gradref__cbd_direct_tiles keeps per thread, on the stack. */
+/* Whether an item's tiles read the caller's diff as it is (F32 with dense pixels, grad F32
+ * with dense pixels too: the tiles write it), or a window of diff converted per tile. */
+static int tiles_in_place(const gradref__cbd_plan *p) {
+    return p->in_dtype == GRADREF_F32 && p->out_dtype == GRADREF_F32 && dense_pixels(p->ds, p->O) &&
+           dense_pixels(p->gs, p->I);
+}
+
+/* The channels of a direct-tiles item, 0 when the tiles do not take the problem. They take
+ * what the fast path's tiles take at stride 1 (the kernel table has them; grad's last two
+ * sizes are diff's) with at most TILE_TAPS taps, for the F32 path's dtypes and I8 in one part;
+ * two panels of filter, or one, with the window of diff a tile reads (when not in place) in
+ * TILE_FLOATS. */
+static int64_t tiles_block(const gradref__cbd_plan *p, const gradref__cbd_kernels *k,
+                           int64_t part) {
+    const int64_t mr = gradref__sgemm_mr(p->max_isa), K = taps_of(p) * p->OCpg;
+    if (!k->tile32 || k->tile_rows != mr || !unit_strides(p) || taps_of(p) > TILE_TAPS ||
+        p->I[1] != p->O[1] || p->I[2] != p->O[2] || pixels(p->O) >= (INT64_C(1) << 30) ||
+        pixels(p->I) >= (INT64_C(1) << 30) || (p->in_dtype == GRADREF_I8 && part < p->OCpg))
+        return 0;
+    int64_t window = 0;
+    if (!tiles_in_place(p)) {
+        int64_t tap[4 * TILE_TAPS], offset[TILE_TAPS], lo, hi;
+        const int64_t ph[3] = {0, 0, 0};
+        tap_offsets(p, tap, gradref__cbd_phase_taps(p, ph, tap), offset, &lo, &hi);
+        window = p->OCpg * (hi - lo + 32);
+    }
+    if (2 * mr * K + window <= TILE_FLOATS) return 2 * mr;
+    return mr * K + window <= TILE_FLOATS ? mr : 0;
+}
+
+/* What the tiles keep per thread, on the stack. */
 typedef struct tiles_stack {
     int64_t tap[4 * TILE_TAPS];
     int64_t offset[2 * TILE_TAPS];
@@ -336,13 +364,100 @@ typedef struct tiles_stack {
     uint16_t masks[(TILE_GROUP + 1) * 2 * TILE_TAPS];
 } tiles_stack;
 
-/* One item by the fast path's direct tiles: channels [ic0, ic0 + M) of image n, group g, from
- * the caller's diff straight into grad, the item's filter panels packed on the stack. */
+/* Diff's flat positions [start, start + span) of every channel of the item's image and group,
+ * as f32 (+0 outside diff), channel oc at window + oc * span. */
+static void fill_window(const direct *d, int64_t start, int64_t span, float *window) {
+    const gradref__cbd_plan *p = d->p;
+    const int64_t P = pixels(p->O), img = d->n * p->ds[0] + d->g * p->ds[1];
+    for (int64_t oc = 0; oc < p->OCpg; oc++) {
+        float *out = window + oc * span;
+        for (int64_t x = 0; x < span;) {
+            const int64_t pos = start + x;
+            int64_t run = pos < 0 ? -pos : span - x;
+            if (run > span - x) run = span - x;
+            if (pos < 0 || pos >= P) {
+                memset(out + x, 0, (size_t)run * sizeof *out);
+            } else {
+                const int64_t o2 = pos % p->O[2], o1 = pos / p->O[2] % p->O[1],
+                              o0 = pos / (p->O[2] * p->O[1]);
+                run = p->O[2] - o2 < run ? p->O[2] - o2 : run;
+                diff_run(d, img + oc * p->ds[2] + o0 * p->ds[3] + o1 * p->ds[4] + o2 * p->ds[5],
+                         run, out + x);
+            }
+            x += run;
+        }
+    }
+}
+
+/* An item's tiles over a window of diff converted per tile, into grad in place or through a
+ * tile's values stored in grad's dtype and layout (I8: the exact sums as int32). */
+static void tiles_windowed(direct *d, const float *panels, int64_t M, int64_t pr, int64_t ntaps,
+                           tiles_stack *st, float *window) {
+    const gradref__cbd_plan *p = d->p;
+    const gradref__cbd_kernels *k = d->k;
+    __attribute__((aligned(64))) float values[MAX_BLOCK * 32];
+    __attribute__((aligned(64))) int32_t sums[MAX_BLOCK * 32];
+    int64_t lo, hi;
+    tap_offsets(p, st->tap, ntaps, st->offset, &lo, &hi);
+    const int64_t span = hi - lo + 32, K = ntaps * p->OCpg, mr = gradref__sgemm_mr(p->max_isa);
+    const int64_t ph[3] = {0, 0, 0};
+    const int in_place = p->out_dtype == GRADREF_F32 && dense_pixels(p->gs, p->I);
+    float *slab = (float *)(void *)p->grad + d->n * p->gs[0] + d->g * p->gs[1] + d->ic0 * p->gs[2];
+    for (int64_t j0 = 0; j0 < pixels(p->I); j0 += 32) {
+        const int64_t cols = pixels(p->I) - j0 < 32 ? pixels(p->I) - j0 : 32;
+        k->tile32_masks(st->tap, ntaps, p->I, p->O, j0, cols, st->masks);
+        fill_window(d, j0 + lo, span, window);
+        float *c = in_place ? slab + j0 : values;
+        const int64_t ldc = in_place ? p->gs[2] : cols;
+        for (int64_t i0 = 0; i0 < M; i0 += pr) /* inside: the window holds every read */
+            k->tile32(window - lo, span, p->OCpg, st->offset, st->masks, ntaps, cols, 1,
+                      panels + i0 / pr * K * mr, (int)(M - i0 < pr ? M - i0 : pr), c + i0 * ldc,
+                      ldc);
+        if (in_place) {
+            for (int64_t m = 0; m < M; m++)
+                gradref__canon_nans_f32(c + m * ldc, cols);
+            continue;
+        }
+        d->j0 = j0;
+        if (p->in_dtype == GRADREF_I8) {
+            gradref__cbd_fold_sums(values, M * cols, 1, sums);
+            store_chunk(d, ph, values, sums, M, cols);
+        } else {
+            gradref__canon_nans_f32(values, M * cols);
+            store_chunk(d, ph, values, NULL, M, cols);
+        }
+    }
+}
+
+/* One item by the fast path's direct tiles: channels [ic0, ic0 + M) of image n, group g, the
+ * item's filter panels packed on the stack, diff read in place or through a window. */
 __attribute__((noinline)) static void item_tiles(const direct_call *call, int64_t n, int64_t g,
                                                  int64_t ic0, int64_t M) {
     const gradref__cbd_plan *p = call->p;
-    __attribute__((aligned(64))) float panels[TILE_A_FLOATS];
+    __attribute__((aligned(64))) float floats[TILE_FLOATS]; /* panels, then the window */
     tiles_stack st;
+    const int64_t mr = gradref__sgemm_mr(p->max_isa), np = (M + mr - 1) / mr;
+    const int64_t pr = (M + np - 1) / np; /* 16 channels: 8 + 8 rows, as the fast path's panels */
+    const int64_t ph[3] = {0, 0, 0};
+    const int64_t ntaps = gradref__cbd_phase_taps(p, ph, st.tap), K = ntaps * p->OCpg;
+    for (int64_t pn = 0; pn < np; pn++)
+        gradref__cbd_pack_panel(p, g, ic0 + pn * pr, M - pn * pr < pr ? M - pn * pr : pr, st.tap,
+                                ntaps, mr, floats + pn * K * mr);
+    direct d = {p,
+                call->k,
+                gradref__array_kernels_for(p->max_isa),
+                n,
+                g,
+                ic0,
+                0,
+                p->OCpg,
+                st.tap,
+                {p->I[0], p->I[1], p->I[2]},
+                0};
+    if (!tiles_in_place(p)) {
+        tiles_windowed(&d, floats, M, pr, ntaps, &st, floats + np * K * mr);
+        return;
+    }
     layout L;
     memset(&L, 0, sizeof L);
     L.offsets_at = offsetof(tiles_stack, offset);
@@ -351,28 +466,19 @@ __attribute__((noinline)) static void item_tiles(const direct_call *call, int64_
     st.key[0] = -1; /* no masks yet */
     run R;
     memset(&R, 0, sizeof R);
-    R.p = p, R.k = call->k, R.max_isa = p->max_isa;
+    R.p = p, R.k = call->k, R.max_isa = p->max_isa, R.mr = mr, R.pr = pr;
     R.diff = (const float *)(const void *)p->diff, R.dn = p->ds[0], R.dc = p->ds[2];
     const int64_t images = (p->N - 1) * R.dn, channels = (p->G * p->OCpg - 1) * R.dc;
     R.span_lo = (images < 0 ? images : 0) + (channels < 0 ? channels : 0);
     R.span_hi = (images > 0 ? images : 0) + (channels > 0 ? channels : 0) + pixels(p->O);
     R.prefetch_tiles =
         p->G * p->OCpg * pixels(p->O) * (int64_t)sizeof(float) > GRADREF__CBD_PREFETCH_MIN_BYTES;
-    R.mr = gradref__sgemm_mr(p->max_isa);
-    const int64_t np = (M + R.mr - 1) / R.mr;
-    R.pr = (M + np - 1) / np; /* 16 channels: 8 + 8 rows, as the fast path's panels */
     phase f;
     memset(&f, 0, sizeof f);
-    f.R = &R, f.n = n, f.g = g, f.ic0 = ic0, f.tap = st.tap;
+    f.R = &R, f.n = n, f.g = g, f.ic0 = ic0, f.tap = st.tap, f.ntaps = ntaps;
     memcpy(f.Q, p->I, sizeof f.Q);
-    const int64_t ph[3] = {0, 0, 0};
-    f.ntaps = gradref__cbd_phase_taps(p, ph, st.tap);
-    const int64_t K = f.ntaps * p->OCpg;
-    for (int64_t pn = 0; pn < np; pn++)
-        gradref__cbd_pack_panel(p, g, ic0 + pn * R.pr, M - pn * R.pr < R.pr ? M - pn * R.pr : R.pr,
-                                st.tap, f.ntaps, R.mr, panels + pn * K * R.mr);
     float *c = (float *)(void *)p->grad + n * p->gs[0] + g * p->gs[1] + ic0 * p->gs[2];
-    gradref__cbd_direct_tiles(&R, &f, panels, M, 0, pixels(p->I), c, p->gs[2], (char *)&st, &L,
+    gradref__cbd_direct_tiles(&R, &f, floats, M, 0, pixels(p->I), c, p->gs[2], (char *)&st, &L,
                               NULL);
     for (int64_t m = 0; m < M; m++)
         gradref__canon_nans_f32(c + m * p->gs[2], pixels(p->I));
@@ -394,7 +500,7 @@ static void items(const void *arg, int64_t begin, int64_t end) {
 
 void gradref__cbd_direct(const gradref__cbd_plan *p, int64_t part, int threads) {
     direct_call call = {p, gradref__cbd_kernels_for(p->max_isa), part, 0, 0};
-    call.block = tiles_block(p, call.k);
+    call.block = tiles_block(p, call.k, part);
     call.tiles = call.block > 0;
     if (!call.tiles) { /* two GEMM panels (at most MAX_BLOCK, the stack's chunk) */
         call.block = 2 * gradref__sgemm_mr(p->max_isa);

@@ -80,7 +80,8 @@ typedef struct gradref__cbd_me_row {
 /* The kernels of one ISA, picked once per call. Depthwise (f32, stride 1): one grad row from
  * the nrows diff rows its row taps reach (rows, with the stored row-tap index base), never NULL;
  * four rows at once (NULL: row by row); a whole plane for K <= 3 x 3 and one depth (NULL: rows).
- * Direct tiles (NULL below AVX-512, where the GEMM runs instead): see the declarations below. */
+ * Direct tiles (NULL at the portable level, where the GEMM runs instead): see the declarations
+ * below. */
 typedef struct gradref__cbd_kernels {
     const char *isa;
     void (*dw_row)(const gradref__cbd_dw_shape *s, const float *w, const float *const *rows,
