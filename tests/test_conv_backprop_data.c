@@ -454,31 +454,38 @@ static void test_no_workspace_blocks(void **state) {
     }
 }
 
-/* The no-workspace path's direct tiles (stride 1, grad's last two sizes diff's): items of two
- * panels split evenly (16 channels), a short last item (30), one-panel items where two panels'
- * filter passes the stack's share (100 output channels x 9 taps), 64 taps (8 x 8, asymmetric
- * pads) and 3-D with another depth, rows wider than a tile, images large enough to prefetch;
- * and, past the tiles' limits (200 x 9, 72 taps), the stack's GEMMs. F32 NCHW reads diff in
- * place; NHWC, padded strides, F16, BF16, I8 -> I32 and QuantizedS8 through a window of diff
- * per tile. Diff with NaNs and Infs now and then. Fast path and no-workspace path against the
- * reference. */
+/* The no-workspace path's direct tiles (phases whose sub-grid has diff's last two sizes):
+ * items of two panels split evenly (16 channels), a short last item (30), one panel at a time
+ * where two panels' filter passes the stack's share (100 output channels x 9 taps), 64 taps
+ * (8 x 8, asymmetric pads) and 3-D with another depth, rows wider than a tile, images large
+ * enough to prefetch, stride 2 with every phase by tiles and with one phase by GEMMs, 1x1 stride
+ * 2, stride 3 with phases no tap reaches; and, past the tiles' limits (200 x 9, 72 taps), the
+ * stack's GEMMs. F32 NCHW reads diff in place; NHWC, padded strides, F16, BF16, I8 -> I32 and
+ * QuantizedS8 through a window of diff per tile. Diff with NaNs and Infs now and then. Fast
+ * path and no-workspace path against the reference. */
 static void test_no_workspace_tiles(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(43);
     static const struct {
         int rank;
-        int64_t N, G, ICpg, OCpg, O[3], K[3], pb[3], pe[3];
-    } runs[8] = {
-        {2, 2, 1, 16, 16, {28, 28, 1}, {3, 3, 1}, {1, 1, 0}, {1, 1, 0}},
-        {2, 1, 2, 30, 7, {3, 40, 1}, {5, 5, 1}, {2, 2, 0}, {2, 2, 0}},
-        {2, 1, 1, 5, 100, {6, 9, 1}, {3, 3, 1}, {1, 1, 0}, {1, 1, 0}},
-        {2, 1, 1, 3, 200, {4, 5, 1}, {3, 3, 1}, {1, 1, 0}, {1, 1, 0}},
-        {3, 1, 1, 6, 5, {3, 6, 7}, {3, 3, 3}, {0, 1, 1}, {0, 1, 1}},
-        {2, 1, 1, 9, 4, {11, 13, 1}, {8, 8, 1}, {3, 3, 0}, {4, 4, 0}},
-        {2, 1, 1, 4, 3, {9, 10, 1}, {8, 9, 1}, {3, 4, 0}, {4, 4, 0}},
-        {2, 1, 1, 20, 30, {40, 70, 1}, {3, 3, 1}, {1, 1, 0}, {1, 1, 0}},
+        int64_t N, G, ICpg, OCpg, O[3], K[3], pb[3], pe[3], S, extra;
+    } runs[12] = {
+        {2, 2, 1, 16, 16, {28, 28, 1}, {3, 3, 1}, {1, 1, 0}, {1, 1, 0}, 1, 0},
+        {2, 1, 2, 30, 7, {3, 40, 1}, {5, 5, 1}, {2, 2, 0}, {2, 2, 0}, 1, 0},
+        {2, 1, 1, 5, 100, {6, 9, 1}, {3, 3, 1}, {1, 1, 0}, {1, 1, 0}, 1, 0},
+        {2, 1, 1, 3, 200, {4, 5, 1}, {3, 3, 1}, {1, 1, 0}, {1, 1, 0}, 1, 0},
+        {3, 1, 1, 6, 5, {3, 6, 7}, {3, 3, 3}, {0, 1, 1}, {0, 1, 1}, 1, 0},
+        {2, 1, 1, 9, 4, {11, 13, 1}, {8, 8, 1}, {3, 3, 0}, {4, 4, 0}, 1, 0},
+        {2, 1, 1, 4, 3, {9, 10, 1}, {8, 9, 1}, {3, 4, 0}, {4, 4, 0}, 1, 0},
+        {2, 1, 1, 20, 30, {40, 70, 1}, {3, 3, 1}, {1, 1, 0}, {1, 1, 0}, 1, 0},
+        /* stride 2 with every phase's sub-grid diff's size, and without (phase 1 by GEMMs) */
+        {2, 2, 1, 12, 9, {7, 9, 1}, {3, 3, 1}, {1, 1, 0}, {1, 1, 0}, 2, 1},
+        {2, 1, 1, 12, 9, {7, 9, 1}, {3, 3, 1}, {1, 1, 0}, {1, 1, 0}, 2, 0},
+        /* 1x1 stride 2: one phase with a tap; stride 3 over 2 taps: phases without */
+        {2, 2, 1, 20, 33, {5, 6, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, 2, 1},
+        {2, 1, 1, 5, 4, {4, 5, 1}, {2, 2, 1}, {0, 0, 0}, {0, 0, 0}, 3, 2},
     };
-    for (int i = 0; i < 8; i++) {
+    for (int i = 0; i < 12; i++) {
         geometry g;
         memset(&g, 0, sizeof g);
         g.rank = runs[i].rank;
@@ -486,7 +493,7 @@ static void test_no_workspace_tiles(void **state) {
         g.mode = i % 2 ? GRADREF_CONV_CONVOLUTION : GRADREF_CONV_CROSS_CORRELATION;
         for (int j = 0; j < g.rank; j++) {
             g.O[j] = runs[i].O[j], g.K[j] = runs[i].K[j];
-            g.stride[j] = g.dil[j] = 1;
+            g.stride[j] = runs[i].S, g.dil[j] = 1, g.extra[j] = runs[i].extra;
             g.pb[j] = runs[i].pb[j], g.pe[j] = runs[i].pe[j];
         }
         static const struct {

@@ -191,15 +191,22 @@ static void store_chunk(const direct *d, const int64_t *ph, const float *chunk, 
 
 /* +0 into channels [ic0, ic0 + M) of image n, group g (the elements no tap reaches keep it). */
 static void zero_slabs(const gradref__cbd_plan *p, int64_t n, int64_t g, int64_t ic0, int64_t M) {
+    const size_t size = p->out_size;
     for (int64_t m = 0; m < M; m++) {
-        char *slab =
-            p->grad + (size_t)(n * p->gs[0] + g * p->gs[1] + (ic0 + m) * p->gs[2]) * p->out_size;
+        char *slab = p->grad + (size_t)(n * p->gs[0] + g * p->gs[1] + (ic0 + m) * p->gs[2]) * size;
+        if (dense_pixels(p->gs, p->I)) {
+            memset(slab, 0, (size_t)pixels(p->I) * size);
+            continue;
+        }
         for (int64_t i0 = 0; i0 < p->I[0]; i0++)
-            for (int64_t i1 = 0; i1 < p->I[1]; i1++)
-                for (int64_t i2 = 0; i2 < p->I[2]; i2++)
-                    memset(slab + (size_t)(i0 * p->gs[3] + i1 * p->gs[4] + i2 * p->gs[5]) *
-                                      p->out_size,
-                           0, p->out_size);
+            for (int64_t i1 = 0; i1 < p->I[1]; i1++) {
+                char *row = slab + (size_t)(i0 * p->gs[3] + i1 * p->gs[4]) * size;
+                if (p->gs[5] == 1)
+                    memset(row, 0, (size_t)p->I[2] * size);
+                else
+                    for (int64_t i2 = 0; i2 < p->I[2]; i2++)
+                        memset(row + (size_t)(i2 * p->gs[5]) * size, 0, size);
+            }
     }
 }
 
@@ -208,7 +215,7 @@ typedef struct direct_call {
     const gradref__cbd_kernels *k;
     int64_t part;  /* I8: output channels per part (gradref__cbd_int8_part) */
     int64_t block; /* an item's channels */
-    int tiles;     /* items run item_tiles */
+    int tiles;     /* the direct tiles may run (tiles_may_run) */
 } direct_call;
 
 /* One chunk of a phase's sub-grid (a->N pixels from d->j0) into grad; I8 a part of the output
@@ -236,62 +243,47 @@ static void chunk_to_grad(direct *d, const direct_call *call, const int64_t *ph,
     store_chunk(d, ph, chunk, sums, a->M, a->N);
 }
 
-/* One item: every live phase of channels [ic0, ic0 + M) of image n, group g. */
-static void item(const direct_call *call, int64_t n, int64_t g, int64_t ic0, int64_t M) {
+/* Phase ph of an item (d: its image, group and channels; d->Q the phase's sub-grid, ntaps
+ * taps in d->tap) by the stack's GEMMs, a chunk of sub-grid pixels at a time. */
+__attribute__((noinline)) static void phase_gemm(const direct_call *call, direct *d,
+                                                 const int64_t *ph, int64_t M, int64_t ntaps) {
     const gradref__cbd_plan *p = call->p;
     __attribute__((aligned(64))) float work[GRADREF__SGEMM_SMALL_WORK_FLOATS];
     __attribute__((aligned(64))) float chunk[MAX_BLOCK * CHUNK];
     __attribute__((aligned(64))) float apanels[TILE_A_FLOATS];
-    int64_t tap[4 * MAX_TAPS];
-    direct d = {
-        p,         call->k, gradref__array_kernels_for(p->max_isa), n, g, ic0, 0, p->OCpg, tap,
-        {0, 0, 0}, 0};
-    const int64_t mr = gradref__sgemm_mr(p->max_isa);
-    if (!unit_strides(p)) zero_slabs(p, n, g, ic0, M);
+    const int64_t mr = gradref__sgemm_mr(p->max_isa), N = pixels(d->Q);
     /* stride 1 into an F32 grad whose pixels are dense: the GEMM writes grad itself */
-    const int in_place = unit_strides(p) && p->out_dtype == GRADREF_F32 && p->gs[5] == 1 &&
-                         p->gs[4] == p->I[2] && p->gs[3] == p->I[1] * p->I[2];
-    int64_t ph[3];
-    for (ph[0] = 0; ph[0] < p->stride[0] && ph[0] < p->I[0]; ph[0]++)
-        for (ph[1] = 0; ph[1] < p->stride[1] && ph[1] < p->I[1]; ph[1]++)
-            for (ph[2] = 0; ph[2] < p->stride[2] && ph[2] < p->I[2]; ph[2]++) {
-                const int64_t ntaps = gradref__cbd_phase_taps(p, ph, tap);
-                if (ntaps == 0) continue; /* +0 from zero_slabs */
-                int64_t N = 1;
-                for (int j = 0; j < 3; j++) {
-                    d.Q[j] = (p->I[j] - ph[j] - 1) / p->stride[j] + 1;
-                    N *= d.Q[j];
-                }
-                gradref__sgemm_args a;
-                memset(&a, 0, sizeof a);
-                a.M = M;
-                a.K = ntaps * p->OCpg;
-                a.pack_a = pack_a_filter;
-                a.pack_b = pack_b_diff;
-                a.pack_a_ctx = a.pack_b_ctx = &d;
-                a.c_cs = 1;
-                /* the item's filter panels once for all its chunks, when they fit (I8 in parts
-                 * reads a part's columns at a time: per chunk) */
-                if ((M + mr - 1) / mr * mr * a.K <= TILE_A_FLOATS &&
-                    (p->in_dtype != GRADREF_I8 || call->part == p->OCpg)) {
-                    gradref__sgemm_prepack_a(&a, p->max_isa, apanels);
-                    a.a_panels = apanels;
-                }
-                for (d.j0 = 0; d.j0 < N; d.j0 += CHUNK) {
-                    a.N = N - d.j0 < CHUNK ? N - d.j0 : CHUNK;
-                    if (!in_place) {
-                        chunk_to_grad(&d, call, ph, &a, work, chunk);
-                        continue;
-                    }
-                    /* grad's own rows: the chunk's pixels are adjacent there */
-                    a.c = (float *)(void *)p->grad + n * p->gs[0] + g * p->gs[1] + ic0 * p->gs[2] +
-                          d.j0;
-                    a.c_rs = p->gs[2];
-                    gradref__sgemm_small(&a, p->max_isa, work);
-                    for (int64_t m = 0; m < M; m++)
-                        gradref__canon_nans_f32(a.c + m * a.c_rs, a.N);
-                }
-            }
+    const int in_place =
+        unit_strides(p) && p->out_dtype == GRADREF_F32 && dense_pixels(p->gs, p->I);
+    gradref__sgemm_args a;
+    memset(&a, 0, sizeof a);
+    a.M = M;
+    a.K = ntaps * p->OCpg;
+    a.pack_a = pack_a_filter;
+    a.pack_b = pack_b_diff;
+    a.pack_a_ctx = a.pack_b_ctx = d;
+    a.c_cs = 1;
+    /* the item's filter panels once for all its chunks, when they fit (I8 in parts reads a
+     * part's columns at a time: per chunk) */
+    if ((M + mr - 1) / mr * mr * a.K <= TILE_A_FLOATS &&
+        (p->in_dtype != GRADREF_I8 || call->part == p->OCpg)) {
+        gradref__sgemm_prepack_a(&a, p->max_isa, apanels);
+        a.a_panels = apanels;
+    }
+    for (d->j0 = 0; d->j0 < N; d->j0 += CHUNK) {
+        a.N = N - d->j0 < CHUNK ? N - d->j0 : CHUNK;
+        if (!in_place) {
+            chunk_to_grad(d, call, ph, &a, work, chunk);
+            continue;
+        }
+        /* grad's own rows: the chunk's pixels are adjacent there */
+        a.c = (float *)(void *)p->grad + d->n * p->gs[0] + d->g * p->gs[1] + d->ic0 * p->gs[2] +
+              d->j0;
+        a.c_rs = p->gs[2];
+        gradref__sgemm_small(&a, p->max_isa, work);
+        for (int64_t m = 0; m < M; m++)
+            gradref__canon_nans_f32(a.c + m * a.c_rs, a.N);
+    }
 }
 
 /* Whether the path takes plan p: the F32 path's dtypes at the default precision or I8 (one
@@ -326,39 +318,36 @@ static void tap_offsets(const gradref__cbd_plan *p, const int64_t *tap, int64_t 
     }
 }
 
-/* Whether an item's tiles read the caller's diff as it is (F32 with dense pixels, grad F32
- * with dense pixels too: the tiles write it), or a window of diff converted per tile. */
+/* Whether the tiles read the caller's diff as it is (F32 with dense pixels), or a window of
+ * diff converted per tile; and whether they also write grad in place (stride 1, F32 grad with
+ * dense pixels), through the fast path's tile loop. */
+static int reads_in_place(const gradref__cbd_plan *p) {
+    return p->in_dtype == GRADREF_F32 && dense_pixels(p->ds, p->O);
+}
+
 static int tiles_in_place(const gradref__cbd_plan *p) {
-    return p->in_dtype == GRADREF_F32 && p->out_dtype == GRADREF_F32 && dense_pixels(p->ds, p->O) &&
+    return reads_in_place(p) && unit_strides(p) && p->out_dtype == GRADREF_F32 &&
            dense_pixels(p->gs, p->I);
 }
 
-/* The channels of a direct-tiles item, 0 when the tiles do not take the problem. They take
- * what the fast path's tiles take at stride 1 (the kernel table has them; grad's last two
- * sizes are diff's) with at most TILE_TAPS taps, for the F32 path's dtypes and I8 in one part;
- * two panels of filter, or one, with the window of diff a tile reads (when not in place) in
- * TILE_FLOATS. */
-static int64_t tiles_block(const gradref__cbd_plan *p, const gradref__cbd_kernels *k,
-                           int64_t part) {
-    const int64_t mr = gradref__sgemm_mr(p->max_isa), K = taps_of(p) * p->OCpg;
-    if (!k->tile32 || k->tile_rows != mr || !unit_strides(p) || taps_of(p) > TILE_TAPS ||
-        p->I[1] != p->O[1] || p->I[2] != p->O[2] || pixels(p->O) >= (INT64_C(1) << 30) ||
-        pixels(p->I) >= (INT64_C(1) << 30) || (p->in_dtype == GRADREF_I8 && part < p->OCpg))
-        return 0;
-    int64_t window = 0;
-    if (!tiles_in_place(p)) {
-        int64_t tap[4 * TILE_TAPS], offset[TILE_TAPS], lo, hi;
-        const int64_t ph[3] = {0, 0, 0};
-        tap_offsets(p, tap, gradref__cbd_phase_taps(p, ph, tap), offset, &lo, &hi);
-        window = p->OCpg * (hi - lo + 32);
-    }
-    if (2 * mr * K + window <= TILE_FLOATS) return 2 * mr;
-    return mr * K + window <= TILE_FLOATS ? mr : 0;
+/* [*lo, *hi): the elements of the caller's diff, from its start (F32). */
+static void diff_extent(const gradref__cbd_plan *p, int64_t *lo, int64_t *hi) {
+    const int64_t images = (p->N - 1) * p->ds[0], channels = (p->G * p->OCpg - 1) * p->ds[2];
+    *lo = (images < 0 ? images : 0) + (channels < 0 ? channels : 0);
+    *hi = (images > 0 ? images : 0) + (channels > 0 ? channels : 0) + pixels(p->O);
+}
+
+/* Whether the direct tiles may run on the problem: the kernel table has them, offsets fit
+ * int32, and I8 runs in one part (a phase then runs them when its sub-grid has diff's last two
+ * sizes and the stack holds its panels, phase_tiles). */
+static int tiles_may_run(const gradref__cbd_plan *p, const gradref__cbd_kernels *k, int64_t part) {
+    return k->tile32 && k->tile_rows == gradref__sgemm_mr(p->max_isa) &&
+           pixels(p->O) < (INT64_C(1) << 30) && pixels(p->I) < (INT64_C(1) << 30) &&
+           (p->in_dtype != GRADREF_I8 || part == p->OCpg);
 }
 
 /* What the tiles keep per thread, on the stack. */
 typedef struct tiles_stack {
-    int64_t tap[4 * TILE_TAPS];
     int64_t offset[2 * TILE_TAPS];
     int64_t key[3];
     uint16_t masks[(TILE_GROUP + 1) * 2 * TILE_TAPS];
@@ -389,30 +378,43 @@ static void fill_window(const direct *d, int64_t start, int64_t span, float *win
     }
 }
 
-/* An item's tiles over a window of diff converted per tile, into grad in place or through a
- * tile's values stored in grad's dtype and layout (I8: the exact sums as int32). */
-static void tiles_windowed(direct *d, const float *panels, int64_t M, int64_t pr, int64_t ntaps,
-                           tiles_stack *st, float *window) {
+/* Rows [d->ic0, d->ic0 + M) of phase ph by the tiles over the caller's diff (reads_in_place)
+ * or a window of it (the tap offsets' range [lo, hi] and 32 floats a channel) converted per
+ * tile, into grad in place (stride 1, F32 grad with dense pixels) or through a tile's values
+ * stored in grad's dtype and layout (I8: the exact sums as int32). */
+static void tiles_windowed(direct *d, const int64_t *ph, const float *panels, int64_t M, int64_t pr,
+                           int64_t ntaps, tiles_stack *st, int64_t lo, int64_t hi, float *window) {
     const gradref__cbd_plan *p = d->p;
     const gradref__cbd_kernels *k = d->k;
     __attribute__((aligned(64))) float values[MAX_BLOCK * 32];
     __attribute__((aligned(64))) int32_t sums[MAX_BLOCK * 32];
-    int64_t lo, hi;
-    tap_offsets(p, st->tap, ntaps, st->offset, &lo, &hi);
-    const int64_t span = hi - lo + 32, K = ntaps * p->OCpg, mr = gradref__sgemm_mr(p->max_isa);
-    const int64_t ph[3] = {0, 0, 0};
-    const int in_place = p->out_dtype == GRADREF_F32 && dense_pixels(p->gs, p->I);
+    const int64_t K = ntaps * p->OCpg, mr = gradref__sgemm_mr(p->max_isa), N = pixels(d->Q);
+    const int in_place =
+        unit_strides(p) && p->out_dtype == GRADREF_F32 && dense_pixels(p->gs, p->I);
     float *slab = (float *)(void *)p->grad + d->n * p->gs[0] + d->g * p->gs[1] + d->ic0 * p->gs[2];
-    for (int64_t j0 = 0; j0 < pixels(p->I); j0 += 32) {
-        const int64_t cols = pixels(p->I) - j0 < 32 ? pixels(p->I) - j0 : 32;
-        k->tile32_masks(st->tap, ntaps, p->I, p->O, j0, cols, st->masks);
-        fill_window(d, j0 + lo, span, window);
+    const int64_t span = hi - lo + 32, image_at = d->n * p->ds[0] + d->g * p->ds[1],
+                  channels = (p->OCpg - 1) * p->ds[2];
+    int64_t first, last; /* the caller's diff */
+    diff_extent(p, &first, &last);
+    for (int64_t j0 = 0; j0 < N; j0 += 32) {
+        const int64_t cols = N - j0 < 32 ? N - j0 : 32;
+        k->tile32_masks(d->tap, ntaps, d->Q, p->O, j0, cols, st->masks);
+        const float *image = window - lo; /* the window holds every read: inside */
+        int64_t channel_stride = span, inside = 1;
+        if (reads_in_place(p)) {
+            image = (const float *)(const void *)p->diff + image_at + j0;
+            channel_stride = p->ds[2];
+            inside = image_at + j0 + lo + (channels < 0 ? channels : 0) >= first &&
+                     image_at + j0 + hi + 32 + (channels > 0 ? channels : 0) <= last;
+        } else {
+            fill_window(d, j0 + lo, span, window);
+        }
         float *c = in_place ? slab + j0 : values;
         const int64_t ldc = in_place ? p->gs[2] : cols;
-        for (int64_t i0 = 0; i0 < M; i0 += pr) /* inside: the window holds every read */
-            k->tile32(window - lo, span, p->OCpg, st->offset, st->masks, ntaps, cols, 1,
-                      panels + i0 / pr * K * mr, (int)(M - i0 < pr ? M - i0 : pr), c + i0 * ldc,
-                      ldc);
+        for (int64_t i0 = 0; i0 < M; i0 += pr)
+            k->tile32(image, channel_stride, p->OCpg, st->offset, st->masks, ntaps, cols,
+                      (int)inside, panels + i0 / pr * K * mr, (int)(M - i0 < pr ? M - i0 : pr),
+                      c + i0 * ldc, ldc);
         if (in_place) {
             for (int64_t m = 0; m < M; m++)
                 gradref__canon_nans_f32(c + m * ldc, cols);
@@ -429,59 +431,93 @@ static void tiles_windowed(direct *d, const float *panels, int64_t M, int64_t pr
     }
 }
 
-/* One item by the fast path's direct tiles: channels [ic0, ic0 + M) of image n, group g, the
- * item's filter panels packed on the stack, diff read in place or through a window. */
-__attribute__((noinline)) static void item_tiles(const direct_call *call, int64_t n, int64_t g,
-                                                 int64_t ic0, int64_t M) {
-    const gradref__cbd_plan *p = call->p;
-    __attribute__((aligned(64))) float floats[TILE_FLOATS]; /* panels, then the window */
-    tiles_stack st;
-    const int64_t mr = gradref__sgemm_mr(p->max_isa), np = (M + mr - 1) / mr;
-    const int64_t pr = (M + np - 1) / np; /* 16 channels: 8 + 8 rows, as the fast path's panels */
-    const int64_t ph[3] = {0, 0, 0};
-    const int64_t ntaps = gradref__cbd_phase_taps(p, ph, st.tap), K = ntaps * p->OCpg;
-    for (int64_t pn = 0; pn < np; pn++)
-        gradref__cbd_pack_panel(p, g, ic0 + pn * pr, M - pn * pr < pr ? M - pn * pr : pr, st.tap,
-                                ntaps, mr, floats + pn * K * mr);
-    direct d = {p,
-                call->k,
-                gradref__array_kernels_for(p->max_isa),
-                n,
-                g,
-                ic0,
-                0,
-                p->OCpg,
-                st.tap,
-                {p->I[0], p->I[1], p->I[2]},
-                0};
-    if (!tiles_in_place(p)) {
-        tiles_windowed(&d, floats, M, pr, ntaps, &st, floats + np * K * mr);
-        return;
-    }
+/* Rows [d->ic0, d->ic0 + M) of stride 1 by the fast path's direct tiles from the caller's
+ * diff straight into grad (tiles_in_place). */
+static void tiles_in_grad(const direct *d, const float *panels, int64_t M, int64_t pr,
+                          int64_t ntaps, tiles_stack *st) {
+    const gradref__cbd_plan *p = d->p;
     layout L;
     memset(&L, 0, sizeof L);
     L.offsets_at = offsetof(tiles_stack, offset);
     L.masks_at = offsetof(tiles_stack, masks);
     L.masks_key_at = offsetof(tiles_stack, key);
-    st.key[0] = -1; /* no masks yet */
+    st->key[0] = -1; /* no masks yet */
     run R;
     memset(&R, 0, sizeof R);
-    R.p = p, R.k = call->k, R.max_isa = p->max_isa, R.mr = mr, R.pr = pr;
+    R.p = p, R.k = d->k, R.max_isa = p->max_isa, R.mr = gradref__sgemm_mr(p->max_isa), R.pr = pr;
     R.diff = (const float *)(const void *)p->diff, R.dn = p->ds[0], R.dc = p->ds[2];
-    const int64_t images = (p->N - 1) * R.dn, channels = (p->G * p->OCpg - 1) * R.dc;
-    R.span_lo = (images < 0 ? images : 0) + (channels < 0 ? channels : 0);
-    R.span_hi = (images > 0 ? images : 0) + (channels > 0 ? channels : 0) + pixels(p->O);
+    diff_extent(p, &R.span_lo, &R.span_hi);
     R.prefetch_tiles =
         p->G * p->OCpg * pixels(p->O) * (int64_t)sizeof(float) > GRADREF__CBD_PREFETCH_MIN_BYTES;
     phase f;
     memset(&f, 0, sizeof f);
-    f.R = &R, f.n = n, f.g = g, f.ic0 = ic0, f.tap = st.tap, f.ntaps = ntaps;
-    memcpy(f.Q, p->I, sizeof f.Q);
-    float *c = (float *)(void *)p->grad + n * p->gs[0] + g * p->gs[1] + ic0 * p->gs[2];
-    gradref__cbd_direct_tiles(&R, &f, floats, M, 0, pixels(p->I), c, p->gs[2], (char *)&st, &L,
+    f.R = &R, f.n = d->n, f.g = d->g, f.ic0 = d->ic0, f.tap = d->tap, f.ntaps = ntaps;
+    memcpy(f.Q, d->Q, sizeof f.Q);
+    float *c = (float *)(void *)p->grad + d->n * p->gs[0] + d->g * p->gs[1] + d->ic0 * p->gs[2];
+    gradref__cbd_direct_tiles(&R, &f, panels, M, 0, pixels(d->Q), c, p->gs[2], (char *)st, &L,
                               NULL);
     for (int64_t m = 0; m < M; m++)
-        gradref__canon_nans_f32(c + m * p->gs[2], pixels(p->I));
+        gradref__canon_nans_f32(c + m * p->gs[2], pixels(d->Q));
+}
+
+/* Phase ph of an item (d: its image, group and channels; d->Q the phase's sub-grid, ntaps taps
+ * in d->tap) by the direct tiles, its panels packed on the stack, both at once or one at a time
+ * as the stack holds them with the window. Returns 0, having done nothing, when not even one
+ * panel fits. */
+__attribute__((noinline)) static int phase_tiles(direct *d, const int64_t *ph, int64_t M,
+                                                 int64_t ntaps) {
+    const gradref__cbd_plan *p = d->p;
+    __attribute__((aligned(64))) float floats[TILE_FLOATS]; /* panels, then the window */
+    tiles_stack st;
+    int64_t lo, hi;
+    tap_offsets(p, d->tap, ntaps, st.offset, &lo, &hi);
+    const int in_place = tiles_in_place(p);
+    const int64_t window = reads_in_place(p) ? 0 : p->OCpg * (hi - lo + 32);
+    const int64_t mr = gradref__sgemm_mr(p->max_isa), np = (M + mr - 1) / mr;
+    const int64_t pr = (M + np - 1) / np; /* 16 channels: 8 + 8 rows, as the fast path's panels */
+    const int64_t K = ntaps * p->OCpg;
+    int64_t at_once = np;
+    while (at_once > 0 && at_once * mr * K + window > TILE_FLOATS)
+        at_once--;
+    if (at_once == 0) return 0;
+    const int64_t ic0 = d->ic0;
+    for (int64_t pn0 = 0; pn0 < np; pn0 += at_once) {
+        const int64_t r0 = pn0 * pr, rows = M - r0 < at_once * pr ? M - r0 : at_once * pr;
+        for (int64_t pn = 0; pn * pr < rows; pn++)
+            gradref__cbd_pack_panel(p, d->g, ic0 + r0 + pn * pr,
+                                    rows - pn * pr < pr ? rows - pn * pr : pr, d->tap, ntaps, mr,
+                                    floats + pn * K * mr);
+        d->ic0 = ic0 + r0;
+        if (in_place)
+            tiles_in_grad(d, floats, rows, pr, ntaps, &st);
+        else
+            tiles_windowed(d, ph, floats, rows, pr, ntaps, &st, lo, hi, floats + at_once * K * mr);
+    }
+    d->ic0 = ic0;
+    return 1;
+}
+
+/* One item: every live phase of channels [ic0, ic0 + M) of image n, group g, by the direct
+ * tiles where they run, else by the GEMMs. */
+static void item(const direct_call *call, int64_t n, int64_t g, int64_t ic0, int64_t M) {
+    const gradref__cbd_plan *p = call->p;
+    int64_t tap[4 * MAX_TAPS];
+    direct d = {
+        p,         call->k, gradref__array_kernels_for(p->max_isa), n, g, ic0, 0, p->OCpg, tap,
+        {0, 0, 0}, 0};
+    if (!unit_strides(p)) zero_slabs(p, n, g, ic0, M);
+    int64_t ph[3];
+    for (ph[0] = 0; ph[0] < p->stride[0] && ph[0] < p->I[0]; ph[0]++)
+        for (ph[1] = 0; ph[1] < p->stride[1] && ph[1] < p->I[1]; ph[1]++)
+            for (ph[2] = 0; ph[2] < p->stride[2] && ph[2] < p->I[2]; ph[2]++) {
+                const int64_t ntaps = gradref__cbd_phase_taps(p, ph, tap);
+                if (ntaps == 0) continue; /* +0 from zero_slabs */
+                for (int j = 0; j < 3; j++)
+                    d.Q[j] = (p->I[j] - ph[j] - 1) / p->stride[j] + 1;
+                const int tiles =
+                    call->tiles && ntaps <= TILE_TAPS && d.Q[1] == p->O[1] && d.Q[2] == p->O[2];
+                if (!tiles || !phase_tiles(&d, ph, M, ntaps)) phase_gemm(call, &d, ph, M, ntaps);
+            }
 }
 
 static void items(const void *arg, int64_t begin, int64_t end) {
@@ -491,21 +527,15 @@ static void items(const void *arg, int64_t begin, int64_t end) {
     for (int64_t it = begin; it < end; it++) {
         const int64_t n = it / (p->G * blocks), g = it / blocks % p->G, b = it % blocks;
         const int64_t ic0 = b * block, M = p->ICpg - ic0 < block ? p->ICpg - ic0 : block;
-        if (call->tiles)
-            item_tiles(call, n, g, ic0, M);
-        else
-            item(call, n, g, ic0, M);
+        item(call, n, g, ic0, M);
     }
 }
 
 void gradref__cbd_direct(const gradref__cbd_plan *p, int64_t part, int threads) {
     direct_call call = {p, gradref__cbd_kernels_for(p->max_isa), part, 0, 0};
-    call.block = tiles_block(p, call.k, part);
-    call.tiles = call.block > 0;
-    if (!call.tiles) { /* two GEMM panels (at most MAX_BLOCK, the stack's chunk) */
-        call.block = 2 * gradref__sgemm_mr(p->max_isa);
-        if (call.block > MAX_BLOCK) call.block = MAX_BLOCK;
-    }
+    call.tiles = tiles_may_run(p, call.k, part);
+    call.block = 2 * gradref__sgemm_mr(p->max_isa); /* two panels (at most MAX_BLOCK: the chunk) */
+    if (call.block > MAX_BLOCK) call.block = MAX_BLOCK;
     gradref__parallel_ranges(p->N * p->G * ((p->ICpg + call.block - 1) / call.block), threads,
                              items, &call);
 }
