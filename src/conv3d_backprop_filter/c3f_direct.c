@@ -26,7 +26,9 @@ enum {
      * three: 148 -> 137 ms on the bench's; five panels of IC32 3x3's 288 rows ran slower than
      * two or three, their counter out of L1) */
     MAX_TILE = 3 * GRADREF__AVX512_MR * GRADREF__AVX512_NR,
-    FEW_LANES = 4 /* a tap's channels read one by one below this, not by 16-lane transposes */
+    /* a tap's channels read one by one below this, not by transposes that would run mostly
+     * empty (AVX2's 6-row panels: 36 -> 9 ms on the bench's N8 IC32 64x64 line) */
+    FEW_LANES = 8
 };
 
 typedef struct direct {
@@ -137,8 +139,8 @@ static void x_lanes_transposed(const direct *d, const gradref__c3f_kernels *k, c
     }
 }
 
-/* The same for fewer than FEW_LANES channels (a first layer's 3), whose transposes would run
- * mostly empty: each channel read along the run. */
+/* The same for fewer than FEW_LANES channels (a first layer's 3, AVX2's 6-row panels), whose
+ * transposes would run mostly empty: each channel read along the run. */
 static void x_lanes_few(const direct *d, const int64_t *shift, int64_t ci, int64_t n,
                         int64_t r_first, int64_t kc, float *dst, int width, int64_t la) {
     const gradref__c3f_plan *p = d->p;
