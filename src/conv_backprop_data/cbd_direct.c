@@ -2,16 +2,17 @@
 /* conv_backprop_data's no-workspace path (a caller workspace too small for one thread's share
  * of the fast path, as MegEngine's workspace limit 0): the fast path's kernels with stack
  * buffers only. Work items are (image, group, block of up to two GEMM panels of input
- * channels). Where the fast path's direct tiles take the problem (item_tiles), an item packs
- * its filter panels and the tiles read diff and write grad in place (F32, dense pixels) or
- * through a window of diff converted per tile and the tile's values stored. Elsewhere, per live
- * phase and chunk of CHUNK sub-grid pixels, gradref__sgemm_small computes the chunk from the
- * filter and diff as they are (any dtype of the F32 path, any strides: its packers read and
- * widen them), and the chunk is stored into grad. Each grad element is the reference's chain
- * over (tap in ascending diff position, oc), with the zero terms of taps outside diff exact for
- * a finite filter (cbd_fast.c): the same bits. I8 runs a chunk's chains in parts of the output
- * channels (cbd_int8.c), each exact in f32, added into int32 sums on the stack. Up to about
- * 140 KiB of stack. */
+ * channels), each stride phase in turn. A phase whose sub-grid has diff's last two sizes runs
+ * the direct tiles (phase_tiles): the item's filter panels packed on the stack, diff read in
+ * place (F32, dense pixels) or through a window converted per tile, grad written in place or
+ * the tile's values stored. Other phases run the GEMMs (phase_gemm): per chunk of CHUNK
+ * sub-grid pixels, gradref__sgemm_small computes the chunk from the filter and diff as they are
+ * (any dtype of the F32 path, any strides: its packers read and widen them), and the chunk is
+ * stored into grad. Each grad element is the reference's chain over (tap in ascending diff
+ * position, oc), with the zero terms of taps outside diff exact for a finite filter
+ * (cbd_fast.c): the same bits. I8 runs a chunk's chains in parts of the output channels
+ * (cbd_int8.c), each exact in f32, added into int32 sums on the stack. Up to about 140 KiB of
+ * stack. */
 #include <stddef.h>
 
 #include "cbd_fast.h"
@@ -37,7 +38,7 @@ typedef struct direct {
     int64_t oc0, ocs;   /* the output channels of the GEMM's k = (phase tap, oc - oc0) */
     const int64_t *tap; /* the phase's taps (gradref__cbd_phase_taps) */
     int64_t Q[3];       /* the phase's sub-grid sizes */
-    int64_t j0;         /* the chunk's first sub-grid pixel */
+    int64_t j0;         /* the chunk's (or tile's) first sub-grid pixel */
 } direct;
 
 static float element(const gradref__cbd_plan *p, const char *base, int64_t e) {

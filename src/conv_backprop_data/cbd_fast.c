@@ -18,8 +18,8 @@
  * channels, so the bits do not depend on the thread count. F64 and GRADREF_PRECISION_HIGH run
  * the reference loop over the same items.
  *
- * I8 (I32 sums, and QuantizedS8) runs the same kernels in f32 where that is exact, in one pass
- * or in passes over diff's digits (cbd_int8.c). */
+ * I8 (I32 sums, and QuantizedS8) runs the same kernels in f32 where that is exact: the whole
+ * call, or its output channels in parts whose sums are added in int32 (cbd_int8.c). */
 #include <string.h>
 
 #include "cbd_fast.h"
@@ -200,7 +200,7 @@ gradref_status gradref__cbd_no_workspace(const gradref__cbd_plan *p, int threads
     }
     const int64_t part = p->in_dtype == GRADREF_I8 ? gradref__cbd_int8_part(p, threads) : p->OCpg;
     if (part > 0 && gradref__cbd_direct_fits(p)) {
-        gradref__cbd_direct(p, part, threads); /* the fast path's GEMMs on the stack */
+        gradref__cbd_direct(p, part, threads); /* the fast path's kernels on the stack */
     } else {
         gradref__parallel_ranges(p->N * p->G * p->ICpg, threads, ref_part, p);
     }
