@@ -26,7 +26,7 @@ enum {
     MAX_TAPS = 256,        /* taps of a phase the stack holds */
     MAX_BLOCK = 2 * 14,    /* channels of an item: two panels at the widest level */
     TILE_TAPS = 64,        /* the direct tiles' taps on the stack */
-    TILE_A_FLOATS = 16384, /* the GEMMs' filter panels of an item, on the stack (64 KiB) */
+    GEMM_A_FLOATS = 16384, /* the GEMMs' filter panels of an item, on the stack (64 KiB) */
     TILE_FLOATS = 24576    /* the tiles' filter panels and window of diff (96 KiB) */
 };
 
@@ -251,7 +251,7 @@ __attribute__((noinline)) static void phase_gemm(const direct_call *call, direct
     const gradref__cbd_plan *p = call->p;
     __attribute__((aligned(64))) float work[GRADREF__SGEMM_SMALL_WORK_FLOATS];
     __attribute__((aligned(64))) float chunk[MAX_BLOCK * CHUNK];
-    __attribute__((aligned(64))) float apanels[TILE_A_FLOATS];
+    __attribute__((aligned(64))) float apanels[GEMM_A_FLOATS];
     const int64_t mr = gradref__sgemm_mr(p->max_isa), N = pixels(d->Q);
     /* stride 1 into an F32 grad whose pixels are dense: the GEMM writes grad itself */
     const int in_place =
@@ -266,7 +266,7 @@ __attribute__((noinline)) static void phase_gemm(const direct_call *call, direct
     a.c_cs = 1;
     /* the item's filter panels once for all its chunks, when they fit (I8 in parts reads a
      * part's columns at a time: per chunk) */
-    if ((M + mr - 1) / mr * mr * a.K <= TILE_A_FLOATS &&
+    if ((M + mr - 1) / mr * mr * a.K <= GEMM_A_FLOATS &&
         (p->in_dtype != GRADREF_I8 || call->part == p->OCpg)) {
         gradref__sgemm_prepack_a(&a, p->max_isa, apanels);
         a.a_panels = apanels;
