@@ -110,6 +110,18 @@ static inline uint16_t gradref__f32_to_bf16(float f) {
     return (uint16_t)(x >> 16);
 }
 
+/* Element e of an array of F32, F16, BF16, I8 (exact) or F64 (rounded) as f32: the fast paths'
+ * packers' read, inline (gradref__load_float's switch without its call and f64). */
+static inline float gradref__load_f32(int32_t dtype, const void *base, int64_t e) {
+    switch (dtype) {
+    case GRADREF_F32: return ((const float *)base)[e];
+    case GRADREF_F16: return gradref__f16_to_f32(((const uint16_t *)base)[e]);
+    case GRADREF_BF16: return gradref__bf16_to_f32(((const uint16_t *)base)[e]);
+    case GRADREF_I8: return (float)((const int8_t *)base)[e];
+    default: return (float)((const double *)base)[e];
+    }
+}
+
 /* Single roundings from f64 and from integers (a detour through f32 would round twice). */
 uint16_t gradref__f64_to_f16(double d);
 uint16_t gradref__f64_to_bf16(double d);

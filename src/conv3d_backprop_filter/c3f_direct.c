@@ -38,9 +38,7 @@ typedef struct direct {
 } direct;
 
 static float value(const gradref__c3f_plan *p, const char *base, int64_t e, int hf32) {
-    const float v = p->in_dtype == GRADREF_F32
-                        ? ((const float *)(const void *)base)[e]
-                        : (float)gradref__load_float(p->in_dtype, base + (size_t)e * p->in_size);
+    const float v = gradref__load_f32(p->in_dtype, base, e);
     return hf32 ? gradref__hf32_round(v, hf32) : v;
 }
 

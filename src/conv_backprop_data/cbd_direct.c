@@ -41,15 +41,6 @@ typedef struct direct {
     int64_t j0;         /* the chunk's (or tile's) first sub-grid pixel */
 } direct;
 
-static float element(const gradref__cbd_plan *p, const char *base, int64_t e) {
-    switch (p->in_dtype) {
-    case GRADREF_F32: return ((const float *)(const void *)base)[e];
-    case GRADREF_I8: return (float)((const int8_t *)(const void *)base)[e];
-    case GRADREF_F16: return gradref__f16_to_f32(((const uint16_t *)(const void *)base)[e]);
-    default: return gradref__bf16_to_f32(((const uint16_t *)(const void *)base)[e]);
-    }
-}
-
 /* A (rows: input channels ic0 + first.., k = (phase tap, oc)) in panels of `width` rows. */
 static void pack_a_filter(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
                           int width, float *dst) {
@@ -65,7 +56,7 @@ static void pack_a_filter(const void *ctx, int64_t k0, int64_t kc, int64_t first
                                k0i * p->fs[3] + k1i * p->fs[4] + k2i * p->fs[5];
             int64_t r = 0;
             for (; r < rows; r++)
-                dst[r] = element(p, p->filter, at + r * p->fs[2]);
+                dst[r] = filter_value(p, at + r * p->fs[2]);
             for (; r < width; r++)
                 dst[r] = 0.0f;
         }
@@ -100,7 +91,7 @@ static void diff_run(const direct *d, int64_t e, int64_t n, float *out) {
         return;
     }
     for (int64_t x = 0; x < n; x++)
-        out[x] = element(p, p->diff, e + x * s);
+        out[x] = gradref__load_f32(p->in_dtype, p->diff, e + x * s);
 }
 
 /* B (k = (phase tap, oc); columns: the chunk's sub-grid pixels) from diff shifted by the tap,

@@ -64,8 +64,7 @@ static inline int64_t filter_offset(const gradref__cbd_plan *p, int64_t g, int64
 
 /* The filter's element at offset e as f32 (exact: F32, F16, BF16 or I8 here). */
 static inline float filter_value(const gradref__cbd_plan *p, int64_t e) {
-    if (p->in_dtype == GRADREF_I8) return (float)((const int8_t *)(const void *)p->filter)[e];
-    return (float)gradref__load_float(p->in_dtype, p->filter + (size_t)e * p->in_size);
+    return gradref__load_f32(p->in_dtype, p->filter, e);
 }
 
 typedef struct run {
