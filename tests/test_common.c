@@ -1060,6 +1060,38 @@ static void check_null_workspace_bits(int64_t N, int64_t Do, int64_t Ho, int64_t
         free(dxd[k]), free(dgd[k]);
 }
 
+/* A dim blocked by 1 on one side and by 2 on the other: the block-1 tensor's elements are
+ * -strides[d] apart whatever its slot stride says (an audit's case: the split took the slot's
+ * stride 100 as the step inside the block and wrote past dst). Both directions, guards kept. */
+static void test_copy_block_of_one(void **state) {
+    (void)state;
+    enum { N = 8, GUARD = 256 };
+    float two[12 + 2 * GUARD], one[2 * N + 2 * GUARD];
+    for (int dir = 0; dir < 2; dir++) {
+        for (int i = 0; i < 12 + 2 * GUARD; i++)
+            two[i] = dir ? -1.0f : (float)i;
+        for (int i = 0; i < 2 * N + 2 * GUARD; i++)
+            one[i] = dir ? (float)i : -1.0f;
+        /* blocks of 2 three elements apart (outer -3, inner 1); blocks of 1 two apart */
+        gradref_tensor t2 = desc(two + GUARD, GRADREF_F32, 1, (int64_t[]){N}, (int64_t[]){-3});
+        t2.shape[1] = 2;
+        t2.strides[1] = 1;
+        gradref_tensor t1 = desc(one + GUARD, GRADREF_F32, 1, (int64_t[]){N}, (int64_t[]){-2});
+        t1.shape[1] = 1;
+        t1.strides[1] = 100;
+        assert_int_equal(dir ? gradref_copy(&t1, &t2, NULL) : gradref_copy(&t2, &t1, NULL),
+                         GRADREF_OK);
+        for (int i = 0; i < N; i++)
+            assert_true(one[GUARD + 2 * i] == two[GUARD + (i / 2) * 3 + i % 2]);
+        const float *guarded = dir ? two : one;
+        const int size = dir ? 12 : 2 * N;
+        for (int i = 0; i < GUARD; i++) {
+            assert_true(guarded[i] == -1.0f);
+            assert_true(guarded[GUARD + size + i] == -1.0f);
+        }
+    }
+}
+
 static void test_null_workspace_bits(void **state) {
     (void)state;
     check_null_workspace_bits(1, 16, 64, 256, (size_t)32 << 20); /* mapped, huge pages */
@@ -1091,6 +1123,7 @@ int main(void) {
         cmocka_unit_test(test_copy_bits_and_threads),
         cmocka_unit_test(test_copy_streamed_tiles),
         cmocka_unit_test(test_copy_errors),
+        cmocka_unit_test(test_copy_block_of_one),
         cmocka_unit_test(test_exec_and_workspace),
         cmocka_unit_test(test_null_workspace_bits),
     };

@@ -348,15 +348,18 @@ gradref_status gradref__split_view(const char *op, const char *name, const gradr
             continue;
         }
         int64_t outer, inner;
-        if (t->strides[d] < 0) { /* blocked by block[d] itself (gradref__blocks_of) */
+        const int own = t->strides[d] < 0; /* t blocks dim d itself (gradref__blocks_of) */
+        const int64_t own_block = own ? t->shape[t->ndim + j] : 1;
+        j += own;
+        if (own && own_block == block[d]) {
             outer = -t->strides[d];
-            inner = t->strides[t->ndim + j++];
-        } else if (gradref__mul_ovf(t->strides[d], block[d], &outer)) {
+            inner = t->strides[t->ndim + j - 1];
+        } else if (gradref__mul_ovf(own ? -t->strides[d] : t->strides[d], block[d], &outer)) {
             return gradref__fail(GRADREF_ERR_OVERFLOW, op,
                                  "%s.strides[%d] x %lld (a block) exceeds int64", name, d,
                                  (long long)block[d]);
-        } else {
-            inner = t->strides[d];
+        } else { /* plain, or blocked by 1: -strides[d] is then the element step */
+            inner = own ? -t->strides[d] : t->strides[d];
         }
         v.shape[n] = t->shape[d] / block[d];
         v.strides[n++] = outer;
