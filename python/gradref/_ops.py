@@ -147,13 +147,39 @@ _ITEM_BYTES = {_lib.F32: 4, _lib.F64: 8, _lib.F16: 2, _lib.BF16: 2, _lib.I8: 1, 
                _lib.I64: 8}
 
 
-def _result(given, kind, shape, code, name, bf16, like=None):
-    """The out= array if given (as an output descriptor), else a new one (a BF16 one in like's
-    bfloat16 numpy dtype when it has one). A shape that cannot
-    be allocated (broadcast inputs of a huge logical shape, sizes the library would refuse)
-    raises Error, as the library would, not numpy's or torch's own exception."""
+def _given_output(given, shape, codes, name, bf16, dense=False):
+    """A caller's out= array as an output descriptor, refused unless it is exactly what the
+    call writes: `shape`, one of the dtype `codes`, and (dense=True: the descriptor is rebuilt
+    from its memory, so nothing else would catch a mismatch) dense row-major strides."""
+    a = as_output(given, name, bf16)
+    if tuple(a.shape) != tuple(int(v) for v in shape):
+        raise Error(_lib.ERR_SHAPE, "out %s has shape %s; this call writes %s"
+                    % (name, tuple(a.shape), tuple(int(v) for v in shape)))
+    if a.code not in codes:
+        names = " or ".join(_CODE_NAMES[c] for c in codes)
+        raise Error(_lib.ERR_DTYPE, "out %s is %s; this call writes %s"
+                    % (name, _CODE_NAMES[a.code], names))
+    if dense:
+        run = 1
+        for n, s in zip(reversed(a.shape), reversed(a.strides)):
+            if n > 1 and s != run:
+                raise Error(_lib.ERR_STRIDE, "out %s has element strides %s; it must be dense "
+                            "(row-major, as the call lays it out)" % (name, tuple(a.strides)))
+            run *= n
+    return a
+
+
+_CODE_NAMES = {_lib.F32: "float32", _lib.F64: "float64", _lib.F16: "float16",
+               _lib.BF16: "bfloat16", _lib.I8: "int8", _lib.I32: "int32", _lib.I64: "int64"}
+
+
+def _result(given, kind, shape, code, name, bf16, like=None, codes=None, dense=False):
+    """The out= array if given (checked by _given_output against shape and codes, default
+    (code,)), else a new one (a BF16 one in like's bfloat16 numpy dtype when it has one).
+    A shape that cannot be allocated (broadcast inputs of a huge logical shape, sizes the
+    library would refuse) raises Error, as the library would, not numpy's or torch's own."""
     if given is not None:
-        return as_output(given, name, bf16)
+        return _given_output(given, shape, codes or (code,), name, bf16, dense)
     shape = [int(v) for v in shape]
     if any(v < 0 for v in shape):
         raise Error(_lib.ERR_SHAPE, "%s would have the negative shape %s: the arguments do not "
@@ -377,6 +403,15 @@ _OUT_DTYPES = {"float32": _lib.F32, "f32": _lib.F32, "float64": _lib.F64, "f64":
                "int32": _lib.I32, "i32": _lib.I32, "int8": _lib.I8, "i8": _lib.I8}
 
 
+def _out_codes(out_dtype, default):
+    """(the output's dtype code, the codes an out= array may have): without out_dtype, `default`
+    (an F32 out= array also takes F16/BF16 results in f32)."""
+    if out_dtype is not None:
+        code = _out_code(out_dtype, default)
+        return code, (code,)
+    return default, (default, _lib.F32) if default in (_lib.F16, _lib.BF16) else (default,)
+
+
 def _out_code(out_dtype, default):
     """The output's dtype code: `default`, or out_dtype by name ("float32", "bf16", ...)."""
     if out_dtype is None:
@@ -447,8 +482,8 @@ def conv_backprop_data(filter, diff, mode="CROSS_CORRELATION", sparse="DENSE", f
         icpg, ks, groups = fs[1], fs[2:], 1
     p.groups = _int(groups, "the filter's group count", bits=32)
     n = d.tensor.shape[0]
-    if grad_shape is None and out is not None and named:
-        grad_shape = tuple(out.shape)
+    if grad_shape is None and out is not None and len(out.shape) == r + 2:
+        grad_shape = tuple(out.shape)  # stride > 1 leaves grad's size to the out= array
     gs = None
     if grad_shape is not None:
         gs = _ints(grad_shape, "grad_shape")
@@ -468,12 +503,12 @@ def conv_backprop_data(filter, diff, mode="CROSS_CORRELATION", sparse="DENSE", f
         if len(sc) != 3:
             raise TypeError("gradref: qs8_scales is (filter_scale, diff_scale, grad_scale)")
         scales = _lib.Qs8Scales(*sc)
-        out_code = f.code  # I8
+        out_code, codes = f.code, (f.code,)  # I8
     else:
-        out_code = _out_code(out_dtype, _lib.I32 if f.code == _lib.I8 else f.code)
+        out_code, codes = _out_codes(out_dtype, _lib.I32 if f.code == _lib.I8 else f.code)
     c = groups * icpg
     shape = [n] + spatial + [c] if last else [n, c] + spatial
-    g = _result(out, d.kind, shape, out_code, "grad", bf16, d)
+    g = _result(out, d.kind, shape, out_code, "grad", bf16, d, codes)
     if last:
         _permuted(g, [0, r + 1] + list(range(1, r + 1)))
     e = _exec(threads, precision, strict)
@@ -494,9 +529,9 @@ _BLOCKED = {"nchw4": (6, (0, 1, 2, 3)), "nhwcd4": (7, (0, 2, 1, 3))}
 _NHWCD4_DOT = 8
 
 
-def _dense_arg(x, name, bf16, output):
-    """x as an argument whose memory is dense row-major (inputs copied when they are not)."""
-    a = as_output(x, name, bf16) if output else as_input(x, name, bf16)
+def _dense_arg(x, name, bf16):
+    """An input whose memory is dense row-major (copied when it is not)."""
+    a = as_input(x, name, bf16)
     want, run = [], 1
     for n in reversed(a.shape):
         want.append(run)
@@ -504,8 +539,6 @@ def _dense_arg(x, name, bf16, output):
     want.reverse()
     if all(n <= 1 or s == w for n, s, w in zip(a.shape, a.strides, want)):
         return a
-    if output:
-        raise ValueError("gradref: out %s must be contiguous in its blocked format" % name)
     dense = x.contiguous() if a.kind == "torch" else _numpy().ascontiguousarray(a.obj)
     return as_input(dense, name, bf16)
 
@@ -560,7 +593,7 @@ def _conv_backprop_data_blocked(filter, diff, mode, sparse, fmt, stride, pad, di
     """conv_backprop_data on MegEngine's NCHW4 (N, C/4, H, W, 4) or NHWCD4 (N, H, C/4, W, 4)
     arrays, the filter in that format's layout (NHWCD4 with QuantizedS8: its dot layout)."""
     code, where = _BLOCKED[fmt]
-    d = _dense_arg(diff, "diff", bf16, False)
+    d = _dense_arg(diff, "diff", bf16)
     ds = list(d.shape)
     if len(ds) != 5 or ds[4] != 4:
         raise ValueError("gradref: an %s diff is (%s, 4); got %s" % (
@@ -568,7 +601,7 @@ def _conv_backprop_data_blocked(filter, diff, mode, sparse, fmt, stride, pad, di
     n, cb, h, w = (ds[i] for i in where)
     _blocked(d, "diff", lib.gradref_tensor_init_format, code, [n, cb * 4, h, w])
     grouped = _choice(sparse, {"dense": 0, "group": 1}, "sparse") == 1
-    f = _dense_arg(filter, "filter", bf16, False)
+    f = _dense_arg(filter, "filter", bf16)
     logical, fcode = _blocked_filter_logical(list(f.shape), fmt, grouped, qs8_scales is not None)
     _blocked(f, "filter", lib.gradref_conv_filter_init_format, fcode, len(logical), logical)
     p = _lib.ConvParams()
@@ -582,6 +615,8 @@ def _conv_backprop_data_blocked(filter, diff, mode, sparse, fmt, stride, pad, di
     p.groups = _int(groups, "the filter's group count", bits=32)
     spatial = [(o - 1) * st[j] + dl[j] * (ks[j] - 1) + 1 - pd[2 * j] - pd[2 * j + 1]
                for j, o in enumerate((h, w))]
+    if grad_shape is None and out is not None and len(out.shape) == 5:
+        grad_shape = [out.shape[i] for i in where]  # stride > 1: grad's size is out's
     if grad_shape is not None:
         gs = _ints(grad_shape, "grad_shape")
         spatial = gs[-2:] if len(gs) == 2 else [gs[i] for i in where[2:]] if len(gs) == 5 \
@@ -590,17 +625,16 @@ def _conv_backprop_data_blocked(filter, diff, mode, sparse, fmt, stride, pad, di
         sc = tuple(float(v) for v in qs8_scales)
         if len(sc) != 3:
             raise TypeError("gradref: qs8_scales is (filter_scale, diff_scale, grad_scale)")
-        out_code = f.code
+        out_code, codes = f.code, (f.code,)
     else:
-        out_code = _out_code(out_dtype, _lib.I32 if f.code == _lib.I8 else f.code)
+        out_code, codes = _out_codes(out_dtype, _lib.I32 if f.code == _lib.I8 else f.code)
     c = groups * icpg
     if c % 4:
         raise ValueError("gradref: grad has %d channels; %s needs a multiple of 4"
                          % (c, fmt.upper()))
     phys = [n, c // 4, spatial[0], spatial[1], 4] if fmt == "nchw4" else \
         [n, spatial[0], c // 4, spatial[1], 4]
-    g = _result(out, d.kind, phys, out_code, "grad", bf16, d)
-    g = _dense_arg(g.obj, "grad", bf16, True) if out is not None else g
+    g = _result(out, d.kind, phys, out_code, "grad", bf16, d, codes, dense=True)
     _blocked(g, "grad", lib.gradref_tensor_init_format, code, [n, c] + list(spatial))
     e = _exec(threads, precision, strict)
     if qs8_scales is not None:
@@ -686,8 +720,8 @@ def conv3d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
             flat = flat[2:8] if fmt == "ndhwc" else flat[4:10]
         for j in range(6):
             p.pad[j] = flat[j]
-    code = _out_code(out_dtype, x.code)
-    w = _result(out, x.kind, ks, code, "out", bf16, x)
+    code, codes = _out_codes(out_dtype, x.code)
+    w = _result(out, x.kind, ks, code, "out", bf16, x, codes)
     _permuted(w, [4, 3, 0, 1, 2])  # DHWIO -> (Cout, Cin/G, kd, kh, kw)
     e = _exec(threads, precision, strict)
     _check(lib.gradref_conv3d_backprop_filter(ctypes.byref(p), x.ref, dy.ref, w.ref,

@@ -169,8 +169,7 @@ def conv3d_backprop_filter_v2(x, filter_size, out_backprop, strides, pads,
         xa.permute(_NDHWC_TO_LOGICAL)
         dya.permute(_NDHWC_TO_LOGICAL)
     shape = _y_shape(filter_size, yfmt)
-    out = _ops._result(y, xa.kind, shape, _lib.F32, "y", False)
-    out = _ops._dense_arg(out.obj, "y", False, True)
+    out = _ops._result(y, xa.kind, shape, _lib.F32, "y", False, dense=True)
     fs = (ctypes.c_int64 * 5)(*shape)
     _ops._check(_lib.lib.gradref_conv3d_filter_init_cann(
         out.ref, out.tensor.data, out.code, _Y_FORMATS[yfmt][0], 5, fs,
