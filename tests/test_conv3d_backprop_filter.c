@@ -385,6 +385,28 @@ static void test_lone_nonfinite_dy(void **state) {
     }
 }
 
+/* Strides so large that a tap's far positions lie deep in the end pads (a fuzzer's case): the
+ * no-workspace path formed x offsets of those positions before knowing they lie outside x and
+ * overflowed int64 (UBSan in the sanitizer build). Both layouts, default and HF32. */
+static void test_huge_strides_into_pads(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(59);
+    const int64_t I[3] = {3, 1, 3}, K[3] = {1, 1, 1};
+    const int64_t S[3] = {(int64_t)1 << 59, (int64_t)1 << 57, (int64_t)1 << 23};
+    const int64_t P[6] = {0, ((int64_t)1 << 60) - 2, 0, (int64_t)1 << 57,
+                          0, ((int64_t)1 << 24) - 2};
+    geometry g = geo(1, 4, 2, 2, I, K, S, P);
+    g.mode = GRADREF_CONV_CONVOLUTION;
+    for (int layout = 0; layout < 2; layout++) {
+        c3f_case c;
+        make_case(&c, &g, GRADREF_F32, GRADREF_F32, layout, layout, &r);
+        assert_true(c.O[0] == 3 && c.O[1] == 2 && c.O[2] == 3);
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+        check_fast_against_reference(&c, GRADREF_PRECISION_HF32);
+        free_case(&c);
+    }
+}
+
 /* Threads are counted by the work: a small problem asked for GRADREF_MAX_THREADS sizes its
  * workspace for its items (chunks or row blocks), not for 1024 threads, with one thread's bits. */
 static void test_threads_bounded_by_work(void **state) {
@@ -1106,6 +1128,7 @@ int main(void) {
         cmocka_unit_test(test_counter),
         cmocka_unit_test(test_nan_bits),
         cmocka_unit_test(test_lone_nonfinite_dy),
+        cmocka_unit_test(test_huge_strides_into_pads),
         cmocka_unit_test(test_threads_bounded_by_work),
         cmocka_unit_test(test_wide_channels),
         cmocka_unit_test(test_dy_gathered),

@@ -77,33 +77,35 @@ static void tap_shift(const gradref__c3f_plan *p, int64_t t, int64_t *shift) {
     }
 }
 
-/* A run of a tap's x: its ow with iw inside x, [*lo, *hi) of len, and the offset (without the
- * channel) of the run's first iw. */
+/* A run of a tap's x: its ow with iw inside x, [*lo, *hi) of len, the offset (without the
+ * channel) of the iw at lo, and *step between iws. Offsets and steps are formed only from
+ * indices inside x: a tap in a huge pad would overflow them. */
 static int64_t x_bounds(const gradref__c3f_plan *p, const int64_t *shift, const int64_t *o,
-                        int64_t len, int64_t *lo, int64_t *hi) {
+                        int64_t len, int64_t *lo, int64_t *hi, int64_t *step) {
     const int64_t id = o[1] * p->stride[0] + shift[0], ih = o[2] * p->stride[1] + shift[1];
     const int64_t s = p->stride[2], first = o[3] * s + shift[2]; /* iw at the run's start */
     *lo = *hi = len;
-    if (id >= 0 && id < p->I[0] && ih >= 0 && ih < p->I[1]) {
-        *lo = first >= 0 ? 0 : (-first + s - 1) / s;
-        *hi = first > p->I[2] - 1 ? 0 : (p->I[2] - 1 - first) / s + 1;
-        *hi = *hi < len ? *hi : len;
-        *lo = *lo < *hi ? *lo : *hi;
-    }
-    return o[0] * p->xs[0] + id * p->xs[2] + ih * p->xs[3] + first * p->xs[4];
+    *step = 0;
+    if (id < 0 || id >= p->I[0] || ih < 0 || ih >= p->I[1]) return 0;
+    *lo = first >= 0 ? 0 : (-first + s - 1) / s;
+    *hi = first > p->I[2] - 1 ? 0 : (p->I[2] - 1 - first) / s + 1;
+    *hi = *hi < len ? *hi : len;
+    *lo = *lo < *hi ? *lo : *hi;
+    if (*hi == *lo) return 0;
+    if (*hi - *lo > 1) *step = s * p->xs[4]; /* two iws inside x: s < I[2] */
+    return o[0] * p->xs[0] + id * p->xs[2] + ih * p->xs[3] + (first + *lo * s) * p->xs[4];
 }
 
 /* dst[i * step] for i < len: the row's x along a run, 0 where the tap falls outside x. */
 static void x_run(const direct *d, int64_t channel, const int64_t *shift, const int64_t *o,
                   int64_t len, float *dst, int64_t step) {
     const gradref__c3f_plan *p = d->p;
-    int64_t lo, hi;
-    const int64_t base = x_bounds(p, shift, o, len, &lo, &hi) + channel;
-    const int64_t s = p->stride[2] * p->xs[4];
+    int64_t lo, hi, s;
+    const int64_t base = x_bounds(p, shift, o, len, &lo, &hi, &s) + channel;
     for (int64_t i = 0; i < lo; i++)
         dst[i * step] = 0.0f;
     for (int64_t i = lo; i < hi; i++)
-        dst[i * step] = value(p, p->x, base + i * s, d->hf32);
+        dst[i * step] = value(p, p->x, base + (i - lo) * s, d->hf32);
     for (int64_t i = hi; i < len; i++)
         dst[i * step] = 0.0f;
 }
@@ -118,9 +120,9 @@ static void x_lanes_transposed(const direct *d, const gradref__c3f_kernels *k, c
     __attribute__((aligned(64))) float tmp[GRADREF__SGEMM_SMALL_KC * 16];
     const float *x = (const float *)(const void *)p->x + (d->g * p->Cin_g + ci) * p->xs[1];
     FOR_EACH_RUN(p, r_first, kc, q, len, o) {
-        int64_t lo, hi;
-        const int64_t base = x_bounds(p, shift, o, len, &lo, &hi);
-        if (hi > lo) k->gather_panel(tmp, 16, x + (base + lo), p->xs[1], hi - lo, n);
+        int64_t lo, hi, step; /* step 1: unit stride along w */
+        const int64_t base = x_bounds(p, shift, o, len, &lo, &hi, &step);
+        if (hi > lo) k->gather_panel(tmp, 16, x + base, p->xs[1], hi - lo, n);
         for (int64_t i = 0; i < len; i++) {
             float *row = dst + (q + i) * width + la;
             if (i < lo || i >= hi) {
@@ -144,8 +146,8 @@ static void x_lanes_few(const direct *d, const int64_t *shift, int64_t ci, int64
     const gradref__c3f_plan *p = d->p;
     const float *x = (const float *)(const void *)p->x + (d->g * p->Cin_g + ci) * p->xs[1];
     FOR_EACH_RUN(p, r_first, kc, q, len, o) {
-        int64_t lo, hi;
-        const int64_t base = x_bounds(p, shift, o, len, &lo, &hi);
+        int64_t lo, hi, step; /* step 1: unit stride along w */
+        const int64_t base = x_bounds(p, shift, o, len, &lo, &hi, &step) - lo;
         for (int64_t l = 0; l < n; l++) {
             const int64_t at = base + l * p->xs[1];
             float *out = dst + q * width + la + l;
@@ -169,10 +171,9 @@ static void x_lanes_contiguous(const direct *d, const int64_t *shift, int64_t ci
                                int64_t r_first, int64_t kc, float *dst, int width, int64_t la) {
     const gradref__c3f_plan *p = d->p;
     const float *x = (const float *)(const void *)p->x + d->g * p->Cin_g + ci;
-    const int64_t step = p->stride[2] * p->xs[4];
     FOR_EACH_RUN(p, r_first, kc, q, len, o) {
-        int64_t lo, hi;
-        const int64_t base = x_bounds(p, shift, o, len, &lo, &hi);
+        int64_t lo, hi, step;
+        const int64_t base = x_bounds(p, shift, o, len, &lo, &hi, &step);
         for (int64_t i = 0; i < len; i++) {
             float *row = dst + (q + i) * width + la;
             if (i < lo || i >= hi) {
@@ -180,7 +181,7 @@ static void x_lanes_contiguous(const direct *d, const int64_t *shift, int64_t ci
                     row[l] = 0.0f;
                 continue;
             }
-            const float *from = x + (base + i * step);
+            const float *from = x + (base + (i - lo) * step);
             if (d->hf32)
                 for (int64_t l = 0; l < n; l++)
                     row[l] = gradref__hf32_round(from[l], d->hf32);
