@@ -343,7 +343,8 @@ static void test_array_conversions(void **state) {
 }
 
 /* The packed SGEMM, at every kernel level, against a plain fmaf loop: bit for bit, with
- * strided and transposed operands, edge tiles, K across several slices, accumulate on/off. */
+ * strided and transposed operands, edge tiles, K across several slices, accumulate on/off, A or
+ * B given in panels; and the small GEMM (K slices outermost) at three slice and panel sizes. */
 static void test_sgemm(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(45);
@@ -393,21 +394,27 @@ static void test_sgemm(void **state) {
                             v = fmaf(a[i * g.a_rs + k * g.a_cs], b[k * g.b_rs + j * g.b_cs], v);
                         want[i * N + j] = v;
                     }
-                for (int run = 0; run < 9;
-                     run++) { /* each kernel; A, B packed per call or before */
+                for (int run = 0; run < 12; run++) { /* each kernel; A, B packed per call or
+                                                         before; the small GEMM */
                     const int kernel = run % 3;
                     for (int64_t i = 0; i < M; i++)
                         for (int64_t j = 0; j < N; j++)
                             c[i * g.c_rs + j * g.c_cs] = c0[i * N + j];
                     gradref__sgemm_args h = g;
                     float *panels = NULL;
-                    if (run >= 3 && run < 6) {
-                        const int64_t mr = gradref__sgemm_mr(kernel);
-                        panels = malloc(sizeof(float) * (size_t)(((M + mr - 1) / mr * mr) * K + 1));
-                        gradref__sgemm_prepack_a(&g, kernel, panels);
+                    if (run >= 3 && run < 6) { /* A panels of mr rows, k-major, zero past M */
+                        const int64_t mr = gradref__sgemm_mr(kernel), np = (M + mr - 1) / mr;
+                        panels = malloc(sizeof(float) * (size_t)(np * mr * K + 1));
+                        for (int64_t q = 0; q < np; q++)
+                            for (int64_t k = 0; k < K; k++)
+                                for (int64_t i = 0; i < mr; i++)
+                                    panels[(q * K + k) * mr + i] =
+                                        q * mr + i < M ? a[(q * mr + i) * g.a_rs + k * g.a_cs]
+                                                       : 0.0f;
                         h.a_panels = panels;
                     }
-                    if (run >= 6) { /* B panels of nr columns, k-major, zero past column N */
+                    if (run >= 6 &&
+                        run < 9) { /* B panels of nr columns, k-major, zero past column N */
                         const int64_t nr = gradref__sgemm_nr(kernel), np = (N + nr - 1) / nr;
                         panels = malloc(sizeof(float) * (size_t)(np * nr * K + 1));
                         for (int64_t q = 0; q < np; q++)
@@ -418,7 +425,13 @@ static void test_sgemm(void **state) {
                                                        : 0.0f;
                         h.b_panels = panels;
                     }
-                    gradref__sgemm(&h, kernel, work);
+                    if (run < 9) {
+                        gradref__sgemm(&h, kernel, work);
+                    } else { /* (kc, nc): (32, 64), (48, 32), (64, 128) */
+                        const int64_t kc = 32 + 16 * (run - 9),
+                                      nc = run == 10 ? 32 : 64 * (run - 8);
+                        gradref__sgemm_small(&h, kernel, work, kc, nc);
+                    }
                     free(panels);
                     for (int64_t i = 0; i < M; i++)
                         for (int64_t j = 0; j < N; j++)

@@ -459,9 +459,10 @@ static void test_no_workspace_blocks(void **state) {
  * where two panels' filter passes the stack's share (100 output channels x 9 taps), 64 taps
  * (8 x 8, asymmetric pads) and 3-D with another depth, rows wider than a tile, images large
  * enough to prefetch, stride 2 with every phase by tiles and with one phase by GEMMs, 1x1 stride
- * 2, stride 3 with phases no tap reaches; and, past the tiles' limits (200 x 9, 72 taps), the
- * stack's GEMMs. F32 NCHW reads diff in place; NHWC, padded strides, F16, BF16, I8 -> I32 and
- * QuantizedS8 through a window of diff per tile. Diff with NaNs and Infs now and then. Fast
+ * 2, stride 3 with phases no tap reaches; past one panel's room (100 and 200 channels x 9
+ * taps) the taps in slices into an F32 grad in place, else the stack's GEMMs; past the tiles'
+ * 64 taps (72) the GEMMs. F32 NCHW reads diff in place; NHWC, padded strides, F16, BF16, I8 -> I32
+ * and QuantizedS8 through a window of diff per tile. Diff with NaNs and Infs now and then. Fast
  * path and no-workspace path against the reference. */
 static void test_no_workspace_tiles(void **state) {
     (void)state;

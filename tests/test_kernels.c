@@ -500,8 +500,9 @@ static void test_cbd_depthwise(void **state) {
 }
 
 /* conv_backprop_data's direct tiles: tile32 against the chain written out here (for i < rows
- * and lanes l < cols, from +0, fma(a[(t * ocpg + oc) * mr + i], lane l of tap t, acc) over the
- * taps and channels in order, a lane outside its tap's mask read as 0), on diff read in place
+ * and lanes l < cols, from +0 or, with load, from c's value, fma(a[(t * ocpg + oc) * mr + i],
+ * lane l of tap t, acc) over the taps and channels in order, a lane outside its tap's mask read
+ * as 0), on diff read in place
  * with masked loads (inside 0), with whole vectors (inside 1), and packed by pack_tile32
  * (inside 2); pack_tile32 against its layout. What the kernels do not own must stay as it was. */
 static void test_cbd_tiles(void **state) {
@@ -515,7 +516,7 @@ static void test_cbd_tiles(void **state) {
             enum { SPAN = 256, LDC = 40 };
             const int64_t ntaps = tu_range(&r, 1, 9), ocpg = tu_range(&r, 1, 6);
             const int64_t cs = SPAN + tu_range(&r, 0, 3), cols = tu_range(&r, 1, 32);
-            const int rows = (int)tu_range(&r, 1, mr), inside = iter % 3;
+            const int rows = (int)tu_range(&r, 1, mr), inside = iter % 3, load = iter / 3 % 2;
             int64_t offset[9];
             uint16_t masks[18];
             const size_t image_floats = (size_t)(ocpg * cs + 64);
@@ -552,10 +553,10 @@ static void test_cbd_tiles(void **state) {
                     }
             }
             for (int e = 0; e < 16 * LDC; e++)
-                want[e] = got[e] = (float)e;
+                want[e] = got[e] = e % 11 == 0 ? 0.0f : (float)e * 0.25f;
             for (int i = 0; i < rows; i++)
                 for (int64_t l = 0; l < cols; l++) {
-                    float acc = 0.0f;
+                    float acc = load ? got[i * LDC + l] : 0.0f;
                     for (int64_t t = 0; t < ntaps; t++) {
                         const uint32_t m = masks[2 * t] | (uint32_t)masks[2 * t + 1] << 16;
                         for (int64_t oc = 0; oc < ocpg; oc++) {
@@ -574,9 +575,10 @@ static void test_cbd_tiles(void **state) {
                         (uint16_t)((masks[2 * t] | masks[2 * t + 1]) ? 0xffffu : 0u);
                 }
                 k->tile32(packed, 32, ocpg, block_offset, block_masks, ntaps, cols, 2, a, rows, got,
-                          LDC);
+                          LDC, load);
             } else
-                k->tile32(image, cs, ocpg, offset, masks, ntaps, cols, inside, a, rows, got, LDC);
+                k->tile32(image, cs, ocpg, offset, masks, ntaps, cols, inside, a, rows, got, LDC,
+                          load);
             gradref__canon_nans_f32(got, 16 * LDC);
             gradref__canon_nans_f32(want, 16 * LDC);
             expect_bytes(got, want, sizeof want, "cbd tile32", k->isa, cols, iter);

@@ -104,21 +104,6 @@ int64_t gradref__sgemm_nr(int max_isa) {
     return gradref__sgemm_kernels_for(max_isa)->nr;
 }
 
-void gradref__sgemm_prepack_a(const gradref__sgemm_args *g, int max_isa, float *dst) {
-    const int64_t mr = gradref__sgemm_mr(max_isa), panels = (g->M + mr - 1) / mr;
-    for (int64_t pnl = 0; pnl < panels; pnl++) {
-        const int64_t i0 = pnl * mr, rows = g->M - i0 < mr ? g->M - i0 : mr;
-        float *out = dst + pnl * g->K * mr;
-        for (int64_t k0 = 0; k0 < g->K; k0 += KC) {
-            const int64_t kc = g->K - k0 < KC ? g->K - k0 : KC;
-            if (g->pack_a)
-                g->pack_a(g->pack_a_ctx, k0, kc, i0, rows, (int)mr, out + k0 * mr);
-            else
-                pack_a(g, i0, rows, k0, kc, (int)mr, out + k0 * mr);
-        }
-    }
-}
-
 /* The loops with the blocking sizes given (MC a multiple of the level's mr, NC of its nr). */
 static void sgemm_blocked(const gradref__sgemm_args *g, int max_isa, void *work, int64_t MC_,
                           int64_t KC_, int64_t NC_);
@@ -127,11 +112,61 @@ void gradref__sgemm(const gradref__sgemm_args *g, int max_isa, void *work) {
     sgemm_blocked(g, max_isa, work, MC, KC, NC);
 }
 
-void gradref__sgemm_small(const gradref__sgemm_args *g, int max_isa,
-                          float work[GRADREF__SGEMM_SMALL_WORK_FLOATS]) {
-    const int64_t mr = gradref__sgemm_mr(max_isa), nr = gradref__sgemm_nr(max_isa);
-    sgemm_blocked(g, max_isa, work, 2 * mr, GRADREF__SGEMM_SMALL_KC,
-                  GRADREF__SGEMM_SMALL_NC / nr * nr);
+/* One micro-kernel call on the tile at c (rows x cols of C, strides g's), through a local
+ * copy when it is an edge or strided tile. */
+static void run_tile(const gradref__sgemm_args *g, gradref__sgemm_micro run, int mr, int nr,
+                     int64_t kc, const float *ap, const float *bp, float *c, int64_t rows,
+                     int64_t cols, int load) {
+    if (rows == mr && cols == nr && g->c_cs == 1) {
+        run(kc, ap, bp, c, g->c_rs, load);
+        return;
+    }
+    float tile[GRADREF__GEMM_MAX_TILE];
+    for (int64_t i = 0; i < mr; i++)
+        for (int64_t j = 0; j < nr; j++)
+            tile[i * nr + j] = load && i < rows && j < cols ? c[i * g->c_rs + j * g->c_cs] : 0.0f;
+    run(kc, ap, bp, tile, nr, load);
+    for (int64_t i = 0; i < rows; i++)
+        for (int64_t j = 0; j < cols; j++)
+            c[i * g->c_rs + j * g->c_cs] = tile[i * nr + j];
+}
+
+void gradref__sgemm_small(const gradref__sgemm_args *g, int max_isa, float *work, int64_t KC_,
+                          int64_t nc) {
+    const gradref__sgemm_kernels *kt = gradref__sgemm_kernels_for(max_isa);
+    const int mr = kt->mr, nr = kt->nr;
+    const int64_t MC_ = 2 * (int64_t)mr, NC_ = nc > nr ? nc / nr * nr : nr;
+    if (g->M <= 0 || g->N <= 0) return;
+    if (g->K <= 0) {
+        sgemm_blocked(g, max_isa, work, MC_, KC_, NC_); /* +0, or C as it is */
+        return;
+    }
+    float *apack = work, *bpack = work + MC_ * KC_;
+    for (int64_t k0 = 0; k0 < g->K; k0 += KC_) {
+        const int64_t kc = g->K - k0 < KC_ ? g->K - k0 : KC_;
+        const int load = g->accumulate || k0 > 0;
+        for (int64_t i0 = 0; i0 < g->M; i0 += MC_) {
+            const int64_t mc = g->M - i0 < MC_ ? g->M - i0 : MC_;
+            if (g->pack_a)
+                g->pack_a(g->pack_a_ctx, k0, kc, i0, mc, mr, apack);
+            else
+                pack_a(g, i0, mc, k0, kc, mr, apack);
+            for (int64_t j0 = 0; j0 < g->N; j0 += NC_) {
+                const int64_t ncols = g->N - j0 < NC_ ? g->N - j0 : NC_;
+                if (g->pack_b)
+                    g->pack_b(g->pack_b_ctx, k0, kc, j0, ncols, nr, bpack);
+                else
+                    pack_b(g, k0, kc, j0, ncols, nr, bpack);
+                for (int64_t jr = 0; jr < ncols; jr += nr)
+                    for (int64_t ir = 0; ir < mc; ir += mr)
+                        run_tile(g, kt->micro, mr, nr, kc, apack + (ir / mr) * kc * mr,
+                                 bpack + (jr / nr) * kc * nr,
+                                 g->c + (i0 + ir) * g->c_rs + (j0 + jr) * g->c_cs,
+                                 mc - ir < mr ? mc - ir : mr, ncols - jr < nr ? ncols - jr : nr,
+                                 load);
+            }
+        }
+    }
 }
 
 static void sgemm_blocked(const gradref__sgemm_args *g, int max_isa, void *work, int64_t MC_,
@@ -148,7 +183,6 @@ static void sgemm_blocked(const gradref__sgemm_args *g, int max_isa, void *work,
         return;
     }
     float *apack = (float *)work, *bpack = apack + MC_ * KC_;
-    float tile[GRADREF__GEMM_MAX_TILE];
     for (int64_t j0 = 0; j0 < g->N; j0 += NC_) {
         const int64_t nc = g->N - j0 < NC_ ? g->N - j0 : NC_;
         for (int64_t k0 = 0; k0 < g->K; k0 += KC_) {
@@ -176,25 +210,12 @@ static void sgemm_blocked(const gradref__sgemm_args *g, int max_isa, void *work,
                     const int64_t cols = nc - jr < nr ? nc - jr : nr;
                     const float *bp = bpanels + (jr / nr) * bstep;
                     for (int64_t ir = 0; ir < mc; ir += mr) {
-                        const int64_t rows = mc - ir < mr ? mc - ir : mr;
                         const float *ap = g->a_panels
                                               ? g->a_panels + ((i0 + ir) / mr) * g->K * mr + k0 * mr
                                               : apack + (ir / mr) * kc * mr;
-                        float *c = g->c + (i0 + ir) * g->c_rs + (j0 + jr) * g->c_cs;
-                        if (rows == mr && cols == nr && g->c_cs == 1) {
-                            run(kc, ap, bp, c, g->c_rs, load);
-                            continue;
-                        }
-                        /* an edge or strided tile goes through a local copy */
-                        for (int64_t i = 0; i < mr; i++)
-                            for (int64_t j = 0; j < nr; j++)
-                                tile[i * nr + j] = load && i < rows && j < cols
-                                                       ? c[i * g->c_rs + j * g->c_cs]
-                                                       : 0.0f;
-                        run(kc, ap, bp, tile, nr, load);
-                        for (int64_t i = 0; i < rows; i++)
-                            for (int64_t j = 0; j < cols; j++)
-                                c[i * g->c_rs + j * g->c_cs] = tile[i * nr + j];
+                        run_tile(g, run, mr, nr, kc, ap, bp,
+                                 g->c + (i0 + ir) * g->c_rs + (j0 + jr) * g->c_cs,
+                                 mc - ir < mr ? mc - ir : mr, cols, load);
                     }
                 }
             }

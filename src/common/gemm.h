@@ -33,8 +33,9 @@ typedef struct gradref__sgemm_args {
     int accumulate; /* 0: C is overwritten (chains start at +0); 1: chains start at C */
     gradref__gemm_packer pack_a, pack_b;
     const void *pack_a_ctx, *pack_b_ctx;
-    /* A already in panels (gradref__sgemm_prepack_a, at the same level): row i0 of this call
-     * must start a panel; a, the strides and pack_a are then unused */
+    /* A already in panels of gradref__sgemm_mr(max_isa) rows, each K x MR floats k-major, zero
+     * past row M: row i0 of this call must start a panel; a, the strides and pack_a are then
+     * unused */
     const float *a_panels;
     /* B already in panels of gradref__sgemm_nr(max_isa) columns, each K x NR floats k-major,
      * zero past column N; b, its strides and pack_b are then unused */
@@ -49,22 +50,18 @@ size_t gradref__sgemm_work_bytes(void);
 int64_t gradref__sgemm_mr(int max_isa);
 int64_t gradref__sgemm_nr(int max_isa);
 
-/* Packs all of A (rows M, depth K, read through g's a/strides or pack_a) into panels of
- * gradref__sgemm_mr(max_isa) rows, each K x MR floats k-major, zero past row M:
- * ceil(M / MR) * MR * K floats at dst. */
-void gradref__sgemm_prepack_a(const gradref__sgemm_args *g, int max_isa, float *dst);
-
 /* Runs the GEMM with the kernels of the highest level at or below max_isa that the CPU runs;
  * `work` holds gradref__sgemm_work_bytes() bytes aligned to 64. */
 void gradref__sgemm(const gradref__sgemm_args *g, int max_isa, void *work);
 
-/* The same chains with small blocks (two panels of rows, K slices of GRADREF__SGEMM_SMALL_KC,
- * GRADREF__SGEMM_SMALL_NC columns), for callers without a workspace: the work buffer fits on
- * the stack (about 38 KiB at AVX-512, less elsewhere). */
-#define GRADREF__SGEMM_SMALL_KC          64
-#define GRADREF__SGEMM_SMALL_NC          128
-#define GRADREF__SGEMM_SMALL_WORK_FLOATS (2 * 14 * 64 + 64 * 128)
-void gradref__sgemm_small(const gradref__sgemm_args *g, int max_isa,
-                          float work[GRADREF__SGEMM_SMALL_WORK_FLOATS]);
+/* The same chains with small blocks, for callers without a workspace: K in slices of kc taken
+ * in ascending order, the outermost loop (C holds every column between slices, so a slice's A
+ * rows are packed once for all of them), rows in blocks of two panels, columns nc at a time
+ * (a multiple of the level's nr, at least one panel). `work` holds
+ * GRADREF__SGEMM_SMALL_FLOATS(kc, nc) floats, aligned to 64, small enough for a thread's stack;
+ * a_panels and b_panels are not read. */
+#define GRADREF__SGEMM_SMALL_FLOATS(kc, nc) (2 * 14 * (kc) + (kc) * (nc))
+void gradref__sgemm_small(const gradref__sgemm_args *g, int max_isa, float *work, int64_t kc,
+                          int64_t nc);
 
 #endif

@@ -19,16 +19,19 @@
 
 enum {
     MAX_LEVELS = 24, /* 2^24 blocks of reduction indices (4.3e9 of them; beyond, the loop) */
-    /* the counter's floats (about 90 KiB): its levels + 1 slots of a tile, two AVX-512 panels
-     * of rows at 24 levels, more panels (dy packed once for all) with fewer levels */
-    COUNTER_FLOATS = (MAX_LEVELS + 1) * 2 * GRADREF__AVX512_MR * GRADREF__AVX512_NR,
-    /* a tile's floats at most: three AVX-512 panels (a first layer's 81 rows in two tiles, not
-     * three: 148 -> 137 ms on the bench's; five panels of IC32 3x3's 288 rows ran slower than
-     * two or three, their counter out of L1) */
+    /* the counter's floats (23 KiB: with the GEMM's 11, a small thread stack holds them): its
+     * levels + 1 slots of a tile; an AVX-512 panel up to 12 levels (2^12 blocks), more panels
+     * (dy packed once for all) with fewer levels, a narrower level's panel with more
+     * (kernel_level) */
+    COUNTER_FLOATS = 13 * GRADREF__AVX512_MR * GRADREF__AVX512_NR,
+    /* a tile's floats at most: three AVX-512 panels (five panels of IC32 3x3's 288 rows ran
+     * slower than two or three, their counter out of L1) */
     MAX_TILE = 3 * GRADREF__AVX512_MR * GRADREF__AVX512_NR,
     /* a tap's channels read one by one below this, not by transposes that would run mostly
      * empty (AVX2's 6-row panels: 36 -> 9 ms on the bench's N8 IC32 64x64 line) */
-    FEW_LANES = 8
+    FEW_LANES = 8,
+    GEMM_KC = 48,                /* a block's GEMM in K slices of 48 */
+    GEMM_NC = GRADREF__AVX512_NR /* a tile's columns: at most one panel */
 };
 
 typedef struct direct {
@@ -117,7 +120,7 @@ static void x_lanes_transposed(const direct *d, const gradref__c3f_kernels *k, c
                                int64_t ci, int64_t n, int64_t r_first, int64_t kc, float *dst,
                                int width, int64_t la) {
     const gradref__c3f_plan *p = d->p;
-    __attribute__((aligned(64))) float tmp[GRADREF__SGEMM_SMALL_KC * 16];
+    __attribute__((aligned(64))) float tmp[GEMM_KC * 16];
     const float *x = (const float *)(const void *)p->x + (d->g * p->Cin_g + ci) * p->xs[1];
     FOR_EACH_RUN(p, r_first, kc, q, len, o) {
         int64_t lo, hi, step; /* step 1: unit stride along w */
@@ -201,8 +204,8 @@ static void pack_a_x(const void *ctx, int64_t k0, int64_t kc, int64_t first, int
     const gradref__c3f_plan *p = d->p;
     const gradref__c3f_kernels *k = gradref__c3f_kernels_for(p->max_isa);
     const int f32 = p->in_dtype == GRADREF_F32, contiguous = f32 && p->xs[1] == 1;
-    const int transposed = k->gather_panel != NULL && f32 && p->xs[4] == 1 && p->stride[2] == 1 &&
-                           kc <= GRADREF__SGEMM_SMALL_KC;
+    const int transposed =
+        k->gather_panel != NULL && f32 && p->xs[4] == 1 && p->stride[2] == 1 && kc <= GEMM_KC;
     const int64_t T = p->K[0] * p->K[1] * p->K[2];
     for (int64_t i0 = 0; i0 < count; i0 += width, dst += kc * width)
         for (int64_t i = 0, n = 1; i < width; i += n) {
@@ -321,7 +324,7 @@ static int levels_for(int64_t blocks) {
 /* One tile: rows [j0, j0 + M), columns [co0, co0 + N) of group g. */
 static void tile(const gradref__c3f_plan *p, int64_t g, int64_t j0, int64_t M, int64_t co0,
                  int64_t N) {
-    __attribute__((aligned(64))) float work[GRADREF__SGEMM_SMALL_WORK_FLOATS];
+    __attribute__((aligned(64))) float work[GRADREF__SGEMM_SMALL_FLOATS(GEMM_KC, GEMM_NC)];
     __attribute__((aligned(64))) float level[COUNTER_FLOATS];
     const int64_t R = reductions(p), blocks = (R + GRADREF__C3F_BLOCK - 1) / GRADREF__C3F_BLOCK;
     direct d = {p, g, j0, co0, 0, gradref__hf32_kept_bits(p->precision)};
@@ -340,7 +343,7 @@ static void tile(const gradref__c3f_plan *p, int64_t g, int64_t j0, int64_t M, i
         d.r0 = b * GRADREF__C3F_BLOCK;
         a.K = R - d.r0 < GRADREF__C3F_BLOCK ? R - d.r0 : GRADREF__C3F_BLOCK;
         a.c = gradref__c3f_counter_slot(&c);
-        gradref__sgemm_small(&a, p->max_isa, work);
+        gradref__sgemm_small(&a, p->max_isa, work, GEMM_KC, GEMM_NC);
         gradref__c3f_counter_push(&c);
     }
     const float *sum = blocks > 0 ? gradref__c3f_counter_fold(&c, NULL) : NULL;
@@ -359,12 +362,23 @@ static void tile(const gradref__c3f_plan *p, int64_t g, int64_t j0, int64_t M, i
     }
 }
 
+/* The widest kernel level at or below p->max_isa whose panel's counter (levels + 1 slots of
+ * mr x nr) fits the stack's COUNTER_FLOATS, or -1: every level gives the same bits. */
+static int kernel_level(const gradref__c3f_plan *p) {
+    const int64_t blocks = (reductions(p) + GRADREF__C3F_BLOCK - 1) / GRADREF__C3F_BLOCK;
+    const int64_t slots = levels_for(blocks) + 1;
+    for (int level = p->max_isa; level >= GRADREF__ISA_PORTABLE; level--)
+        if (slots * gradref__sgemm_mr(level) * gradref__sgemm_nr(level) <= COUNTER_FLOATS)
+            return level;
+    return -1;
+}
+
 /* Whether the path takes plan p: the fast path's dtypes and precisions (not F64 or HIGH), few
  * enough blocks for the stack's counter, and a finite dy (as the GEMM reads it). */
 int gradref__c3f_direct_fits(const gradref__c3f_plan *p) {
     if (p->in_dtype == GRADREF_F64 || p->precision == GRADREF_PRECISION_HIGH) return 0;
     const int64_t blocks = (reductions(p) + GRADREF__C3F_BLOCK - 1) / GRADREF__C3F_BLOCK;
-    if (levels_for(blocks) > MAX_LEVELS) return 0;
+    if (levels_for(blocks) > MAX_LEVELS || kernel_level(p) < 0) return 0;
     const int hf32 = gradref__hf32_kept_bits(p->precision);
     const gradref__c3f_kernels *k = gradref__c3f_kernels_for(p->max_isa);
     /* F32 rows along ow by the kernel (HF32's rounding may make a finite value Inf: per value) */
@@ -410,7 +424,10 @@ static void tiles(const void *arg, int64_t begin, int64_t end) {
     }
 }
 
-void gradref__c3f_direct(const gradref__c3f_plan *p, int threads) {
+void gradref__c3f_direct(const gradref__c3f_plan *plan, int threads) {
+    gradref__c3f_plan narrowed = *plan; /* the level whose counter fits the stack */
+    narrowed.max_isa = kernel_level(plan);
+    const gradref__c3f_plan *p = &narrowed;
     tiling t;
     t.p = p;
     const int64_t mr = gradref__sgemm_mr(p->max_isa);

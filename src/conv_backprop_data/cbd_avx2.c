@@ -259,6 +259,11 @@ static inline __m256i lanes8(unsigned b) {
       c##i##a = _mm256_fmadd_ps(wi, b0, c##i##a);                                                  \
       c##i##b = _mm256_fmadd_ps(wi, b1, c##i##b);                                                  \
     }
+#  define HALF_LOAD(i)                                                                             \
+    if ((i) < R) {                                                                                 \
+      c##i##a = _mm256_maskload_ps(c + (i)*ldc, live0);                                            \
+      c##i##b = _mm256_maskload_ps(c + (i)*ldc + 8, live1);                                        \
+    }
 #  define HALF_STORE(i)                                                                            \
     if ((i) < R) {                                                                                 \
       if (whole) {                                                                                 \
@@ -272,9 +277,16 @@ static inline __m256i lanes8(unsigned b) {
 __attribute__((always_inline)) static inline void
 half_body(int inside, int R, int h, const float *image, int64_t channel_stride, int64_t ocpg,
           const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a, float *c,
-          int64_t ldc, int64_t cols) {
+          int64_t ldc, int64_t cols, int load) {
+    const int64_t left = cols - 16 * h;
+    const int whole = left >= 16;
+    const unsigned live = left >= 16 ? 0xffffu : (1u << left) - 1u;
+    const __m256i live0 = lanes8(live & 0xffu), live1 = lanes8(live >> 8);
     __m256 c0a = _mm256_setzero_ps(), c0b = c0a, c1a = c0a, c1b = c0a, c2a = c0a, c2b = c0a;
     __m256 c3a = c0a, c3b = c0a, c4a = c0a, c4b = c0a, c5a = c0a, c5b = c0a;
+    if (load) {
+        HALF_LOAD(0) HALF_LOAD(1) HALF_LOAD(2) HALF_LOAD(3) HALF_LOAD(4) HALF_LOAD(5)
+    }
     for (int64_t t = 0; t < ntaps; t++) {
         const unsigned m = masks[2 * t + h];
         if (m == 0) continue; /* all zero: fma(w, 0, acc) = acc for a finite w */
@@ -294,24 +306,22 @@ half_body(int inside, int R, int h, const float *image, int64_t channel_stride, 
             HALF_FMA(0) HALF_FMA(1) HALF_FMA(2) HALF_FMA(3) HALF_FMA(4) HALF_FMA(5)
         }
     }
-    const int64_t left = cols - 16 * h;
-    const int whole = left >= 16;
-    const unsigned live = left >= 16 ? 0xffffu : (1u << left) - 1u;
-    const __m256i live0 = lanes8(live & 0xffu), live1 = lanes8(live >> 8);
     HALF_STORE(0) HALF_STORE(1) HALF_STORE(2) HALF_STORE(3) HALF_STORE(4) HALF_STORE(5)
 }
 #  undef HALF_FMA
+#  undef HALF_LOAD
 #  undef HALF_STORE
 
 typedef void (*half_fn)(int h, const float *image, int64_t channel_stride, int64_t ocpg,
                         const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a,
-                        float *c, int64_t ldc, int64_t cols);
+                        float *c, int64_t ldc, int64_t cols, int load);
 #  define HALF(INSIDE, R)                                                                          \
     static void half_##INSIDE##_##R(int h, const float *image, int64_t channel_stride,             \
                                     int64_t ocpg, const int64_t *offset, const uint16_t *masks,    \
                                     int64_t ntaps, const float *a, float *c, int64_t ldc,          \
-                                    int64_t cols) {                                                \
-      half_body(INSIDE, R, h, image, channel_stride, ocpg, offset, masks, ntaps, a, c, ldc, cols); \
+                                    int64_t cols, int load) {                                      \
+      half_body(INSIDE, R, h, image, channel_stride, ocpg, offset, masks, ntaps, a, c, ldc, cols,  \
+                load);                                                                             \
     }
 #  define HALF_ROWS(INSIDE)                                                                        \
     HALF(INSIDE, 1) HALF(INSIDE, 2) HALF(INSIDE, 3) HALF(INSIDE, 4) HALF(INSIDE, 5) HALF(INSIDE, 6)
@@ -329,10 +339,10 @@ static const half_fn halves[3][GRADREF__CBD_TILE_ROWS_AVX2] = {HALF_LIST(0), HAL
 void gradref__cbd_f32_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
                                   const int64_t *offset, const uint16_t *masks, int64_t ntaps,
                                   int64_t cols, int inside, const float *a, int rows, float *c,
-                                  int64_t ldc) {
+                                  int64_t ldc, int load) {
     for (int h = 0; h < 2 && 16 * h < cols; h++)
         halves[inside][rows - 1](h, image, channel_stride, ocpg, offset, masks, ntaps, a,
-                                 c + 16 * h, ldc, cols);
+                                 c + 16 * h, ldc, cols, load);
 }
 
 void gradref__cbd_f32_pack_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,

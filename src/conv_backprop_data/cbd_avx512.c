@@ -322,12 +322,13 @@ void gradref__cbd_tile32_masks_avx512(const int64_t *tap, int64_t ntaps, const i
 __attribute__((always_inline)) static inline void
 tile_body(int inside, int V, int R, const float *image, int64_t channel_stride, int64_t ocpg,
           const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a, float *c,
-          int64_t ldc, __mmask16 live0, __mmask16 live1) {
+          int64_t ldc, __mmask16 live0, __mmask16 live1, int load) {
     enum { MR = GRADREF__CBD_TILE_ROWS };
     __m512 acc[MR][2];
     for (int i = 0; i < R; i++)
         for (int v = 0; v < V; v++)
-            acc[i][v] = _mm512_setzero_ps();
+            acc[i][v] = load ? _mm512_maskz_loadu_ps(v ? live1 : live0, c + i * ldc + 16 * v)
+                             : _mm512_setzero_ps();
     for (int64_t t = 0; t < ntaps; t++) {
         const __mmask16 m0 = masks[2 * t], m1 = masks[2 * t + 1];
         if ((m0 | m1) == 0) continue; /* all zero: fma(w, 0, acc) = acc for a finite w */
@@ -353,7 +354,7 @@ tile_body(int inside, int V, int R, const float *image, int64_t channel_stride, 
 
 typedef void (*tile_fn)(const float *image, int64_t channel_stride, int64_t ocpg,
                         const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a,
-                        float *c, int64_t ldc, __mmask16 live0, __mmask16 live1);
+                        float *c, int64_t ldc, __mmask16 live0, __mmask16 live1, int load);
 
 /* One function per (inside, vectors, rows): the row count is a constant in each, so a panel's
  * last rows cost only what they compute. */
@@ -361,9 +362,9 @@ typedef void (*tile_fn)(const float *image, int64_t channel_stride, int64_t ocpg
     static void tile_##INSIDE##_##V##_##R(                                                         \
         const float *image, int64_t channel_stride, int64_t ocpg, const int64_t *offset,           \
         const uint16_t *masks, int64_t ntaps, const float *a, float *c, int64_t ldc,               \
-        __mmask16 live0, __mmask16 live1) {                                                        \
+        __mmask16 live0, __mmask16 live1, int load) {                                              \
       tile_body(INSIDE, V, R, image, channel_stride, ocpg, offset, masks, ntaps, a, c, ldc, live0, \
-                live1);                                                                            \
+                live1, load);                                                                      \
     }
 #  define TILE_ROWS(INSIDE, V)                                                                     \
     TILE(INSIDE, V, 1)                                                                             \
@@ -401,13 +402,13 @@ static const tile_fn tiles[3][2][GRADREF__CBD_TILE_ROWS] = {{TILE_LIST(0, 1), TI
 void gradref__cbd_f32_tile32_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
                                     const int64_t *offset, const uint16_t *masks, int64_t ntaps,
                                     int64_t cols, int inside, const float *a, int rows, float *c,
-                                    int64_t ldc) {
+                                    int64_t ldc, int load) {
     const __mmask16 live0 = (__mmask16)(cols >= 16 ? 0xffffu : (1u << cols) - 1u),
                     live1 = (__mmask16)(cols <= 16   ? 0u
                                         : cols >= 32 ? 0xffffu
                                                      : (1u << (cols - 16)) - 1u);
     tiles[inside][cols > 16][rows - 1](image, channel_stride, ocpg, offset, masks, ntaps, a, c, ldc,
-                                       live0, live1);
+                                       live0, live1, load);
 }
 
 void gradref__cbd_f32_pack_tile32_avx512(const float *image, int64_t channel_stride, int64_t ocpg,

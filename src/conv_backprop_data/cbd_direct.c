@@ -11,8 +11,8 @@
  * stored into grad. Each grad element is the reference's chain over (tap in ascending diff
  * position, oc), with the zero terms of taps outside diff exact for a finite filter
  * (cbd_fast.c): the same bits. I8 runs a chunk's chains in parts of the output channels
- * (cbd_int8.c), each exact in f32, added into int32 sums on the stack. Up to about 140 KiB of
- * stack. */
+ * (cbd_int8.c), each exact in f32, added into int32 sums on the stack. The buffers fit a
+ * small thread stack (tests/test_stack.c): at most about 44 KiB a thread. */
 #include <stddef.h>
 
 #include "cbd_fast.h"
@@ -22,13 +22,22 @@
 #include "common/nan.h"
 
 enum {
-    CHUNK = 128,           /* sub-grid pixels a GEMM call computes */
-    MAX_TAPS = 256,        /* taps of a phase the stack holds */
-    MAX_BLOCK = 2 * 14,    /* channels of an item: two panels at the widest level */
-    TILE_TAPS = 64,        /* the direct tiles' taps on the stack */
-    GEMM_A_FLOATS = 16384, /* the GEMMs' filter panels of an item, on the stack (64 KiB) */
-    TILE_FLOATS = 24576    /* the tiles' filter panels and window of diff (96 KiB) */
+    CHUNK = 128,        /* sub-grid pixels a GEMM call computes (I8: half, beside its sums) */
+    MAX_TAPS = 256,     /* taps of a phase the stack holds */
+    MAX_BLOCK = 2 * 14, /* channels of an item: two panels at the widest level */
+    GEMM_KC = 32,       /* the GEMMs' K slices */
+    GEMM_NC = 64,       /* the GEMMs' B panels packed at a time (8 KiB) */
+    TILE_TAPS = 64,     /* the direct tiles' taps on the stack */
+    /* the tiles' filter panels, window of diff and a tile's values (32 KiB): an AVX-512 panel
+     * of 64 output channels x 3x3 taps read in place */
+    TILE_FLOATS = 8192
 };
+
+/* A GEMM chunk's f32 values, and for I8 (half the pixels) its int32 sums beside them. */
+typedef union chunk_buffer {
+    float values[MAX_BLOCK * CHUNK];
+    int32_t sums[MAX_BLOCK * CHUNK];
+} chunk_buffer;
 
 typedef struct direct {
     const gradref__cbd_plan *p;
@@ -213,22 +222,23 @@ typedef struct direct_call {
 /* One chunk of a phase's sub-grid (a->N pixels from d->j0) into grad; I8 a part of the output
  * channels at a time, the parts' exact f32 sums added into int32 sums. */
 static void chunk_to_grad(direct *d, const direct_call *call, const int64_t *ph,
-                          gradref__sgemm_args *a, float *work, float *chunk) {
+                          gradref__sgemm_args *a, float *work, chunk_buffer *buffer) {
     const gradref__cbd_plan *p = d->p;
+    float *chunk = buffer->values;
     a->c = chunk;
     a->c_rs = a->N;
     if (p->in_dtype != GRADREF_I8) {
-        gradref__sgemm_small(a, p->max_isa, work);
+        gradref__sgemm_small(a, p->max_isa, work, GEMM_KC, GEMM_NC);
         gradref__canon_nans_f32(chunk, a->M * a->N);
         store_chunk(d, ph, chunk, NULL, a->M, a->N);
         return;
     }
-    __attribute__((aligned(64))) int32_t sums[MAX_BLOCK * CHUNK];
+    int32_t *sums = buffer->sums + MAX_BLOCK * CHUNK / 2;
     const int64_t taps = a->K / p->OCpg;
     for (d->oc0 = 0; d->oc0 < p->OCpg; d->oc0 += call->part) {
         d->ocs = p->OCpg - d->oc0 < call->part ? p->OCpg - d->oc0 : call->part;
         a->K = taps * d->ocs;
-        gradref__sgemm_small(a, p->max_isa, work);
+        gradref__sgemm_small(a, p->max_isa, work, GEMM_KC, GEMM_NC);
         gradref__cbd_fold_sums(chunk, a->M * a->N, d->oc0 == 0, sums);
     }
     d->oc0 = 0, d->ocs = p->OCpg, a->K = taps * p->OCpg;
@@ -240,11 +250,11 @@ static void chunk_to_grad(direct *d, const direct_call *call, const int64_t *ph,
 __attribute__((noinline)) static void phase_gemm(const direct_call *call, direct *d,
                                                  const int64_t *ph, int64_t M, int64_t ntaps) {
     const gradref__cbd_plan *p = call->p;
-    __attribute__((aligned(64))) float work[GRADREF__SGEMM_SMALL_WORK_FLOATS];
-    __attribute__((aligned(64))) float chunk[MAX_BLOCK * CHUNK];
-    __attribute__((aligned(64))) float apanels[GEMM_A_FLOATS];
-    const int64_t mr = gradref__sgemm_mr(p->max_isa), N = pixels(d->Q);
-    /* stride 1 into an F32 grad whose pixels are dense: the GEMM writes grad itself */
+    __attribute__((aligned(64))) float work[GRADREF__SGEMM_SMALL_FLOATS(GEMM_KC, GEMM_NC)];
+    __attribute__((aligned(64))) chunk_buffer chunk;
+    const int64_t N = pixels(d->Q), step = p->in_dtype == GRADREF_I8 ? CHUNK / 2 : CHUNK;
+    /* stride 1 into an F32 grad whose pixels are dense: the GEMM writes grad itself, all the
+     * sub-grid's pixels in one call (each K slice's filter rows packed once) */
     const int in_place =
         unit_strides(p) && p->out_dtype == GRADREF_F32 && dense_pixels(p->gs, p->I);
     gradref__sgemm_args a;
@@ -255,26 +265,19 @@ __attribute__((noinline)) static void phase_gemm(const direct_call *call, direct
     a.pack_b = pack_b_diff;
     a.pack_a_ctx = a.pack_b_ctx = d;
     a.c_cs = 1;
-    /* the item's filter panels once for all its chunks, when they fit (I8 in parts reads a
-     * part's columns at a time: per chunk) */
-    if ((M + mr - 1) / mr * mr * a.K <= GEMM_A_FLOATS &&
-        (p->in_dtype != GRADREF_I8 || call->part == p->OCpg)) {
-        gradref__sgemm_prepack_a(&a, p->max_isa, apanels);
-        a.a_panels = apanels;
-    }
-    for (d->j0 = 0; d->j0 < N; d->j0 += CHUNK) {
-        a.N = N - d->j0 < CHUNK ? N - d->j0 : CHUNK;
-        if (!in_place) {
-            chunk_to_grad(d, call, ph, &a, work, chunk);
-            continue;
-        }
-        /* grad's own rows: the chunk's pixels are adjacent there */
-        a.c = (float *)(void *)p->grad + d->n * p->gs[0] + d->g * p->gs[1] + d->ic0 * p->gs[2] +
-              d->j0;
+    if (in_place) {
+        d->j0 = 0;
+        a.N = N;
+        a.c = (float *)(void *)p->grad + d->n * p->gs[0] + d->g * p->gs[1] + d->ic0 * p->gs[2];
         a.c_rs = p->gs[2];
-        gradref__sgemm_small(&a, p->max_isa, work);
+        gradref__sgemm_small(&a, p->max_isa, work, GEMM_KC, GEMM_NC);
         for (int64_t m = 0; m < M; m++)
             gradref__canon_nans_f32(a.c + m * a.c_rs, a.N);
+        return;
+    }
+    for (d->j0 = 0; d->j0 < N; d->j0 += step) {
+        a.N = N - d->j0 < step ? N - d->j0 : step;
+        chunk_to_grad(d, call, ph, &a, work, &chunk);
     }
 }
 
@@ -338,11 +341,13 @@ static int tiles_may_run(const gradref__cbd_plan *p, const gradref__cbd_kernels 
            (p->in_dtype != GRADREF_I8 || part == p->OCpg);
 }
 
-/* What the tiles keep per thread, on the stack. */
+/* What the tiles keep per thread, on the stack: the masks of STACK_TILE_GROUP tiles at a time
+ * (the fast path's TILE_GROUP would take 16 KiB). */
+enum { STACK_TILE_GROUP = 4 };
 typedef struct tiles_stack {
     int64_t offset[2 * TILE_TAPS];
     int64_t key[3];
-    uint16_t masks[(TILE_GROUP + 1) * 2 * TILE_TAPS];
+    uint16_t masks[(STACK_TILE_GROUP + 1) * 2 * TILE_TAPS];
 } tiles_stack;
 
 /* Diff's flat positions [start, start + span) of every channel of the item's image and group,
@@ -370,17 +375,31 @@ static void fill_window(const direct *d, int64_t start, int64_t span, float *win
     }
 }
 
+/* The taps [first, first + count) of a phase's list that a tiles pass takes: all of them, or
+ * (into grad in place, where the chains go on between passes) a slice. */
+typedef struct tap_run {
+    int64_t first, count;
+} tap_run;
+
+/* phase_tiles' buffer: the panels, the window, then a tile's values (f32) and I8 sums. */
+typedef union tile_buffer {
+    float values[TILE_FLOATS];
+    int32_t sums[TILE_FLOATS];
+} tile_buffer;
+
 /* Rows [d->ic0, d->ic0 + M) of phase ph by the tiles over the caller's diff (reads_in_place)
  * or a window of it (the tap offsets' range [lo, hi] and 32 floats a channel) converted per
  * tile, into grad in place (stride 1, F32 grad with dense pixels) or through a tile's values
- * stored in grad's dtype and layout (I8: the exact sums as int32). */
-static void tiles_windowed(direct *d, const int64_t *ph, const float *panels, int64_t M, int64_t pr,
-                           int64_t ntaps, tiles_stack *st, int64_t lo, int64_t hi, float *window) {
+ * stored in grad's dtype and layout (I8: the exact sums as int32), M x 32 of each. */
+__attribute__((noinline)) static void tiles_windowed(direct *d, const int64_t *ph,
+                                                     const float *panels, int64_t M, int64_t pr,
+                                                     const tap_run *taps, tiles_stack *st,
+                                                     int64_t lo, int64_t hi, float *window,
+                                                     float *values, int32_t *sums) {
     const gradref__cbd_plan *p = d->p;
     const gradref__cbd_kernels *k = d->k;
-    __attribute__((aligned(64))) float values[MAX_BLOCK * 32];
-    __attribute__((aligned(64))) int32_t sums[MAX_BLOCK * 32];
-    const int64_t K = ntaps * p->OCpg, mr = gradref__sgemm_mr(p->max_isa), N = pixels(d->Q);
+    const int64_t ntaps = taps->count, K = ntaps * p->OCpg, mr = gradref__sgemm_mr(p->max_isa),
+                  N = pixels(d->Q);
     const int in_place =
         unit_strides(p) && p->out_dtype == GRADREF_F32 && dense_pixels(p->gs, p->I);
     float *slab = (float *)(void *)p->grad + d->n * p->gs[0] + d->g * p->gs[1] + d->ic0 * p->gs[2];
@@ -390,7 +409,7 @@ static void tiles_windowed(direct *d, const int64_t *ph, const float *panels, in
     diff_extent(p, &first, &last);
     for (int64_t j0 = 0; j0 < N; j0 += 32) {
         const int64_t cols = N - j0 < 32 ? N - j0 : 32;
-        k->tile32_masks(d->tap, ntaps, d->Q, p->O, j0, cols, st->masks);
+        k->tile32_masks(d->tap + 4 * taps->first, ntaps, d->Q, p->O, j0, cols, st->masks);
         const float *image = window - lo; /* the window holds every read: inside */
         int64_t channel_stride = span, inside = 1;
         if (reads_in_place(p)) {
@@ -404,9 +423,9 @@ static void tiles_windowed(direct *d, const int64_t *ph, const float *panels, in
         float *c = in_place ? slab + j0 : values;
         const int64_t ldc = in_place ? p->gs[2] : cols;
         for (int64_t i0 = 0; i0 < M; i0 += pr)
-            k->tile32(image, channel_stride, p->OCpg, st->offset, st->masks, ntaps, cols,
-                      (int)inside, panels + i0 / pr * K * mr, (int)(M - i0 < pr ? M - i0 : pr),
-                      c + i0 * ldc, ldc);
+            k->tile32(image, channel_stride, p->OCpg, st->offset + taps->first, st->masks, ntaps,
+                      cols, (int)inside, panels + i0 / pr * K * mr,
+                      (int)(M - i0 < pr ? M - i0 : pr), c + i0 * ldc, ldc, taps->first > 0);
         if (in_place) {
             for (int64_t m = 0; m < M; m++)
                 gradref__canon_nans_f32(c + m * ldc, cols);
@@ -425,14 +444,15 @@ static void tiles_windowed(direct *d, const int64_t *ph, const float *panels, in
 
 /* Rows [d->ic0, d->ic0 + M) of stride 1 by the fast path's direct tiles from the caller's
  * diff straight into grad (tiles_in_place). */
-static void tiles_in_grad(const direct *d, const float *panels, int64_t M, int64_t pr,
-                          int64_t ntaps, tiles_stack *st) {
+__attribute__((noinline)) static void tiles_in_grad(const direct *d, const float *panels, int64_t M,
+                                                    int64_t pr, int64_t ntaps, tiles_stack *st) {
     const gradref__cbd_plan *p = d->p;
     layout L;
     memset(&L, 0, sizeof L);
     L.offsets_at = offsetof(tiles_stack, offset);
     L.masks_at = offsetof(tiles_stack, masks);
     L.masks_key_at = offsetof(tiles_stack, key);
+    L.tile_group = STACK_TILE_GROUP;
     st->key[0] = -1; /* no masks yet */
     run R;
     memset(&R, 0, sizeof R);
@@ -454,12 +474,13 @@ static void tiles_in_grad(const direct *d, const float *panels, int64_t M, int64
 
 /* Phase ph of an item (d: its image, group and channels; d->Q the phase's sub-grid, ntaps taps
  * in d->tap) by the direct tiles, its panels packed on the stack, both at once or one at a time
- * as the stack holds them with the window. Returns 0, having done nothing, when not even one
- * panel fits. */
+ * as the stack holds them with the window; into grad in place, the taps in slices when not
+ * even one panel of them all fits. Returns 0, having done nothing, when nothing fits. */
 __attribute__((noinline)) static int phase_tiles(direct *d, const int64_t *ph, int64_t M,
                                                  int64_t ntaps) {
     const gradref__cbd_plan *p = d->p;
-    __attribute__((aligned(64))) float floats[TILE_FLOATS]; /* panels, then the window */
+    __attribute__((aligned(64))) tile_buffer buffer;
+    float *floats = buffer.values; /* panels, then the window */
     tiles_stack st;
     int64_t lo, hi;
     tap_offsets(p, d->tap, ntaps, st.offset, &lo, &hi);
@@ -467,23 +488,34 @@ __attribute__((noinline)) static int phase_tiles(direct *d, const int64_t *ph, i
     const int64_t window = reads_in_place(p) ? 0 : p->OCpg * (hi - lo + 32);
     const int64_t mr = gradref__sgemm_mr(p->max_isa), np = (M + mr - 1) / mr;
     const int64_t pr = (M + np - 1) / np; /* 16 channels: 8 + 8 rows, as the fast path's panels */
-    const int64_t K = ntaps * p->OCpg;
-    int64_t at_once = np;
-    while (at_once > 0 && at_once * mr * K + window > TILE_FLOATS)
+    /* a tile's values (and I8 sums) per row of a pass */
+    const int64_t per_row = in_place ? 0 : p->in_dtype == GRADREF_I8 ? 64 : 32;
+    int64_t at_once = np, slice = ntaps;
+    while (at_once > 0 && at_once * (mr * ntaps * p->OCpg + pr * per_row) + window > TILE_FLOATS)
         at_once--;
-    if (at_once == 0) return 0;
+    if (at_once == 0 && in_place) {
+        at_once = 1;
+        slice = TILE_FLOATS / (mr * p->OCpg);
+    }
+    if (at_once == 0 || slice == 0) return 0;
     const int64_t ic0 = d->ic0;
     for (int64_t pn0 = 0; pn0 < np; pn0 += at_once) {
         const int64_t r0 = pn0 * pr, rows = M - r0 < at_once * pr ? M - r0 : at_once * pr;
-        for (int64_t pn = 0; pn * pr < rows; pn++)
-            gradref__cbd_pack_panel(p, d->g, ic0 + r0 + pn * pr,
-                                    rows - pn * pr < pr ? rows - pn * pr : pr, d->tap, ntaps, mr,
-                                    floats + pn * K * mr);
         d->ic0 = ic0 + r0;
-        if (in_place)
-            tiles_in_grad(d, floats, rows, pr, ntaps, &st);
-        else
-            tiles_windowed(d, ph, floats, rows, pr, ntaps, &st, lo, hi, floats + at_once * K * mr);
+        for (tap_run taps = {0, slice}; taps.first < ntaps; taps.first += slice) {
+            taps.count = ntaps - taps.first < slice ? ntaps - taps.first : slice;
+            const int64_t K = taps.count * p->OCpg;
+            for (int64_t pn = 0; pn * pr < rows; pn++)
+                gradref__cbd_pack_panel(
+                    p, d->g, d->ic0 + pn * pr, rows - pn * pr < pr ? rows - pn * pr : pr,
+                    d->tap + 4 * taps.first, taps.count, mr, floats + pn * K * mr);
+            if (in_place && slice == ntaps)
+                tiles_in_grad(d, floats, rows, pr, ntaps, &st);
+            else
+                tiles_windowed(d, ph, floats, rows, pr, &taps, &st, lo, hi,
+                               floats + at_once * K * mr, floats + at_once * K * mr + window,
+                               buffer.sums + at_once * K * mr + window + at_once * pr * 32);
+        }
     }
     d->ic0 = ic0;
     return 1;
@@ -493,7 +525,7 @@ __attribute__((noinline)) static int phase_tiles(direct *d, const int64_t *ph, i
  * tiles where they run, else by the GEMMs. */
 static void item(const direct_call *call, int64_t n, int64_t g, int64_t ic0, int64_t M) {
     const gradref__cbd_plan *p = call->p;
-    int64_t tap[4 * MAX_TAPS];
+    int64_t tap[4 * taps_of(p)]; /* at most MAX_TAPS (gradref__cbd_direct_fits) */
     direct d = {
         p,         call->k, gradref__array_kernels_for(p->max_isa), n, g, ic0, 0, p->OCpg, tap,
         {0, 0, 0}, 0};

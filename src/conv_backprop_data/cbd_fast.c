@@ -82,6 +82,7 @@ static layout layout_of(const gradref__cbd_plan *p, int32_t precision, int threa
         L.masks_at =
             gradref__ws_take(&per, (size_t)((TILE_GROUP + 1) * 2 * taps_of(p)) * sizeof(uint16_t));
         L.masks_key_at = gradref__ws_take(&per, 3 * sizeof(int64_t));
+        L.tile_group = TILE_GROUP;
         if (pack_tiles(p)) L.tile_at = gradref__ws_take(&per, (size_t)(taps_of(p) * p->OCpg) * 128);
         L.per_thread = per;
         L.thread0 = at;

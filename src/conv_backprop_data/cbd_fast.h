@@ -31,6 +31,7 @@ typedef struct layout {
     size_t chunk_at, taps_at;    /* offsets inside a thread's part */
     size_t offsets_at, masks_at; /* direct tiles: per tap offsets, per tile and tap masks */
     size_t masks_key_at;         /* direct tiles: the (phase, tiles) the masks are for */
+    int64_t tile_group;          /* direct tiles: tiles whose masks are computed together */
     size_t tile_at;              /* direct tiles: one tile's diff, packed (0: not packed) */
     size_t total;
 } layout;
@@ -216,7 +217,7 @@ void gradref__cbd_live_phases(run *R, int64_t *at);
 int gradref__cbd_all_direct(const run *R, int64_t *tap);
 
 /* Filter rows [ic0, ic0 + rows) of group g for a phase's taps, straight from the filter, as
- * gradref__sgemm_prepack_a lays out one panel: k = (tap, oc) ascending, mr floats each, the rows
+ * the GEMM's A panels are laid out (gemm.h): k = (tap, oc) ascending, mr floats each, the rows
  * past `rows` zero. Returns 0 when a value is not finite. */
 int gradref__cbd_pack_panel(const gradref__cbd_plan *p, int64_t g, int64_t ic0, int64_t rows,
                             const int64_t *tap, int64_t ntaps, int64_t mr, float *dst);

@@ -89,7 +89,7 @@ void gradref__cbd_megengine_items(const gradref__cbd_plan *p, int64_t item0, int
 
 enum {
     ME_MAX_TAPS = GRADREF__CBD_ME_MAX_TAPS,
-    ME_WF_FLOATS = 8192 /* a block's filter as f32 on the stack (32 KiB), when it fits */
+    ME_WF_FLOATS = 6144 /* a block's filter as f32 on the stack (24 KiB), when it fits */
 };
 
 /* Whether the lanes kernels take plan p: a kernel, at most ME_MAX_TAPS taps (the tap list is on

@@ -261,11 +261,20 @@ tap_values(int inside, const float *src, unsigned m, float32x4_t *b0, float32x4_
  * (fma(w, 0, acc) = acc for a finite w); then rows < `rows`, columns < cols stored. */
 static void tile_block(int inside, int h, const float *image, int64_t channel_stride, int64_t ocpg,
                        const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a,
-                       int rows, float *c, int64_t ldc, int64_t cols) {
+                       int rows, float *c, int64_t ldc, int64_t cols, int load) {
+    const int64_t left = cols - 8 * h < 8 ? cols - 8 * h : 8;
+    float *out = c + 8 * h;
     float32x4_t acc[12][2];
 #  pragma GCC unroll 12
-    for (int i = 0; i < 12; i++)
+    for (int i = 0; i < 12; i++) {
         acc[i][0] = acc[i][1] = vdupq_n_f32(0.0f);
+        if (load && i < rows) { /* the chains go on from c */
+            float tmp[8] = {0};
+            memcpy(tmp, out + i * ldc, (size_t)left * sizeof *tmp);
+            acc[i][0] = vld1q_f32(tmp);
+            acc[i][1] = vld1q_f32(tmp + 4);
+        }
+    }
     for (int64_t t = 0; t < ntaps; t++) {
         const unsigned m = (unsigned)(masks[2 * t + (h >> 1)] >> (8 * (h & 1))) & 0xffu;
         if (m == 0) continue;
@@ -282,8 +291,6 @@ static void tile_block(int inside, int h, const float *image, int64_t channel_st
             }
         }
     }
-    const int64_t left = cols - 8 * h < 8 ? cols - 8 * h : 8;
-    float *out = c + 8 * h;
     /* unrolled, so that every accumulator index is a constant and they stay in registers */
 #  pragma GCC unroll 12
     for (int i = 0; i < 12; i++) {
@@ -302,10 +309,10 @@ static void tile_block(int inside, int h, const float *image, int64_t channel_st
 
 static void tile32_neon(const float *image, int64_t channel_stride, int64_t ocpg,
                         const int64_t *offset, const uint16_t *masks, int64_t ntaps, int64_t cols,
-                        int inside, const float *a, int rows, float *c, int64_t ldc) {
+                        int inside, const float *a, int rows, float *c, int64_t ldc, int load) {
     for (int h = 0; h < 4 && 8 * h < cols; h++)
         tile_block(inside, h, image, channel_stride, ocpg, offset, masks, ntaps, a, rows, c, ldc,
-                   cols);
+                   cols, load);
 }
 
 static void pack_tile32_neon(const float *image, int64_t channel_stride, int64_t ocpg,

@@ -94,7 +94,7 @@ typedef struct gradref__cbd_kernels {
     int tile_rows; /* the GEMM panel rows the tiles take (0: no tiles) */
     void (*tile32)(const float *image, int64_t channel_stride, int64_t ocpg, const int64_t *offset,
                    const uint16_t *masks, int64_t ntaps, int64_t cols, int inside, const float *a,
-                   int rows, float *c, int64_t ldc);
+                   int rows, float *c, int64_t ldc, int load);
     void (*pack_tile32)(const float *image, int64_t channel_stride, int64_t ocpg,
                         const int64_t *offset, const uint16_t *masks, int64_t ntaps, float *dst);
     void (*tile32_masks)(const int64_t *tap, int64_t ntaps, const int64_t *Q, const int64_t *O,
@@ -205,11 +205,12 @@ void gradref__cbd_f32_dw_plane3x3_avx512(const gradref__cbd_dw_shape *s, const f
  * floats at every such address are readable (then whole vectors are loaded); 2 says the image
  * is a packed tile (pack_tile32) whose lanes outside the taps already hold zeros, so only the
  * skipping of taps without lanes uses the masks. c is grad at (ic0, j0), ldc its channel
- * stride. */
+ * stride. The chains start at +0, or (load 1) go on from c's values: a caller may split the
+ * taps into consecutive runs, one call each, with the same bits. */
 void gradref__cbd_f32_tile32_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
                                     const int64_t *offset, const uint16_t *masks, int64_t ntaps,
                                     int64_t cols, int inside, const float *a, int rows, float *c,
-                                    int64_t ldc);
+                                    int64_t ldc, int load);
 /* The diff a tile reads (same arguments), packed: dst[(t * ocpg + oc) * 32 + l] = lane l of
  * tap t, channel oc, zero where the tap's mask has no lane. Taps without lanes are not
  * written. */
@@ -224,7 +225,7 @@ void gradref__cbd_tile32_masks_avx512(const int64_t *tap, int64_t ntaps, const i
 void gradref__cbd_f32_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
                                   const int64_t *offset, const uint16_t *masks, int64_t ntaps,
                                   int64_t cols, int inside, const float *a, int rows, float *c,
-                                  int64_t ldc);
+                                  int64_t ldc, int load);
 void gradref__cbd_f32_pack_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
                                        const int64_t *offset, const uint16_t *masks, int64_t ntaps,
                                        float *dst);

@@ -53,8 +53,9 @@ void gradref__cbd_direct_tiles(const run *R, const phase *f, const float *panels
     lo += image_at + (channels < 0 ? channels : 0);
     hi += image_at + (channels > 0 ? channels : 0) + 32;
     int64_t *key = (int64_t *)(mine + L->masks_key_at);
-    for (int64_t g0 = jb; g0 < je; g0 += TILE_GROUP * 32) {
-        const int64_t g1 = je - g0 < TILE_GROUP * 32 ? je : g0 + TILE_GROUP * 32;
+    const int64_t group = L->tile_group * 32; /* pixels */
+    for (int64_t g0 = jb; g0 < je; g0 += group) {
+        const int64_t g1 = je - g0 < group ? je : g0 + group;
         /* the masks depend on the phase and the tiles only: the thread's next item of the
          * same geometry (another image, group or channel block) reuses them */
         if (key[0] != f->index || key[1] != g0 || key[2] != g1) {
@@ -66,7 +67,7 @@ void gradref__cbd_direct_tiles(const run *R, const phase *f, const float *panels
         if (L->tile_at) { /* each tile packed once, then every panel */
             float *block = (float *)(mine + L->tile_at);
             int64_t *block_offset = offset + f->ntaps;
-            uint16_t *block_masks = masks + TILE_GROUP * per_tile;
+            uint16_t *block_masks = masks + L->tile_group * per_tile;
             for (int64_t t = 0; t < f->ntaps; t++)
                 block_offset[t] = t * p->OCpg * 32;
             for (int64_t j0 = g0; j0 < g1; j0 += 32) {
@@ -80,7 +81,7 @@ void gradref__cbd_direct_tiles(const run *R, const phase *f, const float *panels
                     R->k->tile32(block, 32, p->OCpg, block_offset, block_masks, f->ntaps, cols, 2,
                                  panels + i0 / R->pr * K * R->mr,
                                  (int)(M - i0 < R->pr ? M - i0 : R->pr), c + i0 * ldc + (j0 - jb),
-                                 ldc);
+                                 ldc, 0);
                     zeros_some(z);
                 }
             }
@@ -100,7 +101,7 @@ void gradref__cbd_direct_tiles(const run *R, const phase *f, const float *panels
                              g1 - j0 < 32 ? g1 - j0 : 32,
                              j0 + lo >= R->span_lo && j0 + hi <= R->span_hi,
                              panels + pn * K * R->mr, (int)(M - i0 < R->pr ? M - i0 : R->pr),
-                             c + i0 * ldc + (j0 - jb), ldc);
+                             c + i0 * ldc + (j0 - jb), ldc, 0);
                 zeros_some(z);
             }
     }
