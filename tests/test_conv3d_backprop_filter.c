@@ -432,6 +432,37 @@ static void test_threads_bounded_by_work(void **state) {
     free_case(&c);
 }
 
+/* The workspace follows the work, not the threads asked for: x (1, 64, 3, 3, 3), dy (1, 4, 1,
+ * 1, 1), a 3x3x3 filter (7 k multiply-adds) asked for GRADREF_MAX_THREADS took about 750 MB
+ * (a GEMM buffer and a block's panels per thread); now one thread and a few KiB, at every
+ * precision, with the bits of one thread. */
+static void test_workspace_follows_work(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(13);
+    const int64_t I[3] = {3, 3, 3}, K[3] = {3, 3, 3}, S[3] = {1, 1, 1};
+    geometry g = geo(1, 64, 4, 1, I, K, S, NULL);
+    c3f_case c;
+    make_case(&c, &g, GRADREF_F32, GRADREF_F32, 0, 0, &r);
+    gradref__c3f_plan plan;
+    assert_int_equal(gradref__c3f_validate(&c.params, &c.x, &c.dy, &c.dw, &plan), GRADREF_OK);
+    for (int32_t precision = 0; precision < 4; precision++) {
+        const int team = gradref__c3f_fast_threads(&plan, precision, GRADREF_MAX_THREADS);
+        const size_t bytes = gradref__c3f_fast_workspace(&plan, precision, team);
+        if ((bytes > 0 && team != 1) || bytes > ((size_t)256 << 10)) /* 0: no parts (HIGH) */
+            fail_msg("precision %d: %d threads, %zu bytes of workspace", (int)precision, team,
+                     bytes);
+    }
+    void *want = malloc(c.bytes[2]);
+    gradref_exec one = {NULL, 0, 1, 0}, many = {NULL, 0, GRADREF_MAX_THREADS, 0};
+    run_ok(&c, &one);
+    memcpy(want, c.dw.data, c.bytes[2]);
+    memset(c.dw.data, 0xee, c.bytes[2]);
+    run_ok(&c, &many);
+    assert_memory_equal(c.dw.data, want, c.bytes[2]);
+    free(want);
+    free_case(&c);
+}
+
 /* The model of the counter's order (docs/conv3d_backprop_filter.md): n sums split into runs of
  * 2^a, 2^b, ... (a > b > ..., the binary digits of n from the top), each run summed as a
  * balanced binary tree (left half + right half), and the runs added from the newest up, each
@@ -1130,6 +1161,7 @@ int main(void) {
         cmocka_unit_test(test_lone_nonfinite_dy),
         cmocka_unit_test(test_huge_strides_into_pads),
         cmocka_unit_test(test_threads_bounded_by_work),
+        cmocka_unit_test(test_workspace_follows_work),
         cmocka_unit_test(test_wide_channels),
         cmocka_unit_test(test_dy_gathered),
         cmocka_unit_test(test_row_tiles_and_split),

@@ -182,7 +182,9 @@ static void sgemm_blocked(const gradref__sgemm_args *g, int max_isa, void *work,
                     g->c[i * g->c_rs + j * g->c_cs] = 0.0f;
         return;
     }
-    float *apack = (float *)work, *bpack = apack + MC_ * KC_;
+    /* A's part unused with a_panels; neither part with both (work may then be NULL) */
+    float *apack = (float *)work;
+    float *bpack = g->b_panels ? NULL : g->a_panels ? apack : apack + MC_ * KC_;
     for (int64_t j0 = 0; j0 < g->N; j0 += NC_) {
         const int64_t nc = g->N - j0 < NC_ ? g->N - j0 : NC_;
         for (int64_t k0 = 0; k0 < g->K; k0 += KC_) {

@@ -51,7 +51,8 @@ int64_t gradref__sgemm_mr(int max_isa);
 int64_t gradref__sgemm_nr(int max_isa);
 
 /* Runs the GEMM with the kernels of the highest level at or below max_isa that the CPU runs;
- * `work` holds gradref__sgemm_work_bytes() bytes aligned to 64. */
+ * `work` holds gradref__sgemm_work_bytes() bytes aligned to 64 (none, and may be NULL, when
+ * a_panels and b_panels are both given). */
 void gradref__sgemm(const gradref__sgemm_args *g, int max_isa, void *work);
 
 /* The same chains with small blocks, for callers without a workspace: K in slices of kc taken

@@ -35,6 +35,8 @@
 #define BLOCK GRADREF__C3F_BLOCK
 /* j rows per item: their level buffers (j x Cout/G floats each) stay near 1 MiB */
 #define LEVEL_FLOATS (INT64_C(256) * 1024)
+/* the multiply-adds below which another thread costs more than it saves */
+#define MIN_THREAD_MACS (INT64_C(1) << 18)
 /* the split reduction's chunk sums, all together, as far as balance allows */
 #define CHUNK_FLOATS (INT64_C(4) * 1024 * 1024)
 
@@ -152,12 +154,14 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
     L.levels = 1;
     while ((INT64_C(1) << (L.levels - 1)) < pushes)
         L.levels++;
+    /* per thread (the GEMM gets A and B in panels: no work of its own), a block's panels being
+     * at most the reduction long */
     size_t per = 0;
-    gradref__ws_take(&per, gradref__sgemm_work_bytes());
+    const int64_t block = R < BLOCK ? R : BLOCK;
     if (!L.indirect) /* A panels */
-        L.col_at = gradref__ws_take(&per, (size_t)((L.jb + L.mr - 1) / L.mr * L.mr * BLOCK) * 4);
-    L.dyt_at = gradref__ws_take(&per, (size_t)((p->Cout_g + L.nr - 1) / L.nr * L.nr * BLOCK) * 4);
-    L.rows_at = gradref__ws_take(&per, BLOCK * sizeof(const float *));
+        L.col_at = gradref__ws_take(&per, (size_t)((L.jb + L.mr - 1) / L.mr * L.mr * block) * 4);
+    L.dyt_at = gradref__ws_take(&per, (size_t)((p->Cout_g + L.nr - 1) / L.nr * L.nr * block) * 4);
+    L.rows_at = gradref__ws_take(&per, (size_t)block * sizeof(const float *));
     L.level_at = gradref__ws_take(&per, (size_t)(L.levels + 1) * (size_t)(L.jb * p->Cout_g) * 4);
     L.runs_at = gradref__ws_take(&per, sizeof(runs));
     L.per_thread = per;
@@ -176,7 +180,10 @@ int gradref__c3f_fast_threads(const gradref__c3f_plan *p, int32_t precision, int
     const int64_t J = p->Cin_g * taps_of(p);
     /* split: chunks, then rows j to combine; else (group, row block) items of whole units */
     const int64_t items = L.split ? (L.chunks > J ? L.chunks : J) : p->G * (J / L.unit);
-    return gradref__team(items, threads);
+    /* and no thread (with its part of the workspace) for less than MIN_THREAD_MACS */
+    const int64_t macs = p->G * J * p->Cout_g * reduction(p);
+    const int64_t by_work = macs / MIN_THREAD_MACS > 0 ? macs / MIN_THREAD_MACS : 1;
+    return gradref__team(items < by_work ? items : by_work, threads);
 }
 
 typedef struct run {
@@ -418,7 +425,7 @@ static void block_sum(const run *R, const layout *L, int64_t g, int64_t j0, int6
     a.a_panels = col;
     a.b_panels = bp;
     a.c = sum, a.c_rs = p->Cout_g, a.c_cs = 1;
-    gradref__sgemm(&a, R->max_isa, mine);
+    gradref__sgemm(&a, R->max_isa, NULL);
 }
 
 /* The counter's fold of blocks [b0, b1) for dw rows j in [j0, j1) of group g, into `into` (NULL:
