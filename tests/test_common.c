@@ -600,6 +600,54 @@ static void test_nan_stays_nan(void **state) {
     assert_int_equal(gradref__f64_to_bf16(dnan), 0x7fc0);
 }
 
+/* A NaN's bits in dtype dt (mantissa width mw): sign, all-ones exponent, payload m. */
+static uint64_t nan_bits(int mw, int ew, uint64_t sign, uint64_t m) {
+    return sign << (mw + ew) | ((UINT64_C(1) << ew) - 1) << mw | m;
+}
+
+/* gradref_copy between every pair of float dtypes, signalling and quiet NaNs of either sign
+ * with random payloads, one element and runs long enough for any vector path: the payload's
+ * top bits are kept (widening keeps all of them, quiet bit included), and the quiet bit is set
+ * only when the kept bits are all zero. Written from that rule, not from the library's code. */
+static void test_copy_nan_payloads(void **state) {
+    (void)state;
+    static const int32_t dts[4] = {GRADREF_F32, GRADREF_F64, GRADREF_F16, GRADREF_BF16};
+    static const int mws[4] = {23, 52, 10, 7}, ews[4] = {8, 11, 5, 8}, bytes[4] = {4, 8, 2, 2};
+    tu_rng r = tu_rng_make(46);
+    enum { MAX_N = 1000 };
+    uint64_t *src = malloc(MAX_N * 8), *dst = malloc(MAX_N * 8), *want = malloc(MAX_N * 8);
+    for (int a = 0; a < 4; a++)
+        for (int b = 0; b < 4; b++)
+            for (int64_t n = 1; n <= MAX_N; n = n * 37 > MAX_N && n < MAX_N ? MAX_N : n * 37) {
+                for (int64_t i = 0; i < n; i++) {
+                    uint64_t m = tu_next(&r) & ((UINT64_C(1) << mws[a]) - 1);
+                    if (i % 3 == 0) m &= (UINT64_C(1) << (mws[a] - 1)) - 1; /* signalling */
+                    if (i % 5 == 0) m &= 7; /* a payload only in the low bits */
+                    if (m == 0) m = 1;
+                    const uint64_t sign = tu_next(&r) & 1, v = nan_bits(mws[a], ews[a], sign, m);
+                    memcpy((char *)src + i * bytes[a], &v, (size_t)bytes[a]);
+                    uint64_t k = mws[b] >= mws[a] ? m << (mws[b] - mws[a]) : m >> (mws[a] - mws[b]);
+                    if (k == 0) k = UINT64_C(1) << (mws[b] - 1);
+                    want[i] = nan_bits(mws[b], ews[b], sign, k);
+                }
+                gradref_tensor ts = desc(src, dts[a], 1, &n, (int64_t[]){1}),
+                               td = desc(dst, dts[b], 1, &n, (int64_t[]){1});
+                assert_int_equal(gradref_copy(&ts, &td, NULL), GRADREF_OK);
+                for (int64_t i = 0; i < n; i++) {
+                    uint64_t got = 0;
+                    memcpy(&got, (char *)dst + i * bytes[b], (size_t)bytes[b]);
+                    if (got != want[i])
+                        fail_msg("copy %s -> %s, %lld elements: [%lld] is 0x%llx, want 0x%llx",
+                                 gradref__dtype_name(dts[a]), gradref__dtype_name(dts[b]),
+                                 (long long)n, (long long)i, (unsigned long long)got,
+                                 (unsigned long long)want[i]);
+                }
+            }
+    free(src);
+    free(dst);
+    free(want);
+}
+
 static void test_integer_to_half(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(2);
@@ -1137,6 +1185,7 @@ int main(void) {
         cmocka_unit_test(test_copy_streamed_tiles),
         cmocka_unit_test(test_copy_errors),
         cmocka_unit_test(test_copy_block_of_one),
+        cmocka_unit_test(test_copy_nan_payloads),
         cmocka_unit_test(test_exec_and_workspace),
         cmocka_unit_test(test_null_workspace_bits),
     };

@@ -22,6 +22,29 @@ static inline float gradref__f32_from_bits(uint32_t x) {
     return f;
 }
 
+/* f widened to f64; a NaN by hand, its payload (and quiet bit) kept: the cast quiets a
+ * signalling NaN. */
+static inline double gradref__f32_to_f64(float f) {
+    const uint32_t x = gradref__f32_bits(f);
+    if ((x & 0x7fffffffu) <= 0x7f800000u) return (double)f;
+    const uint64_t bits =
+        (uint64_t)(x >> 31) << 63 | UINT64_C(0x7ff) << 52 | (uint64_t)(x & 0x7fffffu) << 29;
+    double d;
+    memcpy(&d, &bits, sizeof d);
+    return d;
+}
+
+/* d rounded to f32 (to nearest even); a NaN by hand: the top 23 bits of its payload, the quiet
+ * bit set only when they are all zero (they would read as infinity). */
+static inline float gradref__f64_to_f32(double d) {
+    uint64_t bits;
+    memcpy(&bits, &d, sizeof bits);
+    if ((bits & UINT64_C(0x7fffffffffffffff)) <= UINT64_C(0x7ff0000000000000)) return (float)d;
+    uint32_t m = (uint32_t)((bits >> 29) & 0x7fffffu);
+    if (m == 0) m = 0x400000u;
+    return gradref__f32_from_bits((uint32_t)(bits >> 63) << 31 | 0x7f800000u | m);
+}
+
 /* f rounded to HF32 keeping `kept` (10 or 11) mantissa bits, as CANN's golden rounds on the
  * int32 view, ((v >> (22 - kept)) + 1) >> 1 << (23 - kept): half of the last kept bit is added
  * to the bit pattern and the rest cut, so magnitudes round half away from zero and carries run

@@ -46,11 +46,11 @@ static void convert_one(const char *s, int32_t sdt, char *d, int32_t ddt) {
         }
         switch (ddt) {
         case GRADREF_F64: {
-            double v = is_wide ? wide : (double)narrow;
+            double v = is_wide ? wide : gradref__f32_to_f64(narrow);
             memcpy(d, &v, 8);
         } break;
         case GRADREF_F32: {
-            float v = is_wide ? (float)wide : narrow;
+            float v = is_wide ? gradref__f64_to_f32(wide) : narrow;
             memcpy(d, &v, 4);
         } break;
         case GRADREF_F16: {
