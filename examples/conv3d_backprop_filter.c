@@ -69,19 +69,18 @@ int main(void) {
         printf("expected error: %s\n", gradref_last_error());
     else
         bad = 1;
-    /* CANN's y from filter_size with from_depthwise: a depthwise filter (kD, kH, kW, in 2,
-     * multiplier 2) in DHWCN reads as 4 output channels of one input channel each; groups =
-     * x's channels. x all ones (2 channels), dy's channel o all o + 1, 1x1x1: output channel
-     * o = i * 2 + m sits at (0, 0, 0, i, m) and is 686 * (o + 1). */
+    /* CANN's y from a 4-entry filter_size (D = 1) with from_depthwise: a depthwise filter
+     * (kH, kW, in 2, multiplier 2) in DHWCN reads as 4 output channels of one input channel
+     * each; groups = x's channels. x all ones (2 channels), dy's channel o all o + 1, 1x1x1:
+     * output channel o = i * 2 + m sits at (0, 0, 0, i, m) and is 686 * (o + 1). */
     float dwd[4];
-    const int64_t fsize[5] = {1, 1, 1, 2, 2}, xshape[5] = {2, 2, 7, 7, 7},
-                  yshape[5] = {2, 4, 7, 7, 7};
+    const int64_t fsize[4] = {1, 1, 2, 2}, xshape[5] = {2, 2, 7, 7, 7}, yshape[5] = {2, 4, 7, 7, 7};
     static float dy4[2 * 4 * 343];
     for (int i = 0; i < 2 * 4 * 343; i++)
         dy4[i] = (float)(i / 343 % 4 + 1);
     gradref_tensor_init(&tx, x, GRADREF_F32, 5, xshape);
     gradref_tensor_init(&tdy, dy4, GRADREF_F32, 5, yshape);
-    if (gradref_conv3d_filter_init_cann(&tdw, dwd, GRADREF_F32, GRADREF_FORMAT_DHWCN, 5, fsize,
+    if (gradref_conv3d_filter_init_cann(&tdw, dwd, GRADREF_F32, GRADREF_FORMAT_DHWCN, 4, fsize,
                                         1) != GRADREF_OK)
         return 1;
     gradref_conv_params depthwise = p;
@@ -90,7 +89,7 @@ int main(void) {
         depthwise.stride[j] = 1;
     depthwise.groups = 2;
     if (gradref_conv3d_backprop_filter(&depthwise, &tx, &tdy, &tdw, NULL) != GRADREF_OK) return 1;
-    printf("depthwise (1,1,1,2,2): dw = %g %g %g %g\n", dwd[0], dwd[1], dwd[2], dwd[3]);
+    printf("depthwise (1,1,2,2): dw = %g %g %g %g\n", dwd[0], dwd[1], dwd[2], dwd[3]);
     for (int o = 0; o < 4; o++)
         bad |= dwd[o] != 686.0f * (float)(o + 1);
 

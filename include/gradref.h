@@ -355,9 +355,10 @@ GRADREF_API int32_t gradref_conv3d_dw_transpose_needed(int32_t dw_format, int64_
  * order of y's format (NCDHW, NDHWC or DHWCN; 5 entries, or 4 with D = 1 inserted at the
  * format's D position, as CANN's shape inference does). *t gets the logical dw
  * (Cout, Cin/G, kD, kH, kW) over y's memory. from_depthwise nonzero applies CANN's attribute of
- * that name: y's N and C entries are read as N*C output channels of one input channel each
- * (N <- N*C, C <- 1), so a depthwise filter (kD, kH, kW, in, multiplier) in DHWCN gives output
- * channel i*multiplier + m; pass groups = x's channels then. Errors: NULL, RANK
+ * that name where CANN reads it (a 4-entry filter_size, y NCDHW or DHWCN; elsewhere it is
+ * ignored, as CANN does): y's N and C entries are read as N*C output channels of one input
+ * channel each (N <- N*C, C <- 1), so a depthwise filter (kH, kW, in, multiplier) in DHWCN gives
+ * output channel i*multiplier + m; pass groups = x's channels then. Errors: NULL, RANK
  * (filter_size_len not 4 or 5), SHAPE (a negative entry), PARAM (another format), DTYPE,
  * OVERFLOW. *t is untouched on error. */
 GRADREF_API gradref_status gradref_conv3d_filter_init_cann(

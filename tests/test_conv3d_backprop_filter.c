@@ -1117,9 +1117,27 @@ static void test_cann_filter_size(void **state) {
         gradref_conv3d_filter_init_cann(&t, NULL, GRADREF_F32, GRADREF_FORMAT_DHWCN, 3, ndhwc4, 0),
         GRADREF_ERR_RANK, "conv3d_filter_init_cann", "entries");
 
+    /* from_depthwise only where CANN reads it: ignored with 5 entries and for an NDHWC y */
+    const int64_t five[5] = {6, 1, 2, 3, 5}, ndhwc_want[5] = {6, 5, 1, 2, 3};
+    assert_int_equal(
+        gradref_conv3d_filter_init_cann(&t, NULL, GRADREF_F32, GRADREF_FORMAT_NCDHW, 5, five, 1),
+        GRADREF_OK);
+    for (int d = 0; d < 5; d++)
+        assert_int_equal(t.shape[d], five[d]);
+    assert_int_equal(
+        gradref_conv3d_filter_init_cann(&t, NULL, GRADREF_F32, GRADREF_FORMAT_NDHWC, 4, ndhwc4, 1),
+        GRADREF_OK);
+    for (int d = 0; d < 5; d++)
+        assert_int_equal(t.shape[d], ndhwc_want[d]);
+    const int64_t ncdhw4[4] = {7, 5, 3, 3}; /* (N, C, H, W): 35 output channels of one input */
+    assert_int_equal(
+        gradref_conv3d_filter_init_cann(&t, NULL, GRADREF_F32, GRADREF_FORMAT_NCDHW, 4, ncdhw4, 1),
+        GRADREF_OK);
+    assert_true(t.shape[0] == 35 && t.shape[1] == 1 && t.shape[2] == 1 && t.strides[0] == 9);
+
     enum { IN = 3, MULT = 2, K = 2 };
-    const int64_t xs[5] = {2, IN, 3, 4, 3}, dys[5] = {2, IN * MULT, 2, 3, 2};
-    float x[2 * IN * 36], dy[2 * IN * MULT * 12], plain[IN * MULT * 8], cann[IN * MULT * 8];
+    const int64_t xs[5] = {2, IN, 3, 4, 3}, dys[5] = {2, IN * MULT, 3, 3, 2};
+    float x[2 * IN * 36], dy[2 * IN * MULT * 18], plain[IN * MULT * K * K], cann[IN * MULT * K * K];
     tu_rng r = tu_rng_make(5150);
     for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
         x[i] = (float)tu_range(&r, -5, 5);
@@ -1128,11 +1146,11 @@ static void test_cann_filter_size(void **state) {
     gradref_tensor tx, tdy, tw, tc;
     assert_int_equal(gradref_tensor_init(&tx, x, GRADREF_F32, 5, xs), GRADREF_OK);
     assert_int_equal(gradref_tensor_init(&tdy, dy, GRADREF_F32, 5, dys), GRADREF_OK);
-    const int64_t ws[5] = {IN * MULT, 1, K, K, K};
+    const int64_t ws[5] = {IN * MULT, 1, 1, K, K};
     assert_int_equal(gradref_tensor_init(&tw, plain, GRADREF_F32, 5, ws), GRADREF_OK);
-    const int64_t filter_size[5] = {K, K, K, IN, MULT}; /* DHWCN: (kD, kH, kW, in, multiplier) */
+    const int64_t filter_size[4] = {K, K, IN, MULT}; /* DHWCN without D: (kH, kW, in, mult) */
     assert_int_equal(gradref_conv3d_filter_init_cann(&tc, cann, GRADREF_F32, GRADREF_FORMAT_DHWCN,
-                                                     5, filter_size, 1),
+                                                     4, filter_size, 1),
                      GRADREF_OK);
     assert_int_equal(tc.shape[0], IN * MULT);
     assert_int_equal(tc.shape[1], 1);
@@ -1145,8 +1163,8 @@ static void test_cann_filter_size(void **state) {
     assert_int_equal(gradref_conv3d_backprop_filter(&p, &tx, &tdy, &tc, NULL), GRADREF_OK);
     for (int i = 0; i < IN; i++)
         for (int m = 0; m < MULT; m++)
-            for (int k = 0; k < K * K * K; k++) /* TF's depthwise memory [kd][kh][kw][i][m] */
-                assert_true(cann[(k * IN + i) * MULT + m] == plain[(i * MULT + m) * K * K * K + k]);
+            for (int k = 0; k < K * K; k++) /* TF's depthwise memory [kh][kw][i][m] */
+                assert_true(cann[(k * IN + i) * MULT + m] == plain[(i * MULT + m) * K * K + k]);
 }
 
 int main(void) {

@@ -32,11 +32,13 @@ def, conv_backprop_filter_context_utils.cpp, conv_backprop_infershape.cpp):
 y's format is a property of CANN's output tensor, not an attribute: y_format is required, since
 filter_size is read in its order (4 entries insert D = 1). CANN's group rule applies: groups 1
 becomes x's channels / the filter's channels; another value must equal that quotient.
-enable_hf32 (honoured for float32 x, as CANN does) rounds x and out_backprop to HF32 (10 mantissa
-bits on Ascend950, 11 on soc="Ascend910B"); round_output (default: on with HF32) also rounds y,
-as CANN's tests/assets/golden.py does, so the call returns that golden. padding starting with
-"S" and the four H/W pads -1 is CANN's SAME. from_depthwise reads y's N and C as N*C output
-channels of one input channel (a depthwise filter).
+enable_hf32 rounds float32 x and out_backprop to HF32 (10 mantissa bits on Ascend950, 11 on
+soc="Ascend910B"; float16/bfloat16 values are HF32 already); round_output (default: on with
+enable_hf32, whatever x's dtype) also rounds y, as CANN's tests/assets/golden.py does, so the
+call returns that golden. padding starting with "S" and the four H/W pads -1 is CANN's SAME.
+from_depthwise, where CANN reads it (a 4-entry filter_size, y NCDHW or DHWCN), makes y's N and
+C N*C output channels of one input channel (a depthwise filter): y is then shaped as CANN's
+(N*C, 1, 1, H, W) or (1, H, W, 1, N*C).
 
 conv3d_backprop_filter_to_v2(...) is the graph rule that rewrites Conv3DBackpropFilter into V2
 and decides whether a Transpose follows (Conv3DBackpropFilterToV2FusionPass).
@@ -141,15 +143,24 @@ def _cann_groups(groups, cin, filter_c, cout):
     return groups
 
 
-def _y_shape(filter_size, y_format):
-    fs = _ops._ints(filter_size, "filter_size")
+# y formats: where N and C sit in the format's order
+_Y_NC = {"NCDHW": (0, 1), "NDHWC": (0, 4), "DHWCN": (4, 3)}
+
+
+def _y_shape(fs, y_format, from_depthwise):
+    """CANN's y shape (its shape inference) from filter_size's entries: 4 entries insert D = 1;
+    there, for an NCDHW or DHWCN y, from_depthwise makes N*C output channels of one input."""
     if len(fs) not in (4, 5):
         raise ValueError("gradref.cann: filter_size has %d entries; give 5 (or 4, D = 1)"
                          % len(fs))
-    if len(fs) == 4:
-        at = _Y_FORMATS[y_format][1]
-        fs = fs[:at] + [1] + fs[at:]
-    return fs
+    if len(fs) == 5:
+        return list(fs)
+    at = _Y_FORMATS[y_format][1]
+    shape = fs[:at] + [1] + fs[at:]
+    if from_depthwise and y_format != "NDHWC":
+        n, c = _Y_NC[y_format]
+        shape[n], shape[c] = shape[n] * shape[c], 1
+    return shape
 
 
 def conv3d_backprop_filter_v2(x, filter_size, out_backprop, strides, pads,
@@ -168,12 +179,14 @@ def conv3d_backprop_filter_v2(x, filter_size, out_backprop, strides, pads,
     if fmt == "NDHWC":
         xa.permute(_NDHWC_TO_LOGICAL)
         dya.permute(_NDHWC_TO_LOGICAL)
-    shape = _y_shape(filter_size, yfmt)
+    given = _ops._ints(filter_size, "filter_size")
+    depthwise = _ops._bool(from_depthwise, "from_depthwise")
+    shape = _y_shape(given, yfmt, depthwise)
     out = _ops._result(y, xa.kind, shape, _lib.F32, "y", False, dense=True)
-    fs = (ctypes.c_int64 * 5)(*shape)
+    fs = (ctypes.c_int64 * len(given))(*given)
     _ops._check(_lib.lib.gradref_conv3d_filter_init_cann(
-        out.ref, out.tensor.data, out.code, _Y_FORMATS[yfmt][0], 5, fs,
-        1 if _ops._bool(from_depthwise, "from_depthwise") else 0))
+        out.ref, out.tensor.data, out.code, _Y_FORMATS[yfmt][0], len(given), fs,
+        1 if depthwise else 0))
     cin, cout, filter_c = xa.tensor.shape[1], out.tensor.shape[0], out.tensor.shape[1]
     p = _lib.ConvParams()
     p.groups = _cann_groups(groups, cin, filter_c, cout)
@@ -193,11 +206,13 @@ def conv3d_backprop_filter_v2(x, filter_size, out_backprop, strides, pads,
         for j in range(6):
             p.pad[j] = pd[j]
     precision, kept = None, None
-    if _ops._bool(enable_hf32, "enable_hf32") and xa.code == _lib.F32:
+    if _ops._bool(enable_hf32, "enable_hf32"):
         key = str(soc).upper()
         if key not in _HF32_BITS:
             raise ValueError("gradref.cann: soc=%r; HF32 knows Ascend950 and Ascend910B" % (soc,))
         precision, kept = _HF32_BITS[key]
+        if xa.code != _lib.F32:  # HF32 reads float32 x; golden.py still rounds y (below)
+            precision = None
     e = _ops._exec(threads, precision, strict)
     _ops._check(_lib.lib.gradref_conv3d_backprop_filter(ctypes.byref(p), xa.ref, dya.ref,
                                                         out.ref, ctypes.byref(e)), _ops._C3F_NAMES,

@@ -107,14 +107,43 @@ def test_conv3d_backprop_filter_v2_groups_and_depthwise():
     with pytest.raises(ValueError, match=r"x_channel\(4\) / filter_channel\(2\) != groups\(4\)"):
         gradref.cann.conv3d_backprop_filter_v2(x, [8, 2, 3, 3, 3], dy, [1] * 5, [0] * 6,
                                                groups=4, data_format="NCDHW", y_format="NCDHW")
-    # from_depthwise: TF's depthwise filter (kD, kH, kW, in, multiplier) in DHWCN
-    y = gradref.cann.conv3d_backprop_filter_v2(
-        x, [3, 3, 3, 4, 2], dy, [1] * 5, [0] * 6, data_format="NCDHW", y_format="DHWCN",
-        from_depthwise=True)
-    want = golden_dw(x, dy, (8, 1, 3, 3, 3), (1, 1, 1), (0,) * 6, (1, 1, 1), 4)
-    np.testing.assert_array_equal(y, want[:, 0].transpose(1, 2, 3, 0).reshape(3, 3, 3, 4, 2))
     with pytest.raises(TypeError):
         gradref.cann.conv3d_backprop_filter_v2(x, [8, 2, 3, 3, 3], dy, [1] * 5, [0] * 6)
+
+
+def test_from_depthwise_where_cann_reads_it():
+    """A 4-entry filter_size with y NCDHW or DHWCN: N*C output channels of one input, y shaped
+    as CANN's; with 5 entries or an NDHWC y CANN ignores the attribute, and so does gradref."""
+    rng = np.random.default_rng(31)
+    x = rng.integers(-3, 4, (2, 4, 5, 5, 5)).astype(np.float32)
+    dy = rng.integers(-3, 4, (2, 8, 5, 3, 3)).astype(np.float32)
+    want = golden_dw(x, dy, (8, 1, 1, 3, 3), (1, 1, 1), (0,) * 6, (1, 1, 1), 4)
+    call = lambda fs, yf, dw: gradref.cann.conv3d_backprop_filter_v2(  # noqa: E731
+        x, fs, dy, [1] * 5, [0] * 6, data_format="NCDHW", y_format=yf, from_depthwise=dw)
+    y = call([4, 2, 3, 3], "NCDHW", True)  # (N, C, H, W) = (in, multiplier, kh, kw)
+    assert y.shape == (8, 1, 1, 3, 3)
+    np.testing.assert_array_equal(y, want)
+    y = call([3, 3, 4, 2], "DHWCN", True)  # TF's depthwise (kh, kw, in, multiplier)
+    assert y.shape == (1, 3, 3, 1, 8)
+    np.testing.assert_array_equal(y, want.transpose(2, 3, 4, 1, 0))
+    np.testing.assert_array_equal(call([8, 1, 1, 3, 3], "NCDHW", True),
+                                  call([8, 1, 1, 3, 3], "NCDHW", False))
+    np.testing.assert_array_equal(call([8, 3, 3, 1], "NDHWC", True),
+                                  call([8, 3, 3, 1], "NDHWC", False))
+
+
+def test_enable_hf32_rounds_y_of_16_bit_inputs_too():
+    """golden.py rounds y to HF32 whenever enable_hf32 is set; float16 inputs are HF32 already."""
+    rng = np.random.default_rng(32)
+    x = rng.uniform(-1, 1, (1, 2, 4, 4, 4)).astype(np.float16)
+    dy = rng.uniform(-1, 1, (1, 3, 2, 2, 2)).astype(np.float16)
+    args = (x, [3, 2, 3, 3, 3], dy, [1] * 5, [0] * 6)
+    plain = gradref.cann.conv3d_backprop_filter_v2(*args, data_format="NCDHW", y_format="NCDHW")
+    y = gradref.cann.conv3d_backprop_filter_v2(*args, data_format="NCDHW", y_format="NCDHW",
+                                               enable_hf32=True)
+    assert y.dtype == np.float32
+    np.testing.assert_array_equal(y, simulate_hf32(plain))
+    assert not np.array_equal(y, plain)
 
 
 def test_conv3d_backprop_filter_v2_same_and_910b():

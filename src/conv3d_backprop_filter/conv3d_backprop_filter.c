@@ -243,7 +243,9 @@ gradref_status gradref_conv3d_filter_init_cann(gradref_tensor *t, void *data, gr
     int64_t logical[5];
     for (int d = 0; d < 5; d++)
         logical[d] = y[where[f][d]];
-    if (from_depthwise) {
+    /* CANN reads from_depthwise only in InferShapeForConvBackpropExtend3D, the 4-entry
+     * filter_size's shape inference, and not for an NDHWC y (conv_backprop_infershape.cpp) */
+    if (from_depthwise && filter_size_len == 4 && f != 1) {
         if (gradref__mul_ovf(logical[0], logical[1], &logical[0]))
             return gradref__fail(GRADREF_ERR_OVERFLOW, NAME, "N x C of filter_size exceeds int64");
         logical[1] = 1;
