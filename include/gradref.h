@@ -123,6 +123,14 @@ typedef enum gradref_precision {
  * it accepts do not change. The _workspace_size twins have no exec and validate as without it. */
 #define GRADREF_STRICT_UPSTREAM 0x100
 
+/* A flag OR'ed into gradref_exec.precision: padding taps multiplied as zeros. By default a tap
+ * that falls in the padding is skipped, so an Inf or NaN in dy does not reach the dw elements
+ * that only padding connects it to. TensorFlow, PyTorch and CANN compute dw from a zero-filled
+ * input, where 0 * Inf and 0 * NaN are NaN: with this flag conv3d_backprop_filter gives those
+ * elements NaN too (the canonical NaN), its other bits unchanged. The other operators have no
+ * padding taps of that kind and ignore it. */
+#define GRADREF_PADDED_ZEROS 0x200
+
 /* The most threads one call runs on. An explicit gradref_exec.num_threads above it is a PARAM
  * error; an OpenMP default above it is lowered to it. */
 #define GRADREF_MAX_THREADS 1024

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "conv3d_backprop_filter/c3f_counter.h"
+#include "common/convert.h"
 #include "conv3d_backprop_filter/c3f_internal.h"
 #include "test_util.h"
 
@@ -405,6 +406,75 @@ static void test_huge_strides_into_pads(void **state) {
         check_fast_against_reference(&c, GRADREF_PRECISION_HF32);
         free_case(&c);
     }
+}
+
+/* GRADREF_PADDED_ZEROS is the call on x zero-filled by hand with no pads: the same NaNs (a
+ * non-finite dy that meets the padding makes NaN) and the same values (but the sign of a zero
+ * sum), on random geometries with Infs and NaNs in dy, at every precision that takes F32; and
+ * the audit's case: dy NaN at a corner, pads (0, 1, 1), aten's dW all NaN. */
+static void test_padded_zeros(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(70);
+    for (int iter = 0; iter < 40; iter++) {
+        geometry g = random_geometry(&r), flat = g;
+        c3f_case c, z;
+        make_case(&c, &g, GRADREF_F32, GRADREF_F32, iter % 2, 0, &r);
+        tu_sprinkle_specials(&c.dy, &r, 6);
+        for (int j = 0; j < 3; j++) {
+            flat.I[j] = g.I[j] + g.pb[j] + g.pe[j];
+            flat.pb[j] = flat.pe[j] = 0;
+        }
+        make_case(&z, &flat, GRADREF_F32, GRADREF_F32, 0, 0, &r);
+        int64_t i[5];
+        for (i[0] = 0; i[0] < flat.N; i[0]++)
+            for (i[1] = 0; i[1] < flat.G * flat.Cin_g; i[1]++)
+                for (i[2] = 0; i[2] < flat.I[0]; i[2]++)
+                    for (i[3] = 0; i[3] < flat.I[1]; i[3]++)
+                        for (i[4] = 0; i[4] < flat.I[2]; i[4]++) {
+                            int64_t from[5] = {i[0], i[1], i[2] - g.pb[0], i[3] - g.pb[1],
+                                               i[4] - g.pb[2]};
+                            int inside = 1;
+                            for (int j = 0; j < 3; j++)
+                                inside &= from[2 + j] >= 0 && from[2 + j] < g.I[j];
+                            tu_put(&z.x, i, inside ? tu_get(&c.x, from) : 0.0);
+                        }
+        for (i[0] = 0; i[0] < g.N; i[0]++) /* the same dy */
+            for (i[1] = 0; i[1] < g.G * g.Cout_g; i[1]++)
+                for (i[2] = 0; i[2] < c.O[0]; i[2]++)
+                    for (i[3] = 0; i[3] < c.O[1]; i[3]++)
+                        for (i[4] = 0; i[4] < c.O[2]; i[4]++) {
+                            float v;
+                            memcpy(&v, (char *)c.dy.data + tu_offset(&c.dy, i), 4);
+                            memcpy((char *)z.dy.data + tu_offset(&z.dy, i), &v, 4);
+                        }
+        const int32_t precision = iter % 3 == 2 ? GRADREF_PRECISION_HF32 : 0;
+        gradref_exec flagged = {NULL, 0, 1 + iter % 2, precision | GRADREF_PADDED_ZEROS},
+                     plain = {NULL, 0, 1, precision};
+        run_ok(&c, &flagged);
+        run_ok(&z, &plain);
+        const float *a = c.dw.data, *b = z.dw.data;
+        for (size_t e = 0; e < c.bytes[2] / 4; e++)
+            if (isnan(a[e]) != isnan(b[e]) || (!isnan(a[e]) && a[e] != b[e]))
+                fail_msg("case %d: dw[%zu] is %g, the zero-filled x gives %g", iter, e, a[e], b[e]);
+        free_case(&c);
+        free_case(&z);
+    }
+    float x[9] = {1, 1, 1, 1, 1, 1, 1, 1, 1}, dy[9] = {NAN}, dw[9];
+    const int64_t s9[5] = {1, 1, 1, 3, 3}, k[5] = {1, 1, 1, 3, 3};
+    gradref_tensor tx, tdy, tdw;
+    gradref_tensor_init(&tx, x, GRADREF_F32, 5, s9);
+    gradref_tensor_init(&tdy, dy, GRADREF_F32, 5, s9);
+    gradref_tensor_init(&tdw, dw, GRADREF_F32, 5, k);
+    gradref_conv_params p = {0, 1, {1, 1, 1}, {1, 1, 1}, {0, 0, 1, 1, 1, 1}};
+    gradref_exec e = {NULL, 0, 1, GRADREF_PADDED_ZEROS};
+    assert_int_equal(gradref_conv3d_backprop_filter(&p, &tx, &tdy, &tdw, NULL), GRADREF_OK);
+    int finite = 0;
+    for (int t = 0; t < 9; t++)
+        finite += !isnan(dw[t]);
+    assert_int_equal(finite, 5); /* the taps that meet dy's NaN only through padding */
+    assert_int_equal(gradref_conv3d_backprop_filter(&p, &tx, &tdy, &tdw, &e), GRADREF_OK);
+    for (int t = 0; t < 9; t++)
+        assert_true(isnan(dw[t]) && gradref__f32_bits(dw[t]) == 0x7fc00000u);
 }
 
 /* Threads are counted by the work: a small problem asked for GRADREF_MAX_THREADS sizes its
@@ -1178,6 +1248,7 @@ int main(void) {
         cmocka_unit_test(test_nan_bits),
         cmocka_unit_test(test_lone_nonfinite_dy),
         cmocka_unit_test(test_huge_strides_into_pads),
+        cmocka_unit_test(test_padded_zeros),
         cmocka_unit_test(test_threads_bounded_by_work),
         cmocka_unit_test(test_workspace_follows_work),
         cmocka_unit_test(test_wide_channels),

@@ -109,7 +109,7 @@ _PRECISIONS = {"default": _lib.PRECISION_DEFAULT, "high": _lib.PRECISION_HIGH,
                "megengine_default": _lib.PRECISION_MEGENGINE_DEFAULT}
 
 
-def _exec(threads, precision, strict=False):
+def _exec(threads, precision, strict=False, padded_zeros=False):
     num_threads = 0 if threads is None else _int(threads, "threads", bits=32)
     if precision is None:
         code = _lib.PRECISION_DEFAULT
@@ -121,6 +121,8 @@ def _exec(threads, precision, strict=False):
         code = _int(precision, "precision", bits=32)
     if strict is not False and _bool(strict, "strict"):
         code |= _lib.STRICT_UPSTREAM
+    if padded_zeros is not False and _bool(padded_zeros, "padded_zeros"):
+        code |= _lib.PADDED_ZEROS
     return _lib.Exec(None, 0, num_threads, code)
 
 
@@ -665,7 +667,8 @@ def _tf_spatial(values, name, data_format, minimum):
 def conv3d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
                            data_format=None, dilations=(1, 1, 1, 1, 1), groups=None, *,
                            mode="CROSS_CORRELATION", out=None, out_dtype=None, threads=None,
-                           precision=None, strict=False, dtype=None, round_output=False):
+                           precision=None, strict=False, dtype=None, round_output=False,
+                           padded_zeros=False):
     """TensorFlow Conv3DBackpropFilterV2: dw for input and out_backprop in data_format
     ("NDHWC" or "NCDHW", required), returned in TF's filter layout (kd, kh, kw, in/groups, out);
     mode="CONVOLUTION" gives the flipped filter's gradient.
@@ -675,7 +678,8 @@ def conv3d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
     F16/BF16 inputs give their own dtype, or out_dtype="float32" (CANN V2's F32 dw; out= an
     F32 array does the same). precision="hf32" (or "hf32_910b") with round_output=True is CANN's
     HF32 golden in one call: the F32 dw rounded to HF32 too (gradref.testing.hf32_round), in
-    place."""
+    place. padded_zeros=True multiplies the padding's zeros as TF, PyTorch and CANN do (a
+    non-finite out_backprop that meets the padding makes NaN; the default skips such taps)."""
     bf16 = _bf16(dtype)
     if data_format is None:  # NCDHW arrays read as NDHWC can fit and give a wrong dw
         raise TypeError("gradref: conv3d_backprop_filter needs data_format=\"NDHWC\" or "
@@ -723,13 +727,13 @@ def conv3d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
     code, codes = _out_codes(out_dtype, x.code)
     w = _result(out, x.kind, ks, code, "out", bf16, x, codes)
     _permuted(w, [4, 3, 0, 1, 2])  # DHWIO -> (Cout, Cin/G, kd, kh, kw)
-    e = _exec(threads, precision, strict)
+    e = _exec(threads, precision, strict, padded_zeros)
     _check(lib.gradref_conv3d_backprop_filter(ctypes.byref(p), x.ref, dy.ref, w.ref,
                                               ctypes.byref(e)), _C3F_NAMES,
            "dw is shaped by filter_sizes=%r" % (list(ks),))
     if _bool(round_output, "round_output"):
         kept = {_lib.PRECISION_HF32: 10, _lib.PRECISION_HF32_910B: 11}.get(
-            e.precision & ~_lib.STRICT_UPSTREAM)
+            e.precision & ~(_lib.STRICT_UPSTREAM | _lib.PADDED_ZEROS))
         if kept is None or w.code != _lib.F32:
             raise ValueError("gradref: round_output=True rounds an F32 dw to HF32: it takes "
                              "precision=\"hf32\" or \"hf32_910b\" and an F32 output")

@@ -167,7 +167,7 @@ def conv3d_backprop_filter_v2(x, filter_size, out_backprop, strides, pads,
                               dilations=(1, 1, 1, 1, 1), groups=1, data_format="NDHWC",
                               enable_hf32=False, *, y_format, from_depthwise=False, padding="",
                               soc="Ascend950", round_output=None, y=None, threads=None,
-                              strict=True, dtype=None):
+                              strict=True, dtype=None, padded_zeros=True):
     """CANN Conv3DBackpropFilterV2: y = dL/dw (float32) in y_format, shaped by filter_size."""
     fmt = _format(data_format, tuple(_DATA_FORMATS), "data_format")
     yfmt = _format(y_format, tuple(_Y_FORMATS), "y_format")
@@ -213,7 +213,7 @@ def conv3d_backprop_filter_v2(x, filter_size, out_backprop, strides, pads,
         precision, kept = _HF32_BITS[key]
         if xa.code != _lib.F32:  # HF32 reads float32 x; golden.py still rounds y (below)
             precision = None
-    e = _ops._exec(threads, precision, strict)
+    e = _ops._exec(threads, precision, strict, padded_zeros)
     _ops._check(_lib.lib.gradref_conv3d_backprop_filter(ctypes.byref(p), xa.ref, dya.ref,
                                                         out.ref, ctypes.byref(e)), _ops._C3F_NAMES,
                 "y is shaped by filter_size=%r in %s" % (shape, yfmt))

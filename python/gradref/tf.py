@@ -31,7 +31,9 @@ __all__ = ["conv3d_backprop_filter_v2", "Conv3DBackpropFilterV2", "conv2d_backpr
 
 def conv3d_backprop_filter_v2(input, filter_sizes, out_backprop, strides, padding,
                               data_format="NDHWC", dilations=(1, 1, 1, 1, 1), **kw):
-    """TF Conv3DBackpropFilterV2: the filter gradient in TF's DHWIO layout."""
+    """TF Conv3DBackpropFilterV2: the filter gradient in TF's DHWIO layout; padding's zeros
+    multiplied as TF does (padded_zeros=False skips them, gradref's default)."""
+    kw.setdefault("padded_zeros", True)
     return _ops.conv3d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
                                        data_format, dilations, **kw)
 

@@ -42,8 +42,9 @@ def grid_sampler_3d_backward(grad_output, input, grid, interpolation_mode, paddi
 
 def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
                          transposed, output_padding, groups, output_mask, *, threads=None,
-                         precision=None, strict=False, dtype=None):
-    """aten::convolution_backward: (grad_input, grad_weight, None)."""
+                         precision=None, strict=False, dtype=None, padded_zeros=True):
+    """aten::convolution_backward: (grad_input, grad_weight, None); grad_weight multiplies the
+    padding's zeros as aten does (padded_zeros=False skips them, gradref's default)."""
     del bias_sizes, output_padding  # only for grad_bias and transposed convolutions
     if transposed:
         raise ValueError("gradref.torch: transposed convolutions are not supported")
@@ -87,8 +88,9 @@ def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding
         for a in (x, dy, gw):
             a.reshape_dims([(0, a.shape[0], 1), (1, a.shape[1], 1)] + unit +
                            [(2 + j, a.shape[2 + j], 1) for j in range(r)])
+        ew = _ops._exec(threads, precision, strict, padded_zeros)
         _ops._check(_lib.lib.gradref_conv3d_backprop_filter(ctypes.byref(p), x.ref, dy.ref,
-                                                            gw.ref, ctypes.byref(e)),
+                                                            gw.ref, ctypes.byref(ew)),
                     _ops._C3F_NAMES)
         grad_weight = gw.obj
     if mask[0]:

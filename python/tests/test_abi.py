@@ -32,7 +32,8 @@ def test_struct_layouts_match_the_header(tmp_path):
             lines.append('printf("%s %s %%zu\\n", offsetof(%s, %s));'
                          % (cname, field, cname, field))
     for name in ("GRADREF_MAX_DIMS", "GRADREF_F32", "GRADREF_BF16", "GRADREF_I64",
-                 "GRADREF_ERR_WORKSPACE", "GRADREF_PRECISION_HIGH", "GRADREF_FORMAT_HWCN"):
+                 "GRADREF_ERR_WORKSPACE", "GRADREF_PRECISION_HIGH", "GRADREF_FORMAT_HWCN",
+                 "GRADREF_STRICT_UPSTREAM", "GRADREF_PADDED_ZEROS"):
         lines.append('printf("%s value %%d\\n", (int)%s);' % (name, name))
     lines.append("return 0; }")
     src = tmp_path / "layout.c"
@@ -49,14 +50,16 @@ def test_struct_layouts_match_the_header(tmp_path):
                     "GRADREF_BF16": _lib.BF16, "GRADREF_I64": _lib.I64,
                     "GRADREF_ERR_WORKSPACE": len(_lib.STATUS_NAMES) - 1,
                     "GRADREF_PRECISION_HIGH": _lib.PRECISION_HIGH,
-                    "GRADREF_FORMAT_HWCN": _lib.FORMAT_HWCN}[name]
+                    "GRADREF_FORMAT_HWCN": _lib.FORMAT_HWCN,
+                    "GRADREF_STRICT_UPSTREAM": _lib.STRICT_UPSTREAM,
+                    "GRADREF_PADDED_ZEROS": _lib.PADDED_ZEROS}[name]
         elif what == "size":
             want = _lib.ctypes.sizeof(_lib.STRUCTS[name])
         else:
             want = getattr(_lib.STRUCTS[name], what).offset
         assert value == want, "%s %s: C says %d, ctypes %d" % (name, what, value, want)
         seen += 1
-    assert seen == sum(len(s._fields_) + 1 for s in _lib.STRUCTS.values()) + 7
+    assert seen == sum(len(s._fields_) + 1 for s in _lib.STRUCTS.values()) + 9
 
 
 def test_every_declared_function_is_in_the_header():

@@ -17,11 +17,11 @@ gradref_status gradref__exec_resolve(const char *op, const gradref_exec *exec, g
     if (exec->num_threads < 0 || exec->num_threads > GRADREF_MAX_THREADS)
         return gradref__fail(GRADREF_ERR_PARAM, op, "exec.num_threads is %d, outside 0..%d",
                              (int)exec->num_threads, GRADREF_MAX_THREADS);
-    const int32_t precision = exec->precision & ~GRADREF_STRICT_UPSTREAM;
+    const int32_t precision = exec->precision & ~(GRADREF_STRICT_UPSTREAM | GRADREF_PADDED_ZEROS);
     if (precision < GRADREF_PRECISION_DEFAULT || precision >= GRADREF__PRECISIONS)
         return gradref__fail(GRADREF_ERR_PARAM, op,
                              "exec.precision is %d, not a gradref_precision (with or without "
-                             "GRADREF_STRICT_UPSTREAM)",
+                             "GRADREF_STRICT_UPSTREAM and GRADREF_PADDED_ZEROS)",
                              (int)exec->precision);
     int threads = exec->num_threads;
 #ifdef _OPENMP
@@ -33,6 +33,7 @@ gradref_status gradref__exec_resolve(const char *op, const gradref_exec *exec, g
     ctx->num_threads = threads > 0 ? threads : 1;
     ctx->precision = precision;
     ctx->strict = (exec->precision & GRADREF_STRICT_UPSTREAM) != 0;
+    ctx->padded_zeros = (exec->precision & GRADREF_PADDED_ZEROS) != 0;
     ctx->workspace = exec->workspace;
     ctx->workspace_bytes = exec->workspace ? exec->workspace_bytes : 0;
     return GRADREF_OK;

@@ -8,10 +8,11 @@
 #include "internal.h"
 
 typedef struct gradref__ctx {
-    int num_threads; /* >= 1: resolved from exec->num_threads and the OpenMP default */
-    int precision;   /* gradref_precision (without the strict flag) */
-    int strict;      /* GRADREF_STRICT_UPSTREAM was set */
-    void *workspace; /* caller's, or NULL */
+    int num_threads;  /* >= 1: resolved from exec->num_threads and the OpenMP default */
+    int precision;    /* gradref_precision (without the strict flag) */
+    int strict;       /* GRADREF_STRICT_UPSTREAM was set */
+    int padded_zeros; /* GRADREF_PADDED_ZEROS was set */
+    void *workspace;  /* caller's, or NULL */
     size_t workspace_bytes;
 } gradref__ctx;
 

@@ -34,6 +34,10 @@ void gradref__c3f_ref(const gradref__c3f_plan *plan);
 /* The same for dw elements [e0, e1) of the Cout * Cin/G * kD * kH * kW, in logical order. */
 void gradref__c3f_ref_elements(const gradref__c3f_plan *plan, int64_t e0, int64_t e1);
 
+/* GRADREF_PADDED_ZEROS after a call: dw[co, :, t] = NaN for every tap t through which a
+ * non-finite dy[n, co, o] meets the padding (a zero-filled input's 0 * Inf or 0 * NaN). */
+void gradref__c3f_padded_nans(const gradref__c3f_plan *plan);
+
 /* Workspace bytes of the fast path for this plan at `precision` with `threads` threads. */
 size_t gradref__c3f_fast_workspace(const gradref__c3f_plan *plan, int32_t precision, int threads);
 /* The most threads the fast path keeps busy (its work items), out of `threads`. */

@@ -118,3 +118,43 @@ void gradref__c3f_ref_elements(const gradref__c3f_plan *p, int64_t e0, int64_t e
         gradref__store_float(p->out_dtype, out, total);
     }
 }
+
+/* Whether dy[n, co, o] through tap t reads the padding (an input index outside x). */
+static int tap_in_padding(const gradref__c3f_plan *p, const int64_t *o, int64_t t) {
+    const int64_t k[3] = {t / (p->K[1] * p->K[2]), t / p->K[2] % p->K[1], t % p->K[2]};
+    for (int j = 0; j < 3; j++) {
+        const int64_t kp = p->mode == GRADREF_CONV_CROSS_CORRELATION ? k[j] : p->K[j] - 1 - k[j];
+        if (input_index(p, j, o[j], kp) < 0) return 1;
+    }
+    return 0;
+}
+
+/* dw[co, ci, t] = NaN for every ci. */
+static void mark_nan(const gradref__c3f_plan *p, int64_t co, int64_t t) {
+    const int64_t k[3] = {t / (p->K[1] * p->K[2]), t / p->K[2] % p->K[1], t % p->K[2]};
+    for (int64_t ci = 0; ci < p->Cin_g; ci++)
+        gradref__store_float(p->out_dtype,
+                             p->dw + (size_t)(co * p->ws[0] + ci * p->ws[1] + k[0] * p->ws[2] +
+                                              k[1] * p->ws[3] + k[2] * p->ws[4]) *
+                                         p->out_size,
+                             NAN);
+}
+
+void gradref__c3f_padded_nans(const gradref__c3f_plan *p) {
+    const int64_t T = p->K[0] * p->K[1] * p->K[2];
+    int64_t o[3];
+    for (int64_t co = 0; co < p->G * p->Cout_g; co++)
+        for (int64_t n = 0; n < p->N; n++)
+            for (o[0] = 0; o[0] < p->O[0]; o[0]++)
+                for (o[1] = 0; o[1] < p->O[1]; o[1]++)
+                    for (o[2] = 0; o[2] < p->O[2]; o[2]++) {
+                        const double v = gradref__load_float(
+                            p->in_dtype,
+                            p->dy + (size_t)(n * p->ys[0] + co * p->ys[1] + o[0] * p->ys[2] +
+                                             o[1] * p->ys[3] + o[2] * p->ys[4]) *
+                                        p->in_size);
+                        if (isfinite(v)) continue;
+                        for (int64_t t = 0; t < T; t++)
+                            if (tap_in_padding(p, o, t)) mark_nan(p, co, t);
+                    }
+}

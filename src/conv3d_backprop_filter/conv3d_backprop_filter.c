@@ -184,7 +184,9 @@ gradref_status gradref_conv3d_backprop_filter(const gradref_conv_params *p, cons
             GRADREF_ERR_PARAM, OP, "exec.precision is %s, which takes F32 x and dy; x.dtype is %s",
             gradref__precision_name(ctx.precision), gradref__dtype_name(plan.in_dtype));
     plan.precision = ctx.precision;
-    return gradref__run_fast_path(&FAST, &ctx, &plan);
+    GRADREF__FORWARD_IF_ERROR(gradref__run_fast_path(&FAST, &ctx, &plan));
+    if (ctx.padded_zeros) gradref__c3f_padded_nans(&plan);
+    return GRADREF_OK;
 }
 
 gradref_status gradref_conv3d_backprop_filter_workspace_size(const gradref_conv_params *p,
