@@ -531,6 +531,17 @@ _BLOCKED = {"nchw4": (6, (0, 1, 2, 3)), "nhwcd4": (7, (0, 2, 1, 3))}
 _NHWCD4_DOT = 8
 
 
+def _zeros_result(like, shape, *, out=None, out_dtype=None, dtype=None, **_):
+    """A result of zeros in like's kind and dtype (out_dtype when given), or out= zeroed: for
+    upstream calls that compute over nothing (empty windows, no ranks)."""
+    bf16 = _bf16(dtype)
+    a = as_input(like, "like", bf16) if not isinstance(like, _arrays.Arg) else like
+    code, codes = _out_codes(out_dtype, a.code)
+    g = _result(out, a.kind, shape, code, "grad", bf16, a, codes)
+    g.obj[...] = 0
+    return g.obj
+
+
 def _dense_arg(x, name, bf16):
     """An input whose memory is dense row-major (copied when it is not)."""
     a = as_input(x, name, bf16)

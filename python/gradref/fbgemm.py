@@ -19,14 +19,31 @@ __all__ = ["recat_embedding_grad_output", "recat_embedding_grad_output_mixed_D",
            "recat_embedding_grad_output_mixed_D_batch"]
 
 
+def _empty(grad_output, ranks):
+    """FBGEMM's loops run zero times for no ranks over an empty grad_output: an empty result
+    (gradref's C call wants at least one rank)."""
+    numel = 1
+    for n in grad_output.shape:
+        numel *= n
+    if len(ranks) or numel != 0:
+        return None
+    return _ops._zeros_result(grad_output, (0,))
+
+
 def recat_embedding_grad_output(grad_output, num_features_per_rank, *, strict=True, **kw):
     """fbgemm::recat_embedding_grad_output: grad_output (B, T, D)."""
+    empty = _empty(grad_output, list(num_features_per_rank))
+    if empty is not None:
+        return empty
     return _ops.recat_embedding_grad_output(grad_output, num_features_per_rank, strict=strict,
                                             **kw)
 
 
 def recat_embedding_grad_output_mixed_D(grad_output, dim_sum_per_rank, *, strict=True, **kw):
     """fbgemm::recat_embedding_grad_output_mixed_D: grad_output (B, sum of D)."""
+    empty = _empty(grad_output, list(dim_sum_per_rank))
+    if empty is not None:
+        return empty
     return _ops.recat_embedding_grad_output_mixed_D(grad_output, dim_sum_per_rank, strict=strict,
                                                     **kw)
 

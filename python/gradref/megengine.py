@@ -15,8 +15,10 @@ filter and diff in format's layout (NCHW: diff (N, OC, OH, OW), filter (OC, IC, 
 (G, OC/G, IC/G, FH, FW); NHWC: diff (N, OH, OW, OC), filter (OC, FH, FW, IC) or (G, OC/G, FH, FW,
 IC/G)). compute_mode "DEFAULT" on float16/bfloat16 is MegEngine's naive kernel bit for bit
 (every term rounded into the 16-bit grad, gradref's precision "megengine_default"); "FLOAT32"
-accumulates in f32 and rounds once. Int8 gives Int32 sums; qs8_scales=(filter, diff, grad)
-scales give MegEngine's QuantizedS8 grad. grad is written in place when given (MegEngine's
+accumulates in f32 and rounds once (MegEngine takes FLOAT32 for Float16/BFloat16 only). Int8
+gives Int32 sums; qs8_scales=(filter, diff, grad) scales give MegEngine's QuantizedS8 grad, and
+(filter, diff) or (filter, diff, None) its default QuantizedS32 grad (the exact int32 sums, of
+scale filter * diff). NCHW4 takes dilation 1 and NHWCD4 cross-correlation, as MegEngine. grad is written in place when given (MegEngine's
 exec), else returned new. As MegEngine, the call is 2-D and validated by its rules (strict=True:
 no float64, symmetric uint32 pads, grad of diff's dtype).
 """
@@ -36,6 +38,14 @@ def convolution_backward_data(filter, diff, grad=None, mode="CROSS_CORRELATION",
         raise ValueError("gradref.megengine: compute_mode=%r; MegEngine has DEFAULT and FLOAT32"
                          % (compute_mode,))
     half = _is_16_bit(diff) or dtype in ("bf16", "bfloat16")
+    if strict and cm in ("FLOAT32", 1) and not half:  # ConvolutionBase::deduce_dtype
+        raise ValueError("gradref.megengine: compute_mode FLOAT32 is only available for "
+                         "Float16/BFloat16 diff and filter (got %s)"
+                         % (getattr(diff, "dtype", "?"),))
+    if strict:
+        _check_format_rules(format, mode, dilate_h, dilate_w)
+    if qs8_scales is not None and (len(qs8_scales) == 2 or qs8_scales[-1] is None):
+        qs8_scales = None  # QuantizedS8 -> QuantizedS32: the exact int32 sums, scale filter*diff
     precision = "megengine_default" if cm in ("DEFAULT", 0) and half and qs8_scales is None \
         else None
     grad_shape = None
@@ -48,6 +58,19 @@ def convolution_backward_data(filter, diff, grad=None, mode="CROSS_CORRELATION",
 
 
 ConvolutionBackwardData = convolution_backward_data  # MegEngine's operator name
+
+
+def _check_format_rules(fmt, mode, dilate_h, dilate_w):
+    """MegEngine's blocked formats' own limits (dnn/src/common/convolution.cpp check_layout_fwd
+    and the NCHW4/NHWCD4 naive kernels): NCHW4 takes dilation 1, NHWCD4 cross-correlation."""
+    f = fmt.upper() if isinstance(fmt, str) else fmt
+    m = mode.upper() if isinstance(mode, str) else mode
+    if f == "NCHW4" and (dilate_h != 1 or dilate_w != 1):
+        raise ValueError("gradref.megengine: format NCHW4 takes dilation 1 (got %d, %d)"
+                         % (dilate_h, dilate_w))
+    if f == "NHWCD4" and m not in ("CROSS_CORRELATION", 0):
+        raise ValueError("gradref.megengine: format NHWCD4 takes mode CROSS_CORRELATION "
+                         "(got %r)" % (mode,))
 
 
 def _is_16_bit(x):

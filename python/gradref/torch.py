@@ -10,10 +10,14 @@ native_functions.yaml, derivatives.yaml; the CPU kernels GridSampler.cpp, Convol
 
 with aten's int enums (interpolation 0 bilinear, 1 nearest; padding 0 zeros, 1 border,
 2 reflection) and output_mask booleans (None for a masked output). convolution_backward gives
-what gradref has: grad_input (conv_backprop_data) for 1-D to 3-D and grad_weight
-(conv3d_backprop_filter, 1-D and 2-D as 3-D with unit dims), not transposed convolutions and not
-grad_bias (output_mask[2] must be False). Unlike aten's CPU kernels, float16 and bfloat16 are
-summed in float32 and rounded once (aten rounds every operation in half precision).
+grad_input (conv_backprop_data) for 1-D to 3-D, grad_weight (conv3d_backprop_filter, 1-D and
+2-D as 3-D with unit dims; for a transposed convolution the same with input and grad_output
+swapped) and grad_bias (grad_output summed over N and space in float64, rounded once); a
+transposed convolution's grad_input (a forward convolution) is not there. Stride, padding and
+dilation take one entry for every dim, as aten expands them. Unlike aten's CPU kernels, float16
+and bfloat16 are summed in float32 and rounded once (aten rounds every operation in half
+precision). grid_sampler_3d_backward always returns grad_grid, as aten computes it whatever
+output_mask[1] says.
 
 RoPE, whose backward PyTorch leaves to autograd, has its exact adjoints:
 
@@ -28,85 +32,140 @@ that of the complex (pairwise) rotation of Meta's LLaMA apply_rotary_emb. Tokens
 import ctypes
 
 from . import _lib, _ops
-from ._arrays import as_input
+from ._arrays import as_input, is_torch
 
 __all__ = ["grid_sampler_3d_backward", "convolution_backward", "rotary_embedding_backward"]
 
 
 def grid_sampler_3d_backward(grad_output, input, grid, interpolation_mode, padding_mode,
                              align_corners, output_mask=(True, True), **kw):
-    """aten::grid_sampler_3d_backward: (grad_input, grad_grid)."""
+    """aten::grid_sampler_3d_backward: (grad_input, grad_grid); grad_input None when
+    output_mask[0] is False, grad_grid always computed (aten's CPU kernel does)."""
+    if len(output_mask) != 2:
+        raise ValueError("gradref.torch: output_mask has 2 entries")
+    mask = (_ops._bool(output_mask[0], "output_mask[0]"), True)
     return _ops.grid_sampler3d_grad(grad_output, input, grid, interpolation_mode, padding_mode,
-                                    align_corners, output_mask, **kw)
+                                    align_corners, mask, **kw)
 
 
-def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
-                         transposed, output_padding, groups, output_mask, *, threads=None,
-                         precision=None, strict=False, dtype=None, padded_zeros=True):
-    """aten::convolution_backward: (grad_input, grad_weight, None); grad_weight multiplies the
-    padding's zeros as aten does (padded_zeros=False skips them, gradref's default)."""
-    del bias_sizes, output_padding  # only for grad_bias and transposed convolutions
-    if transposed:
-        raise ValueError("gradref.torch: transposed convolutions are not supported")
-    mask = [bool(m) for m in output_mask]
-    if len(mask) != 3:
-        raise ValueError("gradref.torch: output_mask has 3 entries")
-    if mask[2]:
-        raise ValueError("gradref.torch: gradref gives grad_input and grad_weight; pass "
-                         "output_mask[2] = False (grad_bias is grad_output summed over N and "
-                         "the spatial dims)")
-    bf16 = _ops._bf16(dtype)
-    go = as_input(grad_output, "grad_output", bf16)
-    w = as_input(weight, "weight", bf16)
-    r = len(go.shape) - 2
-    if r < 1 or r > 3 or len(w.shape) != r + 2 or len(input.shape) != r + 2:
-        raise ValueError("gradref.torch: grad_output, input and weight have %d, %d and %d dims; "
-                         "give 3 to 5, all alike" % (len(go.shape), len(input.shape),
-                                                     len(w.shape)))
-    g = _ops._int(groups, "groups", 1, bits=32)
-    if w.shape[0] % g:
-        raise ValueError("gradref.torch: groups=%d does not divide the %d output channels"
-                         % (g, w.shape[0]))
+def _conv_lists(stride, padding, dilation, output_padding, transposed, r):
+    """aten's int lists: one entry expands to every spatial dim (expand_param_if_needed);
+    output_padding belongs to transposed convolutions only."""
+    def per_dim(values, name, minimum):
+        vals = _ops._ints([values] if isinstance(values, int) else values, name)
+        if len(vals) == 1:
+            vals = vals * r
+        return _ops._per_dim(vals, r, name, minimum)
+    st, pd, dl = per_dim(stride, "stride", 1), per_dim(padding, "padding", 0), \
+        per_dim(dilation, "dilation", 1)
+    op = per_dim(output_padding, "output_padding", 0)
+    if not transposed and any(op):
+        raise ValueError("gradref.torch: output_padding %s: only transposed convolutions take "
+                         "an output_padding" % (op,))
+    return st, pd, dl
+
+
+def _conv_params(r, st, pd, dl, groups, lead):
+    """ConvParams for the filter gradient run as 3-D (lead unit dims in front)."""
     p = _lib.ConvParams()
-    p.groups = g
-    st = _ops._per_dim(stride, r, "stride", 1)
-    pd = _ops._per_dim(padding, r, "padding", 0)
-    dl = _ops._per_dim(dilation, r, "dilation", 1)
-    lead = 3 - r  # grad_weight runs as 3-D: unit dims in front of the spatial ones
+    p.groups = groups
     for j in range(3):
         k = j - lead
         p.stride[j] = st[k] if k >= 0 else 1
         p.dilation[j] = dl[k] if k >= 0 else 1
         p.pad[2 * j] = p.pad[2 * j + 1] = pd[k] if k >= 0 else 0
-    e = _ops._exec(threads, precision, strict)
-    grad_input = grad_weight = None
-    if mask[1]:
-        x = as_input(input, "input", bf16)
-        gw = _ops._result(None, go.kind, w.shape, w.code, "grad_weight", bf16, go)
-        unit = [(None, 1, 0)] * lead
-        dy = go.clone() if mask[0] else go
-        for a in (x, dy, gw):
-            a.reshape_dims([(0, a.shape[0], 1), (1, a.shape[1], 1)] + unit +
-                           [(2 + j, a.shape[2 + j], 1) for j in range(r)])
-        ew = _ops._exec(threads, precision, strict, padded_zeros)
-        _ops._check(_lib.lib.gradref_conv3d_backprop_filter(ctypes.byref(p), x.ref, dy.ref,
-                                                            gw.ref, ctypes.byref(ew)),
-                    _ops._C3F_NAMES)
-        grad_weight = gw.obj
+    return p
+
+
+def _weight_grad(src, dy, w, lists, groups, e, bf16, kind):
+    """dw from src (the convolution's input) and dy (its output gradient), shaped like w."""
+    r = len(w.shape) - 2
+    lead = 3 - r  # runs as 3-D: unit dims in front of the spatial ones
+    p = _conv_params(r, *lists, groups, lead)
+    gw = _ops._result(None, kind, w.shape, w.code, "grad_weight", bf16, dy)
+    x, d = src.clone(), dy.clone()
+    for a in (x, d, gw):
+        a.reshape_dims([(0, a.shape[0], 1), (1, a.shape[1], 1)] + [(None, 1, 0)] * lead +
+                       [(2 + j, a.shape[2 + j], 1) for j in range(r)])
+    _ops._check(_lib.lib.gradref_conv3d_backprop_filter(ctypes.byref(p), x.ref, d.ref, gw.ref,
+                                                        ctypes.byref(e)), _ops._C3F_NAMES)
+    return gw.obj
+
+
+def _input_grad(go, w, input_shape, lists, groups, e, bf16):
+    r = len(w.shape) - 2
+    st, pd, dl = lists
+    p = _lib.ConvParams()  # conv_backprop_data's spatial dims are the call's own
+    p.groups = groups
+    for j in range(r):
+        p.stride[j], p.dilation[j] = st[j], dl[j]
+        p.pad[2 * j] = p.pad[2 * j + 1] = pd[j]
+    gi = _ops._result(None, go.kind, tuple(input_shape), w.code, "grad_input", bf16, go)
+    wv = w.clone()
+    ocpg = w.shape[0] // groups
+    wv.reshape_dims([(0, groups, ocpg), (0, ocpg, 1)] +
+                    [(1 + j, w.shape[1 + j], 1) for j in range(r + 1)])
+    _ops._check(_lib.lib.gradref_conv_backprop_data(ctypes.byref(p), wv.ref, go.ref, gi.ref,
+                                                    ctypes.byref(e)), _ops._CBD_NAMES)
+    return gi.obj
+
+
+def _bias_grad(grad_output, bias_sizes, channels):
+    """grad_bias: grad_output summed over the batch and spatial dims, in float64 and rounded
+    once to grad_output's dtype (aten sums in its accumulation type)."""
+    if bias_sizes is not None and list(bias_sizes) not in ([channels], []):
+        raise ValueError("gradref.torch: bias_sizes %s; the bias has %d entries"
+                         % (list(bias_sizes), channels))
+    dims = tuple(d for d in range(len(grad_output.shape)) if d != 1)
+    if is_torch(grad_output):
+        return grad_output.double().sum(dims).to(grad_output.dtype)
+    return grad_output.astype("float64").sum(axis=dims).astype(grad_output.dtype)
+
+
+def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding, dilation,
+                         transposed, output_padding, groups, output_mask, *, threads=None,
+                         precision=None, strict=False, dtype=None, padded_zeros=True):
+    """aten::convolution_backward: (grad_input, grad_weight, grad_bias), None where output_mask
+    says so. grad_weight multiplies the padding's zeros as aten does (padded_zeros=False skips
+    them, gradref's default). Transposed: grad_weight and grad_bias (its grad_input is a forward
+    convolution, which gradref does not have)."""
+    if len(output_mask) != 3:
+        raise ValueError("gradref.torch: output_mask has 3 entries")
+    mask = [_ops._bool(m, "output_mask[%d]" % i) for i, m in enumerate(output_mask)]
+    transposed = _ops._bool(transposed, "transposed")
+    bf16 = _ops._bf16(dtype)
+    go, x, w = (as_input(a, n, bf16) for a, n in ((grad_output, "grad_output"),
+                                                     (input, "input"), (weight, "weight")))
+    r = len(go.shape) - 2
+    if r < 1 or r > 3 or len(w.shape) != r + 2 or len(x.shape) != r + 2:
+        raise ValueError("gradref.torch: grad_output, input and weight have %d, %d and %d dims; "
+                         "give 3 to 5, all alike" % (len(go.shape), len(x.shape), len(w.shape)))
+    if not go.code == x.code == w.code:
+        raise TypeError("gradref.torch: Input type (%s) and weight type (%s) should be the same "
+                        "as grad_output's (%s)" % (_ops._CODE_NAMES[x.code],
+                                                   _ops._CODE_NAMES[w.code],
+                                                   _ops._CODE_NAMES[go.code]))
+    g = _ops._int(groups, "groups", 1, bits=32)
+    out_channels = w.shape[1] * g if transposed else w.shape[0]
+    if w.shape[0] % g:  # (out, in/g, k...), transposed (in, out/g, k...)
+        raise ValueError("gradref.torch: groups=%d does not divide weight.shape[0] = %d"
+                         % (g, w.shape[0]))
+    lists = _conv_lists(stride, padding, dilation, output_padding, transposed, r)
+    e = _ops._exec(threads, precision, strict, padded_zeros)
+    grad_input = grad_weight = grad_bias = None
+    if mask[1]:  # transposed: the roles of input and grad_output swapped
+        grad_weight = _weight_grad(go, x, w, lists, g, e, bf16, go.kind) if transposed else \
+            _weight_grad(x, go, w, lists, g, e, bf16, go.kind)
     if mask[0]:
-        p = _lib.ConvParams()  # conv_backprop_data's spatial dims are the call's own
-        p.groups = g
-        for j in range(r):
-            p.stride[j], p.dilation[j] = st[j], dl[j]
-            p.pad[2 * j] = p.pad[2 * j + 1] = pd[j]
-        gi = _ops._result(None, go.kind, tuple(input.shape), w.code, "grad_input", bf16, go)
-        ocpg = w.shape[0] // g
-        w.reshape_dims([(0, g, ocpg), (0, ocpg, 1)] +
-                       [(1 + j, w.shape[1 + j], 1) for j in range(r + 1)])
-        _ops._check(_lib.lib.gradref_conv_backprop_data(ctypes.byref(p), w.ref, go.ref, gi.ref,
-                                                        ctypes.byref(e)), _ops._CBD_NAMES)
-        grad_input = gi.obj
-    return grad_input, grad_weight, None
+        if transposed:
+            raise ValueError("gradref.torch: grad_input of a transposed convolution is a forward "
+                             "convolution, which gradref does not compute; pass output_mask[0] "
+                             "= False")
+        grad_input = _input_grad(go, w, input.shape, lists, g, _ops._exec(threads, precision,
+                                                                            strict), bf16)
+    if mask[2]:
+        grad_bias = _bias_grad(grad_output, bias_sizes, out_channels)
+    return grad_input, grad_weight, grad_bias
 
 
 def rotary_embedding_backward(q_embed_grad, k_embed_grad, cos, sin, seq_len,

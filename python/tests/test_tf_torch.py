@@ -31,6 +31,10 @@ def test_torch_grid_sampler_3d_backward(interp, pad, ac):
     none, only = gradref.torch.grid_sampler_3d_backward(go, x.detach(), grid.detach(), interp,
                                                          pad, ac, [False, True])
     assert none is None and torch.equal(only, dgrid)
+    # aten's CPU kernel computes grad_grid whatever output_mask[1] says
+    dx2, dgrid2 = gradref.torch.grid_sampler_3d_backward(go, x.detach(), grid.detach(), interp,
+                                                         pad, ac, [True, False])
+    assert torch.equal(dx2, dx) and torch.equal(dgrid2, dgrid)
 
 
 @pytest.mark.parametrize("r,groups,stride,pad,dil", [(1, 1, 2, 1, 1), (2, 2, 1, 1, 2),
@@ -42,7 +46,8 @@ def test_torch_convolution_backward(r, groups, stride, pad, dil):
                     requires_grad=True)
     w = torch.randn((2 * groups, 3) + (3,) * r, dtype=torch.float64, generator=g,
                     requires_grad=True)
-    y = conv(x, w, None, stride, pad, dil, groups)
+    b = torch.randn(2 * groups, dtype=torch.float64, generator=g, requires_grad=True)
+    y = conv(x, w, b, stride, pad, dil, groups)
     go = torch.randn(y.shape, dtype=torch.float64, generator=g)
     y.backward(go)
     gi, gw, gb = gradref.torch.convolution_backward(
@@ -51,10 +56,54 @@ def test_torch_convolution_backward(r, groups, stride, pad, dil):
     assert gb is None
     torch.testing.assert_close(gi, x.grad, rtol=1e-12, atol=1e-12)
     torch.testing.assert_close(gw, w.grad, rtol=1e-12, atol=1e-12)
-    with pytest.raises(ValueError, match="grad_bias"):
-        gradref.torch.convolution_backward(go, x.detach(), w.detach(), None, [stride] * r,
-                                           [pad] * r, [dil] * r, False, [0] * r, groups,
-                                           [True, True, True])
+    # aten's one-entry lists, expanded to every dim; grad_bias
+    gi1, gw1, gb = gradref.torch.convolution_backward(
+        go, x.detach(), w.detach(), [2 * groups], [stride], [pad], [dil], False, [0], groups,
+        [True, True, True])
+    assert torch.equal(gi1, gi) and torch.equal(gw1, gw)
+    torch.testing.assert_close(gb, b.grad, rtol=1e-12, atol=1e-12)
+
+
+@pytest.mark.parametrize("r,groups,stride,pad,opad", [(1, 1, 2, 1, 1), (2, 2, 2, 1, 0),
+                                                       (3, 1, 1, 0, 0)])
+def test_torch_transposed_weight_and_bias(r, groups, stride, pad, opad):
+    """A transposed convolution's grad_weight (the filter gradient with input and grad_output
+    swapped) and grad_bias against autograd of conv_transpose; its grad_input is refused."""
+    g = torch.Generator().manual_seed(40 + r)
+    tconv = [None, F.conv_transpose1d, F.conv_transpose2d, F.conv_transpose3d][r]
+    x = torch.randn((2, 2 * groups) + (5,) * r, dtype=torch.float64, generator=g)
+    w = torch.randn((2 * groups, 3) + (3,) * r, dtype=torch.float64, generator=g,
+                    requires_grad=True)
+    b = torch.randn(3 * groups, dtype=torch.float64, generator=g, requires_grad=True)
+    y = tconv(x, w, b, stride, pad, opad, groups)
+    go = torch.randn(y.shape, dtype=torch.float64, generator=g)
+    y.backward(go)
+    gi, gw, gb = gradref.torch.convolution_backward(
+        go, x, w.detach(), [3 * groups], [stride] * r, [pad] * r, [1] * r, True, [opad] * r,
+        groups, [False, True, True])
+    assert gi is None
+    torch.testing.assert_close(gw, w.grad, rtol=1e-12, atol=1e-12)
+    torch.testing.assert_close(gb, b.grad, rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="forward convolution"):
+        gradref.torch.convolution_backward(go, x, w.detach(), None, [stride] * r, [pad] * r,
+                                           [1] * r, True, [opad] * r, groups,
+                                           [True, True, False])
+
+
+def test_torch_convolution_backward_argument_rules():
+    """aten refuses output_padding without transposed, non-boolean masks and mixed dtypes."""
+    x = torch.randn(1, 2, 5, 5)
+    w = torch.randn(3, 2, 3, 3)
+    go = torch.randn(1, 3, 3, 3)
+    call = gradref.torch.convolution_backward
+    with pytest.raises(ValueError, match="output_padding"):
+        call(go, x, w, None, [1], [0], [1], False, [1, 0], 1, [True, True, False])
+    with pytest.raises(TypeError, match="output_mask"):
+        call(go, x, w, None, [1], [0], [1], False, [0], 1, [True, 2, False])
+    with pytest.raises(TypeError, match="should be the same"):
+        call(go, x.double(), w, None, [1], [0], [1], False, [0], 1, [False, True, False])
+    with pytest.raises(TypeError, match="should be the same"):  # grad_weight masked: still
+        call(go, x.double(), w, None, [1], [0], [1], False, [0], 1, [True, False, False])
 
 
 def rotate_half(t):
