@@ -342,6 +342,20 @@ static void test_array_conversions(void **state) {
     free(f);
 }
 
+/* GEMM panels of `width` lines (rows of A or columns of B), k-major, zero past `lines`: line l
+ * at depth k is m[l * ls + k * ks]. */
+static float *test_panels(const float *m, int64_t lines, int64_t K, int64_t ls, int64_t ks,
+                          int64_t width) {
+    const int64_t np = (lines + width - 1) / width;
+    float *panels = malloc(sizeof(float) * (size_t)(np * width * K + 1));
+    for (int64_t q = 0; q < np; q++)
+        for (int64_t k = 0; k < K; k++)
+            for (int64_t l = 0; l < width; l++)
+                panels[(q * K + k) * width + l] =
+                    q * width + l < lines ? m[(q * width + l) * ls + k * ks] : 0.0f;
+    return panels;
+}
+
 /* The packed SGEMM, at every kernel level, against a plain fmaf loop: bit for bit, with
  * strided and transposed operands, edge tiles, K across several slices, accumulate on/off, A or
  * B given in panels; and the small GEMM (K slices outermost) at three slice and panel sizes. */
@@ -402,29 +416,12 @@ static void test_sgemm(void **state) {
                             c[i * g.c_rs + j * g.c_cs] = c0[i * N + j];
                     gradref__sgemm_args h = g;
                     float *panels = NULL;
-                    if (run >= 3 && run < 6) { /* A panels of mr rows, k-major, zero past M */
-                        const int64_t mr = gradref__sgemm_mr(kernel), np = (M + mr - 1) / mr;
-                        panels = malloc(sizeof(float) * (size_t)(np * mr * K + 1));
-                        for (int64_t q = 0; q < np; q++)
-                            for (int64_t k = 0; k < K; k++)
-                                for (int64_t i = 0; i < mr; i++)
-                                    panels[(q * K + k) * mr + i] =
-                                        q * mr + i < M ? a[(q * mr + i) * g.a_rs + k * g.a_cs]
-                                                       : 0.0f;
-                        h.a_panels = panels;
-                    }
-                    if (run >= 6 &&
-                        run < 9) { /* B panels of nr columns, k-major, zero past column N */
-                        const int64_t nr = gradref__sgemm_nr(kernel), np = (N + nr - 1) / nr;
-                        panels = malloc(sizeof(float) * (size_t)(np * nr * K + 1));
-                        for (int64_t q = 0; q < np; q++)
-                            for (int64_t k = 0; k < K; k++)
-                                for (int64_t j = 0; j < nr; j++)
-                                    panels[(q * K + k) * nr + j] =
-                                        q * nr + j < N ? b[k * g.b_rs + (q * nr + j) * g.b_cs]
-                                                       : 0.0f;
-                        h.b_panels = panels;
-                    }
+                    if (run >= 3 && run < 6) /* A panels of mr rows */
+                        h.a_panels = panels =
+                            test_panels(a, M, K, g.a_rs, g.a_cs, gradref__sgemm_mr(kernel));
+                    if (run >= 6 && run < 9) /* B panels of nr columns */
+                        h.b_panels = panels =
+                            test_panels(b, N, K, g.b_cs, g.b_rs, gradref__sgemm_nr(kernel));
                     if (run < 9) {
                         gradref__sgemm(&h, kernel, work);
                     } else { /* (kc, nc): (32, 64), (48, 32), (64, 128) */

@@ -477,6 +477,18 @@ static void test_padded_zeros(void **state) {
         assert_true(isnan(dw[t]) && gradref__f32_bits(dw[t]) == 0x7fc00000u);
 }
 
+/* The call asked for GRADREF_MAX_THREADS gives one thread's bits. */
+static void expect_one_thread_bits_at_most_threads(c3f_case *c) {
+    void *want = malloc(c->bytes[2]);
+    gradref_exec one = {NULL, 0, 1, 0}, many = {NULL, 0, GRADREF_MAX_THREADS, 0};
+    run_ok(c, &one);
+    memcpy(want, c->dw.data, c->bytes[2]);
+    memset(c->dw.data, 0xee, c->bytes[2]);
+    run_ok(c, &many);
+    assert_memory_equal(c->dw.data, want, c->bytes[2]);
+    free(want);
+}
+
 /* Threads are counted by the work: a small problem asked for GRADREF_MAX_THREADS sizes its
  * workspace for its items (chunks or row blocks), not for 1024 threads, with one thread's bits. */
 static void test_threads_bounded_by_work(void **state) {
@@ -491,14 +503,7 @@ static void test_threads_bounded_by_work(void **state) {
     const int team =
         gradref__c3f_fast_threads(&plan, GRADREF_PRECISION_DEFAULT, GRADREF_MAX_THREADS);
     assert_true(team >= 1 && team <= 3 * 8);
-    void *want = malloc(c.bytes[2]);
-    gradref_exec one = {NULL, 0, 1, 0}, many = {NULL, 0, GRADREF_MAX_THREADS, 0};
-    run_ok(&c, &one);
-    memcpy(want, c.dw.data, c.bytes[2]);
-    memset(c.dw.data, 0xee, c.bytes[2]);
-    run_ok(&c, &many);
-    assert_memory_equal(c.dw.data, want, c.bytes[2]);
-    free(want);
+    expect_one_thread_bits_at_most_threads(&c);
     free_case(&c);
 }
 
@@ -522,14 +527,7 @@ static void test_workspace_follows_work(void **state) {
             fail_msg("precision %d: %d threads, %zu bytes of workspace", (int)precision, team,
                      bytes);
     }
-    void *want = malloc(c.bytes[2]);
-    gradref_exec one = {NULL, 0, 1, 0}, many = {NULL, 0, GRADREF_MAX_THREADS, 0};
-    run_ok(&c, &one);
-    memcpy(want, c.dw.data, c.bytes[2]);
-    memset(c.dw.data, 0xee, c.bytes[2]);
-    run_ok(&c, &many);
-    assert_memory_equal(c.dw.data, want, c.bytes[2]);
-    free(want);
+    expect_one_thread_bits_at_most_threads(&c);
     free_case(&c);
 }
 

@@ -126,29 +126,29 @@ static void c3f_case(op_case *c, const char *name, int32_t in, int64_t ic, int64
     }
 }
 
+/* Slots 0.. of c from `count` shapes, all of one dtype and rank. */
+static void make_all(op_case *c, int32_t dtype, int32_t ndim, const int64_t *const *shapes,
+                     int count, tu_rng *r) {
+    for (int i = 0; i < count; i++)
+        make(c, i, dtype, ndim, shapes[i], NULL, r);
+}
+
 static void gs3d_case(op_case *c, const char *name, int32_t interp, tu_rng *r) {
     const int64_t gs[5] = {2, 16, 4, 5, 6}, xs[5] = {2, 16, 5, 6, 7}, grs[5] = {2, 4, 5, 6, 3};
+    const int64_t *const shapes[5] = {gs, xs, grs, xs, grs}; /* grad, x, grid, dx, dgrid */
     c->name = name;
     c->run = run_gs3d;
     c->conv.mode = interp;
-    make(c, 0, GRADREF_F32, 5, gs, NULL, r);
-    make(c, 1, GRADREF_F32, 5, xs, NULL, r);
-    make(c, 2, GRADREF_F32, 5, grs, NULL, r);
-    make(c, 3, GRADREF_F32, 5, xs, NULL, r);
-    make(c, 4, GRADREF_F32, 5, grs, NULL, r);
+    make_all(c, GRADREF_F32, 5, shapes, 5, r);
 }
 
 static void rope_case(op_case *c, const char *name, int32_t mode, int32_t dtype, tu_rng *r) {
     const int64_t qs[2] = {16, 256}, ks[2] = {16, 128}, cs[2] = {16, 64};
+    const int64_t *const shapes[6] = {qs, ks, cs, cs, qs, ks}; /* q, k, cos, sin, dq, dk */
     c->name = name;
     c->run = run_rope;
     c->conv.mode = mode;
-    make(c, 0, dtype, 2, qs, NULL, r);
-    make(c, 1, dtype, 2, ks, NULL, r);
-    make(c, 2, dtype, 2, cs, NULL, r);
-    make(c, 3, dtype, 2, cs, NULL, r);
-    make(c, 4, dtype, 2, qs, NULL, r);
-    make(c, 5, dtype, 2, ks, NULL, r);
+    make_all(c, dtype, 2, shapes, 6, r);
 }
 
 static void movers(op_case *c, tu_rng *r) {
