@@ -475,6 +475,17 @@ static void test_padded_zeros(void **state) {
     assert_int_equal(gradref_conv3d_backprop_filter(&p, &tx, &tdy, &tdw, &e), GRADREF_OK);
     for (int t = 0; t < 9; t++)
         assert_true(isnan(dw[t]) && gradref__f32_bits(dw[t]) == 0x7fc00000u);
+    /* padding only at the end: x (3 wide), a 3-tap filter, pads (0, 1), dy {0, NaN} */
+    const int64_t xw[5] = {1, 1, 1, 1, 3}, yw[5] = {1, 1, 1, 1, 2}, kw[5] = {1, 1, 1, 1, 3};
+    float dy2[2] = {0.0f, NAN};
+    gradref_tensor_init(&tx, x, GRADREF_F32, 5, xw);
+    gradref_tensor_init(&tdy, dy2, GRADREF_F32, 5, yw);
+    gradref_tensor_init(&tdw, dw, GRADREF_F32, 5, kw);
+    gradref_conv_params end = {0, 1, {1, 1, 1}, {1, 1, 1}, {0, 0, 0, 0, 0, 1}};
+    assert_int_equal(gradref_conv3d_backprop_filter(&end, &tx, &tdy, &tdw, NULL), GRADREF_OK);
+    assert_true(isnan(dw[0]) && isnan(dw[1]) && dw[2] == 0.0f);
+    assert_int_equal(gradref_conv3d_backprop_filter(&end, &tx, &tdy, &tdw, &e), GRADREF_OK);
+    assert_true(isnan(dw[0]) && isnan(dw[1]) && isnan(dw[2]));
 }
 
 /* The call asked for GRADREF_MAX_THREADS gives one thread's bits. */

@@ -171,8 +171,8 @@ def _given_output(given, shape, codes, name, bf16, dense=False):
     return a
 
 
-_CODE_NAMES = {_lib.F32: "float32", _lib.F64: "float64", _lib.F16: "float16",
-               _lib.BF16: "bfloat16", _lib.I8: "int8", _lib.I32: "int32", _lib.I64: "int64"}
+_CODE_NAMES = dict(_arrays._NUMPY_NAMES)
+_CODE_NAMES[_lib.BF16] = "bfloat16"
 
 
 def _result(given, kind, shape, code, name, bf16, like=None, codes=None, dense=False):

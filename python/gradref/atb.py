@@ -14,7 +14,8 @@ per token of sequence i at position p within it, head n, j < 64,
 q_grad[n*128 + j] = q[n*128 + j] * fp16(cos[p][j] + sin[p][j + 64]) and
 q_grad[n*128 + j + 64] = q[n*128 + j + 64] * fp16(cos[p][j + 64] - sin[p][j]), in float16. ATB's
 checks apply (float16 only, head size 128, equal q and k shapes, at least one sequence, each
-no longer than cos; no cap on their number, in ATB or here); strict=False lifts them (float32, bfloat16, other head sizes). This is ATB's
+no longer than cos; no cap on their number, in ATB or here); strict=False lifts them (float32,
+bfloat16, other head sizes). This is ATB's
 formula, not the adjoint of a rotary embedding: gradref.rope_grad's modes "half" and
 "interleaved" give that.
 """

@@ -348,18 +348,20 @@ gradref_status gradref__split_view(const char *op, const char *name, const gradr
             continue;
         }
         int64_t outer, inner;
-        const int own = t->strides[d] < 0; /* t blocks dim d itself (gradref__blocks_of) */
-        const int64_t own_block = own ? t->shape[t->ndim + j] : 1;
+        /* t's own blocks (gradref__blocks_of): -strides[d] apart, each of t->shape[k] elements
+         * strides[k] apart; a plain dim, or one t blocks by 1, has elements `step` apart */
+        const int own = t->strides[d] < 0, k = t->ndim + j;
+        const int64_t step = own ? -t->strides[d] : t->strides[d];
         j += own;
-        if (own && own_block == block[d]) {
-            outer = -t->strides[d];
-            inner = t->strides[t->ndim + j - 1];
-        } else if (gradref__mul_ovf(own ? -t->strides[d] : t->strides[d], block[d], &outer)) {
+        if (own && t->shape[k] == block[d]) {
+            outer = step;
+            inner = t->strides[k];
+        } else if (gradref__mul_ovf(step, block[d], &outer)) {
             return gradref__fail(GRADREF_ERR_OVERFLOW, op,
                                  "%s.strides[%d] x %lld (a block) exceeds int64", name, d,
                                  (long long)block[d]);
-        } else { /* plain, or blocked by 1: -strides[d] is then the element step */
-            inner = own ? -t->strides[d] : t->strides[d];
+        } else {
+            inner = step;
         }
         v.shape[n] = t->shape[d] / block[d];
         v.strides[n++] = outer;

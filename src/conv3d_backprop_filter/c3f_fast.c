@@ -180,10 +180,13 @@ int gradref__c3f_fast_threads(const gradref__c3f_plan *p, int32_t precision, int
     const int64_t J = p->Cin_g * taps_of(p);
     /* split: chunks, then rows j to combine; else (group, row block) items of whole units */
     const int64_t items = L.split ? (L.chunks > J ? L.chunks : J) : p->G * (J / L.unit);
-    /* and no thread (with its part of the workspace) for less than MIN_THREAD_MACS */
-    const int64_t macs = p->G * J * p->Cout_g * reduction(p);
-    const int64_t by_work = macs / MIN_THREAD_MACS > 0 ? macs / MIN_THREAD_MACS : 1;
-    return gradref__team(items < by_work ? items : by_work, threads);
+    /* and no thread (with its part of the workspace) for less than MIN_THREAD_MACS (in double:
+     * a broadcast dy's reduction times dw may pass int64) */
+    const double macs = (double)(p->G * J) * (double)p->Cout_g * (double)reduction(p);
+    int64_t team = macs < (double)items * (double)MIN_THREAD_MACS
+                       ? (int64_t)(macs / (double)MIN_THREAD_MACS)
+                       : items;
+    return gradref__team(team > 0 ? team : 1, threads);
 }
 
 typedef struct run {

@@ -140,21 +140,45 @@ static void mark_nan(const gradref__c3f_plan *p, int64_t co, int64_t t) {
                              NAN);
 }
 
+/* Whether any tap reads the padding: a pad in front, or the last window past x's end. */
+static int reads_padding(const gradref__c3f_plan *p) {
+    for (int j = 0; j < 3; j++)
+        if (p->pad_begin[j] > 0 ||
+            (p->O[j] - 1) * p->stride[j] - p->pad_begin[j] + (p->K[j] - 1) * p->dil[j] >= p->I[j])
+            return 1;
+    return 0;
+}
+
+/* Element o of dy's row (n, co, o[0], o[1]) is finite; the row's F32 run checked by the
+ * kernels first (the common case, no Inf or NaN, costs one vector pass over dy). */
+static int row_finite(const gradref__c3f_plan *p, const char *row) {
+    const gradref__c3f_kernels *k = gradref__c3f_kernels_for(p->max_isa);
+    if (p->in_dtype == GRADREF_F32 && p->ys[4] == 1 && k->all_finite)
+        return k->all_finite((const float *)(const void *)row, p->O[2]);
+    for (int64_t w = 0; w < p->O[2]; w++)
+        if (!isfinite(gradref__load_float(p->in_dtype, row + (size_t)(w * p->ys[4]) * p->in_size)))
+            return 0;
+    return 1;
+}
+
 void gradref__c3f_padded_nans(const gradref__c3f_plan *p) {
+    if (!reads_padding(p)) return;
     const int64_t T = p->K[0] * p->K[1] * p->K[2];
     int64_t o[3];
     for (int64_t co = 0; co < p->G * p->Cout_g; co++)
         for (int64_t n = 0; n < p->N; n++)
             for (o[0] = 0; o[0] < p->O[0]; o[0]++)
-                for (o[1] = 0; o[1] < p->O[1]; o[1]++)
+                for (o[1] = 0; o[1] < p->O[1]; o[1]++) {
+                    const char *row = p->dy + (size_t)(n * p->ys[0] + co * p->ys[1] +
+                                                       o[0] * p->ys[2] + o[1] * p->ys[3]) *
+                                                  p->in_size;
+                    if (row_finite(p, row)) continue;
                     for (o[2] = 0; o[2] < p->O[2]; o[2]++) {
-                        const double v = gradref__load_float(
-                            p->in_dtype,
-                            p->dy + (size_t)(n * p->ys[0] + co * p->ys[1] + o[0] * p->ys[2] +
-                                             o[1] * p->ys[3] + o[2] * p->ys[4]) *
-                                        p->in_size);
-                        if (isfinite(v)) continue;
+                        if (isfinite(gradref__load_float(
+                                p->in_dtype, row + (size_t)(o[2] * p->ys[4]) * p->in_size)))
+                            continue;
                         for (int64_t t = 0; t < T; t++)
                             if (tap_in_padding(p, o, t)) mark_nan(p, co, t);
                     }
+                }
 }
