@@ -45,7 +45,17 @@ static int64_t grad_size(const geometry *g, int j) {
     return i + g->extra[j];
 }
 
-static void fill(const gradref_tensor *t, int small_ints, tu_rng *r) {
+/* make_case's values: uniform in [-1, 1], small integers, or mostly tiny (+-1e-30, +-0, now and
+ * then +-1) so that products underflow and sums end at zeros of either sign */
+enum { VALUES_UNIFORM = 0, VALUES_SMALL_INTS = 1, VALUES_TINY = 2 };
+
+static double tiny_value(tu_rng *r) {
+    const int64_t u = tu_range(r, 0, 19);
+    const double sign = tu_range(r, 0, 1) ? -1.0 : 1.0;
+    return sign * (u < 14 ? 1e-30 : u < 18 ? 0.0 : 1.0);
+}
+
+static void fill(const gradref_tensor *t, int values, tu_rng *r) {
     int64_t idx[GRADREF_MAX_DIMS] = {0}, total = 1;
     for (int d = 0; d < t->ndim; d++)
         total *= t->shape[d];
@@ -55,7 +65,9 @@ static void fill(const gradref_tensor *t, int small_ints, tu_rng *r) {
             idx[d] = rest % t->shape[d];
             rest /= t->shape[d];
         }
-        double v = small_ints ? (double)tu_range(r, -4, 4) : tu_uniform(r) * 2 - 1;
+        double v = values == VALUES_TINY         ? tiny_value(r)
+                   : values == VALUES_SMALL_INTS ? (double)tu_range(r, -4, 4)
+                                                 : tu_uniform(r) * 2 - 1;
         char *at = (char *)t->data + tu_offset(t, idx);
         if (t->dtype == GRADREF_I8)
             *(int8_t *)at = (int8_t)tu_range(r, -128, 127);
@@ -65,7 +77,7 @@ static void fill(const gradref_tensor *t, int small_ints, tu_rng *r) {
 }
 
 static void make_case(cbd_case *c, const geometry *g, int32_t in_dtype, int32_t out_dtype,
-                      int flayout, int dlayout, int small_ints, tu_rng *r) {
+                      int flayout, int dlayout, int values, tu_rng *r) {
     memset(c, 0, sizeof *c);
     c->geo = *g;
     c->in_dtype = in_dtype;
@@ -126,8 +138,8 @@ static void make_case(cbd_case *c, const geometry *g, int32_t in_dtype, int32_t 
         }
     }
     c->buf[0] = tu_make_tensor(&c->filter, in_dtype, fnd, fshape, fp, NULL, &c->bytes[0], r);
-    fill(&c->filter, small_ints, r);
-    fill(&c->diff, small_ints, r);
+    fill(&c->filter, values, r);
+    fill(&c->diff, values, r);
 }
 
 static void free_case(cbd_case *c) {
@@ -538,6 +550,45 @@ static void test_nan_bits(void **state) {
         check_fast_against_reference(&c, iter % 7 == 3 ? GRADREF_PRECISION_HIGH
                                                        : GRADREF_PRECISION_DEFAULT);
         free_case(&c);
+    }
+}
+
+/* Signs of zero: taps outside diff add nothing, not even the +0 of w * 0 that turns a -0 sum
+ * (an underflowed product) into +0. The 1-D case: filter {1, 1e-30}, diff {-1e-30}, pad 1:
+ * grad[0] = fma(1e-30, -1e-30, +0) = -0, through the public call with and without a
+ * workspace. Then random geometries (depthwise, strided and GEMM problems among them) of tiny
+ * values, F32, BF16 and F16, against the reference on every path, level and thread count. */
+static void test_signed_zeros(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(44);
+    geometry g;
+    memset(&g, 0, sizeof g);
+    g.rank = 1, g.N = g.G = g.ICpg = g.OCpg = 1;
+    g.K[0] = 2, g.O[0] = 1, g.stride[0] = g.dil[0] = 1, g.pb[0] = 1;
+    cbd_case c;
+    make_case(&c, &g, GRADREF_F32, GRADREF_F32, F_DENSE, D_NCHW, VALUES_UNIFORM, &r);
+    const float filter[2] = {1.0f, 1e-30f}, diff = -1e-30f;
+    memcpy(c.filter.data, filter, sizeof filter);
+    memcpy(c.diff.data, &diff, sizeof diff);
+    for (int t = 1; t <= 2; t++)
+        for (int tiny = 0; tiny < 2; tiny++) { /* NULL (the fast path), then one byte */
+            char byte;
+            const gradref_exec e = {tiny ? &byte : NULL, (size_t)tiny, t,
+                                    GRADREF_PRECISION_DEFAULT};
+            memset(c.grad.data, 0x55, c.bytes[2]);
+            run_ok(&c, &e);
+            const float grad0 = *(const float *)c.grad.data;
+            assert_true(grad0 == 0 && signbit(grad0));
+        }
+    free_case(&c);
+    static const int32_t in[3] = {GRADREF_F32, GRADREF_BF16, GRADREF_F16};
+    for (int iter = 0; iter < 36; iter++) {
+        g = random_geometry(&r);
+        cbd_case t;
+        make_case(&t, &g, in[iter % 3], iter % 6 == 1 ? GRADREF_BF16 : GRADREF_F32, iter % 3,
+                  (iter / 3) % 3, VALUES_TINY, &r);
+        check_fast_against_reference(&t, GRADREF_PRECISION_DEFAULT);
+        free_case(&t);
     }
 }
 
@@ -1922,6 +1973,7 @@ int main(void) {
         cmocka_unit_test(test_no_workspace_blocks),
         cmocka_unit_test(test_no_workspace_tiles),
         cmocka_unit_test(test_nan_bits),
+        cmocka_unit_test(test_signed_zeros),
         cmocka_unit_test(test_huge_stride),
         cmocka_unit_test(test_threads_bounded_by_work),
         cmocka_unit_test(test_megengine_list),

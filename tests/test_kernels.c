@@ -232,6 +232,15 @@ static void test_recat_rows(void **state) {
 
 /* ---- common: the NaN scan, the array conversions and transposes ---- */
 
+static int holds_pos_zero(const float *v, int64_t n) {
+    for (int64_t i = 0; i < n; i++) {
+        uint32_t bits;
+        memcpy(&bits, v + i, 4);
+        if (bits == 0) return 1;
+    }
+    return 0;
+}
+
 static void test_canon_nans(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(4);
@@ -240,22 +249,30 @@ static void test_canon_nans(void **state) {
     for (int64_t n = 0; n <= N; n += n < 140 ? 1 : 31)
         for (int off = 0; off < 3; off++) {
             fill_specials(a + off, GRADREF_F32, n, &r);
+            if (n % 3 == 0 && n > 0) a[off + n * 5 / 6] = 0.0f; /* a +0 where some step takes it */
             memcpy(b, a, sizeof a);
             for (int64_t i = 0; i < n; i++) /* the model: element by element */
                 b[off + i] = gradref__canon_f32(b[off + i]);
             float c[N + 16];
             memcpy(c, a, sizeof a);
-            gradref__canon_nans_f32(c + off, n); /* the widest body the CPU has, then the tail */
+            /* the widest body the CPU has, then the tail; then again noting +0 */
+            gradref__canon_nans_f32(c + off, n);
             expect_bytes(c, b, sizeof c, "canon_nans_f32", gradref__isa_name(gradref__isa_level()),
                          n, off);
+            memcpy(c, a, sizeof a);
+            assert_int_equal(gradref__canon_nans_f32_zeros(c + off, n), holds_pos_zero(b + off, n));
+            expect_bytes(c, b, sizeof c, "canon_nans_f32_zeros",
+                         gradref__isa_name(gradref__isa_level()), n, off);
             FOR_EACH_LEVEL(level) { /* each level's body on its own: whole steps, no more */
                 const gradref__nan_kernels *k = gradref__nan_kernels_for(level);
                 if (k == gradref__nan_kernels_for(level - 1) || !k->canon_f32) continue;
                 memcpy(c, a, sizeof a);
-                const int64_t done = k->canon_f32(c + off, n);
+                int pos_zero = 0;
+                const int64_t done = k->canon_f32(c + off, n, (n & 1) ? &pos_zero : NULL);
                 assert_true(done <= n && done % k->step == 0 && n - done < k->step);
                 expect_bytes(c + off, b + off, (size_t)done * 4, "canon_nans_f32", k->isa, n, off);
                 assert_memory_equal(c + off + done, a + off + done, (size_t)(n - done) * 4);
+                assert_int_equal(pos_zero, (n & 1) && holds_pos_zero(b + off, done));
             }
         }
 }

@@ -65,21 +65,33 @@ const gradref__nan_kernels *gradref__nan_kernels_for(int max_isa) {
     return gradref__isa_pick(tables, max_isa);
 }
 
-void gradref__canon_nans_f32(float *p, int64_t n) {
+static void canon_f32(float *p, int64_t n, int *pos_zero) {
     const gradref__nan_kernels *k = gradref__nan_kernels_for(GRADREF__ISA_MAX);
-    int64_t i0 = k->canon_f32 ? k->canon_f32(p, n) : 0;
+    int64_t i0 = k->canon_f32 ? k->canon_f32(p, n, pos_zero) : 0;
     for (; i0 < n; i0 += 256) {
         const int64_t i1 = n - i0 < 256 ? n : i0 + 256;
-        uint32_t any = 0; /* a branch-free scan the compiler vectorises */
+        uint32_t any = 0, zero = 0; /* branch-free scans the compiler vectorises */
         for (int64_t i = i0; i < i1; i++) {
             uint32_t b;
             memcpy(&b, p + i, 4);
             any |= (b & 0x7fffffffu) > 0x7f800000u;
+            zero |= b == 0;
         }
         if (any)
             for (int64_t i = i0; i < i1; i++)
                 p[i] = gradref__canon_f32(p[i]);
+        if (zero && pos_zero) *pos_zero = 1;
     }
+}
+
+void gradref__canon_nans_f32(float *p, int64_t n) {
+    canon_f32(p, n, NULL);
+}
+
+int gradref__canon_nans_f32_zeros(float *p, int64_t n) {
+    int pos_zero = 0;
+    canon_f32(p, n, &pos_zero);
+    return pos_zero;
 }
 
 void gradref__canon_nans_elems(int32_t dtype, void *p, int64_t n) {

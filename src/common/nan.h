@@ -35,22 +35,27 @@ static inline double gradref__canon_f64(double d) {
  * kernel level the CPU runs. */
 void gradref__canon_nans_f32(float *p, int64_t n);
 
+/* The same, and whether p then holds a +0 (the bits 0: conv_backprop_data's fast paths check
+ * their +0 results against the reference's signed zeros). */
+int gradref__canon_nans_f32_zeros(float *p, int64_t n);
+
 /* The scan's body of one ISA: canon_f32 does the whole steps of `step` floats from p and
- * returns how many floats it took (NULL: the portable loop does them all). */
+ * returns how many floats it took (NULL: the portable loop does them all); with pos_zero, it
+ * sets *pos_zero to 1 when those floats hold a +0 (and leaves it alone otherwise). */
 typedef struct gradref__nan_kernels {
     const char *isa;
     int step;
-    int64_t (*canon_f32)(float *p, int64_t n);
+    int64_t (*canon_f32)(float *p, int64_t n, int *pos_zero);
 } gradref__nan_kernels;
 
 /* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs. */
 const gradref__nan_kernels *gradref__nan_kernels_for(int max_isa);
 
 /* The AVX2 and AVX-512 bodies (nan_avx2.c, nan_avx512.c): steps of 32 and 64 floats. */
-int64_t gradref__canon_nans_f32_avx2(float *p, int64_t n);
-int64_t gradref__canon_nans_f32_avx512(float *p, int64_t n);
+int64_t gradref__canon_nans_f32_avx2(float *p, int64_t n, int *pos_zero);
+int64_t gradref__canon_nans_f32_avx512(float *p, int64_t n, int *pos_zero);
 /* The NEON body (nan_neon.c): steps of 16 floats. */
-int64_t gradref__canon_nans_f32_neon(float *p, int64_t n);
+int64_t gradref__canon_nans_f32_neon(float *p, int64_t n, int *pos_zero);
 
 /* The same for n contiguous elements of any float dtype. */
 void gradref__canon_nans_elems(int32_t dtype, void *p, int64_t n);

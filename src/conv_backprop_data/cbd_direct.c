@@ -229,7 +229,7 @@ static void chunk_to_grad(direct *d, const direct_call *call, const int64_t *ph,
     a->c_rs = a->N;
     if (p->in_dtype != GRADREF_I8) {
         gradref__sgemm_small(a, p->max_isa, work, GEMM_KC, GEMM_NC);
-        gradref__canon_nans_f32(chunk, a->M * a->N);
+        gradref__cbd_canon(p, chunk, a->M * a->N);
         store_chunk(d, ph, chunk, NULL, a->M, a->N);
         return;
     }
@@ -272,7 +272,7 @@ __attribute__((noinline)) static void phase_gemm(const direct_call *call, direct
         a.c_rs = p->gs[2];
         gradref__sgemm_small(&a, p->max_isa, work, GEMM_KC, GEMM_NC);
         for (int64_t m = 0; m < M; m++)
-            gradref__canon_nans_f32(a.c + m * a.c_rs, a.N);
+            gradref__cbd_canon(p, a.c + m * a.c_rs, a.N);
         return;
     }
     for (d->j0 = 0; d->j0 < N; d->j0 += step) {
@@ -428,7 +428,7 @@ __attribute__((noinline)) static void tiles_windowed(direct *d, const int64_t *p
                       (int)(M - i0 < pr ? M - i0 : pr), c + i0 * ldc, ldc, taps->first > 0);
         if (in_place) {
             for (int64_t m = 0; m < M; m++)
-                gradref__canon_nans_f32(c + m * ldc, cols);
+                gradref__cbd_canon(p, c + m * ldc, cols);
             continue;
         }
         d->j0 = j0;
@@ -436,7 +436,7 @@ __attribute__((noinline)) static void tiles_windowed(direct *d, const int64_t *p
             gradref__cbd_fold_sums(values, M * cols, 1, sums);
             store_chunk(d, ph, values, sums, M, cols);
         } else {
-            gradref__canon_nans_f32(values, M * cols);
+            gradref__cbd_canon(p, values, M * cols);
             store_chunk(d, ph, values, NULL, M, cols);
         }
     }
@@ -469,7 +469,7 @@ __attribute__((noinline)) static void tiles_in_grad(const direct *d, const float
     gradref__cbd_direct_tiles(&R, &f, panels, M, 0, pixels(d->Q), c, p->gs[2], (char *)st, &L,
                               NULL);
     for (int64_t m = 0; m < M; m++)
-        gradref__canon_nans_f32(c + m * p->gs[2], pixels(d->Q));
+        gradref__cbd_canon(p, c + m * p->gs[2], pixels(d->Q));
 }
 
 /* Phase ph of an item (d: its image, group and channels; d->Q the phase's sub-grid, ntaps taps

@@ -170,7 +170,7 @@ static void item_depthwise(const run *R, int64_t n, int64_t g) {
     float *plane = R->acc + n * R->an + g * R->ac;
     gradref__cbd_depthwise_plane(R->k, &R->dw, R->apack + g * taps_of(p),
                                  R->diff + n * R->dn + g * R->dc, plane);
-    gradref__canon_nans_f32(plane, pixels(p->I));
+    gradref__cbd_canon(p, plane, pixels(p->I));
 }
 
 static void ref_part(const void *plan, int64_t begin, int64_t end) {
@@ -186,7 +186,8 @@ static void megengine_lanes_part(const void *plan, int64_t begin, int64_t end) {
     gradref__cbd_megengine_lanes(p, gradref__cbd_kernels_for(p->max_isa), begin, end);
 }
 
-gradref_status gradref__cbd_no_workspace(const gradref__cbd_plan *p, int threads) {
+static void no_workspace_run(const gradref__cbd_plan *p, void *unused, int threads) {
+    (void)unused;
     if (p->precision == GRADREF_PRECISION_MEGENGINE_DEFAULT) {
         /* by lanes, each element's chain whole: work items (n, g, channel block); else the
          * scatter, items (n, g) */
@@ -197,7 +198,7 @@ gradref_status gradref__cbd_no_workspace(const gradref__cbd_plan *p, int threads
         else
             gradref__parallel_ranges(p->N * p->G, threads, megengine_part, p);
         gradref__canon_nans(&p->out_desc, threads); /* it accumulates in grad's own dtype */
-        return GRADREF_OK;
+        return;
     }
     const int64_t part = p->in_dtype == GRADREF_I8 ? gradref__cbd_int8_part(p, threads) : p->OCpg;
     if (part > 0 && gradref__cbd_direct_fits(p)) {
@@ -205,6 +206,10 @@ gradref_status gradref__cbd_no_workspace(const gradref__cbd_plan *p, int threads
     } else {
         gradref__parallel_ranges(p->N * p->G * p->ICpg, threads, ref_part, p);
     }
+}
+
+gradref_status gradref__cbd_no_workspace(const gradref__cbd_plan *p, int threads) {
+    gradref__cbd_run_signed_zeros(p, threads, no_workspace_run, NULL);
     return GRADREF_OK;
 }
 
@@ -383,11 +388,11 @@ static void run_int8_parts(const gradref__cbd_plan *p, const layout *L, char *ba
     gradref__cbd_store_int(p, NULL, sums, threads);
 }
 
-void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
+static void fast_run(const gradref__cbd_plan *p, void *ws, int threads) {
     const int64_t slabs = p->N * p->G * p->ICpg;
     if (slabs == 0 || pixels(p->I) == 0) return;
     if (p->precision == GRADREF_PRECISION_MEGENGINE_DEFAULT) { /* no workspace */
-        gradref__cbd_no_workspace(p, threads);
+        no_workspace_run(p, NULL, threads);
         return;
     }
     const layout L = layout_of(p, p->precision, threads);
@@ -406,4 +411,8 @@ void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
         return;
     }
     if (L.acc_buffer) store_grad(p, acc, threads);
+}
+
+void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
+    gradref__cbd_run_signed_zeros(p, threads, fast_run, ws);
 }

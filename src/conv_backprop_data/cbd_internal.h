@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "common/conv.h"
+#include "common/nan.h"
 #include "gradref.h"
 
 typedef struct gradref__cbd_plan {
@@ -22,8 +23,26 @@ typedef struct gradref__cbd_plan {
     int64_t gs[6]; /* grad strides: n, g, ic, i0, i1, i2 */
     int32_t qs8;   /* I8 grad of QuantizedS8 values: the I32 sums requantised */
     float qs8_acc_scale, qs8_grad_scale; /* filter * diff scale (float), grad's scale */
-    int32_t int8_part; /* one group's part of an I8 problem's output channels (cbd_int8.c) */
+    int32_t int8_part;  /* one group's part of an I8 problem's output channels (cbd_int8.c) */
+    int *pos_zero_seen; /* NULL, or set to 1 when the fast path stores a +0 f32 value */
 } gradref__cbd_plan;
+
+/* The NaN rule on n f32 values the fast path is about to store, noting a +0 among them when the
+ * plan asks (cbd_signed_zeros.c): set by any thread, read after the run. */
+static inline void gradref__cbd_canon(const gradref__cbd_plan *p, float *v, int64_t n) {
+    if (!p->pos_zero_seen)
+        gradref__canon_nans_f32(v, n);
+    else if (gradref__canon_nans_f32_zeros(v, n))
+        __atomic_store_n(p->pos_zero_seen, 1, __ATOMIC_RELAXED);
+}
+
+/* Runs `run` (a fast path of plan p) and mends the signs of its zeros: the fast paths add the
+ * taps that fall outside diff as zero terms, which turns a -0 sum (an underflowed product)
+ * into +0 where the reference loop, skipping those taps, keeps -0. Only +0 results can differ,
+ * only for F32/BF16 at the default precision, and only if some |w| * |d| < 2^-102. */
+void gradref__cbd_run_signed_zeros(const gradref__cbd_plan *p, int threads,
+                                   void (*run)(const gradref__cbd_plan *p, void *ctx, int threads),
+                                   void *ctx);
 
 /* Validates every argument (before anything is written) and fills *plan. */
 gradref_status gradref__cbd_validate(const gradref_conv_params *p, const gradref_tensor *filter,
@@ -58,6 +77,10 @@ static inline int8_t gradref__cbd_qs8_requantize_inline(int32_t acc, float acc_s
 void gradref__cbd_ref(const gradref__cbd_plan *plan);
 /* The same for the grad channel slabs [s0, s1) of the N*G*ICpg slabs (n, g, ic), in order. */
 void gradref__cbd_ref_slabs(const gradref__cbd_plan *plan, int64_t s0, int64_t s1);
+
+/* The same for the elements of those slabs that hold +0 (the bits 0): the signs of zeros the
+ * fast path could not tell (cbd_signed_zeros.c). */
+void gradref__cbd_ref_zero_slabs(const gradref__cbd_plan *plan, int64_t s0, int64_t s1);
 
 /* GRADREF_PRECISION_MEGENGINE_DEFAULT on items [item0, item1) of the N*G items (n, g): MegEngine's
  * naive scatter, accumulating in the F16/BF16 grad elements (cbd_megengine.c). */

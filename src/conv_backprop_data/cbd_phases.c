@@ -252,7 +252,7 @@ static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t 
         else
             gradref__sgemm(&a, R->max_isa, mine);
         zeros_rest(z);
-        gradref__canon_nans_f32(chunk, M * (j1 - j0)); /* the NaN rule, on the phase's values */
+        gradref__cbd_canon(p, chunk, M * (j1 - j0)); /* the NaN rule, on the phase's values */
         scatter_chunk(R, &f, ph, slab0, chunk, M, j0, j1);
     }
 }
@@ -276,7 +276,7 @@ void gradref__cbd_item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int
     zeros_rest(&z);      /* no phase had a tap */
     if (unit_strides(p)) /* the NaN rule, while the slab is in the cache (strided: per chunk) */
         for (int64_t m = 0; m < M; m++)
-            gradref__canon_nans_f32(slab0 + m * R->ac, pixels(p->I));
+            gradref__cbd_canon(p, slab0 + m * R->ac, pixels(p->I));
 }
 
 int gradref__cbd_pack_panel(const gradref__cbd_plan *p, int64_t g, int64_t ic0, int64_t rows,

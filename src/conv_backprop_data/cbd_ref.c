@@ -43,6 +43,12 @@ void gradref__cbd_ref(const gradref__cbd_plan *p) {
     gradref__cbd_ref_slabs(p, 0, p->N * p->G * p->ICpg);
 }
 
+static int all_zero_bits(const char *e, size_t bytes) {
+    for (size_t b = 0; b < bytes; b++)
+        if (e[b]) return 0;
+    return 1;
+}
+
 /* One grad element's sum in the call's arithmetic. */
 typedef struct sum {
     int integer, wide;
@@ -99,19 +105,37 @@ static void grad_element(const gradref__cbd_plan *p, const char *fg, const char 
         gradref__store_float(p->out_dtype, e, acc.wide ? acc.f64 : (double)acc.f32);
 }
 
-void gradref__cbd_ref_slabs(const gradref__cbd_plan *p, int64_t s0, int64_t s1) {
+/* Element pointers of slab s: filter and diff at the slab's group and channel, grad's slab. */
+static void slab_bases(const gradref__cbd_plan *p, int64_t s, const char **fg, const char **dn,
+                       char **out) {
+    const int64_t n = s / (p->G * p->ICpg), g = s / p->ICpg % p->G, ic = s % p->ICpg;
+    *fg = p->filter + (size_t)(g * p->fs[0] + ic * p->fs[2]) * p->in_size;
+    *dn = p->diff + (size_t)(n * p->ds[0] + g * p->ds[1]) * p->in_size;
+    *out = p->grad + (size_t)(n * p->gs[0] + g * p->gs[1] + ic * p->gs[2]) * p->out_size;
+}
+
+/* Every element of slabs [s0, s1), or only those whose bits are all 0. */
+static void slabs(const gradref__cbd_plan *p, int64_t s0, int64_t s1, int only_zeros) {
     for (int64_t s = s0; s < s1; s++) {
-        const int64_t n = s / (p->G * p->ICpg), g = s / p->ICpg % p->G, ic = s % p->ICpg;
-        const char *fg = p->filter + (size_t)(g * p->fs[0] + ic * p->fs[2]) * p->in_size;
-        const char *dn = p->diff + (size_t)(n * p->ds[0] + g * p->ds[1]) * p->in_size;
-        char *out = p->grad + (size_t)(n * p->gs[0] + g * p->gs[1] + ic * p->gs[2]) * p->out_size;
+        const char *fg, *dn;
+        char *out;
+        slab_bases(p, s, &fg, &dn, &out);
         int64_t i[3];
         for (i[0] = 0; i[0] < p->I[0]; i[0]++)
             for (i[1] = 0; i[1] < p->I[1]; i[1]++)
-                for (i[2] = 0; i[2] < p->I[2]; i[2]++)
-                    grad_element(p, fg, dn, i,
-                                 out +
-                                     (size_t)(i[0] * p->gs[3] + i[1] * p->gs[4] + i[2] * p->gs[5]) *
-                                         p->out_size);
+                for (i[2] = 0; i[2] < p->I[2]; i[2]++) {
+                    char *e = out + (size_t)(i[0] * p->gs[3] + i[1] * p->gs[4] + i[2] * p->gs[5]) *
+                                        p->out_size;
+                    if (only_zeros && !all_zero_bits(e, p->out_size)) continue;
+                    grad_element(p, fg, dn, i, e);
+                }
     }
+}
+
+void gradref__cbd_ref_slabs(const gradref__cbd_plan *p, int64_t s0, int64_t s1) {
+    slabs(p, s0, s1, 0);
+}
+
+void gradref__cbd_ref_zero_slabs(const gradref__cbd_plan *p, int64_t s0, int64_t s1) {
+    slabs(p, s0, s1, 1);
 }
