@@ -251,8 +251,9 @@ static inline __m256i lanes8(unsigned b) {
 
 /* One 16-pixel half (h) of a tile: R rows (R <= 6) of two 8-lane accumulators, the chain over
  * (tap, oc) as the AVX-512 tile and the GEMM. `inside` 1: whole vectors are readable, loaded
- * plainly and the lanes outside the tap cleared with an AND (AMD microcodes masked loads); 0:
- * masked loads; 2: a packed tile, plain loads. Named accumulators keep gcc from spilling. */
+ * plainly, and the lanes outside the tap cleared with an AND (AMD microcodes masked loads)
+ * unless the tap has every lane; 0: masked loads; 2: a packed tile, plain loads. Named
+ * accumulators keep gcc from spilling. */
 #  define HALF_FMA(i)                                                                              \
     if ((i) < R) {                                                                                 \
       const __m256 wi = _mm256_broadcast_ss(w + (i));                                              \
@@ -293,11 +294,16 @@ half_body(int inside, int R, int h, const float *image, int64_t channel_stride, 
         const __m256i k0 = lanes8(m & 0xffu), k1 = lanes8(m >> 8);
         const float *src = image + offset[t] + 16 * h;
         const float *w = a + t * ocpg * 6;
+        if (inside == 2 || (inside && m == 0xffffu)) { /* every lane inside: plain loads */
+            for (int64_t oc = 0; oc < ocpg; oc++, src += channel_stride, w += 6) {
+                const __m256 b0 = _mm256_loadu_ps(src), b1 = _mm256_loadu_ps(src + 8);
+                HALF_FMA(0) HALF_FMA(1) HALF_FMA(2) HALF_FMA(3) HALF_FMA(4) HALF_FMA(5)
+            }
+            continue;
+        }
         for (int64_t oc = 0; oc < ocpg; oc++, src += channel_stride, w += 6) {
             __m256 b0, b1;
-            if (inside == 2) {
-                b0 = _mm256_loadu_ps(src), b1 = _mm256_loadu_ps(src + 8);
-            } else if (inside) {
+            if (inside) {
                 b0 = _mm256_and_ps(_mm256_loadu_ps(src), _mm256_castsi256_ps(k0));
                 b1 = _mm256_and_ps(_mm256_loadu_ps(src + 8), _mm256_castsi256_ps(k1));
             } else {
