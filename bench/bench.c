@@ -9,7 +9,8 @@
  * Operators with a workspace are timed twice: with a caller workspace (allocated once, as a
  * training loop would) and with a NULL one (the call allocates it each time: what a caller
  * gets by default). --isa caps gradref's kernels (GRADREF_MAX_ISA) and oneDNN's
- * (ONEDNN_MAX_CPU_ISA) alike: the program runs itself again with both set. oneDNN, the
+ * (ONEDNN_MAX_CPU_ISA) alike: the program runs itself again with both set, and the header
+ * (and the CSV's peer_isa column) names the level oneDNN says it ran at. oneDNN, the
  * convolutions' peer, works in the memory formats it picks (its fastest setting); with
  * --onednn-plain it takes the operator's layouts instead and its time includes its reorders
  * to and from its own formats (what a caller holding NCHW tensors pays).
@@ -346,10 +347,10 @@ int main(int argc, char **argv) {
     const char *level = isa ? isa : "widest";
     if (csv) {
         printf("machine,isa,threads,operator,problem,ms,ms_null_workspace,workspace_bytes,rate,"
-               "unit,baseline,ratio\n");
+               "unit,baseline,ratio,peer_isa\n");
     } else {
-        printf("gradref %s on %s, %d thread(s), ISA %s, median of %d runs\n", gradref_version(),
-               machine, threads, level, repeats);
+        printf("gradref %s on %s, %d thread(s), ISA %s (oneDNN at %s), median of %d runs\n",
+               gradref_version(), machine, threads, level, peer_onednn_isa(), repeats);
         printf("%-58s %9s %9s %8s %9s %-7s %9s %6s\n", "problem", "ms", "ms NULL", "ws MiB", "rate",
                "unit", "baseline", "ratio");
         printf("(ms NULL: a NULL workspace; baseline: same-run copy GB/s for data movers, "
@@ -379,9 +380,10 @@ int main(int argc, char **argv) {
             base = t.bytes_moved / t.copy_seconds * 1e-9;
         }
         if (csv) {
-            printf("\"%s\",%s,%d,%s,\"%s\",%.4f,%.4f,%zu,%.4f,%s,%.4f,%.4f\n", machine, level,
+            printf("\"%s\",%s,%d,%s,\"%s\",%.4f,%.4f,%zu,%.4f,%s,%.4f,%.4f,%s\n", machine, level,
                    threads, p->op, p->text, t.op_seconds * 1e3, t.null_ws_seconds * 1e3,
-                   t.workspace_bytes, rate, unit, base, base > 0 ? rate / base : 0.0);
+                   t.workspace_bytes, rate, unit, base, base > 0 ? rate / base : 0.0,
+                   t.peer_seconds > 0 ? peer_onednn_isa() : "");
         } else if (base > 0) {
             printf("%-58s %9.3f %9.3f %8.1f %9.2f %-7s %9.2f %6.2f\n", p->text, t.op_seconds * 1e3,
                    t.null_ws_seconds * 1e3, (double)t.workspace_bytes / 1048576.0, rate, unit, base,

@@ -189,7 +189,25 @@ out:
     return NULL;
 }
 
+const char *peer_onednn_isa(void) {
+    switch (dnnl_get_effective_cpu_isa()) {
+    case dnnl_cpu_isa_sse41: return "sse41";
+    case dnnl_cpu_isa_avx: return "avx";
+    case dnnl_cpu_isa_avx2: return "avx2";
+    case dnnl_cpu_isa_avx2_vnni: return "avx2_vnni";
+    case dnnl_cpu_isa_avx512_core: return "avx512_core";
+    case dnnl_cpu_isa_avx512_core_vnni: return "avx512_core_vnni";
+    case dnnl_cpu_isa_avx512_core_bf16: return "avx512_core_bf16";
+    case dnnl_cpu_isa_avx512_core_amx: return "avx512_core_amx";
+    default: return "other";
+    }
+}
+
 #else
+
+const char *peer_onednn_isa(void) {
+    return "none";
+}
 
 peer_onednn *peer_onednn_conv_bwd_data(const peer_conv *c, int threads, int plain) {
     (void)c, (void)threads, (void)plain;

@@ -25,5 +25,8 @@ peer_onednn *peer_onednn_conv_bwd_weights(const peer_conv *c, int threads, int p
 /* One execution (waits for it); 0 on success. */
 int peer_onednn_run(peer_onednn *h);
 void peer_onednn_free(peer_onednn *h);
+/* The instruction set oneDNN's kernels run at in this process ("avx2", "avx512_core", ...; its
+ * ONEDNN_MAX_CPU_ISA cap included), or "none" without oneDNN. */
+const char *peer_onednn_isa(void);
 
 #endif
