@@ -36,6 +36,8 @@ gradref_status gradref__exec_resolve(const char *op, const gradref_exec *exec, g
     ctx->padded_zeros = (exec->precision & GRADREF_PADDED_ZEROS) != 0;
     ctx->workspace = exec->workspace;
     ctx->workspace_bytes = exec->workspace ? exec->workspace_bytes : 0;
+    ctx->op = op;
+    ctx->operands = 0;
     return GRADREF_OK;
 }
 

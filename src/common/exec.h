@@ -8,13 +8,26 @@
 #include "internal.h"
 
 typedef struct gradref__ctx {
+    const char *op;   /* the entry point's name, for messages and GRADREF_VERBOSE */
     int num_threads;  /* >= 1: resolved from exec->num_threads and the OpenMP default */
     int precision;    /* gradref_precision (without the strict flag) */
     int strict;       /* GRADREF_STRICT_UPSTREAM was set */
     int padded_zeros; /* GRADREF_PADDED_ZEROS was set */
     void *workspace;  /* caller's, or NULL */
     size_t workspace_bytes;
+    /* the call's tensors as GRADREF_VERBOSE names them (gradref__ctx_tensor) */
+    int operands;
+    const char *operand_name[6];
+    const gradref_tensor *operand[6];
 } gradref__ctx;
+
+/* Names tensor t of a validated call for GRADREF_VERBOSE's line (six at most). */
+static inline void gradref__ctx_tensor(gradref__ctx *ctx, const char *name,
+                                       const gradref_tensor *t) {
+    if (ctx->operands >= 6 || t == NULL) return;
+    ctx->operand_name[ctx->operands] = name;
+    ctx->operand[ctx->operands++] = t;
+}
 
 /* Bytes added to every workspace size so the usable part can be aligned to this. */
 #define GRADREF__WORKSPACE_ALIGN 64

@@ -3,6 +3,7 @@
 #include "fast_path.h"
 
 #include "copy.h"
+#include "verbose.h"
 
 /* Usable bytes of the caller's workspace once aligned (0 when there is none). */
 static size_t workspace_usable(const gradref__ctx *ctx) {
@@ -21,16 +22,27 @@ static int workspace_threads(const gradref__ctx *ctx, int wanted, size_t one, si
     return fit < (size_t)wanted ? (int)fit : wanted;
 }
 
-gradref_status gradref__run_fast_path(const gradref__fast_path *fp, const gradref__ctx *ctx,
-                                      const void *plan) {
+/* What a call ran, for GRADREF_VERBOSE. */
+typedef struct ran {
+    const char *strategy;
+    int threads;
+    size_t workspace;
+} ran;
+
+static gradref_status run_path(const gradref__fast_path *fp, const gradref__ctx *ctx,
+                               const void *plan, ran *r) {
     const gradref_tensor *zero = fp->zero_output ? fp->zero_output(plan) : NULL;
+    r->threads = ctx->num_threads;
     if (zero != NULL) {
+        r->strategy = "zero_output";
         gradref__fill_zero(zero, ctx->num_threads);
         return GRADREF_OK;
     }
     const size_t one = fp->workspace(plan, ctx->precision, 1);
-    if (ctx->workspace != NULL && one > 0 && workspace_usable(ctx) < one)
+    if (ctx->workspace != NULL && one > 0 && workspace_usable(ctx) < one) {
+        r->strategy = "no_workspace";
         return fp->no_workspace(plan, ctx->num_threads); /* as MegEngine's workspace limit 0 */
+    }
     const int wanted = fp->useful_threads
                            ? fp->useful_threads(plan, ctx->precision, ctx->num_threads)
                            : ctx->num_threads;
@@ -40,11 +52,25 @@ gradref_status gradref__run_fast_path(const gradref__fast_path *fp, const gradre
            fp->workspace(plan, ctx->precision, threads) > workspace_usable(ctx))
         threads--;
     void *ws, *owned;
-    GRADREF__FORWARD_IF_ERROR(gradref__workspace_acquire(
-        fp->op, ctx, fp->workspace(plan, ctx->precision, threads), &ws, &owned));
+    r->workspace = fp->workspace(plan, ctx->precision, threads);
+    r->threads = threads;
+    r->strategy = fp->strategy ? fp->strategy(plan, ctx->precision, threads) : "fast";
+    GRADREF__FORWARD_IF_ERROR(gradref__workspace_acquire(fp->op, ctx, r->workspace, &ws, &owned));
     fp->run(plan, ws, threads);
     gradref__workspace_release(owned);
     return GRADREF_OK;
+}
+
+gradref_status gradref__run_fast_path(const gradref__fast_path *fp, const gradref__ctx *ctx,
+                                      const void *plan) {
+    ran r = {NULL, 0, 0};
+    if (!gradref__verbose()) return run_path(fp, ctx, plan, &r);
+    const double start = gradref__verbose_ms();
+    const gradref_status s = run_path(fp, ctx, plan, &r);
+    if (s == GRADREF_OK)
+        gradref__verbose_line(ctx->op ? ctx->op : fp->op, r.strategy, ctx, r.threads, r.workspace,
+                              gradref__verbose_ms() - start);
+    return s;
 }
 
 size_t gradref__fast_path_workspace(const gradref__fast_path *fp, const void *plan) {

@@ -22,6 +22,9 @@ typedef struct gradref__fast_path {
     /* NULL, or the most threads the run can keep busy (its work items) out of `threads`: the
      * per-thread parts of the workspace are counted for no more */
     int (*useful_threads)(const void *plan, int32_t precision, int threads);
+    /* NULL, or the name of what run does for this plan (GRADREF_VERBOSE's strategy field;
+     * NULL: "fast") */
+    const char *(*strategy)(const void *plan, int32_t precision, int threads);
 } gradref__fast_path;
 
 /* Defines `name`, the gradref__fast_path of an operator whose plan type is what workspace_fn,
@@ -39,12 +42,13 @@ typedef struct gradref__fast_path {
 #define GRADREF__DEFINE_FAST_PATH(name, op, workspace_fn, run_fn, no_workspace_fn)                 \
   GRADREF__FAST_PATH_ADAPTERS(name, workspace_fn, run_fn, no_workspace_fn)                         \
   static const gradref__fast_path name = {                                                         \
-      op, name##_workspace, name##_run, name##_no_workspace, NULL, NULL}
+      op, name##_workspace, name##_run, name##_no_workspace, NULL, NULL, NULL}
 
 /* The same for a convolution plan (GRADREF__CONV_PLAN_FIELDS): a zero_only plan fills
- * out_desc with +0 and needs no workspace; threads_fn bounds the threads by the work. */
+ * out_desc with +0 and needs no workspace; threads_fn bounds the threads by the work;
+ * strategy_fn names what the run does. */
 #define GRADREF__DEFINE_CONV_FAST_PATH(name, op, plan_type, workspace_fn, run_fn, no_workspace_fn, \
-                                       threads_fn)                                                 \
+                                       threads_fn, strategy_fn)                                    \
   GRADREF__FAST_PATH_ADAPTERS(name, workspace_fn, run_fn, no_workspace_fn)                         \
   static const gradref_tensor *name##_zero_output(const void *plan) {                              \
     const plan_type *p = plan;                                                                     \
@@ -53,8 +57,16 @@ typedef struct gradref__fast_path {
   static int name##_threads(const void *plan, int32_t precision, int threads) {                    \
     return threads_fn(plan, precision, threads);                                                   \
   }                                                                                                \
-  static const gradref__fast_path name = {                                                         \
-      op, name##_workspace, name##_run, name##_no_workspace, name##_zero_output, name##_threads}
+  static const char *name##_strategy(const void *plan, int32_t precision, int threads) {           \
+    return strategy_fn(plan, precision, threads);                                                  \
+  }                                                                                                \
+  static const gradref__fast_path name = {op,                                                      \
+                                          name##_workspace,                                        \
+                                          name##_run,                                              \
+                                          name##_no_workspace,                                     \
+                                          name##_zero_output,                                      \
+                                          name##_threads,                                          \
+                                          name##_strategy}
 
 /* The same for an operator that needs no workspace (its twin reports 0): run_fn(plan, threads)
  * is the whole run. */
@@ -72,7 +84,7 @@ typedef struct gradref__fast_path {
     return GRADREF_OK;                                                                             \
   }                                                                                                \
   static const gradref__fast_path name = {                                                         \
-      op, name##_workspace, name##_run, name##_no_workspace, NULL, NULL}
+      op, name##_workspace, name##_run, name##_no_workspace, NULL, NULL, NULL}
 
 /* The tail of an entry point once its plan is validated (and its precision set): the threads
  * the caller's workspace holds, the workspace (the caller's or one allocation), the run; a

@@ -174,6 +174,14 @@ size_t gradref__c3f_fast_workspace(const gradref__c3f_plan *p, int32_t precision
     return layout_of(p, precision, threads).total;
 }
 
+const char *gradref__c3f_strategy(const gradref__c3f_plan *p, int32_t precision, int threads) {
+    const layout L = layout_of(p, precision, threads);
+    if (!L.gemm) return "reference";
+    if (L.split) return "gemm_split_reduction";
+    if (L.indirect) return "gemm_indirect";
+    return L.row_tiles ? "gemm_row_tiles" : "gemm";
+}
+
 int gradref__c3f_fast_threads(const gradref__c3f_plan *p, int32_t precision, int threads) {
     const layout L = layout_of(p, precision, threads);
     if (!L.gemm) return threads; /* no per-thread parts */

@@ -42,6 +42,9 @@ void gradref__c3f_padded_nans(const gradref__c3f_plan *plan);
 size_t gradref__c3f_fast_workspace(const gradref__c3f_plan *plan, int32_t precision, int threads);
 /* The most threads the fast path keeps busy (its work items), out of `threads`. */
 int gradref__c3f_fast_threads(const gradref__c3f_plan *plan, int32_t precision, int threads);
+/* The name of what the fast path runs for this plan (GRADREF_VERBOSE): "reference", "gemm",
+ * "gemm_row_tiles", "gemm_indirect" or "gemm_split_reduction". */
+const char *gradref__c3f_strategy(const gradref__c3f_plan *plan, int32_t precision, int threads);
 /* The fast path; `ws` is 64-byte aligned and holds the bytes for `threads`. */
 void gradref__c3f_fast(const gradref__c3f_plan *plan, void *ws, int threads);
 /* The same bits without a workspace: the block GEMMs with stack buffers (c3f_direct.c) where

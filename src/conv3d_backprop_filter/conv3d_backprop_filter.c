@@ -16,7 +16,7 @@ static const char OP[] = "conv3d_backprop_filter";
 
 GRADREF__DEFINE_CONV_FAST_PATH(FAST, OP, gradref__c3f_plan, gradref__c3f_fast_workspace,
                                gradref__c3f_fast, gradref__c3f_no_workspace,
-                               gradref__c3f_fast_threads);
+                               gradref__c3f_fast_threads, gradref__c3f_strategy);
 
 /* x, dy and dw taken (normalised copies in t[], extents in e[]), their ranks and dtypes. */
 static gradref_status check_tensors(const gradref_tensor *x, const gradref_tensor *dy,
@@ -184,6 +184,9 @@ gradref_status gradref_conv3d_backprop_filter(const gradref_conv_params *p, cons
             GRADREF_ERR_PARAM, OP, "exec.precision is %s, which takes F32 x and dy; x.dtype is %s",
             gradref__precision_name(ctx.precision), gradref__dtype_name(plan.in_dtype));
     plan.precision = ctx.precision;
+    gradref__ctx_tensor(&ctx, "x", x);
+    gradref__ctx_tensor(&ctx, "dy", dy);
+    gradref__ctx_tensor(&ctx, "dw", dw);
     GRADREF__FORWARD_IF_ERROR(gradref__run_fast_path(&FAST, &ctx, &plan));
     if (ctx.padded_zeros) gradref__c3f_padded_nans(&plan);
     return GRADREF_OK;

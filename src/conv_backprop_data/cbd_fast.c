@@ -108,6 +108,19 @@ static int64_t channel_block(const gradref__cbd_plan *p, int threads, int64_t ro
     return (icb + rows - 1) / rows * rows;
 }
 
+const char *gradref__cbd_strategy(const gradref__cbd_plan *p, int32_t precision, int threads) {
+    if (precision == GRADREF_PRECISION_MEGENGINE_DEFAULT)
+        return gradref__cbd_megengine_by_lanes(p, gradref__cbd_kernels_for(p->max_isa))
+                   ? "megengine_lanes"
+                   : "megengine_scatter";
+    const layout L = layout_of(p, precision, threads);
+    if (L.path == PATH_REFERENCE) return "reference";
+    if (L.path == PATH_DEPTHWISE) return "depthwise";
+    if (p->in_dtype == GRADREF_I8 && gradref__cbd_int8_part(p, threads) < p->OCpg)
+        return "int8_parts";
+    return L.tile_at ? "phases_packed_tiles" : "phases";
+}
+
 int gradref__cbd_fast_threads(const gradref__cbd_plan *p, int32_t precision, int threads) {
     const layout L = layout_of(p, precision, 1);
     if (L.path != PATH_GEMM || p->ICpg == 0) return threads; /* no per-thread parts */

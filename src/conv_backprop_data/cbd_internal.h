@@ -90,6 +90,11 @@ void gradref__cbd_megengine_items(const gradref__cbd_plan *plan, int64_t item0, 
 size_t gradref__cbd_fast_workspace(const gradref__cbd_plan *plan, int32_t precision, int threads);
 /* The most threads the fast path keeps busy (its work items), out of `threads`. */
 int gradref__cbd_fast_threads(const gradref__cbd_plan *plan, int32_t precision, int threads);
+/* The name of what the fast path runs for this plan (GRADREF_VERBOSE): "reference",
+ * "depthwise", "phases" (stride phases by GEMMs or direct tiles), "phases_packed_tiles",
+ * "int8_parts", "megengine_lanes" or "megengine_scatter". A filter holding Inf or NaN still
+ * turns "phases" into the reference loop when the run finds it. */
+const char *gradref__cbd_strategy(const gradref__cbd_plan *plan, int32_t precision, int threads);
 /* The fast path; `ws` is 64-byte aligned and holds the bytes for `threads`. */
 void gradref__cbd_fast(const gradref__cbd_plan *plan, void *ws, int threads);
 /* The same bits without a workspace: the fast path's GEMMs with stack buffers (cbd_direct.c)

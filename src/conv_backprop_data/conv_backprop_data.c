@@ -16,7 +16,7 @@ static const char OP[] = "conv_backprop_data";
 
 GRADREF__DEFINE_CONV_FAST_PATH(FAST, OP, gradref__cbd_plan, gradref__cbd_fast_workspace,
                                gradref__cbd_fast, gradref__cbd_no_workspace,
-                               gradref__cbd_fast_threads);
+                               gradref__cbd_fast_threads, gradref__cbd_strategy);
 
 static gradref_status check_dtypes(const gradref_tensor *filter, const gradref_tensor *diff,
                                    const gradref_tensor *grad, int qs8) {
@@ -404,6 +404,9 @@ gradref_status gradref_conv_backprop_data(const gradref_conv_params *p,
                              gradref__dtype_name(plan.out_dtype));
     if (ctx.strict) GRADREF__FORWARD_IF_ERROR(check_megengine(p, &plan));
     plan.precision = ctx.precision;
+    gradref__ctx_tensor(&ctx, "filter", filter);
+    gradref__ctx_tensor(&ctx, "diff", diff);
+    gradref__ctx_tensor(&ctx, "grad", grad);
     return run(&ctx, &plan, &st);
 }
 
@@ -419,6 +422,9 @@ gradref_conv_backprop_data_qs8(const gradref_conv_params *p, const gradref_qs8_s
     GRADREF__FORWARD_IF_ERROR(validate_qs8(p, scales, filter, diff, grad, &plan, &st));
     if (ctx.strict) GRADREF__FORWARD_IF_ERROR(check_megengine(p, &plan));
     plan.precision = ctx.precision;
+    gradref__ctx_tensor(&ctx, "filter", filter);
+    gradref__ctx_tensor(&ctx, "diff", diff);
+    gradref__ctx_tensor(&ctx, "grad", grad);
     return run(&ctx, &plan, &st);
 }
 

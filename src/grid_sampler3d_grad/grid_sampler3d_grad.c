@@ -178,6 +178,11 @@ gradref_status gradref_grid_sampler3d_grad(const gradref_grid_sampler3d_params *
     GRADREF__FORWARD_IF_ERROR(gradref__gs3d_validate(p, grad, x, grid, dx, dgrid, &plan));
     if (ctx.strict) GRADREF__FORWARD_IF_ERROR(check_cann(&plan));
     plan.precision = ctx.precision;
+    gradref__ctx_tensor(&ctx, "grad", grad);
+    gradref__ctx_tensor(&ctx, "x", x);
+    gradref__ctx_tensor(&ctx, "grid", grid);
+    gradref__ctx_tensor(&ctx, "dx", dx);
+    gradref__ctx_tensor(&ctx, "dgrid", dgrid);
     if (ctx.workspace == NULL) /* the library allocates: in groups of images (gs3d_fast.c) */
         plan.images_per_pass =
             gradref__gs3d_images_per_group(&plan, ctx.precision, ctx.num_threads);

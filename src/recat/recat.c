@@ -206,12 +206,14 @@ GRADREF__DEFINE_NO_WORKSPACE_FAST_PATH(FAST, "recat", gradref__recat_plan, gradr
 
 static gradref_status execute(const char *op, gradref_status validated,
                               const gradref__recat_plan *p, const gradref_tensor *go,
-                              const gradref_exec *exec) {
+                              const gradref_tensor *out, const gradref_exec *exec) {
     gradref__ctx ctx;
     gradref_status s = gradref__exec_resolve(op, exec, &ctx);
     if (s != GRADREF_OK) return s;
     if (validated != GRADREF_OK) return validated;
     if (ctx.strict) GRADREF__FORWARD_IF_ERROR(check_fbgemm(op, go));
+    gradref__ctx_tensor(&ctx, "grad_output", go);
+    gradref__ctx_tensor(&ctx, "out", out);
     return gradref__run_fast_path(&FAST, &ctx, p);
 }
 
@@ -247,7 +249,7 @@ gradref_status gradref_recat_embedding_grad_output(const gradref_tensor *grad_ou
                                                    const gradref_exec *exec) {
     gradref__recat_plan p;
     return execute(OP_FIXED, validate_fixed(grad_output, num_features_per_rank, num_ranks, out, &p),
-                   &p, grad_output, exec);
+                   &p, grad_output, out, exec);
 }
 
 gradref_status gradref_recat_embedding_grad_output_workspace_size(
@@ -266,7 +268,7 @@ gradref_status gradref_recat_embedding_grad_output_mixed_d(const gradref_tensor 
                                                            const gradref_exec *exec) {
     gradref__recat_plan p;
     return execute(OP_MIXED, validate_mixed(grad_output, dim_sum_per_rank, num_ranks, out, &p), &p,
-                   grad_output, exec);
+                   grad_output, out, exec);
 }
 
 gradref_status gradref_recat_embedding_grad_output_mixed_d_workspace_size(
@@ -285,7 +287,7 @@ gradref_status gradref_recat_embedding_grad_output_mixed_d_batch(
     return execute(
         OP_BATCH,
         validate_mixed_batch(grad_output, dim_sum_per_rank, cumsum_dim_sum_per_rank, out, &p), &p,
-        grad_output, exec);
+        grad_output, out, exec);
 }
 
 gradref_status gradref_recat_embedding_grad_output_mixed_d_batch_workspace_size(

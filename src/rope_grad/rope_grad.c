@@ -248,6 +248,12 @@ gradref_status gradref_rope_grad(const gradref_rope_params *p, const gradref_ten
                                                           q_grad, k_grad, &plan));
     if (ctx.strict) GRADREF__FORWARD_IF_ERROR(check_atb(&plan));
     plan.precision = ctx.precision;
+    gradref__ctx_tensor(&ctx, "q_embed_grad", q_embed_grad);
+    gradref__ctx_tensor(&ctx, "k_embed_grad", k_embed_grad);
+    gradref__ctx_tensor(&ctx, "cos", cos);
+    gradref__ctx_tensor(&ctx, "sin", sin);
+    gradref__ctx_tensor(&ctx, "q_grad", q_grad);
+    gradref__ctx_tensor(&ctx, "k_grad", k_grad);
     return gradref__run_fast_path(&FAST, &ctx, &plan);
 }
 
