@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* conv_backprop_data's AVX2 + FMA depthwise kernels: one row, and whole small planes for 3 x 3. */
+/* conv_backprop_data's AVX2 + FMA kernels: depthwise rows (one, or four at once) and whole small
+ * planes for 3 x 3, the direct tiles, the stride-2 scatter, QuantizedS8 and MegEngine rows. */
 #include "cbd_simd.h"
 #include "common/gemm_kernels.h"
 
@@ -55,6 +56,44 @@ void gradref__cbd_f32_dw_row_avx2(const gradref__cbd_dw_shape *p, const float *w
         if (live > 1) store_cols8(out, i2 + 8, I2, a1);
         if (live > 2) store_cols8(out, i2 + 16, I2, a2);
         if (live > 3) store_cols8(out, i2 + 24, I2, a3);
+    }
+}
+
+/* Four grad rows whose row taps are rows[r][0 .. nr[r]) (base: their stored row-tap indices),
+ * 16 columns a block: eight chains in registers, each element's over its row taps, then its
+ * column taps, as the reference's; a row with fewer row taps skips the rest, and windows past
+ * diff's ends read zeros (exact no-op terms for a finite filter). K2 <= 64. */
+void gradref__cbd_f32_dw_rows4_avx2(const gradref__cbd_dw_shape *p, const float *w,
+                                    const float *diff, const float *const rows[4][64],
+                                    const int64_t base[4][64], const int64_t *nr, int64_t nrow,
+                                    float *out) {
+    (void)diff;
+    const int64_t I2 = p->I[2], O2 = p->O[2], K2 = p->K[2];
+    int64_t shift[64], k2s[64];
+    const int64_t most = gradref__cbd_rows4_taps(p, nr, shift, k2s);
+    for (int64_t b0 = 0; b0 < I2; b0 += 16) {
+        __m256 a[4][2];
+#  pragma GCC unroll 4
+        for (int r = 0; r < 4; r++)
+            a[r][0] = a[r][1] = _mm256_setzero_ps();
+        for (int64_t t = 0; t < most; t++)
+            for (int64_t c = 0; c < K2; c++) {
+                const int64_t start = b0 + shift[c];
+                if (start + 16 <= 0 || start >= O2) continue; /* no lane inside diff */
+#  pragma GCC unroll 4
+                for (int r = 0; r < 4; r++) {
+                    if (t >= nr[r]) continue;
+                    const __m256 wv = _mm256_broadcast_ss(w + base[r][t] + k2s[c]);
+                    a[r][0] = _mm256_fmadd_ps(wv, window8(rows[r][t], start, O2), a[r][0]);
+                    a[r][1] = _mm256_fmadd_ps(wv, window8(rows[r][t], start + 8, O2), a[r][1]);
+                }
+            }
+#  pragma GCC unroll 4
+        for (int r = 0; r < 4; r++) {
+            if (r >= nrow) break;
+            store_cols8(out + r * I2, b0, I2, a[r][0]);
+            if (b0 + 8 < I2) store_cols8(out + r * I2, b0 + 8, I2, a[r][1]);
+        }
     }
 }
 
@@ -447,6 +486,7 @@ static inline __m256i me_u16_part_avx2(const uint16_t *row, int64_t o2, int64_t 
 const gradref__cbd_kernels gradref__cbd_kernels_avx2 = {
     .isa = "avx2",
     .dw_row = gradref__cbd_f32_dw_row_avx2,
+    .dw_rows4 = gradref__cbd_f32_dw_rows4_avx2,
     .dw_plane3x3 = gradref__cbd_f32_dw_plane3x3_avx2,
     .tile_rows = GRADREF__CBD_TILE_ROWS_AVX2,
     .tile32 = gradref__cbd_f32_tile32_avx2,

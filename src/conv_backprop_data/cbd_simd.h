@@ -194,6 +194,10 @@ void gradref__cbd_f32_dw_rows4_avx512(const gradref__cbd_dw_shape *s, const floa
                                       const float *diff, const float *const rows[4][64],
                                       const int64_t base[4][64], const int64_t *nr, int64_t nrow,
                                       float *out);
+void gradref__cbd_f32_dw_rows4_avx2(const gradref__cbd_dw_shape *s, const float *w,
+                                    const float *diff, const float *const rows[4][64],
+                                    const int64_t base[4][64], const int64_t *nr, int64_t nrow,
+                                    float *out);
 void gradref__cbd_f32_dw_plane3x3_avx512(const gradref__cbd_dw_shape *s, const float *w,
                                          const float *diff, float *grad);
 /* Stride 1 and grad's last two sizes equal to diff's: grad[ic0 + i][j0 .. j0 + cols) for
