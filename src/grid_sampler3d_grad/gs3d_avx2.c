@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* grid_sampler3d_grad's AVX2 kernels: dgrid 8 points per step and dx planes 8 channels per
- * step, the portable passes' operations in the same order (no FMA), so the reference's bits. */
+/* grid_sampler3d_grad's AVX2 kernels: dgrid 8 points per step, the geometry 16 points a step
+ * (two octets) and dx planes 8 channels per step, the portable passes' operations in the same
+ * order (no FMA), so the reference's bits. */
 #include "gs3d_simd.h"
 
 #ifdef GRADREF__X86
@@ -103,9 +104,141 @@ void gradref__gs3d_f32_dx_plane_avx2(const gs3d_kargs *r, const gs3d_record_f *r
     }
 }
 
+/* ---- geometry, 8 lanes ---- */
+
+/* source_index for zeros and border padding on 8 lanes, the portable pass's operations (its
+ * mult and its -100 for a NaN, infinite or out-of-int32 coordinate). */
+static inline __m256 source8(__m256 g, int64_t size, int align, int border, __m256 *mult) {
+    const __m256 one = _mm256_set1_ps(1.0f), two = _mm256_set1_ps(2.0f);
+    const float fsize = (float)size, fsize1 = (float)(size - 1);
+    __m256 coord;
+    if (align) {
+        *mult = _mm256_set1_ps(fsize1 / 2);
+        coord = _mm256_mul_ps(_mm256_div_ps(_mm256_add_ps(g, one), two), _mm256_set1_ps(fsize1));
+    } else {
+        *mult = _mm256_set1_ps(fsize / 2);
+        coord = _mm256_div_ps(
+            _mm256_sub_ps(_mm256_mul_ps(_mm256_add_ps(g, one), _mm256_set1_ps(fsize)), one), two);
+    }
+    if (border) { /* <= 0: 0, gradient 0; >= size-1: size-1, gradient 0; NaN passes */
+        const __m256 zero = _mm256_setzero_ps(), last = _mm256_set1_ps(fsize1);
+        const __m256 low = _mm256_cmp_ps(coord, zero, _CMP_LE_OQ);
+        const __m256 high = _mm256_andnot_ps(low, _mm256_cmp_ps(coord, last, _CMP_GE_OQ));
+        coord = _mm256_blendv_ps(_mm256_blendv_ps(coord, last, high), zero, low);
+        *mult = _mm256_mul_ps(*mult, _mm256_blendv_ps(one, zero, _mm256_or_ps(low, high)));
+    }
+    const __m256 ok =
+        _mm256_and_ps(_mm256_cmp_ps(coord, _mm256_set1_ps(2147483646.0f), _CMP_LE_OQ),
+                      _mm256_cmp_ps(coord, _mm256_set1_ps(-2147483648.0f), _CMP_GE_OQ));
+    return _mm256_blendv_ps(_mm256_set1_ps(-100.0f), coord, ok);
+}
+
+/* The grid coordinates of 8 points from image n's point q. */
+static inline void grid8(const gs3d_kargs *r, const float *grid0, int64_t q, __m256 raw[3]) {
+    const gradref__gs3d_view *gv = &r->shape.grid;
+    float t[3][8];
+    for (int l = 0; l < 8; l++)
+        for (int k = 0; k < 3; k++)
+            t[k][l] = grid0[(q + l) * gv->s[3] + k * gv->s[4]];
+    for (int k = 0; k < 3; k++)
+        raw[k] = _mm256_loadu_ps(t[k]);
+}
+
+/* f in [0, size) on 8 lanes. */
+static inline __m256 inside8(__m256 f, int64_t size) {
+    return _mm256_and_ps(_mm256_cmp_ps(f, _mm256_setzero_ps(), _CMP_GE_OQ),
+                         _mm256_cmp_ps(f, _mm256_set1_ps((float)size), _CMP_LT_OQ));
+}
+
+/* Trilinear geometry of points i..i+7 (the portable pass's values): distances, weights and
+ * multipliers stored, then per lane the corner mask and the offsets (0 without a corner). */
+static void trilinear8(const gs3d_kargs *r, int64_t i, const __m256 coord[3], const __m256 m[3],
+                       const int64_t size[3]) {
+    const int64_t NP = r->shape.N * r->P;
+    float *w = (float *)r->g.w, *dist = (float *)r->g.dist, *mult = (float *)r->g.mult;
+    __m256 d[6], in0[3], in1[3];
+    int32_t v[3][8];
+    for (int k = 0; k < 3; k++) {
+        const __m256 f0 = _mm256_floor_ps(coord[k]), f1 = _mm256_add_ps(f0, _mm256_set1_ps(1.0f));
+        in0[k] = inside8(f0, size[k]);
+        in1[k] = inside8(f1, size[k]);
+        d[2 * k] = _mm256_sub_ps(f1, coord[k]);
+        d[2 * k + 1] = _mm256_sub_ps(coord[k], f0);
+        _mm256_storeu_si256((__m256i *)v[k], _mm256_cvttps_epi32(f0));
+        _mm256_storeu_ps(dist + (2 * k) * NP + i, d[2 * k]);
+        _mm256_storeu_ps(dist + (2 * k + 1) * NP + i, d[2 * k + 1]);
+        _mm256_storeu_ps(mult + k * NP + i, m[k]);
+    }
+    int bits[8] = {0};
+    for (int k = 0; k < 8; k++) {
+        const int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
+        const __m256 on = _mm256_and_ps(_mm256_and_ps(dx ? in1[0] : in0[0], dy ? in1[1] : in0[1]),
+                                        dz ? in1[2] : in0[2]);
+        const int lanes = _mm256_movemask_ps(on);
+        for (int l = 0; l < 8; l++)
+            bits[l] |= ((lanes >> l) & 1) << k;
+        _mm256_storeu_ps(w + k * NP + i, _mm256_mul_ps(_mm256_mul_ps(d[dx], d[2 + dy]), d[4 + dz]));
+    }
+    for (int l = 0; l < 8; l++) {
+        const int64_t x0 = v[0][l], y0 = v[1][l], z0 = v[2][l];
+        r->g.mask[i + l] = (uint8_t)bits[l];
+        r->g.offx[i + l] = bits[l] ? z0 * r->xs[2] + y0 * r->xs[3] + x0 * r->xs[4] : 0;
+        r->g.offa[i + l] = bits[l] ? y0 * r->as[3] + x0 * r->as[4] : 0;
+        r->g.zplane[i + l] = bits[l] ? z0 : 0;
+    }
+}
+
+/* Nearest geometry of points i..i+7: the rounded voxel (to nearest even, as nearbyint): the
+ * mask and offsets, and the voxel index when there is one (all the portable pass writes). */
+static void nearest8(const gs3d_kargs *r, int64_t i, const __m256 coord[3], const int64_t size[3]) {
+    const gs3d_shape *p = &r->shape;
+    __m256 in = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+    int32_t v[3][8];
+    for (int k = 0; k < 3; k++) {
+        const __m256 f = _mm256_round_ps(coord[k], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+        in = _mm256_and_ps(in, inside8(f, size[k]));
+        _mm256_storeu_si256((__m256i *)v[k], _mm256_cvttps_epi32(f));
+    }
+    const int on = _mm256_movemask_ps(in);
+    for (int l = 0; l < 8; l++) {
+        const int64_t x = v[0][l], y = v[1][l], z = v[2][l], hit = (on >> l) & 1;
+        if (r->v.vox) r->v.vox[i + l] = hit ? (int32_t)((z * p->H + y) * p->W + x) : -1;
+        r->g.mask[i + l] = hit ? 1 : 0;
+        r->g.offx[i + l] = 0;
+        r->g.offa[i + l] = hit ? y * r->as[3] + x * r->as[4] : 0;
+        r->g.zplane[i + l] = hit ? z : 0;
+    }
+}
+
+/* Geometry of points [q0, q1) of image n, 16 a step (two octets); the conditions of
+ * gradref__gs3d_f32_geometry16_avx512. */
+static int64_t geometry16_avx2(const gs3d_kargs *r, int64_t n, int64_t q0, int64_t q1) {
+    const gs3d_shape *p = &r->shape;
+    const int border = p->padding == GRADREF_PAD_BORDER, nearest = p->interp != 0;
+    const int64_t size[3] = {p->W, p->H, p->D};
+    const float *grid0 = (const float *)(const void *)p->grid.data + n * p->grid.s[0];
+    int64_t q = q0;
+    for (; q + 16 <= q1; q += 16)
+        for (int64_t u = q; u < q + 16; u += 8) {
+            const int64_t i = n * r->P + u;
+            __m256 raw[3], coord[3], m[3];
+            grid8(r, grid0, u, raw);
+            for (int k = 0; k < 3; k++)
+                coord[k] = source8(raw[k], size[k], p->align_corners, border, &m[k]);
+            for (int l = 0; l < 8; l++)
+                r->g.offg[i + l] = (u + l) * r->gs[4];
+            if (nearest)
+                nearest8(r, i, coord, size);
+            else
+                trilinear8(r, i, coord, m, size);
+        }
+    return q - q0;
+}
+
 const gradref__gs3d_kernels gradref__gs3d_kernels_avx2 = {
     .isa = "avx2",
     .dgrid8 = gradref__gs3d_f32_dgrid8_avx2,
+    .geometry16 = geometry16_avx2,
     .dx_plane = gradref__gs3d_f32_dx_plane_avx2,
 };
 
