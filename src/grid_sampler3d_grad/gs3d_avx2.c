@@ -7,6 +7,7 @@
 #ifdef GRADREF__X86
 
 #  include <immintrin.h>
+#  include <string.h>
 
 /* The low 32 bits of 8 int64 values (they fit: the caller checked). */
 static inline __m256i narrow8(const int64_t *v) {
@@ -235,10 +236,154 @@ static int64_t geometry16_avx2(const gs3d_kargs *r, int64_t n, int64_t q0, int64
     return q - q0;
 }
 
+/* ---- nearest ---- */
+
+void gradref__gs3d_f32_nearest_dx_avx2(const gs3d_kargs *r, int64_t n, int64_t c) {
+    const gs3d_shape *p = &r->shape;
+    float *acc = (float *)r->acc + n * r->as[0] + c * r->as[1];
+    const float *g = (const float *)r->grad + n * r->gs[0] + c * r->gs[1];
+    for (int64_t z = 0; z < p->D; z++)
+        for (int64_t y = 0; y < p->H; y++) {
+            float *row = acc + z * r->as[2] + y * r->as[3];
+            if (r->as[4] == 1)
+                memset(row, 0, (size_t)p->W * sizeof *row);
+            else
+                for (int64_t x = 0; x < p->W; x++)
+                    row[x * r->as[4]] = 0;
+        }
+    for (int64_t q = 0; q < r->P; q++) { /* no scatter: point by point, in order */
+        const int64_t i = n * r->P + q;
+        if (r->g.mask[i]) acc[r->g.zplane[i] * r->as[2] + r->g.offa[i]] += g[q];
+    }
+}
+
+int64_t gradref__gs3d_voxel_slots_avx2(const gs3d_kargs *r, int64_t n) {
+    const gs3d_shape *p = &r->shape;
+    const int64_t V = p->D * p->H * p->W, P = r->P;
+    int32_t *slots = r->v.slots + n * 2 * V, *later = r->v.later + n * 2 * P;
+    const int32_t *vox = r->v.vox + n * P;
+    const int32_t none = gs3d_no_point(P);
+    int64_t count = 0;
+    for (int64_t q = 0; q < P; q++)
+        if (vox[q] >= 0)
+            count = gradref__gs3d_slot_point(slots, later, count, none, vox[q],
+                                             (int32_t)(GS3D_STAGE_CHANNELS * gs3d_stage_row(q)));
+    return count;
+}
+
+/* The 4x4 transpose of 32-bit elements within each 128-bit lane across four vectors: out[i]
+ * lane (4j + k) = in[k] lane (4j + i). */
+static inline void transpose4_lanes8(const __m256 in[4], __m256 out[4]) {
+    const __m256 t0 = _mm256_unpacklo_ps(in[0], in[1]), t1 = _mm256_unpackhi_ps(in[0], in[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(in[2], in[3]), t3 = _mm256_unpackhi_ps(in[2], in[3]);
+    out[0] = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(t0), _mm256_castps_pd(t2)));
+    out[1] = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(t0), _mm256_castps_pd(t2)));
+    out[2] = _mm256_castpd_ps(_mm256_unpacklo_pd(_mm256_castps_pd(t1), _mm256_castps_pd(t3)));
+    out[3] = _mm256_castpd_ps(_mm256_unpackhi_pd(_mm256_castps_pd(t1), _mm256_castps_pd(t3)));
+}
+
+/* Stage rows of voxels u and u + 4 side by side: their slot `slot` (0 first, 1 second). */
+static inline __m256 rows2(const float *stage, const int32_t *slots, int64_t u, int slot) {
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(stage + slots[2 * u + slot])),
+                                _mm_loadu_ps(stage + slots[2 * (u + 4) + slot]), 1);
+}
+
+/* Whole blocks of 16 voxels from v (block b) while they fit in V, as two halves of 8 lanes;
+ * returns where they stop. Inlined with constant cb and stream. */
+static inline __attribute__((always_inline)) int64_t
+voxel_blocks8(float *acc, int64_t as1, const int cb, const int stream, const float *stage,
+              const int32_t *slots, const int32_t *over, const int32_t *start, int64_t v, int64_t b,
+              int64_t V) {
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const __m256 canon = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fc00000));
+    for (; v + 16 <= V; v += 16, b++) {
+        __m256 out[2][4];
+        for (int h = 0; h < 2; h++) { /* out[h][i]: channel i of voxels v + 8h .. v + 8h + 7 */
+            __m256 sum[4];
+            for (int k = 0; k < 4; k++) /* lanes 0-3: voxel v + 8h + k, 4-7: v + 8h + 4 + k */
+                sum[k] = _mm256_add_ps(rows2(stage, slots, v + 8 * h + k, 0),
+                                       rows2(stage, slots, v + 8 * h + k, 1));
+            transpose4_lanes8(sum, out[h]);
+        }
+        for (int32_t e = start[b]; e < start[b + 1]; e++) { /* in point order */
+            const int32_t lane = over[2 * e] - (int32_t)v;
+            const __m256 on =
+                _mm256_castsi256_ps(_mm256_cmpeq_epi32(lanes, _mm256_set1_epi32(lane & 7)));
+            const float *row = stage + over[2 * e + 1];
+            __m256 *o = out[lane >> 3];
+            for (int i = 0; i < 4; i++)
+                o[i] = _mm256_blendv_ps(o[i], _mm256_add_ps(o[i], _mm256_set1_ps(row[i])), on);
+        }
+        for (int h = 0; h < 2; h++)
+            for (int i = 0; i < cb; i++) { /* NaN as the canonical one; dx past the caches */
+                const __m256 x = out[h][i];
+                const __m256 y = _mm256_blendv_ps(x, canon, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+                if (stream)
+                    _mm256_stream_ps(acc + i * as1 + v + 8 * h, y);
+                else
+                    _mm256_storeu_ps(acc + i * as1 + v + 8 * h, y);
+            }
+    }
+    return v;
+}
+
+/* stage: +0 + grad (dx starts at +0), point q at row gs3d_stage_row(q): 8 points of the four
+ * channels transposed, two adjacent rows a store. */
+static void stage_points(const float *const g[GS3D_STAGE_CHANNELS], int64_t P, float *stage) {
+    const __m256 zero = _mm256_setzero_ps();
+    int64_t q = 0;
+    for (; q + 8 <= P; q += 8) {
+        __m256 in[4], out[4];
+        for (int i = 0; i < 4; i++)
+            in[i] = _mm256_add_ps(zero, _mm256_loadu_ps(g[i] + q));
+        transpose4_lanes8(in, out); /* out[k]: points q + k and q + 4 + k */
+        const int64_t base = (q & ~(int64_t)15) + (q & 8) / 4;
+        for (int k = 0; k < 4; k++)
+            _mm256_storeu_ps(stage + 4 * (base + 4 * k), out[k]);
+    }
+    for (; q < P; q++)
+        for (int i = 0; i < 4; i++)
+            stage[4 * gs3d_stage_row(q) + i] = 0.0f + g[i][q];
+}
+
+void gradref__gs3d_f32_nearest_dx_voxels_avx2(const gs3d_kargs *r, int64_t n, int64_t c0,
+                                              float *stage) {
+    const gs3d_shape *p = &r->shape;
+    const int64_t V = p->D * p->H * p->W, P = r->P;
+    const int cb = p->C - c0 < GS3D_STAGE_CHANNELS ? (int)(p->C - c0) : GS3D_STAGE_CHANNELS;
+    const int64_t as1 = r->as[1];
+    float *acc = (float *)r->acc + n * r->as[0] + c0 * as1;
+    const float *g[GS3D_STAGE_CHANNELS];
+    for (int i = 0; i < GS3D_STAGE_CHANNELS; i++) /* a missing channel repeats the last: unused */
+        g[i] = (const float *)r->grad + n * r->gs[0] + (c0 + (i < cb ? i : cb - 1)) * r->gs[1];
+    stage_points(g, P, stage);
+    _mm_storeu_ps(stage + gs3d_no_point(P), _mm_setzero_ps());
+    const int64_t lead = r->v.lead, blocks = gs3d_voxel_blocks(V, lead);
+    const int32_t *slots = r->v.slots + n * 2 * V, *over = r->v.over + n * 2 * P;
+    const int32_t *start = r->v.block_start + n * (blocks + 1);
+    const int64_t head = lead < V ? lead : V;
+    gradref__gs3d_voxels_one_by_one(acc, as1, cb, stage, slots, 0, head, over, start[0], start[1]);
+    int64_t v;
+    if (cb == 4 && r->v.stream)
+        v = voxel_blocks8(acc, as1, 4, 1, stage, slots, over, start, head, 1, V);
+    else if (cb == 4)
+        v = voxel_blocks8(acc, as1, 4, 0, stage, slots, over, start, head, 1, V);
+    else
+        v = voxel_blocks8(acc, as1, cb, r->v.stream, stage, slots, over, start, head, 1, V);
+    const int64_t b = gs3d_voxel_block(v, lead);
+    if (v < V)
+        gradref__gs3d_voxels_one_by_one(acc, as1, cb, stage, slots, v, V, over, start[b],
+                                        start[b + 1]);
+    if (r->v.stream) _mm_sfence(); /* the streamed stores are seen before the region ends */
+}
+
 const gradref__gs3d_kernels gradref__gs3d_kernels_avx2 = {
     .isa = "avx2",
     .dgrid8 = gradref__gs3d_f32_dgrid8_avx2,
     .geometry16 = geometry16_avx2,
+    .voxel_slots = gradref__gs3d_voxel_slots_avx2,
+    .nearest_dx = gradref__gs3d_f32_nearest_dx_avx2,
+    .nearest_dx_voxels = gradref__gs3d_f32_nearest_dx_voxels_avx2,
     .dx_plane = gradref__gs3d_f32_dx_plane_avx2,
 };
 

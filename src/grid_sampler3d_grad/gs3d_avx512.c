@@ -469,19 +469,6 @@ static inline void transpose4_lanes(const __m512 in[4], __m512 out[4]) {
     out[3] = _mm512_castpd_ps(_mm512_unpackhi_pd(_mm512_castps_pd(t1), _mm512_castps_pd(t3)));
 }
 
-/* Point (stage offset `row`) in voxel v: it takes the first or second slot if free, else it
- * is appended to `later` (without branches: which it is, is random); returns the new count. */
-static inline int64_t slot_point(int32_t *slots, int32_t *later, int64_t count, int32_t none,
-                                 int64_t v, int32_t row) {
-    const int32_t f = slots[2 * v], s = slots[2 * v + 1];
-    const int is_first = f == none, is_second = !is_first && s == none;
-    slots[2 * v] = is_first ? row : f;
-    slots[2 * v + 1] = is_second ? row : s;
-    later[2 * count] = (int32_t)v;
-    later[2 * count + 1] = row;
-    return count + (!is_first && !is_second);
-}
-
 int64_t gradref__gs3d_voxel_slots_avx512(const gs3d_kargs *r, int64_t n) {
     const gs3d_shape *p = &r->shape;
     const int64_t V = p->D * p->H * p->W, P = r->P;
@@ -510,8 +497,9 @@ int64_t gradref__gs3d_voxel_slots_avx512(const gs3d_kargs *r, int64_t n) {
         if (_mm512_test_epi32_mask(clash, clash)) {
             for (int j = 0; j < 16; j++)
                 if (vox[q + j] >= 0)
-                    count = slot_point(slots, later, count, none, vox[q + j],
-                                       (int32_t)(GS3D_STAGE_CHANNELS * gs3d_stage_row(q + j)));
+                    count = gradref__gs3d_slot_point(
+                        slots, later, count, none, vox[q + j],
+                        (int32_t)(GS3D_STAGE_CHANNELS * gs3d_stage_row(q + j)));
             continue;
         }
         const __m512i f = _mm512_mask_i32gather_epi32(nones, in, v, slots, 8);
@@ -533,8 +521,8 @@ int64_t gradref__gs3d_voxel_slots_avx512(const gs3d_kargs *r, int64_t n) {
     }
     for (; q < P; q++)
         if (vox[q] >= 0)
-            count = slot_point(slots, later, count, none, vox[q],
-                               (int32_t)(GS3D_STAGE_CHANNELS * gs3d_stage_row(q)));
+            count = gradref__gs3d_slot_point(slots, later, count, none, vox[q],
+                                             (int32_t)(GS3D_STAGE_CHANNELS * gs3d_stage_row(q)));
     return count;
 }
 
@@ -554,21 +542,6 @@ static inline __m512 rows4(const float *stage, const int32_t *slots, int64_t u, 
     v = _mm512_insertf32x4(v, ROW(2), 2);
     return _mm512_insertf32x4(v, ROW(3), 3);
 #  undef ROW
-}
-
-/* Voxels [u0, u1) of the planes at acc one at a time, then the later points e0..e1 (theirs). */
-static void voxels_one_by_one(float *acc, int64_t as1, int cb, const float *stage,
-                              const int32_t *slots, int64_t u0, int64_t u1, const int32_t *over,
-                              int64_t e0, int64_t e1) {
-    for (int64_t u = u0; u < u1; u++)
-        for (int i = 0; i < cb; i++)
-            acc[i * as1 + u] = stage[slots[2 * u] + i] + stage[slots[2 * u + 1] + i];
-    for (int64_t e = e0; e < e1; e++)
-        for (int i = 0; i < cb; i++)
-            acc[i * as1 + over[2 * e]] += stage[over[2 * e + 1] + i];
-    for (int64_t u = u0; u < u1; u++) /* the NaN rule (common/nan.h) */
-        for (int i = 0; i < cb; i++)
-            acc[i * as1 + u] = gradref__canon_f32(acc[i * as1 + u]);
 }
 
 /* Whole blocks of 16 voxels from v (block b) while they fit in V; returns where they stop.
@@ -632,7 +605,7 @@ void gradref__gs3d_f32_nearest_dx_voxels_avx512(const gs3d_kargs *r, int64_t n, 
     const int32_t *slots = r->v.slots + n * 2 * V, *over = r->v.over + n * 2 * P;
     const int32_t *start = r->v.block_start + n * (blocks + 1);
     const int64_t head = lead < V ? lead : V;
-    voxels_one_by_one(acc, as1, cb, stage, slots, 0, head, over, start[0], start[1]);
+    gradref__gs3d_voxels_one_by_one(acc, as1, cb, stage, slots, 0, head, over, start[0], start[1]);
     int64_t v;
     if (cb == 4 && r->v.stream)
         v = voxel_blocks(acc, as1, 4, 1, stage, slots, over, start, head, 1, V);
@@ -641,7 +614,9 @@ void gradref__gs3d_f32_nearest_dx_voxels_avx512(const gs3d_kargs *r, int64_t n, 
     else
         v = voxel_blocks(acc, as1, cb, r->v.stream, stage, slots, over, start, head, 1, V);
     const int64_t b = gs3d_voxel_block(v, lead);
-    if (v < V) voxels_one_by_one(acc, as1, cb, stage, slots, v, V, over, start[b], start[b + 1]);
+    if (v < V)
+        gradref__gs3d_voxels_one_by_one(acc, as1, cb, stage, slots, v, V, over, start[b],
+                                        start[b + 1]);
     if (r->v.stream) _mm_sfence(); /* the streamed stores are seen before the region ends */
 }
 

@@ -1,11 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The grid_sampler3d_grad kernel choice and what the ISA files share: the level a plan runs
- * at, dgrid stores, and the dx-plane dispatch. The kernels: gs3d_avx2.c, gs3d_avx512.c,
- * gs3d_neon.c. */
+ * at, dgrid stores, the voxel index's scalar voxels, and the dx-plane dispatch. The kernels:
+ * gs3d_avx2.c, gs3d_avx512.c, gs3d_neon.c. */
 #include "gs3d_simd.h"
 
 #include "common/convert.h"
 #include "common/isa.h"
+#include "common/nan.h"
 
 /* dgrid of `count` consecutive points from q: out[k][j] is component k of point q + j. */
 void gradref__gs3d_store_dgrid(const gs3d_kargs *r, int64_t n, int64_t q, int count,
@@ -32,6 +33,20 @@ void gradref__gs3d_store_dgrid(const gs3d_kargs *r, int64_t n, int64_t q, int co
             }
         }
     }
+}
+
+void gradref__gs3d_voxels_one_by_one(float *acc, int64_t as1, int cb, const float *stage,
+                                     const int32_t *slots, int64_t u0, int64_t u1,
+                                     const int32_t *over, int64_t e0, int64_t e1) {
+    for (int64_t u = u0; u < u1; u++)
+        for (int i = 0; i < cb; i++)
+            acc[i * as1 + u] = stage[slots[2 * u] + i] + stage[slots[2 * u + 1] + i];
+    for (int64_t e = e0; e < e1; e++)
+        for (int i = 0; i < cb; i++)
+            acc[i * as1 + over[2 * e]] += stage[over[2 * e + 1] + i];
+    for (int64_t u = u0; u < u1; u++) /* the NaN rule (common/nan.h) */
+        for (int i = 0; i < cb; i++)
+            acc[i * as1 + u] = gradref__canon_f32(acc[i * as1 + u]);
 }
 
 /* The fast path's own loops are the portable kernels. */

@@ -148,6 +148,26 @@ extern const gradref__gs3d_kernels gradref__gs3d_kernels_avx512; /* gs3d_avx512.
 extern const gradref__gs3d_kernels gradref__gs3d_kernels_neon; /* gs3d_neon.c */
 #endif
 
+/* Point (stage offset `row`) in voxel v: it takes the first or second slot if free, else it
+ * is appended to `later` (without branches: which it is, is random); returns the new count. */
+static inline int64_t gradref__gs3d_slot_point(int32_t *slots, int32_t *later, int64_t count,
+                                               int32_t none, int64_t v, int32_t row) {
+    const int32_t f = slots[2 * v], s = slots[2 * v + 1];
+    const int is_first = f == none, is_second = !is_first && s == none;
+    slots[2 * v] = is_first ? row : f;
+    slots[2 * v + 1] = is_second ? row : s;
+    later[2 * count] = (int32_t)v;
+    later[2 * count + 1] = row;
+    return count + (!is_first && !is_second);
+}
+
+/* The voxel index's dx (nearest_dx_voxels) for voxels [u0, u1) of the cb planes at acc (as1
+ * apart), one at a time: the two slots' stage rows, then the later points e0..e1 of `over`
+ * (theirs, in point order), then the NaN rule (gs3d_kernels.c, for the ISA files). */
+void gradref__gs3d_voxels_one_by_one(float *acc, int64_t as1, int cb, const float *stage,
+                                     const int32_t *slots, int64_t u0, int64_t u1,
+                                     const int32_t *over, int64_t e0, int64_t e1);
+
 /* dgrid of `count` consecutive points from q: out[k][j] is component k of point q + j
  * (gs3d_kernels.c, for the ISA files). */
 void gradref__gs3d_store_dgrid(const gs3d_kargs *r, int64_t n, int64_t q, int count,
@@ -187,6 +207,14 @@ int64_t gradref__gs3d_voxel_slots_avx512(const gs3d_kargs *r, int64_t n);
  * points of the few fuller voxels are then added in point order. */
 void gradref__gs3d_f32_nearest_dx_voxels_avx512(const gs3d_kargs *r, int64_t n, int64_t c0,
                                                 float *stage);
+
+/* The AVX2 nearest kernels, as the AVX-512 ones above without scatter or conflict detection:
+ * nearest_dx point by point; voxel_slots point by point; nearest_dx_voxels 8 voxels a vector
+ * (each block of 16 in two halves), the same sums in the same order. */
+void gradref__gs3d_f32_nearest_dx_avx2(const gs3d_kargs *r, int64_t n, int64_t c);
+int64_t gradref__gs3d_voxel_slots_avx2(const gs3d_kargs *r, int64_t n);
+void gradref__gs3d_f32_nearest_dx_voxels_avx2(const gs3d_kargs *r, int64_t n, int64_t c0,
+                                              float *stage);
 
 /* The dx-plane kernels gradref__gs3d_dx_plane_f32 chooses between. */
 void gradref__gs3d_f32_dx_plane_avx2(const gs3d_kargs *r, const gs3d_record_f *rec, int64_t count,
