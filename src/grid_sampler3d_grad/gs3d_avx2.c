@@ -7,7 +7,6 @@
 #ifdef GRADREF__X86
 
 #  include <immintrin.h>
-#  include <string.h>
 
 /* The low 32 bits of 8 int64 values (they fit: the caller checked). */
 static inline __m256i narrow8(const int64_t *v) {
@@ -238,39 +237,6 @@ static int64_t geometry16_avx2(const gs3d_kargs *r, int64_t n, int64_t q0, int64
 
 /* ---- nearest ---- */
 
-void gradref__gs3d_f32_nearest_dx_avx2(const gs3d_kargs *r, int64_t n, int64_t c) {
-    const gs3d_shape *p = &r->shape;
-    float *acc = (float *)r->acc + n * r->as[0] + c * r->as[1];
-    const float *g = (const float *)r->grad + n * r->gs[0] + c * r->gs[1];
-    for (int64_t z = 0; z < p->D; z++)
-        for (int64_t y = 0; y < p->H; y++) {
-            float *row = acc + z * r->as[2] + y * r->as[3];
-            if (r->as[4] == 1)
-                memset(row, 0, (size_t)p->W * sizeof *row);
-            else
-                for (int64_t x = 0; x < p->W; x++)
-                    row[x * r->as[4]] = 0;
-        }
-    for (int64_t q = 0; q < r->P; q++) { /* no scatter: point by point, in order */
-        const int64_t i = n * r->P + q;
-        if (r->g.mask[i]) acc[r->g.zplane[i] * r->as[2] + r->g.offa[i]] += g[q];
-    }
-}
-
-int64_t gradref__gs3d_voxel_slots_avx2(const gs3d_kargs *r, int64_t n) {
-    const gs3d_shape *p = &r->shape;
-    const int64_t V = p->D * p->H * p->W, P = r->P;
-    int32_t *slots = r->v.slots + n * 2 * V, *later = r->v.later + n * 2 * P;
-    const int32_t *vox = r->v.vox + n * P;
-    const int32_t none = gs3d_no_point(P);
-    int64_t count = 0;
-    for (int64_t q = 0; q < P; q++)
-        if (vox[q] >= 0)
-            count = gradref__gs3d_slot_point(slots, later, count, none, vox[q],
-                                             (int32_t)(GS3D_STAGE_CHANNELS * gs3d_stage_row(q)));
-    return count;
-}
-
 /* The 4x4 transpose of 32-bit elements within each 128-bit lane across four vectors: out[i]
  * lane (4j + k) = in[k] lane (4j + i). */
 static inline void transpose4_lanes8(const __m256 in[4], __m256 out[4]) {
@@ -381,8 +347,8 @@ const gradref__gs3d_kernels gradref__gs3d_kernels_avx2 = {
     .isa = "avx2",
     .dgrid8 = gradref__gs3d_f32_dgrid8_avx2,
     .geometry16 = geometry16_avx2,
-    .voxel_slots = gradref__gs3d_voxel_slots_avx2,
-    .nearest_dx = gradref__gs3d_f32_nearest_dx_avx2,
+    .voxel_slots = gradref__gs3d_voxel_slots_points,
+    .nearest_dx = gradref__gs3d_f32_nearest_dx_points,
     .nearest_dx_voxels = gradref__gs3d_f32_nearest_dx_voxels_avx2,
     .dx_plane = gradref__gs3d_f32_dx_plane_avx2,
 };

@@ -4,6 +4,8 @@
  * gs3d_avx2.c, gs3d_avx512.c, gs3d_neon.c. */
 #include "gs3d_simd.h"
 
+#include <string.h>
+
 #include "common/convert.h"
 #include "common/isa.h"
 #include "common/nan.h"
@@ -47,6 +49,39 @@ void gradref__gs3d_voxels_one_by_one(float *acc, int64_t as1, int cb, const floa
     for (int64_t u = u0; u < u1; u++) /* the NaN rule (common/nan.h) */
         for (int i = 0; i < cb; i++)
             acc[i * as1 + u] = gradref__canon_f32(acc[i * as1 + u]);
+}
+
+void gradref__gs3d_f32_nearest_dx_points(const gs3d_kargs *r, int64_t n, int64_t c) {
+    const gs3d_shape *p = &r->shape;
+    float *acc = (float *)r->acc + n * r->as[0] + c * r->as[1];
+    const float *g = (const float *)r->grad + n * r->gs[0] + c * r->gs[1];
+    for (int64_t z = 0; z < p->D; z++)
+        for (int64_t y = 0; y < p->H; y++) {
+            float *row = acc + z * r->as[2] + y * r->as[3];
+            if (r->as[4] == 1)
+                memset(row, 0, (size_t)p->W * sizeof *row);
+            else
+                for (int64_t x = 0; x < p->W; x++)
+                    row[x * r->as[4]] = 0;
+        }
+    for (int64_t q = 0; q < r->P; q++) {
+        const int64_t i = n * r->P + q;
+        if (r->g.mask[i]) acc[r->g.zplane[i] * r->as[2] + r->g.offa[i]] += g[q];
+    }
+}
+
+int64_t gradref__gs3d_voxel_slots_points(const gs3d_kargs *r, int64_t n) {
+    const gs3d_shape *p = &r->shape;
+    const int64_t V = p->D * p->H * p->W, P = r->P;
+    int32_t *slots = r->v.slots + n * 2 * V, *later = r->v.later + n * 2 * P;
+    const int32_t *vox = r->v.vox + n * P;
+    const int32_t none = gs3d_no_point(P);
+    int64_t count = 0;
+    for (int64_t q = 0; q < P; q++)
+        if (vox[q] >= 0)
+            count = gradref__gs3d_slot_point(slots, later, count, none, vox[q],
+                                             (int32_t)(GS3D_STAGE_CHANNELS * gs3d_stage_row(q)));
+    return count;
 }
 
 /* The fast path's own loops are the portable kernels. */

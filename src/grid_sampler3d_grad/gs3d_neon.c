@@ -5,6 +5,8 @@
  * corner values are read lane by lane, and only its arithmetic is in vectors. */
 #include "gs3d_simd.h"
 
+#include "common/nan.h"
+
 #ifdef GRADREF__ARM64
 
 #  include <arm_neon.h>
@@ -253,10 +255,105 @@ static int64_t geometry16_neon(const gs3d_kargs *r, int64_t n, int64_t q0, int64
     return q - q0;
 }
 
+/* ---- nearest by the voxel index (gs3d_voxels), 4 lanes ---- */
+
+/* The 4x4 transpose: out[i] lane k = in[k] lane i. */
+static inline void transpose4x4(const float32x4_t in[4], float32x4_t out[4]) {
+    const float32x4_t t0 = vtrn1q_f32(in[0], in[1]), t1 = vtrn2q_f32(in[0], in[1]);
+    const float32x4_t t2 = vtrn1q_f32(in[2], in[3]), t3 = vtrn2q_f32(in[2], in[3]);
+    const float64x2_t u0 = vreinterpretq_f64_f32(t0), u1 = vreinterpretq_f64_f32(t1);
+    const float64x2_t u2 = vreinterpretq_f64_f32(t2), u3 = vreinterpretq_f64_f32(t3);
+    out[0] = vreinterpretq_f32_f64(vtrn1q_f64(u0, u2));
+    out[1] = vreinterpretq_f32_f64(vtrn1q_f64(u1, u3));
+    out[2] = vreinterpretq_f32_f64(vtrn2q_f64(u0, u2));
+    out[3] = vreinterpretq_f32_f64(vtrn2q_f64(u1, u3));
+}
+
+/* Whole blocks of 16 voxels from v (block b) while they fit in V, as four quarters of 4
+ * lanes; returns where they stop. */
+static int64_t voxel_blocks4(float *acc, int64_t as1, int cb, const float *stage,
+                             const int32_t *slots, const int32_t *over, const int32_t *start,
+                             int64_t v, int64_t b, int64_t V) {
+    static const uint32_t lane_of[4] = {0, 1, 2, 3};
+    const uint32x4_t lanes = vld1q_u32(lane_of);
+    const float32x4_t canon = vreinterpretq_f32_u32(vdupq_n_u32(GRADREF__CANON_NAN_F32));
+    for (; v + 16 <= V; v += 16, b++) {
+        float32x4_t out[4][4]; /* out[h][i]: channel i of voxels v + 4h .. v + 4h + 3 */
+        for (int h = 0; h < 4; h++) {
+            float32x4_t sum[4];
+            for (int k = 0; k < 4; k++) {
+                const int64_t u = v + 4 * h + k;
+                sum[k] =
+                    vaddq_f32(vld1q_f32(stage + slots[2 * u]), vld1q_f32(stage + slots[2 * u + 1]));
+            }
+            transpose4x4(sum, out[h]);
+        }
+        for (int32_t e = start[b]; e < start[b + 1]; e++) { /* in point order */
+            const int32_t lane = over[2 * e] - (int32_t)v;
+            const uint32x4_t on = vceqq_u32(lanes, vdupq_n_u32((uint32_t)(lane & 3)));
+            const float *row = stage + over[2 * e + 1];
+            float32x4_t *o = out[lane >> 2];
+            for (int i = 0; i < 4; i++)
+                o[i] = vbslq_f32(on, vaddq_f32(o[i], vdupq_n_f32(row[i])), o[i]);
+        }
+        for (int h = 0; h < 4; h++)
+            for (int i = 0; i < cb; i++) /* NaN as the canonical one */
+                vst1q_f32(acc + i * as1 + v + 4 * h,
+                          vbslq_f32(vceqq_f32(out[h][i], out[h][i]), out[h][i], canon));
+    }
+    return v;
+}
+
+/* stage: +0 + grad (dx starts at +0), point q at row gs3d_stage_row(q): 4 points of the four
+ * channels transposed, a row a store. */
+static void stage_points(const float *const g[GS3D_STAGE_CHANNELS], int64_t P, float *stage) {
+    const float32x4_t zero = vdupq_n_f32(0.0f);
+    int64_t q = 0;
+    for (; q + 4 <= P; q += 4) {
+        float32x4_t in[4], out[4];
+        for (int i = 0; i < 4; i++)
+            in[i] = vaddq_f32(zero, vld1q_f32(g[i] + q));
+        transpose4x4(in, out); /* out[k]: point q + k */
+        const int64_t base = (q & ~(int64_t)15) + (q & 15) / 4;
+        for (int k = 0; k < 4; k++)
+            vst1q_f32(stage + 4 * (base + 4 * k), out[k]);
+    }
+    for (; q < P; q++)
+        for (int i = 0; i < 4; i++)
+            stage[4 * gs3d_stage_row(q) + i] = 0.0f + g[i][q];
+}
+
+/* nearest_dx_voxels (gs3d_simd.h's AVX-512 and AVX2 ones): the same sums in the same order. */
+static void nearest_dx_voxels_neon(const gs3d_kargs *r, int64_t n, int64_t c0, float *stage) {
+    const gs3d_shape *p = &r->shape;
+    const int64_t V = p->D * p->H * p->W, P = r->P;
+    const int cb = p->C - c0 < GS3D_STAGE_CHANNELS ? (int)(p->C - c0) : GS3D_STAGE_CHANNELS;
+    const int64_t as1 = r->as[1];
+    float *acc = (float *)r->acc + n * r->as[0] + c0 * as1;
+    const float *g[GS3D_STAGE_CHANNELS];
+    for (int i = 0; i < GS3D_STAGE_CHANNELS; i++) /* a missing channel repeats the last: unused */
+        g[i] = (const float *)r->grad + n * r->gs[0] + (c0 + (i < cb ? i : cb - 1)) * r->gs[1];
+    stage_points(g, P, stage);
+    vst1q_f32(stage + gs3d_no_point(P), vdupq_n_f32(0.0f));
+    const int64_t lead = r->v.lead, blocks = gs3d_voxel_blocks(V, lead);
+    const int32_t *slots = r->v.slots + n * 2 * V, *over = r->v.over + n * 2 * P;
+    const int32_t *start = r->v.block_start + n * (blocks + 1);
+    const int64_t head = lead < V ? lead : V;
+    gradref__gs3d_voxels_one_by_one(acc, as1, cb, stage, slots, 0, head, over, start[0], start[1]);
+    const int64_t v = voxel_blocks4(acc, as1, cb, stage, slots, over, start, head, 1, V);
+    const int64_t b = gs3d_voxel_block(v, lead);
+    if (v < V)
+        gradref__gs3d_voxels_one_by_one(acc, as1, cb, stage, slots, v, V, over, start[b],
+                                        start[b + 1]);
+}
+
 const gradref__gs3d_kernels gradref__gs3d_kernels_neon = {
     .isa = "neon",
     .dgrid8 = dgrid8_neon,
     .geometry16 = geometry16_neon,
+    .voxel_slots = gradref__gs3d_voxel_slots_points,
+    .nearest_dx = gradref__gs3d_f32_nearest_dx_points,
+    .nearest_dx_voxels = nearest_dx_voxels_neon,
     .dx_plane = dx_plane_neon,
 };
 

@@ -168,6 +168,11 @@ void gradref__gs3d_voxels_one_by_one(float *acc, int64_t as1, int cb, const floa
                                      const int32_t *slots, int64_t u0, int64_t u1,
                                      const int32_t *over, int64_t e0, int64_t e1);
 
+/* nearest_dx and voxel_slots point by point, for the levels without scatter and conflict
+ * detection (gs3d_kernels.c; the AVX-512 ones below say what they compute). */
+void gradref__gs3d_f32_nearest_dx_points(const gs3d_kargs *r, int64_t n, int64_t c);
+int64_t gradref__gs3d_voxel_slots_points(const gs3d_kargs *r, int64_t n);
+
 /* dgrid of `count` consecutive points from q: out[k][j] is component k of point q + j
  * (gs3d_kernels.c, for the ISA files). */
 void gradref__gs3d_store_dgrid(const gs3d_kargs *r, int64_t n, int64_t q, int count,
@@ -208,11 +213,9 @@ int64_t gradref__gs3d_voxel_slots_avx512(const gs3d_kargs *r, int64_t n);
 void gradref__gs3d_f32_nearest_dx_voxels_avx512(const gs3d_kargs *r, int64_t n, int64_t c0,
                                                 float *stage);
 
-/* The AVX2 nearest kernels, as the AVX-512 ones above without scatter or conflict detection:
- * nearest_dx point by point; voxel_slots point by point; nearest_dx_voxels 8 voxels a vector
- * (each block of 16 in two halves), the same sums in the same order. */
-void gradref__gs3d_f32_nearest_dx_avx2(const gs3d_kargs *r, int64_t n, int64_t c);
-int64_t gradref__gs3d_voxel_slots_avx2(const gs3d_kargs *r, int64_t n);
+/* The AVX2 nearest_dx_voxels, as the AVX-512 one above without scatter or conflict
+ * detection: 8 voxels a vector (each block of 16 in two halves), the same sums in the same
+ * order. */
 void gradref__gs3d_f32_nearest_dx_voxels_avx2(const gs3d_kargs *r, int64_t n, int64_t c0,
                                               float *stage);
 
