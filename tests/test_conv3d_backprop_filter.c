@@ -32,14 +32,25 @@ static int64_t out_size(const geometry *g, int j) {
     return (g->I[j] + g->pb[j] + g->pe[j] - g->dil[j] * (g->K[j] - 1) - 1) / g->stride[j] + 1;
 }
 
-static void fill(const gradref_tensor *t, int small, tu_rng *r) {
+/* fill's values: uniform in [-1, 1], small integers, or mostly tiny (+-1e-30, +-0, now and then
+ * +-1) so that products underflow and sums end at zeros of either sign */
+enum { VALUES_UNIFORM = 0, VALUES_SMALL_INTS = 1, VALUES_TINY = 2 };
+
+static double value(int kind, tu_rng *r) {
+    if (kind == VALUES_SMALL_INTS) return (double)tu_range(r, -3, 3);
+    if (kind == VALUES_UNIFORM) return tu_uniform(r) * 2 - 1;
+    const int64_t u = tu_range(r, 0, 19);
+    return (tu_range(r, 0, 1) ? -1.0 : 1.0) * (u < 14 ? 1e-30 : u < 18 ? 0.0 : 1.0);
+}
+
+static void fill(const gradref_tensor *t, int kind, tu_rng *r) {
     int64_t i[5];
     for (i[0] = 0; i[0] < t->shape[0]; i[0]++)
         for (i[1] = 0; i[1] < t->shape[1]; i[1]++)
             for (i[2] = 0; i[2] < t->shape[2]; i[2]++)
                 for (i[3] = 0; i[3] < t->shape[3]; i[3]++)
                     for (i[4] = 0; i[4] < t->shape[4]; i[4]++)
-                        tu_put(t, i, small ? (double)tu_range(r, -3, 3) : tu_uniform(r) * 2 - 1);
+                        tu_put(t, i, value(kind, r));
 }
 
 /* data layouts 0 NCDHW, 1 NDHWC; dw layouts 0 NCDHW, 1 NDHWC, 2 DHWCN (through the formats) */
@@ -68,8 +79,8 @@ static void make_case(c3f_case *c, const geometry *g, int32_t in, int32_t out, i
     c->buf[0] = tu_make_tensor(&c->x, in, 5, xs, dp, NULL, &c->bytes[0], r);
     c->buf[1] = tu_make_tensor(&c->dy, in, 5, ys, dp, NULL, &c->bytes[1], r);
     c->buf[2] = tu_make_tensor(&c->dw, out, 5, ws, wp, NULL, &c->bytes[2], r);
-    fill(&c->x, 0, r);
-    fill(&c->dy, 0, r);
+    fill(&c->x, VALUES_UNIFORM, r);
+    fill(&c->dy, VALUES_UNIFORM, r);
 }
 
 static void free_case(c3f_case *c) {
@@ -141,7 +152,7 @@ static void check_adjoint(c3f_case *c, double tol) {
         shape[d] = w.shape[d];
     tu_rng r = tu_rng_make(55);
     void *wb = tu_make_tensor(&w, GRADREF_F64, 5, shape, NULL, NULL, NULL, &r);
-    fill(&w, 0, &r);
+    fill(&w, VALUES_UNIFORM, &r);
     double lhs = forward_dot(c, &w), rhs = dot_dw(c, &w);
     if (fabs(lhs - rhs) > tol * (1 + fabs(lhs)))
         fail_msg("<conv3d(x, w), dy> = %.17g but <w, dw> = %.17g", lhs, rhs);
@@ -341,6 +352,48 @@ static void test_threads_layouts_dtypes(void **state) {
         make_case(&c, &g, in[d], out[d], iter % 2, iter % 3, &r);
         check_fast_against_reference(&c, iter % 4 == 3 ? GRADREF_PRECISION_HIGH : 0);
         free_case(&c);
+    }
+}
+
+/* Signs of zero: taps in the padding add nothing, not even the +0 of 0 * dy that turns a -0 sum
+ * (an underflowed product) into +0. 1-D: x {0, 1e-30}, dy {-1e-30, 1}, kernel 2, end pad 1:
+ * dw[1] = fma(1e-30, -1e-30, +0) = -0 through the public call with and without a workspace;
+ * then random geometries of tiny values (F32, BF16, F16; DEFAULT and HF32) against the reference
+ * on every path, level and thread count. */
+static void test_signed_zeros(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(45);
+    const int64_t size[3] = {1, 1, 2}, kernel[3] = {1, 1, 2}, unit[3] = {1, 1, 1};
+    const int64_t pads[6] = {0, 0, 0, 0, 0, 1};
+    geometry g = geo(1, 1, 1, 1, size, kernel, unit, pads);
+    c3f_case c;
+    make_case(&c, &g, GRADREF_F32, GRADREF_F32, 0, 0, &r);
+    const float x[2] = {0.0f, 1e-30f}, dy[2] = {-1e-30f, 1.0f};
+    memcpy(c.x.data, x, sizeof x);
+    memcpy(c.dy.data, dy, sizeof dy);
+    for (int t = 1; t <= 2; t++)
+        for (int tiny = 0; tiny < 2; tiny++) { /* NULL (the fast path), then one byte */
+            char byte;
+            const gradref_exec e = {tiny ? &byte : NULL, (size_t)tiny, t,
+                                    GRADREF_PRECISION_DEFAULT};
+            memset(c.dw.data, 0x55, c.bytes[2]);
+            run_ok(&c, &e);
+            const float dw1 = ((const float *)c.dw.data)[1];
+            assert_true(dw1 == 0 && signbit(dw1));
+        }
+    free_case(&c);
+    static const int32_t in[3] = {GRADREF_F32, GRADREF_BF16, GRADREF_F16};
+    for (int iter = 0; iter < 36; iter++) {
+        g = random_geometry(&r);
+        c3f_case t;
+        make_case(&t, &g, in[iter % 3], iter % 6 == 1 ? GRADREF_BF16 : GRADREF_F32, iter % 2,
+                  iter % 3, &r);
+        fill(&t.x, VALUES_TINY, &r);
+        fill(&t.dy, VALUES_TINY, &r);
+        check_fast_against_reference(&t, iter % 4 == 0 && in[iter % 3] == GRADREF_F32
+                                             ? GRADREF_PRECISION_HF32
+                                             : GRADREF_PRECISION_DEFAULT);
+        free_case(&t);
     }
 }
 
@@ -1255,6 +1308,7 @@ int main(void) {
         cmocka_unit_test(test_threads_layouts_dtypes),
         cmocka_unit_test(test_counter),
         cmocka_unit_test(test_nan_bits),
+        cmocka_unit_test(test_signed_zeros),
         cmocka_unit_test(test_lone_nonfinite_dy),
         cmocka_unit_test(test_huge_strides_into_pads),
         cmocka_unit_test(test_padded_zeros),

@@ -579,14 +579,23 @@ static void ref_part(const void *plan, int64_t begin, int64_t end) {
 }
 
 gradref_status gradref__c3f_no_workspace(const gradref__c3f_plan *p, int threads) {
-    if (gradref__c3f_direct_fits(p))
+    if (gradref__c3f_direct_fits(p)) {
         gradref__c3f_direct(p, threads); /* the block GEMMs on the stack */
-    else
+        gradref__c3f_mend_signed_zeros(p, threads);
+    } else {
         gradref__parallel_ranges(p->G * p->Cout_g * p->Cin_g * taps_of(p), threads, ref_part, p);
+    }
     return GRADREF_OK;
 }
 
+static void fast_run(const gradref__c3f_plan *p, void *ws, int threads);
+
 void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
+    fast_run(p, ws, threads);
+    gradref__c3f_mend_signed_zeros(p, threads);
+}
+
+static void fast_run(const gradref__c3f_plan *p, void *ws, int threads) {
     const int64_t elements = p->G * p->Cout_g * p->Cin_g * taps_of(p);
     if (elements == 0) return;
     const layout L = layout_of(p, p->precision, threads);
