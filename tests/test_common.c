@@ -451,51 +451,65 @@ static void test_sgemm(void **state) {
     free(work_block);
 }
 
-/* The indirect AVX-512 kernel (when the CPU has it) against a plain fmaf loop, bit for bit:
- * every row count, a spread of column counts, rows of A gathered through pointers with unit
- * and strided channels. */
-static void test_sgemm_indirect(void **state) {
-    (void)state;
-#ifdef GRADREF__X86
-    if (gradref__isa_level() < GRADREF__ISA_AVX512) skip();
-    tu_rng r = tu_rng_make(46);
-    enum { ROWS = 40, WIDTH = 40, KMAX = 300 };
+/* One level's indirect kernel (rows 1 .. mr, cols 1 .. nr) against a plain fmaf loop, bit for
+ * bit: every row count, a spread of column counts, rows of A gathered through pointers with unit
+ * and strided channels, every fifth row NULL (skipped). What the kernel does not own stays. */
+static void check_sgemm_indirect(const gradref__sgemm_kernels *k, tu_rng *r) {
+    enum { ROWS = 40, WIDTH = 40, KMAX = 300, LDC = 40 };
+    const int mr = k->mr, nr = k->nr;
     float *x = malloc(sizeof(float) * ROWS * WIDTH), *b = malloc(sizeof(float) * KMAX * 32);
-    float c[14 * 40], want[14 * 40];
+    float c[14 * LDC], want[14 * LDC];
     const float *a_rows[KMAX];
     for (int i = 0; i < ROWS * WIDTH; i++)
-        x[i] = (float)(tu_uniform(&r) * 2 - 1);
+        x[i] = (float)(tu_uniform(r) * 2 - 1);
     for (int i = 0; i < KMAX * 32; i++)
-        b[i] = (float)(tu_uniform(&r) * 2 - 1);
-    static const int cols_list[] = {1, 7, 16, 17, 31, 32};
+        b[i] = (float)(tu_uniform(r) * 2 - 1);
+    const int cols_list[6] = {1, nr / 2 - 1, nr / 2, nr / 2 + 1, nr - 1, nr};
     static const int64_t k_list[] = {0, 1, 5, 256, 300};
-    for (int rows = 1; rows <= 14; rows++)
-        for (size_t ci = 0; ci < sizeof cols_list / sizeof *cols_list; ci++)
+    for (int rows = 1; rows <= mr; rows++)
+        for (int ci = 0; ci < 6; ci++)
             for (size_t ki = 0; ki < sizeof k_list / sizeof *k_list; ki++) {
                 const int cols = cols_list[ci];
                 const int64_t K = k_list[ki], cs = 1 + (int64_t)(ci % 2),
                               off = WIDTH - rows * cs - rows % 3;
-                for (int64_t k = 0; k < K; k++) /* every fifth row NULL (zeros) */
-                    a_rows[k] = k % 5 == 3 ? NULL : x + (int64_t)tu_range(&r, 0, ROWS - 1) * WIDTH;
-                for (int i = 0; i < 14 * 40; i++)
+                for (int64_t p = 0; p < K; p++)
+                    a_rows[p] = p % 5 == 3 ? NULL : x + (int64_t)tu_range(r, 0, ROWS - 1) * WIDTH;
+                for (int i = 0; i < 14 * LDC; i++)
                     c[i] = want[i] = -7.0f; /* what must stay */
                 for (int i = 0; i < rows; i++)
                     for (int j = 0; j < cols; j++) {
                         float v = 0.0f;
-                        for (int64_t k = 0; k < K; k++)
-                            v = fmaf(a_rows[k] ? a_rows[k][off + i * cs] : 0.0f, b[k * 32 + j], v);
-                        want[i * 40 + j] = v;
+                        for (int64_t p = 0; p < K; p++)
+                            if (a_rows[p]) v = fmaf(a_rows[p][off + i * cs], b[p * nr + j], v);
+                        want[i * LDC + j] = v;
                     }
-                gradref__sgemm_indirect_avx512(rows, cols, K, a_rows, off, cs, b, c, 40);
-                for (int i = 0; i < 14 * 40; i++)
+                k->indirect(rows, cols, K, a_rows, off, cs, b, c, LDC);
+                for (int i = 0; i < 14 * LDC; i++)
                     if (gradref__f32_bits(c[i]) != gradref__f32_bits(want[i]))
-                        fail_msg("rows %d cols %d K %lld: c[%d] = %.9g, want %.9g", rows, cols,
-                                 (long long)K, i, c[i], want[i]);
+                        fail_msg("%s rows %d cols %d K %lld: c[%d] = %.9g, want %.9g", k->isa, rows,
+                                 cols, (long long)K, i, c[i], want[i]);
             }
     free(x);
     free(b);
+}
+
+/* Every level's indirect kernel (AVX2 and AVX-512; the portable and NEON levels have none). */
+static void test_sgemm_indirect(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(46);
+    int checked = 0;
+    for (int level = 1; level <= gradref__isa_level(); level++) {
+        const gradref__sgemm_kernels *k = gradref__sgemm_kernels_for(level);
+        if (k == gradref__sgemm_kernels_for(level - 1) || !k->indirect) continue;
+        assert_true(k->mr <= 14 && k->nr <= 32);
+        check_sgemm_indirect(k, &r);
+        checked++;
+    }
+#ifdef GRADREF__X86 /* AVX2 and AVX-512 have one; NEON's packed kernel is faster (gemm_kernels.h)  \
+                     */
+    assert_int_equal(checked > 0, gradref__isa_level() > GRADREF__ISA_PORTABLE);
 #else
-    skip();
+    (void)checked;
 #endif
 }
 
