@@ -222,12 +222,12 @@ def filter_blocked(w, fmt, grouped, dot):
     return c(out if grouped else out[0])
 
 
-@pytest.mark.parametrize("fmt", ["NCHW4", "NHWCD4"])
-@pytest.mark.parametrize("kind", ["dense", "group", "chanwise"])
+# NCHW4 has no channel-wise filter layout: that pair is not a case
+@pytest.mark.parametrize("fmt, kind", [("NCHW4", "dense"), ("NCHW4", "group"),
+                                       ("NHWCD4", "dense"), ("NHWCD4", "group"),
+                                       ("NHWCD4", "chanwise")])
 @pytest.mark.parametrize("dt", ["float32", "int8", "qs8"])
 def test_megengine_blocked_formats(fmt, kind, dt):
-    if kind == "chanwise" and fmt == "NCHW4":
-        pytest.skip("NCHW4 has no channel-wise filter layout")
     rng = np.random.default_rng(len(fmt) * 7 + len(kind) + len(dt))
     g, ocpg, icpg = {"dense": (1, 8, 4), "group": (2, 4, 8), "chanwise": (8, 1, 1)}[kind]
     wshape = (g * ocpg, icpg, 3, 2) if kind == "dense" else (g, ocpg, icpg, 3, 2)
