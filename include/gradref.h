@@ -279,7 +279,8 @@ GRADREF_API gradref_status gradref_conv_pads_same(gradref_conv_params *p, int32_
  * floor((i + pad_begin + pad_end - dilation*(k-1) - 1) / stride) + 1 is diff's; positions no
  * tap reaches are 0. Dtypes: filter and diff F32, F64, F16 or BF16 with grad alike (or F32 for
  * F16/BF16: the f32 sums unrounded, which MegEngine has no call for; its FLOAT32 compute mode keeps
- * diff's dtype); or I8 x I8 -> I32 (exact, modulo 2^32). Any strides (NCHW, NHWC, ...), and
+ * diff's dtype); or I8 x I8 and I32 x I32 -> I32 (exact, modulo 2^32; I32 as TensorFlow's
+ * int32 Conv2DBackpropInput, by the reference loop). Any strides (NCHW, NHWC, ...), and
  * blocked descriptors (MegEngine's NCHW4, NHWCD4: the call stages them in plain copies, counted
  * in its workspace; the bits are those of the plain call).
  * Errors: NULL, DTYPE, RANK, SHAPE, PARAM, STRIDE, OVERFLOW, ALIAS, NO_MEMORY.

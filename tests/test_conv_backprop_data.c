@@ -1465,8 +1465,11 @@ static void int_sums_model(const cbd_case *c, int64_t *acc /* dense (N, IC, IH, 
                             for (int64_t ic = grp * g->ICpg; ic < (grp + 1) * g->ICpg; ic++) {
                                 const int64_t fi[4] = {oc, ic - grp * g->ICpg, fh, fw};
                                 const int64_t di[4] = {n, oc, oh, ow};
-                                acc[((n * IC + ic) * IH + ih) * IW + iw] +=
-                                    (int64_t)tu_get(&c->filter, fi) * (int64_t)tu_get(&c->diff, di);
+                                /* modulo 2^64: I32 products reach 2^62 */
+                                int64_t *a = &acc[((n * IC + ic) * IH + ih) * IW + iw];
+                                *a = (int64_t)((uint64_t)*a +
+                                               (uint64_t)((int64_t)tu_get(&c->filter, fi) *
+                                                          (int64_t)tu_get(&c->diff, di)));
                             }
                         }
 }
@@ -1474,6 +1477,49 @@ static void int_sums_model(const cbd_case *c, int64_t *acc /* dense (N, IC, IH, 
 /* gradref_conv_backprop_data_qs8 against the transcription: random scales and problems
  * (groups, strides, padding, dilation, NCHW and NHWC, sums past 2^24 where float rounds the
  * int32), 1 to 3 threads; then ties, saturation and every error, grad untouched. */
+/* I32 filter and diff (TensorFlow's CPU Conv2DBackpropInput takes int32): the exact sum modulo
+ * 2^32, which is int32 arithmetic that wraps in any order. Values over the whole int32 range, so
+ * products and sums wrap; NULL and 1-byte workspaces, 1 to 3 threads, against the model written
+ * here; the fast path and the no-workspace path against the reference; strict MegEngine refuses
+ * it. */
+static void test_int32_inputs(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(742);
+    static const int threads[] = TU_THREAD_COUNTS;
+    for (int iter = 0; iter < 4; iter++) {
+        geometry g = geo2(2, 3, 4, 5, 4, 3, 2, 1 + iter % 2, iter % 2, 1, 1 + iter / 2,
+                          GRADREF_CONV_CROSS_CORRELATION);
+        cbd_case c;
+        make_case(&c, &g, GRADREF_I32, GRADREF_I32, iter % 2 ? F_CHANNELS_LAST : F_DENSE,
+                  iter % 3 == 1 ? D_NHWC : D_NCHW, 0, &r); /* random int32 bits: any value */
+        const int64_t IC = g.G * g.ICpg, IH = c.grad.shape[2], IW = c.grad.shape[3];
+        int64_t *acc = malloc((size_t)(g.N * IC * IH * IW) * sizeof *acc);
+        int_sums_model(&c, acc);
+        static char one_byte[1];
+        for (int t = 0; t < 6; t++) {
+            const gradref_exec e = {t < 3 ? NULL : one_byte, t < 3 ? 0 : 1, threads[t % 3],
+                                    GRADREF_PRECISION_DEFAULT};
+            memset(c.buf[2], 0x5a, c.bytes[2]);
+            run_ok(&c, &e);
+            for (int64_t k = 0; k < g.N * IC * IH * IW; k++) {
+                const int64_t gi[4] = {k / (IC * IH * IW), k / (IH * IW) % IC, k / IW % IH, k % IW};
+                const int32_t got =
+                    *(const int32_t *)((const char *)c.grad.data + tu_offset(&c.grad, gi));
+                assert_int_equal(got, (int32_t)(uint32_t)(uint64_t)acc[k]);
+            }
+        }
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+        memset(c.buf[2], 0xee, c.bytes[2]); /* what the refused call must leave */
+        const gradref_exec strict = {NULL, 0, 1,
+                                     GRADREF_PRECISION_DEFAULT | GRADREF_STRICT_UPSTREAM};
+        expect_error(&c,
+                     gradref_conv_backprop_data(&c.params, &c.filter, &c.diff, &c.grad, &strict),
+                     GRADREF_ERR_DTYPE, "not Int32");
+        free(acc);
+        free_case(&c);
+    }
+}
+
 static void test_qs8(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(741);
@@ -1994,6 +2040,7 @@ int main(void) {
         cmocka_unit_test(test_megengine_lanes_edges),
         cmocka_unit_test(test_megengine_f16_rounding),
         cmocka_unit_test(test_qs8),
+        cmocka_unit_test(test_int32_inputs),
         cmocka_unit_test(test_int8_sum_bound),
         cmocka_unit_test(test_int8_parts),
         cmocka_unit_test(test_blocked_formats),

@@ -197,6 +197,31 @@ def test_tf_conv2d_backprop_input(padding, data_format, stride, dil, groups):
     np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
+@pytest.mark.parametrize("stride", [1, 2])
+def test_tf_conv2d_backprop_input_int32(stride):
+    """TF's CPU kernel takes int32 (P13): the sums wrap as int32 arithmetic does, which is the
+    exact sum modulo 2^32 in any order. The model: int64 products and sums (numpy wraps them
+    modulo 2^64), then the low 32 bits."""
+    rng = np.random.default_rng(13 + stride)
+    n, h, w, cin, cout, k = 2, 6, 7, 4, 5, 3
+    filt = rng.integers(-2**31, 2**31, size=(k, k, cin, cout), dtype=np.int64).astype(np.int32)
+    oh, ow = -(-h // stride), -(-w // stride)
+    pads = [_same(h, k, stride, 1), _same(w, k, stride, 1)]
+    dy = rng.integers(-2**31, 2**31, size=(n, oh, ow, cout), dtype=np.int64).astype(np.int32)
+    got = gradref.tf.conv2d_backprop_input([n, h, w, cin], filt, dy, [1, stride, stride, 1],
+                                           "SAME")
+    assert got.dtype == np.int32
+    acc = np.zeros((n, h + sum(pads[0]), w + sum(pads[1]), cin), np.int64)
+    with np.errstate(over="ignore"):
+        for kh in range(k):
+            for kw in range(k):
+                part = np.einsum("nhwo,io->nhwi", dy.astype(np.int64),
+                                 filt[kh, kw].astype(np.int64))
+                acc[:, kh:kh + stride * oh:stride, kw:kw + stride * ow:stride] += part
+    want = acc[:, pads[0][0]:pads[0][0] + h, pads[1][0]:pads[1][0] + w].astype(np.int32)
+    np.testing.assert_array_equal(got, want)
+
+
 def test_tf_conv3d_backprop_input_and_filter_v2():
     rng = np.random.default_rng(11)
     x_shape, k, s = [1, 5, 6, 4, 2], 3, 2

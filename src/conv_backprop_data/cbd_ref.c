@@ -6,9 +6,9 @@
  *
  * over the taps k that reach i, in ascending diff position o (lexicographic), and within a tap
  * over oc = 0..OCpg-1. F32/F16/BF16 use fmaf in f32 (F16/BF16 rounded once at the end); F64,
- * and GRADREF_PRECISION_HIGH, use fma in f64; I8 sums exactly in int64 and keeps the low 32
- * bits (requantised to QuantizedS8 for the _qs8 call). Taps whose position falls outside diff
- * are skipped. */
+ * and GRADREF_PRECISION_HIGH, use fma in f64; I8 and I32 sum exactly modulo 2^64 and keep the
+ * low 32 bits (two's complement int32 arithmetic in any order; requantised to QuantizedS8 for
+ * the _qs8 call). Taps whose position falls outside diff are skipped. */
 #include <math.h>
 
 #include "cbd_internal.h"
@@ -30,6 +30,7 @@ static int64_t diff_pos(const gradref__cbd_plan *p, int j, int64_t i, int64_t kp
 static double in_value(const gradref__cbd_plan *p, const char *base, int64_t off) {
     const char *e = base + (size_t)off * p->in_size;
     if (p->in_dtype == GRADREF_I8) return (double)*(const int8_t *)e;
+    if (p->in_dtype == GRADREF_I32) return (double)*(const int32_t *)e;
     return gradref__load_float(p->in_dtype, e);
 }
 
@@ -54,7 +55,7 @@ typedef struct sum {
     int integer, wide;
     float f32;
     double f64;
-    int64_t i64;
+    uint64_t u64; /* integers: the sum modulo 2^64 (I32 products reach 2^62) */
 } sum;
 
 /* The terms of one tap: filter at foff, diff at doff, over oc = 0..OCpg-1. */
@@ -62,25 +63,25 @@ static void add_tap(const gradref__cbd_plan *p, const char *fg, const char *dn, 
                     int64_t doff, sum *acc) {
     float f32 = acc->f32; /* in registers: the char loads below may alias *acc */
     double f64 = acc->f64;
-    int64_t i64 = acc->i64;
+    uint64_t u64 = acc->u64;
     for (int64_t oc = 0; oc < p->OCpg; oc++) {
         const double w = in_value(p, fg, foff + oc * p->fs[1]);
         const double d = in_value(p, dn, doff + oc * p->ds[2]);
         if (acc->integer)
-            i64 += (int64_t)w * (int64_t)d;
+            u64 += (uint64_t)((int64_t)w * (int64_t)d);
         else if (acc->wide)
             f64 = fma(w, d, f64);
         else
             f32 = fmaf((float)w, (float)d, f32);
     }
-    acc->f32 = f32, acc->f64 = f64, acc->i64 = i64;
+    acc->f32 = f32, acc->f64 = f64, acc->u64 = u64;
 }
 
 /* Grad element i of slab (fg, dn) into e: the chain over the taps reaching it, in ascending
  * diff position (the tap positions descending), then stored in grad's dtype. */
 static void grad_element(const gradref__cbd_plan *p, const char *fg, const char *dn,
                          const int64_t *i, char *e) {
-    sum acc = {p->in_dtype == GRADREF_I8,
+    sum acc = {p->in_dtype == GRADREF_I8 || p->in_dtype == GRADREF_I32,
                p->in_dtype == GRADREF_F64 || p->precision == GRADREF_PRECISION_HIGH, 0.0f, 0.0, 0};
     int64_t kp[3], o[3];
     for (kp[0] = p->K[0] - 1; kp[0] >= 0; kp[0]--) {
@@ -96,7 +97,7 @@ static void grad_element(const gradref__cbd_plan *p, const char *fg, const char 
             }
         }
     }
-    const int32_t low32 = (int32_t)(uint32_t)(uint64_t)acc.i64;
+    const int32_t low32 = (int32_t)(uint32_t)acc.u64;
     if (acc.integer && p->qs8)
         *(int8_t *)e = gradref__cbd_qs8_requantize(low32, p->qs8_acc_scale, p->qs8_grad_scale);
     else if (acc.integer)

@@ -38,11 +38,12 @@ static gradref_status check_dtypes(const gradref_tensor *filter, const gradref_t
     case GRADREF_F64: ok = out == in; break;
     case GRADREF_F16:
     case GRADREF_BF16: ok = out == in || out == GRADREF_F32; break;
-    case GRADREF_I8: ok = out == GRADREF_I32; break;
+    case GRADREF_I8:
+    case GRADREF_I32: ok = out == GRADREF_I32; break;
     default:
         return gradref__fail(GRADREF_ERR_DTYPE, OP,
-                             "filter.dtype is %s; conv_backprop_data takes F32, F64, F16, BF16 "
-                             "or I8",
+                             "filter.dtype is %s; conv_backprop_data takes F32, F64, F16, BF16, "
+                             "I8 or I32",
                              gradref__dtype_name(in));
     }
     if (!ok)
@@ -356,6 +357,10 @@ static gradref_status check_megengine(const gradref_conv_params *p, const gradre
     if (plan->in_dtype == GRADREF_F64)
         return gradref__fail(GRADREF_ERR_DTYPE, OP,
                              "strict MegEngine: F64; MegEngine has no float64");
+    if (plan->in_dtype == GRADREF_I32)
+        return gradref__fail(GRADREF_ERR_DTYPE, OP,
+                             "strict MegEngine: I32 filter and diff; its ConvolutionBackwardData "
+                             "takes Int8 (and QuantizedS8) but not Int32 inputs");
     if (!plan->qs8 && plan->in_dtype != GRADREF_I8 && plan->out_dtype != plan->in_dtype)
         return gradref__fail(GRADREF_ERR_DTYPE, OP,
                              "strict MegEngine: grad.dtype is %s but diff.dtype is %s; MegEngine's "

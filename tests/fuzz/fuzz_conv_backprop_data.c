@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* gradref_conv_backprop_data: 1-D to 3-D, groups (dense and grouped filters), stride,
- * dilation, pads, both modes, every dtype pairing including I8 -> I32; and
+ * dilation, pads, both modes, every dtype pairing including I8 and I32 -> I32; and
  * gradref_conv_backprop_data_qs8 (I8 -> I8 with scales, some of them invalid). */
 #include <string.h>
 
@@ -67,9 +67,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
         if (fz_one_in(&f, 32)) a.p.stride[j] = fz_one_in(&f, 2) ? 0 : INT64_MAX;
         if (fz_one_in(&f, 32)) a.p.pad[2 * j] = fz_one_in(&f, 2) ? -1 : INT64_MAX;
     }
-    static const int32_t in_types[6] = {GRADREF_F32,  GRADREF_F64, GRADREF_F16,
-                                        GRADREF_BF16, GRADREF_I8,  GRADREF_F32};
-    const int32_t in_dt = in_types[fz_range(&f, 0, 5)];
+    static const int32_t in_types[7] = {GRADREF_F32, GRADREF_F64, GRADREF_F16, GRADREF_BF16,
+                                        GRADREF_I8,  GRADREF_F32, GRADREF_I32};
+    const int32_t in_dt = in_types[fz_range(&f, 0, 6)];
     int32_t out_dt = in_dt == GRADREF_I8 ? GRADREF_I32 : in_dt;
     if ((in_dt == GRADREF_F16 || in_dt == GRADREF_BF16) && fz_one_in(&f, 2)) out_dt = GRADREF_F32;
     if (fz_one_in(&f, 20)) out_dt = (int32_t)fz_range(&f, 0, 6);
