@@ -122,12 +122,35 @@ def _backprop_input(r, input_sizes, filter, out_backprop, strides, padding, expl
             padding, " or EXPLICIT" if r == 2 else ""))
     explicit = _explicit_pads(pad, explicit_paddings, r, last)
     spatial = sizes[1:r + 1] if last else sizes[2:]
-    if _empty_windows(spatial, [f.shape[j] for j in range(r)], st, dl, pad, explicit, dy, last):
+    ks = [f.shape[j] for j in range(r)]
+    if _empty_windows(spatial, ks, st, dl, pad, explicit, dy, last):
         return _ops._zeros_result(dy, sizes, **kw)
+    _check_out_sizes(label, spatial, ks, st, dl, pad, explicit, dy, last)
     return _ops.conv_backprop_data(f, dy, "CROSS_CORRELATION", "GROUP",
                                    formats[0] if last else formats[1], st,
                                    pad if explicit is None else explicit, dl,
                                    grad_shape=spatial, **kw)
+
+
+def _check_out_sizes(label, spatial, ks, st, dl, pad, explicit, dy, last):
+    """TF's ConvBackpropExtractAndVerifyDimension (read in tensorflow core/kernels/
+    conv_grad_shape_utils.cc): out_backprop's spatial sizes must be those input_sizes, the filter,
+    strides, dilations and padding give (GetWindowedOutputSizeVerboseV2), with TF's message."""
+    dys = dy.shape[1:-1] if last else dy.shape[2:]
+    for j, (size, k, s, d) in enumerate(zip(spatial, ks, st, dl)):
+        k_eff = (k - 1) * d + 1
+        if pad == "SAME":
+            computed = (size + s - 1) // s
+        elif pad == "VALID":
+            computed = (size - k_eff + s) // s
+        else:
+            computed = (size + explicit[2 * j] + explicit[2 * j + 1] - k_eff + s) // s
+        if dys[j] != computed:
+            raise ValueError("gradref.tf: %s: Size of out_backprop doesn't match computed: "
+                             "actual = %d, computed = %d spatial_dim: %d input: %d filter: %d "
+                             "output: %d stride: %d dilation: %d"
+                             % (label, dys[j], computed, j + (1 if last else 2), size, k, dys[j],
+                                s, d))
 
 
 def _empty_windows(spatial, ks, st, dl, pad, explicit, dy, last):

@@ -33,6 +33,20 @@ def test_padded_zeros_in_the_dialects():
     assert np.isnan(tf_dw).all()
 
 
+def test_tf_out_backprop_size_message():
+    """P18: an out_backprop whose spatial size input_sizes does not give is TF's error, naming
+    input_sizes' terms (ConvBackpropExtractAndVerifyDimension), not the C layer's grad_shape."""
+    f = np.ones((3, 3, 4, 5), np.float32)
+    dy = np.ones((2, 6, 7, 5), np.float32)
+    with pytest.raises(ValueError, match="Size of out_backprop doesn't match computed: actual = "
+                                         "6, computed = 7 spatial_dim: 1 input: 9 filter: 3"):
+        gradref.tf.conv2d_backprop_input([2, 9, 7, 4], f, dy, [1] * 4, "VALID")
+    with pytest.raises(ValueError, match="actual = 6, computed = 3 spatial_dim: 2 input: 6"):
+        gradref.tf.conv2d_backprop_input([2, 4, 6, 7], np.ones((3, 3, 4, 5), np.float32),
+                                         np.ones((2, 5, 6, 7), np.float32), [1, 1, 2, 2], "SAME",
+                                         data_format="NCHW")
+
+
 def test_upstream_argument_rules():
     """Each dialect accepts what its upstream accepts and refuses what it refuses (the audit's
     P3-P9, P16, P17): TF's strides/dilations, input_sizes, explicit_paddings and empty windows;
