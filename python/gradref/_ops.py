@@ -211,8 +211,10 @@ def _outs(out, n):
 
 # ---------------------------------------------------------------- grid_sampler3d_grad
 
-_INTERP = {"bilinear": 0, "trilinear": 0, "nearest": 1}
-_PADDING = {"zeros": 0, "border": 1, "reflection": 2}
+_INTERP = {"bilinear": _lib.INTERP_BILINEAR, "trilinear": _lib.INTERP_BILINEAR,
+           "nearest": _lib.INTERP_NEAREST}
+_PADDING = {"zeros": _lib.PAD_ZEROS, "border": _lib.PAD_BORDER,
+            "reflection": _lib.PAD_REFLECTION}
 
 
 def grid_sampler3d_grad(grad_output, input, grid, interpolation_mode, padding_mode,
@@ -301,7 +303,8 @@ def recat_embedding_grad_output_mixed_D_batch(grad_output, dim_sum_per_rank,
 
 # ---------------------------------------------------------------- rope_grad
 
-_ROPE_MODES = {"atb": 0, "half": 1, "rotate_half": 1, "interleaved": 2}
+_ROPE_MODES = {"atb": _lib.ROPE_ATB, "half": _lib.ROPE_HALF, "rotate_half": _lib.ROPE_HALF,
+               "interleaved": _lib.ROPE_INTERLEAVED}
 
 
 def rope_grad(q_embed_grad, k_embed_grad, cos, sin, seq_len, mode="atb", *, head_dim=None,
@@ -343,7 +346,8 @@ def rope_grad(q_embed_grad, k_embed_grad, cos, sin, seq_len, mode="atb", *, head
 
 # ---------------------------------------------------------------- convolutions
 
-_CONV_MODES = {"cross_correlation": 0, "convolution": 1}
+_CONV_MODES = {"cross_correlation": _lib.CONV_CROSS_CORRELATION,
+               "convolution": _lib.CONV_CONVOLUTION}
 _CHANNELS_FIRST = {"ncw": 1, "nchw": 2, "ncdhw": 3}
 _CHANNELS_LAST = {"nwc": 1, "nhwc": 2, "ndhwc": 3}
 
@@ -527,8 +531,8 @@ def conv_backprop_data(filter, diff, mode="CROSS_CORRELATION", sparse="DENSE", f
 
 # MegEngine's channel-blocked formats: the C format codes, and where the logical (N, C, H, W)
 # sizes sit in the physical array (C given as its blocks)
-_BLOCKED = {"nchw4": (6, (0, 1, 2, 3)), "nhwcd4": (7, (0, 2, 1, 3))}
-_NHWCD4_DOT = 8
+_BLOCKED = {"nchw4": (_lib.FORMAT_NCHW4, (0, 1, 2, 3)),
+            "nhwcd4": (_lib.FORMAT_NHWCD4, (0, 2, 1, 3))}
 
 
 def _zeros_result(like, shape, *, out=None, out_dtype=None, dtype=None, **_):
@@ -579,7 +583,7 @@ def _blocked_filter_logical(fs, fmt, grouped, dot, name="filter"):
         if len(fs) != 5 or last != 4:
             bad("(OC, IC/4, FH, FW, 4)")
         return [fs[0], fs[1] * 4, fs[2], fs[3]], 6
-    code = _NHWCD4_DOT if dot else 7
+    code = _lib.FORMAT_NHWCD4_DOT if dot else _lib.FORMAT_NHWCD4
     if grouped and len(fs) == 5:  # channel-wise (G/4, 1, FH, FW, 4)
         if fs[1] != 1 or last != 4:
             bad("(G/4, 1, FH, FW, 4)")
@@ -761,7 +765,8 @@ def _flatten(values):
             yield v
 
 
-_FORMATS = {"nchw": 0, "nhwc": 1, "ncdhw": 2, "ndhwc": 3, "dhwcn": 4, "hwcn": 5}
+_FORMATS = {"nchw": _lib.FORMAT_NCHW, "nhwc": _lib.FORMAT_NHWC, "ncdhw": _lib.FORMAT_NCDHW,
+            "ndhwc": _lib.FORMAT_NDHWC, "dhwcn": _lib.FORMAT_DHWCN, "hwcn": _lib.FORMAT_HWCN}
 
 
 def conv3d_dw_transpose_needed(dw_format, din, cin, cout, core_count, shape_known=True):

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: Apache-2.0
 """The package's ctypes declarations against include/gradref.h: a C program built from the
-header prints every struct size and field offset, and each must equal the ctypes one."""
+header prints every struct size and field offset, and every enumerator and integer constant,
+and each must equal the ctypes declaration or the _lib constant of the same name."""
 import os
+import re
 import shutil
 import subprocess
 
@@ -20,6 +22,16 @@ def _compiler():
     return None
 
 
+def header_constants():
+    """Every enumerator of include/gradref.h and every #define of an integer there."""
+    with open(os.path.join(HEADER_DIR, "gradref.h")) as f:
+        text = f.read()
+    names = re.findall(r"^\s+(GRADREF_[A-Z0-9_]+) = ", text, re.M)
+    names += re.findall(r"^#define (GRADREF_[A-Z0-9_]+) (?:0x)?[0-9]+\s*$", text, re.M)
+    assert len(names) > 40, names  # the regexes still find the header's constants
+    return names
+
+
 def test_struct_layouts_match_the_header(tmp_path):
     cc = _compiler()
     if cc is None:
@@ -31,9 +43,8 @@ def test_struct_layouts_match_the_header(tmp_path):
         for field, _ in struct._fields_:
             lines.append('printf("%s %s %%zu\\n", offsetof(%s, %s));'
                          % (cname, field, cname, field))
-    for name in ("GRADREF_MAX_DIMS", "GRADREF_F32", "GRADREF_BF16", "GRADREF_I64",
-                 "GRADREF_ERR_WORKSPACE", "GRADREF_PRECISION_HIGH", "GRADREF_FORMAT_HWCN",
-                 "GRADREF_STRICT_UPSTREAM", "GRADREF_PADDED_ZEROS"):
+    constants = header_constants()
+    for name in constants:
         lines.append('printf("%s value %%d\\n", (int)%s);' % (name, name))
     lines.append("return 0; }")
     src = tmp_path / "layout.c"
@@ -45,21 +56,18 @@ def test_struct_layouts_match_the_header(tmp_path):
     for line in out.splitlines():
         name, what, value = line.split()
         value = int(value)
-        if what == "value":
-            want = {"GRADREF_MAX_DIMS": _lib.MAX_DIMS, "GRADREF_F32": _lib.F32,
-                    "GRADREF_BF16": _lib.BF16, "GRADREF_I64": _lib.I64,
-                    "GRADREF_ERR_WORKSPACE": len(_lib.STATUS_NAMES) - 1,
-                    "GRADREF_PRECISION_HIGH": _lib.PRECISION_HIGH,
-                    "GRADREF_FORMAT_HWCN": _lib.FORMAT_HWCN,
-                    "GRADREF_STRICT_UPSTREAM": _lib.STRICT_UPSTREAM,
-                    "GRADREF_PADDED_ZEROS": _lib.PADDED_ZEROS}[name]
+        if what == "value":  # GRADREF_X is _lib.X; a status is also its STATUS_NAMES index
+            want = getattr(_lib, name[len("GRADREF_"):], None)
+            assert want is not None, "%s is not declared in gradref/_lib.py" % name
+            if name.startswith("GRADREF_ERR_") or name == "GRADREF_OK":
+                assert _lib.STATUS_NAMES[value] == name
         elif what == "size":
             want = _lib.ctypes.sizeof(_lib.STRUCTS[name])
         else:
             want = getattr(_lib.STRUCTS[name], what).offset
         assert value == want, "%s %s: C says %d, ctypes %d" % (name, what, value, want)
         seen += 1
-    assert seen == sum(len(s._fields_) + 1 for s in _lib.STRUCTS.values()) + 9
+    assert seen == sum(len(s._fields_) + 1 for s in _lib.STRUCTS.values()) + len(constants)
 
 
 def test_every_declared_function_is_in_the_header():
