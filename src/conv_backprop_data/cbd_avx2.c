@@ -390,6 +390,46 @@ void gradref__cbd_f32_tile32_avx2(const float *image, int64_t channel_stride, in
                                  c + 16 * h, ldc, cols, load);
 }
 
+/* The two 16-lane masks per tap of a tile (gradref__cbd_kernels' tile32_masks), 8 lanes a
+ * compare: each lane's sub-grid coordinates once, then per tap and dim an add and two compares
+ * (the coordinates and shifts fit int32, as the AVX-512 kernel takes them). */
+static void tile32_masks_avx2(const int64_t *tap, int64_t ntaps, const int64_t *Q, const int64_t *O,
+                              int64_t j0, int64_t cols, uint16_t *masks) {
+    int32_t q[3][32];
+    int64_t q2 = j0 % Q[2], q1 = j0 / Q[2] % Q[1], q0 = j0 / (Q[2] * Q[1]);
+    for (int l = 0; l < 32; l++) {
+        q[0][l] = (int32_t)q0, q[1][l] = (int32_t)q1, q[2][l] = (int32_t)q2;
+        if (++q2 == Q[2]) {
+            q2 = 0;
+            if (++q1 == Q[1]) q1 = 0, q0++;
+        }
+    }
+    __m256i qv[3][4];
+    for (int d = 0; d < 3; d++)
+        for (int v = 0; v < 4; v++)
+            qv[d][v] = _mm256_loadu_si256((const __m256i *)(const void *)(q[d] + 8 * v));
+    const uint32_t live = cols >= 32 ? 0xffffffffu : (1u << cols) - 1u;
+    const __m256i minus1 = _mm256_set1_epi32(-1);
+    for (int64_t t = 0; t < ntaps; t++) {
+        uint32_t m = 0;
+        for (int v = 0; v < 4; v++) {
+            __m256i in = minus1;
+            for (int d = 0; d < 3; d++) {
+                const __m256i o =
+                    _mm256_add_epi32(qv[d][v], _mm256_set1_epi32((int32_t)tap[4 * t + 1 + d]));
+                in = _mm256_and_si256(
+                    in,
+                    _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), o),
+                                        _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)O[d]), o)));
+            }
+            m |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(in)) << (8 * v);
+        }
+        m &= live;
+        masks[2 * t] = (uint16_t)(m & 0xffffu);
+        masks[2 * t + 1] = (uint16_t)(m >> 16);
+    }
+}
+
 void gradref__cbd_f32_pack_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
                                        const int64_t *offset, const uint16_t *masks, int64_t ntaps,
                                        float *dst) {
@@ -491,7 +531,7 @@ const gradref__cbd_kernels gradref__cbd_kernels_avx2 = {
     .tile_rows = GRADREF__CBD_TILE_ROWS_AVX2,
     .tile32 = gradref__cbd_f32_tile32_avx2,
     .pack_tile32 = gradref__cbd_f32_pack_tile32_avx2,
-    .tile32_masks = gradref__cbd_tile32_masks,
+    .tile32_masks = tile32_masks_avx2,
     .scatter2 = gradref__cbd_f32_scatter2_avx2,
     .qs8_row = gradref__cbd_qs8_row_avx2,
     .megengine_row = megengine_row_avx2,

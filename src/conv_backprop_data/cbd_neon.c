@@ -315,6 +315,44 @@ static void tile32_neon(const float *image, int64_t channel_stride, int64_t ocpg
                    cols, load);
 }
 
+/* The two 16-lane masks per tap of a tile (tile32_masks), 4 lanes a compare: each lane's
+ * sub-grid coordinates once, then per tap and dim an add and two compares (the coordinates and
+ * shifts fit int32, as the x86 kernels take them). */
+static void tile32_masks_neon(const int64_t *tap, int64_t ntaps, const int64_t *Q, const int64_t *O,
+                              int64_t j0, int64_t cols, uint16_t *masks) {
+    int32_t q[3][32];
+    int64_t q2 = j0 % Q[2], q1 = j0 / Q[2] % Q[1], q0 = j0 / (Q[2] * Q[1]);
+    for (int l = 0; l < 32; l++) {
+        q[0][l] = (int32_t)q0, q[1][l] = (int32_t)q1, q[2][l] = (int32_t)q2;
+        if (++q2 == Q[2]) {
+            q2 = 0;
+            if (++q1 == Q[1]) q1 = 0, q0++;
+        }
+    }
+    static const uint32_t bit_of[4] = {1, 2, 4, 8};
+    const uint32x4_t bits = vld1q_u32(bit_of);
+    const uint32_t live = cols >= 32 ? 0xffffffffu : (1u << cols) - 1u;
+    for (int64_t t = 0; t < ntaps; t++) {
+        int32x4_t shift[3], limit[3];
+        for (int d = 0; d < 3; d++) {
+            shift[d] = vdupq_n_s32((int32_t)tap[4 * t + 1 + d]);
+            limit[d] = vdupq_n_s32((int32_t)O[d]);
+        }
+        uint32_t m = 0;
+        for (int v = 0; v < 8; v++) {
+            uint32x4_t in = vdupq_n_u32(~0u);
+            for (int d = 0; d < 3; d++) {
+                const int32x4_t o = vaddq_s32(vld1q_s32(q[d] + 4 * v), shift[d]);
+                in = vandq_u32(in, vandq_u32(vcgeq_s32(o, vdupq_n_s32(0)), vcltq_s32(o, limit[d])));
+            }
+            m |= vaddvq_u32(vandq_u32(in, bits)) << (4 * v);
+        }
+        m &= live;
+        masks[2 * t] = (uint16_t)(m & 0xffffu);
+        masks[2 * t + 1] = (uint16_t)(m >> 16);
+    }
+}
+
 static void pack_tile32_neon(const float *image, int64_t channel_stride, int64_t ocpg,
                              const int64_t *offset, const uint16_t *masks, int64_t ntaps,
                              float *dst) {
@@ -385,7 +423,7 @@ const gradref__cbd_kernels gradref__cbd_kernels_neon = {
     .tile_rows = GRADREF__CBD_TILE_ROWS_NEON,
     .tile32 = tile32_neon,
     .pack_tile32 = pack_tile32_neon,
-    .tile32_masks = gradref__cbd_tile32_masks,
+    .tile32_masks = tile32_masks_neon,
     .scatter2 = scatter2_neon,
     .qs8_row = qs8_row_neon,
     .megengine_row = megengine_row_neon,
