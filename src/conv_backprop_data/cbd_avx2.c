@@ -333,7 +333,15 @@ half_body(int inside, int R, int h, const float *image, int64_t channel_stride, 
         const __m256i k0 = lanes8(m & 0xffu), k1 = lanes8(m >> 8);
         const float *src = image + offset[t] + 16 * h;
         const float *w = a + t * ocpg * 6;
-        if (inside == 2 || (inside && m == 0xffffu)) { /* every lane inside: plain loads */
+        if (inside == 2) { /* a packed tile (contiguous rows): four channels an iteration */
+#  pragma GCC unroll 4
+            for (int64_t oc = 0; oc < ocpg; oc++, src += channel_stride, w += 6) {
+                const __m256 b0 = _mm256_loadu_ps(src), b1 = _mm256_loadu_ps(src + 8);
+                HALF_FMA(0) HALF_FMA(1) HALF_FMA(2) HALF_FMA(3) HALF_FMA(4) HALF_FMA(5)
+            }
+            continue;
+        }
+        if (inside && m == 0xffffu) { /* every lane inside: plain loads */
             for (int64_t oc = 0; oc < ocpg; oc++, src += channel_stride, w += 6) {
                 const __m256 b0 = _mm256_loadu_ps(src), b1 = _mm256_loadu_ps(src + 8);
                 HALF_FMA(0) HALF_FMA(1) HALF_FMA(2) HALF_FMA(3) HALF_FMA(4) HALF_FMA(5)
