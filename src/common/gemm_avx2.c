@@ -28,8 +28,10 @@
 
 static void kernel_avx2(int64_t k, const float *a, const float *b, float *c, int64_t ldc,
                         int load) {
-    ACC_INIT(0)
-    ACC_INIT(1) ACC_INIT(2) ACC_INIT(3) ACC_INIT(4) ACC_INIT(5) for (int64_t p = 0; p < k; p++) {
+    ACC_INIT(0) ACC_INIT(1) ACC_INIT(2) ACC_INIT(3) ACC_INIT(4) ACC_INIT(5);
+    /* four steps an iteration: the loop's own instructions stay off the FMA ports' way */
+#  pragma GCC unroll 4
+    for (int64_t p = 0; p < k; p++) {
         const __m256 b0 = _mm256_loadu_ps(b + p * 16), b1 = _mm256_loadu_ps(b + p * 16 + 8);
         ACC_STEP(0) ACC_STEP(1) ACC_STEP(2) ACC_STEP(3) ACC_STEP(4) ACC_STEP(5)
     }
@@ -54,6 +56,7 @@ indirect_body(int R, int V, int64_t k, const float *const *a_rows, int64_t a_off
               const float *b, float *c, int64_t ldc, __m256i m0, __m256i m1) {
     __m256 c0a = _mm256_setzero_ps(), c0b = c0a, c1a = c0a, c1b = c0a, c2a = c0a, c2b = c0a;
     __m256 c3a = c0a, c3b = c0a, c4a = c0a, c4b = c0a, c5a = c0a, c5b = c0a;
+#  pragma GCC unroll 4
     for (int64_t p = 0; p < k; p++) {
         if (a_rows[p] == NULL) continue;
         const float *a = a_rows[p] + a_off;
