@@ -575,18 +575,10 @@ voxel_blocks(float *acc, int64_t as1, const int cb, const int stream, const floa
     return v;
 }
 
-void gradref__gs3d_f32_nearest_dx_voxels_avx512(const gs3d_kargs *r, int64_t n, int64_t c0,
-                                                float *stage) {
-    const gs3d_shape *p = &r->shape;
-    const int64_t V = p->D * p->H * p->W, P = r->P;
-    const int cb = p->C - c0 < GS3D_STAGE_CHANNELS ? (int)(p->C - c0) : GS3D_STAGE_CHANNELS;
-    const int64_t as1 = r->as[1];
-    float *acc = (float *)r->acc + n * r->as[0] + c0 * as1;
-    const float *g[GS3D_STAGE_CHANNELS];
-    for (int i = 0; i < GS3D_STAGE_CHANNELS; i++) /* a missing channel repeats the last: unused */
-        g[i] = (const float *)r->grad + n * r->gs[0] + (c0 + (i < cb ? i : cb - 1)) * r->gs[1];
+/* stage: +0 + grad (dx starts at +0), point q at row gs3d_stage_row(q): 16 points of the four
+ * channels transposed within 128-bit lanes. */
+static void stage_rows16(const float *const g[GS3D_STAGE_CHANNELS], int64_t P, float *stage) {
     const __m512 zero = _mm512_setzero_ps();
-    /* stage: +0 + grad (dx starts at +0), point q at row gs3d_stage_row(q) */
     for (int64_t q = 0; q < P; q += 16) {
         const __mmask16 m = P - q >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << (P - q)) - 1u);
         __m512 in[4], out[4];
@@ -596,28 +588,24 @@ void gradref__gs3d_f32_nearest_dx_voxels_avx512(const gs3d_kargs *r, int64_t n, 
         for (int k = 0; k < 4; k++)
             _mm512_storeu_ps(stage + 4 * q + 16 * k, out[k]);
     }
-    _mm_storeu_ps(stage + gs3d_no_point(P), _mm_setzero_ps());
+}
 
-    /* each voxel: its first staged row + its second (the zero row when it has none), then its
-     * later points in point order (a staged +0 + g adds as g does: a sum of two or more points
-     * is never -0). Blocks of 16 voxels start at r->v.lead, where dx's lines do. */
-    const int64_t lead = r->v.lead, blocks = gs3d_voxel_blocks(V, lead);
-    const int32_t *slots = r->v.slots + n * 2 * V, *over = r->v.over + n * 2 * P;
-    const int32_t *start = r->v.block_start + n * (blocks + 1);
-    const int64_t head = lead < V ? lead : V;
-    gradref__gs3d_voxels_one_by_one(acc, as1, cb, stage, slots, 0, head, over, start[0], start[1]);
-    int64_t v;
-    if (cb == 4 && r->v.stream)
-        v = voxel_blocks(acc, as1, 4, 1, stage, slots, over, start, head, 1, V);
-    else if (cb == 4)
-        v = voxel_blocks(acc, as1, 4, 0, stage, slots, over, start, head, 1, V);
+/* The blocks at 16 lanes, the four-channel cases with constant cb and stream. */
+static int64_t block_pass16(const gs3d_voxel_frame *f, int64_t v, int64_t b, int64_t V) {
+    if (f->cb == 4 && f->stream)
+        v = voxel_blocks(f->acc, f->as1, 4, 1, f->stage, f->slots, f->over, f->start, v, b, V);
+    else if (f->cb == 4)
+        v = voxel_blocks(f->acc, f->as1, 4, 0, f->stage, f->slots, f->over, f->start, v, b, V);
     else
-        v = voxel_blocks(acc, as1, cb, r->v.stream, stage, slots, over, start, head, 1, V);
-    const int64_t b = gs3d_voxel_block(v, lead);
-    if (v < V)
-        gradref__gs3d_voxels_one_by_one(acc, as1, cb, stage, slots, v, V, over, start[b],
-                                        start[b + 1]);
-    if (r->v.stream) _mm_sfence(); /* the streamed stores are seen before the region ends */
+        v = voxel_blocks(f->acc, f->as1, f->cb, f->stream, f->stage, f->slots, f->over, f->start, v,
+                         b, V);
+    if (f->stream) _mm_sfence(); /* the streamed stores are seen before the region ends */
+    return v;
+}
+
+void gradref__gs3d_f32_nearest_dx_voxels_avx512(const gs3d_kargs *r, int64_t n, int64_t c0,
+                                                float *stage) {
+    gradref__gs3d_nearest_dx_voxels(r, n, c0, stage, stage_rows16, block_pass16);
 }
 
 /* a[c] += w * g[c] (or a[c] += g[c]) for c < C, 16 lanes, the tail masked. */

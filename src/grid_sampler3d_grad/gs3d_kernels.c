@@ -84,6 +84,37 @@ int64_t gradref__gs3d_voxel_slots_points(const gs3d_kargs *r, int64_t n) {
     return count;
 }
 
+void gradref__gs3d_nearest_dx_voxels(const gs3d_kargs *r, int64_t n, int64_t c0, float *stage,
+                                     gs3d_stage_rows stage_rows, gs3d_block_pass blocks) {
+    const gs3d_shape *p = &r->shape;
+    const int64_t V = p->D * p->H * p->W, P = r->P;
+    const int cb = p->C - c0 < GS3D_STAGE_CHANNELS ? (int)(p->C - c0) : GS3D_STAGE_CHANNELS;
+    const float *g[GS3D_STAGE_CHANNELS];
+    for (int i = 0; i < GS3D_STAGE_CHANNELS; i++) /* a missing channel repeats the last: unused */
+        g[i] = (const float *)r->grad + n * r->gs[0] + (c0 + (i < cb ? i : cb - 1)) * r->gs[1];
+    stage_rows(g, P, stage);
+    memset(stage + gs3d_no_point(P), 0, GS3D_STAGE_CHANNELS * sizeof *stage);
+    /* each voxel: its first staged row + its second (the zero row when it has none), then its
+     * later points in point order (a staged +0 + g adds as g does: a sum of two or more points
+     * is never -0). Blocks of 16 voxels start at r->v.lead, where dx's lines do. */
+    const int64_t lead = r->v.lead, nblocks = gs3d_voxel_blocks(V, lead);
+    const gs3d_voxel_frame f = {(float *)r->acc + n * r->as[0] + c0 * r->as[1],
+                                r->as[1],
+                                cb,
+                                r->v.stream,
+                                stage,
+                                r->v.slots + n * 2 * V,
+                                r->v.over + n * 2 * P,
+                                r->v.block_start + n * (nblocks + 1)};
+    const int64_t head = lead < V ? lead : V;
+    gradref__gs3d_voxels_one_by_one(f.acc, f.as1, cb, stage, f.slots, 0, head, f.over, f.start[0],
+                                    f.start[1]);
+    const int64_t v = blocks(&f, head, 1, V), b = gs3d_voxel_block(v, lead);
+    if (v < V)
+        gradref__gs3d_voxels_one_by_one(f.acc, f.as1, cb, stage, f.slots, v, V, f.over, f.start[b],
+                                        f.start[b + 1]);
+}
+
 /* The fast path's own loops are the portable kernels. */
 static const gradref__gs3d_kernels portable = {.isa = "portable"};
 

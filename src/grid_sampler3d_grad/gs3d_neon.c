@@ -323,28 +323,13 @@ static void stage_points(const float *const g[GS3D_STAGE_CHANNELS], int64_t P, f
             stage[4 * gs3d_stage_row(q) + i] = 0.0f + g[i][q];
 }
 
+static int64_t block_pass4(const gs3d_voxel_frame *f, int64_t v, int64_t b, int64_t V) {
+    return voxel_blocks4(f->acc, f->as1, f->cb, f->stage, f->slots, f->over, f->start, v, b, V);
+}
+
 /* nearest_dx_voxels (gs3d_simd.h's AVX-512 and AVX2 ones): the same sums in the same order. */
 static void nearest_dx_voxels_neon(const gs3d_kargs *r, int64_t n, int64_t c0, float *stage) {
-    const gs3d_shape *p = &r->shape;
-    const int64_t V = p->D * p->H * p->W, P = r->P;
-    const int cb = p->C - c0 < GS3D_STAGE_CHANNELS ? (int)(p->C - c0) : GS3D_STAGE_CHANNELS;
-    const int64_t as1 = r->as[1];
-    float *acc = (float *)r->acc + n * r->as[0] + c0 * as1;
-    const float *g[GS3D_STAGE_CHANNELS];
-    for (int i = 0; i < GS3D_STAGE_CHANNELS; i++) /* a missing channel repeats the last: unused */
-        g[i] = (const float *)r->grad + n * r->gs[0] + (c0 + (i < cb ? i : cb - 1)) * r->gs[1];
-    stage_points(g, P, stage);
-    vst1q_f32(stage + gs3d_no_point(P), vdupq_n_f32(0.0f));
-    const int64_t lead = r->v.lead, blocks = gs3d_voxel_blocks(V, lead);
-    const int32_t *slots = r->v.slots + n * 2 * V, *over = r->v.over + n * 2 * P;
-    const int32_t *start = r->v.block_start + n * (blocks + 1);
-    const int64_t head = lead < V ? lead : V;
-    gradref__gs3d_voxels_one_by_one(acc, as1, cb, stage, slots, 0, head, over, start[0], start[1]);
-    const int64_t v = voxel_blocks4(acc, as1, cb, stage, slots, over, start, head, 1, V);
-    const int64_t b = gs3d_voxel_block(v, lead);
-    if (v < V)
-        gradref__gs3d_voxels_one_by_one(acc, as1, cb, stage, slots, v, V, over, start[b],
-                                        start[b + 1]);
+    gradref__gs3d_nearest_dx_voxels(r, n, c0, stage, stage_points, block_pass4);
 }
 
 const gradref__gs3d_kernels gradref__gs3d_kernels_neon = {

@@ -168,6 +168,28 @@ void gradref__gs3d_voxels_one_by_one(float *acc, int64_t as1, int cb, const floa
                                      const int32_t *slots, int64_t u0, int64_t u1,
                                      const int32_t *over, int64_t e0, int64_t e1);
 
+/* What a level's nearest_dx_voxels kernel supplies to the shared frame
+ * (gradref__gs3d_nearest_dx_voxels): the staging of the grad rows (point q of the four channels
+ * g[] at stage row gs3d_stage_row(q), each value +0 + g), and the blocks of 16 voxels from v
+ * (block b) while they fit in V, returning where they stop; a level that streams its stores
+ * fences them before it returns. */
+typedef struct gs3d_voxel_frame {
+    float *acc; /* channel c0's dx plane; the others as1 apart */
+    int64_t as1;
+    int cb;     /* channels of the call (1 .. GS3D_STAGE_CHANNELS) */
+    int stream; /* dx's lines allow streaming stores */
+    const float *stage;
+    const int32_t *slots, *over, *start; /* image n's voxel index (gs3d_voxels) */
+} gs3d_voxel_frame;
+typedef void (*gs3d_stage_rows)(const float *const g[GS3D_STAGE_CHANNELS], int64_t P, float *stage);
+typedef int64_t (*gs3d_block_pass)(const gs3d_voxel_frame *f, int64_t v, int64_t b, int64_t V);
+
+/* nearest_dx_voxels for channels [c0, c0 + GS3D_STAGE_CHANNELS) of image n, a level's staging
+ * and blocks inside the common frame (gs3d_kernels.c): the grad rows staged, the zero row, the
+ * voxels before r->v.lead and past the last whole block one by one, the blocks between. */
+void gradref__gs3d_nearest_dx_voxels(const gs3d_kargs *r, int64_t n, int64_t c0, float *stage,
+                                     gs3d_stage_rows stage_rows, gs3d_block_pass blocks);
+
 /* nearest_dx and voxel_slots point by point, for the levels without scatter and conflict
  * detection (gs3d_kernels.c; the AVX-512 ones below say what they compute). */
 void gradref__gs3d_f32_nearest_dx_points(const gs3d_kargs *r, int64_t n, int64_t c);
