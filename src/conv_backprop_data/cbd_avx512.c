@@ -279,14 +279,7 @@ void gradref__cbd_f32_dw_plane3x3_avx512(const gradref__cbd_dw_shape *p, const f
 /* Pixel coordinates of flat sub-grid indices j0 .. j0 + 31 as 16-lane vectors. */
 static void lane_coords(int64_t j0, const int64_t *Q, __m512i qv[3][2]) {
     int32_t q[3][32];
-    int64_t q2 = j0 % Q[2], q1 = j0 / Q[2] % Q[1], q0 = j0 / (Q[2] * Q[1]);
-    for (int l = 0; l < 32; l++) {
-        q[0][l] = (int32_t)q0, q[1][l] = (int32_t)q1, q[2][l] = (int32_t)q2;
-        if (++q2 == Q[2]) {
-            q2 = 0;
-            if (++q1 == Q[1]) q1 = 0, q0++;
-        }
-    }
+    gradref__cbd_lane_coords(j0, Q, q);
     for (int d = 0; d < 3; d++)
         for (int h = 0; h < 2; h++)
             qv[d][h] = _mm512_loadu_si512((const void *)(q[d] + 16 * h));

@@ -321,14 +321,7 @@ static void tile32_neon(const float *image, int64_t channel_stride, int64_t ocpg
 static void tile32_masks_neon(const int64_t *tap, int64_t ntaps, const int64_t *Q, const int64_t *O,
                               int64_t j0, int64_t cols, uint16_t *masks) {
     int32_t q[3][32];
-    int64_t q2 = j0 % Q[2], q1 = j0 / Q[2] % Q[1], q0 = j0 / (Q[2] * Q[1]);
-    for (int l = 0; l < 32; l++) {
-        q[0][l] = (int32_t)q0, q[1][l] = (int32_t)q1, q[2][l] = (int32_t)q2;
-        if (++q2 == Q[2]) {
-            q2 = 0;
-            if (++q1 == Q[1]) q1 = 0, q0++;
-        }
-    }
+    gradref__cbd_lane_coords(j0, Q, q);
     static const uint32_t bit_of[4] = {1, 2, 4, 8};
     const uint32x4_t bits = vld1q_u32(bit_of);
     const uint32_t live = cols >= 32 ? 0xffffffffu : (1u << cols) - 1u;

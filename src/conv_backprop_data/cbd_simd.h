@@ -77,6 +77,19 @@ typedef struct gradref__cbd_me_row {
     int64_t out_step;
 } gradref__cbd_me_row;
 
+/* The sub-grid coordinates (q0, q1, q2) of the 32 pixels from j0 of a sub-grid of sizes Q, for
+ * the ISA bodies of tile32_masks (which take them as int32: the sizes fit). */
+static inline void gradref__cbd_lane_coords(int64_t j0, const int64_t *Q, int32_t q[3][32]) {
+    int64_t q2 = j0 % Q[2], q1 = j0 / Q[2] % Q[1], q0 = j0 / (Q[2] * Q[1]);
+    for (int l = 0; l < 32; l++) {
+        q[0][l] = (int32_t)q0, q[1][l] = (int32_t)q1, q[2][l] = (int32_t)q2;
+        if (++q2 == Q[2]) {
+            q2 = 0;
+            if (++q1 == Q[1]) q1 = 0, q0++;
+        }
+    }
+}
+
 /* The kernels of one ISA, picked once per call. Depthwise (f32, stride 1): one grad row from
  * the nrows diff rows its row taps reach (rows, with the stored row-tap index base), never NULL;
  * four rows at once (NULL: row by row); a whole plane for K <= 3 x 3 and one depth (NULL: rows).
