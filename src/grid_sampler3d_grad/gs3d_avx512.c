@@ -410,18 +410,8 @@ int64_t gradref__gs3d_f32_geometry16_avx512(const gs3d_kargs *r, int64_t n, int6
 }
 
 void gradref__gs3d_f32_nearest_dx_avx512(const gs3d_kargs *r, int64_t n, int64_t c) {
-    const gs3d_shape *p = &r->shape;
-    float *acc = (float *)r->acc + n * r->as[0] + c * r->as[1];
+    float *acc = gradref__gs3d_zeroed_channel(r, n, c);
     const float *g = (const float *)r->grad + n * r->gs[0] + c * r->gs[1];
-    for (int64_t z = 0; z < p->D; z++)
-        for (int64_t y = 0; y < p->H; y++) {
-            float *row = acc + z * r->as[2] + y * r->as[3];
-            if (r->as[4] == 1)
-                memset(row, 0, (size_t)p->W * sizeof *row);
-            else
-                for (int64_t x = 0; x < p->W; x++)
-                    row[x * r->as[4]] = 0;
-        }
     const __m512i plane = _mm512_set1_epi64(r->as[2]);
     int64_t q = 0;
     for (; q + 16 <= r->P; q += 16) {

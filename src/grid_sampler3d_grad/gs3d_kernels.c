@@ -51,10 +51,9 @@ void gradref__gs3d_voxels_one_by_one(float *acc, int64_t as1, int cb, const floa
             acc[i * as1 + u] = gradref__canon_f32(acc[i * as1 + u]);
 }
 
-void gradref__gs3d_f32_nearest_dx_points(const gs3d_kargs *r, int64_t n, int64_t c) {
+float *gradref__gs3d_zeroed_channel(const gs3d_kargs *r, int64_t n, int64_t c) {
     const gs3d_shape *p = &r->shape;
     float *acc = (float *)r->acc + n * r->as[0] + c * r->as[1];
-    const float *g = (const float *)r->grad + n * r->gs[0] + c * r->gs[1];
     for (int64_t z = 0; z < p->D; z++)
         for (int64_t y = 0; y < p->H; y++) {
             float *row = acc + z * r->as[2] + y * r->as[3];
@@ -64,6 +63,12 @@ void gradref__gs3d_f32_nearest_dx_points(const gs3d_kargs *r, int64_t n, int64_t
                 for (int64_t x = 0; x < p->W; x++)
                     row[x * r->as[4]] = 0;
         }
+    return acc;
+}
+
+void gradref__gs3d_f32_nearest_dx_points(const gs3d_kargs *r, int64_t n, int64_t c) {
+    float *acc = gradref__gs3d_zeroed_channel(r, n, c);
+    const float *g = (const float *)r->grad + n * r->gs[0] + c * r->gs[1];
     for (int64_t q = 0; q < r->P; q++) {
         const int64_t i = n * r->P + q;
         if (r->g.mask[i]) acc[r->g.zplane[i] * r->as[2] + r->g.offa[i]] += g[q];

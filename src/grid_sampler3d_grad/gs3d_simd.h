@@ -193,6 +193,8 @@ void gradref__gs3d_nearest_dx_voxels(const gs3d_kargs *r, int64_t n, int64_t c0,
 /* nearest_dx and voxel_slots point by point, for the levels without scatter and conflict
  * detection (gs3d_kernels.c; the AVX-512 ones below say what they compute). */
 void gradref__gs3d_f32_nearest_dx_points(const gs3d_kargs *r, int64_t n, int64_t c);
+/* dx[n, c] (the F32 accumulator, any strides) set to +0; returns its element (0, 0, 0). */
+float *gradref__gs3d_zeroed_channel(const gs3d_kargs *r, int64_t n, int64_t c);
 int64_t gradref__gs3d_voxel_slots_points(const gs3d_kargs *r, int64_t n);
 
 /* dgrid of `count` consecutive points from q: out[k][j] is component k of point q + j
