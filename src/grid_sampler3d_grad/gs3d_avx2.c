@@ -169,29 +169,22 @@ static void trilinear8(const gs3d_kargs *r, int64_t i, const __m256 coord[3], co
         _mm256_storeu_ps(dist + (2 * k + 1) * NP + i, d[2 * k + 1]);
         _mm256_storeu_ps(mult + k * NP + i, m[k]);
     }
-    int bits[8] = {0};
+    uint32_t bits[8] = {0};
     for (int k = 0; k < 8; k++) {
         const int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
         const __m256 on = _mm256_and_ps(_mm256_and_ps(dx ? in1[0] : in0[0], dy ? in1[1] : in0[1]),
                                         dz ? in1[2] : in0[2]);
         const int lanes = _mm256_movemask_ps(on);
         for (int l = 0; l < 8; l++)
-            bits[l] |= ((lanes >> l) & 1) << k;
+            bits[l] |= (uint32_t)((lanes >> l) & 1) << k;
         _mm256_storeu_ps(w + k * NP + i, _mm256_mul_ps(_mm256_mul_ps(d[dx], d[2 + dy]), d[4 + dz]));
     }
-    for (int l = 0; l < 8; l++) {
-        const int64_t x0 = v[0][l], y0 = v[1][l], z0 = v[2][l];
-        r->g.mask[i + l] = (uint8_t)bits[l];
-        r->g.offx[i + l] = bits[l] ? z0 * r->xs[2] + y0 * r->xs[3] + x0 * r->xs[4] : 0;
-        r->g.offa[i + l] = bits[l] ? y0 * r->as[3] + x0 * r->as[4] : 0;
-        r->g.zplane[i + l] = bits[l] ? z0 : 0;
-    }
+    gradref__gs3d_store_corners(r, i, 8, v[0], v[1], v[2], bits);
 }
 
 /* Nearest geometry of points i..i+7: the rounded voxel (to nearest even, as nearbyint): the
  * mask and offsets, and the voxel index when there is one (all the portable pass writes). */
 static void nearest8(const gs3d_kargs *r, int64_t i, const __m256 coord[3], const int64_t size[3]) {
-    const gs3d_shape *p = &r->shape;
     __m256 in = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
     int32_t v[3][8];
     for (int k = 0; k < 3; k++) {
@@ -199,15 +192,9 @@ static void nearest8(const gs3d_kargs *r, int64_t i, const __m256 coord[3], cons
         in = _mm256_and_ps(in, inside8(f, size[k]));
         _mm256_storeu_si256((__m256i *)v[k], _mm256_cvttps_epi32(f));
     }
-    const int on = _mm256_movemask_ps(in);
-    for (int l = 0; l < 8; l++) {
-        const int64_t x = v[0][l], y = v[1][l], z = v[2][l], hit = (on >> l) & 1;
-        if (r->v.vox) r->v.vox[i + l] = hit ? (int32_t)((z * p->H + y) * p->W + x) : -1;
-        r->g.mask[i + l] = hit ? 1 : 0;
-        r->g.offx[i + l] = 0;
-        r->g.offa[i + l] = hit ? y * r->as[3] + x * r->as[4] : 0;
-        r->g.zplane[i + l] = hit ? z : 0;
-    }
+    uint32_t hit[8];
+    _mm256_storeu_si256((__m256i *)(void *)hit, _mm256_castps_si256(in));
+    gradref__gs3d_store_voxels(r, i, 8, v[0], v[1], v[2], hit);
 }
 
 /* Geometry of points [q0, q1) of image n, 16 a step (two octets); the conditions of

@@ -37,6 +37,30 @@ void gradref__gs3d_store_dgrid(const gs3d_kargs *r, int64_t n, int64_t q, int co
     }
 }
 
+void gradref__gs3d_store_corners(const gs3d_kargs *r, int64_t i, int lanes, const int32_t *x,
+                                 const int32_t *y, const int32_t *z, const uint32_t *bits) {
+    for (int l = 0; l < lanes; l++) {
+        const int64_t x0 = x[l], y0 = y[l], z0 = z[l];
+        r->g.mask[i + l] = (uint8_t)bits[l];
+        r->g.offx[i + l] = bits[l] ? z0 * r->xs[2] + y0 * r->xs[3] + x0 * r->xs[4] : 0;
+        r->g.offa[i + l] = bits[l] ? y0 * r->as[3] + x0 * r->as[4] : 0;
+        r->g.zplane[i + l] = bits[l] ? z0 : 0;
+    }
+}
+
+void gradref__gs3d_store_voxels(const gs3d_kargs *r, int64_t i, int lanes, const int32_t *x,
+                                const int32_t *y, const int32_t *z, const uint32_t *hit) {
+    const gs3d_shape *p = &r->shape;
+    for (int l = 0; l < lanes; l++) {
+        const int64_t xl = x[l], yl = y[l], zl = z[l];
+        if (r->v.vox) r->v.vox[i + l] = hit[l] ? (int32_t)((zl * p->H + yl) * p->W + xl) : -1;
+        r->g.mask[i + l] = hit[l] ? 1 : 0;
+        r->g.offx[i + l] = 0;
+        r->g.offa[i + l] = hit[l] ? yl * r->as[3] + xl * r->as[4] : 0;
+        r->g.zplane[i + l] = hit[l] ? zl : 0;
+    }
+}
+
 void gradref__gs3d_voxels_one_by_one(float *acc, int64_t as1, int cb, const float *stage,
                                      const int32_t *slots, int64_t u0, int64_t u1,
                                      const int32_t *over, int64_t e0, int64_t e1) {

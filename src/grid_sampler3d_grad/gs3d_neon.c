@@ -196,20 +196,13 @@ static void trilinear4(const gs3d_kargs *r, int64_t i, const float32x4_t coord[3
     }
     uint32_t bits[4];
     vst1q_u32(bits, mask);
-    for (int l = 0; l < 4; l++) {
-        const int64_t x0 = v[0][l], y0 = v[1][l], z0 = v[2][l];
-        r->g.mask[i + l] = (uint8_t)bits[l];
-        r->g.offx[i + l] = bits[l] ? z0 * r->xs[2] + y0 * r->xs[3] + x0 * r->xs[4] : 0;
-        r->g.offa[i + l] = bits[l] ? y0 * r->as[3] + x0 * r->as[4] : 0;
-        r->g.zplane[i + l] = bits[l] ? z0 : 0;
-    }
+    gradref__gs3d_store_corners(r, i, 4, v[0], v[1], v[2], bits);
 }
 
 /* Nearest geometry of points i..i+3: the rounded voxel (to nearest even, as nearbyint): the
  * mask and offsets, and the voxel index when there is one (all the portable pass writes). */
 static void nearest4(const gs3d_kargs *r, int64_t i, const float32x4_t coord[3],
                      const int64_t size[3]) {
-    const gs3d_shape *p = &r->shape;
     uint32x4_t in = vdupq_n_u32(~0u);
     int32_t v[3][4];
     for (int k = 0; k < 3; k++) {
@@ -220,14 +213,7 @@ static void nearest4(const gs3d_kargs *r, int64_t i, const float32x4_t coord[3],
     }
     uint32_t on[4];
     vst1q_u32(on, in);
-    for (int l = 0; l < 4; l++) {
-        const int64_t x = v[0][l], y = v[1][l], z = v[2][l];
-        if (r->v.vox) r->v.vox[i + l] = on[l] ? (int32_t)((z * p->H + y) * p->W + x) : -1;
-        r->g.mask[i + l] = on[l] ? 1 : 0;
-        r->g.offx[i + l] = 0;
-        r->g.offa[i + l] = on[l] ? y * r->as[3] + x * r->as[4] : 0;
-        r->g.zplane[i + l] = on[l] ? z : 0;
-    }
+    gradref__gs3d_store_voxels(r, i, 4, v[0], v[1], v[2], on);
 }
 
 /* Geometry of points [q0, q1) of image n, 16 a step (four quads); the conditions of

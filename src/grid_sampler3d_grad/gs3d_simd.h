@@ -161,6 +161,15 @@ static inline int64_t gradref__gs3d_slot_point(int32_t *slots, int32_t *later, i
     return count + (!is_first && !is_second);
 }
 
+/* The geometry pass's per-point stores for `lanes` points from i, as the portable pass makes
+ * them (gs3d_kernels.c, for the vector bodies): trilinear, lane l's corner mask bits[l] and its
+ * corner tnw (x[l], y[l], z[l]) as offsets (0 without a corner); nearest, the rounded voxel,
+ * inside where hit[l] is nonzero (and its index when r->v.vox is there). */
+void gradref__gs3d_store_corners(const gs3d_kargs *r, int64_t i, int lanes, const int32_t *x,
+                                 const int32_t *y, const int32_t *z, const uint32_t *bits);
+void gradref__gs3d_store_voxels(const gs3d_kargs *r, int64_t i, int lanes, const int32_t *x,
+                                const int32_t *y, const int32_t *z, const uint32_t *hit);
+
 /* The voxel index's dx (nearest_dx_voxels) for voxels [u0, u1) of the cb planes at acc (as1
  * apart), one at a time: the two slots' stage rows, then the later points e0..e1 of `over`
  * (theirs, in point order), then the NaN rule (gs3d_kernels.c, for the ISA files). */
