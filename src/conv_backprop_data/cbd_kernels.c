@@ -55,32 +55,6 @@ gradref__cbd_dw_shape gradref__cbd_dw_shape_of(const gradref__cbd_plan *p) {
     return s;
 }
 
-void gradref__cbd_tile32_masks(const int64_t *tap, int64_t ntaps, const int64_t *Q,
-                               const int64_t *O, int64_t j0, int64_t cols, uint16_t *masks) {
-    int64_t q[3][32];
-    int64_t q2 = j0 % Q[2], q1 = j0 / Q[2] % Q[1], q0 = j0 / (Q[2] * Q[1]);
-    for (int l = 0; l < 32; l++) {
-        q[0][l] = q0, q[1][l] = q1, q[2][l] = q2;
-        if (++q2 == Q[2]) {
-            q2 = 0;
-            if (++q1 == Q[1]) q1 = 0, q0++;
-        }
-    }
-    for (int64_t t = 0; t < ntaps; t++) {
-        uint32_t m = 0;
-        for (int l = 0; l < cols && l < 32; l++) {
-            int in = 1;
-            for (int d = 0; d < 3; d++) {
-                const int64_t o = q[d][l] + tap[4 * t + 1 + d];
-                in &= o >= 0 && o < O[d];
-            }
-            m |= (uint32_t)in << l;
-        }
-        masks[2 * t] = (uint16_t)(m & 0xffffu);
-        masks[2 * t + 1] = (uint16_t)(m >> 16);
-    }
-}
-
 static const gradref__cbd_kernels portable = {
     .isa = "portable",
     .dw_row = row_portable,

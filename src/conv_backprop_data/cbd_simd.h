@@ -145,10 +145,6 @@ int gradref__cbd_megengine_by_lanes(const gradref__cbd_plan *p, const gradref__c
 void gradref__cbd_megengine_lanes(const gradref__cbd_plan *p, const gradref__cbd_kernels *k,
                                   int64_t s0, int64_t s1);
 
-/* tile32_masks in plain C (cbd_kernels.c), on every architecture. */
-void gradref__cbd_tile32_masks(const int64_t *tap, int64_t ntaps, const int64_t *Q,
-                               const int64_t *O, int64_t j0, int64_t cols, uint16_t *masks);
-
 /* One depthwise channel: w holds the K0*K1*K2 taps (stored order), diff and grad are dense
  * planes of O and I pixels. */
 void gradref__cbd_depthwise_plane(const gradref__cbd_kernels *k, const gradref__cbd_dw_shape *s,
