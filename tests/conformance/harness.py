@@ -1,0 +1,143 @@
+# SPDX-License-Identifier: Apache-2.0
+"""What every pair shares: a Pair (operator, upstream, call, dtypes, cases), running a case on
+both sides, the comparison against the f64 truth, the per-pair tally and the timing."""
+import re
+import time
+
+import numpy as np
+
+import truth as tr
+
+try:
+    import ml_dtypes
+except ImportError:  # the requirements pin it; without it the bf16 rows say so
+    ml_dtypes = None
+
+
+def np_dtype(name):
+    if name == "bfloat16":
+        return ml_dtypes.bfloat16
+    return np.dtype(name)
+
+
+def cast(a, dtype):
+    """An f64 array rounded to dtype (the inputs both sides and the truth read)."""
+    return np.asarray(a, np.float64).astype(np_dtype(dtype))
+
+
+class Refused(Exception):
+    """One side does not take the case (its own error), with its message."""
+
+
+class Pair:
+    """One operator against one upstream call.
+
+    gen(rng) -> case (a dict), or None to draw again; inputs(case, dtype) -> dict of arrays;
+    ours / theirs(case, arrays) -> list of result arrays (raise Refused when a side rejects
+    the case); truth(case, arrays) -> list of (f64 result, magnitude, terms) or None where
+    the side's results must be bit-identical (data movers).
+    """
+
+    def __init__(self, operator, upstream, call, ours_call, dtypes, gen, inputs, ours, theirs,
+                 truth, timing=None, notes=()):
+        self.operator, self.upstream = operator, upstream
+        self.call, self.ours_call, self.dtypes = call, ours_call, dtypes
+        self.gen, self.inputs, self.ours, self.theirs = gen, inputs, ours, theirs
+        self.truth, self.timing, self.notes = truth, timing, list(notes)
+
+    def info(self):
+        """What the report needs of the pair (plain data)."""
+        return {"operator": self.operator, "upstream": self.upstream, "call": self.call,
+                "ours_call": self.ours_call}
+
+
+class Tally:
+    """Per pair and dtype: cases, refusals, identical results, results inside the bound, and
+    each side's error against the truth relative to the terms' magnitude."""
+
+    def __init__(self):
+        self.cases = self.identical = 0
+        self.refused = {"gradref": 0, "upstream": 0, "both": 0}
+        self.inside = {"gradref": 0, "upstream": 0}
+        self.err = {"gradref": [0.0, 0.0, 0], "upstream": [0.0, 0.0, 0]}  # max, sum sq, count
+        self.findings = []
+
+    def add_error(self, side, rel):
+        e = self.err[side]
+        if rel.size:
+            e[0] = max(e[0], float(np.max(rel)))
+            e[1] += float(np.sum(rel * rel))
+            e[2] += rel.size
+
+    def rms(self, side):
+        e = self.err[side]
+        return (e[1] / e[2]) ** 0.5 if e[2] else 0.0
+
+
+def _f64(a):
+    return np.asarray(a).astype(np.float64)
+
+
+def _same_bits(a, b):
+    a, b = np.asarray(a), np.asarray(b)
+    if a.shape != b.shape or a.dtype.itemsize != b.dtype.itemsize:
+        return False
+    return a.tobytes() == b.tobytes()
+
+
+def _side(fn, case, arrays):
+    try:
+        return [np.asarray(r) for r in fn(case, arrays)], None
+    except Refused as e:
+        return None, re.sub(r"\{\{function_node [^}]*\}\} ", "", str(e))[:160]
+
+
+def run_case(pair, case, dtype, tally):
+    """One case on both sides; records the outcome in tally."""
+    arrays = pair.inputs(case, dtype)
+    ours, why_ours = _side(pair.ours, case, arrays)
+    theirs, why_theirs = _side(pair.theirs, case, arrays)
+    tally.cases += 1
+    if ours is None or theirs is None:
+        key = "both" if ours is None and theirs is None else \
+            ("gradref" if ours is None else "upstream")
+        tally.refused[key] += 1
+        if key != "both" and len(tally.findings) < 40:
+            tally.findings.append(("refused by " + key, case, why_ours or why_theirs))
+        return
+    same = len(ours) == len(theirs) and all(_same_bits(a, b) for a, b in zip(ours, theirs))
+    tally.identical += same
+    truths = pair.truth(case, arrays)
+    if truths is None:  # a data mover: only identical counts
+        if not same and len(tally.findings) < 40:
+            tally.findings.append(("different bits", case, ""))
+        return
+    for side, res in (("gradref", ours), ("upstream", theirs)):
+        inside, worst = True, 0.0
+        for r, (t, mag, terms, *slack) in zip(res, truths):
+            err = np.abs(_f64(r) - t)
+            both_nan = np.isnan(_f64(r)) & np.isnan(t)
+            err[both_nan] = 0.0
+            err[np.isnan(err)] = np.inf
+            out_dtype = r.dtype.name if r.dtype.name in tr.UNIT else dtype
+            lim = tr.bound(t, mag, terms, out_dtype, slack=slack[0] if slack else 0.0)
+            inside &= bool(np.all(err <= lim))
+            scale = np.where(mag > 0, mag, 1.0)
+            rel = np.where(err > 0, err / scale, 0.0).ravel()
+            tally.add_error(side, rel)
+            worst = max(worst, float(rel.max())) if rel.size else worst
+        tally.inside[side] += inside
+        if not inside and len(tally.findings) < 40:
+            tally.findings.append((side + " outside the bound", case,
+                                   "max error %.1e of sum|terms|" % worst))
+
+
+def best_ms(fn, repeats=5):
+    """The fastest of `repeats` calls, in milliseconds (after one warm-up call)."""
+    fn()
+    best = float("inf")
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - t0)
+    return best * 1e3

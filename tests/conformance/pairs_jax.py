@@ -1,0 +1,91 @@
+# SPDX-License-Identifier: Apache-2.0
+"""JAX's vjp of lax.conv_general_dilated (XLA's CPU convolution, NCHW / OIHW, 1 to 3 dims,
+groups, dilations, asymmetric pads) against gradref's own calls."""
+import os
+
+import numpy as np
+
+import convcases as cc
+import gradref
+from harness import Pair, Refused
+
+os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=true "
+                      "intra_op_parallelism_threads=2")
+import jax  # noqa: E402
+from jax import lax  # noqa: E402
+
+DTYPES = ["float32", "float16", "bfloat16"]
+_NAMES = {1: ("NCH", "OIH", "NCH"), 2: ("NCHW", "OIHW", "NCHW"),
+          3: ("NCDHW", "OIDHW", "NCDHW")}
+
+
+_COMPILED = {}
+
+
+def _gradients(case):
+    """The jitted (x, w, dy) -> (dx, dw) of one geometry (compiled once: what a JAX user
+    times)."""
+    key = repr([case[k] for k in ("r", "groups", "s", "d", "begin", "end")])
+    if key not in _COMPILED:
+        pads = list(zip(case["begin"], case["end"]))
+
+        def forward(x, w):
+            return lax.conv_general_dilated(x, w, case["s"], pads, rhs_dilation=case["d"],
+                                            dimension_numbers=_NAMES[case["r"]],
+                                            feature_group_count=case["groups"])
+        _COMPILED[key] = jax.jit(lambda x, w, dy: jax.vjp(forward, x, w)[1](dy))
+    return _COMPILED[key]
+
+
+def theirs(case, a):
+    try:
+        dx, dw = _gradients(case)(a["x"], a["w"], a["dy"])
+        return [np.asarray(dx), np.asarray(dw)]
+    except (TypeError, ValueError, RuntimeError) as e:
+        raise Refused(type(e).__name__ + ": " + str(e).split("\n")[0])
+
+
+def _unit3(values, r, fill):
+    return [fill] * (3 - r) + list(values)
+
+
+def ours(case, a):
+    r, g = case["r"], case["groups"]
+    w = a["w"].reshape((g, case["o"] // g) + a["w"].shape[1:])
+    try:
+        dx = gradref.conv_backprop_data(w, a["dy"], sparse="GROUP", stride=case["s"],
+                                        pad=list(zip(case["begin"], case["end"])),
+                                        dilate=case["d"], grad_shape=a["x"].shape)
+        lead = (1,) * (3 - r)
+        x3 = a["x"].reshape(a["x"].shape[:2] + lead + a["x"].shape[2:])
+        dy3 = a["dy"].reshape(a["dy"].shape[:2] + lead + a["dy"].shape[2:])
+        sizes = _unit3(case["k"], r, 1) + [case["c"] // g, case["o"]]
+        pads = _unit3(list(zip(case["begin"], case["end"])), r, (0, 0))
+        dw = gradref.conv3d_backprop_filter(x3, sizes, dy3, _unit3(case["s"], r, 1), pads,
+                                            "NCDHW", _unit3(case["d"], r, 1), g)
+    except (gradref.Error, ValueError, TypeError) as e:
+        raise Refused(type(e).__name__ + ": " + str(e))
+    dw = np.moveaxis(np.moveaxis(dw.reshape(tuple(case["k"]) + dw.shape[3:]), -1, 0), -1, 1)
+    return [dx, np.ascontiguousarray(dw)]
+
+
+def truth(case, a):
+    return cc.input_grad_truth(case, a, layout_last=False) + \
+        cc.filter_grad_truth(case, a, tf_layout=False)
+
+
+def _gen(rng):
+    return cc.gen(rng, int(rng.integers(1, 4)), ["VALID", "EXPLICIT"])
+
+
+def _timing():
+    case = {"r": 2, "n": 8, "c": 64, "o": 64, "groups": 1, "padding": "EXPLICIT",
+            "in": [32, 32], "k": [3, 3], "s": [1, 1], "d": [1, 1], "begin": [1, 1],
+            "end": [1, 1], "out": [32, 32], "seed": 7}
+    return "N8 C64 O64 32x32 k3 (dx and dw)", case, ours, theirs
+
+
+PAIRS = [Pair("conv_backprop_data + conv3d_backprop_filter", "jax",
+              "jax.vjp(lax.conv_general_dilated) (NCHW)",
+              "gradref.conv_backprop_data + gradref.conv3d_backprop_filter", DTYPES, _gen,
+              cc.inputs, ours, theirs, truth, timing=_timing())]

@@ -1,0 +1,56 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Paddle's grid_sample on 5-D inputs and its gradient (paddle.grad) against
+gradref.torch.grid_sampler_3d_backward (Paddle keeps PyTorch's semantics)."""
+import numpy as np
+
+import gradref
+import gs3dcases as gc
+from harness import Pair, Refused
+
+import paddle
+
+paddle.set_device("cpu")
+DTYPES = ["float32"]
+
+
+def _grads(go, x, grid, case):
+    xt = paddle.to_tensor(x, stop_gradient=False)
+    gt = paddle.to_tensor(grid, stop_gradient=False)
+    y = paddle.nn.functional.grid_sample(xt, gt, mode=case["mode"],
+                                         padding_mode=case["padding"],
+                                         align_corners=case["align"])
+    dx, dgrid = paddle.grad([y], [xt, gt], [paddle.to_tensor(go)], allow_unused=True)
+    return [np.zeros_like(x) if dx is None else dx.numpy(),
+            np.zeros_like(grid) if dgrid is None else dgrid.numpy()]
+
+
+def theirs(case, a):
+    try:
+        return _grads(a["go"], a["x"], a["grid"], case)
+    except (ValueError, RuntimeError, TypeError) as e:
+        raise Refused(type(e).__name__ + ": " + str(e).split("\n")[0][:200])
+
+
+def ours(case, a):
+    try:
+        return list(gradref.torch.grid_sampler_3d_backward(
+            a["go"], a["x"], a["grid"], {"bilinear": 0, "nearest": 1}[case["mode"]],
+            {"zeros": 0, "border": 1, "reflection": 2}[case["padding"]], case["align"]))
+    except (gradref.Error, ValueError, TypeError) as e:
+        raise Refused(type(e).__name__ + ": " + str(e))
+
+
+def truth(case, a):
+    return gc.truth(case, a, lambda go, x, grid: _grads(go, x, grid, case))
+
+
+def _timing():
+    case = {"n": 2, "c": 16, "in": [16, 16, 16], "out": [16, 16, 16], "mode": "bilinear",
+            "padding": "zeros", "align": False, "spread": 1.0, "seed": 7}
+    return "N2 C16 16^3 -> 16^3 bilinear zeros", case, ours, theirs
+
+
+PAIRS = [Pair("grid_sampler3d_grad", "paddlepaddle",
+              "paddle.nn.functional.grid_sample + paddle.grad (5-D)",
+              "gradref.torch.grid_sampler_3d_backward", DTYPES, gc.gen, gc.inputs, ours,
+              theirs, truth, timing=_timing())]

@@ -1,0 +1,41 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The differences the suite has shown, each triaged by hand from the cases below it in the
+report (rewrite this when a run shows a new one)."""
+
+TEXT = """No gradref bug so far: every gradref result of every pair is inside the bound. What
+differs:
+
+1. **Upstream bug: TensorFlow's DepthwiseConv2dNativeBackpropInput with dilations > 1.** The
+   CPU op accepts `dilations` but its result is not the dilated convolution's gradient (the
+   "upstream outside the bound" cases of that row all have d > 1). Minimal repro:
+   `input_sizes=[1, 7, 7, 1]`, filter (3, 1, 1, 1), `strides=[1, 1, 1, 1]`,
+   `dilations=[1, 2, 1, 1]`, `padding="SAME"`: the largest difference from the formula is 2.4
+   for unit-normal data. With VALID padding oneDNN refuses the same call ("could not create a
+   primitive descriptor"). gradref.tf computes the dilated gradient, as TF's
+   Conv2DBackpropInput and the GPU kernels define it (its depthwise form is
+   conv2d_backprop_input with groups = channels).
+2. **Upstream refusals on the CPU (coverage, not semantics).** TensorFlow's CPU kernels refuse
+   grouped Conv2DBackpropInput ("Gradients for grouped convolutions are not supported on
+   CPU"), grouped Conv3DBackprop*V2 ("input and filter must have the same depth"),
+   Conv2DBackpropInput with dilations > 1 and depthwise with unequal strides; fbgemm-gpu-cpu
+   registers only `recat_embedding_grad_output_mixed_D` for the CPU (the other two recat ops
+   are CUDA-only: "Could not run ... with arguments from the 'CPU' backend"). gradref computes
+   all of these; its recat ops are held to FBGEMM's CUDA source by the main suite.
+3. **Semantic difference: half-precision arithmetic.** For float16 and bfloat16, PyTorch's
+   grid_sampler_3d_backward rounds every operation to the input dtype, so its results fall
+   outside the float32-summation bound (errors up to about half of sum|terms|; its float32
+   results are bit-identical to gradref's). TensorFlow's float16/bfloat16 paths with
+   EXPLICIT padding (Conv2DBackpropInput, DepthwiseConv2dNativeBackpropInput; Eigen rather
+   than oneDNN) round intermediate sums to the 16-bit type: errors of one or two of its ulps,
+   just past the bound. gradref sums in float32 and rounds once (its pages say so), which is
+   also what CANN and MegEngine's FLOAT32 compute mode do.
+4. **Environment hazard: TensorFlow and PyTorch in one process.** With tensorflow imported
+   first, aten's bfloat16 convolution_backward returned grad_weight values near 3e16 for
+   N2 C2 O2, input 3x1, kernel 1x3, stride (1, 3), padding (0, 1) (both bundle oneDNN); each
+   upstream therefore runs in its own process here.
+5. **Upstreams not run.** megengine 1.13.1 (the seed system of conv_backprop_data) has no
+   wheel for CPython 3.11 on PyPI ("No matching distribution found"); its semantics stay held
+   by the transcribed tests of the main suite. ATB's RopeGrad exists only for Ascend devices.
+   mindspore 2.10 installs here, but its GridSampler3DGrad and Conv3D gradient pairs are not
+   written yet.
+"""
