@@ -44,6 +44,14 @@ def gen(rng, r, paddings, groups=True, dilation=True, depthwise=False, max_in=7)
     return case
 
 
+def timing_case(r, n, c, o, size, k, padding):
+    """A dense stride-1 problem with pads keeping the size: (label, case)."""
+    case = {"r": r, "n": n, "c": c, "o": o, "groups": 1, "padding": padding, "in": [size] * r,
+            "k": [k] * r, "s": [1] * r, "d": [1] * r, "begin": [k // 2] * r,
+            "end": [k // 2] * r, "out": [size] * r, "seed": 7}
+    return "N%d C%d O%d %s k%d" % (n, c, o, "x".join([str(size)] * r), k), case
+
+
 def inputs(case, dtype):
     """x (N, C, *S), w (O, C/g, *K), dy (N, O, *Q): normal values rounded to dtype."""
     rng = np.random.default_rng(case["seed"])

@@ -79,10 +79,8 @@ def _gen(rng):
 
 
 def _timing():
-    case = {"r": 2, "n": 8, "c": 64, "o": 64, "groups": 1, "padding": "EXPLICIT",
-            "in": [32, 32], "k": [3, 3], "s": [1, 1], "d": [1, 1], "begin": [1, 1],
-            "end": [1, 1], "out": [32, 32], "seed": 7}
-    return "N8 C64 O64 32x32 k3 (dx and dw)", case, ours, theirs
+    label, case = cc.timing_case(2, 8, 64, 64, 32, 3, "EXPLICIT")
+    return label + " (dx and dw)", case, ours, theirs
 
 
 PAIRS = [Pair("conv_backprop_data + conv3d_backprop_filter", "jax",

@@ -98,11 +98,7 @@ def _gen(r, paddings, **kw):
 
 
 def _timing(r, n, c, o, size, k, fn_ours, fn_theirs):
-    case = {"r": r, "n": n, "c": c, "o": o, "groups": 1, "padding": "SAME", "in": [size] * r,
-            "k": [k] * r, "s": [1] * r, "d": [1] * r, "begin": [k // 2] * r, "end": [k // 2] * r,
-            "out": [size] * r, "seed": 7}
-    label = "N%d C%d O%d %s k%d" % (n, c, o, "x".join([str(size)] * r), k)
-    return label, case, fn_ours, fn_theirs
+    return cc.timing_case(r, n, c, o, size, k, "SAME") + (fn_ours, fn_theirs)
 
 
 PAIRS = [

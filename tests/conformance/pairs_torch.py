@@ -94,10 +94,8 @@ def _gs_timing():
 
 
 def _conv_timing():
-    case = {"r": 2, "n": 8, "c": 64, "o": 64, "groups": 1, "padding": "SYMMETRIC",
-            "in": [32, 32], "k": [3, 3], "s": [1, 1], "d": [1, 1], "begin": [1, 1],
-            "end": [1, 1], "out": [32, 32], "seed": 7}
-    return "N8 C64 O64 32x32 k3 (dx and dw)", case, conv_ours, conv_theirs
+    label, case = cc.timing_case(2, 8, 64, 64, 32, 3, "SYMMETRIC")
+    return label + " (dx and dw)", case, conv_ours, conv_theirs
 
 
 PAIRS = [
