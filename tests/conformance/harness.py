@@ -39,11 +39,11 @@ class Pair:
     """
 
     def __init__(self, operator, upstream, call, ours_call, dtypes, gen, inputs, ours, theirs,
-                 truth, timing=None, notes=()):
+                 truth, timing=None):
         self.operator, self.upstream = operator, upstream
         self.call, self.ours_call, self.dtypes = call, ours_call, dtypes
         self.gen, self.inputs, self.ours, self.theirs = gen, inputs, ours, theirs
-        self.truth, self.timing, self.notes = truth, timing, list(notes)
+        self.truth, self.timing = truth, timing
 
     def info(self):
         """What the report needs of the pair (plain data)."""
