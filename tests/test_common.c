@@ -313,7 +313,7 @@ static void test_array_conversions(void **state) {
     float *f = malloc(65536 * sizeof *f);
     for (uint32_t i = 0; i < 65536; i++)
         h[i] = (uint16_t)i;
-    gradref__f16_to_f32_array(h, f, 65536);
+    gradref__f16_to_f32_array(h, f, 65536, GRADREF__ISA_MAX);
     for (uint32_t i = 0; i < 65536; i++)
         assert_int_equal(gradref__f32_bits(f[i]), gradref__f32_bits(gradref__f16_to_f32(h[i])));
     gradref__bf16_to_f32_array(h, f, 65536);
@@ -330,7 +330,7 @@ static void test_array_conversions(void **state) {
             f[i] = gradref__f32_from_bits(bits);
         }
         const size_t start = (size_t)round, n = 65536 - (size_t)round;
-        gradref__f32_to_f16_array(f + start, h2, n);
+        gradref__f32_to_f16_array(f + start, h2, n, GRADREF__ISA_MAX);
         for (size_t i = 0; i < n; i++)
             assert_int_equal(h2[i], gradref__f32_to_f16(f[start + i]));
         gradref__f32_to_bf16_array(f + start, h2, n);
@@ -974,7 +974,7 @@ static void test_copy_streamed_tiles(void **state) {
     memset(buf, 0xab, (n + 16) * 4);
     for (int64_t z = 0; z < D; z++)
         gradref__copy5_part(sh5, src + z * HW * C, GRADREF_F32, s5, dst + z * HW, GRADREF_F32, d5,
-                            (size_t)(C * D * HW) * 4, 1);
+                            (size_t)(C * D * HW) * 4, 1, GRADREF__ISA_MAX);
     for (int64_t c = 0; c < C; c++)
         for (int64_t z = 0; z < D; z++)
             for (int64_t i = 0; i < HW; i++)

@@ -256,11 +256,12 @@ static void test_canon_nans(void **state) {
             float c[N + 16];
             memcpy(c, a, sizeof a);
             /* the widest body the CPU has, then the tail; then again noting +0 */
-            gradref__canon_nans_f32(c + off, n);
+            gradref__canon_nans_f32(c + off, n, GRADREF__ISA_MAX);
             expect_bytes(c, b, sizeof c, "canon_nans_f32", gradref__isa_name(gradref__isa_level()),
                          n, off);
             memcpy(c, a, sizeof a);
-            assert_int_equal(gradref__canon_nans_f32_zeros(c + off, n), holds_pos_zero(b + off, n));
+            assert_int_equal(gradref__canon_nans_f32_zeros(c + off, n, GRADREF__ISA_MAX),
+                             holds_pos_zero(b + off, n));
             expect_bytes(c, b, sizeof c, "canon_nans_f32_zeros",
                          gradref__isa_name(gradref__isa_level()), n, off);
             FOR_EACH_LEVEL(level) { /* each level's body on its own: whole steps, no more */
@@ -344,8 +345,8 @@ static void test_c3f_add_and_scan(void **state) {
             if (k->add) { /* a NaN sum may carry either operand's payload: the NaN rule
                            * makes the output's canonical, and C may swap the operands of + */
                 k->add(got + 1, older + 1, newer + 1, n);
-                gradref__canon_nans_f32(got, N + 8);
-                gradref__canon_nans_f32(want, N + 8);
+                gradref__canon_nans_f32(got, N + 8, GRADREF__ISA_MAX);
+                gradref__canon_nans_f32(want, N + 8, GRADREF__ISA_MAX);
                 expect_bytes(got, want, sizeof got, "c3f add", k->isa, n, 0);
             }
             if (k->all_finite) {
@@ -532,8 +533,9 @@ static void test_cbd_depthwise(void **state) {
             if (k == gradref__cbd_kernels_for(level - 1)) continue;
             memset(got, 0x5a, sizeof(float) * (size_t)out);
             gradref__cbd_depthwise_plane(k, &sh, w, diff, got);
-            gradref__canon_nans_f32(got, out); /* NaN payloads follow the rule at the call */
-            gradref__canon_nans_f32(want, out);
+            gradref__canon_nans_f32(
+                got, out, GRADREF__ISA_MAX); /* NaN payloads follow the rule at the call */
+            gradref__canon_nans_f32(want, out, GRADREF__ISA_MAX);
             expect_bytes(got, want, sizeof(float) * (size_t)out, "cbd depthwise plane", k->isa, out,
                          iter);
         }
@@ -624,8 +626,8 @@ static void test_cbd_tiles(void **state) {
             } else
                 k->tile32(image, cs, ocpg, offset, masks, ntaps, cols, inside, a, rows, got, LDC,
                           load);
-            gradref__canon_nans_f32(got, 16 * LDC);
-            gradref__canon_nans_f32(want, 16 * LDC);
+            gradref__canon_nans_f32(got, 16 * LDC, GRADREF__ISA_MAX);
+            gradref__canon_nans_f32(want, 16 * LDC, GRADREF__ISA_MAX);
             expect_bytes(got, want, sizeof want, "cbd tile32", k->isa, cols, iter);
             free(image);
             free(a);
@@ -725,8 +727,9 @@ static void test_gs3d_dx_plane(void **state) {
                                      : rec[e].w[j] * gn[rec[e].g + c];
                 }
             k->dx_plane(&a, rec, count, got, gn);
-            gradref__canon_nans_f32(got, H * W * C); /* the plane's NaNs follow the rule later */
-            gradref__canon_nans_f32(want, H * W * C);
+            gradref__canon_nans_f32(got, H * W * C,
+                                    GRADREF__ISA_MAX); /* the plane's NaNs follow the rule later */
+            gradref__canon_nans_f32(want, H * W * C, GRADREF__ISA_MAX);
             expect_bytes(got, want, sizeof(float) * (size_t)(H * W * C), "gs3d dx_plane", k->isa,
                          count, iter);
             free(rec);
@@ -826,8 +829,8 @@ static void test_gs3d_dgrid(void **state) {
                              (long long)done, (long long)(a.P - q0));
                 for (int64_t q = q0; q < q0 + done; q++)
                     gs3d_dgrid_point(&a, n, q, want + n * dv[0] + q * 6);
-                gradref__canon_nans_f32(got, (int64_t)out_floats);
-                gradref__canon_nans_f32(want, (int64_t)out_floats);
+                gradref__canon_nans_f32(got, (int64_t)out_floats, GRADREF__ISA_MAX);
+                gradref__canon_nans_f32(want, (int64_t)out_floats, GRADREF__ISA_MAX);
                 expect_bytes(got, want, sizeof(float) * out_floats,
                              wide ? "gs3d dgrid16" : "gs3d dgrid8", k->isa, done, iter);
                 free(x);

@@ -35,12 +35,12 @@ const gradref__array_kernels *gradref__array_kernels_for(int max_isa) {
     return gradref__isa_pick(tables, max_isa);
 }
 
-void gradref__f16_to_f32_array(const uint16_t *src, float *dst, size_t n) {
-    gradref__array_kernels_for(GRADREF__ISA_MAX)->f16_to_f32(src, dst, n);
+void gradref__f16_to_f32_array(const uint16_t *src, float *dst, size_t n, int max_isa) {
+    gradref__array_kernels_for(max_isa)->f16_to_f32(src, dst, n);
 }
 
-void gradref__f32_to_f16_array(const float *src, uint16_t *dst, size_t n) {
-    gradref__array_kernels_for(GRADREF__ISA_MAX)->f32_to_f16(src, dst, n);
+void gradref__f32_to_f16_array(const float *src, uint16_t *dst, size_t n, int max_isa) {
+    gradref__array_kernels_for(max_isa)->f32_to_f16(src, dst, n);
 }
 
 /* Both bf16 directions are integer operations; written branch-free so they vectorize. */

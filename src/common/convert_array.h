@@ -7,8 +7,10 @@
 #include <stddef.h>
 #include <stdint.h>
 
-void gradref__f16_to_f32_array(const uint16_t *src, float *dst, size_t n);
-void gradref__f32_to_f16_array(const float *src, uint16_t *dst, size_t n);
+/* The F16 conversions by the kernels of the highest level at or below max_isa (common/isa.h:
+ * the caller's plan's cap) that the CPU runs; the BF16 ones are integer loops of one level. */
+void gradref__f16_to_f32_array(const uint16_t *src, float *dst, size_t n, int max_isa);
+void gradref__f32_to_f16_array(const float *src, uint16_t *dst, size_t n, int max_isa);
 void gradref__bf16_to_f32_array(const uint16_t *src, float *dst, size_t n);
 void gradref__f32_to_bf16_array(const float *src, uint16_t *dst, size_t n);
 

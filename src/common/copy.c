@@ -105,14 +105,15 @@ static void convert_one(const char *s, int32_t sdt, char *d, int32_t ddt) {
 
 /* Contiguous runs between f32 and f16/bf16 with the array kernels, and i8 to f32; 0 for other
  * pairs. */
-static int convert_run(const char *s, int32_t sdt, char *d, int32_t ddt, int64_t n) {
+static int convert_run(const gradref__array_kernels *k, const char *s, int32_t sdt, char *d,
+                       int32_t ddt, int64_t n) {
     const size_t len = (size_t)n;
     if (ddt == GRADREF_F32 && sdt == GRADREF_F16)
-        gradref__f16_to_f32_array((const uint16_t *)(const void *)s, (float *)(void *)d, len);
+        k->f16_to_f32((const uint16_t *)(const void *)s, (float *)(void *)d, len);
     else if (ddt == GRADREF_F32 && sdt == GRADREF_BF16)
         gradref__bf16_to_f32_array((const uint16_t *)(const void *)s, (float *)(void *)d, len);
     else if (sdt == GRADREF_F32 && ddt == GRADREF_F16)
-        gradref__f32_to_f16_array((const float *)(const void *)s, (uint16_t *)(void *)d, len);
+        k->f32_to_f16((const float *)(const void *)s, (uint16_t *)(void *)d, len);
     else if (sdt == GRADREF_F32 && ddt == GRADREF_BF16)
         gradref__f32_to_bf16_array((const float *)(const void *)s, (uint16_t *)(void *)d, len);
     else if (sdt == GRADREF_I8 && ddt == GRADREF_F32) /* exact; the compiler vectorises it */
@@ -123,8 +124,8 @@ static int convert_run(const char *s, int32_t sdt, char *d, int32_t ddt, int64_t
     return 1;
 }
 
-static void copy_row(const char *s, int64_t ss, int32_t sdt, char *d, int64_t ds, int32_t ddt,
-                     int64_t n) {
+static void copy_row(const gradref__array_kernels *k, const char *s, int64_t ss, int32_t sdt,
+                     char *d, int64_t ds, int32_t ddt, int64_t n) {
     size_t sz = gradref__dtype_size(sdt), dz = gradref__dtype_size(ddt);
     if (sdt == ddt) {
         if (ss == 1 && ds == 1) {
@@ -157,7 +158,7 @@ static void copy_row(const char *s, int64_t ss, int32_t sdt, char *d, int64_t ds
             return;
         }
     }
-    if (ss == 1 && ds == 1 && convert_run(s, sdt, d, ddt, n)) return;
+    if (ss == 1 && ds == 1 && convert_run(k, s, sdt, d, ddt, n)) return;
     for (int64_t i = 0; i < n; i++)
         convert_one(s + (size_t)(i * ss) * sz, sdt, d + (size_t)(i * ds) * dz, ddt);
 }
@@ -222,7 +223,7 @@ gradref_status gradref_copy(const gradref_tensor *src, const gradref_tensor *dst
                                  "src.shape[%d] is %lld but dst.shape[%d] is %lld", i,
                                  (long long)sl.shape[i], i, (long long)dl.shape[i]);
     GRADREF__FORWARD_IF_ERROR(gradref__check_disjoint(OP, "dst", &de, "src", &se));
-    gradref__copy_run(&sl, &dl, ctx.num_threads);
+    gradref__copy_run(&sl, &dl, ctx.num_threads, GRADREF__ISA_MAX); /* no plan caps it */
     return GRADREF_OK;
 }
 
@@ -235,16 +236,16 @@ void gradref__channels_last_strides(const int64_t *shape, int64_t *st) {
 }
 
 static void copy_run(const gradref_tensor *src, const gradref_tensor *dst, size_t whole_bytes,
-                     int num_threads);
+                     int num_threads, int max_isa);
 
 void gradref__copy5(const int64_t *shape, const void *src, int32_t sdt, const int64_t *ss,
-                    void *dst, int32_t ddt, const int64_t *ds, int num_threads) {
-    gradref__copy5_part(shape, src, sdt, ss, dst, ddt, ds, 0, num_threads);
+                    void *dst, int32_t ddt, const int64_t *ds, int num_threads, int max_isa) {
+    gradref__copy5_part(shape, src, sdt, ss, dst, ddt, ds, 0, num_threads, max_isa);
 }
 
 void gradref__copy5_part(const int64_t *shape, const void *src, int32_t sdt, const int64_t *ss,
                          void *dst, int32_t ddt, const int64_t *ds, size_t whole_bytes,
-                         int num_threads) {
+                         int num_threads, int max_isa) {
     gradref_tensor s, d;
     memset(&s, 0, sizeof s);
     memset(&d, 0, sizeof d);
@@ -255,7 +256,7 @@ void gradref__copy5_part(const int64_t *shape, const void *src, int32_t sdt, con
         s.strides[i] = ss[i];
         d.strides[i] = ds[i];
     }
-    copy_run(&s, &d, whole_bytes, num_threads);
+    copy_run(&s, &d, whole_bytes, num_threads, max_isa);
 }
 
 void gradref__fill_zero(const gradref_tensor *t, int num_threads) {
@@ -264,7 +265,7 @@ void gradref__fill_zero(const gradref_tensor *t, int num_threads) {
     z.data = (void *)&zero;
     for (int i = 0; i < z.ndim; i++)
         z.strides[i] = 0;
-    gradref__copy_run(&z, t, num_threads);
+    gradref__copy_run(&z, t, num_threads, GRADREF__ISA_PORTABLE); /* a fill converts nothing */
 }
 
 /* The copy's iteration space: dims in dst memory order (outermost = largest dst stride), size-1
@@ -277,6 +278,7 @@ typedef struct copy_dims {
     char *dst;
     int32_t sdt, ddt;
     size_t sz, dz;
+    const gradref__array_kernels *k; /* at the caller's max_isa */
 } copy_dims;
 
 static void merge_dims(const gradref_tensor *src, const gradref_tensor *dst, copy_dims *c) {
@@ -346,7 +348,7 @@ static void copy_tiles(const copy_dims *c, int t, int64_t numel, int stream, int
     const int64_t inner = c->shape[m - 1], s_in = c->ss[m - 1], d_in = c->ds[m - 1];
     const int64_t ti = (c->shape[t] + TILE - 1) / TILE, tj = (inner + TILE - 1) / TILE;
     const int64_t items = numel / (inner * c->shape[t]) * ti * tj;
-    const gradref__array_kernels *k = gradref__array_kernels_for(GRADREF__ISA_MAX);
+    const gradref__array_kernels *k = c->k;
     const int blocks = k->transpose32x32_32 && c->sdt == c->ddt && c->sz == 4 && d_in == 1;
     const int streamed =
         blocks && stream && k->transpose32x32_32_stream && c->ds[t] > s_in && c->ds[t] % 8 == 0;
@@ -368,21 +370,22 @@ static void copy_tiles(const copy_dims *c, int t, int64_t numel, int stream, int
                 continue;
             }
             for (int64_t i = i0; i < i1; i++)
-                copy_row(c->src + (size_t)(so + i * c->ss[t] + j0 * s_in) * c->sz, s_in, c->sdt,
-                         c->dst + (size_t)(dof + i * c->ds[t] + j0 * d_in) * c->dz, d_in, c->ddt,
-                         len);
+                copy_row(c->k, c->src + (size_t)(so + i * c->ss[t] + j0 * s_in) * c->sz, s_in,
+                         c->sdt, c->dst + (size_t)(dof + i * c->ds[t] + j0 * d_in) * c->dz, d_in,
+                         c->ddt, len);
         }
         if (streamed) gradref__stream_fence();
     }
 }
 
-void gradref__copy_run(const gradref_tensor *src, const gradref_tensor *dst, int num_threads) {
-    copy_run(src, dst, 0, num_threads);
+void gradref__copy_run(const gradref_tensor *src, const gradref_tensor *dst, int num_threads,
+                       int max_isa) {
+    copy_run(src, dst, 0, num_threads, max_isa);
 }
 
 /* whole_bytes: the output dst is part of (0: dst alone). */
 static void copy_run(const gradref_tensor *src, const gradref_tensor *dst, size_t whole_bytes,
-                     int num_threads) {
+                     int num_threads, int max_isa) {
     for (int i = 0; i < dst->ndim; i++)
         if (dst->shape[i] == 0) return; /* the other sizes of an empty tensor may be anything */
     int64_t numel = 1;
@@ -392,6 +395,7 @@ static void copy_run(const gradref_tensor *src, const gradref_tensor *dst, size_
         whole_bytes > 0 ? whole_bytes : (size_t)numel * gradref__dtype_size(dst->dtype);
     copy_dims c;
     merge_dims(src, dst, &c);
+    c.k = gradref__array_kernels_for(max_isa);
     const int m = c.m, threads = numel >= (INT64_C(1) << 16) ? num_threads : 1;
     const int64_t inner = c.shape[m - 1];
     int t = -1;
@@ -413,7 +417,7 @@ static void copy_run(const gradref_tensor *src, const gradref_tensor *dst, size_
             int64_t so, dof;
             outer_offsets(&c, r / inner, t, &so, &dof);
             so += r % inner * c.ss[m - 1], dof += r % inner * c.ds[m - 1];
-            copy_row(c.src + (size_t)so * c.sz, 1, c.sdt, c.dst + (size_t)dof * c.dz, c.ds[t],
+            copy_row(c.k, c.src + (size_t)so * c.sz, 1, c.sdt, c.dst + (size_t)dof * c.dz, c.ds[t],
                      c.ddt, len);
         }
         return;
@@ -423,7 +427,7 @@ static void copy_run(const gradref_tensor *src, const gradref_tensor *dst, size_
     for (int64_t r = 0; r < rows; r++) {
         int64_t so, dof;
         outer_offsets(&c, r, -1, &so, &dof);
-        copy_row(c.src + (size_t)so * c.sz, c.ss[m - 1], c.sdt, c.dst + (size_t)dof * c.dz,
+        copy_row(c.k, c.src + (size_t)so * c.sz, c.ss[m - 1], c.sdt, c.dst + (size_t)dof * c.dz,
                  c.ds[m - 1], c.ddt, inner);
     }
 }

@@ -65,8 +65,8 @@ const gradref__nan_kernels *gradref__nan_kernels_for(int max_isa) {
     return gradref__isa_pick(tables, max_isa);
 }
 
-static void canon_f32(float *p, int64_t n, int *pos_zero) {
-    const gradref__nan_kernels *k = gradref__nan_kernels_for(GRADREF__ISA_MAX);
+static void canon_f32(float *p, int64_t n, int *pos_zero, int max_isa) {
+    const gradref__nan_kernels *k = gradref__nan_kernels_for(max_isa);
     int64_t i0 = k->canon_f32 ? k->canon_f32(p, n, pos_zero) : 0;
     for (; i0 < n; i0 += 256) {
         const int64_t i1 = n - i0 < 256 ? n : i0 + 256;
@@ -84,19 +84,19 @@ static void canon_f32(float *p, int64_t n, int *pos_zero) {
     }
 }
 
-void gradref__canon_nans_f32(float *p, int64_t n) {
-    canon_f32(p, n, NULL);
+void gradref__canon_nans_f32(float *p, int64_t n, int max_isa) {
+    canon_f32(p, n, NULL, max_isa);
 }
 
-int gradref__canon_nans_f32_zeros(float *p, int64_t n) {
+int gradref__canon_nans_f32_zeros(float *p, int64_t n, int max_isa) {
     int pos_zero = 0;
-    canon_f32(p, n, &pos_zero);
+    canon_f32(p, n, &pos_zero, max_isa);
     return pos_zero;
 }
 
-void gradref__canon_nans_elems(int32_t dtype, void *p, int64_t n) {
+void gradref__canon_nans_elems(int32_t dtype, void *p, int64_t n, int max_isa) {
     if (dtype == GRADREF_F32) {
-        gradref__canon_nans_f32((float *)p, n);
+        gradref__canon_nans_f32((float *)p, n, max_isa);
         return;
     }
     const size_t es = dtype == GRADREF_F64 ? 8 : 2;
@@ -123,7 +123,7 @@ static int dense(const gradref_tensor *t) {
     return 1;
 }
 
-void gradref__canon_nans(const gradref_tensor *t, int threads) {
+void gradref__canon_nans(const gradref_tensor *t, int threads, int max_isa) {
     const int32_t dt = t->dtype;
     if (dt != GRADREF_F32 && dt != GRADREF_F64 && dt != GRADREF_F16 && dt != GRADREF_BF16) return;
     const size_t es = dt == GRADREF_F64 ? 8 : dt == GRADREF_F32 ? 4 : 2;
@@ -143,11 +143,11 @@ void gradref__canon_nans(const gradref_tensor *t, int threads) {
             GRADREF__PARALLEL(threads) {
                 int64_t b, e;
                 gradref__my_range(len, &b, &e);
-                gradref__canon_nans_elems(dt, (char *)t->data + (size_t)b * es, e - b);
+                gradref__canon_nans_elems(dt, (char *)t->data + (size_t)b * es, e - b, max_isa);
             }
             return;
         }
-        gradref__canon_nans_elems(dt, t->data, len);
+        gradref__canon_nans_elems(dt, t->data, len, max_isa);
         return;
     }
     GRADREF__PARALLEL(gradref__team(rows * len >= (INT64_C(1) << 16) ? rows : 1, threads)) {
@@ -162,7 +162,7 @@ void gradref__canon_nans(const gradref_tensor *t, int threads) {
             }
             char *row = (char *)t->data + (size_t)off * es;
             if (dt == GRADREF_F32 && step == 1) {
-                gradref__canon_nans_f32((float *)(void *)row, len);
+                gradref__canon_nans_f32((float *)(void *)row, len, max_isa);
                 continue;
             }
             for (int64_t k = 0; k < len; k++) {

@@ -31,13 +31,14 @@ static inline double gradref__canon_f64(double d) {
     return d;
 }
 
-/* p[0 .. n) with every NaN made canonical (a read-only scan when there is none), at the widest
- * kernel level the CPU runs. */
-void gradref__canon_nans_f32(float *p, int64_t n);
+/* p[0 .. n) with every NaN made canonical (a read-only scan when there is none), by the scan
+ * of the highest level at or below max_isa (common/isa.h: the caller's plan's cap) that the
+ * CPU runs. */
+void gradref__canon_nans_f32(float *p, int64_t n, int max_isa);
 
 /* The same, and whether p then holds a +0 (the bits 0: conv_backprop_data's fast paths check
  * their +0 results against the reference's signed zeros). */
-int gradref__canon_nans_f32_zeros(float *p, int64_t n);
+int gradref__canon_nans_f32_zeros(float *p, int64_t n, int max_isa);
 
 /* The scan's body of one ISA: canon_f32 does the whole steps of `step` floats from p and
  * returns how many floats it took (NULL: the portable loop does them all); with pos_zero, it
@@ -58,10 +59,10 @@ int64_t gradref__canon_nans_f32_avx512(float *p, int64_t n, int *pos_zero);
 int64_t gradref__canon_nans_f32_neon(float *p, int64_t n, int *pos_zero);
 
 /* The same for n contiguous elements of any float dtype. */
-void gradref__canon_nans_elems(int32_t dtype, void *p, int64_t n);
+void gradref__canon_nans_elems(int32_t dtype, void *p, int64_t n, int max_isa);
 
 /* Every NaN element of a valid output descriptor of a float dtype made canonical, over up to
  * `threads` threads; other dtypes are left alone. */
-void gradref__canon_nans(const gradref_tensor *t, int threads);
+void gradref__canon_nans(const gradref_tensor *t, int threads, int max_isa);
 
 #endif

@@ -1,8 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "stream.h"
 
-#include "isa.h"
-
 #include <stdint.h>
 #include <string.h>
 
@@ -21,12 +19,6 @@ void gradref__copy_stream(void *dst, const void *src, size_t bytes) {
     s += head;
     bytes -= head;
     size_t i = 0;
-#  ifdef GRADREF__X86
-    if (gradref__isa_level() >= GRADREF__ISA_AVX512) {
-        i = bytes & ~(size_t)63;
-        gradref__copy_stream_lines_avx512(d, s, i / 64);
-    }
-#  endif
     for (; i + 64 <= bytes; i += 64) {
         __m128i a = _mm_loadu_si128((const __m128i *)(s + i));
         __m128i b = _mm_loadu_si128((const __m128i *)(s + i + 16));

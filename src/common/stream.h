@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Copies that bypass the cache for outputs too large to stay in it: a streaming store skips
  * the read-for-ownership of the destination, so a pure copy moves 2 bytes per byte instead of
- * 3. Portable fallback: memcpy. */
+ * 3. The portable level's (SSE2, every x86-64; memcpy elsewhere): the kernel levels above it
+ * stream with their own instructions. */
 #ifndef GRADREF_COMMON_STREAM_H
 #define GRADREF_COMMON_STREAM_H
 
@@ -14,8 +15,5 @@
  * ends). Call gradref__stream_fence() before the data is read by another thread. */
 void gradref__copy_stream(void *dst, const void *src, size_t bytes);
 void gradref__stream_fence(void);
-
-/* The AVX-512 body: `lines` whole 64-byte lines, d 64-byte aligned. */
-void gradref__copy_stream_lines_avx512(char *d, const char *s, size_t lines);
 
 #endif

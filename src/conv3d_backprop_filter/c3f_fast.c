@@ -554,8 +554,8 @@ static void combine_chunks(const run *R, const layout *L, char *base, int thread
  * long with zeros before w = 0 (w0 of them) and after w = W; with `hf32` kept bits each value
  * is then rounded to HF32. st addresses position w = -w0. */
 static void channels_last(const char *src, int32_t dtype, const int64_t *shape, const int64_t *s,
-                          float *dst, int64_t *st, int64_t width, int64_t w0, int hf32,
-                          int threads) {
+                          float *dst, int64_t *st, int64_t width, int64_t w0, int hf32, int threads,
+                          int max_isa) {
     const int64_t C = shape[1], W = shape[4], rows = shape[0] * shape[2] * shape[3];
     st[1] = 1, st[4] = C, st[3] = width * C, st[2] = shape[3] * st[3], st[0] = shape[2] * st[2];
     if (width > W) {
@@ -566,7 +566,7 @@ static void channels_last(const char *src, int32_t dtype, const int64_t *shape, 
             memset(row + (w0 + W) * C, 0, (size_t)((width - w0 - W) * C) * sizeof *row);
         }
     }
-    gradref__copy5(shape, src, dtype, s, dst + w0 * C, GRADREF_F32, st, threads);
+    gradref__copy5(shape, src, dtype, s, dst + w0 * C, GRADREF_F32, st, threads, max_isa);
     if (!hf32) return;
     const int64_t n = shape[0] * st[0];
     GRADREF__PARALLEL_FOR(threads, schedule(static))
@@ -617,12 +617,12 @@ static void fast_run(const gradref__c3f_plan *p, void *ws, int threads) {
     if (gemm && L.stage_x) {
         const int64_t width = L.row_tiles ? L.xw : p->I[2];
         channels_last(p->x, p->in_dtype, xshape, p->xs, (float *)(base + L.x32), R.xs, width,
-                      L.row_tiles ? p->pad_begin[2] : 0, hf32, threads);
+                      L.row_tiles ? p->pad_begin[2] : 0, hf32, threads, p->max_isa);
         R.x = (const float *)(base + L.x32);
     }
     if (gemm && L.stage_dy) {
         channels_last(p->dy, p->in_dtype, yshape, p->ys, (float *)(base + L.dy32), R.ys, p->O[2], 0,
-                      hf32, threads);
+                      hf32, threads, p->max_isa);
         R.dy = (const float *)(base + L.dy32);
     }
     R.dy_is_panel = p->G == 1 && p->Cout_g == L.nr && R.ys[4] == p->Cout_g &&
@@ -671,5 +671,6 @@ static void fast_run(const gradref__c3f_plan *p, void *ws, int threads) {
         return;
     }
     if (L.split) combine_chunks(&R, &L, base, threads);
-    gradref__canon_nans(&p->out_desc, threads); /* the NaN rule; dw is small beside the sums */
+    gradref__canon_nans(&p->out_desc, threads,
+                        p->max_isa); /* the NaN rule; dw is small beside the sums */
 }

@@ -210,7 +210,8 @@ static void no_workspace_run(const gradref__cbd_plan *p, void *unused, int threa
                 threads, megengine_lanes_part, p);
         else
             gradref__parallel_ranges(p->N * p->G, threads, megengine_part, p);
-        gradref__canon_nans(&p->out_desc, threads); /* it accumulates in grad's own dtype */
+        gradref__canon_nans(&p->out_desc, threads,
+                            p->max_isa); /* it accumulates in grad's own dtype */
         return;
     }
     const int64_t part = p->in_dtype == GRADREF_I8 ? gradref__cbd_int8_part(p, threads) : p->OCpg;
@@ -238,7 +239,7 @@ static void bind_data(run *R, const layout *L, char *base, int threads) {
         const int64_t s5[5] = {p->ds[0], p->ds[2], p->ds[3], p->ds[4], p->ds[5]};
         const int64_t shape[5] = {p->N, C_in, p->O[0], p->O[1], p->O[2]};
         gradref__copy5(shape, p->diff, p->in_dtype, s5, base + L->diff32, GRADREF_F32, dst5,
-                       threads);
+                       threads, p->max_isa);
         R->diff = (const float *)(base + L->diff32);
         R->dn = dst5[0];
         R->dc = dst5[1];
@@ -336,7 +337,7 @@ static void store_grad(const gradref__cbd_plan *p, const float *acc, int threads
     dense5(p->G * p->ICpg, p->I, ast5);
     const int64_t g5[5] = {p->gs[0], p->gs[2], p->gs[3], p->gs[4], p->gs[5]};
     const int64_t shape[5] = {p->N, p->G * p->ICpg, p->I[0], p->I[1], p->I[2]};
-    gradref__copy5(shape, acc, GRADREF_F32, ast5, p->grad, p->out_dtype, g5, threads);
+    gradref__copy5(shape, acc, GRADREF_F32, ast5, p->grad, p->out_dtype, g5, threads, p->max_isa);
 }
 
 /* Plan p's items with its workspace at base (layout L), into grad or the accumulator (*acc).

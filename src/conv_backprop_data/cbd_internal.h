@@ -31,8 +31,8 @@ typedef struct gradref__cbd_plan {
  * plan asks (cbd_signed_zeros.c): set by any thread, read after the run. */
 static inline void gradref__cbd_canon(const gradref__cbd_plan *p, float *v, int64_t n) {
     if (!p->pos_zero_seen)
-        gradref__canon_nans_f32(v, n);
-    else if (gradref__canon_nans_f32_zeros(v, n))
+        gradref__canon_nans_f32(v, n, p->max_isa);
+    else if (gradref__canon_nans_f32_zeros(v, n, p->max_isa))
         __atomic_store_n(p->pos_zero_seen, 1, __ATOMIC_RELAXED);
 }
 

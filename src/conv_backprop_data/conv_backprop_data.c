@@ -266,16 +266,16 @@ static size_t staging_bytes(const cbd_staging *st, size_t *offset) {
 
 /* Copies between a caller's blocked tensor and its dense copy, both split alike. */
 static void restage(const gradref_tensor *user, const gradref_tensor *dense, int to_dense,
-                    int threads) {
+                    int threads, int max_isa) {
     int64_t block[GRADREF_MAX_DIMS];
     gradref_tensor uv, dv;
     (void)gradref__blocks_of(OP, "", user, block); /* validated already */
     (void)gradref__split_view(OP, "", user, block, &uv);
     (void)gradref__split_view(OP, "", dense, block, &dv);
     if (to_dense)
-        gradref__copy_run(&uv, &dv, threads);
+        gradref__copy_run(&uv, &dv, threads, max_isa);
     else
-        gradref__copy_run(&dv, &uv, threads);
+        gradref__copy_run(&dv, &uv, threads, max_isa);
 }
 
 /* The fast path's workspace at the threads a call on ctx would run. */
@@ -322,14 +322,15 @@ static gradref_status run(const gradref__ctx *ctx, gradref__cbd_plan *plan, cbd_
     for (int i = 0; i < 3; i++) {
         if (!st->blocked[i]) continue;
         st->dense[i].data = (char *)base + offset[i];
-        if (i < 2) restage(st->user[i], &st->dense[i], 1, ctx->num_threads);
+        if (i < 2) restage(st->user[i], &st->dense[i], 1, ctx->num_threads, plan->max_isa);
     }
     plan->filter = (const char *)st->dense[0].data;
     plan->diff = (const char *)st->dense[1].data;
     plan->grad = (char *)st->dense[2].data;
     plan->out_desc.data = st->dense[2].data;
     const gradref_status s = gradref__run_fast_path(&FAST, &inner, plan);
-    if (s == GRADREF_OK && st->blocked[2]) restage(st->user[2], &st->dense[2], 0, ctx->num_threads);
+    if (s == GRADREF_OK && st->blocked[2])
+        restage(st->user[2], &st->dense[2], 0, ctx->num_threads, plan->max_isa);
     gradref__workspace_release(owned);
     return s;
 }

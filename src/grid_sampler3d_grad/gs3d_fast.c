@@ -86,7 +86,7 @@ void gradref__gs3d_plane_out(const gs3d_run *r, const void *plane, int wide, int
     char *dst = p->dx.data + (size_t)(n * p->dx.s[0] + z * p->dx.s[2]) * p->elem_size;
     const size_t dx_bytes = (size_t)(p->N * p->C * p->D * p->H * p->W) * p->elem_size;
     gradref__copy5_part(shape, plane, wide ? GRADREF_F64 : GRADREF_F32, ps, dst, p->dtype, p->dx.s,
-                        dx_bytes, 1);
+                        dx_bytes, 1, p->max_isa);
 }
 
 int gradref__gs3d_dx_plane_f32(const gs3d_run *r, const gs3d_record_f *rec, int64_t count,
@@ -260,7 +260,8 @@ size_t gradref__gs3d_fast_workspace(const gradref__gs3d_plan *p, int32_t precisi
 /* The NaN rule (common/nan.h) on the part of an output a work item wrote, at data with strides
  * s, on the calling thread: the scatter and the corner sums leave NaN signs and payloads to the
  * order of their operations. */
-static void canon_part(void *data, int32_t dtype, const int64_t *shape, const int64_t *s) {
+static void canon_part(void *data, int32_t dtype, const int64_t *shape, const int64_t *s,
+                       int max_isa) {
     gradref_tensor t;
     memset(&t, 0, sizeof t);
     t.data = data;
@@ -268,7 +269,7 @@ static void canon_part(void *data, int32_t dtype, const int64_t *shape, const in
     t.ndim = 5;
     memcpy(t.shape, shape, sizeof t.shape[0] * 5);
     memcpy(t.strides, s, sizeof t.strides[0] * 5);
-    gradref__canon_nans(&t, 1);
+    gradref__canon_nans(&t, 1, max_isa);
 }
 
 void gradref__gs3d_canon_plane(const gs3d_run *r, void *plane, int wide) {
@@ -276,9 +277,9 @@ void gradref__gs3d_canon_plane(const gs3d_run *r, void *plane, int wide) {
     const int64_t shape[5] = {1, p->C, 1, p->H, p->W};
     const int32_t dtype = wide ? GRADREF_F64 : GRADREF_F32;
     if (r->acc_planes)
-        gradref__canon_nans_elems(dtype, plane, p->C * p->H * p->W);
+        gradref__canon_nans_elems(dtype, plane, p->C * p->H * p->W, p->max_isa);
     else
-        canon_part(plane, dtype, shape, r->a.as);
+        canon_part(plane, dtype, shape, r->a.as, p->max_isa);
 }
 
 static void zero_fill(const gradref__gs3d_view *v, int32_t dtype, const int64_t *shape,
@@ -287,7 +288,8 @@ static void zero_fill(const gradref__gs3d_view *v, int32_t dtype, const int64_t 
     char zero[8];
     gradref__store_float(dtype, zero, zero64);
     const int64_t none[5] = {0, 0, 0, 0, 0};
-    gradref__copy5(shape, zero, dtype, none, v->data, dtype, v->s, num_threads);
+    gradref__copy5(shape, zero, dtype, none, v->data, dtype, v->s, num_threads,
+                   GRADREF__ISA_PORTABLE); /* a fill converts nothing */
 }
 
 /* The vector geometry kernels' conditions (gs3d_simd.h): point q = (od * Ho + oh) * Wo + ow of
@@ -431,13 +433,13 @@ static void bind_tensors(gs3d_run *r, const ws_layout *L, char *base, const int6
     if (L->stage_x) {
         gradref__channels_last_strides(xsh, r->a.xs);
         gradref__copy5(xsh, p->x.data, p->dtype, p->x.s, base + L->x32, GRADREF_F32, r->a.xs,
-                       num_threads);
+                       num_threads, p->max_isa);
         r->a.x = base + L->x32;
     }
     if (L->stage_grad) {
         gradref__channels_last_strides(gsh, r->a.gs);
         gradref__copy5(gsh, p->grad.data, p->dtype, p->grad.s, base + L->grad32, GRADREF_F32,
-                       r->a.gs, num_threads);
+                       r->a.gs, num_threads, p->max_isa);
         r->a.grad = base + L->grad32;
     }
     r->a.grad_points_dense = points_dense(p, r->a.gs);
@@ -521,7 +523,7 @@ static void dx_item(const gs3d_run *r, const ws_layout *L, const gs3d_schedule *
         const int64_t shape[5] = {1, 1, p->D, p->H, p->W};
         r->k->nearest_dx(&r->a, n, c);
         canon_part(p->dx.data + (size_t)(n * p->dx.s[0] + c * p->dx.s[1]) * p->elem_size, p->dtype,
-                   shape, p->dx.s);
+                   shape, p->dx.s, p->max_isa);
         return;
     }
     run_dx(r, s->pair, n, c);
@@ -540,7 +542,7 @@ static void dgrid_item(const gs3d_run *r, const gs3d_schedule *s, int64_t it) {
         const int64_t shape[5] = {1, 1, 1, len, 3}, st[5] = {0, 0, 0, d[3], d[4]};
         canon_part(p->dgrid.data +
                        (size_t)(n * d[0] + z * d[1] + h * d[2] + w * d[3]) * p->elem_size,
-                   p->dtype, shape, st);
+                   p->dtype, shape, st, p->max_isa);
         q += len;
     }
 }

@@ -20,18 +20,18 @@
 #define CHUNK                 128                /* pairs of weights built at a time */
 #define PARALLEL_MIN_ELEMENTS (INT64_C(1) << 15) /* smaller problems run on one thread */
 
-static void widen(int32_t dtype, const char *src, float *dst, int64_t n) {
+static void widen(int32_t dtype, const char *src, float *dst, int64_t n, int max_isa) {
     if (dtype == GRADREF_F16)
-        gradref__f16_to_f32_array((const uint16_t *)(const void *)src, dst, (size_t)n);
+        gradref__f16_to_f32_array((const uint16_t *)(const void *)src, dst, (size_t)n, max_isa);
     else if (dtype == GRADREF_BF16)
         gradref__bf16_to_f32_array((const uint16_t *)(const void *)src, dst, (size_t)n);
     else
         memcpy(dst, src, (size_t)n * sizeof(float));
 }
 
-static void narrow(int32_t dtype, const float *src, char *dst, int64_t n) {
+static void narrow(int32_t dtype, const float *src, char *dst, int64_t n, int max_isa) {
     if (dtype == GRADREF_F16)
-        gradref__f32_to_f16_array(src, (uint16_t *)(void *)dst, (size_t)n);
+        gradref__f32_to_f16_array(src, (uint16_t *)(void *)dst, (size_t)n, max_isa);
     else if (dtype == GRADREF_BF16)
         gradref__f32_to_bf16_array(src, (uint16_t *)(void *)dst, (size_t)n);
     else
@@ -40,13 +40,13 @@ static void narrow(int32_t dtype, const float *src, char *dst, int64_t n) {
 
 /* ATB: the weight w = c +/- s' rounded to the dtype, as an f32. */
 static void atb_weights(int32_t dtype, const float *c, const float *s, float *w, int64_t n,
-                        int front) {
+                        int front, int max_isa) {
     for (int64_t i = 0; i < n; i++)
         w[i] = front ? c[i] + s[i] : c[i] - s[i];
     if (dtype != GRADREF_F32) { /* round through the 16-bit type: exact for F16/BF16 sums */
         uint16_t rounded[CHUNK];
-        narrow(dtype, w, (char *)rounded, n);
-        widen(dtype, (const char *)rounded, w, n);
+        narrow(dtype, w, (char *)rounded, n, max_isa);
+        widen(dtype, (const char *)rounded, w, n, max_isa);
     }
 }
 
@@ -119,13 +119,13 @@ static void token_half(const token_ctx *tc) {
     for (int64_t j0 = 0; j0 < H; j0 += CHUNK) {
         const int64_t L = H - j0 < CHUNK ? H - j0 : CHUNK;
         float *cf = c_both, *cb = c_both + L;
-        widen(dt, crow + (size_t)j0 * p->elem_size, cf, L);
-        widen(dt, crow + (size_t)(j0 + H) * p->elem_size, cb, L);
-        widen(dt, srow + (size_t)j0 * p->elem_size, sf, L);
-        widen(dt, srow + (size_t)(j0 + H) * p->elem_size, sb, L);
+        widen(dt, crow + (size_t)j0 * p->elem_size, cf, L, p->max_isa);
+        widen(dt, crow + (size_t)(j0 + H) * p->elem_size, cb, L, p->max_isa);
+        widen(dt, srow + (size_t)j0 * p->elem_size, sf, L, p->max_isa);
+        widen(dt, srow + (size_t)(j0 + H) * p->elem_size, sb, L, p->max_isa);
         if (atb) {
-            atb_weights(dt, cf, sb, cf, L, 1); /* front: c[j] + s[j+H] */
-            atb_weights(dt, cb, sf, cb, L, 0); /* back:  c[j+H] - s[j] */
+            atb_weights(dt, cf, sb, cf, L, 1, p->max_isa); /* front: c[j] + s[j+H] */
+            atb_weights(dt, cb, sf, cb, L, 0, p->max_isa); /* back:  c[j+H] - s[j] */
         }
         for (int s = 0; s < 2; s++)
             heads_half(tc, &p->stream[s], j0, L, c_both, sf, sb);
@@ -142,8 +142,8 @@ static void token_interleaved(const token_ctx *tc) {
     float c[2 * CHUNK], sn[2 * CHUNK];
     for (int64_t j0 = 0; j0 < R; j0 += 2 * CHUNK) {
         const int64_t L = R - j0 < 2 * CHUNK ? R - j0 : 2 * CHUNK; /* even */
-        widen(dt, crow + (size_t)j0 * p->elem_size, c, L);
-        widen(dt, srow + (size_t)j0 * p->elem_size, sn, L);
+        widen(dt, crow + (size_t)j0 * p->elem_size, c, L, p->max_isa);
+        widen(dt, srow + (size_t)j0 * p->elem_size, sn, L, p->max_isa);
         for (int s = 0; s < 2; s++) {
             const gradref__rope_stream *st = &p->stream[s];
             if (tc->k->interleaved_heads && L % 16 == 0 && L <= 128) { /* c, s in registers */
@@ -169,7 +169,7 @@ static void token_pass_through(const token_ctx *tc) {
         for (int64_t n = 0; n < st->heads; n++) {
             void *out = out_at(p, st, tc->row, n * D + R);
             memcpy(out, in_at(p, st, tc->row, n * D + R), (size_t)(D - R) * p->elem_size);
-            gradref__canon_nans_elems(p->dtype, out, D - R);
+            gradref__canon_nans_elems(p->dtype, out, D - R, p->max_isa);
         }
     }
 }

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The portable row kernels (any CPU): rows widened to f32 in chunks, computed with the
  * reference loop's operations, narrowed once, written with streaming stores when asked; and
- * the choice of a kernel table. */
+ * the choice of a kernel table. They are the portable level's, so the shared helpers they
+ * call run at that level too. */
 #include <string.h>
 
 #include "common/convert_array.h"
@@ -14,7 +15,7 @@
 static const float *as_f32(int32_t dt, const void *src, float *buf, int64_t n) {
     if (dt == GRADREF_F32) return (const float *)src;
     if (dt == GRADREF_F16)
-        gradref__f16_to_f32_array((const uint16_t *)src, buf, (size_t)n);
+        gradref__f16_to_f32_array((const uint16_t *)src, buf, (size_t)n, GRADREF__ISA_PORTABLE);
     else
         gradref__bf16_to_f32_array((const uint16_t *)src, buf, (size_t)n);
     return buf;
@@ -25,9 +26,9 @@ static const float *as_f32(int32_t dt, const void *src, float *buf, int64_t n) {
 static void emit(int32_t dt, float *v, void *dst, int64_t n, int stream) {
     uint16_t half[CHUNK];
     const void *bytes = v;
-    gradref__canon_nans_f32(v, n);
+    gradref__canon_nans_f32(v, n, GRADREF__ISA_PORTABLE);
     if (dt == GRADREF_F16) {
-        gradref__f32_to_f16_array(v, half, (size_t)n);
+        gradref__f32_to_f16_array(v, half, (size_t)n, GRADREF__ISA_PORTABLE);
         bytes = half;
     } else if (dt == GRADREF_BF16) {
         gradref__f32_to_bf16_array(v, half, (size_t)n);
