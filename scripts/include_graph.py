@@ -2,8 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """Checks the include graph of src/: no cycle between files (a header and the .c file of the
 same name count as one unit, so x.c including x.h is not a cycle), no include from common/ into
-an operator's directory, and no include from a kernel file (*_avx2.c, *_avx512.c, *_neon*.c,
-*_sve.c, *_kernels.c) or a kernel header (*_simd.h, *_kernels.h) up into its fast path
+an operator's directory, and no include from a kernel file (*_avx2.c, *_avx512*.c, *_neon*.c,
+*_sve.c, *_kernels.c) or a kernel header (*_simd.h, *_kernels.h, *_avx2.h, ...) up into its fast path
 (*_fast.h, *_fast_impl.h). Exits 1 and says what it found otherwise.
     python3 scripts/include_graph.py"""
 import glob
@@ -13,7 +13,7 @@ import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 SRC = os.path.join(ROOT, "src")
-KERNEL_FILE = re.compile(r"(_avx2|_avx512|_neon\w*|_sve|_kernels)\.c$|(_simd|_kernels)\.h$")
+KERNEL_FILE = re.compile(r"(_avx2|_avx512\w*|_neon\w*|_sve|_kernels)\.[ch]$|_simd\.h$")
 FAST_HEADER = re.compile(r"_fast(_impl)?\.h$")
 
 

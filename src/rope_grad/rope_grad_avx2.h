@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The AVX2 + F16C helpers of rope_grad's x86 kernel files (rope_grad_avx2.c and, for tails and
- * BF16, rope_grad_avx512.c): 8-lane loads and stores of each dtype, prefetches, and the AVX2
+ * BF16, rope_grad_avx512.h): 8-lane loads and stores of each dtype, prefetches, and the AVX2
  * kernels the AVX-512 ones fall back to. */
 #ifndef GRADREF_ROPE_GRAD_AVX2_H
 #define GRADREF_ROPE_GRAD_AVX2_H

@@ -103,6 +103,7 @@ const gradref__rope_kernels *gradref__rope_kernels_for(int max_isa) {
 #ifdef GRADREF__X86
         [GRADREF__ISA_AVX2] = &gradref__rope_kernels_avx2,
         [GRADREF__ISA_AVX512] = &gradref__rope_kernels_avx512,
+        [GRADREF__ISA_AVX512_BF16] = &gradref__rope_kernels_avx512_bf16,
 #endif
 #ifdef GRADREF__ARM64
         [GRADREF__ISA_NEON] = &gradref__rope_kernels_neon,
