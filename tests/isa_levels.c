@@ -11,9 +11,9 @@ int main(void) {
     const int level = gradref__isa_level();
     printf("kernel level on this CPU: %s%s%s%s\n", gradref__isa_name(level),
            cap ? " (capped by GRADREF_MAX_ISA=" : "", cap ? cap : "", cap ? ")" : "");
-    for (int l = level + 1; l < GRADREF__ISA_LEVELS; l++)
+    for (int l = level + 1; l <= GRADREF__ISA_TOP; l++)
         printf("skipped: the %s kernels (%s)\n", gradref__isa_name(l),
                cap ? "capped, or not on this CPU" : "not on this CPU");
-    if (level == GRADREF__ISA_LEVELS - 1) printf("skipped: none\n");
+    if (level == GRADREF__ISA_TOP) printf("skipped: none\n");
     return 0;
 }

@@ -2,7 +2,7 @@
 /* The CPU's kernel level (isa.h), read once when the library is loaded and only read
  * afterwards: the library's one piece of global state, constant for the life of the process.
  * On x86 from CPUID (clang 14's __builtin_cpu_supports does not know "f16c"; CPUID traps to the
- * hypervisor on virtual machines, microseconds), on aarch64 from the kernel's hwcaps. */
+ * hypervisor on virtual machines, microseconds); on aarch64 it is NEON, which every CPU has. */
 #include "isa.h"
 
 #include <stdlib.h>
@@ -63,30 +63,18 @@ static int detect(void) {
     return detect_avx512_bf16() ? GRADREF__ISA_AVX512_BF16 : GRADREF__ISA_AVX512;
 }
 
-#elif defined(GRADREF__ARM64) && defined(__linux__)
-#  include <sys/auxv.h>
-
-static const char *const names[GRADREF__ISA_LEVELS] = {"portable", "neon", "neon_dot", "sve"};
-
-/* ASIMD is part of every aarch64 CPU; the dot product (HWCAP_ASIMDDP, bit 20) and SVE
- * (HWCAP_SVE, bit 22) are read from the kernel's hwcaps. */
-static int detect(void) {
-    const unsigned long hw = getauxval(AT_HWCAP);
-    if (!(hw & (1ul << 20))) return GRADREF__ISA_NEON;
-    return hw & (1ul << 22) ? GRADREF__ISA_SVE : GRADREF__ISA_NEON_DOT;
-}
-
 #elif defined(GRADREF__ARM64)
 
-static const char *const names[GRADREF__ISA_LEVELS] = {"portable", "neon", "neon_dot", "sve"};
+static const char *const names[GRADREF__ISA_LEVELS] = {"portable", "neon", "?", "?"};
 
+/* ASIMD is part of every aarch64 CPU. */
 static int detect(void) {
     return GRADREF__ISA_NEON;
 }
 
 #else
 
-static const char *const names[GRADREF__ISA_LEVELS] = {"portable", "level1", "level2", "level3"};
+static const char *const names[GRADREF__ISA_LEVELS] = {"portable", "?", "?", "?"};
 
 static int detect(void) {
     return GRADREF__ISA_PORTABLE;
@@ -95,7 +83,7 @@ static int detect(void) {
 #endif
 
 const char *gradref__isa_name(int level) {
-    return level >= 0 && level < GRADREF__ISA_LEVELS ? names[level] : "?";
+    return level >= 0 && level <= GRADREF__ISA_TOP ? names[level] : "?";
 }
 
 static int cpu_level;
@@ -105,7 +93,7 @@ static int cpu_level;
 static void apply_isa_cap(void) {
     const char *cap = getenv("GRADREF_MAX_ISA");
     if (cap == NULL) return;
-    for (int level = 0; level < GRADREF__ISA_LEVELS; level++)
+    for (int level = 0; level <= GRADREF__ISA_TOP; level++)
         if (strcmp(cap, gradref__isa_name(level)) == 0 && level < cpu_level) cpu_level = level;
 }
 

@@ -17,10 +17,8 @@ enum {
     GRADREF__ISA_AVX2 = 1,        /* x86-64-v3: AVX2, FMA and F16C */
     GRADREF__ISA_AVX512 = 2,      /* x86-64-v4: AVX-512 F, CD, DQ, BW and VL */
     GRADREF__ISA_AVX512_BF16 = 3, /* and AVX512_BF16 */
-    /* aarch64 */
-    GRADREF__ISA_NEON = 1,     /* Advanced SIMD (ASIMD), on every aarch64 CPU */
-    GRADREF__ISA_NEON_DOT = 2, /* and the dot product (SDOT/UDOT) */
-    GRADREF__ISA_SVE = 3,
+    /* aarch64 (a level for the dot product or SVE comes with the first kernels that use it) */
+    GRADREF__ISA_NEON = 1, /* Advanced SIMD (ASIMD), on every aarch64 CPU */
     GRADREF__ISA_LEVELS = 4
 };
 
@@ -37,12 +35,20 @@ enum {
 #  define GRADREF__ARM64 1
 #endif
 
+/* The highest level of this architecture's ladder. */
+#if defined(GRADREF__X86)
+#  define GRADREF__ISA_TOP GRADREF__ISA_AVX512_BF16
+#elif defined(GRADREF__ARM64)
+#  define GRADREF__ISA_TOP GRADREF__ISA_NEON
+#else
+#  define GRADREF__ISA_TOP GRADREF__ISA_PORTABLE
+#endif
+
 /* The widest level this CPU runs, after GRADREF_MAX_ISA (a level's name: portable, avx2,
- * avx512, avx512_bf16 on x86; neon, neon_dot, sve on aarch64); read once when the library
- * loads. */
+ * avx512, avx512_bf16 on x86; portable, neon on aarch64); read once when the library loads. */
 int gradref__isa_level(void);
 
-/* A level's name on this architecture ("portable", "avx2", ...). */
+/* A level's name on this architecture ("portable", "avx2", ...; "?" above GRADREF__ISA_TOP). */
 const char *gradref__isa_name(int level);
 
 /* tables[l]: the kernel table of level l, or NULL where the module has none (tables[0], the
