@@ -195,7 +195,7 @@ static void test_recat_rows(void **state) {
                 if (bytes <= GRADREF__RECAT_SMALL_BYTES) {
                     base->small_rows(want + dof, src + so, PITCH, bytes, ROWS, 128);
                     k->small_rows(got + dof, src + so, PITCH, bytes, ROWS, 128);
-                    expect_bytes(got, want, SPAN, "recat small_rows", k->name, (int64_t)bytes, c);
+                    expect_bytes(got, want, SPAN, "recat small_rows", k->isa, (int64_t)bytes, c);
                 }
                 if (bytes >= GRADREF__RECAT_STREAM_BYTES) {
                     /* has_prev (has_next): the same thread wrote (writes) the row before
@@ -219,7 +219,7 @@ static void test_recat_rows(void **state) {
                                             src + so + (size_t)(ROWS - 1) * PITCH, PITCH, bytes, 1,
                                             1, 0);
                         gradref__stream_fence();
-                        expect_bytes(got, want, SPAN, "recat stream_rows", both[t]->name,
+                        expect_bytes(got, want, SPAN, "recat stream_rows", both[t]->isa,
                                      (int64_t)bytes, c);
                     }
                 }

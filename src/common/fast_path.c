@@ -68,8 +68,8 @@ gradref_status gradref__run_fast_path(const gradref__fast_path *fp, const gradre
     const double start = gradref__verbose_ms();
     const gradref_status s = run_path(fp, ctx, plan, &r);
     if (s == GRADREF_OK)
-        gradref__verbose_line(ctx->op ? ctx->op : fp->op, r.strategy, ctx, r.threads, r.workspace,
-                              gradref__verbose_ms() - start);
+        gradref__verbose_line(ctx->op ? ctx->op : fp->op, r.strategy, fp->isa(plan), ctx, r.threads,
+                              r.workspace, gradref__verbose_ms() - start);
     return s;
 }
 

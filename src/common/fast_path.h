@@ -25,6 +25,9 @@ typedef struct gradref__fast_path {
     /* NULL, or the name of what run does for this plan (GRADREF_VERBOSE's strategy field;
      * NULL: "fast") */
     const char *(*strategy)(const void *plan, int32_t precision, int threads);
+    /* The level of the kernel table the plan runs (its max_isa and the CPU's level):
+     * GRADREF_VERBOSE's isa field */
+    const char *(*isa)(const void *plan);
 } gradref__fast_path;
 
 /* Defines `name`, the gradref__fast_path of an operator whose plan type is what workspace_fn,
@@ -39,16 +42,16 @@ typedef struct gradref__fast_path {
   static gradref_status name##_no_workspace(const void *plan, int threads) {                       \
     return no_workspace_fn(plan, threads);                                                         \
   }
-#define GRADREF__DEFINE_FAST_PATH(name, op, workspace_fn, run_fn, no_workspace_fn)                 \
+#define GRADREF__DEFINE_FAST_PATH(name, op, workspace_fn, run_fn, no_workspace_fn, isa_fn)         \
   GRADREF__FAST_PATH_ADAPTERS(name, workspace_fn, run_fn, no_workspace_fn)                         \
   static const gradref__fast_path name = {                                                         \
-      op, name##_workspace, name##_run, name##_no_workspace, NULL, NULL, NULL}
+      op, name##_workspace, name##_run, name##_no_workspace, NULL, NULL, NULL, isa_fn}
 
 /* The same for a convolution plan (GRADREF__CONV_PLAN_FIELDS): a zero_only plan fills
  * out_desc with +0 and needs no workspace; threads_fn bounds the threads by the work;
  * strategy_fn names what the run does. */
 #define GRADREF__DEFINE_CONV_FAST_PATH(name, op, plan_type, workspace_fn, run_fn, no_workspace_fn, \
-                                       threads_fn, strategy_fn)                                    \
+                                       threads_fn, strategy_fn, isa_fn)                            \
   GRADREF__FAST_PATH_ADAPTERS(name, workspace_fn, run_fn, no_workspace_fn)                         \
   static const gradref_tensor *name##_zero_output(const void *plan) {                              \
     const plan_type *p = plan;                                                                     \
@@ -66,11 +69,12 @@ typedef struct gradref__fast_path {
                                           name##_no_workspace,                                     \
                                           name##_zero_output,                                      \
                                           name##_threads,                                          \
-                                          name##_strategy}
+                                          name##_strategy,                                         \
+                                          isa_fn}
 
 /* The same for an operator that needs no workspace (its twin reports 0): run_fn(plan, threads)
  * is the whole run. */
-#define GRADREF__DEFINE_NO_WORKSPACE_FAST_PATH(name, op, plan_type, run_fn)                        \
+#define GRADREF__DEFINE_NO_WORKSPACE_FAST_PATH(name, op, plan_type, run_fn, isa_fn)                \
   static size_t name##_workspace(const void *plan, int32_t precision, int threads) {               \
     (void)plan, (void)precision, (void)threads;                                                    \
     return 0;                                                                                      \
@@ -84,7 +88,7 @@ typedef struct gradref__fast_path {
     return GRADREF_OK;                                                                             \
   }                                                                                                \
   static const gradref__fast_path name = {                                                         \
-      op, name##_workspace, name##_run, name##_no_workspace, NULL, NULL, NULL}
+      op, name##_workspace, name##_run, name##_no_workspace, NULL, NULL, NULL, isa_fn}
 
 /* The tail of an entry point once its plan is validated (and its precision set): the threads
  * the caller's workspace holds, the workspace (the caller's or one allocation), the run; a

@@ -7,8 +7,6 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "isa.h"
-#include "nan.h"
 #include "tensor.h"
 
 static int verbose_level;
@@ -50,14 +48,11 @@ static void put_tensors(const gradref__ctx *ctx, char *out, size_t size) {
     }
 }
 
-/* The level the kernels run at is the highest with kernel tables at or below the CPU's (and
- * GRADREF_MAX_ISA's): the NaN pass's tables have every such level. */
-void gradref__verbose_line(const char *op, const char *strategy, const gradref__ctx *ctx,
-                           int threads, size_t workspace_used, double ms) {
+void gradref__verbose_line(const char *op, const char *strategy, const char *isa,
+                           const gradref__ctx *ctx, int threads, size_t workspace_used, double ms) {
     char tensors[1024];
     put_tensors(ctx, tensors, sizeof tensors);
-    fprintf(stderr, "gradref_verbose,%s,%s,%s,%d,%s,%s,%zu,%zu,%.3f\n", op, strategy,
-            gradref__nan_kernels_for(GRADREF__ISA_MAX)->isa, threads,
+    fprintf(stderr, "gradref_verbose,%s,%s,%s,%d,%s,%s,%zu,%zu,%.3f\n", op, strategy, isa, threads,
             gradref__precision_name(ctx->precision), tensors,
             ctx->workspace != NULL ? ctx->workspace_bytes : (size_t)0, workspace_used, ms);
 }

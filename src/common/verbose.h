@@ -20,8 +20,9 @@ int gradref__verbose(void);
 /* A monotonic clock in milliseconds. */
 double gradref__verbose_ms(void);
 
-/* The line of one call: strategy (what ran), threads, the workspace bytes used, and ms. */
-void gradref__verbose_line(const char *op, const char *strategy, const gradref__ctx *ctx,
-                           int threads, size_t workspace_used, double ms);
+/* The line of one call: strategy (what ran), isa (its kernel table's level), threads, the
+ * workspace bytes used, and ms. */
+void gradref__verbose_line(const char *op, const char *strategy, const char *isa,
+                           const gradref__ctx *ctx, int threads, size_t workspace_used, double ms);
 
 #endif

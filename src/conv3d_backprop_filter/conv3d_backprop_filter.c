@@ -14,9 +14,14 @@
 
 static const char OP[] = "conv3d_backprop_filter";
 
+/* GRADREF_VERBOSE's isa field: the level of the kernel table the plan runs. */
+static const char *kernel_level(const void *plan) {
+    return gradref__c3f_kernels_for(((const gradref__c3f_plan *)plan)->max_isa)->isa;
+}
+
 GRADREF__DEFINE_CONV_FAST_PATH(FAST, OP, gradref__c3f_plan, gradref__c3f_fast_workspace,
                                gradref__c3f_fast, gradref__c3f_no_workspace,
-                               gradref__c3f_fast_threads, gradref__c3f_strategy);
+                               gradref__c3f_fast_threads, gradref__c3f_strategy, kernel_level);
 
 /* x, dy and dw taken (normalised copies in t[], extents in e[]), their ranks and dtypes. */
 static gradref_status check_tensors(const gradref_tensor *x, const gradref_tensor *dy,

@@ -11,12 +11,18 @@
 #include "common/fast_path.h"
 #include "common/isa.h"
 #include "common/tensor.h"
+#include "cbd_simd.h"
 
 static const char OP[] = "conv_backprop_data";
 
+/* GRADREF_VERBOSE's isa field: the level of the kernel table the plan runs. */
+static const char *kernel_level(const void *plan) {
+    return gradref__cbd_kernels_for(((const gradref__cbd_plan *)plan)->max_isa)->isa;
+}
+
 GRADREF__DEFINE_CONV_FAST_PATH(FAST, OP, gradref__cbd_plan, gradref__cbd_fast_workspace,
                                gradref__cbd_fast, gradref__cbd_no_workspace,
-                               gradref__cbd_fast_threads, gradref__cbd_strategy);
+                               gradref__cbd_fast_threads, gradref__cbd_strategy, kernel_level);
 
 static gradref_status check_dtypes(const gradref_tensor *filter, const gradref_tensor *diff,
                                    const gradref_tensor *grad, int qs8) {

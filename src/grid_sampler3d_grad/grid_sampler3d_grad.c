@@ -8,11 +8,17 @@
 #include "common/isa.h"
 #include "common/tensor.h"
 #include "gs3d_internal.h"
+#include "gs3d_simd.h"
 
 static const char OP[] = "grid_sampler3d_grad";
 
+/* GRADREF_VERBOSE's isa field: the level of the kernel table the plan runs. */
+static const char *kernel_level(const void *plan) {
+    return gradref__gs3d_kernels_for(((const gradref__gs3d_plan *)plan)->max_isa)->isa;
+}
+
 GRADREF__DEFINE_FAST_PATH(FAST, OP, gradref__gs3d_fast_workspace, gradref__gs3d_fast,
-                          gradref__gs3d_no_workspace);
+                          gradref__gs3d_no_workspace, kernel_level);
 
 static gradref_status check_params(const gradref_grid_sampler3d_params *p) {
     if (p == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "p is NULL");

@@ -5,6 +5,7 @@
 #include "common/isa.h"
 #include "common/tensor.h"
 #include "recat_internal.h"
+#include "recat_kernels.h"
 
 /* Checks shared by the three variants once the split is known to be a valid list of widths. */
 typedef struct recat_args {
@@ -202,7 +203,13 @@ static gradref_status check_fbgemm(const char *op, const gradref_tensor *go) {
     return GRADREF_OK;
 }
 
-GRADREF__DEFINE_NO_WORKSPACE_FAST_PATH(FAST, "recat", gradref__recat_plan, gradref__recat_fast);
+/* GRADREF_VERBOSE's isa field: the level of the kernel table the plan runs. */
+static const char *kernel_level(const void *plan) {
+    return gradref__recat_kernels_for(((const gradref__recat_plan *)plan)->max_isa)->isa;
+}
+
+GRADREF__DEFINE_NO_WORKSPACE_FAST_PATH(FAST, "recat", gradref__recat_plan, gradref__recat_fast,
+                                       kernel_level);
 
 static gradref_status execute(const char *op, gradref_status validated,
                               const gradref__recat_plan *p, const gradref_tensor *go,

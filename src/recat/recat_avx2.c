@@ -76,7 +76,7 @@ static void small_rows_avx2(char *dst, const char *src, size_t pitch, size_t byt
 }
 
 const gradref__recat_kernels gradref__recat_kernels_avx2 = {
-    .name = "avx2",
+    .isa = "avx2",
     .small_rows = small_rows_avx2,
     .stream_rows = stream_rows_avx2,
 };

@@ -43,7 +43,7 @@ static void stream_rows_avx512(char *dst, const char *src, size_t pitch, size_t 
 }
 
 const gradref__recat_kernels gradref__recat_kernels_avx512 = {
-    .name = "avx512",
+    .isa = "avx512",
     .small_rows = small_rows_avx512,
     .stream_rows = stream_rows_avx512,
 };

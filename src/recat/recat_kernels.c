@@ -92,7 +92,7 @@ void gradref__recat_small_rows(char *dst, const char *src, size_t pitch, size_t 
 }
 
 const gradref__recat_kernels gradref__recat_kernels_portable = {
-    .name = "portable",
+    .isa = "portable",
     .small_rows = gradref__recat_small_rows,
     .stream_rows = gradref__recat_stream_rows,
 };

@@ -15,7 +15,7 @@
 #define GRADREF__RECAT_STREAM_BYTES 64
 
 typedef struct gradref__recat_kernels {
-    const char *name;
+    const char *isa;
     /* rows segments of `bytes` (1..GRADREF__RECAT_SMALL_BYTES) from src, pitch bytes apart, to
      * consecutive segments of dst, each with a prefetch of dst `ahead` bytes on */
     void (*small_rows)(char *dst, const char *src, size_t pitch, size_t bytes, int64_t rows,

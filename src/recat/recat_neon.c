@@ -33,7 +33,7 @@ static void small_rows_neon(char *dst, const char *src, size_t pitch, size_t byt
 }
 
 const gradref__recat_kernels gradref__recat_kernels_neon = {
-    .name = "neon",
+    .isa = "neon",
     .small_rows = small_rows_neon,
     .stream_rows = gradref__recat_stream_rows,
 };

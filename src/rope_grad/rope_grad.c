@@ -5,10 +5,17 @@
 #include "common/isa.h"
 #include "common/tensor.h"
 #include "rope_grad_internal.h"
+#include "rope_grad_kernels.h"
 
 static const char OP[] = "rope_grad";
 
-GRADREF__DEFINE_NO_WORKSPACE_FAST_PATH(FAST, OP, gradref__rope_plan, gradref__rope_grad_fast);
+/* GRADREF_VERBOSE's isa field: the level of the kernel table the plan runs. */
+static const char *kernel_level(const void *plan) {
+    return gradref__rope_kernels_for(((const gradref__rope_plan *)plan)->max_isa)->isa;
+}
+
+GRADREF__DEFINE_NO_WORKSPACE_FAST_PATH(FAST, OP, gradref__rope_plan, gradref__rope_grad_fast,
+                                       kernel_level);
 
 static gradref_status check_params(const gradref_rope_params *p) {
     if (p->mode < GRADREF_ROPE_ATB || p->mode > GRADREF_ROPE_INTERLEAVED)
