@@ -1,10 +1,13 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Lists the functions of src/ longer than a limit (80 lines by default), from the line that
-opens a top-level definition to its closing brace (clang-format puts both at column 0). The
-reference loops (*_ref.c, cbd_megengine.c) mirror their doc pages' formulas and are exempt.
-Exits 1 when any other function is longer: scripts/test.sh keeps it so.
+"""Lists the functions longer than a limit (80 lines by default): the C functions of src/,
+from the line that opens a top-level definition to its closing brace (clang-format puts both
+at column 0), and every Python function or method of the repository (python/, scripts/,
+tests/, bench/), from its def to its last line. The reference loops (*_ref.c,
+cbd_megengine.c) mirror their doc pages' formulas and are exempt. Exits 1 when any other
+function is longer: scripts/test.sh keeps it so.
     python3 scripts/function_lengths.py [LIMIT]"""
+import ast
 import glob
 import os
 import re
@@ -38,6 +41,22 @@ def functions(path):
         i += 1
 
 
+def python_functions(path):
+    """(name, first line, last line) of each function and method of a Python file."""
+    tree = ast.parse(open(path, encoding="utf-8").read(), path)
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            first = min([node.lineno] + [d.lineno for d in node.decorator_list])
+            yield node.name, first, node.end_lineno
+
+
+def python_files(root):
+    for pattern in ("python/**/*.py", "scripts/**/*.py", "tests/**/*.py", "bench/**/*.py"):
+        for path in glob.glob(os.path.join(root, pattern), recursive=True):
+            if "/build" not in os.path.relpath(path, root):
+                yield path
+
+
 def main():
     limit = int(sys.argv[1]) if len(sys.argv) > 1 else 80
     root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
@@ -46,6 +65,10 @@ def main():
         if EXEMPT.search(path):
             continue
         for name, first, last in functions(path):
+            if last - first + 1 > limit:
+                long_ones.append((last - first + 1, os.path.relpath(path, root), first, name))
+    for path in sorted(set(python_files(root))):
+        for name, first, last in python_functions(path):
             if last - first + 1 > limit:
                 long_ones.append((last - first + 1, os.path.relpath(path, root), first, name))
     for n, path, first, name in sorted(long_ones, reverse=True):

@@ -12,7 +12,7 @@ import inspect
 import os
 import sys
 
-from . import _ops, atb, cann, fbgemm, megengine, tf, torch
+from . import _args, _ops, atb, cann, fbgemm, megengine, tf, torch
 
 # name: (function, inputs (a trailing "?" marks an optional one), attribute help, outputs).
 # The top-level operators document their attributes here; a module's calls take every
@@ -262,7 +262,7 @@ def main(argv=None):
             result = (result,)
         result = [None if v is None else _convert(np.asarray(v), args.out_dtype, np)
                   for v in result]
-    except _ops.Error as e:
+    except _args.Error as e:
         return _fail("gradref: %s failed: %s" % (args.op, e), 1)
     except (TypeError, ValueError, OSError) as e:
         text = str(e)

@@ -12,7 +12,7 @@ from . import _lib
 
 _NUMPY_CODES = {"float32": _lib.F32, "float64": _lib.F64, "float16": _lib.F16,
                 "int8": _lib.I8, "int32": _lib.I32, "int64": _lib.I64}
-_NUMPY_NAMES = {v: k for k, v in _NUMPY_CODES.items()}
+NUMPY_NAMES = {v: k for k, v in _NUMPY_CODES.items()}
 
 def _torch():
     return sys.modules.get("torch")
@@ -223,5 +223,5 @@ def new_output(kind, shape, code, like=None):
         if like is not None and like.kind == "numpy" and is_bfloat16_dtype(dt):
             a = a.view(dt)
         return as_output(a, "result", bf16=True)
-    return as_output(np.empty(tuple(shape), dtype=_NUMPY_NAMES[code]), "result")
+    return as_output(np.empty(tuple(shape), dtype=NUMPY_NAMES[code]), "result")
 

@@ -43,9 +43,7 @@ C N*C output channels of one input channel (a depthwise filter): y is then shape
 conv3d_backprop_filter_to_v2(...) is the graph rule that rewrites Conv3DBackpropFilter into V2
 and decides whether a Transpose follows (Conv3DBackpropFilterToV2FusionPass).
 """
-import ctypes
-
-from . import _lib, _ops
+from . import _args, _lib, _ops
 from ._arrays import as_input, is_torch
 
 __all__ = ["grid_sampler3d_grad", "GridSampler3DGrad", "conv3d_backprop_filter_v2",
@@ -108,7 +106,7 @@ _HF32_BITS = {"ASCEND950": ("hf32", 10), "ASCEND910B": ("hf32_910b", 11)}
 
 
 def _five(values, name, data_format, minimum):
-    vals = _ops._ints(values, name)
+    vals = _args.integers(values, name)
     if len(vals) != 5:
         raise ValueError("gradref.cann: %s has %d entries; CANN's are 5, in data_format (%s) "
                          "order" % (name, len(vals), data_format))
@@ -124,7 +122,7 @@ def _five(values, name, data_format, minimum):
 
 def _cann_groups(groups, cin, filter_c, cout):
     """CANN's group rule (conv_backprop_filter_context_utils.cpp), with its messages."""
-    groups = _ops._int(groups, "groups")
+    groups = _args.integer(groups, "groups")
     if groups <= 0:
         raise ValueError("gradref.cann: The value of groups must be greater than 0")
     if filter_c <= 0 or cin % filter_c:
@@ -171,7 +169,7 @@ def conv3d_backprop_filter_v2(x, filter_size, out_backprop, strides, pads,
     """CANN Conv3DBackpropFilterV2: y = dL/dw (float32) in y_format, shaped by filter_size."""
     fmt = _format(data_format, tuple(_DATA_FORMATS), "data_format")
     yfmt = _format(y_format, tuple(_Y_FORMATS), "y_format")
-    bf16 = _ops._bf16(dtype)
+    bf16 = _args.bf16_dtype(dtype)
     xa = as_input(x, "x", bf16)
     dya = as_input(out_backprop, "out_backprop", bf16)
     if len(xa.shape) != 5 or len(dya.shape) != 5:
@@ -179,14 +177,12 @@ def conv3d_backprop_filter_v2(x, filter_size, out_backprop, strides, pads,
     if fmt == "NDHWC":
         xa.permute(_NDHWC_TO_LOGICAL)
         dya.permute(_NDHWC_TO_LOGICAL)
-    given = _ops._ints(filter_size, "filter_size")
-    depthwise = _ops._bool(from_depthwise, "from_depthwise")
+    given = _args.integers(filter_size, "filter_size")
+    depthwise = _args.boolean(from_depthwise, "from_depthwise")
     shape = _y_shape(given, yfmt, depthwise)
-    out = _ops._result(y, xa.kind, shape, _lib.F32, "y", False, dense=True)
-    fs = (ctypes.c_int64 * len(given))(*given)
-    _ops._check(_lib.lib.gradref_conv3d_filter_init_cann(
-        out.ref, out.tensor.data, out.code, _Y_FORMATS[yfmt][0], len(given), fs,
-        1 if depthwise else 0))
+    out = _args.result(y, xa.kind, shape, _lib.F32, "y", False, dense=True)
+    _args.call("conv3d_filter_init_cann", out, out.tensor.data, out.code, _Y_FORMATS[yfmt][0],
+               len(given), _args.int64s(given), 1 if depthwise else 0)
     cin, cout, filter_c = xa.tensor.shape[1], out.tensor.shape[0], out.tensor.shape[1]
     p = _lib.ConvParams()
     p.groups = _cann_groups(groups, cin, filter_c, cout)
@@ -194,30 +190,28 @@ def conv3d_backprop_filter_v2(x, filter_size, out_backprop, strides, pads,
     dl = _five(dilations, "dilations", fmt, 1)
     for j in range(3):
         p.stride[j], p.dilation[j] = st[j], dl[j]
-    pd = _ops._ints(pads, "pads")
+    pd = _args.integers(pads, "pads")
     if len(pd) != 6:
         raise ValueError("gradref.cann: pads has %d entries; CANN's are [front, back, top, "
                          "bottom, left, right]" % len(pd))
     if str(padding).upper().startswith("S") and pd[2:] == [-1] * 4:  # CANN's ReCalPaddings
-        ins = (ctypes.c_int64 * 3)(*[xa.tensor.shape[2 + j] for j in range(3)])
-        ks = (ctypes.c_int64 * 3)(*[out.tensor.shape[2 + j] for j in range(3)])
-        _ops._check(_lib.lib.gradref_conv_pads_same(ctypes.byref(p), 3, ins, ks))
+        _args.pads_same(p, [xa.tensor.shape[2 + j] for j in range(3)],
+                        [out.tensor.shape[2 + j] for j in range(3)])
     else:
         for j in range(6):
             p.pad[j] = pd[j]
     precision, kept = None, None
-    if _ops._bool(enable_hf32, "enable_hf32"):
+    if _args.boolean(enable_hf32, "enable_hf32"):
         key = str(soc).upper()
         if key not in _HF32_BITS:
             raise ValueError("gradref.cann: soc=%r; HF32 knows Ascend950 and Ascend910B" % (soc,))
         precision, kept = _HF32_BITS[key]
         if xa.code != _lib.F32:  # HF32 reads float32 x; golden.py still rounds y (below)
             precision = None
-    e = _ops._exec(threads, precision, strict, padded_zeros)
-    _ops._check(_lib.lib.gradref_conv3d_backprop_filter(ctypes.byref(p), xa.ref, dya.ref,
-                                                        out.ref, ctypes.byref(e)), _ops._C3F_NAMES,
-                "y is shaped by filter_size=%r in %s" % (shape, yfmt))
-    if kept is not None and (round_output is None or _ops._bool(round_output, "round_output")):
+    e = _args.execution(threads, precision, strict, padded_zeros)
+    _args.call("conv3d_backprop_filter", p, xa, dya, out, e, names=_args.C3F_NAMES,
+               hint="y is shaped by filter_size=%r in %s" % (shape, yfmt))
+    if kept is not None and (round_output is None or _args.boolean(round_output, "round_output")):
         from .testing import hf32_round
         hf32_round(out.obj, kept, out=out.obj)
     return out.obj
@@ -236,7 +230,7 @@ def conv3d_backprop_filter_to_v2(x_shape, x_format, y_shape, y_format, core_coun
         return "Conv3DBackpropFilter", None
     xf = _format(x_format, ("NCDHW", "NDHWC", "DHWCN"), "x_format")
     yf = _format(y_format, tuple(_Y_FORMATS), "y_format")
-    xs, ys = _ops._ints(x_shape, "x_shape"), _ops._ints(y_shape, "y_shape")
+    xs, ys = _args.integers(x_shape, "x_shape"), _args.integers(y_shape, "y_shape")
     if len(xs) != 5 or len(ys) != 5:
         raise ValueError("gradref.cann: x_shape and y_shape have 5 entries")
     if yf == "NCDHW":

@@ -13,7 +13,7 @@ must be contiguous float32 or float16 (strict=False lifts that: any strides, and
 float64, which gradref also moves bit for bit); cumsum_dim_sum_per_rank is the exclusive int64
 prefix FBGEMM's test builds (np.cumsum([0] + dims)[:-1]), not torchrec's inclusive int32 buffer.
 """
-from . import _ops
+from . import _args, _ops
 
 __all__ = ["recat_embedding_grad_output", "recat_embedding_grad_output_mixed_D",
            "recat_embedding_grad_output_mixed_D_batch"]
@@ -27,7 +27,7 @@ def _empty(grad_output, ranks):
         numel *= n
     if len(ranks) or numel != 0:
         return None
-    return _ops._zeros_result(grad_output, (0,))
+    return _args.zeros_result(grad_output, (0,))
 
 
 def recat_embedding_grad_output(grad_output, num_features_per_rank, *, strict=True, **kw):

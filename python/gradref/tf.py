@@ -22,7 +22,7 @@ data_format order). The input gradients run through gradref's conv_backprop_data
 rule (the output has the inputs' dtype; float16/bfloat16 summed in float32, rounded once).
 Groups follow from the channel counts (input channels / the filter's in), as TF's shape code.
 """
-from . import _ops
+from . import _args, _ops
 from ._arrays import as_input
 
 __all__ = ["conv3d_backprop_filter_v2", "Conv3DBackpropFilterV2", "conv2d_backprop_input",
@@ -47,7 +47,7 @@ Conv3DBackpropFilterV2 = conv3d_backprop_filter_v2
 def _spatial(values, name, last, r):
     """TF's strides or dilations: r + 2 entries in data_format order, batch and channel 1
     (conv_grad_ops_3d.cc, conv_grad_input_ops.h, with TF's messages)."""
-    vals = _ops._ints(values, name)
+    vals = _args.integers(values, name)
     if len(vals) != r + 2:
         raise ValueError("gradref.tf: Sliding window %s field must specify %d dimensions"
                          % (name, r + 2))
@@ -60,7 +60,7 @@ def _spatial(values, name, last, r):
 def _explicit_pads(padding, explicit_paddings, r, last):
     """TF's CheckValidPadding: EXPLICIT takes one non-negative (before, after) pair per dim,
     zero for batch and depth; the other paddings take none. Returns the spatial pairs, flat."""
-    ep = _ops._ints(explicit_paddings, "explicit_paddings")
+    ep = _args.integers(explicit_paddings, "explicit_paddings")
     if padding != "EXPLICIT":
         if ep:
             raise ValueError("gradref.tf: explicit_paddings attribute must be empty if the "
@@ -88,8 +88,8 @@ def _backprop_input(r, input_sizes, filter, out_backprop, strides, padding, expl
     label = "Conv2DBackpropInput" if r == 2 else "Conv3DBackpropInputV2"
     st = _spatial(strides, "strides", last, r)
     dl = _spatial(dilations, "dilations", last, r)
-    f = as_input(filter, "filter", _ops._bf16(kw.get("dtype")))
-    dy = as_input(out_backprop, "out_backprop", _ops._bf16(kw.get("dtype")))
+    f = as_input(filter, "filter", _args.bf16_dtype(kw.get("dtype")))
+    dy = as_input(out_backprop, "out_backprop", _args.bf16_dtype(kw.get("dtype")))
     if len(dy.shape) != r + 2:
         raise ValueError("gradref.tf: %s: out_backprop must be %d-dimensional" % (label, r + 2))
     sizes = _input_sizes(input_sizes, r, last, f, dy, label)
@@ -124,7 +124,7 @@ def _backprop_input(r, input_sizes, filter, out_backprop, strides, padding, expl
     spatial = sizes[1:r + 1] if last else sizes[2:]
     ks = [f.shape[j] for j in range(r)]
     if _empty_windows(spatial, ks, st, dl, pad, explicit, dy, last):
-        return _ops._zeros_result(dy, sizes, **kw)
+        return _args.zeros_result(dy, sizes, **kw)
     _check_out_sizes(label, spatial, ks, st, dl, pad, explicit, dy, last)
     return _ops.conv_backprop_data(f, dy, "CROSS_CORRELATION", "GROUP",
                                    formats[0] if last else formats[1], st,
@@ -170,7 +170,7 @@ def _empty_windows(spatial, ks, st, dl, pad, explicit, dy, last):
 def _input_sizes(input_sizes, r, last, f, dy, label):
     """TF's input_sizes: the whole input shape, or for Conv2DBackpropInput (H, W) with the
     batch from out_backprop and the depth from the filter; the batch must be out_backprop's."""
-    sizes = _ops._ints(input_sizes, "input_sizes")
+    sizes = _args.integers(input_sizes, "input_sizes")
     if r == 2 and len(sizes) == 2:
         n, c = dy.shape[0 if last else 0], f.shape[2]
         sizes = [n] + sizes + [c] if last else [n, c] + sizes

@@ -29,9 +29,7 @@ style "rotate_half" is the adjoint of Hugging Face's apply_rotary_pos_emb
 that of the complex (pairwise) rotation of Meta's LLaMA apply_rotary_emb. Tokens are rows
 (T, heads * head_dim) of the sequences of seq_len concatenated.
 """
-import ctypes
-
-from . import _lib, _ops
+from . import _args, _ops
 from ._arrays import as_input, is_torch
 
 __all__ = ["grid_sampler_3d_backward", "convolution_backward", "rotary_embedding_backward"]
@@ -43,7 +41,7 @@ def grid_sampler_3d_backward(grad_output, input, grid, interpolation_mode, paddi
     output_mask[0] is False, grad_grid always computed (aten's CPU kernel does)."""
     if len(output_mask) != 2:
         raise ValueError("gradref.torch: output_mask has 2 entries")
-    mask = (_ops._bool(output_mask[0], "output_mask[0]"), True)
+    mask = (_args.boolean(output_mask[0], "output_mask[0]"), True)
     return _ops.grid_sampler3d_grad(grad_output, input, grid, interpolation_mode, padding_mode,
                                     align_corners, mask, **kw)
 
@@ -52,10 +50,10 @@ def _conv_lists(stride, padding, dilation, output_padding, transposed, r):
     """aten's int lists: one entry expands to every spatial dim (expand_param_if_needed);
     output_padding belongs to transposed convolutions only."""
     def per_dim(values, name, minimum):
-        vals = _ops._ints([values] if isinstance(values, int) else values, name)
+        vals = _args.integers([values] if isinstance(values, int) else values, name)
         if len(vals) == 1:
             vals = vals * r
-        return _ops._per_dim(vals, r, name, minimum)
+        return _args.per_dim(vals, r, name, minimum)
     st, pd, dl = per_dim(stride, "stride", 1), per_dim(padding, "padding", 0), \
         per_dim(dilation, "dilation", 1)
     op = per_dim(output_padding, "output_padding", 0)
@@ -65,48 +63,37 @@ def _conv_lists(stride, padding, dilation, output_padding, transposed, r):
     return st, pd, dl
 
 
-def _conv_params(r, st, pd, dl, groups, lead):
-    """ConvParams for the filter gradient run as 3-D (lead unit dims in front)."""
-    p = _lib.ConvParams()
-    p.groups = groups
-    for j in range(3):
-        k = j - lead
-        p.stride[j] = st[k] if k >= 0 else 1
-        p.dilation[j] = dl[k] if k >= 0 else 1
-        p.pad[2 * j] = p.pad[2 * j + 1] = pd[k] if k >= 0 else 0
-    return p
+def _conv_params(st, pd, dl, groups, lead=0):
+    """ConvParams of aten's lists (symmetric pads), with lead unit dims in front (the filter
+    gradient runs as 3-D)."""
+    one, zero = [1] * lead, [0] * lead
+    return _args.conv_params(0, groups, one + list(st), one + list(dl),
+                             [v for v in zero + list(pd) for _ in (0, 1)])
 
 
 def _weight_grad(src, dy, w, lists, groups, e, bf16, kind):
     """dw from src (the convolution's input) and dy (its output gradient), shaped like w."""
     r = len(w.shape) - 2
     lead = 3 - r  # runs as 3-D: unit dims in front of the spatial ones
-    p = _conv_params(r, *lists, groups, lead)
-    gw = _ops._result(None, kind, w.shape, w.code, "grad_weight", bf16, dy)
+    p = _conv_params(*lists, groups, lead)
+    gw = _args.result(None, kind, w.shape, w.code, "grad_weight", bf16, dy)
     x, d = src.clone(), dy.clone()
     for a in (x, d, gw):
         a.reshape_dims([(0, a.shape[0], 1), (1, a.shape[1], 1)] + [(None, 1, 0)] * lead +
                        [(2 + j, a.shape[2 + j], 1) for j in range(r)])
-    _ops._check(_lib.lib.gradref_conv3d_backprop_filter(ctypes.byref(p), x.ref, d.ref, gw.ref,
-                                                        ctypes.byref(e)), _ops._C3F_NAMES)
+    _args.call("conv3d_backprop_filter", p, x, d, gw, e, names=_args.C3F_NAMES)
     return gw.obj
 
 
 def _input_grad(go, w, input_shape, lists, groups, e, bf16):
     r = len(w.shape) - 2
-    st, pd, dl = lists
-    p = _lib.ConvParams()  # conv_backprop_data's spatial dims are the call's own
-    p.groups = groups
-    for j in range(r):
-        p.stride[j], p.dilation[j] = st[j], dl[j]
-        p.pad[2 * j] = p.pad[2 * j + 1] = pd[j]
-    gi = _ops._result(None, go.kind, tuple(input_shape), w.code, "grad_input", bf16, go)
+    p = _conv_params(*lists, groups)  # conv_backprop_data's spatial dims are the call's own
+    gi = _args.result(None, go.kind, tuple(input_shape), w.code, "grad_input", bf16, go)
     wv = w.clone()
     ocpg = w.shape[0] // groups
     wv.reshape_dims([(0, groups, ocpg), (0, ocpg, 1)] +
                     [(1 + j, w.shape[1 + j], 1) for j in range(r + 1)])
-    _ops._check(_lib.lib.gradref_conv_backprop_data(ctypes.byref(p), wv.ref, go.ref, gi.ref,
-                                                    ctypes.byref(e)), _ops._CBD_NAMES)
+    _args.call("conv_backprop_data", p, wv, go, gi, e, names=_args.CBD_NAMES)
     return gi.obj
 
 
@@ -131,9 +118,9 @@ def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding
     convolution, which gradref does not have)."""
     if len(output_mask) != 3:
         raise ValueError("gradref.torch: output_mask has 3 entries")
-    mask = [_ops._bool(m, "output_mask[%d]" % i) for i, m in enumerate(output_mask)]
-    transposed = _ops._bool(transposed, "transposed")
-    bf16 = _ops._bf16(dtype)
+    mask = [_args.boolean(m, "output_mask[%d]" % i) for i, m in enumerate(output_mask)]
+    transposed = _args.boolean(transposed, "transposed")
+    bf16 = _args.bf16_dtype(dtype)
     go, x, w = (as_input(a, n, bf16) for a, n in ((grad_output, "grad_output"),
                                                      (input, "input"), (weight, "weight")))
     r = len(go.shape) - 2
@@ -142,16 +129,16 @@ def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding
                          "give 3 to 5, all alike" % (len(go.shape), len(x.shape), len(w.shape)))
     if not go.code == x.code == w.code:
         raise TypeError("gradref.torch: Input type (%s) and weight type (%s) should be the same "
-                        "as grad_output's (%s)" % (_ops._CODE_NAMES[x.code],
-                                                   _ops._CODE_NAMES[w.code],
-                                                   _ops._CODE_NAMES[go.code]))
-    g = _ops._int(groups, "groups", 1, bits=32)
+                        "as grad_output's (%s)" % (_args.CODE_NAMES[x.code],
+                                                   _args.CODE_NAMES[w.code],
+                                                   _args.CODE_NAMES[go.code]))
+    g = _args.integer(groups, "groups", 1, bits=32)
     out_channels = w.shape[1] * g if transposed else w.shape[0]
     if w.shape[0] % g:  # (out, in/g, k...), transposed (in, out/g, k...)
         raise ValueError("gradref.torch: groups=%d does not divide weight.shape[0] = %d"
                          % (g, w.shape[0]))
     lists = _conv_lists(stride, padding, dilation, output_padding, transposed, r)
-    e = _ops._exec(threads, precision, strict, padded_zeros)
+    e = _args.execution(threads, precision, strict, padded_zeros)
     grad_input = grad_weight = grad_bias = None
     if mask[1]:  # transposed: the roles of input and grad_output swapped
         grad_weight = _weight_grad(go, x, w, lists, g, e, bf16, go.kind) if transposed else \
@@ -161,7 +148,7 @@ def convolution_backward(grad_output, input, weight, bias_sizes, stride, padding
             raise ValueError("gradref.torch: grad_input of a transposed convolution is a forward "
                              "convolution, which gradref does not compute; pass output_mask[0] "
                              "= False")
-        grad_input = _input_grad(go, w, input.shape, lists, g, _ops._exec(threads, precision,
+        grad_input = _input_grad(go, w, input.shape, lists, g, _args.execution(threads, precision,
                                                                             strict), bf16)
     if mask[2]:
         grad_bias = _bias_grad(grad_output, bias_sizes, out_channels)
