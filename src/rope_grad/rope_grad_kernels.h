@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* rope_grad's row kernels, one table per ISA (rope_grad_kernels.c portable, rope_grad_avx2.c,
- * rope_grad_avx512.c, rope_grad_avx512_bf16.c, rope_grad_neon.c). Every kernel computes exactly the operations of the
- * reference loop on F32, F16 or BF16 rows (f32 arithmetic, one rounding when stored) and writes its
- * outputs with streaming stores when `stream` is set and the destination allows it. */
+ * rope_grad_avx512.c, rope_grad_avx512_bf16.c, rope_grad_neon.c). Every kernel computes exactly the
+ * operations of the reference loop on F32, F16 or BF16 rows (f32 arithmetic, one rounding when
+ * stored) and writes its outputs with streaming stores when `stream` is set and the destination
+ * allows it. */
 #ifndef GRADREF_ROPE_GRAD_KERNELS_H
 #define GRADREF_ROPE_GRAD_KERNELS_H
 
