@@ -174,14 +174,6 @@ size_t gradref__c3f_fast_workspace(const gradref__c3f_plan *p, int32_t precision
     return layout_of(p, precision, threads).total;
 }
 
-const char *gradref__c3f_strategy(const gradref__c3f_plan *p, int32_t precision, int threads) {
-    const layout L = layout_of(p, precision, threads);
-    if (!L.gemm) return "reference";
-    if (L.split) return "gemm_split_reduction";
-    if (L.indirect) return "gemm_indirect";
-    return L.row_tiles ? "gemm_row_tiles" : "gemm";
-}
-
 int gradref__c3f_fast_threads(const gradref__c3f_plan *p, int32_t precision, int threads) {
     const layout L = layout_of(p, precision, threads);
     if (!L.gemm) return threads; /* no per-thread parts */
@@ -578,16 +570,6 @@ static void ref_part(const void *plan, int64_t begin, int64_t end) {
     gradref__c3f_ref_elements(plan, begin, end);
 }
 
-gradref_status gradref__c3f_no_workspace(const gradref__c3f_plan *p, int threads) {
-    if (gradref__c3f_direct_fits(p)) {
-        gradref__c3f_direct(p, threads); /* the block GEMMs on the stack */
-        gradref__c3f_mend_signed_zeros(p, threads);
-    } else {
-        gradref__parallel_ranges(p->G * p->Cout_g * p->Cin_g * taps_of(p), threads, ref_part, p);
-    }
-    return GRADREF_OK;
-}
-
 static void fast_run(const gradref__c3f_plan *p, void *ws, int threads);
 
 void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
@@ -674,3 +656,59 @@ static void fast_run(const gradref__c3f_plan *p, void *ws, int threads) {
     gradref__canon_nans(&p->out_desc, threads,
                         p->max_isa); /* the NaN rule; dw is small beside the sums */
 }
+
+/* ---------------------------------------------------------------- the strategy table */
+
+static const char *gemm_skip(const void *plan, int32_t precision) {
+    return layout_of(plan, precision, 1).gemm ? NULL
+                                              : "F64, HIGH, or nothing to reduce (the reference "
+                                                "loop's order or +0)";
+}
+
+static const char *gemm_variant(const void *plan, int32_t precision, int threads) {
+    const layout L = layout_of(plan, precision, threads);
+    if (L.split) return "gemm_split_reduction";
+    if (L.indirect) return "gemm_indirect";
+    return L.row_tiles ? "gemm_row_tiles" : "gemm";
+}
+
+static size_t gemm_workspace(const void *plan, int32_t precision, int threads) {
+    return gradref__c3f_fast_workspace(plan, precision, threads);
+}
+
+static int gemm_threads(const void *plan, int32_t precision, int threads) {
+    return gradref__c3f_fast_threads(plan, precision, threads);
+}
+
+static void gemm_run(const void *plan, void *ws, int threads) {
+    gradref__c3f_fast(plan, ws, threads);
+}
+
+static const char *direct_skip(const void *plan, int32_t precision) {
+    const gradref__c3f_plan *p = plan;
+    if (p->in_dtype == GRADREF_F64 || precision == GRADREF_PRECISION_HIGH)
+        return "F64 or HIGH (the reference loop's order)";
+    return gradref__c3f_direct_fits(p) ? NULL
+                                       : "a dy value that is not finite, or more blocks than the "
+                                         "stack's levels";
+}
+
+/* The block GEMMs with stack buffers (c3f_direct.c): no workspace. */
+static void direct_run(const void *plan, void *ws, int threads) {
+    (void)ws;
+    gradref__c3f_direct(plan, threads);
+    gradref__c3f_mend_signed_zeros(plan, threads);
+}
+
+/* The reference loop, dw elements split over the threads. */
+static void reference_run(const void *plan, void *ws, int threads) {
+    const gradref__c3f_plan *p = plan;
+    (void)ws;
+    gradref__parallel_ranges(p->G * p->Cout_g * p->Cin_g * taps_of(p), threads, ref_part, p);
+}
+
+const gradref__strategy gradref__c3f_strategies[GRADREF__C3F_STRATEGIES] = {
+    {"gemm", gemm_skip, gemm_workspace, gemm_threads, gemm_run, gemm_variant},
+    {"direct", direct_skip, NULL, NULL, direct_run, NULL},
+    {"reference", NULL, NULL, NULL, reference_run, NULL},
+};

@@ -8,6 +8,7 @@
 #include <stdint.h>
 
 #include "common/conv.h"
+#include "common/fast_path.h"
 #include "common/isa.h"
 #include "gradref.h"
 
@@ -46,14 +47,19 @@ void gradref__c3f_mend_signed_zeros(const gradref__c3f_plan *plan, int threads);
 size_t gradref__c3f_fast_workspace(const gradref__c3f_plan *plan, int32_t precision, int threads);
 /* The most threads the fast path keeps busy (its work items), out of `threads`. */
 int gradref__c3f_fast_threads(const gradref__c3f_plan *plan, int32_t precision, int threads);
-/* The name of what the fast path runs for this plan (GRADREF_VERBOSE): "reference", "gemm",
- * "gemm_row_tiles", "gemm_indirect" or "gemm_split_reduction". */
-const char *gradref__c3f_strategy(const gradref__c3f_plan *plan, int32_t precision, int threads);
 /* The fast path; `ws` is 64-byte aligned and holds the bytes for `threads`. */
 void gradref__c3f_fast(const gradref__c3f_plan *plan, void *ws, int threads);
-/* The same bits without a workspace: the block GEMMs with stack buffers (c3f_direct.c) where
- * they apply, else the reference loop, dw elements split over the threads. */
-gradref_status gradref__c3f_no_workspace(const gradref__c3f_plan *plan, int threads);
+
+/* conv3d_backprop_filter's strategies, in the order they are tried (c3f_fast.c):
+ *   gemm       block GEMMs over staged or in-place x and dy (GRADREF_VERBOSE says
+ *              gemm_row_tiles, gemm_indirect or gemm_split_reduction for those variants);
+ *   direct     the block GEMMs with stack buffers (c3f_direct.c): no workspace;
+ *   reference  the reference loop, dw elements split over the threads.
+ * A dy holding Inf or NaN turns gemm into the reference loop when the run finds it. */
+#define GRADREF__C3F_STRATEGIES 3
+extern const gradref__strategy gradref__c3f_strategies[GRADREF__C3F_STRATEGIES];
+/* The entry points' table (conv3d_backprop_filter.c): tests run its rows by name. */
+extern const gradref__fast_path gradref__c3f_fast_path;
 /* Whether c3f_direct.c takes plan p (not F64 or HIGH, a finite dy), and the path itself. */
 int gradref__c3f_direct_fits(const gradref__c3f_plan *p);
 void gradref__c3f_direct(const gradref__c3f_plan *p, int threads);

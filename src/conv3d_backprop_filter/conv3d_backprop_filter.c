@@ -19,9 +19,15 @@ static const char *kernel_level(const void *plan) {
     return gradref__c3f_kernels_for(((const gradref__c3f_plan *)plan)->max_isa)->isa;
 }
 
-GRADREF__DEFINE_CONV_FAST_PATH(FAST, OP, gradref__c3f_plan, gradref__c3f_fast_workspace,
-                               gradref__c3f_fast, gradref__c3f_no_workspace,
-                               gradref__c3f_fast_threads, gradref__c3f_strategy, kernel_level);
+/* An empty operand: dw is filled with +0 instead of running. */
+static const gradref_tensor *zero_output(const void *plan) {
+    const gradref__c3f_plan *p = plan;
+    return p->zero_only ? &p->out_desc : NULL;
+}
+
+const gradref__fast_path gradref__c3f_fast_path = {
+    OP, gradref__c3f_strategies, GRADREF__C3F_STRATEGIES, zero_output, kernel_level};
+#define FAST gradref__c3f_fast_path
 
 /* x, dy and dw taken (normalised copies in t[], extents in e[]), their ranks and dtypes. */
 static gradref_status check_tensors(const gradref_tensor *x, const gradref_tensor *dy,

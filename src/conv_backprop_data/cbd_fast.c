@@ -108,19 +108,6 @@ static int64_t channel_block(const gradref__cbd_plan *p, int threads, int64_t ro
     return (icb + rows - 1) / rows * rows;
 }
 
-const char *gradref__cbd_strategy(const gradref__cbd_plan *p, int32_t precision, int threads) {
-    if (precision == GRADREF_PRECISION_MEGENGINE_DEFAULT)
-        return gradref__cbd_megengine_by_lanes(p, gradref__cbd_kernels_for(p->max_isa))
-                   ? "megengine_lanes"
-                   : "megengine_scatter";
-    const layout L = layout_of(p, precision, threads);
-    if (L.path == PATH_REFERENCE) return "reference";
-    if (L.path == PATH_DEPTHWISE) return "depthwise";
-    if (p->in_dtype == GRADREF_I8 && gradref__cbd_int8_part(p, threads) < p->OCpg)
-        return "int8_parts";
-    return L.tile_at ? "phases_packed_tiles" : "phases";
-}
-
 int gradref__cbd_fast_threads(const gradref__cbd_plan *p, int32_t precision, int threads) {
     const layout L = layout_of(p, precision, 1);
     if (L.path != PATH_GEMM || p->ICpg == 0) return threads; /* no per-thread parts */
@@ -188,43 +175,6 @@ static void item_depthwise(const run *R, int64_t n, int64_t g) {
 
 static void ref_part(const void *plan, int64_t begin, int64_t end) {
     gradref__cbd_ref_slabs(plan, begin, end);
-}
-
-static void megengine_part(const void *plan, int64_t begin, int64_t end) {
-    gradref__cbd_megengine_items(plan, begin, end);
-}
-
-static void megengine_lanes_part(const void *plan, int64_t begin, int64_t end) {
-    const gradref__cbd_plan *p = plan;
-    gradref__cbd_megengine_lanes(p, gradref__cbd_kernels_for(p->max_isa), begin, end);
-}
-
-static void no_workspace_run(const gradref__cbd_plan *p, void *unused, int threads) {
-    (void)unused;
-    if (p->precision == GRADREF_PRECISION_MEGENGINE_DEFAULT) {
-        /* by lanes, each element's chain whole: work items (n, g, channel block); else the
-         * scatter, items (n, g) */
-        if (gradref__cbd_megengine_by_lanes(p, gradref__cbd_kernels_for(p->max_isa)))
-            gradref__parallel_ranges(
-                p->N * p->G * ((p->ICpg + GRADREF__CBD_ME_CHANNELS - 1) / GRADREF__CBD_ME_CHANNELS),
-                threads, megengine_lanes_part, p);
-        else
-            gradref__parallel_ranges(p->N * p->G, threads, megengine_part, p);
-        gradref__canon_nans(&p->out_desc, threads,
-                            p->max_isa); /* it accumulates in grad's own dtype */
-        return;
-    }
-    const int64_t part = p->in_dtype == GRADREF_I8 ? gradref__cbd_int8_part(p, threads) : p->OCpg;
-    if (part > 0 && gradref__cbd_direct_fits(p)) {
-        gradref__cbd_direct(p, part, threads); /* the fast path's kernels on the stack */
-    } else {
-        gradref__parallel_ranges(p->N * p->G * p->ICpg, threads, ref_part, p);
-    }
-}
-
-gradref_status gradref__cbd_no_workspace(const gradref__cbd_plan *p, int threads) {
-    gradref__cbd_run_signed_zeros(p, threads, no_workspace_run, NULL);
-    return GRADREF_OK;
 }
 
 /* diff as the kernels read it (staged to dense f32 when its dtype or layout asks for it) and
@@ -405,10 +355,6 @@ static void run_int8_parts(const gradref__cbd_plan *p, const layout *L, char *ba
 static void fast_run(const gradref__cbd_plan *p, void *ws, int threads) {
     const int64_t slabs = p->N * p->G * p->ICpg;
     if (slabs == 0 || pixels(p->I) == 0) return;
-    if (p->precision == GRADREF_PRECISION_MEGENGINE_DEFAULT) { /* no workspace */
-        no_workspace_run(p, NULL, threads);
-        return;
-    }
     const layout L = layout_of(p, p->precision, threads);
     char *base = (char *)ws;
     const int64_t part = p->in_dtype == GRADREF_I8 && L.path != PATH_REFERENCE
@@ -430,3 +376,127 @@ static void fast_run(const gradref__cbd_plan *p, void *ws, int threads) {
 void gradref__cbd_fast(const gradref__cbd_plan *p, void *ws, int threads) {
     gradref__cbd_run_signed_zeros(p, threads, fast_run, ws);
 }
+
+/* ---------------------------------------------------------------- the strategy table */
+
+static void megengine_part(const void *plan, int64_t begin, int64_t end) {
+    gradref__cbd_megengine_items(plan, begin, end);
+}
+
+static void megengine_lanes_part(const void *plan, int64_t begin, int64_t end) {
+    const gradref__cbd_plan *p = plan;
+    gradref__cbd_megengine_lanes(p, gradref__cbd_kernels_for(p->max_isa), begin, end);
+}
+
+static const char *megengine_skip(const void *plan, int32_t precision) {
+    (void)plan;
+    return precision == GRADREF_PRECISION_MEGENGINE_DEFAULT
+               ? NULL
+               : "the precision is not MEGENGINE_DEFAULT";
+}
+
+static const char *megengine_lanes_skip(const void *plan, int32_t precision) {
+    const gradref__cbd_plan *p = plan;
+    if (precision != GRADREF_PRECISION_MEGENGINE_DEFAULT) return megengine_skip(plan, precision);
+    return gradref__cbd_megengine_by_lanes(p, gradref__cbd_kernels_for(p->max_isa))
+               ? NULL
+               : "no lanes kernel at this level, or more taps or a wider row than it takes";
+}
+
+/* MegEngine's DEFAULT by lanes, each element's chain whole: items (n, g, channel block). */
+static void megengine_lanes_run(const void *plan, void *ws, int threads) {
+    const gradref__cbd_plan *p = plan;
+    (void)ws;
+    const int64_t blocks = (p->ICpg + GRADREF__CBD_ME_CHANNELS - 1) / GRADREF__CBD_ME_CHANNELS;
+    gradref__parallel_ranges(p->N * p->G * blocks, threads, megengine_lanes_part, p);
+    gradref__canon_nans(&p->out_desc, threads, p->max_isa); /* it accumulates in grad's dtype */
+}
+
+/* MegEngine's DEFAULT by its scatter: items (n, g). */
+static void megengine_scatter_run(const void *plan, void *ws, int threads) {
+    const gradref__cbd_plan *p = plan;
+    (void)ws;
+    gradref__parallel_ranges(p->N * p->G, threads, megengine_part, p);
+    gradref__canon_nans(&p->out_desc, threads, p->max_isa);
+}
+
+/* Why the f32 kernels cannot give the plan's bits at this precision, or NULL. */
+static const char *f32_skip(const gradref__cbd_plan *p, int32_t precision) {
+    if (precision == GRADREF_PRECISION_MEGENGINE_DEFAULT)
+        return "MEGENGINE_DEFAULT accumulates in grad's own dtype";
+    if (layout_of(p, precision, 1).path == PATH_REFERENCE)
+        return "F64, or a precision that asks for the reference loop's order";
+    return NULL;
+}
+
+static const char *depthwise_skip(const void *plan, int32_t precision) {
+    const char *why = f32_skip(plan, precision);
+    if (why) return why;
+    return layout_of(plan, precision, 1).path == PATH_DEPTHWISE
+               ? NULL
+               : "not depthwise with unit strides and at most 64 row taps";
+}
+
+static const char *phases_skip(const void *plan, int32_t precision) {
+    const char *why = f32_skip(plan, precision);
+    if (why) return why;
+    return layout_of(plan, precision, 1).path == PATH_GEMM ? NULL : "depthwise rows apply";
+}
+
+static const char *phases_variant(const void *plan, int32_t precision, int threads) {
+    const gradref__cbd_plan *p = plan;
+    if (p->in_dtype == GRADREF_I8 && gradref__cbd_int8_part(p, threads) < p->OCpg)
+        return "int8_parts";
+    return layout_of(p, precision, threads).tile_at ? "phases_packed_tiles" : "phases";
+}
+
+static size_t fast_workspace(const void *plan, int32_t precision, int threads) {
+    return gradref__cbd_fast_workspace(plan, precision, threads);
+}
+
+static int fast_threads(const void *plan, int32_t precision, int threads) {
+    return gradref__cbd_fast_threads(plan, precision, threads);
+}
+
+static void fast_row(const void *plan, void *ws, int threads) {
+    gradref__cbd_fast(plan, ws, threads);
+}
+
+static const char *direct_skip(const void *plan, int32_t precision) {
+    const char *why = f32_skip(plan, precision);
+    if (why) return why;
+    return gradref__cbd_direct_fits(plan) ? NULL
+                                          : "more taps than the stack holds, or a filter value "
+                                            "that is not finite";
+}
+
+static void direct_body(const gradref__cbd_plan *p, void *unused, int threads) {
+    (void)unused;
+    const int64_t part = p->in_dtype == GRADREF_I8 ? gradref__cbd_int8_part(p, threads) : p->OCpg;
+    if (part > 0)
+        gradref__cbd_direct(p, part, threads);
+    else /* no part of I8 sums is exact in f32 */
+        gradref__parallel_ranges(p->N * p->G * p->ICpg, threads, ref_part, p);
+}
+
+/* The fast path's GEMMs with stack buffers (cbd_direct.c): no workspace. */
+static void direct_run(const void *plan, void *ws, int threads) {
+    (void)ws;
+    gradref__cbd_run_signed_zeros(plan, threads, direct_body, NULL);
+}
+
+/* The reference loop, grad slabs split over the threads. */
+static void reference_run(const void *plan, void *ws, int threads) {
+    const gradref__cbd_plan *p = plan;
+    (void)ws;
+    gradref__parallel_ranges(p->N * p->G * p->ICpg, threads, ref_part, p);
+}
+
+const gradref__strategy gradref__cbd_strategies[GRADREF__CBD_STRATEGIES] = {
+    {"megengine_lanes", megengine_lanes_skip, NULL, NULL, megengine_lanes_run, NULL},
+    {"megengine_scatter", megengine_skip, NULL, NULL, megengine_scatter_run, NULL},
+    {"depthwise", depthwise_skip, fast_workspace, fast_threads, fast_row, NULL},
+    {"phases", phases_skip, fast_workspace, fast_threads, fast_row, phases_variant},
+    {"direct", direct_skip, NULL, NULL, direct_run, NULL},
+    {"reference", NULL, NULL, NULL, reference_run, NULL},
+};

@@ -9,6 +9,7 @@
 #include <stdint.h>
 
 #include "common/conv.h"
+#include "common/fast_path.h"
 #include "common/nan.h"
 #include "gradref.h"
 
@@ -90,15 +91,22 @@ void gradref__cbd_megengine_items(const gradref__cbd_plan *plan, int64_t item0, 
 size_t gradref__cbd_fast_workspace(const gradref__cbd_plan *plan, int32_t precision, int threads);
 /* The most threads the fast path keeps busy (its work items), out of `threads`. */
 int gradref__cbd_fast_threads(const gradref__cbd_plan *plan, int32_t precision, int threads);
-/* The name of what the fast path runs for this plan (GRADREF_VERBOSE): "reference",
- * "depthwise", "phases" (stride phases by GEMMs or direct tiles), "phases_packed_tiles",
- * "int8_parts", "megengine_lanes" or "megengine_scatter". A filter holding Inf or NaN still
- * turns "phases" into the reference loop when the run finds it. */
-const char *gradref__cbd_strategy(const gradref__cbd_plan *plan, int32_t precision, int threads);
-/* The fast path; `ws` is 64-byte aligned and holds the bytes for `threads`. */
+/* The fast path (the depthwise rows or the stride phases, as the plan's shape says); `ws` is
+ * 64-byte aligned and holds the bytes for `threads`. */
 void gradref__cbd_fast(const gradref__cbd_plan *plan, void *ws, int threads);
-/* The same bits without a workspace: the fast path's GEMMs with stack buffers (cbd_direct.c)
- * where they apply, else the reference loop, grad slabs split over the threads. */
-gradref_status gradref__cbd_no_workspace(const gradref__cbd_plan *plan, int threads);
+
+/* conv_backprop_data's strategies, in the order they are tried (cbd_fast.c):
+ *   megengine_lanes, megengine_scatter  MEGENGINE_DEFAULT (no workspace);
+ *   depthwise    depthwise rows (the filter packed, diff and grad staged as needed);
+ *   phases       the stride phases by GEMMs or direct tiles (GRADREF_VERBOSE says
+ *                phases_packed_tiles or int8_parts for those variants);
+ *   direct       the phases' GEMMs with stack buffers (cbd_direct.c): no workspace;
+ *   reference    the reference loop, grad slabs split over the threads.
+ * A filter holding Inf or NaN turns depthwise and phases into the reference loop when the run
+ * finds it. */
+#define GRADREF__CBD_STRATEGIES 6
+extern const gradref__strategy gradref__cbd_strategies[GRADREF__CBD_STRATEGIES];
+/* The entry points' table (conv_backprop_data.c): tests run its rows by name. */
+extern const gradref__fast_path gradref__cbd_fast_path;
 
 #endif

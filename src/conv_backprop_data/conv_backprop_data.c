@@ -20,9 +20,15 @@ static const char *kernel_level(const void *plan) {
     return gradref__cbd_kernels_for(((const gradref__cbd_plan *)plan)->max_isa)->isa;
 }
 
-GRADREF__DEFINE_CONV_FAST_PATH(FAST, OP, gradref__cbd_plan, gradref__cbd_fast_workspace,
-                               gradref__cbd_fast, gradref__cbd_no_workspace,
-                               gradref__cbd_fast_threads, gradref__cbd_strategy, kernel_level);
+/* An empty operand: grad is filled with +0 instead of running. */
+static const gradref_tensor *zero_output(const void *plan) {
+    const gradref__cbd_plan *p = plan;
+    return p->zero_only ? &p->out_desc : NULL;
+}
+
+const gradref__fast_path gradref__cbd_fast_path = {
+    OP, gradref__cbd_strategies, GRADREF__CBD_STRATEGIES, zero_output, kernel_level};
+#define FAST gradref__cbd_fast_path
 
 static gradref_status check_dtypes(const gradref_tensor *filter, const gradref_tensor *diff,
                                    const gradref_tensor *grad, int qs8) {
@@ -285,11 +291,6 @@ static void restage(const gradref_tensor *user, const gradref_tensor *dense, int
 }
 
 /* The fast path's workspace at the threads a call on ctx would run. */
-static size_t fast_bytes(const gradref__ctx *ctx, const gradref__cbd_plan *plan) {
-    const int threads = gradref__cbd_fast_threads(plan, ctx->precision, ctx->num_threads);
-    return gradref__workspace_bytes(gradref__cbd_fast_workspace(plan, ctx->precision, threads));
-}
-
 /* The run of a validated call: blocked tensors are copied to dense ones in the workspace (the
  * caller's when it holds them, else in the one allocation with the fast path's), the call runs
  * on those, and grad is copied back. */
@@ -318,7 +319,8 @@ static gradref_status run(const gradref__ctx *ctx, gradref__cbd_plan *plan, cbd_
             ctx->workspace_bytes - (size_t)((char *)base - (char *)ctx->workspace) - stage;
     } else {
         /* with no caller workspace the fast path's share comes in the same allocation */
-        const size_t extra = ctx->workspace == NULL ? fast_bytes(ctx, plan) : 0;
+        const size_t extra =
+            ctx->workspace == NULL ? gradref__fast_path_bytes(&FAST, ctx, plan) : 0;
         gradref__ctx alloc = *ctx;
         alloc.workspace = NULL;
         GRADREF__FORWARD_IF_ERROR(

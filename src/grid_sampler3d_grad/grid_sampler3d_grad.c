@@ -17,8 +17,26 @@ static const char *kernel_level(const void *plan) {
     return gradref__gs3d_kernels_for(((const gradref__gs3d_plan *)plan)->max_isa)->isa;
 }
 
-GRADREF__DEFINE_FAST_PATH(FAST, OP, gradref__gs3d_fast_workspace, gradref__gs3d_fast,
-                          gradref__gs3d_no_workspace, kernel_level);
+static size_t fast_workspace(const void *plan, int32_t precision, int threads) {
+    return gradref__gs3d_fast_workspace(plan, precision, threads);
+}
+
+static void fast_run(const void *plan, void *ws, int threads) {
+    gradref__gs3d_fast(plan, ws, threads);
+}
+
+/* The reference loop, on one thread. */
+static void reference_run(const void *plan, void *ws, int threads) {
+    (void)ws, (void)threads;
+    (void)gradref__gs3d_ref(plan);
+}
+
+/* fast: every mode, dtype and layout; reference: a caller's workspace too small for fast. */
+static const gradref__strategy strategies[] = {
+    {"fast", NULL, fast_workspace, NULL, fast_run, NULL},
+    {"reference", NULL, NULL, NULL, reference_run, NULL},
+};
+static const gradref__fast_path FAST = {OP, strategies, 2, NULL, kernel_level};
 
 static gradref_status check_params(const gradref_grid_sampler3d_params *p) {
     if (p == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "p is NULL");

@@ -51,8 +51,5 @@ int64_t gradref__gs3d_images_per_group(const gradref__gs3d_plan *plan, int32_t p
 /* The fast path; `ws` holds gradref__gs3d_fast_workspace(plan, plan->precision, num_threads)
  * bytes, 64-byte aligned. */
 void gradref__gs3d_fast(const gradref__gs3d_plan *plan, void *ws, int num_threads);
-/* The same bits without the workspace: the reference loop (which allocates a dx accumulator
- * when dx is wanted). */
-gradref_status gradref__gs3d_no_workspace(const gradref__gs3d_plan *plan, int num_threads);
 
 #endif

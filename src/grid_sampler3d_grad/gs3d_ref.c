@@ -209,8 +209,3 @@ gradref_status gradref__gs3d_ref(const gradref__gs3d_plan *p) {
     free(acc);
     return GRADREF_OK;
 }
-
-gradref_status gradref__gs3d_no_workspace(const gradref__gs3d_plan *p, int num_threads) {
-    (void)num_threads; /* the reference runs on one thread */
-    return gradref__gs3d_ref(p);
-}

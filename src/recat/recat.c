@@ -208,8 +208,14 @@ static const char *kernel_level(const void *plan) {
     return gradref__recat_kernels_for(((const gradref__recat_plan *)plan)->max_isa)->isa;
 }
 
-GRADREF__DEFINE_NO_WORKSPACE_FAST_PATH(FAST, "recat", gradref__recat_plan, gradref__recat_fast,
-                                       kernel_level);
+static void fast_run(const void *plan, void *ws, int threads) {
+    (void)ws;
+    gradref__recat_fast(plan, threads);
+}
+
+/* One strategy, with no workspace: every dtype and split. */
+static const gradref__strategy strategies[] = {{"fast", NULL, NULL, NULL, fast_run, NULL}};
+static const gradref__fast_path FAST = {"recat", strategies, 1, NULL, kernel_level};
 
 static gradref_status execute(const char *op, gradref_status validated,
                               const gradref__recat_plan *p, const gradref_tensor *go,

@@ -14,8 +14,14 @@ static const char *kernel_level(const void *plan) {
     return gradref__rope_kernels_for(((const gradref__rope_plan *)plan)->max_isa)->isa;
 }
 
-GRADREF__DEFINE_NO_WORKSPACE_FAST_PATH(FAST, OP, gradref__rope_plan, gradref__rope_grad_fast,
-                                       kernel_level);
+static void fast_run(const void *plan, void *ws, int threads) {
+    (void)ws;
+    gradref__rope_grad_fast(plan, threads);
+}
+
+/* One strategy, with no workspace: every mode and dtype. */
+static const gradref__strategy strategies[] = {{"fast", NULL, NULL, NULL, fast_run, NULL}};
+static const gradref__fast_path FAST = {OP, strategies, 1, NULL, kernel_level};
 
 static gradref_status check_params(const gradref_rope_params *p) {
     if (p->mode < GRADREF_ROPE_ATB || p->mode > GRADREF_ROPE_INTERLEAVED)
