@@ -24,11 +24,11 @@ enum {
      * (dy packed once for all) with fewer levels, a narrower level's panel with more
      * (kernel_level) */
     COUNTER_FLOATS = 13 * GRADREF__AVX512_MR * GRADREF__AVX512_NR,
-    /* a tile's floats at most: three AVX-512 panels (five panels of IC32 3x3's 288 rows ran
-     * slower than two or three, their counter out of L1) */
+    /* a tile's floats at most: three AVX-512 panels (more would push their level counter out of
+     * L1) */
     MAX_TILE = 3 * GRADREF__AVX512_MR * GRADREF__AVX512_NR,
     /* a tap's channels read one by one below this, not by transposes that would run mostly
-     * empty (AVX2's 6-row panels: 36 -> 9 ms on the bench's N8 IC32 64x64 line) */
+     * empty (AVX2's 6-row panels above all) */
     FEW_LANES = 8,
     GEMM_KC = 48,                /* a block's GEMM in K slices of 48 */
     GEMM_NC = GRADREF__AVX512_NR /* a tile's columns: at most one panel */

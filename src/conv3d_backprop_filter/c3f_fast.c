@@ -106,8 +106,8 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
     L.mr = gradref__sgemm_mr(p->max_isa);
     L.nr = gradref__sgemm_nr(p->max_isa);
     /* AVX-512 and AVX2: the indirect kernel reads x in place (faster even for 1 to 7 channels
-     * per tap, where its tiles are short, than packing panels that straddle taps; at AVX2 the
-     * packing took 60 % of the kernels' time) */
+     * per tap, where its tiles are short, than packing panels that straddle taps, a packing
+     * that costs most at AVX2's narrow panels) */
     L.indirect = gradref__sgemm_kernels_for(p->max_isa)->indirect != NULL;
     L.row_tiles = L.indirect && row_tiles_fit(p, L.mr);
     /* packed panels straddle taps, tiles need not (but row tiles keep a tap row whole) */

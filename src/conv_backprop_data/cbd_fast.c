@@ -149,8 +149,7 @@ static void dense5(int64_t c, const int64_t *sp, int64_t *st) {
 
 /* One channel of one image. The next channel's diff and grad planes are prefetched first (up
  * to PREFETCH_PLANE_BYTES of each): a plane is a few KiB, and the channels follow one another
- * too quickly for the hardware prefetchers to ramp up (0.80 -> 1.8x oneDNN on the bench's
- * 28x28 planes on Zen 5). */
+ * too quickly for the hardware prefetchers to ramp up. */
 #define PREFETCH_PLANE_BYTES (INT64_C(32) << 10)
 static void item_depthwise(const run *R, int64_t n, int64_t g) {
     const gradref__cbd_plan *p = R->p;
@@ -236,17 +235,16 @@ static int run_items(const run *R, const layout *L, char *base, int threads) {
     const gradref__cbd_plan *p = R->p;
     /* Blocks of equal size go outermost: a thread's items then share its blocks' panels, which
      * it packed itself when there is one group and one phase, so that no panel line moves
-     * between the cores call after call (N2 16 channels on Zen 5: 0.64 -> 0.76 of oneDNN);
-     * unequal ones would leave the threads unequal work. */
+     * between the cores call after call; unequal ones would leave the threads unequal work. */
     const int64_t icb = L->path == PATH_GEMM ? channel_block(p, threads, R->pr) : p->ICpg;
     const int64_t blocks = (p->ICpg + icb - 1) / icb;
     const int64_t items = p->N * p->G * blocks;
     const int blocks_outer = blocks > 1 && p->ICpg % icb == 0;
     const int team = gradref__team(items, threads);
-    /* many GEMM items: each thread claims the next one, so that a slower core takes fewer (on
-     * Zen 5 under KVM one vCPU ran 10-15 % slower in a profile); few: the static split, which
-     * keeps blocks_outer's panels on the thread that packed them. Depthwise items, a plane
-     * each, keep theirs: each prefetches the next (claimed, 1.46 -> 0.41 of oneDNN). */
+    /* many GEMM items: each thread claims the next one, so that a slower core (a busy virtual
+     * CPU) takes fewer; few: the static split, which keeps blocks_outer's panels on the thread
+     * that packed them. Depthwise items, a plane each, keep theirs: each prefetches the next,
+     * which a claimed order would not reach. */
     const int claimed = L->path == PATH_GEMM && items >= 4 * (int64_t)team;
     int64_t next_item = 0;
     int finite = 1;

@@ -102,13 +102,13 @@ static inline int rows_near(const gs3d_kargs *r, int64_t i, int64_t *z0, int64_t
 }
 
 /* dgrid16 for groups of 16 points whose rows are near (rows_near), with channels-last x and 8
- * channels or more: a gather of one channel's corner over 16 points costs about 30 cycles on
- * AMD Zen 5 (1.8 per element), so each corner's 16 rows of 16 channels are loaded whole and
- * transposed in registers instead, then taken in the reference's order (channel, then corner)
- * from L1: the same values, so the same operations and bits. The rows of the group ROWS_AHEAD
- * points on are prefetched when they are near too, and their grad (its misses were a tenth of
- * this kernel's time: 10 % faster on smooth grids). Smooth grids 19-22 % faster; the groups of a
- * random grid keep the gathers (their rows' cache misses made the rows 5-10 % slower there). */
+ * channels or more: a gather of one channel's corner over 16 points costs more than loading
+ * rows, so each corner's 16 rows of 16 channels are loaded whole and transposed in registers
+ * instead, then taken in the reference's order (channel, then corner) from L1: the same
+ * values, so the same operations and bits. The rows of the group ROWS_AHEAD points on are
+ * prefetched when they are near too, and their grad, whose misses showed in this kernel's
+ * profile. The groups of a random grid keep the gathers: their rows miss the cache, which the
+ * whole rows would pay more for. */
 static int64_t dgrid16_rows(const gs3d_kargs *r, int64_t n, int64_t q0, int64_t q1, int64_t q_end) {
     const int64_t C = r->shape.C;
     const float *xn = (const float *)r->x + n * r->xs[0];

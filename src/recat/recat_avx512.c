@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* recat's AVX-512 kernels: a small segment is one masked load and one masked store (AVX-512BW
  * byte masks), with a write prefetch of out (with many narrow ranks the time goes to the
- * segments' count: 0.33 -> 0.39-0.44 of copy on the bench's 16 narrow ranks, Zen 5); a
- * streamed segment's line shared with the previous row is assembled by two masked loads. */
+ * segments' count, not their bytes); a streamed segment's line shared with the previous row
+ * is assembled by two masked loads. */
 #include "common/isa.h"
 #include "recat_kernels.h"
 
