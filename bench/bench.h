@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* gradref-bench's harness (bench.c) as each operator's file (bench_<op>.c) sees it: timing,
- * the same-run copy baseline, buffers and values. Only the public header: the bench measures
- * what a caller of the library gets. */
+/* gradref-bench's harness (bench.c) as each operator's file (bench_<op>.c) and the program
+ * (bench_main.c) see it: timing, the same-run copy baseline, buffers and values. Only the public
+ * header: the bench measures what a caller of the library gets. */
 #ifndef GRADREF_BENCH_H
 #define GRADREF_BENCH_H
 
@@ -81,12 +81,5 @@ int time_with_peer(const problem *p, op_fn once, void *ctx, peer_onednn *peer, i
     (c).workspace_bytes = 0;                                                                       \
     (t)->null_ws_seconds = time_alone(once, &(c), threads, repeats);                               \
   } while (0)
-
-/* One operator's problem: its tensors made, its calls timed into *t; 0 on success. */
-int bench_recat(const problem *p, int threads, int repeats, timing *t);
-int bench_rope(const problem *p, int threads, int repeats, timing *t);
-int bench_gs3d(const problem *p, int threads, int repeats, timing *t);
-int bench_cbd(const problem *p, int threads, int repeats, timing *t);
-int bench_c3f(const problem *p, int threads, int repeats, timing *t);
 
 #endif

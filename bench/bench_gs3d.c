@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "bench_ops.h"
 
 typedef struct gs3d_ctx {
     gradref_grid_sampler3d_params params;

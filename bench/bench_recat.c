@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "bench.h"
+#include "bench_ops.h"
 
 typedef struct recat_ctx {
     const problem *p;

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Checks the include graph of src/: no cycle between files (a header and the .c file of the
+"""Checks the include graph of src/ and bench/: no cycle between files (a header and the .c file of the
 same name count as one unit, so x.c including x.h is not a cycle), no include from common/ into
 an operator's directory, and no include from a kernel file (*_avx2.c, *_avx512*.c, *_neon*.c,
 *_sve.c, *_kernels.c) or a kernel header (*_simd.h, *_kernels.h, *_avx2.h, ...) up into its fast path
@@ -13,6 +13,7 @@ import sys
 
 ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..")
 SRC = os.path.join(ROOT, "src")
+BENCH = os.path.join(ROOT, "bench")
 KERNEL_FILE = re.compile(r"(_avx2|_avx512\w*|_neon\w*|_sve|_kernels)\.[ch]$|_simd\.h$")
 FAST_HEADER = re.compile(r"_fast(_impl)?\.h$")
 
@@ -34,6 +35,7 @@ def unit(path):
 
 def main():
     files = sorted(glob.glob(os.path.join(SRC, "**", "*.[ch]"), recursive=True))
+    files += sorted(glob.glob(os.path.join(BENCH, "*.[ch]")))
     problems = []
     graph = {}
     for f in files:
@@ -67,7 +69,8 @@ def main():
             visit(u)
     for p in problems:
         print(p)
-    print("%d files of src/ read; %d problems in the include graph" % (len(files), len(problems)))
+    print("%d files of src/ and bench/ read; %d problems in the include graph"
+          % (len(files), len(problems)))
     return 1 if problems else 0
 
 

@@ -1,0 +1,255 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The conv_backprop_data kernels, one ISA per file: depthwise rows (stride 1; each grad
+ * element is the reference's chain of fused multiply-adds over its taps, with taps outside
+ * diff read as 0, exact for a finite filter) in cbd_kernels.c (portable, and the choice),
+ * cbd_avx2.c and cbd_avx512.c, all giving the same bits; and the AVX-512 direct tiles. */
+#ifndef GRADREF_CBD_KERNELS_H
+#define GRADREF_CBD_KERNELS_H
+
+#include "cbd_internal.h"
+#include "common/convert.h"
+#include "common/isa.h"
+
+#include <string.h>
+
+/* One depthwise channel's geometry (stride 1): the sizes of grad (I), diff (O) and the filter
+ * (K), the leading padding, the dilation, and whether the taps are flipped (CONVOLUTION). */
+typedef struct gradref__cbd_dw_shape {
+    int64_t I[3], O[3], K[3], pad[3], dil[3];
+    int flip;
+} gradref__cbd_dw_shape;
+
+/* The shape of plan p's channels (p depthwise, stride 1). */
+gradref__cbd_dw_shape gradref__cbd_dw_shape_of(const gradref__cbd_plan *p);
+
+/* Rows of the AVX-512, AVX2 and NEON GEMM panels (gradref__sgemm_mr for those families). */
+#define GRADREF__CBD_TILE_ROWS      14
+#define GRADREF__CBD_TILE_ROWS_AVX2 6
+#define GRADREF__CBD_TILE_ROWS_NEON 12
+
+/* GRADREF_PRECISION_MEGENGINE_DEFAULT by lanes (cbd_megengine_lanes.h): one tap of a grad row's
+ * chain, offsets in elements: the filter's tap at foff (from the filter at (g, ic, oc 0)), the
+ * diff row at drow (from diff at (n, g, oc 0)), and the diff column of lane j: base + j. */
+typedef struct gradref__cbd_me_tap {
+    int64_t foff, drow, base;
+    int64_t fk; /* the tap's kernel index (k0 * K1 + k1) * K2 + k2, into wf */
+} gradref__cbd_me_tap;
+
+/* Input channels a row kernel runs at once (independent chains sharing the diff values), and
+ * the most taps a row takes (the tap list is on the stack). */
+#define GRADREF__CBD_ME_CHANNELS 8
+#define GRADREF__CBD_ME_MAX_TAPS 64
+
+/* For the 8-lane row kernels (AVX2, NEON): lanes [lo, end) (lo < end <= 8) of the 16-bit values
+ * at row + o2, o2 + l inside a row of O2. Copies the 8 values of a window inside the row to
+ * window[] and returns the byte shuffle that moves them to their lanes (an index of 0x80 or
+ * more: a zero lane; pshufb and TBL read the same table). A row shorter than 8: the lanes
+ * themselves, and the identity. The lanes outside [lo, end) are unspecified. */
+extern const int8_t gradref__cbd_me_shifts[15][16]; /* cbd_kernels.c */
+static inline const int8_t *gradref__cbd_me_window(const uint16_t *row, int64_t o2, int64_t O2,
+                                                   int64_t lo, int64_t end, uint16_t window[8]) {
+    if (O2 < 8) {
+        for (int64_t l = 0; l < 8; l++)
+            window[l] = l >= lo && l < end ? row[o2 + l] : 0;
+        return gradref__cbd_me_shifts[7];
+    }
+    const int64_t start = o2 < 0 ? 0 : o2 + 8 > O2 ? O2 - 8 : o2; /* |o2 - start| < 8 */
+    memcpy(window, row + start, 8 * sizeof *window);
+    return gradref__cbd_me_shifts[o2 - start + 7];
+}
+
+/* Lanes j0 .. j0 + count (count <= the kernel's lanes) of one grad row's residue class, for
+ * `channels` (<= GRADREF__CBD_ME_CHANNELS) input channels fs_ic apart in the filter and out_ic
+ * apart in grad: each lane's chain over oc < OCpg (filter and diff oc strides fs_oc, ds_oc),
+ * then the taps in order, a tap adding a term where 0 <= base + j < O2 (diff's last size,
+ * stride ds5); lane j's element of channel c is out[c * out_ic + (j - j0) * out_step]. All
+ * offsets and sizes of the last dim fit int32. wf, when not NULL, holds the block's filter
+ * values as f32 (exact), channel c of tap fk of oc at wf[oc * wf_oc + fk * CHANNELS + c]. */
+typedef struct gradref__cbd_me_row {
+    const uint16_t *filter, *diff;
+    const float *wf;
+    int64_t wf_oc;
+    int64_t fs_oc, ds_oc, OCpg, channels, fs_ic, out_ic;
+    const gradref__cbd_me_tap *tap;
+    int64_t ntaps, O2, ds5, j0, count;
+    int bf16;
+    uint16_t *out;
+    int64_t out_step;
+} gradref__cbd_me_row;
+
+/* The sub-grid coordinates (q0, q1, q2) of the 32 pixels from j0 of a sub-grid of sizes Q, for
+ * the ISA bodies of tile32_masks (which take them as int32: the sizes fit). */
+static inline void gradref__cbd_lane_coords(int64_t j0, const int64_t *Q, int32_t q[3][32]) {
+    int64_t q2 = j0 % Q[2], q1 = j0 / Q[2] % Q[1], q0 = j0 / (Q[2] * Q[1]);
+    for (int l = 0; l < 32; l++) {
+        q[0][l] = (int32_t)q0, q[1][l] = (int32_t)q1, q[2][l] = (int32_t)q2;
+        if (++q2 == Q[2]) {
+            q2 = 0;
+            if (++q1 == Q[1]) q1 = 0, q0++;
+        }
+    }
+}
+
+/* The kernels of one ISA, picked once per call. Depthwise (f32, stride 1): one grad row from
+ * the nrows diff rows its row taps reach (rows, with the stored row-tap index base), never NULL;
+ * four rows at once (NULL: row by row); a whole plane for K <= 3 x 3 and one depth (NULL: rows).
+ * Direct tiles (NULL at the portable level, where the GEMM runs instead): see the declarations
+ * below. */
+typedef struct gradref__cbd_kernels {
+    const char *isa;
+    void (*dw_row)(const gradref__cbd_dw_shape *s, const float *w, const float *const *rows,
+                   const int64_t *base, int64_t nrows, float *out);
+    void (*dw_rows4)(const gradref__cbd_dw_shape *s, const float *w, const float *diff,
+                     const float *const rows[4][64], const int64_t base[4][64], const int64_t *nr,
+                     int64_t nrow, float *out);
+    void (*dw_plane3x3)(const gradref__cbd_dw_shape *s, const float *w, const float *diff,
+                        float *grad);
+    int tile_rows; /* the GEMM panel rows the tiles take (0: no tiles) */
+    void (*tile32)(const float *image, int64_t channel_stride, int64_t ocpg, const int64_t *offset,
+                   const uint16_t *masks, int64_t ntaps, int64_t cols, int inside, const float *a,
+                   int rows, float *c, int64_t ldc, int load);
+    void (*pack_tile32)(const float *image, int64_t channel_stride, int64_t ocpg,
+                        const int64_t *offset, const uint16_t *masks, int64_t ntaps, float *dst);
+    void (*tile32_masks)(const int64_t *tap, int64_t ntaps, const int64_t *Q, const int64_t *O,
+                         int64_t j0, int64_t cols, uint16_t *masks);
+    /* row[r * row_stride + 2 * x] = from[r * len + x]; the odd elements between two values are
+     * left as they are, or, when odd_free, may be written +0. NULL: a plain loop */
+    void (*scatter2)(const float *from, int64_t len, int64_t rows, float *row, int64_t row_stride,
+                     int odd_free);
+    /* out[x] = gradref__cbd_qs8_requantize_inline((int32_t)from[x], acc_scale, grad_scale) for
+     * x < n, from holding integers: whole vectors take any (float)int32, the tail past the last
+     * multiple of 8 those (int32_t) gives back. NULL: a plain loop */
+    void (*qs8_row)(const float *from, int64_t n, float acc_scale, float grad_scale, int8_t *out);
+    /* MegEngine DEFAULT on up to megengine_lanes elements (NULL: the scatter of
+     * cbd_megengine.c) */
+    void (*megengine_row)(const gradref__cbd_me_row *a);
+    int megengine_lanes;
+} gradref__cbd_kernels;
+
+/* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs; its
+ * tiles match the GEMM's panels at that level (gradref__sgemm_mr). */
+const gradref__cbd_kernels *gradref__cbd_kernels_for(int max_isa);
+
+#ifdef GRADREF__X86
+extern const gradref__cbd_kernels gradref__cbd_kernels_avx2;   /* cbd_avx2.c */
+extern const gradref__cbd_kernels gradref__cbd_kernels_avx512; /* cbd_avx512.c */
+#endif
+#ifdef GRADREF__ARM64
+extern const gradref__cbd_kernels gradref__cbd_kernels_neon; /* cbd_neon.c */
+#endif
+
+/* Whether the MegEngine DEFAULT lanes kernels take plan p (k->megengine_row, few enough taps,
+ * the last dim's offsets within int32), and items [s0, s1) of (n, g, block of
+ * GRADREF__CBD_ME_CHANNELS input channels) by them (cbd_megengine.c). */
+int gradref__cbd_megengine_by_lanes(const gradref__cbd_plan *p, const gradref__cbd_kernels *k);
+void gradref__cbd_megengine_lanes(const gradref__cbd_plan *p, const gradref__cbd_kernels *k,
+                                  int64_t s0, int64_t s1);
+
+/* One depthwise channel: w holds the K0*K1*K2 taps (stored order), diff and grad are dense
+ * planes of O and I pixels. */
+void gradref__cbd_depthwise_plane(const gradref__cbd_kernels *k, const gradref__cbd_dw_shape *s,
+                                  const float *w, const float *diff, float *grad);
+
+/* The diff column of grad column i2 through tap position kp2 (stride 1). */
+static inline int64_t gradref__cbd_column_shift(const gradref__cbd_dw_shape *s, int64_t kp2) {
+    return s->pad[2] - kp2 * s->dil[2];
+}
+
+/* The stored index of tap position kp along dim j (flipped in CONVOLUTION mode). */
+static inline int64_t gradref__cbd_stored(const gradref__cbd_dw_shape *s, int j, int64_t kp) {
+    return s->flip ? s->K[j] - 1 - kp : kp;
+}
+
+/* A plane kernel's taps for K1, K2 <= 3: the diff column shift of chain column c (kp2 =
+ * K2 - 1 - c, the chain's order) and the weight of row tap kp1 at column c, zero where the
+ * kernel is narrower than 3 (an exact no-op for a finite filter). */
+static inline void gradref__cbd_plane3x3_taps(const gradref__cbd_dw_shape *s, const float *w,
+                                              int64_t shift[3], float weight[3][3]) {
+    const int64_t K1 = s->K[1], K2 = s->K[2];
+    for (int64_t c = 0; c < 3; c++)
+        shift[c] = c < K2 ? gradref__cbd_column_shift(s, K2 - 1 - c) : 0;
+    for (int64_t kp1 = 0; kp1 < 3; kp1++)
+        for (int64_t c = 0; c < 3; c++)
+            weight[kp1][c] =
+                kp1 < K1 && c < K2
+                    ? w[gradref__cbd_stored(s, 1, kp1) * K2 + gradref__cbd_stored(s, 2, K2 - 1 - c)]
+                    : 0.0f;
+}
+
+/* A four-row block's column taps (dw_rows4): chain column c's diff column shift and stored
+ * weight column (kp2 = K2 - 1 - c, the chain's order); returns the most row taps of the four
+ * rows (nr). */
+static inline int64_t gradref__cbd_rows4_taps(const gradref__cbd_dw_shape *s, const int64_t *nr,
+                                              int64_t shift[64], int64_t k2s[64]) {
+    const int64_t K2 = s->K[2];
+    int64_t most = 0;
+    for (int64_t c = 0; c < K2; c++) {
+        shift[c] = gradref__cbd_column_shift(s, K2 - 1 - c);
+        k2s[c] = gradref__cbd_stored(s, 2, K2 - 1 - c);
+    }
+    for (int r = 0; r < 4; r++)
+        most = nr[r] > most ? nr[r] : most;
+    return most;
+}
+
+#ifdef GRADREF__X86
+/* The depthwise kernels (cbd_avx2.c, cbd_avx512.c) as in the table. */
+void gradref__cbd_f32_dw_row_avx2(const gradref__cbd_dw_shape *s, const float *w,
+                                  const float *const *rows, const int64_t *base, int64_t nrows,
+                                  float *out);
+void gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *s, const float *w,
+                                       const float *diff, float *grad);
+void gradref__cbd_f32_dw_rows4_avx512(const gradref__cbd_dw_shape *s, const float *w,
+                                      const float *diff, const float *const rows[4][64],
+                                      const int64_t base[4][64], const int64_t *nr, int64_t nrow,
+                                      float *out);
+void gradref__cbd_f32_dw_rows4_avx2(const gradref__cbd_dw_shape *s, const float *w,
+                                    const float *diff, const float *const rows[4][64],
+                                    const int64_t base[4][64], const int64_t *nr, int64_t nrow,
+                                    float *out);
+void gradref__cbd_f32_dw_plane3x3_avx512(const gradref__cbd_dw_shape *s, const float *w,
+                                         const float *diff, float *grad);
+/* Stride 1 and grad's last two sizes equal to diff's: grad[ic0 + i][j0 .. j0 + cols) for
+ * i < rows (cols <= 32) straight from diff, without packing: the GEMM chain over k = (phase
+ * tap, oc) with A one prepacked 14-row filter panel (k-major, K = ntaps * ocpg). Tap t reads
+ * image + offset[t] + oc * channel_stride (image already at pixel j0) in the lanes of its two
+ * 16-lane masks (the tile32_masks: the lanes whose tap falls inside diff), zero elsewhere, and
+ * a tap without lanes is skipped (exact for a finite filter). `inside` 1 promises that the 32
+ * floats at every such address are readable (then whole vectors are loaded); 2 says the image
+ * is a packed tile (pack_tile32) whose lanes outside the taps already hold zeros, so only the
+ * skipping of taps without lanes uses the masks. c is grad at (ic0, j0), ldc its channel
+ * stride. The chains start at +0, or (load 1) go on from c's values: a caller may split the
+ * taps into consecutive runs, one call each, with the same bits. */
+void gradref__cbd_f32_tile32_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
+                                    const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                                    int64_t cols, int inside, const float *a, int rows, float *c,
+                                    int64_t ldc, int load);
+/* The diff a tile reads (same arguments), packed: dst[(t * ocpg + oc) * 32 + l] = lane l of
+ * tap t, channel oc, zero where the tap's mask has no lane. Taps without lanes are not
+ * written. */
+void gradref__cbd_f32_pack_tile32_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
+                                         const int64_t *offset, const uint16_t *masks,
+                                         int64_t ntaps, float *dst);
+/* The two masks per tap (tap: 4 entries each, the last 3 its shifts) of the tile of cols
+ * (<= 32) pixels from j0 of a sub-grid of sizes Q over diff's sizes O. */
+void gradref__cbd_tile32_masks_avx512(const int64_t *tap, int64_t ntaps, const int64_t *Q,
+                                      const int64_t *O, int64_t j0, int64_t cols, uint16_t *masks);
+/* The same tiles at 8 lanes (cbd_avx2.c; 6-row AVX2 panels, each tile as two 16-pixel halves). */
+void gradref__cbd_f32_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
+                                  const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                                  int64_t cols, int inside, const float *a, int rows, float *c,
+                                  int64_t ldc, int load);
+void gradref__cbd_f32_pack_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
+                                       const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                                       float *dst);
+/* The scatter2 kernels (gradref__cbd_kernels). AVX-512 leaves the odd elements untouched. */
+void gradref__cbd_f32_scatter2_avx512(const float *from, int64_t len, int64_t rows, float *row,
+                                      int64_t row_stride, int odd_free);
+void gradref__cbd_f32_scatter2_avx2(const float *from, int64_t len, int64_t rows, float *row,
+                                    int64_t row_stride, int odd_free);
+/* The qs8_row kernel (AVX2; the AVX-512 table takes it too). */
+void gradref__cbd_qs8_row_avx2(const float *from, int64_t n, float acc_scale, float grad_scale,
+                               int8_t *out);
+#endif
+
+#endif
