@@ -114,18 +114,18 @@ void gradref__sgemm(const gradref__sgemm_args *g, int max_isa, void *work) {
 
 /* One micro-kernel call on the tile at c (rows x cols of C, strides g's), through a local
  * copy when it is an edge or strided tile. */
-static void run_tile(const gradref__sgemm_args *g, gradref__sgemm_micro run, int mr, int nr,
+static void run_tile(const gradref__sgemm_args *g, gradref__sgemm_micro micro, int mr, int nr,
                      int64_t kc, const float *ap, const float *bp, float *c, int64_t rows,
                      int64_t cols, int load) {
     if (rows == mr && cols == nr && g->c_cs == 1) {
-        run(kc, ap, bp, c, g->c_rs, load);
+        micro(kc, ap, bp, c, g->c_rs, load);
         return;
     }
     float tile[GRADREF__GEMM_MAX_TILE];
     for (int64_t i = 0; i < mr; i++)
         for (int64_t j = 0; j < nr; j++)
             tile[i * nr + j] = load && i < rows && j < cols ? c[i * g->c_rs + j * g->c_cs] : 0.0f;
-    run(kc, ap, bp, tile, nr, load);
+    micro(kc, ap, bp, tile, nr, load);
     for (int64_t i = 0; i < rows; i++)
         for (int64_t j = 0; j < cols; j++)
             c[i * g->c_rs + j * g->c_cs] = tile[i * nr + j];
@@ -173,7 +173,7 @@ static void sgemm_blocked(const gradref__sgemm_args *g, int max_isa, void *work,
                           int64_t KC_, int64_t NC_) {
     if (g->M <= 0 || g->N <= 0) return;
     const gradref__sgemm_kernels *kt = gradref__sgemm_kernels_for(max_isa);
-    const gradref__sgemm_micro run = kt->micro;
+    const gradref__sgemm_micro micro = kt->micro;
     const int mr = kt->mr, nr = kt->nr;
     if (g->K <= 0) { /* empty chains: +0, or C as it is */
         if (!g->accumulate)
@@ -215,7 +215,7 @@ static void sgemm_blocked(const gradref__sgemm_args *g, int max_isa, void *work,
                         const float *ap = g->a_panels
                                               ? g->a_panels + ((i0 + ir) / mr) * g->K * mr + k0 * mr
                                               : apack + (ir / mr) * kc * mr;
-                        run_tile(g, run, mr, nr, kc, ap, bp,
+                        run_tile(g, micro, mr, nr, kc, ap, bp,
                                  g->c + (i0 + ir) * g->c_rs + (j0 + jr) * g->c_cs,
                                  mc - ir < mr ? mc - ir : mr, cols, load);
                     }
