@@ -11,6 +11,7 @@
 #include "conv3d_backprop_filter/c3f_counter.h"
 #include "common/convert.h"
 #include "conv3d_backprop_filter/c3f_internal.h"
+#include "conv3d_backprop_filter/c3f_kernels.h"
 #include "test_util.h"
 
 typedef struct geometry {

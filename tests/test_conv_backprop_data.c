@@ -10,9 +10,10 @@
 
 #include "common/convert.h"
 #include "common/nan.h"
-#include "conv_backprop_data/cbd_fast.h"
+#include "conv_backprop_data/cbd_int8.h"
+#include "conv_backprop_data/cbd_run.h"
 #include "conv_backprop_data/cbd_internal.h"
-#include "conv_backprop_data/cbd_simd.h"
+#include "conv_backprop_data/cbd_kernels.h"
 #include "golden.h"
 #include "test_util.h"
 
@@ -1852,7 +1853,7 @@ static void test_blocked_formats(void **state) {
     for (int f = 0; f < 3; f++)
         for (int kind = 0; kind < 3; kind++) /* dense, grouped, channel-wise */
             for (int dt = 0; dt < 4; dt++) {
-                if (kind == 2 && f == 0) continue; /* NCHW4 has no channel-wise layout */
+                if (kind == 2 && f == 0) continue; /* NCHW4 has no channel-wise cbd_layout */
                 const int64_t G = kind == 0 ? 1 : kind == 1 ? 2 : 8;
                 const int64_t ICpg = kind == 2 ? 1 : 8, OCpg = kind == 2 ? 1 : 4;
                 const int32_t mode =

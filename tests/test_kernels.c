@@ -18,8 +18,9 @@
 #include "common/nan.h"
 #include "common/stream.h"
 #include "conv3d_backprop_filter/c3f_internal.h"
-#include "conv_backprop_data/cbd_simd.h"
-#include "grid_sampler3d_grad/gs3d_simd.h"
+#include "conv3d_backprop_filter/c3f_kernels.h"
+#include "conv_backprop_data/cbd_kernels.h"
+#include "grid_sampler3d_grad/gs3d_kernels.h"
 #include "recat/recat_kernels.h"
 #include "rope_grad/rope_grad_kernels.h"
 #include "test_util.h"
@@ -368,7 +369,7 @@ static void test_c3f_add_and_scan(void **state) {
     }
 }
 
-/* panel_lanes and gather_panel against their contracts (c3f_internal.h), written out here;
+/* panel_lanes and gather_panel against their contracts (c3f_kernels.h), written out here;
  * everything outside the lanes and rows they own must stay as it was */
 static void test_c3f_panels(void **state) {
     (void)state;

@@ -12,7 +12,8 @@
 #include "common/exec.h"
 #include "common/isa.h"
 #include "conv3d_backprop_filter/c3f_internal.h"
-#include "conv_backprop_data/cbd_simd.h"
+#include "conv3d_backprop_filter/c3f_kernels.h"
+#include "conv_backprop_data/cbd_kernels.h"
 #include "recat/recat_kernels.h"
 #include "test_util.h"
 

@@ -236,16 +236,16 @@ void gradref__channels_last_strides(const int64_t *shape, int64_t *st) {
 }
 
 static void copy_run(const gradref_tensor *src, const gradref_tensor *dst, size_t whole_bytes,
-                     int num_threads, int max_isa);
+                     int threads, int max_isa);
 
 void gradref__copy5(const int64_t *shape, const void *src, int32_t sdt, const int64_t *ss,
-                    void *dst, int32_t ddt, const int64_t *ds, int num_threads, int max_isa) {
-    gradref__copy5_part(shape, src, sdt, ss, dst, ddt, ds, 0, num_threads, max_isa);
+                    void *dst, int32_t ddt, const int64_t *ds, int threads, int max_isa) {
+    gradref__copy5_part(shape, src, sdt, ss, dst, ddt, ds, 0, threads, max_isa);
 }
 
 void gradref__copy5_part(const int64_t *shape, const void *src, int32_t sdt, const int64_t *ss,
-                         void *dst, int32_t ddt, const int64_t *ds, size_t whole_bytes,
-                         int num_threads, int max_isa) {
+                         void *dst, int32_t ddt, const int64_t *ds, size_t whole_bytes, int threads,
+                         int max_isa) {
     gradref_tensor s, d;
     memset(&s, 0, sizeof s);
     memset(&d, 0, sizeof d);
@@ -256,16 +256,16 @@ void gradref__copy5_part(const int64_t *shape, const void *src, int32_t sdt, con
         s.strides[i] = ss[i];
         d.strides[i] = ds[i];
     }
-    copy_run(&s, &d, whole_bytes, num_threads, max_isa);
+    copy_run(&s, &d, whole_bytes, threads, max_isa);
 }
 
-void gradref__fill_zero(const gradref_tensor *t, int num_threads) {
+void gradref__fill_zero(const gradref_tensor *t, int threads) {
     static const uint64_t zero = 0; /* +0 in every dtype */
     gradref_tensor z = *t;
     z.data = (void *)&zero;
     for (int i = 0; i < z.ndim; i++)
         z.strides[i] = 0;
-    gradref__copy_run(&z, t, num_threads, GRADREF__ISA_PORTABLE); /* a fill converts nothing */
+    gradref__copy_run(&z, t, threads, GRADREF__ISA_PORTABLE); /* a fill converts nothing */
 }
 
 /* The copy's iteration space: dims in dst memory order (outermost = largest dst stride), size-1
@@ -378,14 +378,14 @@ static void copy_tiles(const copy_dims *c, int t, int64_t numel, int stream, int
     }
 }
 
-void gradref__copy_run(const gradref_tensor *src, const gradref_tensor *dst, int num_threads,
+void gradref__copy_run(const gradref_tensor *src, const gradref_tensor *dst, int threads,
                        int max_isa) {
-    copy_run(src, dst, 0, num_threads, max_isa);
+    copy_run(src, dst, 0, threads, max_isa);
 }
 
 /* whole_bytes: the output dst is part of (0: dst alone). */
 static void copy_run(const gradref_tensor *src, const gradref_tensor *dst, size_t whole_bytes,
-                     int num_threads, int max_isa) {
+                     int threads, int max_isa) {
     for (int i = 0; i < dst->ndim; i++)
         if (dst->shape[i] == 0) return; /* the other sizes of an empty tensor may be anything */
     int64_t numel = 1;
@@ -396,13 +396,13 @@ static void copy_run(const gradref_tensor *src, const gradref_tensor *dst, size_
     copy_dims c;
     merge_dims(src, dst, &c);
     c.k = gradref__array_kernels_for(max_isa);
-    const int m = c.m, threads = numel >= (INT64_C(1) << 16) ? num_threads : 1;
+    const int m = c.m, team = numel >= (INT64_C(1) << 16) ? threads : 1;
     const int64_t inner = c.shape[m - 1];
     int t = -1;
     for (int k = 0; k < m - 1 && c.ss[m - 1] != 1; k++)
         if (c.ss[k] == 1 && c.shape[k] >= 8 && inner >= 8) t = k;
     if (t >= 0) {
-        copy_tiles(&c, t, numel, whole >= GRADREF__STREAM_MIN_BYTES, threads);
+        copy_tiles(&c, t, numel, whole >= GRADREF__STREAM_MIN_BYTES, team);
         return;
     }
     /* dst's innermost dim too short for a row of its own (a channels-last copy of few channels):
@@ -412,7 +412,7 @@ static void copy_run(const gradref_tensor *src, const gradref_tensor *dst, size_
         if (c.ss[k] == 1 && c.shape[k] >= 8) t = k;
     if (t >= 0) {
         const int64_t len = c.shape[t], rows = numel / len;
-        GRADREF__PARALLEL_FOR(threads, schedule(static))
+        GRADREF__PARALLEL_FOR(team, schedule(static))
         for (int64_t r = 0; r < rows; r++) {
             int64_t so, dof;
             outer_offsets(&c, r / inner, t, &so, &dof);
@@ -423,7 +423,7 @@ static void copy_run(const gradref_tensor *src, const gradref_tensor *dst, size_
         return;
     }
     const int64_t rows = numel / inner;
-    GRADREF__PARALLEL_FOR(threads, schedule(static))
+    GRADREF__PARALLEL_FOR(team, schedule(static))
     for (int64_t r = 0; r < rows; r++) {
         int64_t so, dof;
         outer_offsets(&c, r, -1, &so, &dof);

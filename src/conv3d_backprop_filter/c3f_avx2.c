@@ -2,7 +2,7 @@
 /* conv3d_backprop_filter's AVX2 kernels (its GEMMs are common/gemm_avx2.c's): A-panel lanes,
  * B-panel rows gathered from channel-major dy (8 x 8 blocks transposed in registers), the
  * counter's sums and the finiteness scan. */
-#include "c3f_internal.h"
+#include "c3f_kernels.h"
 #include "common/convert_array.h"
 #include "common/gemm_kernels.h"
 #include "common/isa.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* conv3d_backprop_filter's AVX-512 kernels (its GEMMs are common/gemm_avx512.c's): filling
  * packed A-panel lanes from x in place, and gathering B-panel rows from channel-major dy. */
-#include "c3f_internal.h"
+#include "c3f_kernels.h"
 #include "common/gemm_kernels.h"
 #include "common/isa.h"
 

@@ -6,7 +6,7 @@
 
 #include <stdint.h>
 
-#include "c3f_internal.h"
+#include "c3f_kernels.h"
 
 /* The blocks' binary counter: sums pushed in order; level l holds the sum of 2^l of them, and
  * a push carries through the used levels (older + newer); the fold adds the stored sums from

@@ -12,6 +12,7 @@
 
 #include "c3f_counter.h"
 #include "c3f_internal.h"
+#include "c3f_kernels.h"
 #include "common/convert.h"
 #include "common/exec.h"
 #include "common/gemm.h"

@@ -22,6 +22,7 @@
 #include <string.h>
 
 #include "c3f_internal.h"
+#include "c3f_kernels.h"
 #include "common/copy.h"
 #include "common/convert.h"
 #include "common/gemm.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* conv3d_backprop_filter's kernel tables, one per ISA (the kernels: common/gemm*.c,
  * c3f_avx2.c, c3f_avx512.c and c3f_neon.c). */
-#include "c3f_internal.h"
+#include "c3f_kernels.h"
 #include "common/gemm.h"
 #include "common/gemm_kernels.h"
 #include "common/isa.h"

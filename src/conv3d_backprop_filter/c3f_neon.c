@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* conv3d_backprop_filter's NEON kernels: x panels' lanes 4 at a time, dy panels gathered with
  * 4 x 4 register transposes (TRN), the ordered partial-sum adds and the finiteness scan. */
-#include "c3f_internal.h"
+#include "c3f_kernels.h"
 #include "common/gemm_kernels.h"
 #include "common/isa.h"
 

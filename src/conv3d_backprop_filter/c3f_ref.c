@@ -10,6 +10,7 @@
 #include <math.h>
 
 #include "c3f_internal.h"
+#include "c3f_kernels.h"
 #include "common/convert.h"
 
 enum { MAX_LEVELS = 64 };

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "c3f_internal.h"
+#include "c3f_kernels.h"
 #include "common/conv.h"
 #include "common/convert.h"
 #include "common/copy.h"

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* conv_backprop_data's AVX2 + FMA kernels: depthwise rows (one, or four at once) and whole small
  * planes for 3 x 3, the direct tiles, the stride-2 scatter, QuantizedS8 and MegEngine rows. */
-#include "cbd_simd.h"
+#include "cbd_kernels.h"
 #include "common/gemm_kernels.h"
 
 #ifdef GRADREF__X86

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* conv_backprop_data's AVX-512 kernels: the depthwise rows (four at a time, and whole small
  * planes for 3 x 3), the 32-pixel direct tiles, their packing and the stride-2 scatter. */
-#include "cbd_simd.h"
+#include "cbd_kernels.h"
 
 #ifdef GRADREF__X86
 #  include <immintrin.h>

@@ -15,7 +15,10 @@
  * small thread stack (tests/test_stack.c): at most about 44 KiB a thread. */
 #include <stddef.h>
 
-#include "cbd_fast.h"
+#include "cbd_direct.h"
+#include "cbd_int8.h"
+#include "cbd_phases.h"
+#include "cbd_tiles.h"
 #include "common/convert_array.h"
 #include "common/exec.h"
 #include "common/gemm.h"
@@ -342,7 +345,7 @@ static int tiles_may_run(const gradref__cbd_plan *p, const gradref__cbd_kernels 
 }
 
 /* What the tiles keep per thread, on the stack: the masks of STACK_TILE_GROUP tiles at a time
- * (the fast path's TILE_GROUP would take 16 KiB). */
+ * (the fast path's GRADREF__CBD_TILE_GROUP would take 16 KiB). */
 enum { STACK_TILE_GROUP = 4 };
 typedef struct tiles_stack {
     int64_t offset[2 * TILE_TAPS];
@@ -447,21 +450,21 @@ __attribute__((noinline)) static void tiles_windowed(direct *d, const int64_t *p
 __attribute__((noinline)) static void tiles_in_grad(const direct *d, const float *panels, int64_t M,
                                                     int64_t pr, int64_t ntaps, tiles_stack *st) {
     const gradref__cbd_plan *p = d->p;
-    layout L;
+    cbd_layout L;
     memset(&L, 0, sizeof L);
     L.offsets_at = offsetof(tiles_stack, offset);
     L.masks_at = offsetof(tiles_stack, masks);
     L.masks_key_at = offsetof(tiles_stack, key);
     L.tile_group = STACK_TILE_GROUP;
     st->key[0] = -1; /* no masks yet */
-    run R;
+    cbd_run R;
     memset(&R, 0, sizeof R);
     R.p = p, R.k = d->k, R.max_isa = p->max_isa, R.mr = gradref__sgemm_mr(p->max_isa), R.pr = pr;
     R.diff = (const float *)(const void *)p->diff, R.dn = p->ds[0], R.dc = p->ds[2];
     diff_extent(p, &R.span_lo, &R.span_hi);
     R.prefetch_tiles =
         p->G * p->OCpg * pixels(p->O) * (int64_t)sizeof(float) > GRADREF__CBD_PREFETCH_MIN_BYTES;
-    phase f;
+    cbd_phase f;
     memset(&f, 0, sizeof f);
     f.R = &R, f.n = d->n, f.g = d->g, f.ic0 = d->ic0, f.tap = d->tap, f.ntaps = ntaps;
     memcpy(f.Q, d->Q, sizeof f.Q);

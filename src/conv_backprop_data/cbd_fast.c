@@ -22,7 +22,10 @@
  * call, or its output channels in parts whose sums are added in int32 (cbd_int8.c). */
 #include <string.h>
 
-#include "cbd_fast.h"
+#include "cbd_direct.h"
+#include "cbd_int8.h"
+#include "cbd_phases.h"
+#include "cbd_run.h"
 #include "common/copy.h"
 #include "common/exec.h"
 #include "common/gemm.h"
@@ -38,20 +41,20 @@ static int pack_tiles(const gradref__cbd_plan *p) {
            taps_of(p) * p->OCpg * 128 <= (INT64_C(1) << 20);
 }
 
-static layout layout_of(const gradref__cbd_plan *p, int32_t precision, int threads) {
-    layout L;
+static cbd_layout layout_of(const gradref__cbd_plan *p, int32_t precision, int threads) {
+    cbd_layout L;
     memset(&L, 0, sizeof L);
     const int f32 =
         p->in_dtype == GRADREF_F32 || p->in_dtype == GRADREF_F16 || p->in_dtype == GRADREF_BF16;
     /* integer sums have one answer whatever the precision asks */
     if (p->in_dtype != GRADREF_I8 && (!f32 || precision != GRADREF_PRECISION_DEFAULT)) {
-        L.path = PATH_REFERENCE;
+        L.path = CBD_PATH_REFERENCE;
         return L;
     }
     /* depthwise rows keep up to 64 row taps (K0 * K1) on the stack */
     L.path = p->ICpg == 1 && p->OCpg == 1 && unit_strides(p) && p->K[0] * p->K[1] <= 64
-                 ? PATH_DEPTHWISE
-                 : PATH_GEMM;
+                 ? CBD_PATH_DEPTHWISE
+                 : CBD_PATH_GEMM;
     size_t at = 0;
     const size_t in_slabs = (size_t)(p->N * p->G * p->OCpg),
                  out_slabs = (size_t)(p->N * p->G * p->ICpg);
@@ -60,9 +63,9 @@ static layout layout_of(const gradref__cbd_plan *p, int32_t precision, int threa
         L.sums = gradref__ws_take(&at, out_slabs * (size_t)pixels(p->I) * 4);
         L.parts = at;
     }
-    if (L.path == PATH_DEPTHWISE)
+    if (L.path == CBD_PATH_DEPTHWISE)
         L.apack = gradref__ws_take(&at, (size_t)(p->G * p->ICpg * taps_of(p) * p->OCpg) * 4);
-    if (L.path == PATH_GEMM) { /* every tap is in one phase; panels round IC/G up by < 16 */
+    if (L.path == CBD_PATH_GEMM) { /* every tap is in one phase; panels round IC/G up by < 16 */
         L.group_floats = (p->ICpg + 15) * taps_of(p) * p->OCpg;
         L.panels = gradref__ws_take(&at, (size_t)(p->G * L.group_floats) * 4);
         /* live phases: at most one per tap */
@@ -73,16 +76,16 @@ static layout layout_of(const gradref__cbd_plan *p, int32_t precision, int threa
     if (L.stage_diff) L.diff32 = gradref__ws_take(&at, in_slabs * (size_t)pixels(p->O) * 4);
     L.acc_buffer = p->out_dtype != GRADREF_F32 || !dense_pixels(p->gs, p->I);
     if (L.acc_buffer) L.acc = gradref__ws_take(&at, out_slabs * (size_t)pixels(p->I) * 4);
-    if (L.path == PATH_GEMM) {
+    if (L.path == CBD_PATH_GEMM) {
         size_t per = 0;
         gradref__ws_take(&per, gradref__sgemm_work_bytes());
-        L.chunk_at = gradref__ws_take(&per, (size_t)CHUNK_FLOATS * 4);
+        L.chunk_at = gradref__ws_take(&per, (size_t)GRADREF__CBD_CHUNK_FLOATS * 4);
         L.taps_at = gradref__ws_take(&per, (size_t)taps_of(p) * 4 * sizeof(int64_t));
         L.offsets_at = gradref__ws_take(&per, (size_t)taps_of(p) * 2 * sizeof(int64_t));
-        L.masks_at =
-            gradref__ws_take(&per, (size_t)((TILE_GROUP + 1) * 2 * taps_of(p)) * sizeof(uint16_t));
+        L.masks_at = gradref__ws_take(
+            &per, (size_t)((GRADREF__CBD_TILE_GROUP + 1) * 2 * taps_of(p)) * sizeof(uint16_t));
         L.masks_key_at = gradref__ws_take(&per, 3 * sizeof(int64_t));
-        L.tile_group = TILE_GROUP;
+        L.tile_group = GRADREF__CBD_TILE_GROUP;
         if (pack_tiles(p)) L.tile_at = gradref__ws_take(&per, (size_t)(taps_of(p) * p->OCpg) * 128);
         L.per_thread = per;
         L.thread0 = at;
@@ -109,8 +112,8 @@ static int64_t channel_block(const gradref__cbd_plan *p, int threads, int64_t ro
 }
 
 int gradref__cbd_fast_threads(const gradref__cbd_plan *p, int32_t precision, int threads) {
-    const layout L = layout_of(p, precision, 1);
-    if (L.path != PATH_GEMM || p->ICpg == 0) return threads; /* no per-thread parts */
+    const cbd_layout L = layout_of(p, precision, 1);
+    if (L.path != CBD_PATH_GEMM || p->ICpg == 0) return threads; /* no per-thread parts */
     /* the fewest rows a panel can have: the channels spread evenly over mr-row panels */
     const int64_t mr = gradref__sgemm_mr(p->max_isa), np = (p->ICpg + mr - 1) / mr;
     const int64_t icb = channel_block(p, threads, (p->ICpg + np - 1) / np);
@@ -151,7 +154,7 @@ static void dense5(int64_t c, const int64_t *sp, int64_t *st) {
  * to PREFETCH_PLANE_BYTES of each): a plane is a few KiB, and the channels follow one another
  * too quickly for the hardware prefetchers to ramp up. */
 #define PREFETCH_PLANE_BYTES (INT64_C(32) << 10)
-static void item_depthwise(const run *R, int64_t n, int64_t g) {
+static void item_depthwise(const cbd_run *R, int64_t n, int64_t g) {
     const gradref__cbd_plan *p = R->p;
     const int64_t next_g = g + 1 < p->G ? g + 1 : 0, next_n = g + 1 < p->G ? n : n + 1;
     if (next_n < p->N) {
@@ -178,7 +181,7 @@ static void ref_part(const void *plan, int64_t begin, int64_t end) {
 
 /* diff as the kernels read it (staged to dense f32 when its dtype or layout asks for it) and
  * the f32 grad they write (grad itself, or the accumulator copied out at the end). */
-static void bind_data(run *R, const layout *L, char *base, int threads) {
+static void bind_data(cbd_run *R, const cbd_layout *L, char *base, int threads) {
     const gradref__cbd_plan *p = R->p;
     const int64_t C_in = p->G * p->OCpg, C_out = p->G * p->ICpg;
     int64_t dst5[5], ast5[5];
@@ -215,7 +218,7 @@ static void bind_data(run *R, const layout *L, char *base, int threads) {
 }
 
 /* The GEMM path's live phases and its panels' rows and offsets. */
-static void plan_panels(run *R, const layout *L, char *base) {
+static void plan_panels(cbd_run *R, const cbd_layout *L, char *base) {
     const gradref__cbd_plan *p = R->p;
     R->mr = R->pr = gradref__sgemm_mr(R->max_isa);
     gradref__cbd_live_phases(R, (int64_t *)(base + L->residues));
@@ -231,12 +234,12 @@ static void plan_panels(run *R, const layout *L, char *base) {
 
 /* Every work item (n, g, ic block) over the threads, the GEMM path's panels packed first inside
  * the region. Returns 0 when the filter held a value that is not finite (nothing then ran). */
-static int run_items(const run *R, const layout *L, char *base, int threads) {
+static int run_items(const cbd_run *R, const cbd_layout *L, char *base, int threads) {
     const gradref__cbd_plan *p = R->p;
     /* Blocks of equal size go outermost: a thread's items then share its blocks' panels, which
      * it packed itself when there is one group and one phase, so that no panel line moves
      * between the cores call after call; unequal ones would leave the threads unequal work. */
-    const int64_t icb = L->path == PATH_GEMM ? channel_block(p, threads, R->pr) : p->ICpg;
+    const int64_t icb = L->path == CBD_PATH_GEMM ? channel_block(p, threads, R->pr) : p->ICpg;
     const int64_t blocks = (p->ICpg + icb - 1) / icb;
     const int64_t items = p->N * p->G * blocks;
     const int blocks_outer = blocks > 1 && p->ICpg % icb == 0;
@@ -245,12 +248,12 @@ static int run_items(const run *R, const layout *L, char *base, int threads) {
      * CPU) takes fewer; few: the static split, which keeps blocks_outer's panels on the thread
      * that packed them. Depthwise items, a plane each, keep theirs: each prefetches the next,
      * which a claimed order would not reach. */
-    const int claimed = L->path == PATH_GEMM && items >= 4 * (int64_t)team;
+    const int claimed = L->path == CBD_PATH_GEMM && items >= 4 * (int64_t)team;
     int64_t next_item = 0;
     int finite = 1;
     GRADREF__PARALLEL(team) {
         char *mine = base + L->thread0 + L->per_thread * (size_t)gradref__thread_num();
-        if (L->path == PATH_GEMM) {
+        if (L->path == CBD_PATH_GEMM) {
             ((int64_t *)(mine + L->masks_key_at))[0] = -1; /* no masks yet */
             if (!gradref__cbd_pack_panels(R, mine, L)) {
                 GRADREF__OMP(omp atomic write)
@@ -266,7 +269,7 @@ static int run_items(const run *R, const layout *L, char *base, int threads) {
             const int64_t g = blocks_outer ? it % p->G : it / blocks % p->G;
             const int64_t ic0 = (blocks_outer ? it / (p->N * p->G) : it % blocks) * icb;
             const int64_t ic1 = ic0 + icb < p->ICpg ? ic0 + icb : p->ICpg;
-            if (L->path == PATH_DEPTHWISE)
+            if (L->path == CBD_PATH_DEPTHWISE)
                 item_depthwise(R, n, g);
             else
                 gradref__cbd_item_gemm(R, n, g, ic0, ic1, mine, L);
@@ -288,22 +291,23 @@ static void store_grad(const gradref__cbd_plan *p, const float *acc, int threads
     gradref__copy5(shape, acc, GRADREF_F32, ast5, p->grad, p->out_dtype, g5, threads, p->max_isa);
 }
 
-/* Plan p's items with its workspace at base (layout L), into grad or the accumulator (*acc).
+/* Plan p's items with its workspace at base (cbd_layout L), into grad or the accumulator (*acc).
  * Returns 0 when the filter held a value that is not finite (nothing then ran). */
-static int run_plan(const gradref__cbd_plan *p, const layout *L, char *base, int threads,
+static int run_plan(const gradref__cbd_plan *p, const cbd_layout *L, char *base, int threads,
                     float **acc) {
-    if (L->path == PATH_DEPTHWISE && !pack_filter(p, (float *)(base + L->apack), threads)) return 0;
-    run R;
+    if (L->path == CBD_PATH_DEPTHWISE && !pack_filter(p, (float *)(base + L->apack), threads))
+        return 0;
+    cbd_run R;
     memset(&R, 0, sizeof R);
     R.p = p;
     R.max_isa = p->max_isa;
     R.k = gradref__cbd_kernels_for(p->max_isa);
-    if (L->path == PATH_DEPTHWISE) {
+    if (L->path == CBD_PATH_DEPTHWISE) {
         R.dw = gradref__cbd_dw_shape_of(p);
         R.apack = (const float *)(base + L->apack);
     }
     bind_data(&R, L, base, threads);
-    if (L->path == PATH_GEMM) plan_panels(&R, L, base);
+    if (L->path == CBD_PATH_GEMM) plan_panels(&R, L, base);
     *acc = R.acc;
     return run_items(&R, L, base, threads);
 }
@@ -329,8 +333,8 @@ static void fold_slabs(const void *arg, int64_t s0, int64_t s1) {
 
 /* I8 past one part (cbd_int8.c): each group's output channels `part` at a time, a plan of one
  * group with its workspace past the sums, its exact f32 sums added into the int32 ones. */
-static void run_int8_parts(const gradref__cbd_plan *p, const layout *L, char *base, int64_t part,
-                           int threads) {
+static void run_int8_parts(const gradref__cbd_plan *p, const cbd_layout *L, char *base,
+                           int64_t part, int threads) {
     int32_t *sums = (int32_t *)(void *)(base + L->sums);
     for (int64_t g = 0; g < p->G; g++)
         for (int64_t oc0 = 0; oc0 < p->OCpg; oc0 += part) {
@@ -341,7 +345,7 @@ static void run_int8_parts(const gradref__cbd_plan *p, const layout *L, char *ba
             q.filter += (size_t)(g * p->fs[0] + oc0 * p->fs[1]) * p->in_size;
             q.diff += (size_t)(g * p->ds[1] + oc0 * p->ds[2]) * p->in_size;
             q.grad += (size_t)(g * p->gs[1]) * p->out_size;
-            const layout Lq = layout_of(&q, q.precision, threads);
+            const cbd_layout Lq = layout_of(&q, q.precision, threads);
             float *acc;
             run_plan(&q, &Lq, base + L->parts, threads, &acc); /* an I8 filter is finite */
             const fold_ctx c = {p, acc, sums, g, oc0 == 0};
@@ -353,18 +357,18 @@ static void run_int8_parts(const gradref__cbd_plan *p, const layout *L, char *ba
 static void fast_run(const gradref__cbd_plan *p, void *ws, int threads) {
     const int64_t slabs = p->N * p->G * p->ICpg;
     if (slabs == 0 || pixels(p->I) == 0) return;
-    const layout L = layout_of(p, p->precision, threads);
+    const cbd_layout L = layout_of(p, p->precision, threads);
     char *base = (char *)ws;
-    const int64_t part = p->in_dtype == GRADREF_I8 && L.path != PATH_REFERENCE
+    const int64_t part = p->in_dtype == GRADREF_I8 && L.path != CBD_PATH_REFERENCE
                              ? gradref__cbd_int8_part(p, threads)
                              : p->OCpg;
-    if (L.path != PATH_REFERENCE && part > 0 && part < p->OCpg) {
+    if (L.path != CBD_PATH_REFERENCE && part > 0 && part < p->OCpg) {
         run_int8_parts(p, &L, base, part, threads);
         return;
     }
     float *acc;
     /* the GEMM path reads the filter into its panels inside the region */
-    if (L.path == PATH_REFERENCE || part == 0 || !run_plan(p, &L, base, threads, &acc)) {
+    if (L.path == CBD_PATH_REFERENCE || part == 0 || !run_plan(p, &L, base, threads, &acc)) {
         gradref__parallel_ranges(slabs, threads, ref_part, p); /* slabs split over the threads */
         return;
     }
@@ -422,7 +426,7 @@ static void megengine_scatter_run(const void *plan, void *ws, int threads) {
 static const char *f32_skip(const gradref__cbd_plan *p, int32_t precision) {
     if (precision == GRADREF_PRECISION_MEGENGINE_DEFAULT)
         return "MEGENGINE_DEFAULT accumulates in grad's own dtype";
-    if (layout_of(p, precision, 1).path == PATH_REFERENCE)
+    if (layout_of(p, precision, 1).path == CBD_PATH_REFERENCE)
         return "F64, or a precision that asks for the reference loop's order";
     return NULL;
 }
@@ -430,7 +434,7 @@ static const char *f32_skip(const gradref__cbd_plan *p, int32_t precision) {
 static const char *depthwise_skip(const void *plan, int32_t precision) {
     const char *why = f32_skip(plan, precision);
     if (why) return why;
-    return layout_of(plan, precision, 1).path == PATH_DEPTHWISE
+    return layout_of(plan, precision, 1).path == CBD_PATH_DEPTHWISE
                ? NULL
                : "not depthwise with unit strides and at most 64 row taps";
 }
@@ -438,7 +442,7 @@ static const char *depthwise_skip(const void *plan, int32_t precision) {
 static const char *phases_skip(const void *plan, int32_t precision) {
     const char *why = f32_skip(plan, precision);
     if (why) return why;
-    return layout_of(plan, precision, 1).path == PATH_GEMM ? NULL : "depthwise rows apply";
+    return layout_of(plan, precision, 1).path == CBD_PATH_GEMM ? NULL : "depthwise rows apply";
 }
 
 static const char *phases_variant(const void *plan, int32_t precision, int threads) {

@@ -11,7 +11,7 @@
  * reference's low 32 bits. The parts together do the work of one call. Only a single output
  * channel past the bound (taps x 128 x 128 > 2^24, more than 1024 taps) runs the reference
  * loop. */
-#include "cbd_fast.h"
+#include "cbd_int8.h"
 #include "common/exec.h"
 #include "common/internal.h"
 

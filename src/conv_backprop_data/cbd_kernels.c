@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The portable depthwise row kernel and the kernel tables of every ISA (cbd_avx2.c,
  * cbd_avx512.c, cbd_neon.c). */
-#include "cbd_simd.h"
+#include "cbd_kernels.h"
 
 #include <math.h>
 

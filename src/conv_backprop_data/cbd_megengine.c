@@ -10,7 +10,7 @@
  * to float, adds in float and converts back (MegEngine's rounding: ties away from zero for F16,
  * to even for BF16). So every term rounds the element to 16 bits, in this order. */
 #include "cbd_internal.h"
-#include "cbd_simd.h"
+#include "cbd_kernels.h"
 #include "common/convert.h"
 
 #include <string.h>

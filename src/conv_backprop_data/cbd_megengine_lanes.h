@@ -12,7 +12,7 @@
  * undefines all of these macros. */
 #include <string.h>
 
-#include "cbd_simd.h"
+#include "cbd_kernels.h"
 
 typedef float me_vf __attribute__((vector_size(4 * LANES)));
 typedef uint32_t me_vu __attribute__((vector_size(4 * LANES)));

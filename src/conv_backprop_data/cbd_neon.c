@@ -2,7 +2,7 @@
 /* conv_backprop_data's NEON kernels: the depthwise row, 16 grad columns at a time in four
  * 4-lane chains, each in the reference's tap order (FMLA, one rounding, as fmaf); the
  * stride-2 scatter; and the QuantizedS8 requantisation of a row. */
-#include "cbd_simd.h"
+#include "cbd_kernels.h"
 
 #ifdef GRADREF__ARM64
 #  include <arm_neon.h>

@@ -5,7 +5,8 @@
  * buffer scattered into the grad slab. */
 #include <stdlib.h>
 
-#include "cbd_fast.h"
+#include "cbd_phases.h"
+#include "cbd_tiles.h"
 #include "common/gemm.h"
 #include "common/internal.h"
 #include "common/nan.h"
@@ -14,7 +15,7 @@
  * outside diff: the implicit im2col. */
 static void pack_b_phase(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
                          int width, float *dst) {
-    const phase *f = ctx;
+    const cbd_phase *f = ctx;
     const gradref__cbd_plan *p = f->R->p;
     const int64_t O = p->OCpg;
     const float *dimg = f->R->diff + f->n * f->R->dn + f->g * O * f->R->dc;
@@ -79,7 +80,7 @@ int64_t gradref__cbd_phase_taps(const gradref__cbd_plan *p, const int64_t *ph, i
 /* `rows` runs of len values (from, contiguous) to grad rows row_stride apart, stride[2] apart
  * within a row. The first phase along the row (ph2 0) may write +0 between its values: those
  * elements are +0 (the slab is zeroed first) or a later phase's, written after it. */
-static void scatter_rows(const run *R, const float *from, int64_t len, int64_t rows, float *row,
+static void scatter_rows(const cbd_run *R, const float *from, int64_t len, int64_t rows, float *row,
                          int64_t row_stride, int64_t ph2) {
     const int64_t step = R->p->stride[2];
     if (step == 2 && R->k->scatter2) {
@@ -93,12 +94,12 @@ static void scatter_rows(const run *R, const float *from, int64_t len, int64_t r
 
 /* grad positions j0..j1 of phase ph's sub-grid, for M channels (chunk: M rows of j1 - j0), to
  * the slabs at slab0: runs of a sub-grid row, or whole rows of one sub-grid plane per call. */
-static void scatter_chunk(const run *R, const phase *f, const int64_t *ph, float *slab0,
+static void scatter_chunk(const cbd_run *R, const cbd_phase *f, const int64_t *ph, float *slab0,
                           const float *chunk, int64_t M, int64_t j0, int64_t j1) {
     const gradref__cbd_plan *p = R->p;
     /* whole rows only when a phase has several rows (then stride[1] < I[1]: no overflow) */
     const int64_t W = f->Q[2], row_stride = f->Q[1] > 1 ? p->stride[1] * p->I[2] : 0;
-    for (int64_t m = 0; m < M; m++) { /* each grad element is in one phase */
+    for (int64_t m = 0; m < M; m++) { /* each grad element is in one cbd_phase */
         float *slab = slab0 + m * R->ac;
         const float *src = chunk + m * (j1 - j0);
         int64_t q2 = j0 % W, q1 = j0 / W % f->Q[1], q0 = j0 / (W * f->Q[1]);
@@ -128,19 +129,19 @@ static void scatter_chunk(const run *R, const phase *f, const int64_t *ph, float
 
 /* Whether direct tiles may run on a phase of sub-grid sizes Q (the table has them, offsets fit
  * int32). */
-static int flat_ok(const run *R, const int64_t *Q) {
+static int flat_ok(const cbd_run *R, const int64_t *Q) {
     return R->k->tile32 && R->mr == R->k->tile_rows && pixels(R->p->O) < INT64_C(1) << 30 &&
            pixels(Q) < INT64_C(1) << 30;
 }
 
 /* Whether a phase of sub-grid sizes Q runs direct tiles: they may, and its sub-grid has diff's
  * last two sizes. */
-static int phase_direct(const run *R, const int64_t *Q) {
+static int phase_direct(const cbd_run *R, const int64_t *Q) {
     return flat_ok(R, Q) && Q[1] == R->p->O[1] && Q[2] == R->p->O[2];
 }
 
 /* Live phase number f's offsets ph along the three dims (the last varies fastest). */
-static void phase_at(const run *R, int64_t f, int64_t *ph) {
+static void phase_at(const cbd_run *R, int64_t f, int64_t *ph) {
     ph[0] = R->res[0][f / (R->nres[1] * R->nres[2])];
     ph[1] = R->res[1][f / R->nres[2] % R->nres[1]];
     ph[2] = R->res[2][f % R->nres[2]];
@@ -154,7 +155,7 @@ static int compare_int64(const void *a, const void *b) {
 /* The live phases along each dim into `at` (K[0] + K[1] + K[2] slots): the offsets
  * (k * dilation - pad_begin) mod stride of the taps, distinct, ascending, below the grad size.
  * A huge stride thus costs nothing: the other phases hold no tap and stay +0. */
-void gradref__cbd_live_phases(run *R, int64_t *at) {
+void gradref__cbd_live_phases(cbd_run *R, int64_t *at) {
     const gradref__cbd_plan *p = R->p;
     R->phases = 1;
     for (int j = 0; j < 3; j++) {
@@ -186,7 +187,7 @@ static int64_t phase_grid(const gradref__cbd_plan *p, const int64_t *ph, int64_t
 }
 
 /* Whether every stride phase that has pixels and taps runs direct tiles (item_phase). */
-int gradref__cbd_all_direct(const run *R, int64_t *tap) {
+int gradref__cbd_all_direct(const cbd_run *R, int64_t *tap) {
     const gradref__cbd_plan *p = R->p;
     for (int64_t f = 0; f < R->phases; f++) {
         int64_t ph[3];
@@ -201,11 +202,12 @@ int gradref__cbd_all_direct(const run *R, int64_t *tap) {
 /* Channels [ic0, ic1) of image n, group g, stride phase ph: a GEMM (or 32-pixel tiles) straight
  * into grad when the stride is 1, else through the chunk buffer, whole sub-grid rows at a
  * time when they fit, then scattered. */
-static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t M, int64_t f_index,
-                       float *slab0, char *mine, const layout *L, zeros *z) {
+static void item_phase(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int64_t M,
+                       int64_t f_index, float *slab0, char *mine, const cbd_layout *L,
+                       cbd_zeros *z) {
     const gradref__cbd_plan *p = R->p;
     int64_t *tap = (int64_t *)(mine + L->taps_at);
-    phase f;
+    cbd_phase f;
     memset(&f, 0, sizeof f);
     f.R = R, f.n = n, f.g = g, f.ic0 = ic0, f.tap = tap;
     int64_t ph[3];
@@ -238,8 +240,10 @@ static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t 
     if (a.K == 0) return; /* no tap reaches this phase: +0 from the start */
     float *chunk = (float *)(mine + L->chunk_at);
     const int64_t W = f.Q[2], per_row = W * M;
-    const int64_t step = per_row <= CHUNK_FLOATS ? CHUNK_FLOATS / per_row * W
-                                                 : (CHUNK_FLOATS / M > 0 ? CHUNK_FLOATS / M : 1);
+    const int64_t step =
+        per_row <= GRADREF__CBD_CHUNK_FLOATS
+            ? GRADREF__CBD_CHUNK_FLOATS / per_row * W
+            : (GRADREF__CBD_CHUNK_FLOATS / M > 0 ? GRADREF__CBD_CHUNK_FLOATS / M : 1);
     for (int64_t j0 = 0; j0 < N; j0 += step) {
         const int64_t j1 = j0 + step < N ? j0 + step : N;
         f.j_base = j0;
@@ -258,12 +262,12 @@ static void item_phase(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t 
 }
 
 /* One work item: channels [ic0, ic1) of image n, group g, every stride phase in turn. */
-void gradref__cbd_item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t ic1,
-                            char *mine, const layout *L) {
+void gradref__cbd_item_gemm(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int64_t ic1,
+                            char *mine, const cbd_layout *L) {
     const gradref__cbd_plan *p = R->p;
     const int64_t M = ic1 - ic0;
     float *slab0 = R->acc + n * R->an + (g * p->ICpg + ic0) * R->ac;
-    zeros z = {(char *)slab0, 0, 0};
+    cbd_zeros z = {(char *)slab0, 0, 0};
     if (!unit_strides(p)) { /* phases fill in their elements; the ones no tap reaches stay +0 */
         if (R->ac == pixels(p->I)) /* one block, zeroed between the first phase's tiles */
             z.left = (size_t)(M * R->ac) * sizeof(float);
@@ -303,7 +307,7 @@ int gradref__cbd_pack_panel(const gradref__cbd_plan *p, int64_t g, int64_t ic0, 
 }
 
 /* Where each (group, phase) starts in the panels, before the region. */
-void gradref__cbd_panel_offsets(run *R, const layout *L, char *base) {
+void gradref__cbd_panel_offsets(cbd_run *R, const cbd_layout *L, char *base) {
     const gradref__cbd_plan *p = R->p;
     int64_t *off = (int64_t *)(base + L->phase_off);
     int64_t *tap = (int64_t *)(base + L->thread0 + L->taps_at);
@@ -323,7 +327,7 @@ void gradref__cbd_panel_offsets(run *R, const layout *L, char *base) {
  * filter is read once per call, into the panels the tiles and the GEMM take. Only live phases
  * have panels (1x1 stride 2: one of four; a share of all four left one thread every panel and
  * the other waiting at the barrier). Returns 0 when a value is not finite. */
-int gradref__cbd_pack_panels(const run *R, char *mine, const layout *L) {
+int gradref__cbd_pack_panels(const cbd_run *R, char *mine, const cbd_layout *L) {
     const gradref__cbd_plan *p = R->p;
     const int64_t np = (p->ICpg + R->pr - 1) / R->pr;
     int64_t *tap = (int64_t *)(mine + L->taps_at);

@@ -2,14 +2,14 @@
 /* The direct tiles of a stride phase whose sub-grid has diff's last two sizes: 32 pixels at a
  * time computed straight from diff by the kernel table's tile32 (no B packing), the tile's diff
  * packed first when enough filter panels reuse it. */
-#include "cbd_fast.h"
+#include "cbd_tiles.h"
 
 /* Prefetches the diff lines a 32-pixel tile at pixel j of `image` reads: for each diff row its
  * taps reach (consecutive taps of one row are one run), from the leftmost tap's first pixel to
  * the rightmost's last, in every channel. A tile reads OCpg channels at a few rows each, more
  * strided streams than the hardware prefetchers follow. */
-static void prefetch_tile(const run *R, const phase *f, const float *image, const int64_t *offset,
-                          int64_t j) {
+static void prefetch_tile(const cbd_run *R, const cbd_phase *f, const float *image,
+                          const int64_t *offset, int64_t j) {
     const int64_t channels = R->p->OCpg, dc = R->dc;
     for (int64_t t = 0; t < f->ntaps;) {
         int64_t lo = offset[t], hi = offset[t], u = t + 1;
@@ -29,9 +29,9 @@ static void prefetch_tile(const run *R, const phase *f, const float *image, cons
 /* Sub-grid pixels [jb, je) of a phase whose sub-grid has diff's last two sizes, into c (pixel
  * jb of row ic0 at c, rows ldc apart): tiles of 32 pixels computed straight from diff (no B
  * packing), a group of tiles at a time for every filter panel. */
-void gradref__cbd_direct_tiles(const run *R, const phase *f, const float *panels, int64_t M,
+void gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const float *panels, int64_t M,
                                int64_t jb, int64_t je, float *c, int64_t ldc, char *mine,
-                               const layout *L, zeros *z) {
+                               const cbd_layout *L, cbd_zeros *z) {
     const gradref__cbd_plan *p = R->p;
     if (z != NULL && z->left > 0) { /* one slice per tile call, whole lines */
         const int64_t calls = (je - jb + 31) / 32 * ((M + R->pr - 1) / R->pr);

@@ -11,7 +11,7 @@
 #include "common/fast_path.h"
 #include "common/isa.h"
 #include "common/tensor.h"
-#include "cbd_simd.h"
+#include "cbd_kernels.h"
 
 static const char OP[] = "conv_backprop_data";
 

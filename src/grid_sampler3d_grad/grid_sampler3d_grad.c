@@ -8,7 +8,7 @@
 #include "common/isa.h"
 #include "common/tensor.h"
 #include "gs3d_internal.h"
-#include "gs3d_simd.h"
+#include "gs3d_kernels.h"
 
 static const char OP[] = "grid_sampler3d_grad";
 

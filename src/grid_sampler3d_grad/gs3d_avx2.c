@@ -2,7 +2,7 @@
 /* grid_sampler3d_grad's AVX2 kernels: dgrid 8 points per step, the geometry 16 points a step
  * (two octets) and dx planes 8 channels per step, the portable passes' operations in the same
  * order (no FMA), so the reference's bits. */
-#include "gs3d_simd.h"
+#include "gs3d_kernels.h"
 
 #ifdef GRADREF__X86
 

@@ -2,7 +2,7 @@
 /* grid_sampler3d_grad's AVX-512 kernels: dgrid and geometry 16 points per step, the nearest
  * dx paths (scatter and voxel index) and dx planes 16 channels per step; the reference's
  * operations in its order, so its bits. */
-#include "gs3d_simd.h"
+#include "gs3d_kernels.h"
 #include "common/nan.h"
 
 #ifdef GRADREF__X86

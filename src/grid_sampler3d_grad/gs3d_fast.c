@@ -10,7 +10,7 @@
 #include "common/nan.h"
 #include "common/tensor.h"
 #include "gs3d_fast.h"
-#include "gs3d_simd.h"
+#include "gs3d_kernels.h"
 
 #define GS_T            float
 #define GS_A            float
@@ -97,7 +97,7 @@ int gradref__gs3d_dx_plane_f32(const gs3d_run *r, const gs3d_record_f *rec, int6
 }
 
 /* Nearest mode's AVX-512 path for channel-major data: dx itself (F32) takes 16 points of a
- * channel per gather-add-scatter, with no copies and no buckets (gs3d_simd.h). */
+ * channel per gather-add-scatter, with no copies and no buckets (gs3d_kernels.h). */
 static int nearest_scatter_fits(const gradref__gs3d_plan *p, int32_t precision) {
     const int64_t *g = p->grad.s, *d = p->dx.s;
     const int64_t reach = (p->D - 1) * d[2] + (p->H - 1) * d[3] + (p->W - 1) * d[4];
@@ -283,16 +283,16 @@ void gradref__gs3d_canon_plane(const gs3d_run *r, void *plane, int wide) {
 }
 
 static void zero_fill(const gradref__gs3d_view *v, int32_t dtype, const int64_t *shape,
-                      int num_threads) {
+                      int threads) {
     const double zero64 = 0.0;
     char zero[8];
     gradref__store_float(dtype, zero, zero64);
     const int64_t none[5] = {0, 0, 0, 0, 0};
-    gradref__copy5(shape, zero, dtype, none, v->data, dtype, v->s, num_threads,
+    gradref__copy5(shape, zero, dtype, none, v->data, dtype, v->s, threads,
                    GRADREF__ISA_PORTABLE); /* a fill converts nothing */
 }
 
-/* The vector geometry kernels' conditions (gs3d_simd.h): point q = (od * Ho + oh) * Wo + ow of
+/* The vector geometry kernels' conditions (gs3d_kernels.h): point q = (od * Ho + oh) * Wo + ow of
  * an image at q * s[3] in the grid and q * gs[4] in grad. A dim of size 1 (whose stride reads as
  * 0 after validation) constrains nothing; the points' own dim must be wider than 1 (or the image
  * one point). */
@@ -424,7 +424,7 @@ static void bind_workspace(gs3d_run *r, const ws_layout *L, char *base) {
 /* x and grad as the kernels read them (staged channels-last f32 when the layout asks for
  * it), dx's accumulator, and the corner offsets. */
 static void bind_tensors(gs3d_run *r, const ws_layout *L, char *base, const int64_t *xsh,
-                         const int64_t *gsh, int num_threads) {
+                         const int64_t *gsh, int threads) {
     const gradref__gs3d_plan *p = r->p;
     r->a.x = p->x.data;
     r->a.grad = p->grad.data;
@@ -433,13 +433,13 @@ static void bind_tensors(gs3d_run *r, const ws_layout *L, char *base, const int6
     if (L->stage_x) {
         gradref__channels_last_strides(xsh, r->a.xs);
         gradref__copy5(xsh, p->x.data, p->dtype, p->x.s, base + L->x32, GRADREF_F32, r->a.xs,
-                       num_threads, p->max_isa);
+                       threads, p->max_isa);
         r->a.x = base + L->x32;
     }
     if (L->stage_grad) {
         gradref__channels_last_strides(gsh, r->a.gs);
         gradref__copy5(gsh, p->grad.data, p->dtype, p->grad.s, base + L->grad32, GRADREF_F32,
-                       r->a.gs, num_threads, p->max_isa);
+                       r->a.gs, threads, p->max_isa);
         r->a.grad = base + L->grad32;
     }
     r->a.grad_points_dense = points_dense(p, r->a.gs);
@@ -573,7 +573,7 @@ static void run_stages(const gs3d_run *r, const gs3d_run *rd, const ws_layout *L
         dx_item(r, L, s, base, it);
 }
 
-static void run_images(const gradref__gs3d_plan *p, void *ws, int num_threads) {
+static void run_images(const gradref__gs3d_plan *p, void *ws, int threads) {
     if (p->dx.data == NULL && p->dgrid.data == NULL) return;
     int64_t xsh[5], gsh[5], gridsh[5];
     x_shape(p, xsh);
@@ -586,35 +586,34 @@ static void run_images(const gradref__gs3d_plan *p, void *ws, int num_threads) {
     r.k = gradref__gs3d_kernels_for(p->max_isa);
     if (no_points(p) || p->C == 0) { /* nothing reaches dx; PyTorch zero-fills dgrid here */
         /* N and C lead x's product, so an empty x's is 0 before any overflow */
-        if (p->dx.data != NULL && numel5(xsh) > 0) zero_fill(&p->dx, p->dtype, xsh, num_threads);
-        if (p->dgrid.data != NULL && !no_points(p))
-            zero_fill(&p->dgrid, p->dtype, gridsh, num_threads);
+        if (p->dx.data != NULL && numel5(xsh) > 0) zero_fill(&p->dx, p->dtype, xsh, threads);
+        if (p->dgrid.data != NULL && !no_points(p)) zero_fill(&p->dgrid, p->dtype, gridsh, threads);
         return;
     }
     r.a.P = p->Do * p->Ho * p->Wo;
     const int64_t NP = p->N * r.a.P;
-    const ws_layout L = layout_of(p, p->precision, num_threads);
+    const ws_layout L = layout_of(p, p->precision, threads);
     char *base = (char *)ws;
     bind_workspace(&r, &L, base);
-    bind_tensors(&r, &L, base, xsh, gsh, num_threads);
+    bind_tensors(&r, &L, base, xsh, gsh, threads);
     const gs3d_run rd = dgrid_run_of(&r);
     const gs3d_schedule s = schedule_of(&r, &rd, &L);
-    const int threads = NP * p->C >= PARALLEL_MIN_WORK ? num_threads : 1;
-    GRADREF__PARALLEL(threads) {
+    const int team = NP * p->C >= PARALLEL_MIN_WORK ? threads : 1;
+    GRADREF__PARALLEL(team) {
         run_stages(&r, &rd, &L, &s, base);
     }
     if (p->dgrid.data != NULL && p->interp != GRADREF_INTERP_BILINEAR && !s.dense_zero_dgrid)
-        zero_fill(&p->dgrid, p->dtype, gridsh, num_threads);
+        zero_fill(&p->dgrid, p->dtype, gridsh, team);
 }
 
-void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int num_threads) {
+void gradref__gs3d_fast(const gradref__gs3d_plan *p, void *ws, int threads) {
     const int64_t g = group_of(p);
     if (g >= p->N) {
-        run_images(p, ws, num_threads);
+        run_images(p, ws, threads);
         return;
     }
     for (int64_t n0 = 0; n0 < p->N; n0 += g) {
         const gradref__gs3d_plan group = images_of(p, n0, p->N - n0 < g ? p->N - n0 : g);
-        run_images(&group, ws, num_threads);
+        run_images(&group, ws, threads);
     }
 }

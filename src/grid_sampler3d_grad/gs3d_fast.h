@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The fast path's working state (gs3d_fast.c, gs3d_fast_impl.h); the kernels' arguments are in
- * gs3d_simd.h.
+ * gs3d_kernels.h.
  *
  * Pass 1 computes each output point's geometry once (corner offsets, in-bounds mask, weights,
  * distances, multipliers). Pass 2 (dgrid) owns blocks of points and loops the channels of
@@ -14,7 +14,7 @@
 
 #include "common/internal.h"
 #include "gs3d_internal.h"
-#include "gs3d_simd.h"
+#include "gs3d_kernels.h"
 
 /* dx work is bucketed by destination z plane so that each (channel, plane) of the accumulator
  * stays in L1 while it is updated. Plane z's bucket holds, in point order, one record per point
@@ -29,7 +29,7 @@ typedef struct gs3d_buckets {
 /* The fast path's working state: the kernels' arguments and what only the passes use. */
 typedef struct gs3d_run {
     const gradref__gs3d_plan *p;           /* the portable passes' (gs3d_fast.c) */
-    const struct gradref__gs3d_kernels *k; /* the vector kernels (gs3d_simd.h) */
+    const struct gradref__gs3d_kernels *k; /* the vector kernels (gs3d_kernels.h) */
     gs3d_kargs a;                          /* what the kernels read and write */
     char *acc_planes; /* per thread, one dense channels-last A plane (dx_item copies it out) */
     size_t acc_plane_bytes;

@@ -48,8 +48,8 @@ size_t gradref__gs3d_fast_workspace(const gradref__gs3d_plan *plan, int32_t prec
 int64_t gradref__gs3d_images_per_group(const gradref__gs3d_plan *plan, int32_t precision,
                                        int threads);
 
-/* The fast path; `ws` holds gradref__gs3d_fast_workspace(plan, plan->precision, num_threads)
+/* The fast path; `ws` holds gradref__gs3d_fast_workspace(plan, plan->precision, threads)
  * bytes, 64-byte aligned. */
-void gradref__gs3d_fast(const gradref__gs3d_plan *plan, void *ws, int num_threads);
+void gradref__gs3d_fast(const gradref__gs3d_plan *plan, void *ws, int threads);
 
 #endif

@@ -2,7 +2,7 @@
 /* The grid_sampler3d_grad kernel choice and what the ISA files share: the level a plan runs
  * at, dgrid stores, the voxel index's scalar voxels, and the dx-plane dispatch. The kernels:
  * gs3d_avx2.c, gs3d_avx512.c, gs3d_neon.c. */
-#include "gs3d_simd.h"
+#include "gs3d_kernels.h"
 
 #include <string.h>
 

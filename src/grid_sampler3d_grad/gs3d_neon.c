@@ -3,7 +3,7 @@
  * geometry 16 points a step (four quads) and dx planes 8 channels a step, the portable passes'
  * operations in the same order (no FMA), so the reference's bits. NEON has no gather: dgrid's
  * corner values are read lane by lane, and only its arithmetic is in vectors. */
-#include "gs3d_simd.h"
+#include "gs3d_kernels.h"
 
 #include "common/nan.h"
 
@@ -313,7 +313,7 @@ static int64_t block_pass4(const gs3d_voxel_frame *f, int64_t v, int64_t b, int6
     return voxel_blocks4(f->acc, f->as1, f->cb, f->stage, f->slots, f->over, f->start, v, b, V);
 }
 
-/* nearest_dx_voxels (gs3d_simd.h's AVX-512 and AVX2 ones): the same sums in the same order. */
+/* nearest_dx_voxels (gs3d_kernels.h's AVX-512 and AVX2 ones): the same sums in the same order. */
 static void nearest_dx_voxels_neon(const gs3d_kargs *r, int64_t n, int64_t c0, float *stage) {
     gradref__gs3d_nearest_dx_voxels(r, n, c0, stage, stage_points, block_pass4);
 }

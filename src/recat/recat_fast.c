@@ -50,7 +50,7 @@ static void copy_item(const gradref__recat_plan *p, const gradref__recat_kernels
                 memcpy(dst, src + (size_t)(t * st[1] + d * st[2]) * esz, esz);
 }
 
-void gradref__recat_fast(const gradref__recat_plan *p, int num_threads) {
+void gradref__recat_fast(const gradref__recat_plan *p, int threads) {
     const int64_t B = p->batch, W = p->num_ranks, G = p->features * p->width;
     if (B == 0 || G == 0) return;
     const int64_t row_bytes = G * (int64_t)p->elem_size, total_bytes = B * row_bytes;
@@ -60,12 +60,12 @@ void gradref__recat_fast(const gradref__recat_plan *p, int num_threads) {
     if (block > B) block = B;
     const int64_t blocks = (B + block - 1) / block;
     int64_t items;
-    int threads = total_bytes >= PARALLEL_MIN_BYTES ? num_threads : 1;
+    int team = total_bytes >= PARALLEL_MIN_BYTES ? threads : 1;
     if (gradref__mul_ovf(blocks, W, &items)) { /* absurdly many empty ranks: one thread walks all */
         items = INT64_MAX;
-        threads = 1;
+        team = 1;
     }
-    if ((int64_t)threads > items) threads = (int)items;
+    if ((int64_t)team > items) team = (int)items;
     /* A block's first rank takes a few bytes of each of its rows, a stride the hardware
      * prefetchers follow late; so when grad_output comes from memory (a streamed problem) and is
      * one dense run, each item fetches a share of the next block. */
@@ -73,7 +73,7 @@ void gradref__recat_fast(const gradref__recat_plan *p, int num_threads) {
                            (p->features <= 1 || p->src_stride[1] == p->width);
     const int64_t next_bytes = contiguous && block > 1 && stream ? block * row_bytes : 0;
     const gradref__recat_kernels *kernels = gradref__recat_kernels_for(p->max_isa);
-    GRADREF__PARALLEL(threads) {
+    GRADREF__PARALLEL(team) {
         int64_t begin, end;
         gradref__my_range(items, &begin, &end);
         int64_t k = begin / W, r = begin % W;

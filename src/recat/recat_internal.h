@@ -27,6 +27,6 @@ typedef struct gradref__recat_plan {
 void gradref__recat_ref(const gradref__recat_plan *plan);
 
 /* The fast path: one copy per (rank, row) segment, OpenMP over that space. */
-void gradref__recat_fast(const gradref__recat_plan *plan, int num_threads);
+void gradref__recat_fast(const gradref__recat_plan *plan, int threads);
 
 #endif

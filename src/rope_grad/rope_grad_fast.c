@@ -202,16 +202,16 @@ static void rows_fast(const gradref__rope_plan *p, int64_t row_begin, int64_t ro
     }
 }
 
-void gradref__rope_grad_fast(const gradref__rope_plan *p, int num_threads) {
+void gradref__rope_grad_fast(const gradref__rope_plan *p, int threads) {
     const int fast = dense_rows(p) && p->dtype != GRADREF_F64 &&
                      (p->precision == GRADREF_PRECISION_DEFAULT || p->mode == GRADREF_ROPE_ATB);
     const int64_t T = p->tokens;
     const int64_t per_token = (p->stream[0].heads + p->stream[1].heads) * p->head_dim;
     const int stream = fast && (size_t)(T * per_token) * p->elem_size >= GRADREF__STREAM_MIN_BYTES;
     const gradref__rope_kernels *k = gradref__rope_kernels_for(p->max_isa);
-    int threads = T * per_token >= PARALLEL_MIN_ELEMENTS ? num_threads : 1;
-    if ((int64_t)threads > T) threads = (int)T;
-    GRADREF__PARALLEL(threads) {
+    int team = T * per_token >= PARALLEL_MIN_ELEMENTS ? threads : 1;
+    if ((int64_t)team > T) team = (int)T;
+    GRADREF__PARALLEL(team) {
         int64_t begin, end;
         gradref__my_range(T, &begin, &end);
         if (begin < end) {

@@ -47,6 +47,6 @@ void gradref__rope_grad_ref_rows(const gradref__rope_plan *plan, int64_t row_beg
                                  int64_t row_end);
 
 /* Token ranges over OpenMP; each token's weights built once, every head streamed through. */
-void gradref__rope_grad_fast(const gradref__rope_plan *plan, int num_threads);
+void gradref__rope_grad_fast(const gradref__rope_plan *plan, int threads);
 
 #endif

@@ -1,26 +1,28 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* conv_backprop_data's fast path, shared by its three files: cbd_fast.c (the layout of the
- * workspace, the work items and the driver), cbd_phases.c (the stride phases: their taps, the
- * GEMM over each and the scatter into grad) and cbd_tiles.c (the direct tiles of a phase). */
-#ifndef GRADREF_CBD_FAST_H
-#define GRADREF_CBD_FAST_H
+/* The types and inlines of a conv_backprop_data fast-path run, shared by the files of its
+ * strategies: cbd_fast.c (the layout of the workspace, the work items and the driver),
+ * cbd_phases.c (the stride phases: their taps, the GEMM over each and the scatter into grad),
+ * cbd_tiles.c (the direct tiles of a phase), cbd_direct.c (the same with stack buffers) and
+ * cbd_int8.c (I8 in parts). Each of those files has its own header of prototypes. */
+#ifndef GRADREF_CBD_RUN_H
+#define GRADREF_CBD_RUN_H
 
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
 
 #include "cbd_internal.h"
-#include "cbd_simd.h"
+#include "cbd_kernels.h"
 #include "common/convert.h"
 
 /* tiles of 32 pixels whose masks are computed together (direct tiles) */
-#define TILE_GROUP 64
+#define GRADREF__CBD_TILE_GROUP 64
 /* C chunk per thread for phases that cannot write grad directly, in floats (512 KiB) */
-#define CHUNK_FLOATS (INT64_C(128) * 1024)
+#define GRADREF__CBD_CHUNK_FLOATS (INT64_C(128) * 1024)
 
-enum { PATH_REFERENCE, PATH_GEMM, PATH_DEPTHWISE };
+enum { CBD_PATH_REFERENCE, CBD_PATH_GEMM, CBD_PATH_DEPTHWISE };
 
-typedef struct layout {
+typedef struct cbd_layout {
     int path, stage_diff, acc_buffer;
     size_t apack, diff32, acc;   /* shared parts */
     size_t sums, parts;          /* I8: the int32 sums of its parts, first; the parts' own */
@@ -34,7 +36,7 @@ typedef struct layout {
     int64_t tile_group;          /* direct tiles: tiles whose masks are computed together */
     size_t tile_at;              /* direct tiles: one tile's diff, packed (0: not packed) */
     size_t total;
-} layout;
+} cbd_layout;
 
 static inline int64_t taps_of(const gradref__cbd_plan *p) {
     return p->K[0] * p->K[1] * p->K[2];
@@ -68,7 +70,7 @@ static inline float filter_value(const gradref__cbd_plan *p, int64_t e) {
     return gradref__load_f32(p->in_dtype, p->filter, e);
 }
 
-typedef struct run {
+typedef struct cbd_run {
     const gradref__cbd_plan *p;
     const float *apack;
     const float *diff; /* f32 diff: channel c of image n at n * dn + c * dc, pixels dense */
@@ -79,7 +81,7 @@ typedef struct run {
     int max_isa;                   /* the plan's: the GEMM's level and its own */
     const gradref__cbd_kernels *k; /* the same family's own kernels */
     gradref__cbd_dw_shape dw;      /* depthwise: every channel's geometry */
-    const float *panels;           /* group g, phase f: panels + g * group_floats + phase_off[f] */
+    const float *panels; /* group g, cbd_phase f: panels + g * group_floats + phase_off[f] */
     const int64_t *phase_off;
     /* the live stride phases (those a tap reaches and that hold pixels): every combination of
      * the offsets res[j][0 .. nres[j]) along the dims, the last dim fastest */
@@ -89,35 +91,35 @@ typedef struct run {
     int64_t pr; /* rows per panel (<= mr): the channels spread evenly over the panels when every
                    phase runs direct tiles, whose short panels run at a fraction of the rate */
     int prefetch_tiles; /* an image's diff is larger than L2 holds beside the tiles' work */
-} run;
+} cbd_run;
 
-typedef struct phase {
-    const run *R;
+typedef struct cbd_phase {
+    const cbd_run *R;
     int64_t n, g, ic0;
     int64_t Q[3]; /* sub-grid sizes */
     int64_t ntaps;
     const int64_t *tap; /* per phase tap: stored tap index, then the 3 shifts */
     int64_t j_base;     /* first sub-grid pixel of the current GEMM call */
     int64_t index;      /* the phase's index (its taps) */
-} phase;
+} cbd_phase;
 
 /* Zeros still to write into an item's grad slab (strided convolutions): a slice after each
  * tile of the first phase that has taps, so that the stores drain while the tiles compute (a
  * memset of the whole slab ahead of them leaves the core waiting on its stores), and the rest
  * before anything is scattered into the slab. */
-typedef struct zeros {
+typedef struct cbd_zeros {
     char *at;
     size_t left, slice;
-} zeros;
+} cbd_zeros;
 
-static inline void zeros_some(zeros *z) {
+static inline void zeros_some(cbd_zeros *z) {
     if (z == NULL || z->left == 0) return;
     const size_t n = z->left < z->slice ? z->left : z->slice;
     memset(z->at, 0, n);
     z->at += n, z->left -= n;
 }
 
-static inline void zeros_rest(zeros *z) {
+static inline void zeros_rest(cbd_zeros *z) {
     if (z == NULL || z->left == 0) return;
     memset(z->at, 0, z->left);
     z->left = 0;
@@ -163,76 +165,5 @@ static inline int gradref__cbd_run_inside(const gradref__cbd_plan *p, int64_t o0
     if (*hi < *lo) *hi = *lo;
     return 1;
 }
-
-/* ---- cbd_tiles.c ---- */
-
-/* Sub-grid pixels [jb, je) of a phase whose sub-grid has diff's last two sizes, into c (pixel
- * jb of row ic0 at c, rows ldc apart): tiles of 32 pixels computed straight from diff (no B
- * packing), a group of tiles at a time for every filter panel. */
-void gradref__cbd_direct_tiles(const run *R, const phase *f, const float *panels, int64_t M,
-                               int64_t jb, int64_t je, float *c, int64_t ldc, char *mine,
-                               const layout *L, zeros *z);
-
-/* ---- cbd_int8.c ---- */
-
-/* How many output channels of a group an I8 problem's parts take, each part's sums exact in
- * f32 (OCpg: one part, the whole call); 0 when no part is (the reference loop). */
-int64_t gradref__cbd_int8_part(const gradref__cbd_plan *p, int threads);
-
-/* sums[i] = (first ? 0 : sums[i]) + acc[i] mod 2^32 for i < n, acc holding one part's integer
- * sums. */
-void gradref__cbd_fold_sums(const float *acc, int64_t n, int first, int32_t *sums);
-
-/* n int32 sums into grad from `to` on, `step` elements apart: I32, or requantised to
- * QuantizedS8. */
-void gradref__cbd_store_sums(const gradref__cbd_plan *p, const gradref__cbd_kernels *k,
-                             const int32_t *from, char *to, int64_t step, int64_t n);
-
-/* Dense (image, channel, pixel) sums into grad: f32 integers of a single part (acc) or int32
- * (sums, when not NULL). */
-void gradref__cbd_store_int(const gradref__cbd_plan *p, const float *acc, const int32_t *sums,
-                            int threads);
-
-/* ---- cbd_direct.c ---- */
-
-/* Whether the no-workspace direct path takes plan p (F32, F16 or BF16 at the default precision,
- * or I8; at most 256 taps, a finite filter), and the path itself over `threads` threads (part:
- * I8's output channels a part, gradref__cbd_int8_part). */
-int gradref__cbd_direct_fits(const gradref__cbd_plan *p);
-void gradref__cbd_direct(const gradref__cbd_plan *p, int64_t part, int threads);
-
-/* ---- cbd_phases.c ---- */
-
-/* The taps reaching stride phase ph (its offsets along the three dims), in the reference's
- * order (diff positions ascending): per tap its stored index and its 3 shifts (diff index =
- * sub-grid index + shift). Returns how many (at most K0 * K1 * K2). */
-int64_t gradref__cbd_phase_taps(const gradref__cbd_plan *p, const int64_t *ph, int64_t *tap);
-
-/* The live phases along each dim into `at` (K[0] + K[1] + K[2] slots): the offsets
- * (k * dilation - pad_begin) mod stride of the taps, distinct, ascending, below the grad size.
- * A huge stride thus costs nothing: the other phases hold no tap and stay +0. */
-void gradref__cbd_live_phases(run *R, int64_t *at);
-
-/* Whether every stride phase that has pixels and taps runs direct tiles (item_phase). */
-int gradref__cbd_all_direct(const run *R, int64_t *tap);
-
-/* Filter rows [ic0, ic0 + rows) of group g for a phase's taps, straight from the filter, as
- * the GEMM's A panels are laid out (gemm.h): k = (tap, oc) ascending, mr floats each, the rows
- * past `rows` zero. Returns 0 when a value is not finite. */
-int gradref__cbd_pack_panel(const gradref__cbd_plan *p, int64_t g, int64_t ic0, int64_t rows,
-                            const int64_t *tap, int64_t ntaps, int64_t mr, float *dst);
-
-/* Where each (group, phase) starts in the panels, before the region. */
-void gradref__cbd_panel_offsets(run *R, const layout *L, char *base);
-
-/* This thread's share of the panels of every (group, live phase), inside the region: the
- * filter is read once per call, into the panels the tiles and the GEMM take. Only live phases
- * have panels (1x1 stride 2: one of four; a share of all four left one thread every panel and
- * the other waiting at the barrier). Returns 0 when a value is not finite. */
-int gradref__cbd_pack_panels(const run *R, char *mine, const layout *L);
-
-/* One work item: channels [ic0, ic1) of image n, group g, every stride phase in turn. */
-void gradref__cbd_item_gemm(const run *R, int64_t n, int64_t g, int64_t ic0, int64_t ic1,
-                            char *mine, const layout *L);
 
 #endif

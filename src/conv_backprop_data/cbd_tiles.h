@@ -1,0 +1,14 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* cbd_tiles.c: the direct tiles of a stride phase. */
+#ifndef GRADREF_CBD_TILES_H
+#define GRADREF_CBD_TILES_H
+
+#include "cbd_run.h"
+
+/* Sub-grid pixels [jb, je) of a phase whose sub-grid has diff's last two sizes, into c (pixel
+ * jb of row ic0 at c, rows ldc apart): tiles of 32 pixels computed straight from diff (no B
+ * packing), a group of tiles at a time for every filter panel. */
+void gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const float *panels, int64_t M,
+                               int64_t jb, int64_t je, float *c, int64_t ldc, char *mine,
+                               const cbd_layout *L, cbd_zeros *z);
+#endif
