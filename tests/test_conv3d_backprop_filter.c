@@ -303,25 +303,24 @@ static void test_adjoint_identity(void **state) {
     }
 }
 
-/* Every row of the strategy table that applies to the plan, run by name, gives want's bits
- * (dw filled with a pattern first, so that an element a run leaves unwritten shows). */
+/* Every other row of the strategy table that applies to the plan, run by name, gives want's
+ * bits (the caller runs the fast path's rows itself, with its own workspace, and want is the
+ * reference's; dw filled with a pattern first, so that an element a run leaves unwritten shows). */
 static void run_every_strategy(const gradref__c3f_plan *plan, int32_t precision, int threads,
                                const gradref_tensor *dw, const gradref_tensor *want, size_t bytes) {
     if (plan->zero_only) return; /* the entry point fills dw with +0 instead */
     gradref__ctx ctx;
     memset(&ctx, 0, sizeof ctx);
     ctx.op = "conv3d_backprop_filter", ctx.num_threads = threads, ctx.precision = precision;
-    int ran = 0;
     for (int i = 0; i < GRADREF__C3F_STRATEGIES; i++) {
         const char *name = gradref__c3f_strategies[i].name;
+        if (strcmp(name, "gemm") == 0 || strcmp(name, "reference") == 0) continue;
         memset(dw->data, 0xa5, bytes);
         const gradref_status s = gradref__run_strategy(&gradref__c3f_fast_path, &ctx, plan, name);
         if (s == GRADREF_ERR_PARAM) continue; /* the row does not apply */
         assert_int_equal(s, GRADREF_OK);
         tu_expect_same_bits(dw, want, name);
-        ran++;
     }
-    assert_true(ran >= 1); /* the reference applies to every plan */
 }
 
 /* The fast path at every GEMM kernel level and with 1, 2, 3 threads gives the reference's bits,

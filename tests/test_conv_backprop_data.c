@@ -392,8 +392,9 @@ static void plan_of(const cbd_case *c, const gradref_qs8_scales *qs8, const grad
         GRADREF_OK);
 }
 
-/* Every row of the strategy table that applies to the plan, run by name, gives want's bits
- * (grad filled with NaN first, so that an element a run leaves unwritten shows). */
+/* Every other row of the strategy table that applies to the plan, run by name, gives want's
+ * bits (the caller runs the fast path's rows itself, with its own workspace, and want is the
+ * reference's; grad filled with NaN first, so that an element a run leaves unwritten shows). */
 static void run_every_strategy(const gradref__cbd_plan *plan, int32_t precision, int threads,
                                const gradref_tensor *grad, const gradref_tensor *want,
                                size_t bytes) {
@@ -401,17 +402,17 @@ static void run_every_strategy(const gradref__cbd_plan *plan, int32_t precision,
     gradref__ctx ctx;
     memset(&ctx, 0, sizeof ctx);
     ctx.op = "conv_backprop_data", ctx.num_threads = threads, ctx.precision = precision;
-    int ran = 0;
     for (int i = 0; i < GRADREF__CBD_STRATEGIES; i++) {
         const char *name = gradref__cbd_strategies[i].name;
+        if (strcmp(name, "depthwise") == 0 || strcmp(name, "phases") == 0 ||
+            strcmp(name, "reference") == 0)
+            continue;
         memset(grad->data, 0xff, bytes);
         const gradref_status s = gradref__run_strategy(&gradref__cbd_fast_path, &ctx, plan, name);
         if (s == GRADREF_ERR_PARAM) continue; /* the row does not apply */
         assert_int_equal(s, GRADREF_OK);
         tu_expect_same_bits(grad, want, name);
-        ran++;
     }
-    assert_true(ran >= 1); /* the reference applies to every plan */
 }
 
 static void check_fast_against_reference_qs8(cbd_case *c, int32_t precision,
