@@ -201,6 +201,28 @@ typedef struct run {
     const gradref__c3f_kernels *k;    /* the same family's own kernels */
 } run;
 
+/* One thread's part of the workspace (layout's *_at offsets), typed once per thread by
+ * scratch_of: the B panels of a block, the indirect kernel's row pointers, the A panels, the
+ * counter's level buffers and the block's runs. */
+typedef struct scratch {
+    float *dyt;
+    const float **rows;
+    float *col;
+    float *levels;
+    runs *u;
+} scratch;
+
+static scratch scratch_of(const layout *L, char *base, int thread) {
+    char *mine = base + L->thread0 + L->per_thread * (size_t)thread;
+    scratch S;
+    S.dyt = (float *)(void *)(mine + L->dyt_at);
+    S.rows = (const float **)(void *)(mine + L->rows_at);
+    S.col = (float *)(void *)(mine + L->col_at);
+    S.levels = (float *)(void *)(mine + L->level_at);
+    S.u = (runs *)(void *)(mine + L->runs_at);
+    return S;
+}
+
 static void block_runs(const gradref__c3f_plan *p, int64_t r0, int64_t r1, runs *u) {
     const int64_t W = p->O[2], HW = p->O[1] * W, DHW = p->O[0] * HW;
     u->count = 0;
@@ -411,17 +433,18 @@ static int all_finite(const float *d, int64_t n) {
 
 /* The sum over reduction indices [r0, r1) of dw rows j in [j0, j1) of group g, into sum. */
 static void block_sum(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j1, int64_t r0,
-                      int64_t r1, char *mine, runs *u, float *sum) {
+                      int64_t r1, const scratch *S, float *sum) {
     const gradref__c3f_plan *p = R->p;
+    runs *u = S->u;
     block_runs(p, r0, r1, u);
-    const float *bp = dy_panels(R, g, u, r0, r1, L->nr, (float *)(mine + L->dyt_at));
+    const float *bp = dy_panels(R, g, u, r0, r1, L->nr, S->dyt);
     const int64_t floats = (p->Cout_g + L->nr - 1) / L->nr * L->nr * (r1 - r0);
     u->nonfinite |= !(R->k->all_finite ? R->k->all_finite(bp, floats) : all_finite(bp, floats));
     if (L->indirect) {
-        block_indirect(R, g, j0, j1, u, r1 - r0, bp, (const float **)(mine + L->rows_at), sum);
+        block_indirect(R, g, j0, j1, u, r1 - r0, bp, S->rows, sum);
         return;
     }
-    float *col = (float *)(mine + L->col_at);
+    float *col = S->col;
     pack_panels(R, L, g, j0 / p->Cin_g, j1 / p->Cin_g, u, r0, r1, col);
     gradref__sgemm_args a;
     memset(&a, 0, sizeof a);
@@ -435,17 +458,17 @@ static void block_sum(const run *R, const layout *L, int64_t g, int64_t j0, int6
 /* The counter's fold of blocks [b0, b1) for dw rows j in [j0, j1) of group g, into `into` (NULL:
  * the thread's level buffers), which it returns. */
 static float *blocks_sum(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j1,
-                         int64_t b0, int64_t b1, char *mine, runs *u, float *into) {
+                         int64_t b0, int64_t b1, const scratch *S, float *into) {
     const int64_t total_r = reduction(R->p);
-    gradref__c3f_counter c = gradref__c3f_counter_make(R->k, (float *)(mine + L->level_at),
-                                                       (j1 - j0) * R->p->Cout_g, (int)L->levels);
+    gradref__c3f_counter c =
+        gradref__c3f_counter_make(R->k, S->levels, (j1 - j0) * R->p->Cout_g, (int)L->levels);
     for (int64_t b = b0; b < b1; b++) {
         const int64_t r0 = b * BLOCK, r1 = r0 + BLOCK < total_r ? r0 + BLOCK : total_r;
         if (into != NULL && b1 - b0 == 1) { /* one block: its sum is the fold */
-            block_sum(R, L, g, j0, j1, r0, r1, mine, u, into);
+            block_sum(R, L, g, j0, j1, r0, r1, S, into);
             return into;
         }
-        block_sum(R, L, g, j0, j1, r0, r1, mine, u, gradref__c3f_counter_slot(&c));
+        block_sum(R, L, g, j0, j1, r0, r1, S, gradref__c3f_counter_slot(&c));
         if (b + 1 == b1 && gradref__c3f_counter_push_last(&c, into)) return into;
         gradref__c3f_counter_push(&c);
     }
@@ -479,10 +502,10 @@ static void store_rows(const gradref__c3f_plan *p, int64_t g, int64_t j0, int64_
 }
 
 /* dw rows j in [j0, j1) of group g (whole units). */
-static void item(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j1, char *mine,
-                 runs *u) {
+static void item(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j1,
+                 const scratch *S) {
     const int64_t blocks = (reduction(R->p) + BLOCK - 1) / BLOCK;
-    store_rows(R->p, g, j0, j1, blocks_sum(R, L, g, j0, j1, 0, blocks, mine, u, NULL));
+    store_rows(R->p, g, j0, j1, blocks_sum(R, L, g, j0, j1, 0, blocks, S, NULL));
 }
 
 /* The split reduction (one group, every row): chunks of L->chunk_blocks blocks shared by the
@@ -499,15 +522,14 @@ static int split_chunks(const run *R, const layout *L, char *base, int threads) 
     int8_t *node = (int8_t *)(base + L->node_at);
     const int team = gradref__team(L->chunks, threads);
     GRADREF__PARALLEL(team) {
-        char *mine = base + L->thread0 + L->per_thread * (size_t)gradref__thread_num();
-        runs *u = (runs *)(mine + L->runs_at);
-        u->nonfinite = 0;
+        const scratch S = scratch_of(L, base, gradref__thread_num());
+        S.u->nonfinite = 0;
         int64_t b, e;
         gradref__my_range(L->chunks, &b, &e);
         for (int64_t k = b; k < e; k++) {
             const int64_t b0 = k * L->chunk_blocks,
                           b1 = b0 + L->chunk_blocks < blocks ? b0 + L->chunk_blocks : blocks;
-            blocks_sum(R, L, 0, 0, J, b0, b1, mine, u, chunk + k * size);
+            blocks_sum(R, L, 0, 0, J, b0, b1, &S, chunk + k * size);
             node[k] = 0;
             for (int m = 1; (k + 1) % (INT64_C(1) << m) == 0 && k + 1 - (INT64_C(1) << m) >= b;
                  m++) {
@@ -529,13 +551,12 @@ static void combine_chunks(const run *R, const layout *L, char *base, int thread
     const float *chunk = (const float *)(base + L->chunk_at);
     const int8_t *node = (const int8_t *)(base + L->node_at);
     GRADREF__PARALLEL(gradref__team(J, threads)) {
-        char *mine = base + L->thread0 + L->per_thread * (size_t)gradref__thread_num();
+        const scratch S = scratch_of(L, base, gradref__thread_num());
         int64_t j0, j1;
         gradref__my_range(J, &j0, &j1);
         if (j1 > j0) {
             const int64_t n = (j1 - j0) * p->Cout_g;
-            gradref__c3f_counter c =
-                gradref__c3f_counter_make(R->k, (float *)(mine + L->level_at), n, (int)L->levels);
+            gradref__c3f_counter c = gradref__c3f_counter_make(R->k, S.levels, n, (int)L->levels);
             for (int64_t k = 0; k < L->chunks; k += INT64_C(1) << node[k])
                 gradref__c3f_counter_carry(&c, node[k], chunk + k * size + j0 * p->Cout_g, NULL);
             store_rows(p, 0, j0, j1, gradref__c3f_counter_fold(&c, NULL));
@@ -630,16 +651,14 @@ static void fast_run(const gradref__c3f_plan *p, void *ws, int threads) {
         const int64_t items = p->G * per_group;
         team = gradref__team(items, threads);
         GRADREF__PARALLEL(team) {
-            const int me = gradref__thread_num();
-            char *mine = base + L.thread0 + L.per_thread * (size_t)me;
-            runs *u = (runs *)(mine + L.runs_at);
-            u->nonfinite = 0;
+            const scratch S = scratch_of(&L, base, gradref__thread_num());
+            S.u->nonfinite = 0;
             int64_t b, e;
             gradref__my_range(items, &b, &e);
             for (int64_t it = b; it < e; it++) {
                 const int64_t g = it / per_group, blk = it % per_group;
                 item(&R, &L, g, units * blk / per_group * L.unit,
-                     units * (blk + 1) / per_group * L.unit, mine, u);
+                     units * (blk + 1) / per_group * L.unit, &S);
             }
         }
     }
@@ -647,8 +666,7 @@ static void fast_run(const gradref__c3f_plan *p, void *ws, int threads) {
      * where the kernels would add 0 * Inf */
     uint32_t nonfinite = 0;
     for (int t = 0; t < team; t++)
-        nonfinite |=
-            ((const runs *)(base + L.thread0 + L.per_thread * (size_t)t + L.runs_at))->nonfinite;
+        nonfinite |= scratch_of(&L, base, t).u->nonfinite;
     if (nonfinite) {
         gradref__parallel_ranges(elements, threads, ref_part, p);
         return;

@@ -106,41 +106,24 @@ static void diff_run(const direct *d, int64_t e, int64_t n, float *out) {
         out[x] = gradref__load_f32(p->in_dtype, p->diff, e + x * s);
 }
 
+/* cbd_pack_b's row source on the caller's diff, in its dtype and strides (diff_run). */
+static inline void caller_row(const void *src, int64_t oc, const int64_t *o, int64_t n,
+                              float *out) {
+    const direct *d = src;
+    const gradref__cbd_plan *p = d->p;
+    diff_run(d,
+             d->n * p->ds[0] + d->g * p->ds[1] + oc * p->ds[2] + o[0] * p->ds[3] + o[1] * p->ds[4] +
+                 o[2] * p->ds[5],
+             n, out);
+}
+
 /* B (k = (phase tap, oc); columns: the chunk's sub-grid pixels) from diff shifted by the tap,
- * zero outside diff: the implicit im2col, a panel's columns as runs along the last sub-grid
- * dim (the same for every k). */
+ * zero outside diff: the implicit im2col. */
 static void pack_b_diff(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
                         int width, float *dst) {
     const direct *d = ctx;
-    const gradref__cbd_plan *p = d->p;
-    const int64_t img = d->n * p->ds[0] + d->g * p->ds[1];
-    for (int64_t jp = 0; jp < count; jp += width) {
-        const int64_t cols = count - jp < width ? count - jp : width;
-        gradref__cbd_runs u;
-        gradref__cbd_column_runs(d->Q, d->j0 + first + jp, cols, &u);
-        for (int64_t k = k0; k < k0 + kc; k++, dst += width) {
-            const int64_t *tp = d->tap + 4 * (k / d->ocs), oc = d->oc0 + k % d->ocs;
-            for (int64_t r = 0; r < u.count; r++) {
-                float *out = dst + u.at[r];
-                const int64_t len = u.len[r];
-                const int64_t o0 = u.q[r][0] + tp[1], o1 = u.q[r][1] + tp[2],
-                              o2 = u.q[r][2] + tp[3];
-                int64_t lo, hi; /* [lo, hi): the part inside diff */
-                gradref__cbd_run_inside(p, o0, o1, o2, len, &lo, &hi);
-                for (int64_t x = 0; x < lo; x++)
-                    out[x] = 0.0f;
-                if (hi > lo)
-                    diff_run(d,
-                             img + oc * p->ds[2] + o0 * p->ds[3] + o1 * p->ds[4] +
-                                 (o2 + lo) * p->ds[5],
-                             hi - lo, out + lo);
-                for (int64_t x = hi; x < len; x++)
-                    out[x] = 0.0f;
-            }
-            for (int64_t j = cols; j < width; j++)
-                dst[j] = 0.0f;
-        }
-    }
+    cbd_pack_b(d->p, d->Q, d->tap, d->ocs, d->oc0, d->j0 + first, k0, kc, count, width, dst,
+               caller_row, d);
 }
 
 /* n values to F16 or BF16 (grad's dtype), `step` elements apart, rounded as convert.h does. */
@@ -450,13 +433,11 @@ __attribute__((noinline)) static void tiles_windowed(direct *d, const int64_t *p
 __attribute__((noinline)) static void tiles_in_grad(const direct *d, const float *panels, int64_t M,
                                                     int64_t pr, int64_t ntaps, tiles_stack *st) {
     const gradref__cbd_plan *p = d->p;
-    cbd_layout L;
-    memset(&L, 0, sizeof L);
-    L.offsets_at = offsetof(tiles_stack, offset);
-    L.masks_at = offsetof(tiles_stack, masks);
-    L.masks_key_at = offsetof(tiles_stack, key);
-    L.tile_group = STACK_TILE_GROUP;
-    st->key[0] = -1; /* no masks yet */
+    cbd_scratch S;
+    memset(&S, 0, sizeof S);
+    S.offsets = st->offset, S.masks = st->masks, S.masks_key = st->key;
+    S.tile_group = STACK_TILE_GROUP; /* no packed tile (S.tile NULL) */
+    st->key[0] = -1;                 /* no masks yet */
     cbd_run R;
     memset(&R, 0, sizeof R);
     R.p = p, R.k = d->k, R.max_isa = p->max_isa, R.mr = gradref__sgemm_mr(p->max_isa), R.pr = pr;
@@ -469,8 +450,7 @@ __attribute__((noinline)) static void tiles_in_grad(const direct *d, const float
     f.R = &R, f.n = d->n, f.g = d->g, f.ic0 = d->ic0, f.tap = d->tap, f.ntaps = ntaps;
     memcpy(f.Q, d->Q, sizeof f.Q);
     float *c = (float *)(void *)p->grad + d->n * p->gs[0] + d->g * p->gs[1] + d->ic0 * p->gs[2];
-    gradref__cbd_direct_tiles(&R, &f, panels, M, 0, pixels(d->Q), c, p->gs[2], (char *)st, &L,
-                              NULL);
+    gradref__cbd_direct_tiles(&R, &f, panels, M, 0, pixels(d->Q), c, p->gs[2], &S, NULL);
     for (int64_t m = 0; m < M; m++)
         gradref__cbd_canon(p, c + m * p->gs[2], pixels(d->Q));
 }

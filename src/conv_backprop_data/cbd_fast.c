@@ -252,10 +252,11 @@ static int run_items(const cbd_run *R, const cbd_layout *L, char *base, int thre
     int64_t next_item = 0;
     int finite = 1;
     GRADREF__PARALLEL(team) {
-        char *mine = base + L->thread0 + L->per_thread * (size_t)gradref__thread_num();
+        const cbd_scratch S =
+            cbd_scratch_of(L, base + L->thread0 + L->per_thread * (size_t)gradref__thread_num());
         if (L->path == CBD_PATH_GEMM) {
-            ((int64_t *)(mine + L->masks_key_at))[0] = -1; /* no masks yet */
-            if (!gradref__cbd_pack_panels(R, mine, L)) {
+            S.masks_key[0] = -1; /* no masks yet */
+            if (!gradref__cbd_pack_panels(R, &S)) {
                 GRADREF__OMP(omp atomic write)
                 finite = 0;
             }
@@ -272,7 +273,7 @@ static int run_items(const cbd_run *R, const cbd_layout *L, char *base, int thre
             if (L->path == CBD_PATH_DEPTHWISE)
                 item_depthwise(R, n, g);
             else
-                gradref__cbd_item_gemm(R, n, g, ic0, ic1, mine, L);
+                gradref__cbd_item_gemm(R, n, g, ic0, ic1, &S);
         }
     }
     return finite;

@@ -11,43 +11,24 @@
 #include "common/internal.h"
 #include "common/nan.h"
 
+/* cbd_pack_b's row source on the staged f32 diff (dense planes, f->R->dn and dc apart). */
+static inline void phase_row(const void *src, int64_t oc, const int64_t *o, int64_t n, float *out) {
+    const cbd_phase *f = src;
+    const gradref__cbd_plan *p = f->R->p;
+    const float *row = f->R->diff + f->n * f->R->dn + (f->g * p->OCpg + oc) * f->R->dc +
+                       (o[0] * p->O[1] + o[1]) * p->O[2] + o[2];
+    for (int64_t x = 0; x < n; x++)
+        out[x] = row[x];
+}
+
 /* B (k = (phase tap, oc); columns: sub-grid pixels q) from diff shifted by the tap, zero
  * outside diff: the implicit im2col. */
 static void pack_b_phase(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
                          int width, float *dst) {
     const cbd_phase *f = ctx;
     const gradref__cbd_plan *p = f->R->p;
-    const int64_t O = p->OCpg;
-    const float *dimg = f->R->diff + f->n * f->R->dn + f->g * O * f->R->dc;
-    for (int64_t jp = 0; jp < count; jp += width) {
-        const int64_t cols = count - jp < width ? count - jp : width;
-        gradref__cbd_runs u; /* the panel's columns as runs along the last sub-grid dim */
-        gradref__cbd_column_runs(f->Q, f->j_base + first + jp, cols, &u);
-        for (int64_t q = 0; q < kc; q++) {
-            const int64_t k = k0 + q, oc = k % O;
-            const int64_t *tp = f->tap + 4 * (k / O);
-            const float *plane = dimg + oc * f->R->dc;
-            for (int64_t r = 0; r < u.count; r++) {
-                float *out = dst + u.at[r];
-                const int64_t len = u.len[r];
-                const int64_t o0 = u.q[r][0] + tp[1], o1 = u.q[r][1] + tp[2],
-                              o2 = u.q[r][2] + tp[3];
-                int64_t lo, hi; /* [lo, hi): the part inside diff */
-                const float *row = gradref__cbd_run_inside(p, o0, o1, o2, len, &lo, &hi)
-                                       ? plane + (o0 * p->O[1] + o1) * p->O[2] + o2
-                                       : NULL;
-                for (int64_t x = 0; x < lo; x++)
-                    out[x] = 0.0f;
-                for (int64_t x = lo; x < hi; x++)
-                    out[x] = row[x];
-                for (int64_t x = hi; x < len; x++)
-                    out[x] = 0.0f;
-            }
-            for (int64_t j = cols; j < width; j++)
-                dst[j] = 0.0f;
-            dst += width;
-        }
-    }
+    cbd_pack_b(p, f->Q, f->tap, p->OCpg, 0, f->j_base + first, k0, kc, count, width, dst, phase_row,
+               f);
 }
 
 /* Taps reaching phase ph, in the reference's order (diff position ascending); returns count. */
@@ -203,10 +184,9 @@ int gradref__cbd_all_direct(const cbd_run *R, int64_t *tap) {
  * into grad when the stride is 1, else through the chunk buffer, whole sub-grid rows at a
  * time when they fit, then scattered. */
 static void item_phase(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int64_t M,
-                       int64_t f_index, float *slab0, char *mine, const cbd_layout *L,
-                       cbd_zeros *z) {
+                       int64_t f_index, float *slab0, const cbd_scratch *S, cbd_zeros *z) {
     const gradref__cbd_plan *p = R->p;
-    int64_t *tap = (int64_t *)(mine + L->taps_at);
+    int64_t *tap = S->taps;
     cbd_phase f;
     memset(&f, 0, sizeof f);
     f.R = R, f.n = n, f.g = g, f.ic0 = ic0, f.tap = tap;
@@ -226,7 +206,7 @@ static void item_phase(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int6
         R->panels + g * R->group_floats + R->phase_off[f_index] + ic0 / R->pr * a.K * R->mr;
     const int direct = phase_direct(R, f.Q);
     if (unit_strides(p) && direct) {
-        gradref__cbd_direct_tiles(R, &f, a.a_panels, M, 0, N, slab0, R->ac, mine, L, NULL);
+        gradref__cbd_direct_tiles(R, &f, a.a_panels, M, 0, N, slab0, R->ac, S, NULL);
         return;
     }
     if (unit_strides(p)) { /* the only phase: straight into grad */
@@ -234,11 +214,11 @@ static void item_phase(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int6
         a.c = slab0;
         a.c_rs = R->ac;
         a.c_cs = 1;
-        gradref__sgemm(&a, R->max_isa, mine);
+        gradref__sgemm(&a, R->max_isa, S->gemm);
         return;
     }
     if (a.K == 0) return; /* no tap reaches this phase: +0 from the start */
-    float *chunk = (float *)(mine + L->chunk_at);
+    float *chunk = S->chunk;
     const int64_t W = f.Q[2], per_row = W * M;
     const int64_t step =
         per_row <= GRADREF__CBD_CHUNK_FLOATS
@@ -252,9 +232,9 @@ static void item_phase(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int6
         a.c_rs = j1 - j0;
         a.c_cs = 1;
         if (direct)
-            gradref__cbd_direct_tiles(R, &f, a.a_panels, M, j0, j1, chunk, j1 - j0, mine, L, z);
+            gradref__cbd_direct_tiles(R, &f, a.a_panels, M, j0, j1, chunk, j1 - j0, S, z);
         else
-            gradref__sgemm(&a, R->max_isa, mine);
+            gradref__sgemm(&a, R->max_isa, S->gemm);
         zeros_rest(z);
         gradref__cbd_canon(p, chunk, M * (j1 - j0)); /* the NaN rule, on the phase's values */
         scatter_chunk(R, &f, ph, slab0, chunk, M, j0, j1);
@@ -263,7 +243,7 @@ static void item_phase(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int6
 
 /* One work item: channels [ic0, ic1) of image n, group g, every stride phase in turn. */
 void gradref__cbd_item_gemm(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int64_t ic1,
-                            char *mine, const cbd_layout *L) {
+                            const cbd_scratch *S) {
     const gradref__cbd_plan *p = R->p;
     const int64_t M = ic1 - ic0;
     float *slab0 = R->acc + n * R->an + (g * p->ICpg + ic0) * R->ac;
@@ -276,7 +256,7 @@ void gradref__cbd_item_gemm(const cbd_run *R, int64_t n, int64_t g, int64_t ic0,
                 memset(slab0 + m * R->ac, 0, (size_t)pixels(p->I) * sizeof(float));
     }
     for (int64_t f_index = 0; f_index < R->phases; f_index++)
-        item_phase(R, n, g, ic0, M, f_index, slab0, mine, L, &z);
+        item_phase(R, n, g, ic0, M, f_index, slab0, S, &z);
     zeros_rest(&z);      /* no phase had a tap */
     if (unit_strides(p)) /* the NaN rule, while the slab is in the cache (strided: per chunk) */
         for (int64_t m = 0; m < M; m++)
@@ -327,10 +307,10 @@ void gradref__cbd_panel_offsets(cbd_run *R, const cbd_layout *L, char *base) {
  * filter is read once per call, into the panels the tiles and the GEMM take. Only live phases
  * have panels (1x1 stride 2: one of four; a share of all four left one thread every panel and
  * the other waiting at the barrier). Returns 0 when a value is not finite. */
-int gradref__cbd_pack_panels(const cbd_run *R, char *mine, const cbd_layout *L) {
+int gradref__cbd_pack_panels(const cbd_run *R, const cbd_scratch *S) {
     const gradref__cbd_plan *p = R->p;
     const int64_t np = (p->ICpg + R->pr - 1) / R->pr;
-    int64_t *tap = (int64_t *)(mine + L->taps_at);
+    int64_t *tap = S->taps;
     int finite = 1;
     int64_t b, e, it = 0;
     gradref__my_range(p->G * R->phases * np, &b, &e);

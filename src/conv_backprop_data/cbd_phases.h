@@ -31,9 +31,9 @@ void gradref__cbd_panel_offsets(cbd_run *R, const cbd_layout *L, char *base);
  * filter is read once per call, into the panels the tiles and the GEMM take. Only live phases
  * have panels (1x1 stride 2: one of four; a share of all four left one thread every panel and
  * the other waiting at the barrier). Returns 0 when a value is not finite. */
-int gradref__cbd_pack_panels(const cbd_run *R, char *mine, const cbd_layout *L);
+int gradref__cbd_pack_panels(const cbd_run *R, const cbd_scratch *S);
 
 /* One work item: channels [ic0, ic1) of image n, group g, every stride phase in turn. */
 void gradref__cbd_item_gemm(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int64_t ic1,
-                            char *mine, const cbd_layout *L);
+                            const cbd_scratch *S);
 #endif

@@ -70,6 +70,33 @@ static inline float filter_value(const gradref__cbd_plan *p, int64_t e) {
     return gradref__load_f32(p->in_dtype, p->filter, e);
 }
 
+/* One thread's part of the workspace (cbd_layout's *_at offsets), typed once per thread by
+ * cbd_scratch_of: the GEMM's work area, the C chunk, the tap list, and the direct tiles' pixel
+ * offsets, masks, the key of those masks and the packed tile. */
+typedef struct cbd_scratch {
+    void *gemm;         /* gradref__sgemm's work area */
+    float *chunk;       /* GRADREF__CBD_CHUNK_FLOATS: a strided phase's C before its scatter */
+    int64_t *taps;      /* a phase's taps: stored index, then 3 shifts each */
+    int64_t *offsets;   /* direct tiles: per tap (and per packed tap) diff offsets */
+    uint16_t *masks;    /* direct tiles: per tile and tap, then the packed tile's */
+    int64_t *masks_key; /* the (phase, first pixel, end) masks holds; key[0] -1: none */
+    float *tile;        /* one tile's diff packed, or NULL: tiles read diff in place */
+    int64_t tile_group; /* tiles whose masks are computed together */
+} cbd_scratch;
+
+static inline cbd_scratch cbd_scratch_of(const cbd_layout *L, char *mine) {
+    cbd_scratch S;
+    S.gemm = mine;
+    S.chunk = (float *)(void *)(mine + L->chunk_at);
+    S.taps = (int64_t *)(void *)(mine + L->taps_at);
+    S.offsets = (int64_t *)(void *)(mine + L->offsets_at);
+    S.masks = (uint16_t *)(void *)(mine + L->masks_at);
+    S.masks_key = (int64_t *)(void *)(mine + L->masks_key_at);
+    S.tile = L->tile_at ? (float *)(void *)(mine + L->tile_at) : NULL;
+    S.tile_group = L->tile_group;
+    return S;
+}
+
 typedef struct cbd_run {
     const gradref__cbd_plan *p;
     const float *apack;
@@ -164,6 +191,47 @@ static inline int gradref__cbd_run_inside(const gradref__cbd_plan *p, int64_t o0
     if (*lo > len) *lo = len;
     if (*hi < *lo) *hi = *lo;
     return 1;
+}
+
+/* Writes the n diff values of output channel oc from diff position o (o[0], o[1], o[2]) on, as
+ * f32, to out: a row source of cbd_pack_b. */
+typedef void (*cbd_diff_row)(const void *src, int64_t oc, const int64_t *o, int64_t n, float *out);
+
+/* The implicit im2col of a stride phase as the GEMM's B packer lays it out: for each k in
+ * [k0, k0 + kc) (k = (tap, oc), ocs channels a tap, from oc0), panels of `width` columns of the
+ * sub-grid pixels j_start .. j_start + count (sub-grid sizes Q), each k's row the diff values
+ * the tap shifts them to, zero outside diff. One body for both row sources: the workspace
+ * path's f32 planes and the stack path's caller diff (its dtype and strides), each passed as
+ * a constant function the compiler inlines. */
+static inline __attribute__((always_inline)) void
+cbd_pack_b(const gradref__cbd_plan *p, const int64_t *Q, const int64_t *tap, int64_t ocs,
+           int64_t oc0, int64_t j_start, int64_t k0, int64_t kc, int64_t count, int width,
+           float *dst, cbd_diff_row row_of, const void *src) {
+    for (int64_t jp = 0; jp < count; jp += width) {
+        const int64_t cols = count - jp < width ? count - jp : width;
+        gradref__cbd_runs u; /* the panel's columns as runs along the last sub-grid dim */
+        gradref__cbd_column_runs(Q, j_start + jp, cols, &u);
+        for (int64_t k = k0; k < k0 + kc; k++, dst += width) {
+            const int64_t *tp = tap + 4 * (k / ocs), oc = oc0 + k % ocs;
+            for (int64_t r = 0; r < u.count; r++) {
+                float *out = dst + u.at[r];
+                const int64_t len = u.len[r];
+                const int64_t o[3] = {u.q[r][0] + tp[1], u.q[r][1] + tp[2], u.q[r][2] + tp[3]};
+                int64_t lo, hi; /* [lo, hi): the part inside diff */
+                gradref__cbd_run_inside(p, o[0], o[1], o[2], len, &lo, &hi);
+                for (int64_t x = 0; x < lo; x++)
+                    out[x] = 0.0f;
+                if (hi > lo) {
+                    const int64_t from[3] = {o[0], o[1], o[2] + lo};
+                    row_of(src, oc, from, hi - lo, out + lo);
+                }
+                for (int64_t x = hi; x < len; x++)
+                    out[x] = 0.0f;
+            }
+            for (int64_t j = cols; j < width; j++)
+                dst[j] = 0.0f;
+        }
+    }
 }
 
 #endif

@@ -30,8 +30,8 @@ static void prefetch_tile(const cbd_run *R, const cbd_phase *f, const float *ima
  * jb of row ic0 at c, rows ldc apart): tiles of 32 pixels computed straight from diff (no B
  * packing), a group of tiles at a time for every filter panel. */
 void gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const float *panels, int64_t M,
-                               int64_t jb, int64_t je, float *c, int64_t ldc, char *mine,
-                               const cbd_layout *L, cbd_zeros *z) {
+                               int64_t jb, int64_t je, float *c, int64_t ldc, const cbd_scratch *S,
+                               cbd_zeros *z) {
     const gradref__cbd_plan *p = R->p;
     if (z != NULL && z->left > 0) { /* one slice per tile call, whole lines */
         const int64_t calls = (je - jb + 31) / 32 * ((M + R->pr - 1) / R->pr);
@@ -40,8 +40,8 @@ void gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const float
     const int64_t K = f->ntaps * p->OCpg, per_tile = 2 * f->ntaps;
     const int64_t image_at = f->n * R->dn + f->g * p->OCpg * R->dc;
     const float *image = R->diff + image_at;
-    int64_t *offset = (int64_t *)(mine + L->offsets_at);
-    uint16_t *masks = (uint16_t *)(mine + L->masks_at);
+    int64_t *offset = S->offsets;
+    uint16_t *masks = S->masks;
     int64_t lo = 0, hi = 0; /* what a tile reads, from pixel j0, over all taps and channels */
     for (int64_t t = 0; t < f->ntaps; t++) {
         const int64_t *tp = f->tap + 4 * t;
@@ -52,8 +52,8 @@ void gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const float
     const int64_t channels = (p->OCpg - 1) * R->dc;
     lo += image_at + (channels < 0 ? channels : 0);
     hi += image_at + (channels > 0 ? channels : 0) + 32;
-    int64_t *key = (int64_t *)(mine + L->masks_key_at);
-    const int64_t group = L->tile_group * 32; /* pixels */
+    int64_t *key = S->masks_key;
+    const int64_t group = S->tile_group * 32; /* pixels */
     for (int64_t g0 = jb; g0 < je; g0 += group) {
         const int64_t g1 = je - g0 < group ? je : g0 + group;
         /* the masks depend on the phase and the tiles only: the thread's next item of the
@@ -64,10 +64,10 @@ void gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const float
                                    masks + (j0 - g0) / 32 * per_tile);
             key[0] = f->index, key[1] = g0, key[2] = g1;
         }
-        if (L->tile_at) { /* each tile packed once, then every panel */
-            float *block = (float *)(mine + L->tile_at);
+        if (S->tile) { /* each tile packed once, then every panel */
+            float *block = S->tile;
             int64_t *block_offset = offset + f->ntaps;
-            uint16_t *block_masks = masks + L->tile_group * per_tile;
+            uint16_t *block_masks = masks + S->tile_group * per_tile;
             for (int64_t t = 0; t < f->ntaps; t++)
                 block_offset[t] = t * p->OCpg * 32;
             for (int64_t j0 = g0; j0 < g1; j0 += 32) {

@@ -9,6 +9,6 @@
  * jb of row ic0 at c, rows ldc apart): tiles of 32 pixels computed straight from diff (no B
  * packing), a group of tiles at a time for every filter panel. */
 void gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const float *panels, int64_t M,
-                               int64_t jb, int64_t je, float *c, int64_t ldc, char *mine,
-                               const cbd_layout *L, cbd_zeros *z);
+                               int64_t jb, int64_t je, float *c, int64_t ldc, const cbd_scratch *S,
+                               cbd_zeros *z);
 #endif
