@@ -17,6 +17,7 @@ from ._ops import (Error, conv3d_backprop_filter, conv3d_dw_transpose_needed,
                    recat_embedding_grad_output, recat_embedding_grad_output_mixed_D,
                    recat_embedding_grad_output_mixed_D_batch, rope_grad, version)
 from . import testing  # noqa: E402
+from . import standards  # noqa: E402  (CANN's and MLU-OPS' acceptance standards)
 from . import atb, cann, fbgemm, megengine, tf, torch  # noqa: E402  (each upstream's own call)
 
 __version__ = version()

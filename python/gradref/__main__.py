@@ -5,14 +5,18 @@ module's call in its upstream's dialect (cann.conv3d_backprop_filter_v2,
 megengine.convolution_backward_data, torch.convolution_backward, ...), with every attribute that
 call takes. Inputs are .npy files, or raw .bin files (CANN's test data) as FILE.bin:DTYPE:SHAPE
 (x.bin:float16:2,3,8,8,8). Writes every output as DIR/NAME.npy (and DIR/NAME.bin, the raw
-little-endian C-order bytes CANN's operator test tools read) and prints what it wrote."""
+little-endian C-order bytes CANN's operator test tools read) and prints what it wrote.
+
+python3 -m gradref compare ACTUAL GOLDEN [--standard cann|cann-ratio|mlu] ... judges a
+kernel's output against a golden by CANN's or MLU-OPS' acceptance standard (gradref.standards),
+prints the verdict and exits 1 when it fails."""
 import argparse
 import ast
 import inspect
 import os
 import sys
 
-from . import _args, _ops, atb, cann, fbgemm, megengine, tf, torch
+from . import _args, _ops, atb, cann, fbgemm, megengine, standards, tf, torch
 
 # name: (function, inputs (a trailing "?" marks an optional one), attribute help, outputs).
 # The top-level operators document their attributes here; a module's calls take every
@@ -216,8 +220,54 @@ def _fail(message, code=2):
     return code
 
 
+def _compare_parser():
+    p = argparse.ArgumentParser(
+        prog="python3 -m gradref compare",
+        description="Judge ACTUAL against GOLDEN (.npy, or FILE.bin:DTYPE:SHAPE) by an "
+                    "acceptance standard; exit 1 when it fails.")
+    p.add_argument("actual")
+    p.add_argument("golden")
+    p.add_argument("--standard", choices=("cann", "cann-ratio", "mlu"), default="cann")
+    p.add_argument("--out-dtype", metavar="DTYPE",
+                   help="cann: the threshold's dtype (" + ", ".join(standards.CANN_THRESHOLDS) +
+                        "; default the golden's)")
+    p.add_argument("--third-party", metavar="FILE", help="cann-ratio: the third party's output")
+    p.add_argument("--level", choices=tuple(standards.CANN_LEVELS), default="L0")
+    p.add_argument("--min-cases", type=int, metavar="N",
+                   help="cann-ratio: judge fewer cases than the level asks for")
+    p.add_argument("--threshold", action="append", metavar="DIFF=VALUE",
+                   help="mlu: diff1=3e-3 (repeatable; default diff1 and diff2 at 3e-3)")
+    return p
+
+
+def compare(argv):
+    """python3 -m gradref compare: prints a standard's verdict; 0 pass, 1 fail, 2 misuse."""
+    args = _compare_parser().parse_args(argv)
+    import numpy as np
+    try:
+        a, a_bits = _load(args.actual, np)
+        g, g_bits = _load(args.golden, np)
+        dtype = "bf16" if a_bits or g_bits else None
+        if args.standard == "cann":
+            v = standards.cann_threshold(a, g, args.out_dtype, dtype=dtype)
+        elif args.standard == "mlu":
+            limits = {k: float(x) for k, x in _pairs(args.threshold, "--threshold").items()}
+            v = standards.mlu_check(a, g, limits or None, dtype=dtype)
+        else:
+            if not args.third_party:
+                return _fail("gradref compare: cann-ratio needs --third-party FILE")
+            t, _ = _load(args.third_party, np)
+            v = standards.cann_ratio(a, g, t, args.level, dtype=dtype, min_cases=args.min_cases)
+    except (ValueError, TypeError, OSError) as e:
+        return _fail("gradref compare: %s" % e)
+    print(v.report())
+    return 0 if v.passed else 1
+
+
 def main(argv=None):
     argv = sys.argv[1:] if argv is None else argv
+    if argv and argv[0] == "compare":
+        return compare(argv[1:])
     top = _parser()
     if argv and argv[0] in OPERATORS and any(a in ("-h", "--help") for a in argv[1:]):
         print(_op_help(argv[0]))
