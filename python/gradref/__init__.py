@@ -18,12 +18,14 @@ from ._ops import (Error, conv3d_backprop_filter, conv3d_dw_transpose_needed,
                    recat_embedding_grad_output_mixed_D_batch, rope_grad, version)
 from . import testing  # noqa: E402
 from . import standards  # noqa: E402  (CANN's and MLU-OPS' acceptance standards)
+from . import precision  # noqa: E402  (f64 goldens, term magnitudes, error bounds)
 from . import atb, cann, fbgemm, megengine, tf, torch  # noqa: E402  (each upstream's own call)
 
 __version__ = version()
 
 __all__ = [
-    "Error", "version", "library_path", "testing", "copy", "atb", "cann", "fbgemm", "megengine",
+    "Error", "version", "library_path", "testing", "standards", "precision", "copy", "atb", "cann",
+    "fbgemm", "megengine",
     "tf", "torch",
     "grid_sampler3d_grad",
     "recat_embedding_grad_output", "recat_embedding_grad_output_mixed_D",

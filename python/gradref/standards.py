@@ -37,8 +37,10 @@ class Verdict:
     """A standard's answer on one case or a batch: passed, the metrics, the worst elements
     (flat index, actual, golden, relative error) and why a failing case failed."""
 
-    def __init__(self, standard, passed, metrics, worst=(), reasons=()):
+    def __init__(self, standard, passed, metrics, worst=(), reasons=(),
+                 worst_label="relative error"):
         self.standard = standard
+        self.worst_label = worst_label
         self.passed = bool(passed)
         self.metrics = dict(metrics)
         self.worst = list(worst)
@@ -53,7 +55,7 @@ class Verdict:
             lines.append("  %-10s %s" % (k, _fmt(v)))
         lines += ["  " + r for r in self.reasons]
         if self.worst:
-            lines.append("  worst elements (index, actual, golden, relative error):")
+            lines.append("  worst elements (index, actual, golden, %s):" % self.worst_label)
             lines += ["    %d  %.9g  %.9g  %.3e" % w for w in self.worst]
         return "\n".join(lines)
 

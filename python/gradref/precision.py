@@ -1,0 +1,166 @@
+# SPDX-License-Identifier: Apache-2.0
+"""Per-element error bounds no tolerance can fake (docs/precision.md):
+
+- f64(fn, *args, **kw): an operator's result computed in float64 from its inputs (any dtype,
+  converted exactly), the golden the error of any kernel is measured against;
+- terms(name, *args, **kw): per output element, the sum of |term| in float64 and the count of
+  terms, for the linear operators: conv_backprop_data, conv3d_backprop_filter (the operator on
+  |inputs| and on ones), rope_grad's half and interleaved modes and recat (which moves
+  values: no rounding);
+- error_bound(golden_f64, magnitude, count, ...): the largest error any correct kernel can make
+  summing those terms in any order in an accumulation dtype and rounding once to the output
+  dtype (Higham's gamma_n), or a probabilistic one (Higham and Mary's lambda sqrt(n) u);
+- check_bound(actual, golden_f64, bound): the elements past it (each a bug: a correct kernel
+  cannot be) and how tight the rest are.
+"""
+import math
+
+from .standards import Verdict
+from .testing import _as_numpy
+
+# unit roundoff of each dtype's significand (HF32: 10 kept bits, 11 on Ascend 910B)
+UNIT = {"float64": 2.0 ** -53, "float32": 2.0 ** -24, "float16": 2.0 ** -11,
+        "bfloat16": 2.0 ** -8, "hf32": 2.0 ** -11, "hf32_910b": 2.0 ** -12}
+# half the spacing of each dtype's subnormals: the absolute rounding error of a tiny result
+TINY = {"float64": 2.0 ** -1075, "float32": 2.0 ** -150, "float16": 2.0 ** -25,
+        "bfloat16": 2.0 ** -134}
+
+
+def _np():
+    import numpy
+    return numpy
+
+
+def f64(fn, *arrays, dtype=None, **kw):
+    """fn (a gradref operator: gradref.conv_backprop_data, gradref.torch.convolution_backward,
+    ...) on float64 copies of its float array arguments: the exact-input golden. dtype="bf16"
+    reads uint16 arrays as bf16 bits. Integer arrays (seq_len, split sizes) pass unchanged."""
+    np = _np()
+    bf16 = dtype in ("bf16", "bfloat16")
+
+    def conv(a):
+        if hasattr(a, "dtype") and str(a.dtype).replace("torch.", "") in (
+                "float16", "float32", "float64", "bfloat16") or (bf16 and hasattr(a, "dtype")
+                                                                 and a.dtype == np.uint16):
+            return _as_numpy(a, bf16)[0].astype(np.float64)
+        return a
+    return fn(*[conv(a) for a in arrays], **{k: conv(v) for k, v in kw.items()})
+
+
+def _linear(fn, arrays, kw, dtype):
+    """(the operator on |arrays| in f64, on ones): Σ|t| and the term count of a bilinear sum."""
+    np = _np()
+    bf16 = dtype in ("bf16", "bfloat16")
+    absolute = [np.abs(_as_numpy(a, bf16)[0]).astype(np.float64) for a in arrays]
+    ones = [np.ones_like(a) for a in absolute]
+    return fn(*absolute, **kw), fn(*ones, **kw)
+
+
+def terms(name, *arrays, dtype=None, **kw):
+    """(magnitude, count): per output element Σ|term| in float64 and the number of terms.
+    name: "conv_backprop_data" (filter, diff, its keywords), "conv3d_backprop_filter" (input,
+    out_backprop; filter_sizes, strides, padding, ... as keywords), "rope_grad" (q_embed_grad,
+    k_embed_grad, cos, sin, seq_len; mode "half" or "interleaved": two terms an element; the
+    columns past rotary_dim, passed through, are counted as two as well), "recat" (a value
+    moved: count 0)."""
+    from . import _ops
+    np = _np()
+    if name == "conv_backprop_data":
+        return _linear(_ops.conv_backprop_data, arrays[:2], kw, dtype)
+    if name == "conv3d_backprop_filter":
+        x, dy = arrays[:2]
+        return _linear(lambda a, b, **k: _ops.conv3d_backprop_filter(a, k.pop("filter_sizes"), b,
+                                                                      **k), (x, dy), kw, dtype)
+    if name == "rope_grad":
+        return _rope_terms(arrays, kw, dtype)
+    if name == "recat":
+        v = np.abs(_as_numpy(arrays[0], dtype in ("bf16", "bfloat16"))[0]).astype(np.float64)
+        return v, np.zeros_like(v)
+    raise ValueError("gradref.precision.terms: no terms for %r" % (name,))
+
+
+def _rope_terms(arrays, kw, dtype):
+    """rope_grad's half and interleaved adjoints: out = c g + s g' or c g - s g' (two terms):
+    Σ|t| = |c||g| + |s||g'|, the operator on |g| with (|c|, 0) plus, in absolute value, on |g|
+    with (0, |s|)."""
+    from . import _ops
+    np = _np()
+    bf16 = dtype in ("bf16", "bfloat16")
+    q, k, c, s = (np.abs(_as_numpy(a, bf16)[0]).astype(np.float64) for a in arrays[:4])
+    mode = kw.get("mode", "half")
+    if mode not in ("half", "rotate_half", "interleaved"):
+        raise ValueError("gradref.precision.terms: rope_grad's terms are for half and "
+                         "interleaved (ATB rounds its weights: one term an element)")
+    first = _ops.rope_grad(q, k, c, np.zeros_like(s), arrays[4], **kw)
+    second = _ops.rope_grad(q, k, np.zeros_like(c), s, arrays[4], **kw)
+    mag = tuple(np.abs(a) + np.abs(b) for a, b in zip(first, second))
+    count = tuple(np.full(m.shape, 2.0) for m in mag)
+    return mag, count
+
+
+def gamma(n, u):
+    """Higham's gamma_n = n u / (1 - n u) (infinite once n u >= 1/2)."""
+    nu = n * u
+    return _np().where(nu < 0.5, nu / (1.0 - _np().minimum(nu, 0.5)), math.inf)
+
+
+def error_bound(golden_f64, magnitude, count, out_dtype, acc_dtype="float32", *,
+                input_rounding=None, model="worst", lam=1.0):
+    """Per element, the largest |actual - golden| of a correct kernel that forms each term as a
+    product of the given inputs (after rounding them to input_rounding, as HF32 does: "hf32",
+    "hf32_910b", "bfloat16", "float16"; None: used as given), sums the count terms in
+    acc_dtype in any order and rounds once to out_dtype:
+
+        model "worst":         gamma_n(u_acc) Σ|t|              (Higham, Accuracy and Stability
+                                                                of Numerical Algorithms, 3.1)
+        model "probabilistic": (exp(lam sqrt(n) u + n u^2 / (1 - u)) - 1) Σ|t|   (Higham and
+                               Mary, SIAM J. Sci. Comput. 41(5), 2019: holds with probability at
+                               least 1 - 2 exp(-lam^2 (1 - u)^2 / 2) per sum)
+
+    plus (2 u_in + u_in^2) Σ|t| for the inputs' rounding, u_out (|y| + that) for the output's
+    and the output's subnormal spacing."""
+    np = _np()
+    y = np.abs(np.asarray(golden_f64, np.float64))
+    mag = np.asarray(magnitude, np.float64)
+    n = np.asarray(count, np.float64)
+    u = UNIT[acc_dtype]
+    if model == "worst":
+        g = gamma(n, u)
+    elif model == "probabilistic":
+        g = np.expm1(lam * np.sqrt(n) * u + n * u * u / (1.0 - u))
+    else:
+        raise ValueError("gradref.precision.error_bound: model %r; worst or probabilistic"
+                         % (model,))
+    inner = g * mag
+    if input_rounding is not None:
+        ui = UNIT[input_rounding]
+        inner = inner + (2 * ui + ui * ui) * mag
+    u_out = UNIT[out_dtype] if UNIT[out_dtype] > u else 0.0
+    return inner + u_out * (y + inner) + TINY[out_dtype]
+
+
+def check_bound(actual, golden_f64, bound, *, dtype=None, worst=5):
+    """A Verdict: the elements whose error passes the bound (none for a correct kernel; each is a
+    bug), and the tightness of the rest (the largest and the median error / bound)."""
+    np = _np()
+    a = np.asarray(_as_numpy(actual, dtype in ("bf16", "bfloat16"))[0], np.float64).reshape(-1)
+    g = np.asarray(golden_f64, np.float64)
+    b = np.broadcast_to(np.asarray(bound, np.float64), g.shape).reshape(-1)
+    g = g.reshape(-1)
+    if a.shape != g.shape:
+        raise ValueError("gradref.precision.check_bound: actual has %d elements, the golden %d"
+                         % (a.size, g.size))
+    finite = np.isfinite(a) & np.isfinite(g)
+    same = (np.isnan(a) & np.isnan(g)) | (np.isinf(a) & (a == g))
+    err = np.where(finite, np.abs(a - g), np.where(same, 0.0, np.inf))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        ratio = np.where(b > 0, err / b, np.where(err > 0, np.inf, 0.0))
+    past = np.flatnonzero(err > b)
+    order = np.argsort(-ratio, kind="stable")[:worst]
+    metrics = {"elements": int(a.size), "past the bound": int(past.size),
+               "largest error/bound": float(ratio.max()) if ratio.size else 0.0,
+               "median error/bound": float(np.median(ratio)) if ratio.size else 0.0}
+    reasons = ["%d elements past the bound (first at %d)" % (past.size, int(past[0]))] \
+        if past.size else []
+    rows = [(int(i), float(a[i]), float(g[i]), float(ratio[i])) for i in order]
+    return Verdict("error bound", not past.size, metrics, rows, reasons, "error / bound")

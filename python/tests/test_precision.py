@@ -1,0 +1,142 @@
+# SPDX-License-Identifier: Apache-2.0
+"""gradref.precision: the f64 golden, the terms and the error bound, held to properties a
+tolerance cannot fake: any summation order of the same terms stays inside the bound, a dropped
+tap that assert_close passes is flagged, and a correct result with heavy cancellation that
+assert_close fails passes."""
+import numpy as np
+import pytest
+
+import gradref
+from gradref import precision
+
+GEOMETRY = dict(format="NCW", stride=2, pad=1, dilate=1)
+
+
+def conv_case(seed, oc=4, ic=3, k=3, n=2, o=9, i=18):
+    rng = np.random.default_rng(seed)
+    w = rng.uniform(-1, 1, (oc, ic, k)).astype(np.float32)
+    d = rng.uniform(-1, 1, (n, oc, o)).astype(np.float32)
+    return w, d, i
+
+
+def conv_terms(w, d, i_size, stride=2, pad=1, dil=1):
+    """Every product w[oc, c, k] * d[n, oc, o] reaching grad[n, c, i], as float64 lists."""
+    n, oc, o_size = d.shape
+    out = {}
+    for b in range(n):
+        for c in range(w.shape[1]):
+            for i in range(i_size):
+                t = []
+                for q in range(oc):
+                    for k in range(w.shape[2]):
+                        num = i + pad - k * dil
+                        if num % stride == 0 and 0 <= num // stride < o_size:
+                            t.append(float(w[q, c, k]) * float(d[b, q, num // stride]))
+                out[(b, c, i)] = t
+    return out
+
+
+def test_terms_match_the_products():
+    w, d, i = conv_case(1)
+    mag, count = precision.terms("conv_backprop_data", w, d, grad_shape=(i,), **GEOMETRY)
+    gold = precision.f64(gradref.conv_backprop_data, w, d, grad_shape=(i,), **GEOMETRY)
+    assert gold.dtype == np.float64
+    for (b, c, x), t in conv_terms(w, d, i).items():
+        assert count[b, c, x] == len(t)
+        assert mag[b, c, x] == pytest.approx(sum(abs(v) for v in t), rel=1e-15, abs=0)
+        assert gold[b, c, x] == pytest.approx(sum(t), rel=1e-13, abs=1e-15)
+
+
+def _sum_in(order, values, acc):
+    s = acc(0)
+    for j in order:
+        s = acc(s + acc(values[j]))  # each product rounded to the accumulator, then the sum
+    return float(s)
+
+
+@pytest.mark.parametrize("acc, name", [(np.float32, "float32"), (np.float16, "float16")])
+def test_every_order_stays_in_the_bound(acc, name):
+    """Random summation orders in float32 and float16 accumulation, each product rounded to
+    the accumulator first (one more rounding than the bound's products need, which the
+    input-rounding term covers)."""
+    w, d, i = conv_case(2)
+    mag, count = precision.terms("conv_backprop_data", w, d, grad_shape=(i,), **GEOMETRY)
+    gold = precision.f64(gradref.conv_backprop_data, w, d, grad_shape=(i,), **GEOMETRY)
+    bound = precision.error_bound(gold, mag, count, name, name, input_rounding=name)
+    rng = np.random.default_rng(5)
+    tight = 0.0
+    for (b, c, x), t in conv_terms(w, d, i).items():
+        for _ in range(20):
+            got = _sum_in(rng.permutation(len(t)), t, acc)
+            err = abs(got - gold[b, c, x])
+            assert err <= bound[b, c, x], (b, c, x, err, bound[b, c, x])
+            tight = max(tight, err / bound[b, c, x])
+    assert tight > 0.01  # the bound is not vacuous for these sums
+
+
+def test_gradref_itself_within_the_bound():
+    w, d, i = conv_case(3, oc=16, ic=8, o=20, i=40)
+    args = dict(grad_shape=(i,), **GEOMETRY)
+    mag, count = precision.terms("conv_backprop_data", w, d, **args)
+    gold = precision.f64(gradref.conv_backprop_data, w, d, **args)
+    for dt in (np.float32, np.float16):
+        got = gradref.conv_backprop_data(w.astype(dt), d.astype(dt), **args)
+        gold_dt = precision.f64(gradref.conv_backprop_data, w.astype(dt), d.astype(dt), **args)
+        name = np.dtype(dt).name
+        v = precision.check_bound(got, gold_dt, precision.error_bound(
+            gold_dt, mag, count, name))
+        assert v.passed, v.report()
+        assert v.metrics["largest error/bound"] < 1
+    probabilistic = precision.error_bound(gold, mag, count, "float32", model="probabilistic")
+    assert (probabilistic <= precision.error_bound(gold, mag, count, "float32")).all()
+
+
+def test_dropped_tap_flagged_where_assert_close_passes():
+    w, d, i = conv_case(4)
+    w[:, :, 0] *= np.float32(4e-6)  # one small tap: dropping it moves grad by a few 1e-6
+    args = dict(grad_shape=(i,), **GEOMETRY)
+    gold = precision.f64(gradref.conv_backprop_data, w, d, **args)
+    mag, count = precision.terms("conv_backprop_data", w, d, **args)
+    buggy_w = w.copy()
+    buggy_w[:, :, 0] = 0  # the bug: a kernel that skips tap 0
+    buggy = gradref.conv_backprop_data(buggy_w, d, **args)
+    gradref.testing.assert_close(buggy, gold.astype(np.float32))  # torch's tolerances pass it
+    v = precision.check_bound(buggy, gold, precision.error_bound(gold, mag, count, "float32"))
+    assert not v.passed and v.metrics["past the bound"] > 0
+    assert "past the bound" in v.report()
+
+
+def test_cancellation_passes_the_bound_where_assert_close_fails():
+    rng = np.random.default_rng(6)
+    w = rng.uniform(100, 1000, (2, 1, 1)).astype(np.float32)
+    d = np.empty((1, 2, 64), np.float32)
+    d[0, 0] = rng.uniform(-10, 10, 64).astype(np.float32)
+    d[0, 1] = (-d[0, 0] * w[0, 0, 0] / w[1, 0, 0]).astype(np.float32)  # the sums nearly cancel
+    args = dict(format="NCW", grad_shape=(64,))
+    got = gradref.conv_backprop_data(w, d, **args)
+    gold = precision.f64(gradref.conv_backprop_data, w, d, **args)
+    with pytest.raises(AssertionError):
+        gradref.testing.assert_close(got, gold.astype(np.float32))
+    mag, count = precision.terms("conv_backprop_data", w, d, **args)
+    v = precision.check_bound(got, gold, precision.error_bound(gold, mag, count, "float32"))
+    assert v.passed, v.report()
+
+
+def test_rope_terms_and_bound():
+    rng = np.random.default_rng(7)
+    t, d = 6, 8
+    q = rng.uniform(-2, 2, (t, 2 * d)).astype(np.float16)
+    k = rng.uniform(-2, 2, (t, d)).astype(np.float16)
+    ang = rng.uniform(0, 6.3, (t, d))
+    cos, sin = np.cos(ang).astype(np.float16), np.sin(ang).astype(np.float16)
+    for mode in ("half", "interleaved"):
+        kw = dict(mode=mode)
+        got = gradref.rope_grad(q, k, cos, sin, [t], **kw)
+        gold = precision.f64(gradref.rope_grad, q, k, cos, sin, [t], **kw)
+        mag, count = precision.terms("rope_grad", q, k, cos, sin, [t], **kw)
+        assert (count[0] == 2).all() and (mag[0] >= np.abs(gold[0])).all()
+        for out, g, m, n in zip(got, gold, mag, count):
+            v = precision.check_bound(out, g, precision.error_bound(g, m, n, "float16"))
+            assert v.passed, v.report()
+    with pytest.raises(ValueError):
+        precision.terms("rope_grad", q, k, cos, sin, [t], mode="atb")
