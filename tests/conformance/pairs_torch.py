@@ -98,6 +98,81 @@ def _conv_timing():
     return label + " (dx and dw)", case, conv_ours, conv_theirs
 
 
+# ---------------------------------------------------------------- rope_grad
+
+def rope_gen(rng):
+    """1 to 3 sequences of 1 to 8 tokens, 1-4 q heads and 1-2 k heads of 8, 16 or 32 elements,
+    HF's rotate_half or the interleaved (LLaMA, GPT-J) style."""
+    lens = [int(v) for v in rng.integers(1, 9, int(rng.integers(1, 4)))]
+    return {"lens": lens, "hq": int(rng.integers(1, 5)), "hk": int(rng.integers(1, 3)),
+            "d": int(rng.choice([8, 16, 32])), "style": str(rng.choice(["rotate_half",
+                                                                          "interleaved"])),
+            "seed": int(rng.integers(1 << 30))}
+
+
+def rope_inputs(case, dtype):
+    """The output gradients and the cos/sin table (max length x head_dim) as HF builds it
+    (inv_freq = 10000^(-2i/d); rotate_half: the frequencies repeated as two halves,
+    interleaved: each repeated twice), rounded to dtype."""
+    from harness import cast
+    rng = np.random.default_rng(case["seed"])
+    t, d = sum(case["lens"]), case["d"]
+    inv = 10000.0 ** (-np.arange(0, d, 2) / d)
+    ang = np.outer(np.arange(max(case["lens"])), inv)
+    ang = np.concatenate([ang, ang], 1) if case["style"] == "rotate_half" else \
+        np.repeat(ang, 2, 1)
+    return {"qg": cast(rng.uniform(-2, 2, (t, case["hq"] * d)), dtype),
+            "kg": cast(rng.uniform(-2, 2, (t, case["hk"] * d)), dtype),
+            "cos": cast(np.cos(ang), dtype), "sin": cast(np.sin(ang), dtype)}
+
+
+def rope_ours(case, a):
+    return _ours(gradref.torch.rotary_embedding_backward, a["qg"], a["kg"], a["cos"], a["sin"],
+                 case["lens"], case["style"])
+
+
+def _rotate(x, style):
+    if style == "rotate_half":  # HF transformers' rotate_half
+        x1, x2 = x[..., : x.shape[-1] // 2], x[..., x.shape[-1] // 2:]
+        return torch.cat((-x2, x1), dim=-1)
+    x1, x2 = x[..., 0::2], x[..., 1::2]  # GPT-J's rotate_every_two
+    return torch.stack((-x2, x1), dim=-1).flatten(-2)
+
+
+def _rope_autograd(case, qg, kg, cos, sin):
+    """The forward x * cos + rotate(x) * sin at each token's position, differentiated by
+    autograd at the given output gradients (tensors of one dtype)."""
+    d = case["d"]
+    pos = torch.cat([torch.arange(n) for n in case["lens"]])
+    c, s = cos[pos].unsqueeze(1), sin[pos].unsqueeze(1)
+    grads = []
+    for g in (qg, kg):
+        x = torch.zeros(g.shape[0], g.shape[1] // d, d, dtype=g.dtype, requires_grad=True)
+        y = x * c + _rotate(x, case["style"]) * s
+        y.backward(g.reshape(y.shape))
+        grads.append(x.grad.reshape(g.shape))
+    return grads
+
+
+def rope_theirs(case, a):
+    try:
+        r = _rope_autograd(case, _t(a["qg"]), _t(a["kg"]), _t(a["cos"]), _t(a["sin"]))
+        return [_np(x, a["qg"].dtype) for x in r]
+    except (RuntimeError, ValueError, TypeError) as e:
+        raise Refused(type(e).__name__ + ": " + str(e).split("\n")[0])
+
+
+def rope_truth(case, a):
+    """The same autograd in float64; the magnitudes |c||g| + |s||g'| (two terms)."""
+    f = [torch.from_numpy(np.asarray(a[k], np.float64)) for k in ("qg", "kg", "cos", "sin")]
+    exact = [x.numpy() for x in _rope_autograd(case, *f)]
+    mode = "half" if case["style"] == "rotate_half" else "interleaved"
+    mag, _ = gradref.precision.terms("rope_grad", *(np.asarray(a[k], np.float64) for k in
+                                                    ("qg", "kg", "cos", "sin")),
+                                     case["lens"], mode=mode)
+    return [(e, m, 2) for e, m in zip(exact, mag)]
+
+
 PAIRS = [
     Pair("grid_sampler3d_grad", "torch", "torch.ops.aten.grid_sampler_3d_backward",
          "gradref.torch.grid_sampler_3d_backward", DTYPES, gc.gen, gc.inputs, gs_ours,
@@ -105,4 +180,7 @@ PAIRS = [
     Pair("conv_backprop_data + conv3d_backprop_filter", "torch",
          "torch.ops.aten.convolution_backward", "gradref.torch.convolution_backward", DTYPES,
          _conv_gen, cc.inputs, conv_ours, conv_theirs, conv_truth, timing=_conv_timing()),
+    Pair("rope_grad", "torch", "autograd of HF's rotate_half / GPT-J's interleaved RoPE",
+         "gradref.torch.rotary_embedding_backward", DTYPES, rope_gen, rope_inputs, rope_ours,
+         rope_theirs, rope_truth),
 ]

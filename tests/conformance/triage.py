@@ -24,7 +24,11 @@ differs:
 3. **Semantic difference: half-precision arithmetic.** For float16 and bfloat16, PyTorch's
    grid_sampler_3d_backward rounds every operation to the input dtype, so its results fall
    outside the float32-summation bound (errors up to about half of sum|terms|; its float32
-   results are bit-identical to gradref's). TensorFlow's float16/bfloat16 paths with
+   results are bit-identical to gradref's). So does PyTorch's eager autograd of the RoPE
+   forward (HF's rotate_half, GPT-J's interleaved): each product, the rotation's negation and
+   the sum round to the 16-bit type, so most 16-bit cases fall outside the bound, while its
+   float32 gradients are bit-identical to gradref.torch.rotary_embedding_backward's (the
+   adjoint's two products and one sum in float32). TensorFlow's float16/bfloat16 paths with
    EXPLICIT padding (Conv2DBackpropInput, DepthwiseConv2dNativeBackpropInput; Eigen rather
    than oneDNN) round intermediate sums to the 16-bit type: errors of one or two of its ulps,
    just past the bound. gradref sums in float32 and rounds once (its pages say so), which is
