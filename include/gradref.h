@@ -131,6 +131,18 @@ typedef enum gradref_precision {
  * padding taps of that kind and ignore it. */
 #define GRADREF_PADDED_ZEROS 0x200
 
+/* Flags OR'ed into gradref_exec.precision (with GRADREF_PRECISION_DEFAULT): instead of the
+ * result, each output element's error terms (docs/precision.md), computed in f64 by the
+ * reference loop from inputs of any dtype the call takes, into an F64 output:
+ * GRADREF_TERM_MAGNITUDES the sum of |term| over the products the element sums,
+ * GRADREF_TERM_COUNTS how many products it sums (a tap in the padding is no term). They bound
+ * the error of any correct kernel. conv_backprop_data (not its QuantizedS8 call) and
+ * conv3d_backprop_filter take them; the other calls, and both flags together, are a PARAM
+ * error. Such a call needs no workspace; the _workspace_size twins have no exec and validate
+ * as without the flags. */
+#define GRADREF_TERM_MAGNITUDES 0x400
+#define GRADREF_TERM_COUNTS     0x800
+
 /* The most threads one call runs on. An explicit gradref_exec.num_threads above it is a PARAM
  * error; an OpenMP default above it is lowered to it. */
 #define GRADREF_MAX_THREADS 1024

@@ -1541,6 +1541,42 @@ static void test_int32_inputs(void **state) {
     }
 }
 
+/* GRADREF_TERM_MAGNITUDES and _COUNTS (Python's test_precision.py holds their values to the
+ * F64 call on |inputs| and on ones): an F64 grad for F16 inputs is taken only with a flag, a
+ * flag takes only an F64 grad, the two flags together or with another precision, and the
+ * QuantizedS8 call, are refused, grad untouched; the twin, which has no exec, validates as
+ * without a flag (such a call needs no workspace). */
+static void test_term_outputs(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(743);
+    geometry g = geo2(2, 3, 4, 5, 4, 3, 2, 1, 1, 1, 1, GRADREF_CONV_CROSS_CORRELATION);
+    cbd_case c, wide;
+    make_case(&c, &g, GRADREF_F16, GRADREF_F32, F_DENSE, D_NCHW, 0, &r);
+    make_case(&wide, &g, GRADREF_F16, GRADREF_F64, F_DENSE, D_NCHW, 0, &r);
+    const int32_t mag = GRADREF_PRECISION_DEFAULT | GRADREF_TERM_MAGNITUDES;
+    const gradref_exec plain = {NULL, 0, 1, GRADREF_PRECISION_DEFAULT}, terms = {NULL, 0, 2, mag},
+                       both = {NULL, 0, 1, mag | GRADREF_TERM_COUNTS},
+                       high = {NULL, 0, 1, GRADREF_PRECISION_HIGH | GRADREF_TERM_COUNTS};
+    memset(c.buf[2], 0xee, c.bytes[2]);
+    expect_error(&c, call_case(&c, &terms), GRADREF_ERR_DTYPE, "writes F64");
+    memset(wide.buf[2], 0xee, wide.bytes[2]);
+    expect_error(&wide, call_case(&wide, &plain), GRADREF_ERR_DTYPE, "grad.dtype is F64");
+    expect_error(&wide, call_case(&wide, &both), GRADREF_ERR_PARAM, "goes alone");
+    expect_error(&wide, call_case(&wide, &high), GRADREF_ERR_PARAM, "goes alone");
+    const gradref_qs8_scales sc = {1.0f, 1.0f, 1.0f};
+    expect_error(&wide,
+                 gradref_conv_backprop_data_qs8(&wide.params, &sc, &wide.filter, &wide.diff,
+                                                &wide.grad, &terms),
+                 GRADREF_ERR_PARAM, "does not compute");
+    size_t bytes = 1;
+    assert_int_equal(gradref_conv_backprop_data_workspace_size(&wide.params, &wide.filter,
+                                                               &wide.diff, &wide.grad, &bytes),
+                     GRADREF_ERR_DTYPE);
+    assert_int_equal(call_case(&wide, &terms), GRADREF_OK);
+    free_case(&c);
+    free_case(&wide);
+}
+
 static void test_qs8(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(741);
@@ -2038,6 +2074,7 @@ int main(void) {
         cmocka_unit_test(test_small_integers_exact),
         cmocka_unit_test(test_fast_matches_reference),
         cmocka_unit_test(test_no_workspace_blocks),
+        cmocka_unit_test(test_term_outputs),
         cmocka_unit_test(test_no_workspace_tiles),
         cmocka_unit_test(test_nan_bits),
         cmocka_unit_test(test_signed_zeros),

@@ -175,9 +175,22 @@ PRECISIONS = {"default": _lib.PRECISION_DEFAULT, "high": _lib.PRECISION_HIGH,
               "megengine_default": _lib.PRECISION_MEGENGINE_DEFAULT}
 
 
-def execution(threads, precision, strict=False, padded_zeros=False):
+TERMS = {"magnitudes": _lib.TERM_MAGNITUDES, "counts": _lib.TERM_COUNTS}
+
+
+def terms_flag(terms):
+    """The GRADREF_TERM_* flag of terms= (None, "magnitudes" or "counts")."""
+    if terms is None:
+        return 0
+    if terms not in TERMS:
+        raise ValueError("gradref: terms=%r; use \"magnitudes\" or \"counts\"" % (terms,))
+    return TERMS[terms]
+
+
+def execution(threads, precision, strict=False, padded_zeros=False, terms=None):
     """The gradref_exec of a call: threads (None: the default), precision (a name of
-    PRECISIONS or its code), and the STRICT_UPSTREAM and PADDED_ZEROS flags."""
+    PRECISIONS or its code), the STRICT_UPSTREAM and PADDED_ZEROS flags, and terms (a
+    GRADREF_TERM_* output: "magnitudes" or "counts")."""
     num_threads = 0 if threads is None else integer(threads, "threads", bits=32)
     if precision is None:
         code = _lib.PRECISION_DEFAULT
@@ -191,7 +204,7 @@ def execution(threads, precision, strict=False, padded_zeros=False):
         code |= _lib.STRICT_UPSTREAM
     if padded_zeros is not False and boolean(padded_zeros, "padded_zeros"):
         code |= _lib.PADDED_ZEROS
-    return _lib.Exec(None, 0, num_threads, code)
+    return _lib.Exec(None, 0, num_threads, code | terms_flag(terms))
 
 
 # ---------------------------------------------------------------- convolution geometry

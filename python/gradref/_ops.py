@@ -163,7 +163,8 @@ def _permuted(arg, order):
 
 def conv_backprop_data(filter, diff, mode="CROSS_CORRELATION", sparse="DENSE", format="NCHW",
                        stride=1, pad=0, dilate=1, *, grad_shape=None, qs8_scales=None, out=None,
-                       out_dtype=None, threads=None, precision=None, strict=False, dtype=None):
+                       out_dtype=None, threads=None, precision=None, strict=False, dtype=None,
+                       terms=None):
     """MegEngine ConvolutionBackwardData: grad = dL/dx from filter and diff = dL/dy, 1-D to 3-D.
     format "NCHW" (also NCW, NCDHW) or "NHWC" (NWC, NDHWC) lays out diff, grad and filter as
     MegEngine does (NHWC filter (OC, FH, FW, IC)); sparse "GROUP" takes a (G, OC/G, IC/G, ...)
@@ -173,10 +174,14 @@ def conv_backprop_data(filter, diff, mode="CROSS_CORRELATION", sparse="DENSE", f
     I8 filter and diff give an I32 grad; F16/BF16 give their own dtype, or out_dtype="float32"
     (an F32 grad, as out= an F32 array does). qs8_scales =
     (filter_scale, diff_scale, grad_scale) makes it MegEngine's QuantizedS8 call: I8 inputs of
-    those scales, an I8 grad requantised to grad_scale."""
+    those scales, an I8 grad requantised to grad_scale. terms="magnitudes" ("counts") gives
+    instead each grad element's sum of |w d| (number of products) in float64
+    (GRADREF_TERM_MAGNITUDES, docs/precision.md)."""
     bf16 = bf16_dtype(dtype)
     fmt = format.lower() if isinstance(format, str) else format
     if fmt in _BLOCKED:
+        if terms is not None:
+            raise ValueError("gradref: terms= takes the NCHW and NHWC families, not %s" % format)
         return _conv_backprop_data_blocked(
             filter, diff, mode, sparse, fmt, stride, pad, dilate, grad_shape, qs8_scales, out,
             out_dtype, threads, precision, strict, bf16)
@@ -221,13 +226,16 @@ def conv_backprop_data(filter, diff, mode="CROSS_CORRELATION", sparse="DENSE", f
         (d.tensor.shape[2 + j] - 1) * st[j] + dl[j] * (ks[j] - 1) + 1 - pd[2 * j] - pd[2 * j + 1]
         for j in range(r)]
     scales, out_code, codes = _grad_dtype(qs8_scales, out_dtype, f.code)
+    if terms is not None:
+        out_code, codes = _lib.F64, (_lib.F64,)
     c = groups * icpg
     shape = [n] + spatial + [c] if last else [n, c] + spatial
     g = result(out, d.kind, shape, out_code, "grad", bf16, d, codes)
     if last:
         _permuted(g, [0, r + 1] + list(range(1, r + 1)))
     hint = None if grad_shape is None else "grad is shaped by grad_shape=%r" % (grad_shape,)
-    _run_conv_backprop_data(p, scales, f, d, g, execution(threads, precision, strict), hint)
+    _run_conv_backprop_data(p, scales, f, d, g, execution(threads, precision, strict,
+                                                          terms=terms), hint)
     return g.obj
 
 
@@ -403,7 +411,7 @@ def conv3d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
                            data_format=None, dilations=(1, 1, 1, 1, 1), groups=None, *,
                            mode="CROSS_CORRELATION", out=None, out_dtype=None, threads=None,
                            precision=None, strict=False, dtype=None, round_output=False,
-                           padded_zeros=False):
+                           padded_zeros=False, terms=None):
     """TensorFlow Conv3DBackpropFilterV2: dw for input and out_backprop in data_format
     ("NDHWC" or "NCDHW", required), returned in TF's filter layout (kd, kh, kw, in/groups, out);
     mode="CONVOLUTION" gives the flipped filter's gradient.
@@ -414,7 +422,9 @@ def conv3d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
     F32 array does the same). precision="hf32" (or "hf32_910b") with round_output=True is CANN's
     HF32 golden in one call: the F32 dw rounded to HF32 too (gradref.testing.hf32_round), in
     place. padded_zeros=True multiplies the padding's zeros as TF, PyTorch and CANN do (a
-    non-finite out_backprop that meets the padding makes NaN; the default skips such taps)."""
+    non-finite out_backprop that meets the padding makes NaN; the default skips such taps).
+    terms="magnitudes" ("counts") gives instead each dw element's sum of |x dy| (number of
+    products) in float64 (GRADREF_TERM_MAGNITUDES, docs/precision.md)."""
     bf16 = bf16_dtype(dtype)
     if data_format is None:  # NCDHW arrays read as NDHWC can fit and give a wrong dw
         raise TypeError("gradref: conv3d_backprop_filter needs data_format=\"NDHWC\" or "
@@ -457,10 +467,10 @@ def conv3d_backprop_filter(input, filter_sizes, out_backprop, strides, padding,
             flat = flat[2:8] if fmt == "ndhwc" else flat[4:10]
         for j in range(6):
             p.pad[j] = flat[j]
-    code, codes = out_codes(out_dtype, x.code)
+    code, codes = out_codes(out_dtype, x.code) if terms is None else (_lib.F64, (_lib.F64,))
     w = result(out, x.kind, ks, code, "out", bf16, x, codes)
     _permuted(w, [4, 3, 0, 1, 2])  # DHWIO -> (Cout, Cin/G, kd, kh, kw)
-    e = execution(threads, precision, strict, padded_zeros)
+    e = execution(threads, precision, strict, padded_zeros, terms)
     call("conv3d_backprop_filter", p, x, dy, w, e, names=C3F_NAMES,
          hint="dw is shaped by filter_sizes=%r" % (list(ks),))
     if boolean(round_output, "round_output"):

@@ -4,9 +4,9 @@
 - f64(fn, *args, **kw): an operator's result computed in float64 from its inputs (any dtype,
   converted exactly), the golden the error of any kernel is measured against;
 - terms(name, *args, **kw): per output element, the sum of |term| in float64 and the count of
-  terms, for the linear operators: conv_backprop_data, conv3d_backprop_filter (the operator on
-  |inputs| and on ones), rope_grad's half and interleaved modes and recat (which moves
-  values: no rounding);
+  terms, for the linear operators: conv_backprop_data and conv3d_backprop_filter (the
+  library's GRADREF_TERM_MAGNITUDES and GRADREF_TERM_COUNTS outputs), rope_grad's half and
+  interleaved modes and recat (which moves values: no rounding);
 - error_bound(golden_f64, magnitude, count, ...): the largest error any correct kernel can make
   summing those terms in any order in an accumulation dtype and rounding once to the output
   dtype (Higham's gamma_n), or a probabilistic one (Higham and Mary's lambda sqrt(n) u);
@@ -47,15 +47,6 @@ def f64(fn, *arrays, dtype=None, **kw):
     return fn(*[conv(a) for a in arrays], **{k: conv(v) for k, v in kw.items()})
 
 
-def _linear(fn, arrays, kw, dtype):
-    """(the operator on |arrays| in f64, on ones): Σ|t| and the term count of a bilinear sum."""
-    np = _np()
-    bf16 = dtype in ("bf16", "bfloat16")
-    absolute = [np.abs(_as_numpy(a, bf16)[0]).astype(np.float64) for a in arrays]
-    ones = [np.ones_like(a) for a in absolute]
-    return fn(*absolute, **kw), fn(*ones, **kw)
-
-
 def terms(name, *arrays, dtype=None, **kw):
     """(magnitude, count): per output element Σ|term| in float64 and the number of terms.
     name: "conv_backprop_data" (filter, diff, its keywords), "conv3d_backprop_filter" (input,
@@ -65,12 +56,14 @@ def terms(name, *arrays, dtype=None, **kw):
     moved: count 0)."""
     from . import _ops
     np = _np()
-    if name == "conv_backprop_data":
-        return _linear(_ops.conv_backprop_data, arrays[:2], kw, dtype)
+    if name == "conv_backprop_data":  # the library's GRADREF_TERM_* outputs
+        return tuple(_ops.conv_backprop_data(*arrays[:2], dtype=dtype, terms=t, **kw)
+                     for t in ("magnitudes", "counts"))
     if name == "conv3d_backprop_filter":
-        x, dy = arrays[:2]
-        return _linear(lambda a, b, **k: _ops.conv3d_backprop_filter(a, k.pop("filter_sizes"), b,
-                                                                      **k), (x, dy), kw, dtype)
+        kw = dict(kw)
+        sizes = kw.pop("filter_sizes")
+        return tuple(_ops.conv3d_backprop_filter(arrays[0], sizes, arrays[1], dtype=dtype,
+                                                 terms=t, **kw) for t in ("magnitudes", "counts"))
     if name == "rope_grad":
         return _rope_terms(arrays, kw, dtype)
     if name == "recat":

@@ -140,3 +140,50 @@ def test_rope_terms_and_bound():
             assert v.passed, v.report()
     with pytest.raises(ValueError):
         precision.terms("rope_grad", q, k, cos, sin, [t], mode="atb")
+
+
+def test_library_terms_from_any_dtype():
+    """GRADREF_TERM_MAGNITUDES and _COUNTS: from F16 inputs, the F64 call on |inputs| and on
+    ones, bit for bit (the reference loop's order), for both convolutions."""
+    w, d, i = conv_case(8)
+    args = dict(grad_shape=(i,), **GEOMETRY)
+    w16, d16 = w.astype(np.float16), d.astype(np.float16)
+    mag = gradref.conv_backprop_data(w16, d16, terms="magnitudes", **args)
+    cnt = gradref.conv_backprop_data(w16, d16, terms="counts", **args)
+    assert mag.dtype == np.float64 and cnt.dtype == np.float64
+    a64 = [np.abs(v.astype(np.float64)) for v in (w16, d16)]
+    assert np.array_equal(mag, gradref.conv_backprop_data(*a64, **args))
+    assert np.array_equal(cnt, gradref.conv_backprop_data(*(np.ones_like(v) for v in a64),
+                                                          **args))
+    rng = np.random.default_rng(9)
+    x = rng.uniform(-1, 1, (2, 3, 4, 5, 6)).astype(np.float16)
+    dy = rng.uniform(-1, 1, (2, 4, 4, 5, 6)).astype(np.float16)
+    c3f = dict(strides=1, padding="SAME", data_format="NCDHW")
+    got = gradref.conv3d_backprop_filter(x, (3, 3, 3, 3, 4), dy, terms="magnitudes", **c3f)
+    want = gradref.conv3d_backprop_filter(np.abs(x.astype(np.float64)), (3, 3, 3, 3, 4),
+                                          np.abs(dy.astype(np.float64)), **c3f)
+    assert got.dtype == np.float64 and np.array_equal(got, want)
+
+
+def test_library_terms_refusals():
+    w, d, i = conv_case(10)
+    args = dict(grad_shape=(i,), **GEOMETRY)
+    out = np.full((2, 3, i), 7.0, np.float32)
+    with pytest.raises(gradref.Error) as e:  # a terms call writes F64
+        gradref.conv_backprop_data(w, d, terms="counts", out=out, out_dtype="float32", **args)
+    assert (out == 7.0).all()
+    with pytest.raises(gradref.Error) as e:
+        gradref.conv_backprop_data(w, d, terms="magnitudes", precision="high", **args)
+    assert e.value.status_name == "GRADREF_ERR_PARAM"
+    with pytest.raises(ValueError):
+        gradref.conv_backprop_data(w, d, terms="sums", **args)
+    from gradref import _args, _lib
+    src = np.ones(4, np.float32)
+    dst = np.zeros(4, np.float32)
+    with pytest.raises(gradref.Error) as e:  # the data movers compute no terms
+        _args.call("copy", _args.as_input(src, "src"), _args.as_output(dst, "out"),
+                   _lib.Exec(None, 0, 1, _lib.TERM_MAGNITUDES))
+    assert e.value.status_name == "GRADREF_ERR_PARAM" and (dst == 0).all()
+    both = _lib.Exec(None, 0, 1, _lib.TERM_MAGNITUDES | _lib.TERM_COUNTS)
+    with pytest.raises(gradref.Error):
+        _args.call("copy", _args.as_input(src, "src"), _args.as_output(dst, "out"), both)

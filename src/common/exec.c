@@ -17,11 +17,20 @@ gradref_status gradref__exec_resolve(const char *op, const gradref_exec *exec, g
     if (exec->num_threads < 0 || exec->num_threads > GRADREF_MAX_THREADS)
         return gradref__fail(GRADREF_ERR_PARAM, op, "exec.num_threads is %d, outside 0..%d",
                              (int)exec->num_threads, GRADREF_MAX_THREADS);
-    const int32_t precision = exec->precision & ~(GRADREF_STRICT_UPSTREAM | GRADREF_PADDED_ZEROS);
+    const int32_t terms = exec->precision & (GRADREF_TERM_MAGNITUDES | GRADREF_TERM_COUNTS);
+    const int32_t precision = exec->precision & ~(GRADREF_STRICT_UPSTREAM | GRADREF_PADDED_ZEROS |
+                                                  GRADREF_TERM_MAGNITUDES | GRADREF_TERM_COUNTS);
     if (precision < GRADREF_PRECISION_DEFAULT || precision >= GRADREF__PRECISIONS)
         return gradref__fail(GRADREF_ERR_PARAM, op,
                              "exec.precision is %d, not a gradref_precision (with or without "
-                             "GRADREF_STRICT_UPSTREAM and GRADREF_PADDED_ZEROS)",
+                             "GRADREF_STRICT_UPSTREAM, GRADREF_PADDED_ZEROS and a "
+                             "GRADREF_TERM_* flag)",
+                             (int)exec->precision);
+    if (terms == (GRADREF_TERM_MAGNITUDES | GRADREF_TERM_COUNTS) ||
+        (terms && precision != GRADREF_PRECISION_DEFAULT))
+        return gradref__fail(GRADREF_ERR_PARAM, op,
+                             "exec.precision is %d: a GRADREF_TERM_* flag goes alone with "
+                             "GRADREF_PRECISION_DEFAULT",
                              (int)exec->precision);
     int threads = exec->num_threads;
 #ifdef _OPENMP
@@ -34,6 +43,9 @@ gradref_status gradref__exec_resolve(const char *op, const gradref_exec *exec, g
     ctx->precision = precision;
     ctx->strict = (exec->precision & GRADREF_STRICT_UPSTREAM) != 0;
     ctx->padded_zeros = (exec->precision & GRADREF_PADDED_ZEROS) != 0;
+    ctx->terms = terms == GRADREF_TERM_MAGNITUDES ? GRADREF__TERMS_MAGNITUDES
+                 : terms == GRADREF_TERM_COUNTS   ? GRADREF__TERMS_COUNTS
+                                                  : GRADREF__TERMS_NONE;
     ctx->workspace = exec->workspace;
     ctx->workspace_bytes = exec->workspace ? exec->workspace_bytes : 0;
     ctx->op = op;
@@ -137,7 +149,16 @@ const char *gradref__precision_name(int32_t precision) {
     return precision >= 0 && precision < GRADREF__PRECISIONS ? names[precision] : "?";
 }
 
+gradref_status gradref__refuse_terms(const char *op, const gradref__ctx *ctx) {
+    if (ctx->terms == GRADREF__TERMS_NONE) return GRADREF_OK;
+    return gradref__fail(GRADREF_ERR_PARAM, op,
+                         "exec.precision asks for GRADREF_TERM_%s, which %s does not compute",
+                         ctx->terms == GRADREF__TERMS_COUNTS ? "COUNTS" : "MAGNITUDES", op);
+}
+
 gradref_status gradref__check_precision(const char *op, const gradref__ctx *ctx, unsigned allowed) {
+    if (!(allowed & GRADREF__TERMS_ALLOWED))
+        GRADREF__FORWARD_IF_ERROR(gradref__refuse_terms(op, ctx));
     if (allowed & GRADREF__PRECISION_BIT(ctx->precision)) return GRADREF_OK;
     return gradref__fail(GRADREF_ERR_PARAM, op, "exec.precision is %s, which %s does not take",
                          gradref__precision_name(ctx->precision), op);

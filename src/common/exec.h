@@ -13,6 +13,7 @@ typedef struct gradref__ctx {
     int precision;    /* gradref_precision (without the strict flag) */
     int strict;       /* GRADREF_STRICT_UPSTREAM was set */
     int padded_zeros; /* GRADREF_PADDED_ZEROS was set */
+    int terms;        /* GRADREF__TERMS_*: a GRADREF_TERM_* flag was set */
     void *workspace;  /* caller's, or NULL */
     size_t workspace_bytes;
     /* the call's tensors as GRADREF_VERBOSE names them (gradref__ctx_tensor) */
@@ -55,9 +56,19 @@ const char *gradref__precision_name(int32_t precision);
   (GRADREF__PRECISION_BIT(GRADREF_PRECISION_DEFAULT) |                                             \
    GRADREF__PRECISION_BIT(GRADREF_PRECISION_HIGH))
 
+/* What a GRADREF_TERM_* flag asks for (gradref__ctx.terms, and the plans' terms). */
+enum { GRADREF__TERMS_NONE = 0, GRADREF__TERMS_MAGNITUDES = 1, GRADREF__TERMS_COUNTS = 2 };
+
+/* In `allowed`: the operator computes the GRADREF_TERM_* outputs. */
+#define GRADREF__TERMS_ALLOWED (1u << 31)
+
 /* PARAM unless ctx's precision is in `allowed` (the operator's: the general ones plus its
- * device modes). */
+ * device modes), or when a GRADREF_TERM_* flag is set and `allowed` lacks
+ * GRADREF__TERMS_ALLOWED. */
 gradref_status gradref__check_precision(const char *op, const gradref__ctx *ctx, unsigned allowed);
+
+/* PARAM when a GRADREF_TERM_* flag is set (the calls without gradref__check_precision). */
+gradref_status gradref__refuse_terms(const char *op, const gradref__ctx *ctx);
 
 /* What an operator's _workspace_size reports for `need` usable bytes (0 stays 0). */
 size_t gradref__workspace_bytes(size_t need);

@@ -679,6 +679,8 @@ static void fast_run(const gradref__c3f_plan *p, void *ws, int threads) {
 /* ---------------------------------------------------------------- the strategy table */
 
 static const char *gemm_skip(const void *plan, int32_t precision) {
+    if (((const gradref__c3f_plan *)plan)->terms)
+        return "the GRADREF_TERM_* outputs come from the reference loop";
     return layout_of(plan, precision, 1).gemm ? NULL
                                               : "F64, HIGH, or nothing to reduce (the reference "
                                                 "loop's order or +0)";
@@ -705,6 +707,7 @@ static void gemm_run(const void *plan, void *ws, int threads) {
 
 static const char *direct_skip(const void *plan, int32_t precision) {
     const gradref__c3f_plan *p = plan;
+    if (p->terms) return "the GRADREF_TERM_* outputs come from the reference loop";
     if (p->in_dtype == GRADREF_F64 || precision == GRADREF_PRECISION_HIGH)
         return "F64 or HIGH (the reference loop's order)";
     return gradref__c3f_direct_fits(p) ? NULL

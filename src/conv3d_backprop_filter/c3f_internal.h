@@ -24,6 +24,7 @@ typedef struct gradref__c3f_plan {
     int64_t xs[5]; /* x strides: n, c, d, h, w */
     int64_t ys[5]; /* dy strides */
     int64_t ws[5]; /* dw strides: co, ci, kd, kh, kw */
+    int32_t terms; /* GRADREF__TERMS_*: the reference writes Σ|x dy| or the term count */
 } gradref__c3f_plan;
 
 gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref_tensor *x,

@@ -61,7 +61,8 @@ void gradref__c3f_ref(const gradref__c3f_plan *p) {
 }
 
 void gradref__c3f_ref_elements(const gradref__c3f_plan *p, int64_t e0, int64_t e1) {
-    const int wide = p->in_dtype == GRADREF_F64 || p->precision == GRADREF_PRECISION_HIGH;
+    const int wide =
+        p->in_dtype == GRADREF_F64 || p->precision == GRADREF_PRECISION_HIGH || p->terms;
     const int hf32 = gradref__hf32_kept_bits(p->precision); /* F32 in: validated */
     const int64_t T = p->K[0] * p->K[1] * p->K[2], R = p->N * p->O[0] * p->O[1] * p->O[2];
     const int64_t Cout = p->G * p->Cout_g;
@@ -98,7 +99,11 @@ void gradref__c3f_ref_elements(const gradref__c3f_plan *p, int64_t e0, int64_t e
                                 p->in_dtype, yc + (size_t)(n * p->ys[0] + od * p->ys[2] +
                                                            oh * p->ys[3] + ow * p->ys[4]) *
                                                       p->in_size);
-                            if (hf32)
+                            if (p->terms == GRADREF__TERMS_COUNTS)
+                                b64 += 1.0;
+                            else if (p->terms)
+                                b64 = fma(fabs(xv), fabs(dv), b64);
+                            else if (hf32)
                                 b32 = fmaf(gradref__hf32_round((float)xv, hf32),
                                            gradref__hf32_round((float)dv, hf32), b32);
                             else if (wide)

@@ -30,9 +30,10 @@ const gradref__fast_path gradref__c3f_fast_path = {
     OP, gradref__c3f_strategies, GRADREF__C3F_STRATEGIES, zero_output, kernel_level};
 #define FAST gradref__c3f_fast_path
 
-/* x, dy and dw taken (normalised copies in t[], extents in e[]), their ranks and dtypes. */
+/* x, dy and dw taken (normalised copies in t[], extents in e[]), their ranks and dtypes (with
+ * terms_grad, an F64 dw for any input dtype: the GRADREF_TERM_* outputs). */
 static gradref_status check_tensors(const gradref_tensor *x, const gradref_tensor *dy,
-                                    const gradref_tensor *dw, gradref_tensor *t,
+                                    const gradref_tensor *dw, int terms_grad, gradref_tensor *t,
                                     gradref__extent *e) {
     GRADREF__FORWARD_IF_ERROR(gradref__take_input(OP, "x", x, &t[0], &e[0]));
     GRADREF__FORWARD_IF_ERROR(gradref__take_input(OP, "dy", dy, &t[1], &e[1]));
@@ -48,7 +49,8 @@ static gradref_status check_tensors(const gradref_tensor *x, const gradref_tenso
     if (t[1].dtype != in)
         return gradref__fail(GRADREF_ERR_DTYPE, OP, "dy.dtype is %s but x.dtype is %s",
                              gradref__dtype_name(t[1].dtype), gradref__dtype_name(in));
-    if (out != in && !(out == GRADREF_F32 && (in == GRADREF_F16 || in == GRADREF_BF16)))
+    if (out != in && !(out == GRADREF_F32 && (in == GRADREF_F16 || in == GRADREF_BF16)) &&
+        !(terms_grad && out == GRADREF_F64))
         return gradref__fail(GRADREF_ERR_DTYPE, OP, "dw.dtype is %s but x.dtype %s gives %s%s",
                              gradref__dtype_name(out), gradref__dtype_name(in),
                              gradref__dtype_name(in),
@@ -116,13 +118,13 @@ static void plan_of(const gradref_conv_params *p, const gradref_tensor *t, const
     plan->out_desc = *dw;
 }
 
-gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref_tensor *x,
-                                     const gradref_tensor *dy, const gradref_tensor *dw,
-                                     gradref__c3f_plan *plan) {
+static gradref_status validate(const gradref_conv_params *p, const gradref_tensor *x,
+                               const gradref_tensor *dy, const gradref_tensor *dw, int terms_grad,
+                               gradref__c3f_plan *plan) {
     GRADREF__FORWARD_IF_ERROR(gradref__conv_check_params(OP, p));
     gradref_tensor t[3];
     gradref__extent e[3];
-    GRADREF__FORWARD_IF_ERROR(check_tensors(x, dy, dw, t, e));
+    GRADREF__FORWARD_IF_ERROR(check_tensors(x, dy, dw, terms_grad, t, e));
     const int64_t G = p->groups == 0 ? 1 : p->groups;
     GRADREF__FORWARD_IF_ERROR(check_channels(&t[0], &t[1], &t[2], G));
     memset(plan, 0, sizeof *plan);
@@ -131,6 +133,12 @@ gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref
     GRADREF__FORWARD_IF_ERROR(gradref__check_disjoint(OP, "dw", &e[2], "dy", &e[1]));
     plan_of(p, t, e, G, plan);
     return GRADREF_OK;
+}
+
+gradref_status gradref__c3f_validate(const gradref_conv_params *p, const gradref_tensor *x,
+                                     const gradref_tensor *dy, const gradref_tensor *dw,
+                                     gradref__c3f_plan *plan) {
+    return validate(p, x, dy, dw, 0, plan);
 }
 
 /* GRADREF_STRICT_UPSTREAM: what CANN's Conv3DBackpropFilterV2 rejects and gradref accepts (its
@@ -188,8 +196,13 @@ gradref_status gradref_conv3d_backprop_filter(const gradref_conv_params *p, cons
     GRADREF__FORWARD_IF_ERROR(gradref__check_precision(
         OP, &ctx,
         GRADREF__GENERAL_PRECISIONS | GRADREF__PRECISION_BIT(GRADREF_PRECISION_HF32) |
-            GRADREF__PRECISION_BIT(GRADREF_PRECISION_HF32_910B)));
-    GRADREF__FORWARD_IF_ERROR(gradref__c3f_validate(p, x, dy, dw, &plan));
+            GRADREF__PRECISION_BIT(GRADREF_PRECISION_HF32_910B) | GRADREF__TERMS_ALLOWED));
+    GRADREF__FORWARD_IF_ERROR(validate(p, x, dy, dw, ctx.terms != GRADREF__TERMS_NONE, &plan));
+    if (ctx.terms && plan.out_dtype != GRADREF_F64)
+        return gradref__fail(GRADREF_ERR_DTYPE, OP,
+                             "dw.dtype is %s; a GRADREF_TERM_* call writes F64",
+                             gradref__dtype_name(plan.out_dtype));
+    plan.terms = ctx.terms;
     if (ctx.strict) GRADREF__FORWARD_IF_ERROR(check_cann(p, &plan));
     if (gradref__hf32_kept_bits(ctx.precision) && plan.in_dtype != GRADREF_F32)
         return gradref__fail(
@@ -200,7 +213,7 @@ gradref_status gradref_conv3d_backprop_filter(const gradref_conv_params *p, cons
     gradref__ctx_tensor(&ctx, "dy", dy);
     gradref__ctx_tensor(&ctx, "dw", dw);
     GRADREF__FORWARD_IF_ERROR(gradref__run_fast_path(&FAST, &ctx, &plan));
-    if (ctx.padded_zeros) gradref__c3f_padded_nans(&plan);
+    if (ctx.padded_zeros && !plan.terms) gradref__c3f_padded_nans(&plan);
     return GRADREF_OK;
 }
 
@@ -211,7 +224,7 @@ gradref_status gradref_conv3d_backprop_filter_workspace_size(const gradref_conv_
                                                              size_t *bytes) {
     gradref__c3f_plan plan;
     if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "bytes is NULL");
-    GRADREF__FORWARD_IF_ERROR(gradref__c3f_validate(p, x, dy, dw, &plan));
+    GRADREF__FORWARD_IF_ERROR(validate(p, x, dy, dw, 0, &plan));
     *bytes = gradref__fast_path_workspace(&FAST, &plan);
     return GRADREF_OK;
 }

@@ -425,6 +425,7 @@ static void megengine_scatter_run(const void *plan, void *ws, int threads) {
 
 /* Why the f32 kernels cannot give the plan's bits at this precision, or NULL. */
 static const char *f32_skip(const gradref__cbd_plan *p, int32_t precision) {
+    if (p->terms) return "the GRADREF_TERM_* outputs come from the reference loop";
     if (precision == GRADREF_PRECISION_MEGENGINE_DEFAULT)
         return "MEGENGINE_DEFAULT accumulates in grad's own dtype";
     if (layout_of(p, precision, 1).path == CBD_PATH_REFERENCE)

@@ -26,6 +26,7 @@ typedef struct gradref__cbd_plan {
     float qs8_acc_scale, qs8_grad_scale; /* filter * diff scale (float), grad's scale */
     int32_t int8_part;  /* one group's part of an I8 problem's output channels (cbd_int8.c) */
     int *pos_zero_seen; /* NULL, or set to 1 when the fast path stores a +0 f32 value */
+    int32_t terms;      /* GRADREF__TERMS_*: the reference writes Σ|w d| or the term count */
 } gradref__cbd_plan;
 
 /* The NaN rule on n f32 values the fast path is about to store, noting a +0 among them when the

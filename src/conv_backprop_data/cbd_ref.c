@@ -52,7 +52,7 @@ static int all_zero_bits(const char *e, size_t bytes) {
 
 /* One grad element's sum in the call's arithmetic. */
 typedef struct sum {
-    int integer, wide;
+    int integer, wide, terms; /* terms: GRADREF__TERMS_* (then wide) */
     float f32;
     double f64;
     uint64_t u64; /* integers: the sum modulo 2^64 (I32 products reach 2^62) */
@@ -67,7 +67,9 @@ static void add_tap(const gradref__cbd_plan *p, const char *fg, const char *dn, 
     for (int64_t oc = 0; oc < p->OCpg; oc++) {
         const double w = in_value(p, fg, foff + oc * p->fs[1]);
         const double d = in_value(p, dn, doff + oc * p->ds[2]);
-        if (acc->integer)
+        if (acc->terms)
+            f64 = acc->terms == GRADREF__TERMS_COUNTS ? f64 + 1.0 : fma(fabs(w), fabs(d), f64);
+        else if (acc->integer)
             u64 += (uint64_t)((int64_t)w * (int64_t)d);
         else if (acc->wide)
             f64 = fma(w, d, f64);
@@ -81,8 +83,12 @@ static void add_tap(const gradref__cbd_plan *p, const char *fg, const char *dn, 
  * diff position (the tap positions descending), then stored in grad's dtype. */
 static void grad_element(const gradref__cbd_plan *p, const char *fg, const char *dn,
                          const int64_t *i, char *e) {
-    sum acc = {p->in_dtype == GRADREF_I8 || p->in_dtype == GRADREF_I32,
-               p->in_dtype == GRADREF_F64 || p->precision == GRADREF_PRECISION_HIGH, 0.0f, 0.0, 0};
+    sum acc = {(p->in_dtype == GRADREF_I8 || p->in_dtype == GRADREF_I32) && !p->terms,
+               p->in_dtype == GRADREF_F64 || p->precision == GRADREF_PRECISION_HIGH || p->terms,
+               p->terms,
+               0.0f,
+               0.0,
+               0};
     int64_t kp[3], o[3];
     for (kp[0] = p->K[0] - 1; kp[0] >= 0; kp[0]--) {
         if ((o[0] = diff_pos(p, 0, i[0], kp[0])) < 0) continue;

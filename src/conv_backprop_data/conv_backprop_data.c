@@ -30,13 +30,21 @@ const gradref__fast_path gradref__cbd_fast_path = {
     OP, gradref__cbd_strategies, GRADREF__CBD_STRATEGIES, zero_output, kernel_level};
 #define FAST gradref__cbd_fast_path
 
+/* check_dtypes' qs8 argument beside 0 and 1: an F64 grad is taken for any input dtype (the
+ * GRADREF_TERM_* outputs). */
+#define CBD_TERMS_GRAD 2
+
 static gradref_status check_dtypes(const gradref_tensor *filter, const gradref_tensor *diff,
                                    const gradref_tensor *grad, int qs8) {
     const int32_t in = filter->dtype, out = grad->dtype;
     if (diff->dtype != in)
         return gradref__fail(GRADREF_ERR_DTYPE, OP, "diff.dtype is %s but filter.dtype is %s",
                              gradref__dtype_name(diff->dtype), gradref__dtype_name(in));
-    if (qs8) {
+    if (qs8 == CBD_TERMS_GRAD && out == GRADREF_F64 &&
+        (in == GRADREF_F32 || in == GRADREF_F64 || in == GRADREF_F16 || in == GRADREF_BF16 ||
+         in == GRADREF_I8 || in == GRADREF_I32))
+        return GRADREF_OK; /* the GRADREF_TERM_* outputs: F64 for any input dtype */
+    if (qs8 == 1) {
         if (in != GRADREF_I8 || out != GRADREF_I8)
             return gradref__fail(GRADREF_ERR_DTYPE, OP,
                                  "the QuantizedS8 call takes I8 filter, diff and grad, not %s and "
@@ -406,8 +414,15 @@ gradref_status gradref_conv_backprop_data(const gradref_conv_params *p,
     GRADREF__FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
     GRADREF__FORWARD_IF_ERROR(gradref__check_precision(
         OP, &ctx,
-        GRADREF__GENERAL_PRECISIONS | GRADREF__PRECISION_BIT(GRADREF_PRECISION_MEGENGINE_DEFAULT)));
-    GRADREF__FORWARD_IF_ERROR(validate(p, filter, diff, grad, 0, &plan, &st));
+        GRADREF__GENERAL_PRECISIONS | GRADREF__PRECISION_BIT(GRADREF_PRECISION_MEGENGINE_DEFAULT) |
+            GRADREF__TERMS_ALLOWED));
+    GRADREF__FORWARD_IF_ERROR(
+        validate(p, filter, diff, grad, ctx.terms ? CBD_TERMS_GRAD : 0, &plan, &st));
+    if (ctx.terms && plan.out_dtype != GRADREF_F64)
+        return gradref__fail(GRADREF_ERR_DTYPE, OP,
+                             "grad.dtype is %s; a GRADREF_TERM_* call writes F64",
+                             gradref__dtype_name(plan.out_dtype));
+    plan.terms = ctx.terms;
     if (ctx.precision == GRADREF_PRECISION_MEGENGINE_DEFAULT &&
         ((plan.in_dtype != GRADREF_F16 && plan.in_dtype != GRADREF_BF16) ||
          plan.out_dtype != plan.in_dtype))
