@@ -392,29 +392,6 @@ static void plan_of(const cbd_case *c, const gradref_qs8_scales *qs8, const grad
         GRADREF_OK);
 }
 
-/* Every other row of the strategy table that applies to the plan, run by name, gives want's
- * bits (the caller runs the fast path's rows itself, with its own workspace, and want is the
- * reference's; grad filled with NaN first, so that an element a run leaves unwritten shows). */
-static void run_every_strategy(const gradref__cbd_plan *plan, int32_t precision, int threads,
-                               const gradref_tensor *grad, const gradref_tensor *want,
-                               size_t bytes) {
-    if (plan->zero_only) return; /* the entry point fills grad with +0 instead */
-    gradref__ctx ctx;
-    memset(&ctx, 0, sizeof ctx);
-    ctx.op = "conv_backprop_data", ctx.num_threads = threads, ctx.precision = precision;
-    for (int i = 0; i < GRADREF__CBD_STRATEGIES; i++) {
-        const char *name = gradref__cbd_strategies[i].name;
-        if (strcmp(name, "depthwise") == 0 || strcmp(name, "phases") == 0 ||
-            strcmp(name, "reference") == 0)
-            continue;
-        memset(grad->data, 0xff, bytes);
-        const gradref_status s = gradref__run_strategy(&gradref__cbd_fast_path, &ctx, plan, name);
-        if (s == GRADREF_ERR_PARAM) continue; /* the row does not apply */
-        assert_int_equal(s, GRADREF_OK);
-        tu_expect_same_bits(grad, want, name);
-    }
-}
-
 static void check_fast_against_reference_qs8(cbd_case *c, int32_t precision,
                                              const gradref_qs8_scales *qs8) {
     gradref_tensor want = c->grad;
@@ -439,7 +416,11 @@ static void check_fast_against_reference_qs8(cbd_case *c, int32_t precision,
             gradref__cbd_fast(&plan, block + (64 - (uintptr_t)block % 64) % 64, threads[t]);
             free(block);
             tu_expect_same_bits(&c->grad, &want, "grad");
-            run_every_strategy(&plan, precision, threads[t], &c->grad, &want, c->bytes[2]);
+            /* the other strategies that apply, by name (the fast path's rows ran above) */
+            static const char *const ran[] = {"depthwise", "phases", "reference", NULL};
+            if (!plan.zero_only)
+                tu_expect_strategies(&gradref__cbd_fast_path, &plan, precision, threads[t], ran,
+                                     &c->grad, &want, c->bytes[2], 0xff);
         }
     free(wb);
 }

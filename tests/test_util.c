@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "common/fast_path.h"
+
 uint64_t tu_seed(void) {
     static uint64_t seed;
     static int have;
@@ -323,5 +325,25 @@ void tu_expect_tiny_workspace_same_bits(gradref_status (*call)(void *ctx, const 
     for (int o = 0; o < count; o++) {
         memset(out[o], 0xee, bytes[o]);
         free(want[o]);
+    }
+}
+
+void tu_expect_strategies(const struct gradref__fast_path *fp, const void *plan, int32_t precision,
+                          int threads, const char *const *skip, const gradref_tensor *out,
+                          const gradref_tensor *want, size_t bytes, int fill) {
+    gradref__ctx ctx;
+    memset(&ctx, 0, sizeof ctx);
+    ctx.op = fp->op, ctx.num_threads = threads, ctx.precision = precision;
+    for (int i = 0; i < fp->count; i++) {
+        const char *name = fp->rows[i].name;
+        int skipped = 0;
+        for (const char *const *s = skip; *s && !skipped; s++)
+            skipped = strcmp(*s, name) == 0;
+        if (skipped) continue;
+        memset(out->data, fill, bytes);
+        const gradref_status st = gradref__run_strategy(fp, &ctx, plan, name);
+        if (st == GRADREF_ERR_PARAM) continue; /* the row does not apply */
+        assert_int_equal(st, GRADREF_OK);
+        tu_expect_same_bits(out, want, name);
     }
 }

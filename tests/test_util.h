@@ -63,6 +63,15 @@ void tu_expect_untouched(const void *p, size_t bytes, unsigned char fill, const 
  * values. The fast-path-against-reference checks use it. */
 void tu_expect_same_bits(const gradref_tensor *got, const gradref_tensor *want, const char *what);
 
+struct gradref__fast_path;
+/* Every row of fp's strategy table but those named in skip (NULL-terminated) that applies to
+ * plan, run by name (gradref__run_strategy) at `threads` and `precision`, gives want's bits in
+ * out, whose `bytes` bytes are filled with `fill` before each run (so that an element a run
+ * leaves unwritten shows). */
+void tu_expect_strategies(const struct gradref__fast_path *fp, const void *plan, int32_t precision,
+                          int threads, const char *const *skip, const gradref_tensor *out,
+                          const gradref_tensor *want, size_t bytes, int fill);
+
 /* Sets about one element in `one_in` of a float tensor to a special value: signalling and
  * quiet NaNs of either sign with random payloads, the negative default NaN, or +-Inf. */
 void tu_sprinkle_specials(const gradref_tensor *t, tu_rng *r, int one_in);
