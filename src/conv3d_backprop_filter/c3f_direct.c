@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* conv3d_backprop_filter's no-workspace path (a caller workspace too small for one thread's
- * share): the fast path's block GEMMs with stack buffers only. A work item is one GEMM tile of
+/* conv3d_backprop_filter's "direct" strategy, the first that needs no workspace (for a caller
+ * workspace too small for one thread's share): the fast path's block GEMMs with stack buffers
+ * only. A work item is one GEMM tile of
  * dw (group g, mr rows j = (tap, ci), nr columns co); each block of GRADREF__C3F_BLOCK reduction
  * indices r = (n, od, oh, ow) is one gradref__sgemm_small call from +0 (x and dy packed from
  * the caller's tensors, widened and, at the HF32 precisions, rounded to HF32 as they are read;

@@ -40,7 +40,7 @@ void gradref__c3f_ref_elements(const gradref__c3f_plan *plan, int64_t e0, int64_
  * non-finite dy[n, co, o] meets the padding (a zero-filled input's 0 * Inf or 0 * NaN). */
 void gradref__c3f_padded_nans(const gradref__c3f_plan *plan);
 /* The reference's signed zeros after a fast path's run (c3f_signed_zeros.c; gradref__c3f_fast
- * and the no-workspace path call it): a dw element left +0 may be -0 by the formula when some
+ * and the direct strategy call it): a dw element left +0 may be -0 by the formula when some
  * product underflows (F32, BF16 and HF32); when one can, the reference recomputes those. */
 void gradref__c3f_mend_signed_zeros(const gradref__c3f_plan *plan, int threads);
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* conv_backprop_data's no-workspace path (a caller workspace too small for one thread's share
- * of the fast path, as MegEngine's workspace limit 0): the fast path's kernels with stack
+/* conv_backprop_data's "direct" strategy, the first that needs no workspace (for a caller
+ * workspace too small for one thread's share of the fast path, as MegEngine's workspace limit
+ * 0): the fast path's kernels with stack
  * buffers only. Work items are (image, group, block of up to two GEMM panels of input
  * channels), each stride phase in turn. A phase whose sub-grid has diff's last two sizes runs
  * the direct tiles (phase_tiles): the item's filter panels packed on the stack, diff read in
