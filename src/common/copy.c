@@ -202,7 +202,7 @@ gradref_status gradref_copy(const gradref_tensor *src, const gradref_tensor *dst
     gradref__extent se, de;
     gradref_tensor sl, dl, sv, dv;
     GRADREF__FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
-    GRADREF__FORWARD_IF_ERROR(gradref__refuse_terms(OP, &ctx));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_precision(OP, &ctx, GRADREF__ANY_PRECISION));
     if (gradref__blocked_dims(src) > 0 || gradref__blocked_dims(dst) > 0) {
         GRADREF__FORWARD_IF_ERROR(split_both(src, dst, &sv, &dv));
         src = &sv;

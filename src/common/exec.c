@@ -149,7 +149,7 @@ const char *gradref__precision_name(int32_t precision) {
     return precision >= 0 && precision < GRADREF__PRECISIONS ? names[precision] : "?";
 }
 
-gradref_status gradref__refuse_terms(const char *op, const gradref__ctx *ctx) {
+static gradref_status refuse_terms(const char *op, const gradref__ctx *ctx) {
     if (ctx->terms == GRADREF__TERMS_NONE) return GRADREF_OK;
     return gradref__fail(GRADREF_ERR_PARAM, op,
                          "exec.precision asks for GRADREF_TERM_%s, which %s does not compute",
@@ -157,8 +157,7 @@ gradref_status gradref__refuse_terms(const char *op, const gradref__ctx *ctx) {
 }
 
 gradref_status gradref__check_precision(const char *op, const gradref__ctx *ctx, unsigned allowed) {
-    if (!(allowed & GRADREF__TERMS_ALLOWED))
-        GRADREF__FORWARD_IF_ERROR(gradref__refuse_terms(op, ctx));
+    if (!(allowed & GRADREF__TERMS_ALLOWED)) GRADREF__FORWARD_IF_ERROR(refuse_terms(op, ctx));
     if (allowed & GRADREF__PRECISION_BIT(ctx->precision)) return GRADREF_OK;
     return gradref__fail(GRADREF_ERR_PARAM, op, "exec.precision is %s, which %s does not take",
                          gradref__precision_name(ctx->precision), op);

@@ -62,13 +62,13 @@ enum { GRADREF__TERMS_NONE = 0, GRADREF__TERMS_MAGNITUDES = 1, GRADREF__TERMS_CO
 /* In `allowed`: the operator computes the GRADREF_TERM_* outputs. */
 #define GRADREF__TERMS_ALLOWED (1u << 31)
 
+/* Every precision: the data movers, whose results no precision changes. */
+#define GRADREF__ANY_PRECISION ((1u << GRADREF__PRECISIONS) - 1u)
+
 /* PARAM unless ctx's precision is in `allowed` (the operator's: the general ones plus its
  * device modes), or when a GRADREF_TERM_* flag is set and `allowed` lacks
  * GRADREF__TERMS_ALLOWED. */
 gradref_status gradref__check_precision(const char *op, const gradref__ctx *ctx, unsigned allowed);
-
-/* PARAM when a GRADREF_TERM_* flag is set (the calls without gradref__check_precision). */
-gradref_status gradref__refuse_terms(const char *op, const gradref__ctx *ctx);
 
 /* What an operator's _workspace_size reports for `need` usable bytes (0 stays 0). */
 size_t gradref__workspace_bytes(size_t need);

@@ -223,7 +223,7 @@ static gradref_status execute(const char *op, gradref_status validated,
     gradref__ctx ctx;
     gradref_status s = gradref__exec_resolve(op, exec, &ctx);
     if (s != GRADREF_OK) return s;
-    GRADREF__FORWARD_IF_ERROR(gradref__refuse_terms(op, &ctx));
+    GRADREF__FORWARD_IF_ERROR(gradref__check_precision(op, &ctx, GRADREF__ANY_PRECISION));
     if (validated != GRADREF_OK) return validated;
     if (ctx.strict) GRADREF__FORWARD_IF_ERROR(check_fbgemm(op, go));
     gradref__ctx_tensor(&ctx, "grad_output", go);
