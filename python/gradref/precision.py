@@ -16,7 +16,7 @@
 import math
 
 from .standards import Verdict
-from .testing import _as_numpy
+from .testing import _float64
 
 # unit roundoff of each dtype's significand (HF32: 10 kept bits, 11 on Ascend 910B)
 UNIT = {"float64": 2.0 ** -53, "float32": 2.0 ** -24, "float16": 2.0 ** -11,
@@ -42,7 +42,7 @@ def f64(fn, *arrays, dtype=None, **kw):
         if hasattr(a, "dtype") and str(a.dtype).replace("torch.", "") in (
                 "float16", "float32", "float64", "bfloat16") or (bf16 and hasattr(a, "dtype")
                                                                  and a.dtype == np.uint16):
-            return _as_numpy(a, bf16)[0].astype(np.float64)
+            return _float64(a, dtype)
         return a
     return fn(*[conv(a) for a in arrays], **{k: conv(v) for k, v in kw.items()})
 
@@ -67,7 +67,7 @@ def terms(name, *arrays, dtype=None, **kw):
     if name == "rope_grad":
         return _rope_terms(arrays, kw, dtype)
     if name == "recat":
-        v = np.abs(_as_numpy(arrays[0], dtype in ("bf16", "bfloat16"))[0]).astype(np.float64)
+        v = np.abs(_float64(arrays[0], dtype))
         return v, np.zeros_like(v)
     raise ValueError("gradref.precision.terms: no terms for %r" % (name,))
 
@@ -78,8 +78,7 @@ def _rope_terms(arrays, kw, dtype):
     with (0, |s|)."""
     from . import _ops
     np = _np()
-    bf16 = dtype in ("bf16", "bfloat16")
-    q, k, c, s = (np.abs(_as_numpy(a, bf16)[0]).astype(np.float64) for a in arrays[:4])
+    q, k, c, s = (np.abs(_float64(a, dtype)) for a in arrays[:4])
     mode = kw.get("mode", "half")
     if mode not in ("half", "rotate_half", "interleaved"):
         raise ValueError("gradref.precision.terms: rope_grad's terms are for half and "
@@ -136,7 +135,7 @@ def check_bound(actual, golden_f64, bound, *, dtype=None, worst=5):
     """A Verdict: the elements whose error passes the bound (none for a correct kernel; each is a
     bug), and the tightness of the rest (the largest and the median error / bound)."""
     np = _np()
-    a = np.asarray(_as_numpy(actual, dtype in ("bf16", "bfloat16"))[0], np.float64).reshape(-1)
+    a = _float64(actual, dtype).reshape(-1)
     g = np.asarray(golden_f64, np.float64)
     b = np.broadcast_to(np.asarray(bound, np.float64), g.shape).reshape(-1)
     g = g.reshape(-1)

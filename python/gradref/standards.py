@@ -18,7 +18,7 @@ pass and leave the metrics; any other pair with a NaN or an infinity fails the c
 """
 import math
 
-from .testing import _as_numpy
+from .testing import _pair
 
 # CANN's thresholds per output dtype (the threshold standard)
 CANN_THRESHOLDS = {
@@ -69,12 +69,7 @@ def _fmt(v):
 
 def _values(actual, golden, dtype):
     """(actual, golden) as flat float64 arrays of one shape, and the golden's dtype name."""
-    bf16 = dtype in ("bf16", "bfloat16")
-    a, _, _ = _as_numpy(actual, bf16)
-    g, g_name, _ = _as_numpy(golden, bf16)
-    if a.shape != g.shape:
-        raise ValueError("gradref.standards: shapes differ: actual %s, golden %s"
-                         % (a.shape, g.shape))
+    a, _, g, g_name = _pair(actual, golden, dtype, ValueError)
     return a.reshape(-1).astype("float64"), g.reshape(-1).astype("float64"), g_name
 
 

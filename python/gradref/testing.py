@@ -52,6 +52,22 @@ def _as_numpy(x, bf16):
     raise TypeError("gradref.testing: unsupported dtype %s" % x.dtype)
 
 
+def _float64(x, dtype=None):
+    """x's values as a float64 numpy array (dtype="bf16": uint16 arrays hold bf16 bits)."""
+    return _as_numpy(x, dtype in ("bf16", "bfloat16"))[0].astype(_np().float64)
+
+
+def _pair(actual, golden, dtype, error):
+    """(actual values, its dtype name, golden values, its dtype name); `error` (an exception
+    class) when their shapes differ."""
+    bf16 = dtype in ("bf16", "bfloat16")
+    a, a_name, _ = _as_numpy(actual, bf16)
+    g, g_name, _ = _as_numpy(golden, bf16)
+    if a.shape != g.shape:
+        raise error("gradref: shapes differ: actual %s, golden %s" % (a.shape, g.shape))
+    return a, a_name, g, g_name
+
+
 def _bf16_values(bits):
     np = _np()
     return (bits.astype(np.uint32) << 16).view(np.float32).astype(np.float64)
@@ -64,12 +80,7 @@ def assert_close(actual, golden, rtol=None, atol=None, *, equal_nan=True, dtype=
     The message gives the number and share of mismatches, the largest absolute and relative
     errors, and the worst element's index with both values."""
     np = _np()
-    bf16 = dtype in ("bf16", "bfloat16")
-    a, a_name, _ = _as_numpy(actual, bf16)
-    g, g_name, _ = _as_numpy(golden, bf16)
-    if a.shape != g.shape:
-        raise AssertionError("gradref.testing: shapes differ: actual %s, golden %s"
-                             % (a.shape, g.shape))
+    a, a_name, g, g_name = _pair(actual, golden, dtype, AssertionError)
     default = DEFAULT_TOLERANCES.get(g_name, (0.0, 0.0))
     rtol = default[0] if rtol is None else float(rtol)
     atol = default[1] if atol is None else float(atol)
