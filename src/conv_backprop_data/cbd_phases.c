@@ -271,14 +271,17 @@ int gradref__cbd_pack_panel(const gradref__cbd_plan *p, int64_t g, int64_t ic0, 
         for (int64_t oc = 0; oc < p->OCpg; oc++, dst += mr) {
             const int64_t at = off + oc * p->fs[1];
             int64_t r = 0;
+            /* finiteness checked as loaded: reading dst back would wait on its scalar stores */
             if (p->in_dtype == GRADREF_F32)
-                for (const float *w = (const float *)(const void *)p->filter + at; r < rows; r++)
+                for (const float *w = (const float *)(const void *)p->filter + at; r < rows; r++) {
                     dst[r] = w[r * p->fs[2]];
+                    finite &= isfinite(w[r * p->fs[2]]) != 0;
+                }
             else
-                for (; r < rows; r++)
+                for (; r < rows; r++) {
                     dst[r] = filter_value(p, at + r * p->fs[2]);
-            for (r = 0; r < rows; r++)
-                finite &= isfinite(dst[r]) != 0;
+                    finite &= isfinite(dst[r]) != 0;
+                }
             for (; r < mr; r++)
                 dst[r] = 0.0f;
         }
