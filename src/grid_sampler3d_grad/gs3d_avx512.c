@@ -83,6 +83,7 @@ static inline void rows_to_lanes(const float *base, const int32_t *o, int64_t at
 
 #  define ROWS_AHEAD 64
 #  define ROWS_SPAN  8192
+#  define GRAD_AHEAD 32
 
 /* Whether the 16 points from point i with a corner inside x have their rows near one another:
  * their base voxels on at most two consecutive z planes, and within ROWS_SPAN floats of each
@@ -191,9 +192,13 @@ int64_t gradref__gs3d_f32_dgrid16_avx512(const gs3d_kargs *r, int64_t n, int64_t
             __m512i idx[8];
             for (int k = 0; k < 8; k++)
                 idx[k] = _mm512_add_epi32(offx, _mm512_set1_epi32((int32_t)r->dx_corner[k]));
+            /* grad's channels are a plane apart: a line of each, GRAD_AHEAD points on, is
+             * fetched early (the streams outnumber what the hardware prefetcher follows) */
+            const int ahead = r->grad_points_dense && q + GRAD_AHEAD < q1;
             for (int64_t c = 0; c < p->C; c++) {
                 const float *xc = xn + c * r->xs[1];
                 const float *gc = gn + c * r->gs[1];
+                if (ahead) _mm_prefetch((const char *)(gc + q + GRAD_AHEAD), _MM_HINT_T0);
                 const __m512 g = r->grad_points_dense ? _mm512_loadu_ps(gc + q)
                                                       : _mm512_i32gather_ps(offg, gc, 4);
                 for (int k = 0; k < 8; k++)
