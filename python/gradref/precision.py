@@ -5,8 +5,8 @@
   converted exactly), the golden the error of any kernel is measured against;
 - terms(name, *args, **kw): per output element, the sum of |term| in float64 and the count of
   terms, for the linear operators: conv_backprop_data and conv3d_backprop_filter (the
-  library's GRADREF_TERM_MAGNITUDES and GRADREF_TERM_COUNTS outputs), rope_grad's half and
-  interleaved modes and recat (which moves values: no rounding);
+  library's GRADREF_TERM_MAGNITUDES and GRADREF_TERM_COUNTS outputs), rope_grad (every mode)
+  and recat (which moves values: no rounding);
 - error_bound(golden_f64, magnitude, count, ...): the largest error any correct kernel can make
   summing those terms in any order in an accumulation dtype and rounding once to the output
   dtype (Higham's gamma_n), or a probabilistic one (Higham and Mary's lambda sqrt(n) u);
@@ -51,9 +51,9 @@ def terms(name, *arrays, dtype=None, **kw):
     """(magnitude, count): per output element Σ|term| in float64 and the number of terms.
     name: "conv_backprop_data" (filter, diff, its keywords), "conv3d_backprop_filter" (input,
     out_backprop; filter_sizes, strides, padding, ... as keywords), "rope_grad" (q_embed_grad,
-    k_embed_grad, cos, sin, seq_len; mode "half" or "interleaved": two terms an element; the
-    columns past rotary_dim, passed through, are counted as two as well), "recat" (a value
-    moved: count 0)."""
+    k_embed_grad, cos, sin, seq_len, mode: "atb" as the operator by default, "half" or
+    "interleaved"; two terms an element, and the columns past rotary_dim, passed through, are
+    counted as two as well), "recat" (a value moved: count 0)."""
     from . import _ops
     np = _np()
     if name == "conv_backprop_data":  # the library's GRADREF_TERM_* outputs
@@ -73,18 +73,20 @@ def terms(name, *arrays, dtype=None, **kw):
 
 
 def _rope_terms(arrays, kw, dtype):
-    """rope_grad's half and interleaved adjoints: out = c g + s g' or c g - s g' (two terms):
-    Σ|t| = |c||g| + |s||g'|, the operator on |g| with (|c|, 0) plus, in absolute value, on |g|
+    """rope_grad's two terms an element: the adjoints' c g + s g' or c g - s g', and ATB's
+    g (c + s') or g (c - s'), whose weight is a rounded sum (so g c and g s' are the terms, two
+    roundings deep). Σ|t| is the operator on |g| with (|c|, 0) plus, in absolute value, on |g|
     with (0, |s|)."""
     from . import _ops
     np = _np()
     q, k, c, s = (np.abs(_float64(a, dtype)) for a in arrays[:4])
-    mode = kw.get("mode", "half")
-    if mode not in ("half", "rotate_half", "interleaved"):
-        raise ValueError("gradref.precision.terms: rope_grad's terms are for half and "
-                         "interleaved (ATB rounds its weights: one term an element)")
-    first = _ops.rope_grad(q, k, c, np.zeros_like(s), arrays[4], **kw)
-    second = _ops.rope_grad(q, k, np.zeros_like(c), s, arrays[4], **kw)
+    kw = dict(kw)
+    mode = kw.pop("mode", arrays[5] if len(arrays) > 5 else "atb")  # rope_grad's default
+    if mode not in ("atb", "half", "rotate_half", "interleaved"):
+        raise ValueError("gradref.precision.terms: rope_grad's mode %r; atb, half or "
+                         "interleaved" % (mode,))
+    first = _ops.rope_grad(q, k, c, np.zeros_like(s), arrays[4], mode, **kw)
+    second = _ops.rope_grad(q, k, np.zeros_like(c), s, arrays[4], mode, **kw)
     mag = tuple(np.abs(a) + np.abs(b) for a, b in zip(first, second))
     count = tuple(np.full(m.shape, 2.0) for m in mag)
     return mag, count

@@ -129,17 +129,46 @@ def test_rope_terms_and_bound():
     k = rng.uniform(-2, 2, (t, d)).astype(np.float16)
     ang = rng.uniform(0, 6.3, (t, d))
     cos, sin = np.cos(ang).astype(np.float16), np.sin(ang).astype(np.float16)
-    for mode in ("half", "interleaved"):
+    for mode in ("half", "interleaved", "atb"):
         kw = dict(mode=mode)
         got = gradref.rope_grad(q, k, cos, sin, [t], **kw)
         gold = precision.f64(gradref.rope_grad, q, k, cos, sin, [t], **kw)
         mag, count = precision.terms("rope_grad", q, k, cos, sin, [t], **kw)
         assert (count[0] == 2).all() and (mag[0] >= np.abs(gold[0])).all()
+        # ATB rounds its weight and its product to F16 (two roundings in F16's unit)
+        acc = "float16" if mode == "atb" else "float32"
         for out, g, m, n in zip(got, gold, mag, count):
-            v = precision.check_bound(out, g, precision.error_bound(g, m, n, "float16"))
+            v = precision.check_bound(out, g, precision.error_bound(g, m, n, "float16", acc))
             assert v.passed, v.report()
+            assert v.metrics["largest error/bound"] > 0.05  # not vacuous
+    # the operator's default mode is ATB, and so is the terms'
+    default = precision.terms("rope_grad", q, k, cos, sin, [t])
+    atb = precision.terms("rope_grad", q, k, cos, sin, [t], mode="atb")
+    assert all(np.array_equal(a, b) for x, y in zip(default, atb) for a, b in zip(x, y))
     with pytest.raises(ValueError):
-        precision.terms("rope_grad", q, k, cos, sin, [t], mode="atb")
+        precision.terms("rope_grad", q, k, cos, sin, [t], mode="neox")
+
+
+def test_rope_atb_terms_flag_a_wrong_weight():
+    """F32 ATB with the partner's sign flipped in the back half (c + s' instead of c - s'), a
+    bug assert_close's F32 tolerance misses where sin is small, is past the bound."""
+    rng = np.random.default_rng(11)
+    t, d = 64, 8
+    q = rng.uniform(-2, 2, (t, d)).astype(np.float32)
+    k = rng.uniform(-2, 2, (t, d)).astype(np.float32)
+    cos = np.ones((t, d), np.float32)
+    sin = np.full((t, d), 2.0 ** -21, np.float32)
+    gold = precision.f64(gradref.rope_grad, q, k, cos, sin, [t])
+    mag, count = precision.terms("rope_grad", q, k, cos, sin, [t])
+    h = d // 2
+    bug = q.astype(np.float64) * np.concatenate([cos[:, :h] + sin[:, h:],
+                                                 cos[:, h:] + sin[:, :h]], axis=1)
+    bug = bug.astype(np.float32)
+    np.testing.assert_allclose(bug, gold[0], rtol=1.3e-6, atol=1e-5)  # torch's F32 tolerance
+    v = precision.check_bound(bug, gold[0],
+                              precision.error_bound(gold[0], mag[0], count[0], "float32"))
+    assert not v.passed
+    assert v.metrics["past the bound"] == t * h  # the back half, every element
 
 
 def test_library_terms_from_any_dtype():
