@@ -6,7 +6,7 @@
 - terms(name, *args, **kw): per output element, the sum of |term| in float64 and the count of
   terms, for the linear operators: conv_backprop_data and conv3d_backprop_filter (the
   library's GRADREF_TERM_MAGNITUDES and GRADREF_TERM_COUNTS outputs), rope_grad (every mode)
-  and recat (which moves values: no rounding);
+  and the recat calls (which move values: no rounding);
 - error_bound(golden_f64, magnitude, count, ...): the largest error any correct kernel can make
   summing those terms in any order in an accumulation dtype and rounding once to the output
   dtype (Higham's gamma_n), or a probabilistic one (Higham and Mary's lambda sqrt(n) u);
@@ -47,13 +47,19 @@ def f64(fn, *arrays, dtype=None, **kw):
     return fn(*[conv(a) for a in arrays], **{k: conv(v) for k, v in kw.items()})
 
 
+RECAT = ("recat_embedding_grad_output", "recat_embedding_grad_output_mixed_D",
+         "recat_embedding_grad_output_mixed_D_batch")
+TERMS = ("conv_backprop_data", "conv3d_backprop_filter", "rope_grad") + RECAT
+
+
 def terms(name, *arrays, dtype=None, **kw):
     """(magnitude, count): per output element Σ|term| in float64 and the number of terms.
     name: "conv_backprop_data" (filter, diff, its keywords), "conv3d_backprop_filter" (input,
     out_backprop; filter_sizes, strides, padding, ... as keywords), "rope_grad" (q_embed_grad,
     k_embed_grad, cos, sin, seq_len, mode: "atb" as the operator by default, "half" or
     "interleaved"; two terms an element, and the columns past rotary_dim, passed through, are
-    counted as two as well), "recat" (a value moved: count 0)."""
+    counted as two as well), and the three recat calls (grad_output and their arguments: the
+    output's values moved, count 0)."""
     from . import _ops
     np = _np()
     if name == "conv_backprop_data":  # the library's GRADREF_TERM_* outputs
@@ -66,10 +72,11 @@ def terms(name, *arrays, dtype=None, **kw):
                                                  terms=t, **kw) for t in ("magnitudes", "counts"))
     if name == "rope_grad":
         return _rope_terms(arrays, kw, dtype)
-    if name == "recat":
-        v = np.abs(_float64(arrays[0], dtype))
+    if name in RECAT:  # values moved, each output element one input's: no rounding
+        v = np.abs(getattr(_ops, name)(_float64(arrays[0], dtype), *arrays[1:], **kw))
         return v, np.zeros_like(v)
-    raise ValueError("gradref.precision.terms: no terms for %r" % (name,))
+    raise ValueError("gradref.precision.terms: no terms for %r; terms exist for %s"
+                     % (name, ", ".join(TERMS)))
 
 
 def _rope_terms(arrays, kw, dtype):

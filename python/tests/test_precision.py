@@ -216,3 +216,20 @@ def test_library_terms_refusals():
     both = _lib.Exec(None, 0, 1, _lib.TERM_MAGNITUDES | _lib.TERM_COUNTS)
     with pytest.raises(gradref.Error):
         _args.call("copy", _args.as_input(src, "src"), _args.as_output(dst, "out"), both)
+
+
+def test_recat_terms_have_the_output_shape():
+    """recat moves values: the magnitude is |output| (its shape, not grad_output's) and no term
+    rounds, so the bound is the output's subnormal half-spacing and the result meets it."""
+    rng = np.random.default_rng(5)
+    go = rng.uniform(-3, 3, (4, 9)).astype(np.float16)
+    got = gradref.recat_embedding_grad_output_mixed_D(go, [2, 3, 4])
+    gold = precision.f64(gradref.recat_embedding_grad_output_mixed_D, go, [2, 3, 4])
+    mag, count = precision.terms("recat_embedding_grad_output_mixed_D", go, [2, 3, 4])
+    assert mag.shape == got.shape and (count == 0).all()
+    assert np.array_equal(mag, np.abs(gold))
+    v = precision.check_bound(got, gold, precision.error_bound(gold, mag, count, "float16"))
+    assert v.passed and v.metrics["largest error/bound"] == 0
+    with pytest.raises(ValueError, match="terms exist for"):
+        precision.terms("recat", go)
+
