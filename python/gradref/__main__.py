@@ -7,16 +7,21 @@ call takes. Inputs are .npy files, or raw .bin files (CANN's test data) as FILE.
 (x.bin:float16:2,3,8,8,8). Writes every output as DIR/NAME.npy (and DIR/NAME.bin, the raw
 little-endian C-order bytes CANN's operator test tools read) and prints what it wrote.
 
-python3 -m gradref compare ACTUAL GOLDEN [--standard cann|cann-ratio|mlu] ... judges a
-kernel's output against a golden by CANN's or MLU-OPS' acceptance standard (gradref.standards),
-prints the verdict and exits 1 when it fails."""
+--f64 also writes each output computed in float64 from the same inputs (NAME_f64), and
+--magnitude the sum of |term| and the number of terms per output element (NAME_magnitude,
+NAME_count; gradref.precision), for an error bound.
+
+python3 -m gradref compare ACTUAL GOLDEN [--standard cann|cann-ratio|mlu|bound] ... judges a
+kernel's output against a golden by CANN's or MLU-OPS' acceptance standard (gradref.standards)
+or by the error bound of any correct kernel (gradref.precision; GOLDEN the f64 golden), prints
+the verdict and exits 1 when it fails."""
 import argparse
 import ast
 import inspect
 import os
 import sys
 
-from . import _args, _ops, atb, cann, fbgemm, megengine, standards, tf, torch
+from . import _args, _ops, atb, cann, fbgemm, megengine, precision, standards, tf, torch
 
 # name: (function, inputs (a trailing "?" marks an optional one), attribute help, outputs).
 # The top-level operators document their attributes here; a module's calls take every
@@ -211,8 +216,45 @@ def _parser():
     top.add_argument("--out-dtype", metavar="DTYPE",
                      help="write float outputs as float32, float16, bfloat16 or float64 "
                           "(rounded to nearest even)")
+    top.add_argument("--f64", action="store_true",
+                     help="also write each output computed in float64 (NAME_f64)")
+    top.add_argument("--magnitude", action="store_true",
+                     help="also write sum |term| and the term count per output element "
+                          "(NAME_magnitude, NAME_count); operators: " +
+                          ", ".join(precision.TERMS))
     top.add_argument("--version", action="store_true", help="print the library's version")
     return top
+
+
+def _terms(op, inputs, arrays, kwargs):
+    """precision.terms of the call: the inputs in their order, rope_grad's seq_len after them."""
+    kw = dict(kwargs)
+    dtype = kw.pop("dtype", None)
+    positional = [arrays[i.rstrip("?")] for i in inputs if i.rstrip("?") in arrays]
+    if op == "rope_grad" and "seq_len" in kw:
+        positional.append(kw.pop("seq_len"))
+    return precision.terms(op, *positional, dtype=dtype, **kw)
+
+
+def _extra_outputs(args, inputs, outputs, arrays, kwargs, np):
+    """(name, array) of the --f64 and --magnitude outputs."""
+    fn = OPERATORS[args.op][0]
+    extra = []
+    if args.f64:
+        kw = dict(kwargs)
+        dtype = kw.pop("dtype", None)
+        result = precision.f64(fn, dtype=dtype, **arrays, **kw)
+        result = result if isinstance(result, tuple) else (result,)
+        extra += [(n + "_f64", v) for n, v in zip(outputs, result) if v is not None]
+    if args.magnitude:
+        if args.op not in precision.TERMS:
+            raise ValueError("--magnitude: %s has no terms; these do: %s"
+                             % (args.op, ", ".join(precision.TERMS)))
+        mag, count = _terms(args.op, inputs, arrays, kwargs)
+        mag, count = (m if isinstance(m, tuple) else (m,) for m in (mag, count))
+        for n, m, c in zip(outputs, mag, count):
+            extra += [(n + "_magnitude", np.asarray(m)), (n + "_count", np.asarray(c))]
+    return extra
 
 
 def _fail(message, code=2):
@@ -227,10 +269,19 @@ def _compare_parser():
                     "acceptance standard; exit 1 when it fails.")
     p.add_argument("actual")
     p.add_argument("golden")
-    p.add_argument("--standard", choices=("cann", "cann-ratio", "mlu"), default="cann")
+    p.add_argument("--standard", choices=("cann", "cann-ratio", "mlu", "bound"), default="cann")
     p.add_argument("--out-dtype", metavar="DTYPE",
                    help="cann: the threshold's dtype (" + ", ".join(standards.CANN_THRESHOLDS) +
-                        "; default the golden's)")
+                        "; default the golden's); bound: the output's (default the actual's)")
+    p.add_argument("--magnitude", metavar="FILE", help="bound: sum |term| per element")
+    p.add_argument("--count", metavar="FILE", help="bound: the number of terms per element")
+    p.add_argument("--acc-dtype", default="float32", choices=("float32", "float16", "bfloat16",
+                                                              "float64"),
+                   help="bound: the accumulator's dtype (default float32)")
+    p.add_argument("--input-rounding", choices=("hf32", "hf32_910b", "bfloat16", "float16"),
+                   help="bound: the inputs are rounded to this first (HF32)")
+    p.add_argument("--model", choices=("worst", "probabilistic"), default="worst",
+                   help="bound: any order (default) or Higham and Mary's probabilistic bound")
     p.add_argument("--third-party", metavar="FILE", help="cann-ratio: the third party's output")
     p.add_argument("--level", choices=tuple(standards.CANN_LEVELS), default="L0")
     p.add_argument("--min-cases", type=int, metavar="N",
@@ -238,6 +289,21 @@ def _compare_parser():
     p.add_argument("--threshold", action="append", metavar="DIFF=VALUE",
                    help="mlu: diff1=3e-3 (repeatable; default diff1 and diff2 at 3e-3)")
     return p
+
+
+def _bound_verdict(args, actual, golden, dtype, np):
+    """precision.check_bound of ACTUAL against the f64 GOLDEN and its terms' bound."""
+    if not (args.magnitude and args.count):
+        raise ValueError("bound needs --magnitude FILE and --count FILE")
+    mag, _ = _load(args.magnitude, np)
+    count, _ = _load(args.count, np)
+    out = args.out_dtype or ("bfloat16" if dtype == "bf16" else str(actual.dtype))
+    if out not in precision.UNIT or out not in precision.TINY:
+        raise ValueError("bound: --out-dtype %s; one of float64, float32, float16, bfloat16"
+                         % out)
+    bound = precision.error_bound(golden, mag, count, out, args.acc_dtype,
+                                  input_rounding=args.input_rounding, model=args.model)
+    return precision.check_bound(actual, golden, bound, dtype=dtype)
 
 
 def compare(argv):
@@ -250,6 +316,8 @@ def compare(argv):
         dtype = "bf16" if a_bits or g_bits else None
         if args.standard == "cann":
             v = standards.cann_threshold(a, g, args.out_dtype, dtype=dtype)
+        elif args.standard == "bound":
+            v = _bound_verdict(args, a, g, dtype, np)
         elif args.standard == "mlu":
             limits = {k: float(x) for k, x in _pairs(args.threshold, "--threshold").items()}
             v = standards.mlu_check(a, g, limits or None, dtype=dtype)
@@ -312,6 +380,7 @@ def main(argv=None):
             result = (result,)
         result = [None if v is None else _convert(np.asarray(v), args.out_dtype, np)
                   for v in result]
+        extra = _extra_outputs(args, inputs, outputs, arrays, kwargs, np)
     except _args.Error as e:
         return _fail("gradref: %s failed: %s" % (args.op, e), 1)
     except (TypeError, ValueError, OSError) as e:
@@ -323,6 +392,8 @@ def main(argv=None):
     for name, value in zip(outputs, result):
         if value is not None:
             _write(args, name, value, bf16, np)
+    for name, value in extra:
+        _write(args, name, value, False, np)
     return 0
 
 

@@ -175,3 +175,39 @@ def test_module_calls_torch_and_megengine(tmp_path):
     assert r.returncode == 0, r.stderr
     same_bits(np.load(tmp_path / "m" / "grad.npy"),
               gradref.megengine.convolution_backward_data(f, d, format="NCHW4"))
+
+
+def test_f64_and_magnitude_goldens_and_the_bound(tmp_path):
+    """--f64 and --magnitude write the f64 golden and the terms of the call, the same arrays
+    as gradref.precision's; compare --standard bound passes the library's F16 result and
+    fails one with a term dropped."""
+    rng = np.random.default_rng(3)
+    w = rng.uniform(-1, 1, (4, 3, 3)).astype(np.float16)
+    d = rng.uniform(-1, 1, (2, 4, 9)).astype(np.float16)
+    attrs = ["--attr", "format=NCW", "--attr", "stride=2", "--attr", "pad=1",
+             "--attr", "grad_shape=(18,)"]
+    r = cli("conv_backprop_data", *save(tmp_path, filter=w, diff=d), *attrs, "--f64",
+            "--magnitude", "--out-dir", tmp_path / "out")
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "out"
+    kw = dict(format="NCW", stride=2, pad=1, grad_shape=(18,))
+    gold = gradref.precision.f64(gradref.conv_backprop_data, w, d, **kw)
+    mag, count = gradref.precision.terms("conv_backprop_data", w, d, **kw)
+    same_bits(np.load(out / "grad_f64.npy"), gold)
+    same_bits(np.load(out / "grad_magnitude.npy"), mag)
+    same_bits(np.load(out / "grad_count.npy"), count)
+    bound = ["--standard", "bound", "--magnitude", out / "grad_magnitude.npy",
+             "--count", out / "grad_count.npy"]
+    r = cli("compare", out / "grad.npy", out / "grad_f64.npy", *bound)
+    assert r.returncode == 0, r.stdout + r.stderr
+    assert "past the bound 0" in r.stdout
+    bug = gradref.conv_backprop_data(w, d, **kw).astype(np.float64)
+    bug[0, 0, 5] -= float(w[0, 0, 0]) * float(d[0, 0, 3])  # grad[0, 0, 5]'s term of tap 0
+    np.save(tmp_path / "bug.npy", bug.astype(np.float16))
+    r = cli("compare", tmp_path / "bug.npy", out / "grad_f64.npy", *bound)
+    assert r.returncode == 1 and "past the bound" in r.stdout
+    r = cli("compare", out / "grad.npy", out / "grad_f64.npy", "--standard", "bound")
+    assert r.returncode == 2 and "--magnitude" in r.stderr
+    r = cli("grid_sampler3d_grad", "--input=grad_output=x.npy", "--input=input=x.npy",
+            "--input=grid=x.npy", "--magnitude", "--out-dir", tmp_path / "gs")
+    assert r.returncode == 2
