@@ -3,6 +3,7 @@
 truths and channels-last views, shared by every convolution pair."""
 import numpy as np
 
+import gradref
 import harness
 import truth as tr
 
@@ -91,3 +92,29 @@ def filter_grad_truth(case, a, tf_layout=True):
     terms = max(1, case["n"] * int(np.prod(case["out"])))
     f = filter_last if tf_layout else (lambda v: v)
     return [(f(t), f(m), terms)]
+
+
+def _unit3(values, r, fill):
+    return [fill] * (3 - r) + list(values)
+
+
+def ours_channels_first(case, a):
+    """[dx (N, C, *S), dw (O, C/g, *K)] from gradref's own calls (NCHW, OIHW), or Refused."""
+    r, g = case["r"], case["groups"]
+    w = a["w"].reshape((g, case["o"] // g) + a["w"].shape[1:])
+    try:
+        dx = gradref.conv_backprop_data(w, a["dy"], sparse="GROUP", stride=case["s"],
+                                        pad=list(zip(case["begin"], case["end"])),
+                                        dilate=case["d"], grad_shape=a["x"].shape)
+        lead = (1,) * (3 - r)
+        x3 = a["x"].reshape(a["x"].shape[:2] + lead + a["x"].shape[2:])
+        dy3 = a["dy"].reshape(a["dy"].shape[:2] + lead + a["dy"].shape[2:])
+        sizes = _unit3(case["k"], r, 1) + [case["c"] // g, case["o"]]
+        pads = _unit3(list(zip(case["begin"], case["end"])), r, (0, 0))
+        dw = gradref.conv3d_backprop_filter(x3, sizes, dy3, _unit3(case["s"], r, 1), pads,
+                                            "NCDHW", _unit3(case["d"], r, 1), g)
+    except (gradref.Error, ValueError, TypeError) as e:
+        raise harness.Refused(type(e).__name__ + ": " + str(e))
+    dw = np.moveaxis(np.moveaxis(dw.reshape(tuple(case["k"]) + dw.shape[3:]), -1, 0), -1, 1)
+    return [dx, np.ascontiguousarray(dw)]
+

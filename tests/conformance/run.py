@@ -20,7 +20,8 @@ import report
 
 # each module: the distribution it tests (its version goes in the report)
 MODULES = [("pairs_tf", "tensorflow-cpu"), ("pairs_jax", "jax"), ("pairs_torch", "torch"),
-           ("pairs_fbgemm", "fbgemm-gpu-cpu"), ("pairs_paddle", "paddlepaddle")]
+           ("pairs_fbgemm", "fbgemm-gpu-cpu"), ("pairs_paddle", "paddlepaddle"),
+           ("pairs_mindspore", "mindspore")]
 
 
 def _version(dist):

@@ -40,6 +40,15 @@ differs:
 5. **Upstreams not run.** megengine 1.13.1 (the seed system of conv_backprop_data) has no
    wheel for CPython 3.11 on PyPI ("No matching distribution found"); its semantics stay held
    by the transcribed tests of the main suite. ATB's RopeGrad exists only for Ascend devices.
-   mindspore 2.10 installs here, but its GridSampler3DGrad and Conv3D gradient pairs are not
-   written yet.
+6. **MindSpore, the Ascend operators' framework.** Its CPU GridSampler3DGrad (through
+   mindspore.vjp of ops.grid_sample) is bit-identical to gradref's CANN dialect in float32
+   and within the bound in float16 (CANN's GridSampler3DGrad semantics: PyTorch's formula),
+   and its Conv3D gradients are within the bound in both dtypes. Its CPU kernel refuses
+   bfloat16 ("Unsupported data type"), so no bfloat16 row is run. The two float16
+   GridSampler3DGrad cases that differ are nearest mode with reflection padding and grids far
+   outside [-1, 1] (spread 3): a reflected source coordinate lands within rounding of a
+   half-integer, and gradref's float32 coordinates (PyTorch's formula, CANN's float32
+   arithmetic for float16 inputs) pick the neighbouring voxel where MindSpore's float16 call
+   and its float64 call (the truth) agree; hence gradref's max error of 1.0 of sum|terms| in
+   that row, inside the bound's coordinate slack. In float32 the two agree bit for bit.
 """
