@@ -59,6 +59,12 @@ def _coordinate_slack(go, x, grid, dx, dgrid, call_f64):
     truth's change when each grid axis moves by 8 float32 ulps (its first-order sensitivity
     to that rounding) is added to the bound."""
     slack = [np.zeros_like(dx), np.zeros_like(dgrid)]
+    with np.errstate(invalid="ignore"):  # NaN and infinite coordinates (specials)
+        return _slack_axes(go, x, grid, dx, dgrid, call_f64, slack)
+
+
+def _slack_axes(go, x, grid, dx, dgrid, call_f64, slack):
+    """_coordinate_slack's sum over the three grid axes."""
     for axis in range(3):
         moved = grid.copy()
         moved[..., axis] += 8 * 2.0 ** -24 * (np.abs(grid[..., axis]) + 1)

@@ -35,15 +35,19 @@ class Pair:
     gen(rng) -> case (a dict), or None to draw again; inputs(case, dtype) -> dict of arrays;
     ours / theirs(case, arrays) -> list of result arrays (raise Refused when a side rejects
     the case); truth(case, arrays) -> list of (f64 result, magnitude, terms) or None where
-    the side's results must be bit-identical (data movers).
+    the side's results must be bit-identical (data movers). specials: the inputs that a
+    quarter of the cases poison with NaN and infinities (where the upstream defines the
+    result); strided: whether half the cases hand gradref strided views of its inputs (the
+    same values, every other element of a buffer twice as long in the last dim).
     """
 
     def __init__(self, operator, upstream, call, ours_call, dtypes, gen, inputs, ours, theirs,
-                 truth, timing=None):
+                 truth, timing=None, specials=(), strided=True):
         self.operator, self.upstream = operator, upstream
         self.call, self.ours_call, self.dtypes = call, ours_call, dtypes
         self.gen, self.inputs, self.ours, self.theirs = gen, inputs, ours, theirs
         self.truth, self.timing = truth, timing
+        self.specials, self.strided = specials, strided
 
     def info(self):
         """What the report needs of the pair (plain data)."""
@@ -99,10 +103,50 @@ def _side(fn, case, arrays):
         return None, re.sub(r"\{\{function_node [^}]*\}\} ", "", str(e))[:160]
 
 
+def _poisoned(arrays, names, seed):
+    """Copies of the named float inputs with up to two elements each NaN, +inf or -inf."""
+    rng = np.random.default_rng(seed)
+    out = dict(arrays)
+    for name in names:
+        a = np.array(arrays[name])
+        if a.size:
+            flat = a.reshape(-1)
+            for i in rng.integers(0, a.size, 2):
+                flat[i] = rng.choice([np.nan, np.inf, -np.inf])
+            out[name] = a
+    return out
+
+
+def _strided(a):
+    """a's values as a view every other element of a buffer twice as long in the last dim."""
+    a = np.asarray(a)
+    if a.ndim == 0 or a.dtype.kind not in "fiu":
+        return a
+    buf = np.zeros(a.shape[:-1] + (2 * a.shape[-1],), a.dtype)
+    buf[..., ::2] = a
+    return buf[..., ::2]
+
+
+def _inside(r, t, lim):
+    """Per element: r within lim of t; where t is NaN or infinite, r of the same class."""
+    r = _f64(r)
+    special = ~np.isfinite(t)
+    same_class = (np.isnan(r) & np.isnan(t)) | (r == t)
+    err = np.abs(r - t)
+    err[np.isnan(err)] = np.inf
+    ok = np.where(special, same_class, err <= lim)
+    return ok, np.where(special, np.where(same_class, 0.0, np.inf), err)
+
+
 def run_case(pair, case, dtype, tally):
     """One case on both sides; records the outcome in tally."""
     arrays = pair.inputs(case, dtype)
-    ours, why_ours = _side(pair.ours, case, arrays)
+    if pair.specials and case["seed"] % 4 == 3:
+        arrays = _poisoned(arrays, pair.specials, case["seed"])
+    mine = arrays
+    if pair.strided and case["seed"] % 2:
+        mine = {k: _strided(v) for k, v in arrays.items()}
+    ours, why_ours = _side(pair.ours, case, mine)
     theirs, why_theirs = _side(pair.theirs, case, arrays)
     tally.cases += 1
     if ours is None or theirs is None:
@@ -125,14 +169,11 @@ def run_case(pair, case, dtype, tally):
             if r.shape != t.shape:
                 inside, worst = False, float("inf")
                 continue
-            err = np.abs(_f64(r) - t)
-            both_nan = np.isnan(_f64(r)) & np.isnan(t)
-            err[both_nan] = 0.0
-            err[np.isnan(err)] = np.inf
             out_dtype = r.dtype.name if r.dtype.name in tr.UNIT else dtype
             lim = tr.bound(t, mag, terms, out_dtype, slack=slack[0] if slack else 0.0)
-            inside &= bool(np.all(err <= lim))
-            scale = np.where(mag > 0, mag, 1.0)
+            ok, err = _inside(r, t, lim)
+            inside &= bool(np.all(ok))
+            scale = np.where(np.isfinite(mag) & (mag > 0), mag, 1.0)
             rel = np.where(err > 0, err / scale, 0.0).ravel()
             tally.add_error(side, rel)
             worst = max(worst, float(rel.max())) if rel.size else worst

@@ -80,7 +80,7 @@ def _conv_timing():
 
 PAIRS = [Pair("grid_sampler3d_grad", "mindspore", "mindspore.vjp(ops.grid_sample) (5-D)",
               "gradref.cann.grid_sampler3d_grad", DTYPES, gc.gen, gc.inputs, ours, theirs,
-              truth, timing=_timing()),
+              truth, timing=_timing(), specials=("grid",)),
          Pair("conv_backprop_data + conv3d_backprop_filter", "mindspore",
               "mindspore.vjp(ops.Conv3D) (NCDHW)",
               "gradref.conv_backprop_data + gradref.conv3d_backprop_filter", DTYPES,

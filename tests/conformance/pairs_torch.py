@@ -176,11 +176,11 @@ def rope_truth(case, a):
 PAIRS = [
     Pair("grid_sampler3d_grad", "torch", "torch.ops.aten.grid_sampler_3d_backward",
          "gradref.torch.grid_sampler_3d_backward", DTYPES, gc.gen, gc.inputs, gs_ours,
-         gs_theirs, gs_truth, timing=_gs_timing()),
+         gs_theirs, gs_truth, timing=_gs_timing(), specials=("grid",)),
     Pair("conv_backprop_data + conv3d_backprop_filter", "torch",
          "torch.ops.aten.convolution_backward", "gradref.torch.convolution_backward", DTYPES,
          _conv_gen, cc.inputs, conv_ours, conv_theirs, conv_truth, timing=_conv_timing()),
     Pair("rope_grad", "torch", "autograd of HF's rotate_half / GPT-J's interleaved RoPE",
          "gradref.torch.rotary_embedding_backward", DTYPES, rope_gen, rope_inputs, rope_ours,
-         rope_theirs, rope_truth),
+         rope_theirs, rope_truth, specials=("qg", "kg")),
 ]

@@ -18,6 +18,13 @@ same rounded inputs by the operator's formula (tests/conformance/truth.py).
 - **max / RMS error**: |result - truth| / sum|terms| over every element of every case.
 - **refused**: cases a side rejected with its own error (gradref / upstream / both).
 
+Half the cases hand gradref strided views of its inputs (the same values, every other element
+of a buffer twice as long in the last dimension; not the recat calls, which FBGEMM requires
+contiguous). A quarter of the cases of the grid_sampler3d_grad pairs (the grid), the RoPE pair
+(the incoming gradients) and TensorFlow's input-gradient pairs (dy) hold NaN and infinities;
+where the truth is NaN or infinite, a result is inside the bound when it is of the same class
+(NaN, or the same infinity).
+
 Machine: {cpu}; Python {python}; gradref {gradref}; {threads} threads.
 
 ## Upstreams

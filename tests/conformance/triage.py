@@ -51,4 +51,16 @@ differs:
    arithmetic for float16 inputs) pick the neighbouring voxel where MindSpore's float16 call
    and its float64 call (the truth) agree; hence gradref's max error of 1.0 of sum|terms| in
    that row, inside the bound's coordinate slack. In float32 the two agree bit for bit.
+7. **Semantic difference: non-finite grid coordinates.** CUDA's and CANN's
+   `safe_downgrade_to_int_range` take a NaN or infinite source coordinate out of range (the
+   point adds nothing to dx and its dgrid is 0), and PyTorch's CPU kernel gives the same on
+   x86; gradref does so everywhere (docs/grid_sampler3d_grad.md), bit for bit with PyTorch and
+   MindSpore in float32 here. Paddle leaves NaN in such a point's dgrid (its dx agrees),
+   so its own float64 call, this row's truth, puts gradref "outside the bound" at exactly those
+   points (the max error "inf" of the Paddle row). gradref follows PyTorch, which it ports; a
+   port of Paddle's kernel would expect NaN there. Strided inputs and NaN/Inf in the RoPE
+   gradients and TensorFlow's dy showed no difference of value. Where a result is NaN, its
+   bits can differ: gradref stores every NaN as the canonical quiet NaN 0x7fc00000 (its NaN
+   rule, docs/api.md), while x86 arithmetic makes the default NaN with the sign bit set; the
+   RoPE float32 cases that are not identical differ only there.
 """
