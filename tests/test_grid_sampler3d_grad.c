@@ -869,6 +869,76 @@ static gradref_status call_case(void *ctx, const gradref_exec *e) {
     return run(ctx, e);
 }
 
+/* GRADREF_TERM_*: the F64 outputs' rules, and their values. With every x and grad positive, dx's
+ * magnitudes are dx itself (each term positive, the same sums in f64); every dgrid magnitude
+ * bounds |dgrid|; one point with its eight corners inside counts each once, plus the five
+ * roundings inside a term, and dgrid 8 C terms plus five. */
+static void test_term_outputs(void **state) {
+    (void)state;
+    const int64_t dims[8] = {1, 2, 3, 4, 5, 2, 2, 3};
+    tu_rng r = tu_rng_make(510);
+    gs_case c, wide;
+    make_case(&c, GRADREF_F16, dims, NCDHW, 1.2, &r);
+    make_case(&wide, GRADREF_F64, dims, NCDHW, 1.2, &r);
+    const int32_t mag = GRADREF_PRECISION_DEFAULT | GRADREF_TERM_MAGNITUDES;
+    const gradref_exec terms = {NULL, 0, 2, mag}, counts = {NULL, 0, 1, GRADREF_TERM_COUNTS},
+                       both = {NULL, 0, 1, mag | GRADREF_TERM_COUNTS};
+    memset(c.buf[3], 0xee, c.bytes[3]);
+    memset(c.buf[4], 0xee, c.bytes[4]);
+    expect_error(&c, run(&c, &terms), GRADREF_ERR_DTYPE, "writes F64");
+    memset(wide.buf[3], 0xee, wide.bytes[3]);
+    memset(wide.buf[4], 0xee, wide.bytes[4]);
+    expect_error(&wide, run(&wide, &both), GRADREF_ERR_PARAM, "goes alone");
+    fill(&wide.x, 0.1, 1, &r);
+    fill(&wide.grad, 0.1, 1, &r);
+    run_ok(&wide, NULL);
+    gs_case plain = wide; /* its dx and dgrid, kept */
+    plain.buf[3] = make5(&plain.dx, GRADREF_F64, wide.dx.shape, NCDHW, 0, &plain.bytes[3], &r);
+    plain.buf[4] =
+        make5(&plain.dgrid, GRADREF_F64, wide.dgrid.shape, NCDHW, 1, &plain.bytes[4], &r);
+    memcpy(plain.buf[3], wide.buf[3], wide.bytes[3]);
+    memcpy(plain.buf[4], wide.buf[4], wide.bytes[4]);
+    run_ok(&wide, &terms);
+    tu_expect_same_bits(&wide.dx, &plain.dx, "dx magnitudes");
+    int64_t i[5];
+    for (i[0] = 0; i[0] < 1; i[0]++)
+        for (i[1] = 0; i[1] < 2; i[1]++)
+            for (i[2] = 0; i[2] < 2; i[2]++)
+                for (i[3] = 0; i[3] < 3; i[3]++)
+                    for (i[4] = 0; i[4] < 3; i[4]++)
+                        assert_true(tu_get(&wide.dgrid, i) >= fabs(tu_get(&plain.dgrid, i)));
+    for (int k = 0; k < 3; k++) /* one point, eight corners inside: the others out of range */
+        for (int64_t z = 0; z < 2; z++)
+            for (int64_t y = 0; y < 2; y++)
+                for (int64_t x = 0; x < 3; x++)
+                    put5(&wide.grid, 0, z, y, x, k, z + y + x == 0 ? 0.1 : 5.0);
+    run_ok(&wide, &counts);
+    int counted = 0;
+    for (i[0] = 0; i[0] < 1; i[0]++)
+        for (i[1] = 0; i[1] < 2; i[1]++)
+            for (i[2] = 0; i[2] < 3; i[2]++)
+                for (i[3] = 0; i[3] < 4; i[3]++)
+                    for (i[4] = 0; i[4] < 5; i[4]++) {
+                        const double n = tu_get(&wide.dx, i);
+                        assert_true(n == 0 || n == 6);
+                        counted += n == 6;
+                    }
+    assert_int_equal(counted, 2 * 8);
+    for (int k = 0; k < 3; k++) {
+        assert_true(at5(&wide.dgrid, 0, 0, 0, 0, k) == 8 * 2 + 5);
+        assert_true(at5(&wide.dgrid, 0, 1, 1, 1, k) == 0);
+    }
+    size_t bytes = 1;
+    assert_int_equal(gradref_grid_sampler3d_grad_workspace_size(&wide.params, &wide.grad, &wide.x,
+                                                                &wide.grid, &wide.dx, &wide.dgrid,
+                                                                &bytes),
+                     GRADREF_OK);
+    free(plain.buf[3]);
+    free(plain.buf[4]);
+    free_case(&c);
+    free_case(&wide);
+}
+
 static void test_errors(void **state) {
     (void)state;
     const int64_t dims[8] = {2, 3, 4, 5, 6, 2, 3, 4};
@@ -1012,6 +1082,7 @@ int main(void) {
         cmocka_unit_test(test_bench_problems),
         cmocka_unit_test(test_golden_pytorch),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_term_outputs),
         cmocka_unit_test(test_strict_cann),
     };
     tu_seed();

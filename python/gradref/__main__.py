@@ -9,7 +9,7 @@ little-endian C-order bytes CANN's operator test tools read) and prints what it 
 
 --f64 also writes each output computed in float64 from the same inputs (NAME_f64), and
 --magnitude the sum of |term| and the number of terms per output element (NAME_magnitude,
-NAME_count; gradref.precision), for an error bound.
+NAME_count, and grid_sampler3d_grad's NAME_slack; gradref.precision), for an error bound.
 
 python3 -m gradref compare ACTUAL GOLDEN [--standard cann|cann-ratio|mlu|bound] ... judges a
 kernel's output against a golden by CANN's or MLU-OPS' acceptance standard (gradref.standards)
@@ -254,6 +254,10 @@ def _extra_outputs(args, inputs, outputs, arrays, kwargs, np):
         mag, count = (m if isinstance(m, tuple) else (m,) for m in (mag, count))
         for n, m, c in zip(outputs, mag, count):
             extra += [(n + "_magnitude", np.asarray(m)), (n + "_count", np.asarray(c))]
+        if args.op == "grid_sampler3d_grad":  # and the sampling coordinates' share
+            kw = {k: v for k, v in kwargs.items() if k != "output_mask"}
+            slack = precision.coordinate_slack(*(arrays[i] for i in inputs), **kw)
+            extra += [(n + "_slack", s) for n, s in zip(outputs, slack)]
     return extra
 
 
@@ -275,6 +279,8 @@ def _compare_parser():
                         "; default the golden's); bound: the output's (default the actual's)")
     p.add_argument("--magnitude", metavar="FILE", help="bound: sum |term| per element")
     p.add_argument("--count", metavar="FILE", help="bound: the number of terms per element")
+    p.add_argument("--slack", metavar="FILE",
+                   help="bound: an operator's own allowance (grid_sampler3d_grad's NAME_slack)")
     p.add_argument("--acc-dtype", default="float32", choices=("float32", "float16", "bfloat16",
                                                               "float64"),
                    help="bound: the accumulator's dtype (default float32)")
@@ -301,8 +307,10 @@ def _bound_verdict(args, actual, golden, dtype, np):
     if out not in precision.UNIT or out not in precision.TINY:
         raise ValueError("bound: --out-dtype %s; one of float64, float32, float16, bfloat16"
                          % out)
+    slack = _load(args.slack, np)[0] if args.slack else 0.0
     bound = precision.error_bound(golden, mag, count, out, args.acc_dtype,
-                                  input_rounding=args.input_rounding, model=args.model)
+                                  input_rounding=args.input_rounding, model=args.model,
+                                  slack=slack)
     return precision.check_bound(actual, golden, bound, dtype=dtype)
 
 

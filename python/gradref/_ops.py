@@ -19,10 +19,11 @@ __all__ = ["Error", "version", "library_path", "grid_sampler3d_grad",
 
 def grid_sampler3d_grad(grad_output, input, grid, interpolation_mode, padding_mode,
                         align_corners, output_mask=(True, True), *, out=None, threads=None,
-                        precision=None, strict=False, dtype=None):
+                        precision=None, strict=False, dtype=None, terms=None):
     """PyTorch's grid_sampler_3d_backward / CANN GridSampler3DGrad: returns (dx, dgrid), each
     None when output_mask says so. interpolation_mode 0/"bilinear" or 1/"nearest";
-    padding_mode 0/"zeros", 1/"border", 2/"reflection"."""
+    padding_mode 0/"zeros", 1/"border", 2/"reflection". terms="magnitudes" ("counts") gives
+    instead, in float64, each element's sum of |term| (its rounding count; docs/precision.md)."""
     bf16 = bf16_dtype(dtype)
     p = _lib.GridSampler3dParams()
     p.interpolation = choice(interpolation_mode, INTERP, "interpolation_mode")
@@ -38,9 +39,10 @@ def grid_sampler3d_grad(grad_output, input, grid, interpolation_mode, padding_mo
     x = as_input(input, "input", bf16)
     gr = as_input(grid, "grid", bf16)
     out_dx, out_dgrid = outs(out, 2)
-    dx = result(out_dx, g.kind, x.shape, x.code, "dx", bf16, g) if mask[0] else None
-    dgrid = result(out_dgrid, g.kind, gr.shape, gr.code, "dgrid", bf16, g) if mask[1] else None
-    e = execution(threads, precision, strict)
+    code = g.code if terms is None else _lib.F64
+    dx = result(out_dx, g.kind, x.shape, code, "dx", bf16, g) if mask[0] else None
+    dgrid = result(out_dgrid, g.kind, gr.shape, code, "dgrid", bf16, g) if mask[1] else None
+    e = execution(threads, precision, strict, terms=terms)
     call("grid_sampler3d_grad", p, g, x, gr, dx, dgrid, e, names=GS3D_NAMES)
     return (dx.obj if dx else None, dgrid.obj if dgrid else None)
 

@@ -4,9 +4,10 @@
 - f64(fn, *args, **kw): an operator's result computed in float64 from its inputs (any dtype,
   converted exactly), the golden the error of any kernel is measured against;
 - terms(name, *args, **kw): per output element, the sum of |term| in float64 and the count of
-  terms, for the linear operators: conv_backprop_data and conv3d_backprop_filter (the
-  library's GRADREF_TERM_MAGNITUDES and GRADREF_TERM_COUNTS outputs), rope_grad (every mode)
-  and the recat calls (which move values: no rounding);
+  roundings (for a sum of products, the number of products): conv_backprop_data,
+  conv3d_backprop_filter and grid_sampler3d_grad (the library's GRADREF_TERM_MAGNITUDES and
+  GRADREF_TERM_COUNTS outputs), rope_grad (every mode) and the recat calls (which move
+  values: no rounding); coordinate_slack(...) adds grid_sampler3d_grad's coordinates;
 - error_bound(golden_f64, magnitude, count, ...): the largest error any correct kernel can make
   summing those terms in any order in an accumulation dtype and rounding once to the output
   dtype (Higham's gamma_n), or a probabilistic one (Higham and Mary's lambda sqrt(n) u);
@@ -49,13 +50,17 @@ def f64(fn, *arrays, dtype=None, **kw):
 
 RECAT = ("recat_embedding_grad_output", "recat_embedding_grad_output_mixed_D",
          "recat_embedding_grad_output_mixed_D_batch")
-TERMS = ("conv_backprop_data", "conv3d_backprop_filter", "rope_grad") + RECAT
+TERMS = ("conv_backprop_data", "conv3d_backprop_filter", "grid_sampler3d_grad",
+         "rope_grad") + RECAT
 
 
 def terms(name, *arrays, dtype=None, **kw):
-    """(magnitude, count): per output element Σ|term| in float64 and the number of terms.
+    """(magnitude, count): per output element Σ|term| in float64 and the number of terms (for
+    grid_sampler3d_grad, of roundings: its terms' own 5 included; docs/precision.md).
     name: "conv_backprop_data" (filter, diff, its keywords), "conv3d_backprop_filter" (input,
-    out_backprop; filter_sizes, strides, padding, ... as keywords), "rope_grad" (q_embed_grad,
+    out_backprop; filter_sizes, strides, padding, ... as keywords), "grid_sampler3d_grad"
+    (grad_output, input, grid, the modes: ((dx, dgrid) magnitudes, (dx, dgrid) counts); see
+    coordinate_slack too), "rope_grad" (q_embed_grad,
     k_embed_grad, cos, sin, seq_len, mode: "atb" as the operator by default, "half" or
     "interleaved"; two terms an element, and the columns past rotary_dim, passed through, are
     counted as two as well), and the three recat calls (grad_output and their arguments: the
@@ -70,6 +75,10 @@ def terms(name, *arrays, dtype=None, **kw):
         sizes = kw.pop("filter_sizes")
         return tuple(_ops.conv3d_backprop_filter(arrays[0], sizes, arrays[1], dtype=dtype,
                                                  terms=t, **kw) for t in ("magnitudes", "counts"))
+    if name == "grid_sampler3d_grad":  # the library's: (dx, dgrid) each
+        mag, count = (_ops.grid_sampler3d_grad(*arrays, dtype=dtype, terms=t, **kw)
+                      for t in ("magnitudes", "counts"))
+        return mag, count
     if name == "rope_grad":
         return _rope_terms(arrays, kw, dtype)
     if name in RECAT:  # values moved, each output element one input's: no rounding
@@ -99,6 +108,33 @@ def _rope_terms(arrays, kw, dtype):
     return mag, count
 
 
+def coordinate_slack(grad_output, input, grid, interpolation_mode, padding_mode, align_corners,
+                     *, dtype=None, ulps=8, factor=4):
+    """grid_sampler3d_grad's (dx, dgrid) slack for the sampling coordinates, which a correct
+    kernel computes from the grid in float32 (a few roundings; CANN does so for every dtype):
+    factor times the f64 result's change when each grid axis moves by ulps float32 units
+    (ulps 2^-24 (|g| + 1)) either way, the larger side, summed over the axes. A first-order
+    estimate (the results are piecewise smooth in the grid): add it to error_bound's slack."""
+    np = _np()
+    from . import _ops
+    go, x, g = (_float64(a, dtype) for a in (grad_output, input, grid))
+    args = (interpolation_mode, padding_mode, align_corners)
+    base = _ops.grid_sampler3d_grad(go, x, g, *args)
+    slack = [np.zeros_like(b) for b in base]
+    with np.errstate(invalid="ignore"):
+        for axis in range(3):
+            step = ulps * 2.0 ** -24 * (np.abs(g[..., axis]) + 1)
+            change = [np.zeros_like(b) for b in base]
+            for sign in (1, -1):
+                moved = g.copy()
+                moved[..., axis] += sign * step
+                for i, r in enumerate(_ops.grid_sampler3d_grad(go, x, moved, *args)):
+                    change[i] = np.fmax(change[i], np.abs(r - base[i]))
+            for i in range(2):
+                slack[i] += factor * np.nan_to_num(change[i], nan=0.0, posinf=0.0)
+    return tuple(slack)
+
+
 def gamma(n, u):
     """Higham's gamma_n = n u / (1 - n u) (infinite once n u >= 1/2)."""
     nu = n * u
@@ -106,7 +142,7 @@ def gamma(n, u):
 
 
 def error_bound(golden_f64, magnitude, count, out_dtype, acc_dtype="float32", *,
-                input_rounding=None, model="worst", lam=1.0):
+                input_rounding=None, model="worst", lam=1.0, slack=0.0):
     """Per element, the largest |actual - golden| of a correct kernel that forms each term as a
     product of the given inputs (after rounding them to input_rounding, as HF32 does: "hf32",
     "hf32_910b", "bfloat16", "float16"; None: used as given), sums the count terms in
@@ -118,8 +154,9 @@ def error_bound(golden_f64, magnitude, count, out_dtype, acc_dtype="float32", *,
                                Mary, SIAM J. Sci. Comput. 41(5), 2019: holds with probability at
                                least 1 - 2 exp(-lam^2 (1 - u)^2 / 2) per sum)
 
-    plus (2 u_in + u_in^2) Σ|t| for the inputs' rounding, u_out (|y| + that) for the output's
-    and the output's subnormal spacing."""
+    plus (2 u_in + u_in^2) Σ|t| for the inputs' rounding, an operator's own slack (such as
+    coordinate_slack's), u_out (|y| + that) for the output's rounding and the output's
+    subnormal spacing."""
     np = _np()
     y = np.abs(np.asarray(golden_f64, np.float64))
     mag = np.asarray(magnitude, np.float64)
@@ -132,7 +169,7 @@ def error_bound(golden_f64, magnitude, count, out_dtype, acc_dtype="float32", *,
     else:
         raise ValueError("gradref.precision.error_bound: model %r; worst or probabilistic"
                          % (model,))
-    inner = g * mag
+    inner = g * mag + np.asarray(slack, np.float64)
     if input_rounding is not None:
         ui = UNIT[input_rounding]
         inner = inner + (2 * ui + ui * ui) * mag

@@ -208,6 +208,31 @@ def test_f64_and_magnitude_goldens_and_the_bound(tmp_path):
     assert r.returncode == 1 and "past the bound" in r.stdout
     r = cli("compare", out / "grad.npy", out / "grad_f64.npy", "--standard", "bound")
     assert r.returncode == 2 and "--magnitude" in r.stderr
-    r = cli("grid_sampler3d_grad", "--input=grad_output=x.npy", "--input=input=x.npy",
-            "--input=grid=x.npy", "--magnitude", "--out-dir", tmp_path / "gs")
-    assert r.returncode == 2
+    go = np.ones((1, 1, 1, 1, 1), np.float32)
+    x = np.ones((1, 1, 2, 2, 2), np.float32)
+    grid = np.zeros((1, 1, 1, 1, 3), np.float32)
+    r = cli("torch.grid_sampler_3d_backward", *save(tmp_path, grad_output=go, input=x,
+                                                    grid=grid),
+            "--attr", "interpolation_mode=0", "--attr", "padding_mode=0",
+            "--attr", "align_corners=False", "--magnitude", "--out-dir", tmp_path / "gs")
+    assert r.returncode == 2 and "has no terms" in r.stderr  # a module call: none
+
+
+def test_grid_sampler_bound_through_the_cli(tmp_path):
+    """grid_sampler3d_grad's --magnitude also writes the coordinates' slack; compare with it
+    passes the library's own F16 dgrid."""
+    rng = np.random.default_rng(9)
+    go = rng.standard_normal((1, 2, 2, 2, 3)).astype(np.float16)
+    x = rng.standard_normal((1, 2, 3, 4, 5)).astype(np.float16)
+    grid = rng.uniform(-1.3, 1.3, (1, 2, 2, 3, 3)).astype(np.float16)
+    r = cli("grid_sampler3d_grad", *save(tmp_path, grad_output=go, input=x, grid=grid),
+            "--attr", "interpolation_mode=bilinear", "--attr", "padding_mode=reflection",
+            "--attr", "align_corners=True", "--f64", "--magnitude", "--out-dir", tmp_path / "o")
+    assert r.returncode == 0, r.stderr
+    out = tmp_path / "o"
+    for name in ("dx", "dgrid"):
+        assert (out / (name + "_slack.npy")).exists()
+        r = cli("compare", out / (name + ".npy"), out / (name + "_f64.npy"), "--standard",
+                "bound", "--magnitude", out / (name + "_magnitude.npy"), "--count",
+                out / (name + "_count.npy"), "--slack", out / (name + "_slack.npy"))
+        assert r.returncode == 0, r.stdout + r.stderr

@@ -233,3 +233,129 @@ def test_recat_terms_have_the_output_shape():
     with pytest.raises(ValueError, match="terms exist for"):
         precision.terms("recat", go)
 
+
+
+GS_MODES = [(i, p, a) for i in (0, 1) for p in (0, 1, 2) for a in (False, True)]
+
+
+def gs_case(seed, dtype=np.float32, spread=1.2, n=1, c=3, size=(3, 4, 5), out=(2, 3, 2)):
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal((n, c) + size).astype(dtype)
+    grid = rng.uniform(-spread, spread, (n,) + out + (3,)).astype(dtype)
+    go = rng.standard_normal((n, c) + out).astype(dtype)
+    return go, x, grid
+
+
+def _dgrid_magnitude(go, x, grid, align):
+    """Σ over channels and in-range corners of |x| |g| times the two other axes' distances,
+    times |the multiplier|: the trilinear dgrid's terms for zeros padding, in numpy."""
+    go, x, grid = (a.astype(np.float64) for a in (go, x, grid))
+    n, c, d, h, w = x.shape
+    out = np.zeros(grid.shape)
+    sizes = (w, h, d)
+    for b in range(n):
+        for p in np.ndindex(grid.shape[1:4]):
+            i, mult = [], []
+            for k in range(3):
+                s = sizes[k]
+                g = grid[(b,) + p + (k,)]
+                i.append((g + 1) / 2 * (s - 1) if align else ((g + 1) * s - 1) / 2)
+                mult.append((s - 1) / 2 if align else s / 2)
+            lo = [int(np.floor(v)) for v in i]
+            dist = [(lo[k] + 1 - i[k], i[k] - lo[k]) for k in range(3)]
+            for corner in np.ndindex(2, 2, 2):  # (dz, dy, dx)
+                z, y, xx = lo[2] + corner[0], lo[1] + corner[1], lo[0] + corner[2]
+                if not (0 <= z < d and 0 <= y < h and 0 <= xx < w):
+                    continue
+                v = np.abs(x[b, :, z, y, xx] * go[(b, slice(None)) + p]).sum()
+                wx, wy, wz = dist[0][corner[2]], dist[1][corner[1]], dist[2][corner[0]]
+                out[(b,) + p] += v * np.array([wy * wz, wx * wz, wx * wy]) * np.array(mult)
+    return out
+
+
+def test_gs3d_terms_are_the_formulas():
+    """dx's magnitude is the f64 operator on |grad_output| (its weights are >= 0), bit for bit;
+    dgrid's is numpy's sum of |terms|; the counts add the terms' 5 roundings."""
+    go, x, grid = gs_case(21)
+    for align in (False, True):
+        args = (0, 0, align)
+        (dx_m, dg_m), (dx_n, dg_n) = precision.terms("grid_sampler3d_grad", go, x, grid, *args)
+        assert dx_m.dtype == np.float64 and dg_n.dtype == np.float64
+        want, _ = gradref.grid_sampler3d_grad(np.abs(go).astype(np.float64),
+                                              x.astype(np.float64), grid.astype(np.float64),
+                                              *args)
+        assert np.array_equal(dx_m, want)
+        np.testing.assert_allclose(dg_m, _dgrid_magnitude(go, x, grid, align), rtol=1e-12)
+        assert set(np.unique(dx_n)) <= {0.0} | {float(k + 5) for k in range(1, 20)}
+        assert set(np.unique(dg_n)) <= {0.0} | {float(3 * k + 5) for k in range(1, 9)}
+    # one point inside, every corner in range: 8 voxels counted once (+5), dgrid 8 C + 5
+    grid1 = np.full((1, 1, 1, 1, 3), 0.1, np.float32)
+    (_, _), (dx_n, dg_n) = precision.terms("grid_sampler3d_grad", go[:, :, :1, :1, :1], x,
+                                           grid1, 0, 0, False)
+    assert (dx_n == 6).sum() == 8 * 3 and set(np.unique(dx_n)) == {0.0, 6.0}
+    assert (dg_n == 8 * 3 + 5).all()
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.float16])
+def test_gs3d_results_inside_the_bound(dtype):
+    """gradref's own result, every mode and padding, grids in and far out of range: inside the
+    bound with the coordinates' slack, and close to it somewhere (not vacuous)."""
+    out = "float32" if dtype == np.float32 else "float16"
+    tightest = 0.0
+    for seed, (interp, pad, align) in enumerate(GS_MODES):
+        for spread in (1.2, 3.0):
+            go, x, grid = gs_case(100 + seed, dtype, spread)
+            args = (go, x, grid, interp, pad, align)
+            got = gradref.grid_sampler3d_grad(*args)
+            gold = precision.f64(gradref.grid_sampler3d_grad, *args)
+            mags, counts = precision.terms("grid_sampler3d_grad", *args)
+            slack = precision.coordinate_slack(*args)
+            for r, g, m, n, s in zip(got, gold, mags, counts, slack):
+                b = precision.error_bound(g, m, n, out, slack=s)
+                v = precision.check_bound(r, g, b)
+                assert v.passed, (interp, pad, align, spread, v.report())
+                tightest = max(tightest, v.metrics["largest error/bound"])
+    assert tightest > 0.1
+
+
+def test_gs3d_dx_in_any_order_inside_the_bound():
+    """dx summed from its per-point contributions in random orders in float32 (each
+    contribution rounded to float32 first) stays inside the bound without any slack."""
+    go, x, grid = gs_case(31, out=(3, 3, 3))
+    args = (0, 0, False)
+    gold, _ = precision.f64(gradref.grid_sampler3d_grad, go, x, grid, *args)
+    (mag, _), (count, _) = precision.terms("grid_sampler3d_grad", go, x, grid, *args)
+    parts = []
+    for p in np.ndindex(go.shape[2:]):  # each point's contributions alone, in f64
+        one = np.zeros(go.shape, np.float64)
+        one[(slice(None), slice(None)) + p] = go[(slice(None), slice(None)) + p]
+        parts.append(gradref.grid_sampler3d_grad(one, x.astype(np.float64),
+                                                 grid.astype(np.float64), *args)[0])
+    parts = np.array(parts, np.float32)
+    bound = precision.error_bound(gold, mag, count, "float32")
+    rng = np.random.default_rng(3)
+    for _ in range(20):
+        acc = np.zeros(gold.shape, np.float32)
+        for j in rng.permutation(len(parts)):
+            acc = acc + parts[j]
+        assert (np.abs(acc.astype(np.float64) - gold) <= bound).all()
+
+
+def test_gs3d_bound_flags_a_border_gradient_bug():
+    """Border padding: a point clipped on an axis has dgrid exactly 0 there (magnitude 0). A
+    kernel that leaves 1e-6 there passes assert_close at torch's F32 tolerance; the bound
+    flags every such element."""
+    go, x, grid = gs_case(41, spread=3.0)
+    args = (go, x, grid, 0, 1, False)
+    gold = precision.f64(gradref.grid_sampler3d_grad, *args)[1]
+    mag = precision.terms("grid_sampler3d_grad", *args)[0][1]
+    count = precision.terms("grid_sampler3d_grad", *args)[1][1]
+    slack = precision.coordinate_slack(*args)[1]
+    clipped = np.abs(grid.astype(np.float64)) > 1.0
+    assert clipped.any() and (mag[clipped] == 0).all()
+    bug = gold.astype(np.float32)
+    bug[clipped] = 1e-6
+    np.testing.assert_allclose(bug, gold, rtol=1.3e-6, atol=1e-5)
+    v = precision.check_bound(bug, gold, precision.error_bound(gold, mag, count, "float32",
+                                                               slack=slack))
+    assert v.metrics["past the bound"] == int(clipped.sum())

@@ -25,6 +25,13 @@ static void fast_run(const void *plan, void *ws, int threads) {
     gradref__gs3d_fast(plan, ws, threads);
 }
 
+/* Why the fast path does not take a plan. */
+static const char *fast_skip(const void *plan, int32_t precision) {
+    (void)precision;
+    const gradref__gs3d_plan *p = plan;
+    return p->terms ? "the GRADREF_TERM_* outputs come from the reference loop" : NULL;
+}
+
 /* The reference loop, on one thread. */
 static void reference_run(const void *plan, void *ws, int threads) {
     (void)ws, (void)threads;
@@ -33,7 +40,7 @@ static void reference_run(const void *plan, void *ws, int threads) {
 
 /* fast: every mode, dtype and layout; reference: a caller's workspace too small for fast. */
 static const gradref__strategy strategies[] = {
-    {"fast", NULL, fast_workspace, NULL, fast_run, NULL},
+    {"fast", fast_skip, fast_workspace, NULL, fast_run, NULL},
     {"reference", NULL, NULL, NULL, reference_run, NULL},
 };
 static const gradref__fast_path FAST = {OP, strategies, 2, NULL, kernel_level};
@@ -64,9 +71,9 @@ static void view_of(gradref__gs3d_view *v, const gradref_tensor *t) {
 static const char *const NAMES[5] = {"grad", "x", "grid", "dx", "dgrid"};
 
 /* The tensors taken (normalised copies in t[]: grad, x, grid, dx, dgrid; a NULL output stays
- * NULL in out[]), each 5-D, all of one float dtype. */
+ * NULL in out[]), each 5-D, all of one float dtype (with terms, the outputs F64). */
 static gradref_status check_tensors(const gradref_tensor *const *in, gradref_tensor *t,
-                                    const gradref_tensor **out, gradref__extent *e) {
+                                    const gradref_tensor **out, gradref__extent *e, int terms) {
     for (int i = 0; i < 5; i++) {
         out[i] = NULL;
         if (i >= 3 && in[i] == NULL) continue;
@@ -80,11 +87,17 @@ static gradref_status check_tensors(const gradref_tensor *const *in, gradref_ten
         return gradref__fail(GRADREF_ERR_DTYPE, OP,
                              "grad.dtype is %s; grid_sampler3d_grad takes F32, F64, F16 or BF16",
                              gradref__dtype_name(dtype));
-    for (int i = 1; i < 5; i++)
-        if (out[i] != NULL && out[i]->dtype != dtype)
+    for (int i = 1; i < 5; i++) {
+        if (out[i] == NULL) continue;
+        if (i >= 3 && terms && out[i]->dtype != GRADREF_F64)
+            return gradref__fail(GRADREF_ERR_DTYPE, OP,
+                                 "%s.dtype is %s; a GRADREF_TERM_* call writes F64", NAMES[i],
+                                 gradref__dtype_name(out[i]->dtype));
+        if ((i < 3 || !terms) && out[i]->dtype != dtype)
             return gradref__fail(GRADREF_ERR_DTYPE, OP, "%s.dtype is %s but grad.dtype is %s",
                                  NAMES[i], gradref__dtype_name(out[i]->dtype),
                                  gradref__dtype_name(dtype));
+    }
     return GRADREF_OK;
 }
 
@@ -135,6 +148,7 @@ static void plan_of(const gradref_grid_sampler3d_params *p, const gradref_tensor
     plan->padding = p->padding;
     plan->align_corners = p->align_corners;
     plan->dtype = t[0]->dtype;
+    plan->out_dtype = t[0]->dtype;
     plan->precision = GRADREF_PRECISION_DEFAULT;
     plan->max_isa = GRADREF__ISA_MAX;
     plan->elem_size = gradref__dtype_size(t[0]->dtype);
@@ -153,19 +167,28 @@ static void plan_of(const gradref_grid_sampler3d_params *p, const gradref_tensor
     view_of(&plan->dgrid, t[4]);
 }
 
+gradref_status gradref__gs3d_validate_terms(const gradref_grid_sampler3d_params *p,
+                                            const gradref_tensor *const *tensors, int32_t terms,
+                                            gradref__gs3d_plan *plan) {
+    GRADREF__FORWARD_IF_ERROR(check_params(p));
+    const gradref_tensor *t[5];
+    gradref_tensor local[5];
+    gradref__extent e[5] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
+    GRADREF__FORWARD_IF_ERROR(check_tensors(tensors, local, t, e, terms != GRADREF__TERMS_NONE));
+    GRADREF__FORWARD_IF_ERROR(check_shapes(t));
+    GRADREF__FORWARD_IF_ERROR(check_aliasing(t, e));
+    plan_of(p, t, plan);
+    plan->terms = terms;
+    if (terms) plan->out_dtype = GRADREF_F64;
+    return GRADREF_OK;
+}
+
 gradref_status gradref__gs3d_validate(const gradref_grid_sampler3d_params *p,
                                       const gradref_tensor *grad, const gradref_tensor *x,
                                       const gradref_tensor *grid, const gradref_tensor *dx,
                                       const gradref_tensor *dgrid, gradref__gs3d_plan *plan) {
-    GRADREF__FORWARD_IF_ERROR(check_params(p));
-    const gradref_tensor *in[5] = {grad, x, grid, dx, dgrid}, *t[5];
-    gradref_tensor local[5];
-    gradref__extent e[5] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
-    GRADREF__FORWARD_IF_ERROR(check_tensors(in, local, t, e));
-    GRADREF__FORWARD_IF_ERROR(check_shapes(t));
-    GRADREF__FORWARD_IF_ERROR(check_aliasing(t, e));
-    plan_of(p, t, plan);
-    return GRADREF_OK;
+    const gradref_tensor *const in[5] = {grad, x, grid, dx, dgrid};
+    return gradref__gs3d_validate_terms(p, in, GRADREF__TERMS_NONE, plan);
 }
 
 /* Whether a 5-D view holds its channels innermost: their stride below that of a spatial dim
@@ -198,8 +221,10 @@ gradref_status gradref_grid_sampler3d_grad(const gradref_grid_sampler3d_params *
     gradref__ctx ctx;
     gradref__gs3d_plan plan;
     GRADREF__FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
-    GRADREF__FORWARD_IF_ERROR(gradref__check_precision(OP, &ctx, GRADREF__GENERAL_PRECISIONS));
-    GRADREF__FORWARD_IF_ERROR(gradref__gs3d_validate(p, grad, x, grid, dx, dgrid, &plan));
+    GRADREF__FORWARD_IF_ERROR(
+        gradref__check_precision(OP, &ctx, GRADREF__GENERAL_PRECISIONS | GRADREF__TERMS_ALLOWED));
+    const gradref_tensor *const in[5] = {grad, x, grid, dx, dgrid};
+    GRADREF__FORWARD_IF_ERROR(gradref__gs3d_validate_terms(p, in, ctx.terms, &plan));
     if (ctx.strict) GRADREF__FORWARD_IF_ERROR(check_cann(&plan));
     plan.precision = ctx.precision;
     gradref__ctx_tensor(&ctx, "grad", grad);

@@ -17,7 +17,10 @@ typedef struct gradref__gs3d_view {
 
 typedef struct gradref__gs3d_plan {
     int32_t interp, padding, align_corners;
-    int32_t dtype;     /* of all five tensors */
+    int32_t dtype;     /* of all five tensors (the inputs' with terms) */
+    int32_t terms;     /* GRADREF__TERMS_*: the reference writes each output's Σ|term| or its
+                          rounding count, in F64 (out_dtype) */
+    int32_t out_dtype; /* dx's and dgrid's: dtype, or F64 with terms */
     int32_t precision; /* gradref_precision */
     int32_t max_isa;   /* the highest kernel level to use (common/isa.h; tests lower it, and
                           the CPU may lower it further) */
@@ -35,6 +38,11 @@ gradref_status gradref__gs3d_validate(const gradref_grid_sampler3d_params *p,
                                       const gradref_tensor *grad, const gradref_tensor *x,
                                       const gradref_tensor *grid, const gradref_tensor *dx,
                                       const gradref_tensor *dgrid, gradref__gs3d_plan *plan);
+
+/* The same for a GRADREF_TERM_* call (terms: GRADREF__TERMS_*): dx and dgrid F64. */
+gradref_status gradref__gs3d_validate_terms(const gradref_grid_sampler3d_params *p,
+                                            const gradref_tensor *const *tensors, int32_t terms,
+                                            gradref__gs3d_plan *plan);
 
 /* The formulas of docs/grid_sampler3d_grad.md, point by point in PyTorch's order (the oracle).
  * Allocates its own accumulator; returns NO_MEMORY if it cannot. */

@@ -3,17 +3,34 @@
  * (docs/grid_sampler3d_grad.md). Every value is held in a double and rounded after each
  * operation to the precision the formula runs in: f32 for F32/F16/BF16 (f32 operations
  * computed in f64 and rounded once are exact f32 operations), f64 for F64. Sums (dx and the
- * dgrid components) round to f32, or stay f64 for F64 and GRADREF_PRECISION_HIGH. */
+ * dgrid components) round to f32, or stay f64 for F64 and GRADREF_PRECISION_HIGH.
+ *
+ * With GRADREF_TERM_*, in f64: each term's |value| (or 1) is summed instead of the term, and
+ * a count gets TERM_ROUNDINGS more for the roundings inside each term (docs/precision.md). */
 #include <math.h>
 #include <stdlib.h>
 
 #include "common/convert.h"
+#include "common/exec.h"
+#include "common/tensor.h"
 #include "gs3d_internal.h"
+
+/* The roundings a term carries besides the sum's: dx's w g is ((wx wy) wz) g and dgrid's
+ * ((v wy) wz) g times the multiplier, with each distance (wx = x1 - ix, ...) a rounded
+ * difference: 5 either way. */
+#define TERM_ROUNDINGS 5
 
 typedef struct ref_ctx {
     int narrow;     /* the formula runs in f32 */
     int narrow_acc; /* sums round to f32 */
+    int terms;      /* GRADREF__TERMS_* */
+    int roundings;  /* a term's own roundings: TERM_ROUNDINGS, none in nearest mode (dx: g) */
 } ref_ctx;
+
+/* What a term adds to its sum: itself, its magnitude or 1. */
+static double term(const ref_ctx *c, double t) {
+    return c->terms == GRADREF__TERMS_COUNTS ? 1.0 : c->terms ? fabs(t) : t;
+}
 
 static double rnd(int narrow, double v) {
     return narrow ? (double)(float)v : v;
@@ -108,7 +125,13 @@ static double *acc_at(const gradref__gs3d_plan *p, double *acc, int64_t n, int64
 static void store(const gradref__gs3d_plan *p, const gradref__gs3d_view *v, int64_t i0, int64_t i1,
                   int64_t i2, int64_t i3, int64_t i4, double value) {
     int64_t off = i0 * v->s[0] + i1 * v->s[1] + i2 * v->s[2] + i3 * v->s[3] + i4 * v->s[4];
-    gradref__store_float(p->dtype, v->data + (size_t)off * p->elem_size, value);
+    gradref__store_float(p->out_dtype, v->data + (size_t)off * gradref__dtype_size(p->out_dtype),
+                         value);
+}
+
+/* A sum as written: a count gains its terms' own roundings (none when it has no term). */
+static double finish(const ref_ctx *c, double sum) {
+    return c->terms == GRADREF__TERMS_COUNTS && sum > 0 ? sum + c->roundings : sum;
 }
 
 /* Output point (n, od, oh, ow), nearest mode: grad added to its voxel's dx; dgrid is 0. */
@@ -119,7 +142,7 @@ static void nearest_point(const gradref__gs3d_plan *p, const ref_ctx *c, double 
     if (acc != NULL && in_bounds(p, zn, yn, xn))
         for (int64_t ch = 0; ch < p->C; ch++) {
             double *a = acc_at(p, acc, n, ch, zn, yn, xn);
-            *a = rnd(c->narrow_acc, *a + load(p, &p->grad, n, ch, od, oh, ow));
+            *a = rnd(c->narrow_acc, *a + term(c, load(p, &p->grad, n, ch, od, oh, ow)));
         }
     if (p->dgrid.data != NULL)
         for (int k = 0; k < 3; k++)
@@ -164,6 +187,34 @@ static void trilinear_point(const gradref__gs3d_plan *p, const ref_ctx *c, doubl
     }
 }
 
+/* trilinear_point's terms (GRADREF_TERM_*), in f64: each dx and dgrid term's |value| or 1. Kept
+ * apart from trilinear_point, whose sums gcc 12's SLP vectorizer otherwise rounded differently
+ * at -O3. */
+static void trilinear_terms(const gradref__gs3d_plan *p, const ref_ctx *c, double *acc, int64_t n,
+                            int64_t od, int64_t oh, int64_t ow, const double *at, double *gi) {
+    int64_t lo[3];
+    double dist[3][2]; /* per axis: the distance to the far corner, then to the near one */
+    for (int k = 0; k < 3; k++) {
+        lo[k] = (int64_t)floor(at[k]);
+        dist[k][0] = (double)(lo[k] + 1) - at[k];
+        dist[k][1] = at[k] - (double)lo[k];
+    }
+    for (int64_t ch = 0; ch < p->C; ch++) {
+        const double g = load(p, &p->grad, n, ch, od, oh, ow);
+        for (int k = 0; k < 8; k++) {
+            const int dz = k >> 2, dy = (k >> 1) & 1, dxk = k & 1;
+            const int64_t z = lo[2] + dz, y = lo[1] + dy, xx = lo[0] + dxk;
+            if (!in_bounds(p, z, y, xx)) continue;
+            const double wx = dist[0][dxk], wy = dist[1][dy], wz = dist[2][dz];
+            if (acc != NULL) *acc_at(p, acc, n, ch, z, y, xx) += term(c, wx * wy * wz * g);
+            const double v = load(p, &p->x, n, ch, z, y, xx);
+            gi[0] += term(c, v * wy * wz * g);
+            gi[1] += term(c, v * wx * wz * g);
+            gi[2] += term(c, v * wx * wy * g);
+        }
+    }
+}
+
 /* Output point (n, od, oh, ow): its source index, then its mode's terms and its dgrid. */
 static void ref_point(const gradref__gs3d_plan *p, const ref_ctx *c, double *acc, int64_t n,
                       int64_t od, int64_t oh, int64_t ow) {
@@ -177,16 +228,25 @@ static void ref_point(const gradref__gs3d_plan *p, const ref_ctx *c, double *acc
         return;
     }
     double gi[3] = {0, 0, 0};
-    trilinear_point(p, c, acc, n, od, oh, ow, ix, iy, iz, gi);
+    if (c->terms) {
+        const double at[3] = {ix, iy, iz};
+        trilinear_terms(p, c, acc, n, od, oh, ow, at, gi);
+    } else {
+        trilinear_point(p, c, acc, n, od, oh, ow, ix, iy, iz, gi);
+    }
     if (p->dgrid.data != NULL)
         for (int k = 0; k < 3; k++) /* PyTorch zero-fills dgrid for an empty x */
             store(p, &p->dgrid, n, od, oh, ow, k,
-                  p->C == 0 ? 0.0 : rnd(c->narrow_acc, m[k] * gi[k]));
+                  p->C == 0                           ? 0.0
+                  : c->terms == GRADREF__TERMS_COUNTS ? finish(c, gi[k])
+                                                      : rnd(c->narrow_acc, term(c, m[k]) * gi[k]));
 }
 
 gradref_status gradref__gs3d_ref(const gradref__gs3d_plan *p) {
     ref_ctx c;
-    c.narrow = p->dtype != GRADREF_F64;
+    c.terms = p->terms;
+    c.roundings = p->interp == GRADREF_INTERP_BILINEAR ? TERM_ROUNDINGS : 0;
+    c.narrow = p->dtype != GRADREF_F64 && !p->terms;
     c.narrow_acc = c.narrow && p->precision != GRADREF_PRECISION_HIGH;
     const int64_t xnumel = p->N * p->C * p->D * p->H * p->W;
     double *acc = NULL;
@@ -205,7 +265,8 @@ gradref_status gradref__gs3d_ref(const gradref__gs3d_plan *p) {
                 for (int64_t z = 0; z < p->D; z++)
                     for (int64_t y = 0; y < p->H; y++)
                         for (int64_t xx = 0; xx < p->W; xx++)
-                            store(p, &p->dx, n, ch, z, y, xx, *acc_at(p, acc, n, ch, z, y, xx));
+                            store(p, &p->dx, n, ch, z, y, xx,
+                                  finish(&c, *acc_at(p, acc, n, ch, z, y, xx)));
     free(acc);
     return GRADREF_OK;
 }
