@@ -400,8 +400,8 @@ void fz_check(fz *f, const fz_call *c) {
     ex.num_threads = thread_choices[fz_range(f, 0, 15) & (fz_one_in(f, 4) ? 15 : 7)];
     ex.precision = fz_one_in(f, 3) ? (fz_one_in(f, 8) ? (int32_t)fz_range(f, -1, 9) : 1) : 0;
     if (fz_one_in(f, 8)) ex.precision |= GRADREF_STRICT_UPSTREAM;
-    /* the GRADREF_TERM_* outputs (the convolutions with an F64 output take them, whose twins
-     * keep the plain dtype rules) */
+    /* the GRADREF_TERM_* outputs (the convolutions and grid_sampler3d_grad with F64 outputs
+     * take them, whose twins keep the plain dtype rules) */
     const int terms = !null_exec && fz_one_in(f, 16);
     if (terms) ex.precision |= fz_one_in(f, 2) ? GRADREF_TERM_MAGNITUDES : GRADREF_TERM_COUNTS;
     const int32_t base_precision =
