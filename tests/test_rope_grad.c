@@ -600,6 +600,60 @@ static void expect_error(rope_case *c, gradref_status got, gradref_status want,
     tu_expect_untouched(c->buf[5], c->bytes[5], 0xee, "k_grad");
 }
 
+/* GRADREF_TERM_*: F64 outputs of F16 inputs, each element's |c g| + |s' g'| (ATB: |c g| +
+ * |s' g|) in every mode, 2 terms, and |g| with none past rotary_dim; F16 outputs and both flags
+ * refused, the outputs untouched. */
+static void test_term_outputs(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(620);
+    const int32_t lens[2] = {3, 2};
+    const gradref_exec mag = {NULL, 0, 2, GRADREF_TERM_MAGNITUDES},
+                       counts = {NULL, 0, 1, GRADREF_TERM_COUNTS},
+                       both = {NULL, 0, 1, GRADREF_TERM_MAGNITUDES | GRADREF_TERM_COUNTS};
+    for (int32_t mode = 0; mode < 3; mode++) {
+        const int32_t rotary = mode == GRADREF_ROPE_ATB ? 0 : 4; /* D 8: half rotated */
+        rope_case c;
+        make_case(&c, mode, GRADREF_F16, 8, rotary, 2, lens, NULL, 4, 16, 8, DENSE, &r);
+        memset(c.buf[4], 0xee, c.bytes[4]);
+        memset(c.buf[5], 0xee, c.bytes[5]);
+        tu_expect_status(run(&c, &mag), GRADREF_ERR_DTYPE, "rope_grad", "writes F64");
+        tu_expect_untouched(c.buf[4], c.bytes[4], 0xee, "q_grad");
+        free(c.buf[4]);
+        free(c.buf[5]);
+        c.buf[4] = make2d(&c.dq, GRADREF_F64, 5, 16, DENSE, &c.bytes[4], &r);
+        c.buf[5] = make2d(&c.dk, GRADREF_F64, 5, 8, DENSE, &c.bytes[5], &r);
+        tu_expect_status(run(&c, &both), GRADREF_ERR_PARAM, "rope_grad", "goes alone");
+        const int64_t D = 8, R = rotary ? rotary : D;
+        for (int pass = 0; pass < 2; pass++) {
+            assert_int_equal(run(&c, pass ? &counts : &mag), GRADREF_OK);
+            for (int64_t t = 0; t < 5; t++) {
+                const int64_t pos = t < 3 ? t : t - 3;
+                for (int64_t j = 0; j < 16; j++) {
+                    const int64_t h = j % D, head = j - h;
+                    const int front = mode == GRADREF_ROPE_INTERLEAVED ? h % 2 == 0 : h < R / 2;
+                    const int64_t partner = mode == GRADREF_ROPE_INTERLEAVED
+                                                ? (front ? h + 1 : h - 1)
+                                            : front ? h + R / 2
+                                                    : h - R / 2;
+                    const double g = at(&c.q, t, j), cg = at(&c.cos, pos, h);
+                    double want = pass ? 2 : 0;
+                    if (h >= R) {
+                        want = pass ? 0 : fabs(g);
+                    } else if (!pass) {
+                        const double gp =
+                            mode == GRADREF_ROPE_ATB ? g : at(&c.q, t, head + partner);
+                        want = fabs(cg * g) + fabs(at(&c.sin, pos, partner) * gp);
+                    }
+                    if (at(&c.dq, t, j) != want)
+                        fail_msg("mode %d pass %d q_grad[%lld,%lld] = %.17g, want %.17g", mode,
+                                 pass, (long long)t, (long long)j, at(&c.dq, t, j), want);
+                }
+            }
+        }
+        free_case(&c);
+    }
+}
+
 static void test_errors(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(600);
@@ -866,6 +920,7 @@ int main(void) {
         cmocka_unit_test(test_bench_problems),
         cmocka_unit_test(test_golden_pytorch),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_term_outputs),
         cmocka_unit_test(test_strict_atb),
     };
     return cmocka_run_group_tests_name("rope_grad", tests, NULL, NULL);

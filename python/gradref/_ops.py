@@ -104,10 +104,12 @@ def recat_embedding_grad_output_mixed_D_batch(grad_output, dim_sum_per_rank,
 
 def rope_grad(q_embed_grad, k_embed_grad, cos, sin, seq_len, mode="atb", *, head_dim=None,
               rotary_dim=0, start_positions=None, out=None, threads=None, precision=None,
-              strict=False, dtype=None):
+              strict=False, dtype=None, terms=None):
     """ATB RopeGrad (mode "atb", bit for bit) or the exact adjoint of rotate_half ("half") or
     interleaved ("interleaved") RoPE. q_embed_grad (T, Hq), k_embed_grad (T, Hk), cos and sin
-    (S_max, head_dim); seq_len is ATB's qSeqLen (a list summing to T). Returns (q_grad, k_grad)."""
+    (S_max, head_dim); seq_len is ATB's qSeqLen (a list summing to T). Returns (q_grad, k_grad).
+    terms="magnitudes" ("counts") gives instead, in float64, each element's sum of |term| (2 an
+    element, none past rotary_dim; docs/precision.md)."""
     bf16 = bf16_dtype(dtype)
     q = as_input(q_embed_grad, "q_embed_grad", bf16)
     k = as_input(k_embed_grad, "k_embed_grad", bf16)
@@ -131,9 +133,10 @@ def rope_grad(q_embed_grad, k_embed_grad, cos, sin, seq_len, mode="atb", *, head
         starts_arr = int64s(starts)
         p.start_positions = starts_arr
     out_q, out_k = outs(out, 2)
-    dq = result(out_q, q.kind, q.shape, q.code, "q_grad", bf16, q)
-    dk = result(out_k, q.kind, k.shape, k.code, "k_grad", bf16, q)
-    e = execution(threads, precision, strict)
+    code = q.code if terms is None else _lib.F64
+    dq = result(out_q, q.kind, q.shape, code, "q_grad", bf16, q)
+    dk = result(out_k, q.kind, k.shape, code, "k_grad", bf16, q)
+    e = execution(threads, precision, strict, terms=terms)
     call("rope_grad", p, q, k, c, s, dq, dk, e, names=ROPE_NAMES)
     return dq.obj, dk.obj
 

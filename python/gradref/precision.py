@@ -5,8 +5,8 @@
   converted exactly), the golden the error of any kernel is measured against;
 - terms(name, *args, **kw): per output element, the sum of |term| in float64 and the count of
   roundings (for a sum of products, the number of products): conv_backprop_data,
-  conv3d_backprop_filter and grid_sampler3d_grad (the library's GRADREF_TERM_MAGNITUDES and
-  GRADREF_TERM_COUNTS outputs), rope_grad (every mode) and the recat calls (which move
+  conv3d_backprop_filter, grid_sampler3d_grad and rope_grad (every mode; the library's
+  GRADREF_TERM_MAGNITUDES and GRADREF_TERM_COUNTS outputs) and the recat calls (which move
   values: no rounding); coordinate_slack(...) adds grid_sampler3d_grad's coordinates;
 - error_bound(golden_f64, magnitude, count, ...): the largest error any correct kernel can make
   summing those terms in any order in an accumulation dtype and rounding once to the output
@@ -62,8 +62,8 @@ def terms(name, *arrays, dtype=None, **kw):
     (grad_output, input, grid, the modes: ((dx, dgrid) magnitudes, (dx, dgrid) counts); see
     coordinate_slack too), "rope_grad" (q_embed_grad,
     k_embed_grad, cos, sin, seq_len, mode: "atb" as the operator by default, "half" or
-    "interleaved"; two terms an element, and the columns past rotary_dim, passed through, are
-    counted as two as well), and the three recat calls (grad_output and their arguments: the
+    "interleaved"; two terms an element, none in the columns past rotary_dim, passed through),
+    and the three recat calls (grad_output and their arguments: the
     output's values moved, count 0)."""
     from . import _ops
     np = _np()
@@ -89,22 +89,17 @@ def terms(name, *arrays, dtype=None, **kw):
 
 
 def _rope_terms(arrays, kw, dtype):
-    """rope_grad's two terms an element: the adjoints' c g + s g' or c g - s g', and ATB's
-    g (c + s') or g (c - s'), whose weight is a rounded sum (so g c and g s' are the terms, two
-    roundings deep). Σ|t| is the operator on |g| with (|c|, 0) plus, in absolute value, on |g|
-    with (0, |s|)."""
+    """rope_grad's two terms an element, the library's: the adjoints' c g + s g' or c g - s g',
+    and ATB's g (c + s') or g (c - s'), whose weight is a rounded sum (so g c and g s' are the
+    terms, two roundings deep); the columns past rotary_dim pass g through (|g|, count 0)."""
     from . import _ops
-    np = _np()
-    q, k, c, s = (np.abs(_float64(a, dtype)) for a in arrays[:4])
     kw = dict(kw)
     mode = kw.pop("mode", arrays[5] if len(arrays) > 5 else "atb")  # rope_grad's default
     if mode not in ("atb", "half", "rotate_half", "interleaved"):
         raise ValueError("gradref.precision.terms: rope_grad's mode %r; atb, half or "
                          "interleaved" % (mode,))
-    first = _ops.rope_grad(q, k, c, np.zeros_like(s), arrays[4], mode, **kw)
-    second = _ops.rope_grad(q, k, np.zeros_like(c), s, arrays[4], mode, **kw)
-    mag = tuple(np.abs(a) + np.abs(b) for a, b in zip(first, second))
-    count = tuple(np.full(m.shape, 2.0) for m in mag)
+    mag, count = (_ops.rope_grad(*arrays[:5], mode, dtype=dtype, terms=t, **kw)
+                  for t in ("magnitudes", "counts"))
     return mag, count
 
 

@@ -65,9 +65,9 @@ static const char *const NAMES[6] = {"q_embed_grad", "k_embed_grad", "cos",
                                      "sin",          "q_grad",       "k_grad"};
 
 /* The six tensors taken (normalised copies in t[]: q, k, cos, sin, q_grad, k_grad; extents in
- * e[]), each 2-D, all of one float dtype. */
+ * e[]), each 2-D, all of one float dtype (with terms, the outputs F64). */
 static gradref_status check_tensors(const gradref_tensor *const *in, gradref_tensor *t,
-                                    gradref__extent *e) {
+                                    gradref__extent *e, int terms) {
     for (int i = 0; i < 6; i++) {
         GRADREF__FORWARD_IF_ERROR(i < 4 ? gradref__take_input(OP, NAMES[i], in[i], &t[i], &e[i])
                                         : gradref__take_output(OP, NAMES[i], in[i], &t[i], &e[i]));
@@ -78,11 +78,16 @@ static gradref_status check_tensors(const gradref_tensor *const *in, gradref_ten
         return gradref__fail(GRADREF_ERR_DTYPE, OP,
                              "q_embed_grad.dtype is %s; rope_grad takes F32, F64, F16 or BF16",
                              gradref__dtype_name(dtype));
-    for (int i = 1; i < 6; i++)
-        if (t[i].dtype != dtype)
+    for (int i = 1; i < 6; i++) {
+        if (i >= 4 && terms && t[i].dtype != GRADREF_F64)
+            return gradref__fail(GRADREF_ERR_DTYPE, OP,
+                                 "%s.dtype is %s; a GRADREF_TERM_* call writes F64", NAMES[i],
+                                 gradref__dtype_name(t[i].dtype));
+        if ((i < 4 || !terms) && t[i].dtype != dtype)
             return gradref__fail(GRADREF_ERR_DTYPE, OP,
                                  "%s.dtype is %s but q_embed_grad.dtype is %s", NAMES[i],
                                  gradref__dtype_name(t[i].dtype), gradref__dtype_name(dtype));
+    }
     return GRADREF_OK;
 }
 
@@ -147,6 +152,8 @@ static void plan_of(const gradref_rope_params *p, const gradref_tensor *t,
     plan->precision = GRADREF_PRECISION_DEFAULT;
     plan->max_isa = GRADREF__ISA_MAX;
     plan->elem_size = gradref__dtype_size(t[0].dtype);
+    plan->out_dtype = t[4].dtype;
+    plan->out_size = gradref__dtype_size(t[4].dtype);
     plan->head_dim = D;
     plan->rotary_dim = p->rotary_dim ? p->rotary_dim : D;
     plan->tokens = t[0].shape[0];
@@ -172,20 +179,27 @@ static void plan_of(const gradref_rope_params *p, const gradref_tensor *t,
     plan->sin_stride[1] = t[3].strides[1];
 }
 
+gradref_status gradref__rope_grad_validate_terms(const gradref_rope_params *p,
+                                                 const gradref_tensor *const *tensors,
+                                                 int32_t terms, gradref__rope_plan *plan) {
+    if (p == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "p is NULL");
+    GRADREF__FORWARD_IF_ERROR(check_params(p));
+    gradref_tensor t[6];
+    gradref__extent e[6];
+    GRADREF__FORWARD_IF_ERROR(check_tensors(tensors, t, e, terms != GRADREF__TERMS_NONE));
+    GRADREF__FORWARD_IF_ERROR(check_shapes(p, t));
+    GRADREF__FORWARD_IF_ERROR(check_aliasing(p, e));
+    plan_of(p, t, plan);
+    plan->terms = terms;
+    return GRADREF_OK;
+}
+
 gradref_status gradref__rope_grad_validate(const gradref_rope_params *p, const gradref_tensor *q,
                                            const gradref_tensor *k, const gradref_tensor *cos,
                                            const gradref_tensor *sin, const gradref_tensor *dq,
                                            const gradref_tensor *dk, gradref__rope_plan *plan) {
-    if (p == NULL) return gradref__fail(GRADREF_ERR_NULL, OP, "p is NULL");
-    GRADREF__FORWARD_IF_ERROR(check_params(p));
-    const gradref_tensor *in[6] = {q, k, cos, sin, dq, dk};
-    gradref_tensor t[6];
-    gradref__extent e[6];
-    GRADREF__FORWARD_IF_ERROR(check_tensors(in, t, e));
-    GRADREF__FORWARD_IF_ERROR(check_shapes(p, t));
-    GRADREF__FORWARD_IF_ERROR(check_aliasing(p, e));
-    plan_of(p, t, plan);
-    return GRADREF_OK;
+    const gradref_tensor *const in[6] = {q, k, cos, sin, dq, dk};
+    return gradref__rope_grad_validate_terms(p, in, GRADREF__TERMS_NONE, plan);
 }
 
 /* GRADREF_STRICT_UPSTREAM, ATB's tensor checks, run before gradref's own so that a call ATB
@@ -254,11 +268,12 @@ gradref_status gradref_rope_grad(const gradref_rope_params *p, const gradref_ten
     gradref__ctx ctx;
     gradref__rope_plan plan;
     GRADREF__FORWARD_IF_ERROR(gradref__exec_resolve(OP, exec, &ctx));
-    GRADREF__FORWARD_IF_ERROR(gradref__check_precision(OP, &ctx, GRADREF__GENERAL_PRECISIONS));
+    GRADREF__FORWARD_IF_ERROR(
+        gradref__check_precision(OP, &ctx, GRADREF__GENERAL_PRECISIONS | GRADREF__TERMS_ALLOWED));
     if (ctx.strict)
         GRADREF__FORWARD_IF_ERROR(check_atb_tensors(q_embed_grad, k_embed_grad, cos, sin));
-    GRADREF__FORWARD_IF_ERROR(gradref__rope_grad_validate(p, q_embed_grad, k_embed_grad, cos, sin,
-                                                          q_grad, k_grad, &plan));
+    const gradref_tensor *const in[6] = {q_embed_grad, k_embed_grad, cos, sin, q_grad, k_grad};
+    GRADREF__FORWARD_IF_ERROR(gradref__rope_grad_validate_terms(p, in, ctx.terms, &plan));
     if (ctx.strict) GRADREF__FORWARD_IF_ERROR(check_atb(&plan));
     plan.precision = ctx.precision;
     gradref__ctx_tensor(&ctx, "q_embed_grad", q_embed_grad);

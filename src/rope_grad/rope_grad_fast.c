@@ -203,7 +203,7 @@ static void rows_fast(const gradref__rope_plan *p, int64_t row_begin, int64_t ro
 }
 
 void gradref__rope_grad_fast(const gradref__rope_plan *p, int threads) {
-    const int fast = dense_rows(p) && p->dtype != GRADREF_F64 &&
+    const int fast = dense_rows(p) && p->dtype != GRADREF_F64 && !p->terms &&
                      (p->precision == GRADREF_PRECISION_DEFAULT || p->mode == GRADREF_ROPE_ATB);
     const int64_t T = p->tokens;
     const int64_t per_token = (p->stream[0].heads + p->stream[1].heads) * p->head_dim;

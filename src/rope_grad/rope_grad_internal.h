@@ -19,7 +19,10 @@ typedef struct gradref__rope_stream {
 
 typedef struct gradref__rope_plan {
     int32_t mode;      /* gradref_rope_mode */
-    int32_t dtype;     /* of all six tensors */
+    int32_t dtype;     /* of all six tensors (the inputs' with terms) */
+    int32_t terms;     /* GRADREF__TERMS_*: the reference writes Σ|term| or the count, in F64 */
+    int32_t out_dtype; /* q_grad's and k_grad's: dtype, or F64 with terms */
+    size_t out_size;   /* its element size */
     int32_t precision; /* gradref_precision */
     int32_t max_isa;   /* the highest kernel level to use (common/isa.h; tests lower it) */
     size_t elem_size;
@@ -39,6 +42,11 @@ gradref_status gradref__rope_grad_validate(const gradref_rope_params *p, const g
                                            const gradref_tensor *k, const gradref_tensor *cos,
                                            const gradref_tensor *sin, const gradref_tensor *dq,
                                            const gradref_tensor *dk, gradref__rope_plan *plan);
+
+/* The same for a GRADREF_TERM_* call (terms: GRADREF__TERMS_*): q_grad and k_grad F64. */
+gradref_status gradref__rope_grad_validate_terms(const gradref_rope_params *p,
+                                                 const gradref_tensor *const *tensors,
+                                                 int32_t terms, gradref__rope_plan *plan);
 
 /* The formulas of docs/rope_grad.md, element by element (the oracle). */
 void gradref__rope_grad_ref(const gradref__rope_plan *plan);

@@ -4,9 +4,11 @@
  * products are formed exactly in f64 and rounded once to F16/BF16 (for F32 and F64 the
  * operations run in that precision). The adjoint modes compute in f32 (f64 for F64 or
  * GRADREF_PRECISION_HIGH) and round once at the end. */
+#include <math.h>
 #include <string.h>
 
 #include "common/convert.h"
+#include "common/exec.h"
 #include "gradref.h"
 #include "rope_grad_internal.h"
 
@@ -25,6 +27,15 @@ static double atb_element(int32_t dtype, double g, double c, double s_partner, i
     }
     double w = round_to(dtype, front ? c + s_partner : c - s_partner);
     return round_to(dtype, g * w);
+}
+
+/* GRADREF_TERM_*: the element's two terms' |value| summed (ATB: g c and g s', its weight a
+ * rounded sum; the adjoints: c g and s' g'), or their count. */
+static double terms_element(int32_t terms, int32_t mode, double g, double c, double s_partner,
+                            double g_partner) {
+    if (terms == GRADREF__TERMS_COUNTS) return 2;
+    const double partner = mode == GRADREF_ROPE_ATB ? g : g_partner;
+    return fabs(c * g) + fabs(s_partner * partner);
 }
 
 /* Adjoint modes: c*g + s_partner*g_partner (front) or c*g - s_partner*g_partner (back). */
@@ -61,12 +72,15 @@ void gradref__rope_grad_ref_rows(const gradref__rope_plan *p, int64_t row_begin,
                         const char *in = st->in + (size_t)(row * st->in_stride[0]) * esz;
                         char *out = st->out + (size_t)(row * st->out_stride[0] +
                                                        (n * D + j) * st->out_stride[1]) *
-                                                  esz;
-                        if (j >= R) { /* pass-through: the gradient itself (exact; NaN canonical) */
-                            gradref__store_float(
-                                dt, out,
-                                gradref__load_float(
-                                    dt, in + (size_t)((n * D + j) * st->in_stride[1]) * esz));
+                                                  p->out_size;
+                        if (j >= R) { /* pass-through: the gradient itself (exact; NaN canonical;
+                                         as terms: |g|, no rounding) */
+                            const double g = gradref__load_float(
+                                dt, in + (size_t)((n * D + j) * st->in_stride[1]) * esz);
+                            gradref__store_float(p->out_dtype, out,
+                                                 p->terms == GRADREF__TERMS_COUNTS ? 0
+                                                 : p->terms                        ? fabs(g)
+                                                                                   : g);
                             continue;
                         }
                         /* partner: the other member of j's pair, and whether j is its front */
@@ -90,10 +104,11 @@ void gradref__rope_grad_ref_rows(const gradref__rope_plan *p, int64_t row_begin,
                             gradref__load_float(dt, p->sin + (size_t)(pos * p->sin_stride[0] +
                                                                       partner * p->sin_stride[1]) *
                                                                  esz);
-                        double v = p->mode == GRADREF_ROPE_ATB
+                        double v = p->terms ? terms_element(p->terms, p->mode, g, c, sp, gp)
+                                   : p->mode == GRADREF_ROPE_ATB
                                        ? atb_element(dt, g, c, sp, front)
                                        : adjoint_element(wide, g, c, sp, gp, front);
-                        gradref__store_float(dt, out, v);
+                        gradref__store_float(p->out_dtype, out, v);
                     }
                 }
             }
