@@ -359,3 +359,49 @@ def test_gs3d_bound_flags_a_border_gradient_bug():
     v = precision.check_bound(bug, gold, precision.error_bound(gold, mag, count, "float32",
                                                                slack=slack))
     assert v.metrics["past the bound"] == int(clipped.sum())
+
+
+def test_c3f_any_order_and_gradref_inside_the_bound():
+    """conv3d_backprop_filter: each dw element's products x dy summed in random float32 orders
+    stay inside the bound, and so do gradref's own F32, F16 and HF32 results (HF32 with its
+    inputs' rounding)."""
+    rng = np.random.default_rng(13)
+    n, c, o, w_in, k = 2, 2, 3, 12, 3
+    x = rng.uniform(-1, 1, (n, c, 1, 1, w_in)).astype(np.float32)
+    dy = rng.uniform(-1, 1, (n, o, 1, 1, w_in)).astype(np.float32)
+    args = ((1, 1, k, c, o), dy)
+    kw = dict(strides=1, padding="SAME", data_format="NCDHW")
+    gold = precision.f64(gradref.conv3d_backprop_filter, x, *args, **kw)
+    mag, count = precision.terms("conv3d_backprop_filter", x, dy, filter_sizes=args[0], **kw)
+    bound = precision.error_bound(gold, mag, count, "float32")
+    for kk in range(k):  # dw (kd, kh, kw, c, o): the products of tap kk
+        for ci in range(c):
+            for oi in range(o):
+                t = [float(x[b, ci, 0, 0, p + kk - 1]) * float(dy[b, oi, 0, 0, p])
+                     for b in range(n) for p in range(w_in) if 0 <= p + kk - 1 < w_in]
+                assert count[0, 0, kk, ci, oi] == len(t)
+                for _ in range(10):
+                    got = _sum_in(rng.permutation(len(t)), t, np.float32)
+                    assert abs(got - gold[0, 0, kk, ci, oi]) <= bound[0, 0, kk, ci, oi]
+    for dt, prec, rounding in ((np.float32, None, None), (np.float16, None, None),
+                               (np.float32, "hf32", "hf32")):
+        xs, dys = x.astype(dt), dy.astype(dt)
+        got = gradref.conv3d_backprop_filter(xs, args[0], dys, precision=prec, **kw)
+        g = precision.f64(gradref.conv3d_backprop_filter, xs, args[0], dys, **kw)
+        m, cnt = precision.terms("conv3d_backprop_filter", xs, dys, filter_sizes=args[0], **kw)
+        b = precision.error_bound(g, m, cnt, np.dtype(got.dtype).name, input_rounding=rounding)
+        v = precision.check_bound(got, g, b)
+        assert v.passed, (dt, prec, v.report())
+
+
+def test_the_worked_examples_run():
+    """docs/precision.md's worked examples, one per operator, run as written."""
+    import os
+    import re
+    doc = os.path.join(os.path.dirname(__file__), "..", "..", "docs", "precision.md")
+    text = open(doc).read().split("## One worked example per operator", 1)[1]
+    blocks = re.findall(r"```python\n(.*?)```", text, re.S)
+    assert len(blocks) == 5
+    scope = {}
+    for code in blocks:
+        exec(compile(code, "precision.md", "exec"), scope)
