@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-"""bfloat16 numpy dtypes (ml_dtypes and compatibles, recognised by name), HF32 goldens in one
-call (round_output=True) and hf32_round in the kind that came in."""
+"""bfloat16 numpy dtypes (ml_dtypes and compatibles, recognised by name: a stand-in here, the
+real ml_dtypes in tests/conformance/test_ml_dtypes.py), HF32 goldens in one call
+(round_output=True) and hf32_round in the kind that came in."""
 import numpy as np
 import pytest
 
@@ -11,12 +12,6 @@ try:
     import torch
 except ImportError:  # pragma: no cover - CI installs python3-torch
     torch = None
-
-try:
-    import ml_dtypes
-except ImportError:  # not a Debian package: the stand-in below plays its part
-    ml_dtypes = None
-
 
 class _BFloat16Name:
     """What gradref reads of ml_dtypes.bfloat16's numpy dtype: its name and size."""
@@ -50,22 +45,6 @@ def test_bfloat16_named_dtype_reads_as_bf16():
     got = gradref.recat_embedding_grad_output(as_named_bf16(bits), [2, 4], out=out)
     assert got is out
     np.testing.assert_array_equal(np.asarray(out).view(np.uint16), want)
-
-
-@pytest.mark.skipif(ml_dtypes is None, reason="ml_dtypes is not installed")
-def test_ml_dtypes_bfloat16_in_and_out():  # pragma: no cover - runs where ml_dtypes is
-    rng = np.random.default_rng(4)
-    t, h, d = 5, 16, 8
-    q = rng.standard_normal((t, h)).astype(ml_dtypes.bfloat16)
-    k = rng.standard_normal((t, h)).astype(ml_dtypes.bfloat16)
-    c = rng.standard_normal((t, d)).astype(ml_dtypes.bfloat16)
-    s = rng.standard_normal((t, d)).astype(ml_dtypes.bfloat16)
-    dq, dk = gradref.rope_grad(q, k, c, s, [t], "atb", head_dim=d)
-    assert dq.dtype == q.dtype and dk.dtype == q.dtype
-    bits = [a.view(np.uint16) for a in (q, k, c, s)]
-    wq, wk = gradref.rope_grad(*bits, [t], "atb", head_dim=d, dtype="bf16")
-    np.testing.assert_array_equal(dq.view(np.uint16), wq)
-    np.testing.assert_array_equal(dk.view(np.uint16), wk)
 
 
 def conv3d_case(rng):
