@@ -20,9 +20,10 @@ $out/venv/bin/pip install -q -r tests/conformance/requirements.txt ||
     $out/venv/bin/pip install -q "$req" || echo "conformance: $req could not be installed"
   done <tests/conformance/requirements.txt
 export GRADREF_LIBRARY="$(pwd)/$out/lib/libgradref.so" PYTHONPATH="$(pwd)/python"
-export TF_CPP_MIN_LOG_LEVEL=3 GLOG_v=3  # TensorFlow and MindSpore: errors only
+export TF_CPP_MIN_LOG_LEVEL=3
 echo "== the Python package's bfloat16 tests with the real ml_dtypes"
-$out/venv/bin/python -m pytest -q -p no:cacheprovider python/tests/test_bf16_hf32.py
+$out/venv/bin/python -m pytest -q -p no:cacheprovider python/tests/test_bf16_hf32.py \
+  tests/conformance/test_ml_dtypes.py
 saved=""
 for module in pairs_tf pairs_jax pairs_torch pairs_fbgemm pairs_paddle pairs_mindspore; do
   echo "== $module"

@@ -4,14 +4,16 @@ grid_sample on 5-D inputs (GridSampler3DGrad, as CANN's) against
 gradref.cann.grid_sampler3d_grad in CANN's dialect (strict=False: the semantics, not CANN's
 refusals), and Conv3D (Conv3DBackpropInput and Conv3DBackpropFilter: NCDHW, groups, dilations,
 asymmetric pads) against gradref's own calls."""
+import os
 
 import convcases as cc
 import gradref
 import gs3dcases as gc
 from harness import Pair, Refused
 
-import mindspore
-from mindspore import Tensor, ops
+os.environ.setdefault("GLOG_v", "3")  # MindSpore's log level: errors only (Paddle reads it
+import mindspore  # noqa: E402         # as glog's verbosity, so it is set here alone)
+from mindspore import Tensor, ops  # noqa: E402
 
 if hasattr(mindspore, "set_device"):
     mindspore.set_device("CPU")

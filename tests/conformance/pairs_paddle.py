@@ -1,8 +1,11 @@
 # SPDX-License-Identifier: Apache-2.0
 """Paddle's grid_sample on 5-D inputs and its gradient (paddle.grad) against
-gradref.torch.grid_sampler_3d_backward (Paddle keeps PyTorch's semantics)."""
+gradref.torch.grid_sampler_3d_backward (Paddle keeps PyTorch's semantics), and its conv2d /
+conv3d gradients (NCHW / NCDHW, groups, dilations, asymmetric pads) against gradref's own
+calls."""
 import numpy as np
 
+import convcases as cc
 import gradref
 import gs3dcases as gc
 from harness import Pair, Refused
@@ -50,7 +53,31 @@ def _timing():
     return "N2 C16 16^3 -> 16^3 bilinear zeros", case, ours, theirs
 
 
+def conv_theirs(case, a):
+    conv = paddle.nn.functional.conv2d if case["r"] == 2 else paddle.nn.functional.conv3d
+    pads = [[0, 0], [0, 0]] + [[b, e] for b, e in zip(case["begin"], case["end"])]
+    try:
+        x = paddle.to_tensor(a["x"], stop_gradient=False)
+        w = paddle.to_tensor(a["w"], stop_gradient=False)
+        y = conv(x, w, stride=case["s"], padding=pads, dilation=case["d"],
+                 groups=case["groups"])
+        dx, dw = paddle.grad([y], [x, w], [paddle.to_tensor(a["dy"])])
+        return [dx.numpy(), dw.numpy()]
+    except (ValueError, RuntimeError, TypeError) as e:
+        raise Refused(type(e).__name__ + ": " + str(e).split("\n")[0][:200])
+
+
+def conv_truth(case, a):
+    return cc.input_grad_truth(case, a, layout_last=False) + \
+        cc.filter_grad_truth(case, a, tf_layout=False)
+
+
 PAIRS = [Pair("grid_sampler3d_grad", "paddlepaddle",
               "paddle.nn.functional.grid_sample + paddle.grad (5-D)",
               "gradref.torch.grid_sampler_3d_backward", DTYPES, gc.gen, gc.inputs, ours,
-              theirs, truth, timing=_timing(), specials=("grid",))]
+              theirs, truth, timing=_timing(), specials=("grid",)),
+         Pair("conv_backprop_data + conv3d_backprop_filter", "paddlepaddle",
+              "paddle.grad of conv2d / conv3d (NCHW)",
+              "gradref.conv_backprop_data + gradref.conv3d_backprop_filter", DTYPES,
+              lambda rng: cc.gen(rng, int(rng.integers(2, 4)), ["VALID", "EXPLICIT"]),
+              cc.inputs, cc.ours_channels_first, conv_theirs, conv_truth)]

@@ -93,6 +93,33 @@ def depthwise_theirs(case, a):
                dilations=_window(case, "d"), **kw)
 
 
+def depthwise_filter_ours(case, a):
+    """gradref's filter gradient with groups = C (one depth), in TF's (kh, kw, C, M)."""
+    x3, dy3 = cc.last(a["x"])[:, None], cc.last(a["dy"])[:, None]  # NDHWC, D = 1
+    sizes = [1] + case["k"] + [1, case["o"]]
+    pads = [(0, 0)] + list(zip(case["begin"], case["end"]))
+    try:
+        dw = gradref.conv3d_backprop_filter(x3, sizes, dy3, [1] + case["s"], pads, "NDHWC",
+                                            [1] + case["d"], case["c"])
+    except (gradref.Error, ValueError, TypeError) as e:
+        raise Refused(type(e).__name__ + ": " + str(e))
+    return [dw.reshape(case["k"] + [case["c"], case["o"] // case["c"]])]
+
+
+def depthwise_filter_theirs(case, a):
+    kw = {"explicit_paddings": _explicit(case)} if case["padding"] == "EXPLICIT" else {}
+    return _tf(tf.raw_ops.DepthwiseConv2dNativeBackpropFilter, input=cc.last(a["x"]),
+               filter_sizes=case["k"] + [case["c"], case["o"] // case["c"]],
+               out_backprop=cc.last(a["dy"]), strides=_window(case, "s"),
+               padding=case["padding"], dilations=_window(case, "d"), **kw)
+
+
+def depthwise_filter_truth(case, a):
+    t, m, n = cc.filter_grad_truth(case, a)[0]  # (kh, kw, 1, C M)
+    shape = case["k"] + [case["c"], case["o"] // case["c"]]
+    return [(t.reshape(shape), m.reshape(shape), n)]
+
+
 def _gen(r, paddings, **kw):
     return lambda rng: cc.gen(rng, r, paddings, **kw)
 
@@ -122,4 +149,9 @@ PAIRS = [
          "gradref.tf.conv2d_backprop_input, groups = C", DTYPES,
          _gen(2, ["SAME", "VALID", "EXPLICIT"], depthwise=True), cc.inputs, depthwise_ours,
          depthwise_theirs, lambda case, a: cc.input_grad_truth(case, a), specials=("dy",)),
+    Pair("conv3d_backprop_filter", "tensorflow-cpu",
+         "tf.raw_ops.DepthwiseConv2dNativeBackpropFilter (NHWC)",
+         "gradref.conv3d_backprop_filter, groups = C, one depth", DTYPES,
+         _gen(2, ["SAME", "VALID", "EXPLICIT"], depthwise=True), cc.inputs,
+         depthwise_filter_ours, depthwise_filter_theirs, depthwise_filter_truth),
 ]

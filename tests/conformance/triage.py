@@ -13,11 +13,15 @@ differs:
    for unit-normal data. With VALID padding oneDNN refuses the same call ("could not create a
    primitive descriptor"). gradref.tf computes the dilated gradient, as TF's
    Conv2DBackpropInput and the GPU kernels define it (its depthwise form is
-   conv2d_backprop_input with groups = channels).
+   conv2d_backprop_input with groups = channels). DepthwiseConv2dNativeBackpropFilter has the
+   same fault: every "upstream outside the bound" case of its row has a dilation > 1, where
+   gradref's filter gradient (conv3d_backprop_filter with groups = channels) is inside.
 2. **Upstream refusals on the CPU (coverage, not semantics).** TensorFlow's CPU kernels refuse
    grouped Conv2DBackpropInput ("Gradients for grouped convolutions are not supported on
    CPU"), grouped Conv3DBackprop*V2 ("input and filter must have the same depth"),
-   Conv2DBackpropInput with dilations > 1 and depthwise with unequal strides; fbgemm-gpu-cpu
+   Conv2DBackpropInput with dilations > 1 and depthwise with unequal strides (the filter
+   gradient also with EXPLICIT padding and a dilation: "Number of cols of out_backprop doesn't
+   match", and VALID with a dilation: oneDNN's "could not create a primitive"); fbgemm-gpu-cpu
    registers only `recat_embedding_grad_output_mixed_D` for the CPU (the other two recat ops
    are CUDA-only: "Could not run ... with arguments from the 'CPU' backend"). gradref computes
    all of these; its recat ops are held to FBGEMM's CUDA source by the main suite.
