@@ -138,8 +138,9 @@ typedef enum gradref_precision {
  * GRADREF_TERM_COUNTS how many products it sums (a tap in the padding is no term). They bound
  * the error of any correct kernel. conv_backprop_data (not its QuantizedS8 call),
  * conv3d_backprop_filter, grid_sampler3d_grad (F64 dx and dgrid: the counts there include the 5
- * roundings inside each trilinear term) and rope_grad (2 terms an element, none past
- * rotary_dim) take them; the other calls, and both flags together, are a PARAM error. Such a call
+ * roundings inside each trilinear term), rope_grad (2 terms an element, none past rotary_dim)
+ * and the recat calls (float grad_output: |value| and no term) take them; gradref_copy, the
+ * QuantizedS8 call and both flags together are a PARAM error. Such a call
  * needs no workspace; the _workspace_size twins have no exec and validate as without the flags. */
 #define GRADREF_TERM_MAGNITUDES 0x400
 #define GRADREF_TERM_COUNTS     0x800

@@ -4,6 +4,7 @@
  * and layout (and on every bench problem), and thread invariance. */
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 #include "test_util.h"
@@ -280,6 +281,9 @@ static void test_edge_cases(void **state) {
 
 static gradref__recat_plan plan_of(const problem_buf *p) {
     gradref__recat_plan plan;
+    memset(&plan, 0, sizeof plan);
+    plan.in_dtype = p->go3.dtype;
+    plan.out_dtype = p->out.dtype;
     plan.src = p->go3.data;
     plan.dst = p->out.data;
     plan.elem_size = tu_dtype_size(p->go3.dtype);
@@ -450,6 +454,53 @@ static void expect_error(error_fixture *f, gradref_status got, gradref_status wa
     tu_expect_status(got, want, op, fragment);
     for (int i = 0; i < OUT_N; i++)
         if (f->out[i] != -1.0f) fail_msg("out[%d] was written", i);
+}
+
+/* GRADREF_TERM_*: an F64 out of a float grad_output, each element |value| (magnitudes) or 0
+ * (counts: a value moved is no rounding); the dtype rules around it, outputs untouched. */
+static void test_term_outputs(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(880);
+    const int64_t ranks[3] = {2, 1, 3};
+    const gradref_exec mag = {NULL, 0, 2, GRADREF_TERM_MAGNITUDES},
+                       counts = {NULL, 0, 1, GRADREF_TERM_COUNTS};
+    problem_buf p, wide, ints;
+    make_problem(&p, GRADREF_F16, 3, 2, ranks, 3, 0, &r);
+    make_problem(&wide, GRADREF_F16, 3, 2, ranks, 3, 0, &r);
+    make_problem(&ints, GRADREF_I32, 3, 2, ranks, 3, 0, &r);
+    memcpy(wide.go_buf, p.go_buf, (size_t)(3 * 6 * 2) * 2);
+    for (problem_buf *q = &wide; q != NULL; q = q == &wide ? &ints : NULL) {
+        const int64_t n = q->out.shape[0];
+        free(q->out_buf);
+        q->out_buf = tu_make_tensor(&q->out, GRADREF_F64, 1, &n, NULL, NULL, &q->out_bytes, &r);
+    }
+    memset(p.out_buf, 0xee, p.out_bytes);
+    tu_expect_status(run_variant(&p, FIXED, &mag), GRADREF_ERR_DTYPE, "recat_embedding_grad_output",
+                     "writes F64");
+    tu_expect_untouched(p.out_buf, p.out_bytes, 0xee, "out");
+    memset(wide.out_buf, 0xee, wide.out_bytes);
+    tu_expect_status(run_variant(&wide, MIXED, NULL), GRADREF_ERR_DTYPE,
+                     "recat_embedding_grad_output_mixed_d", "but grad_output.dtype is F16");
+    size_t bytes = 1;
+    assert_int_equal(gradref_recat_embedding_grad_output_workspace_size(
+                         &wide.go3, wide.ranks, wide.num_ranks, &wide.out, &bytes),
+                     GRADREF_ERR_DTYPE);
+    memset(ints.out_buf, 0xee, ints.out_bytes);
+    tu_expect_status(run_variant(&ints, FIXED, &mag), GRADREF_ERR_DTYPE,
+                     "recat_embedding_grad_output", "float dtype");
+    tu_expect_untouched(ints.out_buf, ints.out_bytes, 0xee, "out");
+    assert_int_equal(run_variant(&p, FIXED, NULL), GRADREF_OK); /* the values, for reference */
+    for (variant v = FIXED; v <= BATCH; v++) {
+        assert_int_equal(run_variant(&wide, v, &mag), GRADREF_OK);
+        for (int64_t i = 0; i < p.out.shape[0]; i++)
+            assert_true(tu_get(&wide.out, &i) == fabs(tu_get(&p.out, &i)));
+        assert_int_equal(run_variant(&wide, v, &counts), GRADREF_OK);
+        for (int64_t i = 0; i < p.out.shape[0]; i++)
+            assert_true(tu_get(&wide.out, &i) == 0);
+    }
+    free_problem(&p);
+    free_problem(&wide);
+    free_problem(&ints);
 }
 
 static void test_errors_mixed(void **state) {
@@ -740,8 +791,9 @@ int main(void) {
         cmocka_unit_test(test_golden_pytorch),         cmocka_unit_test(test_edge_cases),
         cmocka_unit_test(test_fast_matches_reference), cmocka_unit_test(test_threads_bitwise_equal),
         cmocka_unit_test(test_bench_problems),         cmocka_unit_test(test_streaming_unaligned),
-        cmocka_unit_test(test_errors_mixed),           cmocka_unit_test(test_errors_fixed),
-        cmocka_unit_test(test_errors_batch),           cmocka_unit_test(test_strict_fbgemm),
+        cmocka_unit_test(test_errors_mixed),           cmocka_unit_test(test_term_outputs),
+        cmocka_unit_test(test_errors_fixed),           cmocka_unit_test(test_errors_batch),
+        cmocka_unit_test(test_strict_fbgemm),
     };
     return cmocka_run_group_tests_name("recat", tests, NULL, NULL);
 }

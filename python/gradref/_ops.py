@@ -49,53 +49,58 @@ def grid_sampler3d_grad(grad_output, input, grid, interpolation_mode, padding_mo
 
 # ---------------------------------------------------------------- recat
 
-def _recat_list(grad_output, values, name, entry, out, threads, precision, strict, dtype):
+def _recat_list(grad_output, values, name, entry, out, threads, precision, strict, dtype,
+                terms):
     bf16 = bf16_dtype(dtype)
     go = as_input(grad_output, "grad_output", bf16)
     ranks = integers(values, name)
     arr = int64s(ranks)
-    numel = 1
-    for s in go.shape:
-        numel *= s
-    o = result(out, go.kind, (numel,), go.code, "out", bf16, go)
-    e = execution(threads, precision, strict)
+    o = _recat_out(go, out, bf16, terms)
+    e = execution(threads, precision, strict, terms=terms)
     call(entry, go, arr, len(ranks), o, e)
     return o.obj
 
 
+def _recat_out(go, out, bf16, terms):
+    """The 1-D out of grad_output's element count: its dtype, or float64 for terms="magnitudes"
+    ("counts"): each element's |value| (0: a moved value is no rounding)."""
+    numel = 1
+    for s in go.shape:
+        numel *= s
+    return result(out, go.kind, (numel,), go.code if terms is None else _lib.F64, "out", bf16, go)
+
+
 def recat_embedding_grad_output(grad_output, num_features_per_rank, *, out=None, threads=None,
-                                precision=None, strict=False, dtype=None):
+                                precision=None, strict=False, dtype=None, terms=None):
     """FBGEMM recat_embedding_grad_output: grad_output (B, T, D), num_features_per_rank a list
     of ints summing to T; returns the 1-D re-laid gradient."""
     return _recat_list(grad_output, num_features_per_rank, "num_features_per_rank",
                        "recat_embedding_grad_output", out, threads, precision, strict,
-                       dtype)
+                       dtype, terms)
 
 
 def recat_embedding_grad_output_mixed_D(grad_output, dim_sum_per_rank, *, out=None,
-                                        threads=None, precision=None, strict=False, dtype=None):
+                                        threads=None, precision=None, strict=False, dtype=None,
+                                        terms=None):
     """FBGEMM recat_embedding_grad_output_mixed_D: grad_output (B, sumD), dim_sum_per_rank a
     list of ints summing to sumD."""
     return _recat_list(grad_output, dim_sum_per_rank, "dim_sum_per_rank",
                        "recat_embedding_grad_output_mixed_d", out, threads, precision,
-                       strict, dtype)
+                       strict, dtype, terms)
 
 
 def recat_embedding_grad_output_mixed_D_batch(grad_output, dim_sum_per_rank,
                                               cumsum_dim_sum_per_rank, *, out=None,
                                               threads=None, precision=None, strict=False,
-                                              dtype=None):
+                                              dtype=None, terms=None):
     """FBGEMM recat_embedding_grad_output_mixed_D_batch: the split as int64 tensors; the cumsum
     is the exclusive prefix sum (FBGEMM's kernel reads it so)."""
     bf16 = bf16_dtype(dtype)
     go = as_input(grad_output, "grad_output", bf16)
     d = as_input(dim_sum_per_rank, "dim_sum_per_rank")
     c = as_input(cumsum_dim_sum_per_rank, "cumsum_dim_sum_per_rank")
-    numel = 1
-    for s in go.shape:
-        numel *= s
-    o = result(out, go.kind, (numel,), go.code, "out", bf16, go)
-    e = execution(threads, precision, strict)
+    o = _recat_out(go, out, bf16, terms)
+    e = execution(threads, precision, strict, terms=terms)
     call("recat_embedding_grad_output_mixed_d_batch", go, d, c, o, e)
     return o.obj
 

@@ -5,9 +5,9 @@
   converted exactly), the golden the error of any kernel is measured against;
 - terms(name, *args, **kw): per output element, the sum of |term| in float64 and the count of
   roundings (for a sum of products, the number of products): conv_backprop_data,
-  conv3d_backprop_filter, grid_sampler3d_grad and rope_grad (every mode; the library's
-  GRADREF_TERM_MAGNITUDES and GRADREF_TERM_COUNTS outputs) and the recat calls (which move
-  values: no rounding); coordinate_slack(...) adds grid_sampler3d_grad's coordinates;
+  conv3d_backprop_filter, grid_sampler3d_grad, rope_grad (every mode) and the recat calls
+  (which move values: no rounding), all the library's GRADREF_TERM_MAGNITUDES and
+  GRADREF_TERM_COUNTS outputs; coordinate_slack(...) adds grid_sampler3d_grad's coordinates;
 - error_bound(golden_f64, magnitude, count, ...): the largest error any correct kernel can make
   summing those terms in any order in an accumulation dtype and rounding once to the output
   dtype (Higham's gamma_n), or a probabilistic one (Higham and Mary's lambda sqrt(n) u);
@@ -66,7 +66,6 @@ def terms(name, *arrays, dtype=None, **kw):
     and the three recat calls (grad_output and their arguments: the
     output's values moved, count 0)."""
     from . import _ops
-    np = _np()
     if name == "conv_backprop_data":  # the library's GRADREF_TERM_* outputs
         return tuple(_ops.conv_backprop_data(*arrays[:2], dtype=dtype, terms=t, **kw)
                      for t in ("magnitudes", "counts"))
@@ -81,9 +80,10 @@ def terms(name, *arrays, dtype=None, **kw):
         return mag, count
     if name == "rope_grad":
         return _rope_terms(arrays, kw, dtype)
-    if name in RECAT:  # values moved, each output element one input's: no rounding
-        v = np.abs(getattr(_ops, name)(_float64(arrays[0], dtype), *arrays[1:], **kw))
-        return v, np.zeros_like(v)
+    if name in RECAT:  # the library's: values moved, each output element one input's
+        mag, count = (getattr(_ops, name)(*arrays, dtype=dtype, terms=t, **kw)
+                      for t in ("magnitudes", "counts"))
+        return mag, count
     raise ValueError("gradref.precision.terms: no terms for %r; terms exist for %s"
                      % (name, ", ".join(TERMS)))
 

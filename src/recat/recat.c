@@ -27,7 +27,8 @@ static gradref_status check_tensors(recat_args *a, int32_t go_ndim) {
         gradref__take_output(a->op, "out", a->out, &a->out_local, &a->out_ext));
     a->out = &a->out_local;
     GRADREF__FORWARD_IF_ERROR(gradref__check_rank(a->op, "out", a->out, 1));
-    if (a->out->dtype != a->grad_output->dtype)
+    /* an F64 out of another dtype is a GRADREF_TERM_* call's (decided with the exec) */
+    if (a->out->dtype != a->grad_output->dtype && a->out->dtype != GRADREF_F64)
         return gradref__fail(
             GRADREF_ERR_DTYPE, a->op, "out.dtype is %s but grad_output.dtype is %s",
             gradref__dtype_name(a->out->dtype), gradref__dtype_name(a->grad_output->dtype));
@@ -64,6 +65,9 @@ static void fill_plan(gradref__recat_plan *p, const recat_args *a, int64_t featu
     p->src = (const char *)a->grad_output->data;
     p->dst = (char *)a->out->data;
     p->elem_size = gradref__dtype_size(a->grad_output->dtype);
+    p->in_dtype = a->grad_output->dtype;
+    p->out_dtype = a->out->dtype;
+    p->terms = GRADREF__TERMS_NONE;
     p->max_isa = GRADREF__ISA_MAX;
     const int empty = a->go_ext.numel == 0; /* the other sizes may then be anything */
     p->batch = empty ? 0 : a->grad_output->shape[0];
@@ -210,7 +214,28 @@ static const char *kernel_level(const void *plan) {
 
 static void fast_run(const void *plan, void *ws, int threads) {
     (void)ws;
-    gradref__recat_fast(plan, threads);
+    const gradref__recat_plan *p = plan;
+    if (p->terms) /* |value| or 0 per element: the reference loop */
+        gradref__recat_ref(p);
+    else
+        gradref__recat_fast(p, threads);
+}
+
+/* out's dtype: grad_output's, or F64 for (and only for) a GRADREF_TERM_* call, which takes a
+ * float grad_output. */
+static gradref_status check_out_dtype(const char *op, const gradref__recat_plan *p, int terms) {
+    if (terms && !gradref__dtype_is_float(p->in_dtype))
+        return gradref__fail(GRADREF_ERR_DTYPE, op,
+                             "grad_output.dtype is %s; a GRADREF_TERM_* call takes a float dtype",
+                             gradref__dtype_name(p->in_dtype));
+    if (terms && p->out_dtype != GRADREF_F64)
+        return gradref__fail(GRADREF_ERR_DTYPE, op,
+                             "out.dtype is %s; a GRADREF_TERM_* call writes F64",
+                             gradref__dtype_name(p->out_dtype));
+    if (!terms && p->out_dtype != p->in_dtype)
+        return gradref__fail(GRADREF_ERR_DTYPE, op, "out.dtype is %s but grad_output.dtype is %s",
+                             gradref__dtype_name(p->out_dtype), gradref__dtype_name(p->in_dtype));
+    return GRADREF_OK;
 }
 
 /* One strategy, with no workspace: every dtype and split. */
@@ -223,8 +248,13 @@ static gradref_status execute(const char *op, gradref_status validated,
     gradref__ctx ctx;
     gradref_status s = gradref__exec_resolve(op, exec, &ctx);
     if (s != GRADREF_OK) return s;
-    GRADREF__FORWARD_IF_ERROR(gradref__check_precision(op, &ctx, GRADREF__ANY_PRECISION));
+    GRADREF__FORWARD_IF_ERROR(
+        gradref__check_precision(op, &ctx, GRADREF__ANY_PRECISION | GRADREF__TERMS_ALLOWED));
     if (validated != GRADREF_OK) return validated;
+    GRADREF__FORWARD_IF_ERROR(check_out_dtype(op, p, ctx.terms != GRADREF__TERMS_NONE));
+    gradref__recat_plan q = *p;
+    q.terms = ctx.terms;
+    p = &q;
     if (ctx.strict) GRADREF__FORWARD_IF_ERROR(check_fbgemm(op, go));
     gradref__ctx_tensor(&ctx, "grad_output", go);
     gradref__ctx_tensor(&ctx, "out", out);
@@ -234,8 +264,10 @@ static gradref_status execute(const char *op, gradref_status validated,
 static gradref_status report_workspace(const char *op, gradref_status validated,
                                        const gradref__recat_plan *p, size_t *bytes) {
     if (bytes == NULL) return gradref__fail(GRADREF_ERR_NULL, op, "bytes is NULL");
-    if (validated == GRADREF_OK) *bytes = gradref__fast_path_workspace(&FAST, p);
-    return validated;
+    if (validated != GRADREF_OK) return validated;
+    GRADREF__FORWARD_IF_ERROR(check_out_dtype(op, p, 0));
+    *bytes = gradref__fast_path_workspace(&FAST, p);
+    return GRADREF_OK;
 }
 
 static gradref_status validate_fixed(const gradref_tensor *go, const int64_t *n, int32_t num_ranks,

@@ -21,9 +21,12 @@ typedef struct gradref__recat_plan {
     const int64_t *rank_features; /* n_r = rank_features[r * rank_features_stride] */
     int64_t rank_features_stride;
     int32_t max_isa; /* the highest kernel level to use (common/isa.h; tests lower it) */
+    int32_t in_dtype, out_dtype; /* grad_output's and out's: equal, or out F64 (terms) */
+    int32_t terms;               /* GRADREF__TERMS_*: the reference writes |value| or 0, in F64 */
 } gradref__recat_plan;
 
-/* The plain loop of docs/recat.md: out[B*C_r + b*ds_r + d] = go[b, C_r + d]. */
+/* The plain loop of docs/recat.md: out[B*C_r + b*ds_r + d] = go[b, C_r + d] (with terms, its
+ * |value| or 0 as F64). */
 void gradref__recat_ref(const gradref__recat_plan *plan);
 
 /* The fast path: one copy per (rank, row) segment, OpenMP over that space. */
