@@ -94,6 +94,12 @@ def filter_grad_truth(case, a, tf_layout=True):
     return [(f(t), f(m), terms)]
 
 
+def channels_first_truth(case, a):
+    """[dx, dw] truths in channels-first order (NCHW, OIHW)."""
+    return input_grad_truth(case, a, layout_last=False) + \
+        filter_grad_truth(case, a, tf_layout=False)
+
+
 def _unit3(values, r, fill):
     return [fill] * (3 - r) + list(values)
 

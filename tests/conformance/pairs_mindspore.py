@@ -52,12 +52,6 @@ def truth(case, a):
     return gc.truth(case, a, lambda go, x, grid: _grads(go, x, grid, case))
 
 
-def _timing():
-    case = {"n": 2, "c": 16, "in": [16, 16, 16], "out": [16, 16, 16], "mode": "bilinear",
-            "padding": "zeros", "align": False, "spread": 1.0, "seed": 7}
-    return "N2 C16 16^3 -> 16^3 bilinear zeros", case, ours, theirs
-
-
 def conv_theirs(case, a):
     pads = tuple(v for b, e in zip(case["begin"], case["end"]) for v in (b, e))
     conv = ops.Conv3D(out_channel=case["o"], kernel_size=tuple(case["k"]), pad_mode="pad",
@@ -70,11 +64,6 @@ def conv_theirs(case, a):
         raise Refused(type(e).__name__ + ": " + str(e).split("\n")[0][:200])
 
 
-def conv_truth(case, a):
-    return cc.input_grad_truth(case, a, layout_last=False) + \
-        cc.filter_grad_truth(case, a, tf_layout=False)
-
-
 def _conv_timing():
     label, case = cc.timing_case(3, 2, 16, 16, 16, 3, "EXPLICIT")
     return label + " (dx and dw)", case, cc.ours_channels_first, conv_theirs
@@ -82,9 +71,10 @@ def _conv_timing():
 
 PAIRS = [Pair("grid_sampler3d_grad", "mindspore", "mindspore.vjp(ops.grid_sample) (5-D)",
               "gradref.cann.grid_sampler3d_grad", DTYPES, gc.gen, gc.inputs, ours, theirs,
-              truth, timing=_timing(), specials=("grid",)),
+              truth, timing=gc.timing(ours, theirs), specials=("grid",)),
          Pair("conv_backprop_data + conv3d_backprop_filter", "mindspore",
               "mindspore.vjp(ops.Conv3D) (NCDHW)",
               "gradref.conv_backprop_data + gradref.conv3d_backprop_filter", DTYPES,
               lambda rng: cc.gen(rng, 3, ["VALID", "EXPLICIT"]), cc.inputs,
-              cc.ours_channels_first, conv_theirs, conv_truth, timing=_conv_timing())]
+              cc.ours_channels_first, conv_theirs, cc.channels_first_truth,
+              timing=_conv_timing())]

@@ -47,12 +47,6 @@ def truth(case, a):
     return gc.truth(case, a, lambda go, x, grid: _grads(go, x, grid, case))
 
 
-def _timing():
-    case = {"n": 2, "c": 16, "in": [16, 16, 16], "out": [16, 16, 16], "mode": "bilinear",
-            "padding": "zeros", "align": False, "spread": 1.0, "seed": 7}
-    return "N2 C16 16^3 -> 16^3 bilinear zeros", case, ours, theirs
-
-
 def conv_theirs(case, a):
     conv = paddle.nn.functional.conv2d if case["r"] == 2 else paddle.nn.functional.conv3d
     pads = [[0, 0], [0, 0]] + [[b, e] for b, e in zip(case["begin"], case["end"])]
@@ -67,17 +61,12 @@ def conv_theirs(case, a):
         raise Refused(type(e).__name__ + ": " + str(e).split("\n")[0][:200])
 
 
-def conv_truth(case, a):
-    return cc.input_grad_truth(case, a, layout_last=False) + \
-        cc.filter_grad_truth(case, a, tf_layout=False)
-
-
 PAIRS = [Pair("grid_sampler3d_grad", "paddlepaddle",
               "paddle.nn.functional.grid_sample + paddle.grad (5-D)",
               "gradref.torch.grid_sampler_3d_backward", DTYPES, gc.gen, gc.inputs, ours,
-              theirs, truth, timing=_timing(), specials=("grid",)),
+              theirs, truth, timing=gc.timing(ours, theirs), specials=("grid",)),
          Pair("conv_backprop_data + conv3d_backprop_filter", "paddlepaddle",
               "paddle.grad of conv2d / conv3d (NCHW)",
               "gradref.conv_backprop_data + gradref.conv3d_backprop_filter", DTYPES,
               lambda rng: cc.gen(rng, int(rng.integers(2, 4)), ["VALID", "EXPLICIT"]),
-              cc.inputs, cc.ours_channels_first, conv_theirs, conv_truth)]
+              cc.inputs, cc.ours_channels_first, conv_theirs, cc.channels_first_truth)]

@@ -78,19 +78,8 @@ def conv_theirs(case, a):
                  _t(a["w"]), *_conv_args(case))
 
 
-def conv_truth(case, a):
-    return cc.input_grad_truth(case, a, layout_last=False) + \
-        cc.filter_grad_truth(case, a, tf_layout=False)
-
-
 def _conv_gen(rng):
     return cc.gen(rng, int(rng.integers(1, 4)), ["SYMMETRIC", "VALID"])
-
-
-def _gs_timing():
-    case = {"n": 2, "c": 16, "in": [16, 16, 16], "out": [16, 16, 16], "mode": "bilinear",
-            "padding": "zeros", "align": False, "spread": 1.0, "seed": 7}
-    return "N2 C16 16^3 -> 16^3 bilinear zeros", case, gs_ours, gs_theirs
 
 
 def _conv_timing():
@@ -176,10 +165,11 @@ def rope_truth(case, a):
 PAIRS = [
     Pair("grid_sampler3d_grad", "torch", "torch.ops.aten.grid_sampler_3d_backward",
          "gradref.torch.grid_sampler_3d_backward", DTYPES, gc.gen, gc.inputs, gs_ours,
-         gs_theirs, gs_truth, timing=_gs_timing(), specials=("grid",)),
+         gs_theirs, gs_truth, timing=gc.timing(gs_ours, gs_theirs), specials=("grid",)),
     Pair("conv_backprop_data + conv3d_backprop_filter", "torch",
          "torch.ops.aten.convolution_backward", "gradref.torch.convolution_backward", DTYPES,
-         _conv_gen, cc.inputs, conv_ours, conv_theirs, conv_truth, timing=_conv_timing()),
+         _conv_gen, cc.inputs, conv_ours, conv_theirs, cc.channels_first_truth,
+         timing=_conv_timing()),
     Pair("rope_grad", "torch", "autograd of HF's rotate_half / GPT-J's interleaved RoPE",
          "gradref.torch.rotary_embedding_backward", DTYPES, rope_gen, rope_inputs, rope_ours,
          rope_theirs, rope_truth, specials=("qg", "kg")),
