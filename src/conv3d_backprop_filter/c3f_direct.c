@@ -145,7 +145,9 @@ static void x_lanes_transposed(const direct *d, const gradref__c3f_kernels *k, c
 }
 
 /* The same for fewer than FEW_LANES channels (a first layer's 3, AVX2's 6-row panels), whose
- * transposes would run mostly empty: each channel read along the run. */
+ * transposes would run mostly empty. HF32 takes each channel along the run (the rounding
+ * vectorises there); a plain copy goes row by row, each row's n lanes from the n channels: one
+ * panel row written at a time instead of stores width floats apart. */
 static void x_lanes_few(const direct *d, const int64_t *shift, int64_t ci, int64_t n,
                         int64_t r_first, int64_t kc, float *dst, int width, int64_t la) {
     const gradref__c3f_plan *p = d->p;
@@ -153,17 +155,18 @@ static void x_lanes_few(const direct *d, const int64_t *shift, int64_t ci, int64
     FOR_EACH_RUN(p, r_first, kc, q, len, o) {
         int64_t lo, hi, step; /* step 1: unit stride along w */
         const int64_t base = x_bounds(p, shift, o, len, &lo, &hi, &step) - lo;
-        for (int64_t l = 0; l < n; l++) {
+        for (int64_t i = 0; i < len && !d->hf32; i++) {
+            float *out = dst + (q + i) * width + la;
+            for (int64_t l = 0; l < n; l++)
+                out[l] = i < lo || i >= hi ? 0.0f : x[base + l * p->xs[1] + i];
+        }
+        for (int64_t l = 0; l < n && d->hf32; l++) {
             const int64_t at = base + l * p->xs[1];
             float *out = dst + q * width + la + l;
             for (int64_t i = 0; i < lo; i++)
                 out[i * width] = 0.0f;
-            if (d->hf32)
-                for (int64_t i = lo; i < hi; i++)
-                    out[i * width] = gradref__hf32_round(x[at + i], d->hf32);
-            else
-                for (int64_t i = lo; i < hi; i++)
-                    out[i * width] = x[at + i];
+            for (int64_t i = lo; i < hi; i++)
+                out[i * width] = gradref__hf32_round(x[at + i], d->hf32);
             for (int64_t i = hi; i < len; i++)
                 out[i * width] = 0.0f;
         }
