@@ -21,7 +21,8 @@ static void move(const gradref__recat_plan *p, int64_t src, int64_t dst) {
 
 void gradref__recat_ref(const gradref__recat_plan *p) {
     const int64_t B = p->batch, D = p->width;
-    int64_t first = 0; /* F_r, in features */
+    if (B == 0 || p->features * D == 0) return; /* empty: a huge batch of nothing */
+    int64_t first = 0;                          /* F_r, in features */
     for (int64_t r = 0; r < p->num_ranks; r++) {
         int64_t n = p->rank_features[r * p->rank_features_stride];
         int64_t C = first * D, ds = n * D; /* C_r and ds_r in columns */

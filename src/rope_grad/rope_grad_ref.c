@@ -55,6 +55,7 @@ void gradref__rope_grad_ref_rows(const gradref__rope_plan *p, int64_t row_begin,
     const size_t esz = p->elem_size;
     const int64_t D = p->head_dim, R = p->rotary_dim;
     const int wide = dt == GRADREF_F64 || p->precision == GRADREF_PRECISION_HIGH;
+    if ((p->stream[0].heads + p->stream[1].heads) * D == 0) return; /* rows of nothing */
     int64_t row = 0;
     for (int64_t b = 0; b < p->num_seqs && row < row_end; b++) {
         if (row + p->seq_lens[b] <= row_begin) {
