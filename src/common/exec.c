@@ -10,6 +10,7 @@
 #endif
 
 #include "exec.h"
+#include "tensor.h"
 
 gradref_status gradref__exec_resolve(const char *op, const gradref_exec *exec, gradref__ctx *ctx) {
     gradref_exec defaults = {NULL, 0, 0, GRADREF_PRECISION_DEFAULT};
@@ -161,6 +162,12 @@ gradref_status gradref__check_precision(const char *op, const gradref__ctx *ctx,
     if (allowed & GRADREF__PRECISION_BIT(ctx->precision)) return GRADREF_OK;
     return gradref__fail(GRADREF_ERR_PARAM, op, "exec.precision is %s, which %s does not take",
                          gradref__precision_name(ctx->precision), op);
+}
+
+gradref_status gradref__check_terms_output(const char *op, const char *name, int32_t dtype) {
+    if (dtype == GRADREF_F64) return GRADREF_OK;
+    return gradref__fail(GRADREF_ERR_DTYPE, op, "%s.dtype is %s; a GRADREF_TERM_* call writes F64",
+                         name, gradref__dtype_name(dtype));
 }
 
 int gradref__default_threads(void) {

@@ -70,6 +70,9 @@ enum { GRADREF__TERMS_NONE = 0, GRADREF__TERMS_MAGNITUDES = 1, GRADREF__TERMS_CO
  * GRADREF__TERMS_ALLOWED. */
 gradref_status gradref__check_precision(const char *op, const gradref__ctx *ctx, unsigned allowed);
 
+/* DTYPE unless the output `name` of a GRADREF_TERM_* call is F64 (what every such call writes). */
+gradref_status gradref__check_terms_output(const char *op, const char *name, int32_t dtype);
+
 /* What an operator's _workspace_size reports for `need` usable bytes (0 stays 0). */
 size_t gradref__workspace_bytes(size_t need);
 

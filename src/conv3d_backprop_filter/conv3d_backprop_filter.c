@@ -198,10 +198,7 @@ gradref_status gradref_conv3d_backprop_filter(const gradref_conv_params *p, cons
         GRADREF__GENERAL_PRECISIONS | GRADREF__PRECISION_BIT(GRADREF_PRECISION_HF32) |
             GRADREF__PRECISION_BIT(GRADREF_PRECISION_HF32_910B) | GRADREF__TERMS_ALLOWED));
     GRADREF__FORWARD_IF_ERROR(validate(p, x, dy, dw, ctx.terms != GRADREF__TERMS_NONE, &plan));
-    if (ctx.terms && plan.out_dtype != GRADREF_F64)
-        return gradref__fail(GRADREF_ERR_DTYPE, OP,
-                             "dw.dtype is %s; a GRADREF_TERM_* call writes F64",
-                             gradref__dtype_name(plan.out_dtype));
+    if (ctx.terms) GRADREF__FORWARD_IF_ERROR(gradref__check_terms_output(OP, "dw", plan.out_dtype));
     plan.terms = ctx.terms;
     if (ctx.strict) GRADREF__FORWARD_IF_ERROR(check_cann(p, &plan));
     if (gradref__hf32_kept_bits(ctx.precision) && plan.in_dtype != GRADREF_F32)

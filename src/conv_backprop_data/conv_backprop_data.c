@@ -418,10 +418,8 @@ gradref_status gradref_conv_backprop_data(const gradref_conv_params *p,
             GRADREF__TERMS_ALLOWED));
     GRADREF__FORWARD_IF_ERROR(
         validate(p, filter, diff, grad, ctx.terms ? CBD_TERMS_GRAD : 0, &plan, &st));
-    if (ctx.terms && plan.out_dtype != GRADREF_F64)
-        return gradref__fail(GRADREF_ERR_DTYPE, OP,
-                             "grad.dtype is %s; a GRADREF_TERM_* call writes F64",
-                             gradref__dtype_name(plan.out_dtype));
+    if (ctx.terms)
+        GRADREF__FORWARD_IF_ERROR(gradref__check_terms_output(OP, "grad", plan.out_dtype));
     plan.terms = ctx.terms;
     if (ctx.precision == GRADREF_PRECISION_MEGENGINE_DEFAULT &&
         ((plan.in_dtype != GRADREF_F16 && plan.in_dtype != GRADREF_BF16) ||

@@ -89,11 +89,11 @@ static gradref_status check_tensors(const gradref_tensor *const *in, gradref_ten
                              gradref__dtype_name(dtype));
     for (int i = 1; i < 5; i++) {
         if (out[i] == NULL) continue;
-        if (i >= 3 && terms && out[i]->dtype != GRADREF_F64)
-            return gradref__fail(GRADREF_ERR_DTYPE, OP,
-                                 "%s.dtype is %s; a GRADREF_TERM_* call writes F64", NAMES[i],
-                                 gradref__dtype_name(out[i]->dtype));
-        if ((i < 3 || !terms) && out[i]->dtype != dtype)
+        if (i >= 3 && terms) {
+            GRADREF__FORWARD_IF_ERROR(gradref__check_terms_output(OP, NAMES[i], out[i]->dtype));
+            continue;
+        }
+        if (out[i]->dtype != dtype)
             return gradref__fail(GRADREF_ERR_DTYPE, OP, "%s.dtype is %s but grad.dtype is %s",
                                  NAMES[i], gradref__dtype_name(out[i]->dtype),
                                  gradref__dtype_name(dtype));

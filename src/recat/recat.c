@@ -228,11 +228,8 @@ static gradref_status check_out_dtype(const char *op, const gradref__recat_plan 
         return gradref__fail(GRADREF_ERR_DTYPE, op,
                              "grad_output.dtype is %s; a GRADREF_TERM_* call takes a float dtype",
                              gradref__dtype_name(p->in_dtype));
-    if (terms && p->out_dtype != GRADREF_F64)
-        return gradref__fail(GRADREF_ERR_DTYPE, op,
-                             "out.dtype is %s; a GRADREF_TERM_* call writes F64",
-                             gradref__dtype_name(p->out_dtype));
-    if (!terms && p->out_dtype != p->in_dtype)
+    if (terms) return gradref__check_terms_output(op, "out", p->out_dtype);
+    if (p->out_dtype != p->in_dtype)
         return gradref__fail(GRADREF_ERR_DTYPE, op, "out.dtype is %s but grad_output.dtype is %s",
                              gradref__dtype_name(p->out_dtype), gradref__dtype_name(p->in_dtype));
     return GRADREF_OK;

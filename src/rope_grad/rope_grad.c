@@ -79,11 +79,11 @@ static gradref_status check_tensors(const gradref_tensor *const *in, gradref_ten
                              "q_embed_grad.dtype is %s; rope_grad takes F32, F64, F16 or BF16",
                              gradref__dtype_name(dtype));
     for (int i = 1; i < 6; i++) {
-        if (i >= 4 && terms && t[i].dtype != GRADREF_F64)
-            return gradref__fail(GRADREF_ERR_DTYPE, OP,
-                                 "%s.dtype is %s; a GRADREF_TERM_* call writes F64", NAMES[i],
-                                 gradref__dtype_name(t[i].dtype));
-        if ((i < 4 || !terms) && t[i].dtype != dtype)
+        if (i >= 4 && terms) {
+            GRADREF__FORWARD_IF_ERROR(gradref__check_terms_output(OP, NAMES[i], t[i].dtype));
+            continue;
+        }
+        if (t[i].dtype != dtype)
             return gradref__fail(GRADREF_ERR_DTYPE, OP,
                                  "%s.dtype is %s but q_embed_grad.dtype is %s", NAMES[i],
                                  gradref__dtype_name(t[i].dtype), gradref__dtype_name(dtype));
