@@ -29,6 +29,11 @@ class Refused(Exception):
     """One side does not take the case (its own error), with its message."""
 
 
+def refusal(e):
+    """Refused for an upstream's exception: its class and the first line of its message."""
+    return Refused(type(e).__name__ + ": " + str(e).split("\n")[0][:200])
+
+
 class Pair:
     """One operator against one upstream call.
 

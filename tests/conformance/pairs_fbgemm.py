@@ -5,7 +5,7 @@ import numpy as np
 
 import gradref
 import harness
-from harness import Pair, Refused
+from harness import Pair, refusal
 
 import torch
 import fbgemm_gpu  # noqa: F401  (registers torch.ops.fbgemm)
@@ -38,7 +38,7 @@ def _call(fn, *args):
     try:
         r = fn(*args)
     except (gradref.Error, RuntimeError, ValueError, TypeError) as e:
-        raise Refused(type(e).__name__ + ": " + str(e).split("\n")[0])
+        raise refusal(e)
     return [r.numpy() if isinstance(r, torch.Tensor) else r]
 
 

@@ -6,7 +6,7 @@ import os
 import numpy as np
 
 import convcases as cc
-from harness import Pair, Refused
+from harness import Pair, refusal
 
 os.environ.setdefault("XLA_FLAGS", "--xla_cpu_multi_thread_eigen=true "
                       "intra_op_parallelism_threads=2")
@@ -41,7 +41,7 @@ def theirs(case, a):
         dx, dw = _gradients(case)(a["x"], a["w"], a["dy"])
         return [np.asarray(dx), np.asarray(dw)]
     except (TypeError, ValueError, RuntimeError) as e:
-        raise Refused(type(e).__name__ + ": " + str(e).split("\n")[0])
+        raise refusal(e)
 
 
 def ours(case, a):

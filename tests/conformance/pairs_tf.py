@@ -4,7 +4,7 @@ import numpy as np
 
 import convcases as cc
 import gradref
-from harness import Pair, Refused
+from harness import Pair, Refused, refusal
 
 import tensorflow as tf
 
@@ -18,7 +18,7 @@ def _tf(fn, **kw):
     try:
         return [fn(**kw).numpy()]
     except (tf.errors.OpError, ValueError, TypeError) as e:
-        raise Refused(type(e).__name__ + ": " + str(e).split("\n")[0])
+        raise refusal(e)
 
 
 def _ours(fn, *args, **kw):

@@ -5,7 +5,7 @@ import numpy as np
 import convcases as cc
 import gradref
 import gs3dcases as gc
-from harness import Pair, Refused
+from harness import Pair, Refused, refusal
 
 import torch
 
@@ -32,7 +32,7 @@ def _aten(fn, like, *args):
         with torch.no_grad():
             return [_np(r, like) for r in fn(*args) if r is not None]
     except (RuntimeError, ValueError, TypeError, NotImplementedError) as e:
-        raise Refused(type(e).__name__ + ": " + str(e).split("\n")[0])
+        raise refusal(e)
 
 
 def _ours(fn, *args):
@@ -148,7 +148,7 @@ def rope_theirs(case, a):
         r = _rope_autograd(case, _t(a["qg"]), _t(a["kg"]), _t(a["cos"]), _t(a["sin"]))
         return [_np(x, a["qg"].dtype) for x in r]
     except (RuntimeError, ValueError, TypeError) as e:
-        raise Refused(type(e).__name__ + ": " + str(e).split("\n")[0])
+        raise refusal(e)
 
 
 def rope_truth(case, a):
