@@ -17,7 +17,7 @@
 import math
 
 from .standards import Verdict
-from .testing import _float64
+from .testing import _float64, _np
 
 # unit roundoff of each dtype's significand (HF32: 10 kept bits, 11 on Ascend 910B)
 UNIT = {"float64": 2.0 ** -53, "float32": 2.0 ** -24, "float16": 2.0 ** -11,
@@ -25,11 +25,6 @@ UNIT = {"float64": 2.0 ** -53, "float32": 2.0 ** -24, "float16": 2.0 ** -11,
 # half the spacing of each dtype's subnormals: the absolute rounding error of a tiny result
 TINY = {"float64": 2.0 ** -1075, "float32": 2.0 ** -150, "float16": 2.0 ** -25,
         "bfloat16": 2.0 ** -134}
-
-
-def _np():
-    import numpy
-    return numpy
 
 
 def f64(fn, *arrays, dtype=None, **kw):
