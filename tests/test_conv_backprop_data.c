@@ -1690,11 +1690,12 @@ static void test_qs8(void **state) {
 }
 
 /* I8 sums run in f32 in parts of the output channels, each part's partial sums integers of at
- * most 2^24 (cbd_int8.c). One grad element sums OC products of -128 x -128 (a last one of 1 x 1
- * where marked): 1024 products land on 2^24 in one part; 1025 need two; 16384 make 16 parts
- * of exactly 2^24; one more makes 17; 131072 reach 2^31, 131073 pass it, kept mod 2^32. Each at
- * 1, 2 and 3 threads, with the fast path's workspace and with a 1-byte one, I32 and
- * QuantizedS8. Then 1025 taps of one channel, past any part: the reference loop. */
+ * most 2^24 (cbd_int8.c), or by words in int32 where the level has them. One grad element
+ * sums OC products of -128 x -128 (a last one of 1 x 1 where marked): 1024 products land on 2^24 in
+ * one part; 1025 need two; 16384 make 16 parts of exactly 2^24; one more makes 17; 131072 reach
+ * 2^31, 131073 pass it, kept mod 2^32. Each at 1, 2 and 3 threads, with the fast path's workspace
+ * and with a 1-byte one, I32 and QuantizedS8, and the fast path at every kernel level. Then 1025
+ * taps of one channel, past any part: the reference loop. */
 static void test_int8_sum_bound(void **state) {
     (void)state;
     static const struct {
@@ -1745,10 +1746,55 @@ static void test_int8_sum_bound(void **state) {
                              GRADREF_OK);
             assert_int_equal(q[taps - 1], model_qs8(want, sc.filter, sc.diff, sc.grad));
         }
+        for (int kernel = 0; kernel < 3; kernel++) { /* each level's own way: parts or words */
+            plan.max_isa = kernel;
+            plan.precision = GRADREF_PRECISION_DEFAULT;
+            char *block = malloc(gradref__cbd_fast_workspace(&plan, plan.precision, 2) + 64);
+            assert_non_null(block);
+            sum[taps - 1] = 7;
+            gradref__cbd_fast(&plan, block + (64 - (uintptr_t)block % 64) % 64, 2);
+            free(block);
+            if (sum[taps - 1] != (int32_t)want)
+                fail_msg("%lld channels, %lld taps, level %d: the sum is %d, want %lld",
+                         (long long)oc, (long long)taps, kernel, (int)sum[taps - 1],
+                         (long long)want);
+        }
         free(w);
         free(d);
         free(sum);
         free(q);
+    }
+}
+
+/* Which levels sum I8 by words (GRADREF_VERBOSE's variant of the phases row: int16 pairs or
+ * int8 quads): those whose kernel table has word tiles, when every phase runs direct tiles
+ * ("same" padding, at stride 1 and 2); a "valid" one keeps the f32 kernels. Each against the
+ * reference. */
+static void test_int8_words_variant(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(78);
+    const gradref__strategy *phases = &gradref__cbd_fast_path.rows[3];
+    assert_string_equal(phases->name, "phases");
+    for (int iter = 0; iter < 3; iter++) {
+        /* 120 channels: tiles packed first (pack_tiles) */
+        geometry g = geo2(2, iter ? 5 : 120, 6, 7, 9, 3, 3, 1 + iter % 2, iter < 2, 1, 1,
+                          GRADREF_CONV_CROSS_CORRELATION);
+        g.extra[0] = g.extra[1] = iter == 1; /* stride 2: each phase's sub-grid is diff's size */
+        cbd_case c;
+        make_case(&c, &g, GRADREF_I8, GRADREF_I32, F_DENSE, D_NCHW, 0, &r);
+        gradref__cbd_plan plan;
+        plan_of(&c, NULL, &c.grad, &plan);
+        for (int kernel = 0; kernel <= GRADREF__ISA_MAX; kernel++) {
+            plan.max_isa = kernel;
+            const int wc = iter < 2 ? gradref__cbd_kernels_for(kernel)->word_channels : 0;
+            const char *variant = phases->variant(&plan, GRADREF_PRECISION_DEFAULT, 2);
+            if (wc)
+                assert_string_equal(variant, wc == 2 ? "int8_pairs" : "int8_quads");
+            else
+                assert_true(strncmp(variant, "int8_", 5) != 0);
+        }
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+        free_case(&c);
     }
 }
 
@@ -2082,6 +2128,7 @@ int main(void) {
         cmocka_unit_test(test_int32_inputs),
         cmocka_unit_test(test_int8_sum_bound),
         cmocka_unit_test(test_int8_parts),
+        cmocka_unit_test(test_int8_words_variant),
         cmocka_unit_test(test_blocked_formats),
         cmocka_unit_test(test_blocked_descriptors),
     };

@@ -470,6 +470,9 @@ const gradref__cbd_kernels gradref__cbd_kernels_avx512 = {
     .qs8_row = gradref__cbd_qs8_row_avx2,
     .megengine_row = megengine_row_avx512,
     .megengine_lanes = 16,
+    .word_channels = 2,
+    .word_rows = GRADREF__CBD_TILE_ROWS_AVX2,
+    .word_tile32 = gradref__cbd_i8_pair_tile32_avx2,
 };
 
 #else

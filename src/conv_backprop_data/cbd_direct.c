@@ -442,6 +442,7 @@ __attribute__((noinline)) static void tiles_in_grad(const direct *d, const float
     cbd_run R;
     memset(&R, 0, sizeof R);
     R.p = p, R.k = d->k, R.max_isa = p->max_isa, R.mr = gradref__sgemm_mr(p->max_isa), R.pr = pr;
+    R.ocpg = p->OCpg;
     R.diff = (const float *)(const void *)p->diff, R.dn = p->ds[0], R.dc = p->ds[2];
     diff_extent(p, &R.span_lo, &R.span_hi);
     R.prefetch_tiles =

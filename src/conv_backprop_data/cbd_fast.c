@@ -18,8 +18,11 @@
  * channels, so the bits do not depend on the thread count. F64 and GRADREF_PRECISION_HIGH run
  * the reference loop over the same items.
  *
- * I8 (I32 sums, and QuantizedS8) runs the same kernels in f32 where that is exact: the whole
- * call, or its output channels in parts whose sums are added in int32 (cbd_int8.c). */
+ * I8 (I32 sums, and QuantizedS8) runs the direct tiles on words of several output channels in
+ * int32 where the kernel table has them and every phase takes direct tiles, else the same
+ * kernels in f32 where that is exact: the whole call, or its output channels in parts whose
+ * sums are added in int32 (cbd_int8.c). */
+#include <stdlib.h>
 #include <string.h>
 
 #include "cbd_direct.h"
@@ -187,7 +190,13 @@ static void bind_data(cbd_run *R, const cbd_layout *L, char *base, int threads) 
     int64_t dst5[5], ast5[5];
     dense5(C_in, p->O, dst5);
     dense5(C_out, p->I, ast5);
-    if (L->stage_diff) {
+    if (R->word_channels) { /* I8 always stages diff */
+        gradref__cbd_stage_words(p, R->word_channels, (int32_t *)(void *)(base + L->diff32),
+                                 threads);
+        R->diff = (const float *)(base + L->diff32);
+        R->dc = pixels(p->O);
+        R->dn = p->G * R->ocpg * R->dc;
+    } else if (L->stage_diff) {
         const int64_t s5[5] = {p->ds[0], p->ds[2], p->ds[3], p->ds[4], p->ds[5]};
         const int64_t shape[5] = {p->N, C_in, p->O[0], p->O[1], p->O[2]};
         gradref__copy5(shape, p->diff, p->in_dtype, s5, base + L->diff32, GRADREF_F32, dst5,
@@ -200,7 +209,7 @@ static void bind_data(cbd_run *R, const cbd_layout *L, char *base, int threads) 
         R->dn = p->ds[0];
         R->dc = p->ds[2];
     }
-    const int64_t images = (p->N - 1) * R->dn, channels = (C_in - 1) * R->dc;
+    const int64_t images = (p->N - 1) * R->dn, channels = (p->G * R->ocpg - 1) * R->dc;
     R->span_lo = (images < 0 ? images : 0) + (channels < 0 ? channels : 0);
     R->span_hi = (images > 0 ? images : 0) + (channels > 0 ? channels : 0) + pixels(p->O);
     if (L->acc_buffer) {
@@ -220,7 +229,7 @@ static void bind_data(cbd_run *R, const cbd_layout *L, char *base, int threads) 
 /* The GEMM path's live phases and its panels' rows and offsets. */
 static void plan_panels(cbd_run *R, const cbd_layout *L, char *base) {
     const gradref__cbd_plan *p = R->p;
-    R->mr = R->pr = gradref__sgemm_mr(R->max_isa);
+    R->mr = R->pr = R->word_channels ? R->k->word_rows : gradref__sgemm_mr(R->max_isa);
     gradref__cbd_live_phases(R, (int64_t *)(base + L->residues));
     /* every phase that has taps runs direct tiles: the channels evenly over the panels (16
      * channels: 8 + 8 rows instead of 14 + 2; a 2-row tile has 4 FMA chains and waits on their
@@ -292,6 +301,42 @@ static void store_grad(const gradref__cbd_plan *p, const float *acc, int threads
     gradref__copy5(shape, acc, GRADREF_F32, ast5, p->grad, p->out_dtype, g5, threads, p->max_isa);
 }
 
+static void run_init(cbd_run *R, const gradref__cbd_plan *p) {
+    memset(R, 0, sizeof *R);
+    R->p = p;
+    R->max_isa = p->max_isa;
+    R->k = gradref__cbd_kernels_for(p->max_isa);
+    R->ocpg = p->OCpg;
+}
+
+/* R for I8 by words (cbd_int8.c) on a path of plan p; returns whether they run: the kernel
+ * table has word tiles and every phase runs direct tiles. residues: K0 + K1 + K2 slots, tap:
+ * 4 per tap. */
+static int words_plan(cbd_run *R, const gradref__cbd_plan *p, int path, int64_t *residues,
+                      int64_t *tap) {
+    run_init(R, p);
+    if (p->in_dtype != GRADREF_I8 || path != CBD_PATH_GEMM || !R->k->word_tile32) return 0;
+    R->word_channels = R->k->word_channels;
+    R->ocpg = (p->OCpg + R->word_channels - 1) / R->word_channels;
+    R->mr = R->k->word_rows;
+    gradref__cbd_live_phases(R, residues);
+    return gradref__cbd_all_direct(R, tap);
+}
+
+/* I8 by words where they run (words_plan): int32 sums, exact in one part, stored into grad.
+ * Returns 0, having done nothing, otherwise. */
+static int run_words(const gradref__cbd_plan *p, const cbd_layout *L, char *base, int threads) {
+    cbd_run R;
+    if (!words_plan(&R, p, L->path, (int64_t *)(base + L->residues),
+                    (int64_t *)(base + L->thread0 + L->taps_at)))
+        return 0;
+    bind_data(&R, L, base, threads);
+    plan_panels(&R, L, base);
+    run_items(&R, L, base, threads); /* the words are never tested for finiteness */
+    gradref__cbd_store_int(p, NULL, (const int32_t *)(const void *)R.acc, threads);
+    return 1;
+}
+
 /* Plan p's items with its workspace at base (cbd_layout L), into grad or the accumulator (*acc).
  * Returns 0 when the filter held a value that is not finite (nothing then ran). */
 static int run_plan(const gradref__cbd_plan *p, const cbd_layout *L, char *base, int threads,
@@ -299,10 +344,7 @@ static int run_plan(const gradref__cbd_plan *p, const cbd_layout *L, char *base,
     if (L->path == CBD_PATH_DEPTHWISE && !pack_filter(p, (float *)(base + L->apack), threads))
         return 0;
     cbd_run R;
-    memset(&R, 0, sizeof R);
-    R.p = p;
-    R.max_isa = p->max_isa;
-    R.k = gradref__cbd_kernels_for(p->max_isa);
+    run_init(&R, p);
     if (L->path == CBD_PATH_DEPTHWISE) {
         R.dw = gradref__cbd_dw_shape_of(p);
         R.apack = (const float *)(base + L->apack);
@@ -360,6 +402,7 @@ static void fast_run(const gradref__cbd_plan *p, void *ws, int threads) {
     if (slabs == 0 || pixels(p->I) == 0) return;
     const cbd_layout L = layout_of(p, p->precision, threads);
     char *base = (char *)ws;
+    if (run_words(p, &L, base, threads)) return;
     const int64_t part = p->in_dtype == GRADREF_I8 && L.path != CBD_PATH_REFERENCE
                              ? gradref__cbd_int8_part(p, threads)
                              : p->OCpg;
@@ -447,8 +490,21 @@ static const char *phases_skip(const void *plan, int32_t precision) {
     return layout_of(plan, precision, 1).path == CBD_PATH_GEMM ? NULL : "depthwise rows apply";
 }
 
+/* The channels of a word the I8 plan p runs by (words_plan, its arrays on the heap), or 0. */
+static int word_channels_of(const gradref__cbd_plan *p, int32_t precision) {
+    const int64_t slots = p->K[0] + p->K[1] + p->K[2];
+    int64_t *scratch = malloc((size_t)(slots + 4 * taps_of(p)) * sizeof *scratch);
+    cbd_run R;
+    const int words =
+        scratch && words_plan(&R, p, layout_of(p, precision, 1).path, scratch, scratch + slots);
+    free(scratch);
+    return words ? R.word_channels : 0;
+}
+
 static const char *phases_variant(const void *plan, int32_t precision, int threads) {
     const gradref__cbd_plan *p = plan;
+    const int word_channels = p->in_dtype == GRADREF_I8 ? word_channels_of(p, precision) : 0;
+    if (word_channels) return word_channels == 2 ? "int8_pairs" : "int8_quads";
     if (p->in_dtype == GRADREF_I8 && gradref__cbd_int8_part(p, threads) < p->OCpg)
         return "int8_parts";
     return layout_of(p, precision, threads).tile_at ? "phases_packed_tiles" : "phases";

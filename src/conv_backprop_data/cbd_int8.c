@@ -10,7 +10,12 @@
  * 2^24, each part's sums exact in f32 and the parts' added in int32, mod 2^32 like the
  * reference's low 32 bits. The parts together do the work of one call. Only a single output
  * channel past the bound (taps x 128 x 128 > 2^24, more than 1024 taps) runs the reference
- * loop. */
+ * loop.
+ *
+ * Where the kernel table has word tiles (word_tile32), the direct tiles sum in int32 instead:
+ * diff and the filter as 32-bit words of several output channels' values (two int16 halves for
+ * x86's vpmaddwd, four bytes for Arm's SDOT), whose products the tiles add a word at a time.
+ * Those sums are exact whatever their size, in one part. */
 #include "cbd_int8.h"
 #include "common/exec.h"
 #include "common/internal.h"
@@ -160,4 +165,86 @@ void gradref__cbd_store_int(const gradref__cbd_plan *p, const float *acc, const 
                             int threads) {
     const store_ctx c = {p, gradref__cbd_kernels_for(p->max_isa), acc, sums};
     gradref__parallel_ranges(p->N * p->G * p->ICpg, threads, store_slabs, &c);
+}
+
+/* The word of the `have` (at most wc) I8 values v[0], v[step], ...: wc 2, int16 halves; wc 4,
+ * bytes; the first value in the lowest bits, +0 past `have`. */
+static inline int32_t channel_word(const int8_t *v, int64_t step, int64_t have, int wc) {
+    if (have >= wc && wc == 2)
+        return (int32_t)((uint32_t)(uint16_t)v[0] | (uint32_t)(uint16_t)v[step] << 16);
+    if (have >= wc)
+        return (int32_t)((uint32_t)(uint8_t)v[0] | (uint32_t)(uint8_t)v[step] << 8 |
+                         (uint32_t)(uint8_t)v[2 * step] << 16 |
+                         (uint32_t)(uint8_t)v[3 * step] << 24);
+    const int bits = 32 / wc;
+    const uint32_t mask = (1u << bits) - 1u;
+    uint32_t word = 0;
+    for (int i = 0; i < have; i++)
+        word |= ((uint32_t)(int32_t)v[i * step] & mask) << (bits * i);
+    return (int32_t)word;
+}
+
+/* channel_word of n dense pixels' whole words (rows `step` apart), in loops the compiler
+ * vectorises. */
+static void dense_words(const int8_t *v, int64_t step, int64_t n, int wc, int32_t *out) {
+    if (wc == 2) {
+        for (int64_t x = 0; x < n; x++)
+            out[x] = (int32_t)((uint32_t)(uint16_t)v[x] | (uint32_t)(uint16_t)v[step + x] << 16);
+        return;
+    }
+    for (int64_t x = 0; x < n; x++)
+        out[x] = (int32_t)((uint32_t)(uint8_t)v[x] | (uint32_t)(uint8_t)v[step + x] << 8 |
+                           (uint32_t)(uint8_t)v[2 * step + x] << 16 |
+                           (uint32_t)(uint8_t)v[3 * step + x] << 24);
+}
+
+typedef struct stage_ctx {
+    const gradref__cbd_plan *p;
+    int32_t *out;
+    int64_t words;
+    int wc;
+} stage_ctx;
+
+static void stage_planes(const void *arg, int64_t s0, int64_t s1) {
+    const stage_ctx *c = arg;
+    const gradref__cbd_plan *p = c->p;
+    const int64_t P = pixels(p->O), *ds = p->ds;
+    for (int64_t s = s0; s < s1; s++) { /* (image, group, word) */
+        const int64_t n = s / (p->G * c->words), g = s / c->words % p->G;
+        const int64_t oc = c->wc * (s % c->words), have = p->OCpg - oc;
+        const int8_t *v =
+            (const int8_t *)(const void *)p->diff + n * ds[0] + g * ds[1] + oc * ds[2];
+        int32_t *out = c->out + s * P;
+        if (dense_pixels(ds, p->O) && have >= c->wc) {
+            dense_words(v, ds[2], P, c->wc, out);
+            continue;
+        }
+        for (int64_t o0 = 0; o0 < p->O[0]; o0++)
+            for (int64_t o1 = 0; o1 < p->O[1]; o1++)
+                for (int64_t o2 = 0; o2 < p->O[2]; o2++, out++)
+                    *out =
+                        channel_word(v + o0 * ds[3] + o1 * ds[4] + o2 * ds[5], ds[2], have, c->wc);
+    }
+}
+
+void gradref__cbd_stage_words(const gradref__cbd_plan *p, int wc, int32_t *out, int threads) {
+    const stage_ctx c = {p, out, (p->OCpg + wc - 1) / wc, wc};
+    gradref__parallel_ranges(p->N * p->G * c.words, threads, stage_planes, &c);
+}
+
+void gradref__cbd_pack_word_panel(const gradref__cbd_plan *p, int wc, int64_t g, int64_t ic0,
+                                  int64_t rows, const int64_t *tap, int64_t ntaps, int64_t mr,
+                                  int32_t *dst) {
+    const int8_t *w = (const int8_t *)(const void *)p->filter;
+    for (int64_t i = 0; i < ntaps; i++) {
+        const int64_t off = filter_offset(p, g, ic0, tap[4 * i]);
+        for (int64_t oc = 0; oc < p->OCpg; oc += wc, dst += mr) {
+            int64_t r = 0;
+            for (; r < rows; r++)
+                dst[r] = channel_word(w + off + oc * p->fs[1] + r * p->fs[2], p->fs[1],
+                                      p->OCpg - oc, wc);
+            for (; r < mr; r++)
+                dst[r] = 0;
+        }
+    }
 }

@@ -18,6 +18,18 @@ void gradref__cbd_fold_sums(const float *acc, int64_t n, int first, int32_t *sum
 void gradref__cbd_store_sums(const gradref__cbd_plan *p, const gradref__cbd_kernels *k,
                              const int32_t *from, char *to, int64_t step, int64_t n);
 
+/* I8 by words (cbd_run's word_channels wc: 2 or 4): diff as dense planes of 32-bit words,
+ * (image, group, word j) holding output channels wc j .. wc j + wc - 1 of each pixel (int16
+ * halves or bytes, the lowest channel lowest, +0 past OCpg). */
+void gradref__cbd_stage_words(const gradref__cbd_plan *p, int wc, int32_t *out, int threads);
+
+/* The word tiles' filter panel of rows [ic0, ic0 + rows) of group g for a phase's taps, as
+ * gradref__cbd_pack_panel lays it out with words of wc output channels for the channels:
+ * k = (tap, word) ascending, mr words each, the rows past `rows` zero. */
+void gradref__cbd_pack_word_panel(const gradref__cbd_plan *p, int wc, int64_t g, int64_t ic0,
+                                  int64_t rows, const int64_t *tap, int64_t ntaps, int64_t mr,
+                                  int32_t *dst);
+
 /* Dense (image, channel, pixel) sums into grad: f32 integers of a single part (acc) or int32
  * (sums, when not NULL). */
 void gradref__cbd_store_int(const gradref__cbd_plan *p, const float *acc, const int32_t *sums,

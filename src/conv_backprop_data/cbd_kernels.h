@@ -124,6 +124,15 @@ typedef struct gradref__cbd_kernels {
      * cbd_megengine.c) */
     void (*megengine_row)(const gradref__cbd_me_row *a);
     int megengine_lanes;
+    /* I8 by 32-bit words of output channels (0 and NULL: the f32 tiles in exact parts,
+     * cbd_int8.c): the direct tiles over words of word_channels channels' values, the lowest
+     * channel in the lowest bits (2: int16 pairs, 4: int8 quads); see
+     * gradref__cbd_i8_pair_tile32_avx2 */
+    int word_channels;
+    int word_rows; /* the rows of its filter panels */
+    void (*word_tile32)(const int32_t *image, int64_t channel_stride, int64_t words,
+                        const int64_t *offset, const uint16_t *masks, int64_t ntaps, int64_t cols,
+                        int inside, const int32_t *a, int rows, int32_t *c, int64_t ldc, int load);
 } gradref__cbd_kernels;
 
 /* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs; its
@@ -242,6 +251,16 @@ void gradref__cbd_f32_tile32_avx2(const float *image, int64_t channel_stride, in
 void gradref__cbd_f32_pack_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
                                        const int64_t *offset, const uint16_t *masks, int64_t ntaps,
                                        float *dst);
+/* I8 tiles by int16 pairs (cbd_avx2.c; 6-row panels): tile32's contract over 32-bit words.
+ * Word (pair j, pixel) of the image holds the int16 diff values of output channels 2j (low
+ * half) and 2j + 1, and word (tap t, pair j, row r) of the panel a the filter's for input
+ * channel r; each element's int32 sum of their products (exact, mod 2^32: every order gives
+ * it) goes to c (load 1: added to c's). pairs replaces ocpg; `inside` and the masks are
+ * tile32's. */
+void gradref__cbd_i8_pair_tile32_avx2(const int32_t *image, int64_t channel_stride, int64_t pairs,
+                                      const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                                      int64_t cols, int inside, const int32_t *a, int rows,
+                                      int32_t *c, int64_t ldc, int load);
 /* The scatter2 kernels (gradref__cbd_kernels). AVX-512 leaves the odd elements untouched. */
 void gradref__cbd_f32_scatter2_avx512(const float *from, int64_t len, int64_t rows, float *row,
                                       int64_t row_stride, int odd_free);

@@ -5,6 +5,7 @@
  * buffer scattered into the grad slab. */
 #include <stdlib.h>
 
+#include "cbd_int8.h"
 #include "cbd_phases.h"
 #include "cbd_tiles.h"
 #include "common/gemm.h"
@@ -108,11 +109,12 @@ static void scatter_chunk(const cbd_run *R, const cbd_phase *f, const int64_t *p
     }
 }
 
-/* Whether direct tiles may run on a phase of sub-grid sizes Q (the table has them, offsets fit
- * int32). */
+/* Whether direct tiles may run on a phase of sub-grid sizes Q (the table has them, for words
+ * too, and offsets fit int32). */
 static int flat_ok(const cbd_run *R, const int64_t *Q) {
-    return R->k->tile32 && R->mr == R->k->tile_rows && pixels(R->p->O) < INT64_C(1) << 30 &&
-           pixels(Q) < INT64_C(1) << 30;
+    const int kernel = R->word_channels ? R->k->word_tile32 && R->mr == R->k->word_rows
+                                        : R->k->tile32 && R->mr == R->k->tile_rows;
+    return kernel && pixels(R->p->O) < INT64_C(1) << 30 && pixels(Q) < INT64_C(1) << 30;
 }
 
 /* Whether a phase of sub-grid sizes Q runs direct tiles: they may, and its sub-grid has diff's
@@ -198,7 +200,7 @@ static void item_phase(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int6
     gradref__sgemm_args a;
     memset(&a, 0, sizeof a);
     a.M = M;
-    a.K = f.ntaps * p->OCpg;
+    a.K = f.ntaps * R->ocpg;
     a.pack_b = pack_b_phase;
     a.pack_b_ctx = &f;
     f.index = f_index;
@@ -236,7 +238,7 @@ static void item_phase(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int6
         else
             gradref__sgemm(&a, R->max_isa, S->gemm);
         zeros_rest(z);
-        gradref__cbd_canon(p, chunk, M * (j1 - j0)); /* the NaN rule, on the phase's values */
+        cbd_run_canon(R, chunk, M * (j1 - j0)); /* the NaN rule, on the phase's values */
         scatter_chunk(R, &f, ph, slab0, chunk, M, j0, j1);
     }
 }
@@ -260,7 +262,7 @@ void gradref__cbd_item_gemm(const cbd_run *R, int64_t n, int64_t g, int64_t ic0,
     zeros_rest(&z);      /* no phase had a tap */
     if (unit_strides(p)) /* the NaN rule, while the slab is in the cache (strided: per chunk) */
         for (int64_t m = 0; m < M; m++)
-            gradref__cbd_canon(p, slab0 + m * R->ac, pixels(p->I));
+            cbd_run_canon(R, slab0 + m * R->ac, pixels(p->I));
 }
 
 int gradref__cbd_pack_panel(const gradref__cbd_plan *p, int64_t g, int64_t ic0, int64_t rows,
@@ -302,7 +304,7 @@ void gradref__cbd_panel_offsets(cbd_run *R, const cbd_layout *L, char *base) {
         int64_t ph[3];
         phase_at(R, f, ph);
         off[f] = at;
-        at += (p->ICpg + R->pr - 1) / R->pr * R->mr * gradref__cbd_phase_taps(p, ph, tap) * p->OCpg;
+        at += (p->ICpg + R->pr - 1) / R->pr * R->mr * gradref__cbd_phase_taps(p, ph, tap) * R->ocpg;
     }
 }
 
@@ -325,10 +327,13 @@ int gradref__cbd_pack_panels(const cbd_run *R, const cbd_scratch *S) {
             for (int64_t ic0 = 0; ntaps > 0 && ic0 < p->ICpg; ic0 += R->pr, it++) {
                 if (it < b || it >= e) continue;
                 float *dst = (float *)R->panels + g * R->group_floats + R->phase_off[f] +
-                             ic0 / R->pr * ntaps * p->OCpg * R->mr;
-                finite &= gradref__cbd_pack_panel(p, g, ic0,
-                                                  p->ICpg - ic0 < R->pr ? p->ICpg - ic0 : R->pr,
-                                                  tap, ntaps, R->mr, dst);
+                             ic0 / R->pr * ntaps * R->ocpg * R->mr;
+                const int64_t rows = p->ICpg - ic0 < R->pr ? p->ICpg - ic0 : R->pr;
+                if (R->word_channels)
+                    gradref__cbd_pack_word_panel(p, R->word_channels, g, ic0, rows, tap, ntaps,
+                                                 R->mr, (int32_t *)(void *)dst);
+                else
+                    finite &= gradref__cbd_pack_panel(p, g, ic0, rows, tap, ntaps, R->mr, dst);
             }
         }
     return finite;

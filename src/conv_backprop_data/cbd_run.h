@@ -118,7 +118,16 @@ typedef struct cbd_run {
     int64_t pr; /* rows per panel (<= mr): the channels spread evenly over the panels when every
                    phase runs direct tiles, whose short panels run at a fraction of the rate */
     int prefetch_tiles; /* an image's diff is larger than L2 holds beside the tiles' work */
+    /* I8 by words (k->word_tile32, every phase by direct tiles): diff and the panels hold
+     * 32-bit words of word_channels output channels (cbd_int8.c), acc int32 sums; 0: f32 */
+    int word_channels;
+    int64_t ocpg; /* a tap's channels in the panels, a group's in diff: OCpg, or its words */
 } cbd_run;
+
+/* The NaN rule on n f32 values of a run (int32 sums have no NaN to mend). */
+static inline void cbd_run_canon(const cbd_run *R, float *v, int64_t n) {
+    if (!R->word_channels) gradref__cbd_canon(R->p, v, n);
+}
 
 typedef struct cbd_phase {
     const cbd_run *R;

@@ -10,7 +10,7 @@
  * strided streams than the hardware prefetchers follow. */
 static void prefetch_tile(const cbd_run *R, const cbd_phase *f, const float *image,
                           const int64_t *offset, int64_t j) {
-    const int64_t channels = R->p->OCpg, dc = R->dc;
+    const int64_t channels = R->ocpg, dc = R->dc;
     for (int64_t t = 0; t < f->ntaps;) {
         int64_t lo = offset[t], hi = offset[t], u = t + 1;
         for (; u < f->ntaps && f->tap[4 * u + 1] == f->tap[4 * t + 1] &&
@@ -26,6 +26,19 @@ static void prefetch_tile(const cbd_run *R, const cbd_phase *f, const float *ima
     }
 }
 
+/* The table's tile32 (or, for I8 by words, word_tile32) from +0. */
+static void tile(const cbd_run *R, const float *image, int64_t channel_stride,
+                 const int64_t *offset, const uint16_t *masks, int64_t ntaps, int64_t cols,
+                 int inside, const float *a, int rows, float *c, int64_t ldc) {
+    if (R->word_channels)
+        R->k->word_tile32((const int32_t *)(const void *)image, channel_stride, R->ocpg, offset,
+                          masks, ntaps, cols, inside, (const int32_t *)(const void *)a, rows,
+                          (int32_t *)(void *)c, ldc, 0);
+    else
+        R->k->tile32(image, channel_stride, R->ocpg, offset, masks, ntaps, cols, inside, a, rows, c,
+                     ldc, 0);
+}
+
 /* Sub-grid pixels [jb, je) of a phase whose sub-grid has diff's last two sizes, into c (pixel
  * jb of row ic0 at c, rows ldc apart): tiles of 32 pixels computed straight from diff (no B
  * packing), a group of tiles at a time for every filter panel. */
@@ -37,8 +50,8 @@ void gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const float
         const int64_t calls = (je - jb + 31) / 32 * ((M + R->pr - 1) / R->pr);
         z->slice = ((z->left + (size_t)calls - 1) / (size_t)calls + 63) & ~(size_t)63;
     }
-    const int64_t K = f->ntaps * p->OCpg, per_tile = 2 * f->ntaps;
-    const int64_t image_at = f->n * R->dn + f->g * p->OCpg * R->dc;
+    const int64_t K = f->ntaps * R->ocpg, per_tile = 2 * f->ntaps;
+    const int64_t image_at = f->n * R->dn + f->g * R->ocpg * R->dc;
     const float *image = R->diff + image_at;
     int64_t *offset = S->offsets;
     uint16_t *masks = S->masks;
@@ -49,7 +62,7 @@ void gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const float
         if (t == 0 || offset[t] < lo) lo = offset[t];
         if (t == 0 || offset[t] > hi) hi = offset[t];
     }
-    const int64_t channels = (p->OCpg - 1) * R->dc;
+    const int64_t channels = (R->ocpg - 1) * R->dc;
     lo += image_at + (channels < 0 ? channels : 0);
     hi += image_at + (channels > 0 ? channels : 0) + 32;
     int64_t *key = S->masks_key;
@@ -69,19 +82,18 @@ void gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const float
             int64_t *block_offset = offset + f->ntaps;
             uint16_t *block_masks = masks + S->tile_group * per_tile;
             for (int64_t t = 0; t < f->ntaps; t++)
-                block_offset[t] = t * p->OCpg * 32;
+                block_offset[t] = t * R->ocpg * 32;
             for (int64_t j0 = g0; j0 < g1; j0 += 32) {
                 const uint16_t *m = masks + (j0 - g0) / 32 * per_tile;
                 const int64_t cols = g1 - j0 < 32 ? g1 - j0 : 32;
-                R->k->pack_tile32(image + j0, R->dc, p->OCpg, offset, m, f->ntaps, block);
+                R->k->pack_tile32(image + j0, R->dc, R->ocpg, offset, m, f->ntaps, block);
                 for (int64_t t = 0; t < f->ntaps; t++) /* same taps skipped, zeros packed */
                     block_masks[2 * t] = block_masks[2 * t + 1] =
                         (uint16_t)((m[2 * t] | m[2 * t + 1]) ? 0xffffu : 0u);
                 for (int64_t i0 = 0; i0 < M; i0 += R->pr) {
-                    R->k->tile32(block, 32, p->OCpg, block_offset, block_masks, f->ntaps, cols, 2,
-                                 panels + i0 / R->pr * K * R->mr,
-                                 (int)(M - i0 < R->pr ? M - i0 : R->pr), c + i0 * ldc + (j0 - jb),
-                                 ldc, 0);
+                    tile(R, block, 32, block_offset, block_masks, f->ntaps, cols, 2,
+                         panels + i0 / R->pr * K * R->mr, (int)(M - i0 < R->pr ? M - i0 : R->pr),
+                         c + i0 * ldc + (j0 - jb), ldc);
                     zeros_some(z);
                 }
             }
@@ -93,15 +105,15 @@ void gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const float
         const int64_t tiles = (g1 - g0 + 31) / 32, panels_n = (M + R->pr - 1) / R->pr;
         for (int64_t outer = 0; outer < (tile_outer ? tiles : panels_n); outer++)
             for (int64_t inner = 0; inner < (tile_outer ? panels_n : tiles); inner++) {
-                const int64_t tile = tile_outer ? outer : inner, pn = tile_outer ? inner : outer;
-                const int64_t i0 = pn * R->pr, j0 = g0 + tile * 32;
+                const int64_t tile_index = tile_outer ? outer : inner;
+                const int64_t pn = tile_outer ? inner : outer;
+                const int64_t i0 = pn * R->pr, j0 = g0 + tile_index * 32;
                 if (pn == 0 && j0 + 32 < g1 && R->prefetch_tiles)
                     prefetch_tile(R, f, image, offset, j0 + 32);
-                R->k->tile32(image + j0, R->dc, p->OCpg, offset, masks + tile * per_tile, f->ntaps,
-                             g1 - j0 < 32 ? g1 - j0 : 32,
-                             j0 + lo >= R->span_lo && j0 + hi <= R->span_hi,
-                             panels + pn * K * R->mr, (int)(M - i0 < R->pr ? M - i0 : R->pr),
-                             c + i0 * ldc + (j0 - jb), ldc, 0);
+                tile(R, image + j0, R->dc, offset, masks + tile_index * per_tile, f->ntaps,
+                     g1 - j0 < 32 ? g1 - j0 : 32, j0 + lo >= R->span_lo && j0 + hi <= R->span_hi,
+                     panels + pn * K * R->mr, (int)(M - i0 < R->pr ? M - i0 : R->pr),
+                     c + i0 * ldc + (j0 - jb), ldc);
                 zeros_some(z);
             }
     }
