@@ -43,6 +43,9 @@ if [ "$(uname -m)" = x86_64 ]; then # aarch64: cross-compiled, every test under 
   fmla=$(aarch64-linux-gnu-objdump -d $out/aarch64/libgradref.a | grep -cE "fmla[[:space:]]+v")
   echo "$fmla vector FMLA instructions"
   [ "$fmla" -ge 100 ] || { echo "the NEON kernels are missing"; exit 1; }
+  sdot=$(aarch64-linux-gnu-objdump -d $out/aarch64/libgradref.a | grep -cE "sdot[[:space:]]+v")
+  echo "$sdot vector SDOT instructions (the neon_dot level)"
+  [ "$sdot" -ge 24 ] || { echo "the neon_dot kernels are missing"; exit 1; }
   /usr/bin/python3 scripts/insn_mix.py \
     $out/aarch64/CMakeFiles/gradref_objects.dir/src/common/gemm_neon.c.o kernel_neon --most 1
 fi

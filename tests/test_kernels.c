@@ -637,6 +637,84 @@ static void test_cbd_tiles(void **state) {
     }
 }
 
+/* Channel c's value in a word of wc I8 channels (int16 halves or bytes, channel 0 lowest). */
+static int32_t word_value(uint32_t word, int c, int wc) {
+    return wc == 2 ? (int16_t)(uint16_t)(word >> (16 * c)) : (int8_t)(uint8_t)(word >> (8 * c));
+}
+
+/* A word of wc random I8 values. */
+static uint32_t random_word(int wc, tu_rng *r) {
+    uint32_t word = 0;
+    for (int c = 0; c < wc; c++)
+        word |= ((uint32_t)(int32_t)tu_range(r, -128, 127) & (wc == 2 ? 0xffffu : 0xffu))
+                << (32 / wc * c);
+    return word;
+}
+
+/* The I8 word tiles (word_tile32: int16 pairs, int8 quads) against their sums written out here:
+ * for i < rows and lanes l < cols, from 0 or (load) c's value, the int32 sum mod 2^32 over the
+ * taps, words and channels of a's channel value times the image's (0 outside the tap's mask),
+ * with the image read with masked loads, whole vectors and packed; c's values near 2^31 make
+ * the sums wrap. What the kernel does not own must stay as it was. */
+static void test_cbd_word_tiles(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(12);
+    FOR_EACH_LEVEL(level) {
+        const gradref__cbd_kernels *k = gradref__cbd_kernels_for(level);
+        if (k == gradref__cbd_kernels_for(level - 1) || k->word_tile32 == NULL) continue;
+        const int mr = k->word_rows, wc = k->word_channels;
+        for (int iter = 0; iter < 300; iter++) {
+            enum { SPAN = 256, LDC = 40 };
+            const int64_t ntaps = tu_range(&r, 1, 9), words = tu_range(&r, 1, 6);
+            const int64_t cs = SPAN + tu_range(&r, 0, 3), cols = tu_range(&r, 1, 32);
+            const int rows = (int)tu_range(&r, 1, mr), inside = iter % 3, load = iter / 3 % 2;
+            int64_t offset[9];
+            uint16_t masks[18];
+            uint32_t image[6 * (SPAN + 3) + 64], a[9 * 6 * 14], want[14 * LDC], got[14 * LDC];
+            for (size_t e = 0; e < sizeof image / 4; e++)
+                image[e] = random_word(wc, &r);
+            for (int64_t e = 0; e < ntaps * words * mr; e++)
+                a[e] = random_word(wc, &r);
+            for (int64_t t = 0; t < ntaps; t++) {
+                offset[t] = tu_range(&r, 0, SPAN - 32);
+                for (int h = 0; h < 2; h++) /* none, all, or random lanes */
+                    masks[2 * t + h] = (uint16_t)(iter % 4 == 3 ? tu_range(&r, 0, 0xffff)
+                                                                : 0xffff * tu_range(&r, 0, 1));
+            }
+            for (int e = 0; e < 14 * LDC; e++)
+                want[e] = got[e] = 0x7fffff00u + (uint32_t)e * 977u;
+            for (int i = 0; i < rows; i++)
+                for (int64_t l = 0; l < cols; l++) {
+                    uint32_t acc = load ? got[i * LDC + l] : 0u;
+                    for (int64_t t = 0; t < ntaps; t++)
+                        for (int64_t j = 0; j < words && ((masks[2 * t + l / 16] >> l % 16) & 1);
+                             j++)
+                            for (int c = 0; c < wc; c++)
+                                acc += (uint32_t)(word_value(a[(t * words + j) * mr + i], c, wc) *
+                                                  word_value(image[offset[t] + j * cs + l], c, wc));
+                    want[i * LDC + l] = acc;
+                }
+            int64_t block_offset[9];
+            uint16_t block_masks[18];
+            uint32_t packed[9 * 6 * 32];
+            if (inside == 2) { /* the tile packed by pack_tile32, zeros outside the taps */
+                k->pack_tile32((const float *)(const void *)image, cs, words, offset, masks, ntaps,
+                               (float *)(void *)packed);
+                for (int64_t t = 0; t < ntaps; t++) {
+                    block_offset[t] = t * words * 32;
+                    block_masks[2 * t] = block_masks[2 * t + 1] =
+                        (uint16_t)((masks[2 * t] | masks[2 * t + 1]) ? 0xffffu : 0u);
+                }
+            }
+            k->word_tile32((const int32_t *)(inside == 2 ? packed : image), inside == 2 ? 32 : cs,
+                           words, inside == 2 ? block_offset : offset,
+                           inside == 2 ? block_masks : masks, ntaps, cols, inside,
+                           (const int32_t *)a, rows, (int32_t *)got, LDC, load);
+            expect_bytes(got, want, sizeof want, "cbd word_tile32", k->isa, cols, iter);
+        }
+    }
+}
+
 /* conv_backprop_data's QuantizedS8 requantisation without libm, against the transcription of
  * MegEngine's (roundf, fmaxf, fminf): every tie of acc / 2, every acc near the clamps, and
  * random sums and scales from 2^-40 to 2^40 (overflow to Inf and quotients of 0 included); and
@@ -857,8 +935,8 @@ int main(void) {
         cmocka_unit_test(test_array_kernels),  cmocka_unit_test(test_c3f_add_and_scan),
         cmocka_unit_test(test_c3f_panels),     cmocka_unit_test(test_cbd_masks_and_scatter),
         cmocka_unit_test(test_cbd_depthwise),  cmocka_unit_test(test_cbd_tiles),
-        cmocka_unit_test(test_cbd_requantize), cmocka_unit_test(test_gs3d_dx_plane),
-        cmocka_unit_test(test_gs3d_dgrid),
+        cmocka_unit_test(test_cbd_word_tiles), cmocka_unit_test(test_cbd_requantize),
+        cmocka_unit_test(test_gs3d_dx_plane),  cmocka_unit_test(test_gs3d_dgrid),
     };
     return cmocka_run_group_tests_name("kernels", tests, NULL, NULL);
 }

@@ -2,7 +2,8 @@
 /* The CPU's kernel level (isa.h), read once when the library is loaded and only read
  * afterwards: the library's one piece of global state, constant for the life of the process.
  * On x86 from CPUID (clang 14's __builtin_cpu_supports does not know "f16c"; CPUID traps to the
- * hypervisor on virtual machines, microseconds); on aarch64 it is NEON, which every CPU has. */
+ * hypervisor on virtual machines, microseconds); on aarch64 NEON, which every CPU has, and the
+ * dot product from the kernel's hardware capabilities (getauxval). */
 #include "isa.h"
 
 #include <stdlib.h>
@@ -64,11 +65,18 @@ static int detect(void) {
 }
 
 #elif defined(GRADREF__ARM64)
+#  if defined(__linux__)
+#    include <asm/hwcap.h>
+#    include <sys/auxv.h>
+#  endif
 
-static const char *const names[GRADREF__ISA_LEVELS] = {"portable", "neon", "?", "?"};
+static const char *const names[GRADREF__ISA_LEVELS] = {"portable", "neon", "neon_dot", "?"};
 
-/* ASIMD is part of every aarch64 CPU. */
+/* ASIMD is part of every aarch64 CPU; the dot product is a hardware capability (Linux). */
 static int detect(void) {
+#  if defined(__linux__)
+    if (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) return GRADREF__ISA_NEON_DOT;
+#  endif
     return GRADREF__ISA_NEON;
 }
 

@@ -17,8 +17,9 @@ enum {
     GRADREF__ISA_AVX2 = 1,        /* x86-64-v3: AVX2, FMA and F16C */
     GRADREF__ISA_AVX512 = 2,      /* x86-64-v4: AVX-512 F, CD, DQ, BW and VL */
     GRADREF__ISA_AVX512_BF16 = 3, /* and AVX512_BF16 */
-    /* aarch64 (a level for the dot product or SVE comes with the first kernels that use it) */
-    GRADREF__ISA_NEON = 1, /* Advanced SIMD (ASIMD), on every aarch64 CPU */
+    /* aarch64 (a level for SVE comes with the first kernels that use it) */
+    GRADREF__ISA_NEON = 1,     /* Advanced SIMD (ASIMD), on every aarch64 CPU */
+    GRADREF__ISA_NEON_DOT = 2, /* and the int8 dot product (SDOT, FEAT_DotProd: Armv8.2-A on) */
     GRADREF__ISA_LEVELS = 4
 };
 
@@ -39,13 +40,14 @@ enum {
 #if defined(GRADREF__X86)
 #  define GRADREF__ISA_TOP GRADREF__ISA_AVX512_BF16
 #elif defined(GRADREF__ARM64)
-#  define GRADREF__ISA_TOP GRADREF__ISA_NEON
+#  define GRADREF__ISA_TOP GRADREF__ISA_NEON_DOT
 #else
 #  define GRADREF__ISA_TOP GRADREF__ISA_PORTABLE
 #endif
 
 /* The widest level this CPU runs, after GRADREF_MAX_ISA (a level's name: portable, avx2,
- * avx512, avx512_bf16 on x86; portable, neon on aarch64); read once when the library loads. */
+ * avx512, avx512_bf16 on x86; portable, neon, neon_dot on aarch64); read once when the library
+ * loads. */
 int gradref__isa_level(void);
 
 /* A level's name on this architecture ("portable", "avx2", ...; "?" above GRADREF__ISA_TOP). */

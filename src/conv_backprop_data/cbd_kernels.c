@@ -69,6 +69,7 @@ const gradref__cbd_kernels *gradref__cbd_kernels_for(int max_isa) {
 #endif
 #ifdef GRADREF__ARM64
         [GRADREF__ISA_NEON] = &gradref__cbd_kernels_neon,
+        [GRADREF__ISA_NEON_DOT] = &gradref__cbd_kernels_neon_dot,
 #endif
     };
     return gradref__isa_pick(tables, max_isa);

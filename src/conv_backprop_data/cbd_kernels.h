@@ -144,7 +144,16 @@ extern const gradref__cbd_kernels gradref__cbd_kernels_avx2;   /* cbd_avx2.c */
 extern const gradref__cbd_kernels gradref__cbd_kernels_avx512; /* cbd_avx512.c */
 #endif
 #ifdef GRADREF__ARM64
-extern const gradref__cbd_kernels gradref__cbd_kernels_neon; /* cbd_neon.c */
+extern const gradref__cbd_kernels gradref__cbd_kernels_neon;     /* cbd_neon.c */
+extern const gradref__cbd_kernels gradref__cbd_kernels_neon_dot; /* cbd_neon.c */
+/* I8 tiles by int8 quads (cbd_neon_dot.c, SDOT; 12-row panels): the pair tiles' contract
+ * (gradref__cbd_i8_pair_tile32_avx2) on words of four output channels' bytes, 4j (lowest
+ * byte) to 4j + 3. */
+void gradref__cbd_i8_quad_tile32_neon_dot(const int32_t *image, int64_t channel_stride,
+                                          int64_t quads, const int64_t *offset,
+                                          const uint16_t *masks, int64_t ntaps, int64_t cols,
+                                          int inside, const int32_t *a, int rows, int32_t *c,
+                                          int64_t ldc, int load);
 #endif
 
 /* Whether the MegEngine DEFAULT lanes kernels take plan p (k->megengine_row, few enough taps,

@@ -408,19 +408,21 @@ static inline float me_f16_scalar(uint16_t h) {
 #  define ME_ROW           megengine_row_neon
 #  include "cbd_megengine_lanes.h"
 
-const gradref__cbd_kernels gradref__cbd_kernels_neon = {
-    .isa = "neon",
-    .dw_row = dw_row_neon,
-    .dw_rows4 = dw_rows4_neon,
-    .dw_plane3x3 = dw_plane3x3_neon,
-    .tile_rows = GRADREF__CBD_TILE_ROWS_NEON,
-    .tile32 = tile32_neon,
-    .pack_tile32 = pack_tile32_neon,
-    .tile32_masks = tile32_masks_neon,
-    .scatter2 = scatter2_neon,
-    .qs8_row = qs8_row_neon,
-    .megengine_row = megengine_row_neon,
-    .megengine_lanes = 8,
+/* The NEON table's kernels, which the neon_dot table takes too. */
+#  define NEON_KERNELS                                                                             \
+    .dw_row = dw_row_neon, .dw_rows4 = dw_rows4_neon, .dw_plane3x3 = dw_plane3x3_neon,             \
+    .tile_rows = GRADREF__CBD_TILE_ROWS_NEON, .tile32 = tile32_neon,                               \
+    .pack_tile32 = pack_tile32_neon, .tile32_masks = tile32_masks_neon, .scatter2 = scatter2_neon, \
+    .qs8_row = qs8_row_neon, .megengine_row = megengine_row_neon, .megengine_lanes = 8
+
+const gradref__cbd_kernels gradref__cbd_kernels_neon = {.isa = "neon", NEON_KERNELS};
+
+const gradref__cbd_kernels gradref__cbd_kernels_neon_dot = {
+    .isa = "neon_dot",
+    NEON_KERNELS,
+    .word_channels = 4,
+    .word_rows = GRADREF__CBD_TILE_ROWS_NEON,
+    .word_tile32 = gradref__cbd_i8_quad_tile32_neon_dot,
 };
 
 #else
