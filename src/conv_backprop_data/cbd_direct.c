@@ -52,7 +52,17 @@ typedef struct direct {
     const int64_t *tap; /* the phase's taps (gradref__cbd_phase_taps) */
     int64_t Q[3];       /* the phase's sub-grid sizes */
     int64_t j0;         /* the chunk's (or tile's) first sub-grid pixel */
+    int wc; /* I8 tiles by words of wc output channels (k->word_tile32), or 0: f32 tiles */
 } direct;
+
+/* The tiles' channels per tap (output channels, or words of them) and panel rows. */
+static int64_t tile_channels(const direct *d) {
+    return d->wc ? (d->p->OCpg + d->wc - 1) / d->wc : d->p->OCpg;
+}
+
+static int64_t tile_mr(const direct *d) {
+    return d->wc ? d->k->word_rows : gradref__sgemm_mr(d->p->max_isa);
+}
 
 /* A (rows: input channels ic0 + first.., k = (phase tap, oc)) in panels of `width` rows. */
 static void pack_a_filter(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
@@ -204,6 +214,7 @@ typedef struct direct_call {
     int64_t part;  /* I8: output channels per part (gradref__cbd_int8_part) */
     int64_t block; /* an item's channels */
     int tiles;     /* the direct tiles may run (tiles_may_run) */
+    int wc;        /* I8 tiles by words (direct's wc) */
 } direct_call;
 
 /* One chunk of a phase's sub-grid (a->N pixels from d->j0) into grad; I8 a part of the output
@@ -320,11 +331,13 @@ static void diff_extent(const gradref__cbd_plan *p, int64_t *lo, int64_t *hi) {
 }
 
 /* Whether the direct tiles may run on the problem: the kernel table has them, offsets fit
- * int32, and I8 runs in one part (a phase then runs them when its sub-grid has diff's last two
- * sizes and the stack holds its panels, phase_tiles). */
-static int tiles_may_run(const gradref__cbd_plan *p, const gradref__cbd_kernels *k, int64_t part) {
-    return k->tile32 && k->tile_rows == gradref__sgemm_mr(p->max_isa) &&
-           pixels(p->O) < (INT64_C(1) << 30) && pixels(p->I) < (INT64_C(1) << 30) &&
+ * int32, and I8 runs by words (wc) or in one part (a phase then runs them when its sub-grid
+ * has diff's last two sizes and the stack holds its panels, phase_tiles). */
+static int tiles_may_run(const gradref__cbd_plan *p, const gradref__cbd_kernels *k, int64_t part,
+                         int wc) {
+    const int fit = pixels(p->O) < (INT64_C(1) << 30) && pixels(p->I) < (INT64_C(1) << 30);
+    if (wc) return fit;
+    return k->tile32 && k->tile_rows == gradref__sgemm_mr(p->max_isa) && fit &&
            (p->in_dtype != GRADREF_I8 || part == p->OCpg);
 }
 
@@ -338,12 +351,14 @@ typedef struct tiles_stack {
 } tiles_stack;
 
 /* Diff's flat positions [start, start + span) of every channel of the item's image and group,
- * as f32 (+0 outside diff), channel oc at window + oc * span. */
+ * as f32 (+0 outside diff), channel oc at window + oc * span; or, by words, word j's at
+ * window + j * span. */
 static void fill_window(const direct *d, int64_t start, int64_t span, float *window) {
     const gradref__cbd_plan *p = d->p;
     const int64_t P = pixels(p->O), img = d->n * p->ds[0] + d->g * p->ds[1];
-    for (int64_t oc = 0; oc < p->OCpg; oc++) {
-        float *out = window + oc * span;
+    const int step = d->wc ? d->wc : 1;
+    for (int64_t oc = 0; oc < p->OCpg; oc += step) {
+        float *out = window + oc / step * span;
         for (int64_t x = 0; x < span;) {
             const int64_t pos = start + x;
             int64_t run = pos < 0 ? -pos : span - x;
@@ -354,8 +369,13 @@ static void fill_window(const direct *d, int64_t start, int64_t span, float *win
                 const int64_t o2 = pos % p->O[2], o1 = pos / p->O[2] % p->O[1],
                               o0 = pos / (p->O[2] * p->O[1]);
                 run = p->O[2] - o2 < run ? p->O[2] - o2 : run;
-                diff_run(d, img + oc * p->ds[2] + o0 * p->ds[3] + o1 * p->ds[4] + o2 * p->ds[5],
-                         run, out + x);
+                const int64_t e =
+                    img + oc * p->ds[2] + o0 * p->ds[3] + o1 * p->ds[4] + o2 * p->ds[5];
+                if (d->wc)
+                    gradref__cbd_words_run(p, d->wc, e, p->OCpg - oc, run,
+                                           (int32_t *)(void *)(out + x));
+                else
+                    diff_run(d, e, run, out + x);
             }
             x += run;
         }
@@ -385,7 +405,7 @@ __attribute__((noinline)) static void tiles_windowed(direct *d, const int64_t *p
                                                      float *values, int32_t *sums) {
     const gradref__cbd_plan *p = d->p;
     const gradref__cbd_kernels *k = d->k;
-    const int64_t ntaps = taps->count, K = ntaps * p->OCpg, mr = gradref__sgemm_mr(p->max_isa),
+    const int64_t ntaps = taps->count, K = ntaps * tile_channels(d), mr = tile_mr(d),
                   N = pixels(d->Q);
     const int in_place =
         unit_strides(p) && p->out_dtype == GRADREF_F32 && dense_pixels(p->gs, p->I);
@@ -409,17 +429,27 @@ __attribute__((noinline)) static void tiles_windowed(direct *d, const int64_t *p
         }
         float *c = in_place ? slab + j0 : values;
         const int64_t ldc = in_place ? p->gs[2] : cols;
-        for (int64_t i0 = 0; i0 < M; i0 += pr)
-            k->tile32(image, channel_stride, p->OCpg, st->offset + taps->first, st->masks, ntaps,
-                      cols, (int)inside, panels + i0 / pr * K * mr,
-                      (int)(M - i0 < pr ? M - i0 : pr), c + i0 * ldc, ldc, taps->first > 0);
+        for (int64_t i0 = 0; i0 < M; i0 += pr) {
+            const int rows = (int)(M - i0 < pr ? M - i0 : pr);
+            const float *a = panels + i0 / pr * K * mr;
+            if (d->wc) /* int32 sums, stored below */
+                k->word_tile32((const int32_t *)(const void *)image, channel_stride,
+                               tile_channels(d), st->offset + taps->first, st->masks, ntaps, cols,
+                               (int)inside, (const int32_t *)(const void *)a, rows,
+                               (int32_t *)(void *)(c + i0 * ldc), ldc, taps->first > 0);
+            else
+                k->tile32(image, channel_stride, p->OCpg, st->offset + taps->first, st->masks,
+                          ntaps, cols, (int)inside, a, rows, c + i0 * ldc, ldc, taps->first > 0);
+        }
         if (in_place) {
             for (int64_t m = 0; m < M; m++)
                 gradref__cbd_canon(p, c + m * ldc, cols);
             continue;
         }
         d->j0 = j0;
-        if (p->in_dtype == GRADREF_I8) {
+        if (d->wc) {
+            store_chunk(d, ph, values, (const int32_t *)(const void *)values, M, cols);
+        } else if (p->in_dtype == GRADREF_I8) {
             gradref__cbd_fold_sums(values, M * cols, 1, sums);
             store_chunk(d, ph, values, sums, M, cols);
         } else {
@@ -457,6 +487,17 @@ __attribute__((noinline)) static void tiles_in_grad(const direct *d, const float
         gradref__cbd_canon(p, c + m * p->gs[2], pixels(d->Q));
 }
 
+/* The panel of rows [d->ic0 + r0, + rows) of the taps `taps` of the phase, as the tiles take
+ * it (f32, or words). */
+static void pack_panel(const direct *d, int64_t r0, int64_t rows, const tap_run *taps, float *dst) {
+    const int64_t *tap = d->tap + 4 * taps->first;
+    if (d->wc)
+        gradref__cbd_pack_word_panel(d->p, d->wc, d->g, d->ic0 + r0, rows, tap, taps->count,
+                                     tile_mr(d), (int32_t *)(void *)dst);
+    else
+        gradref__cbd_pack_panel(d->p, d->g, d->ic0 + r0, rows, tap, taps->count, tile_mr(d), dst);
+}
+
 /* Phase ph of an item (d: its image, group and channels; d->Q the phase's sub-grid, ntaps taps
  * in d->tap) by the direct tiles, its panels packed on the stack, both at once or one at a time
  * as the stack holds them with the window; into grad in place, the taps in slices when not
@@ -470,13 +511,14 @@ __attribute__((noinline)) static int phase_tiles(direct *d, const int64_t *ph, i
     int64_t lo, hi;
     tap_offsets(p, d->tap, ntaps, st.offset, &lo, &hi);
     const int in_place = tiles_in_place(p);
-    const int64_t window = reads_in_place(p) ? 0 : p->OCpg * (hi - lo + 32);
-    const int64_t mr = gradref__sgemm_mr(p->max_isa), np = (M + mr - 1) / mr;
+    const int64_t channels = tile_channels(d),
+                  window = reads_in_place(p) ? 0 : channels * (hi - lo + 32);
+    const int64_t mr = tile_mr(d), np = (M + mr - 1) / mr;
     const int64_t pr = (M + np - 1) / np; /* 16 channels: 8 + 8 rows, as the fast path's panels */
     /* a tile's values (and I8 sums) per row of a pass */
-    const int64_t per_row = in_place ? 0 : p->in_dtype == GRADREF_I8 ? 64 : 32;
+    const int64_t per_row = in_place ? 0 : p->in_dtype == GRADREF_I8 && !d->wc ? 64 : 32;
     int64_t at_once = np, slice = ntaps;
-    while (at_once > 0 && at_once * (mr * ntaps * p->OCpg + pr * per_row) + window > TILE_FLOATS)
+    while (at_once > 0 && at_once * (mr * ntaps * channels + pr * per_row) + window > TILE_FLOATS)
         at_once--;
     if (at_once == 0 && in_place) {
         at_once = 1;
@@ -489,11 +531,10 @@ __attribute__((noinline)) static int phase_tiles(direct *d, const int64_t *ph, i
         d->ic0 = ic0 + r0;
         for (tap_run taps = {0, slice}; taps.first < ntaps; taps.first += slice) {
             taps.count = ntaps - taps.first < slice ? ntaps - taps.first : slice;
-            const int64_t K = taps.count * p->OCpg;
+            const int64_t K = taps.count * channels;
             for (int64_t pn = 0; pn * pr < rows; pn++)
-                gradref__cbd_pack_panel(
-                    p, d->g, d->ic0 + pn * pr, rows - pn * pr < pr ? rows - pn * pr : pr,
-                    d->tap + 4 * taps.first, taps.count, mr, floats + pn * K * mr);
+                pack_panel(d, pn * pr, rows - pn * pr < pr ? rows - pn * pr : pr, &taps,
+                           floats + pn * K * mr);
             if (in_place && slice == ntaps)
                 tiles_in_grad(d, floats, rows, pr, ntaps, &st);
             else
@@ -512,8 +553,8 @@ static void item(const direct_call *call, int64_t n, int64_t g, int64_t ic0, int
     const gradref__cbd_plan *p = call->p;
     int64_t tap[4 * taps_of(p)]; /* at most MAX_TAPS (gradref__cbd_direct_fits) */
     direct d = {
-        p,         call->k, gradref__array_kernels_for(p->max_isa), n, g, ic0, 0, p->OCpg, tap,
-        {0, 0, 0}, 0};
+        p, call->k, gradref__array_kernels_for(p->max_isa), n, g, ic0, 0, p->OCpg, tap, {0, 0, 0},
+        0, call->wc};
     if (!unit_strides(p)) zero_slabs(p, n, g, ic0, M);
     int64_t ph[3];
     for (ph[0] = 0; ph[0] < p->stride[0] && ph[0] < p->I[0]; ph[0]++)
@@ -541,9 +582,11 @@ static void items(const void *arg, int64_t begin, int64_t end) {
 }
 
 void gradref__cbd_direct(const gradref__cbd_plan *p, int64_t part, int threads) {
-    direct_call call = {p, gradref__cbd_kernels_for(p->max_isa), part, 0, 0};
-    call.tiles = tiles_may_run(p, call.k, part);
-    call.block = 2 * gradref__sgemm_mr(p->max_isa); /* two panels (at most MAX_BLOCK: the chunk) */
+    direct_call call = {p, gradref__cbd_kernels_for(p->max_isa), part, 0, 0, 0};
+    call.wc = p->in_dtype == GRADREF_I8 && call.k->word_tile32 ? call.k->word_channels : 0;
+    call.tiles = tiles_may_run(p, call.k, part, call.wc);
+    /* two panels (at most MAX_BLOCK: the chunk) */
+    call.block = 2 * (call.wc ? call.k->word_rows : gradref__sgemm_mr(p->max_isa));
     if (call.block > MAX_BLOCK) call.block = MAX_BLOCK;
     gradref__parallel_ranges(p->N * p->G * ((p->ICpg + call.block - 1) / call.block), threads,
                              items, &call);

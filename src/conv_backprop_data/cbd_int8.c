@@ -198,6 +198,18 @@ static void dense_words(const int8_t *v, int64_t step, int64_t n, int wc, int32_
                            (uint32_t)(uint8_t)v[3 * step + x] << 24);
 }
 
+void gradref__cbd_words_run(const gradref__cbd_plan *p, int wc, int64_t e, int64_t have, int64_t n,
+                            int32_t *out) {
+    const int8_t *v = (const int8_t *)(const void *)p->diff + e;
+    const int64_t s = p->ds[5];
+    if (s == 1 && have >= wc) {
+        dense_words(v, p->ds[2], n, wc, out);
+        return;
+    }
+    for (int64_t x = 0; x < n; x++)
+        out[x] = channel_word(v + x * s, p->ds[2], have, wc);
+}
+
 typedef struct stage_ctx {
     const gradref__cbd_plan *p;
     int32_t *out;
