@@ -3,7 +3,8 @@
  * run, a plain memory copy of the same number of bytes, so figures from different machines can
  * be read as a fraction of what the memory system gives.
  *
- *   gradref-bench [-t threads] [-r repeats] [-f problems.txt] [--isa portable|avx2|avx512]
+ *   gradref-bench [-t threads] [-r repeats] [-f problems.txt] [--isa
+ * portable|avx2|avx512|avx512_vnni]
  *                 [--onednn-plain] [--csv] [substring]
  *
  * Operators with a workspace are timed twice: with a caller workspace (allocated once, as a
@@ -28,19 +29,22 @@
 #include "bench_ops.h"
 
 static void usage(void) {
-    fprintf(stderr, "usage: gradref-bench [-t threads] [-r repeats] [-f problems.txt] "
-                    "[--isa portable|avx2|avx512] [--onednn-plain] [--csv] [substring]\n");
+    fprintf(stderr,
+            "usage: gradref-bench [-t threads] [-r repeats] [-f problems.txt] "
+            "[--isa portable|avx2|avx512|avx512_vnni] [--onednn-plain] [--csv] [substring]\n");
 }
 
 /* --isa: runs this program again with GRADREF_MAX_ISA and oneDNN's ONEDNN_MAX_CPU_ISA set
  * (both are read when the libraries load). Returns only on an error. */
 static int rerun_with_isa(const char *isa, char **argv) {
-    const char *onednn = strcmp(isa, "portable") == 0 ? "SSE41"
-                         : strcmp(isa, "avx2") == 0   ? "AVX2"
-                         : strcmp(isa, "avx512") == 0 ? "AVX512_CORE"
-                                                      : NULL;
+    const char *onednn = strcmp(isa, "portable") == 0      ? "SSE41"
+                         : strcmp(isa, "avx2") == 0        ? "AVX2"
+                         : strcmp(isa, "avx512") == 0      ? "AVX512_CORE"
+                         : strcmp(isa, "avx512_vnni") == 0 ? "AVX512_CORE_VNNI"
+                                                           : NULL;
     if (onednn == NULL) {
-        fprintf(stderr, "gradref-bench: --isa %s: use portable, avx2 or avx512\n", isa);
+        fprintf(stderr, "gradref-bench: --isa %s: use portable, avx2, avx512 or avx512_vnni\n",
+                isa);
         return 2;
     }
     const char *set = getenv("GRADREF_MAX_ISA");

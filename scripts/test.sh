@@ -46,6 +46,12 @@ if [ "$(uname -m)" = x86_64 ]; then # aarch64: cross-compiled, every test under 
   sdot=$(aarch64-linux-gnu-objdump -d $out/aarch64/libgradref.a | grep -cE "sdot[[:space:]]+v")
   echo "$sdot vector SDOT instructions (the neon_dot level)"
   [ "$sdot" -ge 24 ] || { echo "the neon_dot kernels are missing"; exit 1; }
+  for o in $(find $out/aarch64/CMakeFiles/gradref_objects.dir -name '*.o' ! -name '*_neon_dot.c.o'); do
+    if aarch64-linux-gnu-objdump -d "$o" | grep -qE "[su]dot[[:space:]]+v"; then
+      echo "$o: dot-product instructions outside a neon_dot kernel file"
+      exit 1
+    fi
+  done
   /usr/bin/python3 scripts/insn_mix.py \
     $out/aarch64/CMakeFiles/gradref_objects.dir/src/common/gemm_neon.c.o kernel_neon --most 1
 fi

@@ -41,6 +41,13 @@ static int detect_avx512(void) {
     return (lo & 0xe6u) == 0xe6u;
 }
 
+/* AVX512_VNNI (CPUID leaf 7, subleaf 0, ECX bit 11), on top of the AVX-512 level. */
+static int detect_avx512_vnni(void) {
+    unsigned a, b, c, d;
+    if (!detect_avx512() || !__get_cpuid_count(7, 0, &a, &b, &c, &d)) return 0;
+    return (c >> 11) & 1u;
+}
+
 /* AVX512_BF16 (CPUID leaf 7, subleaf 1, EAX bit 5), on top of the AVX-512 level. */
 static int detect_avx512_bf16(void) {
     unsigned a, b, c, d;
@@ -55,13 +62,16 @@ static int detect_fma(void) {
     return (c >> 12) & 1u;
 }
 
-static const char *const names[GRADREF__ISA_LEVELS] = {"portable", "avx2", "avx512", "avx512_bf16"};
+static const char *const names[GRADREF__ISA_LEVELS] = {"portable", "avx2", "avx512", "avx512_vnni",
+                                                       "avx512_bf16"};
 
-/* AVX2 with FMA and F16C (x86-64-v3), AVX-512, its BF16 extension. */
+/* AVX2 with FMA and F16C (x86-64-v3), AVX-512, its VNNI and then its BF16 extension (a CPU
+ * with BF16 but not VNNI, which none is, stops at avx512). */
 static int detect(void) {
     if (!detect_avx2_f16c() || !detect_fma()) return GRADREF__ISA_PORTABLE;
     if (!detect_avx512()) return GRADREF__ISA_AVX2;
-    return detect_avx512_bf16() ? GRADREF__ISA_AVX512_BF16 : GRADREF__ISA_AVX512;
+    if (!detect_avx512_vnni()) return GRADREF__ISA_AVX512;
+    return detect_avx512_bf16() ? GRADREF__ISA_AVX512_BF16 : GRADREF__ISA_AVX512_VNNI;
 }
 
 #elif defined(GRADREF__ARM64)
@@ -70,7 +80,7 @@ static int detect(void) {
 #    include <sys/auxv.h>
 #  endif
 
-static const char *const names[GRADREF__ISA_LEVELS] = {"portable", "neon", "neon_dot", "?"};
+static const char *const names[GRADREF__ISA_LEVELS] = {"portable", "neon", "neon_dot", "?", "?"};
 
 /* ASIMD is part of every aarch64 CPU; the dot product is a hardware capability (Linux). */
 static int detect(void) {
@@ -82,7 +92,7 @@ static int detect(void) {
 
 #else
 
-static const char *const names[GRADREF__ISA_LEVELS] = {"portable", "?", "?", "?"};
+static const char *const names[GRADREF__ISA_LEVELS] = {"portable", "?", "?", "?", "?"};
 
 static int detect(void) {
     return GRADREF__ISA_PORTABLE;

@@ -16,11 +16,12 @@ enum {
     /* x86-64 */
     GRADREF__ISA_AVX2 = 1,        /* x86-64-v3: AVX2, FMA and F16C */
     GRADREF__ISA_AVX512 = 2,      /* x86-64-v4: AVX-512 F, CD, DQ, BW and VL */
-    GRADREF__ISA_AVX512_BF16 = 3, /* and AVX512_BF16 */
+    GRADREF__ISA_AVX512_VNNI = 3, /* and AVX512_VNNI (Cascade Lake, Ice Lake, Zen 4 on) */
+    GRADREF__ISA_AVX512_BF16 = 4, /* and AVX512_BF16 (whose CPUs all have AVX512_VNNI too) */
     /* aarch64 (a level for SVE comes with the first kernels that use it) */
     GRADREF__ISA_NEON = 1,     /* Advanced SIMD (ASIMD), on every aarch64 CPU */
     GRADREF__ISA_NEON_DOT = 2, /* and the int8 dot product (SDOT, FEAT_DotProd: Armv8.2-A on) */
-    GRADREF__ISA_LEVELS = 4
+    GRADREF__ISA_LEVELS = 5
 };
 
 /* The max_isa of a plan nothing caps. */
@@ -46,8 +47,8 @@ enum {
 #endif
 
 /* The widest level this CPU runs, after GRADREF_MAX_ISA (a level's name: portable, avx2,
- * avx512, avx512_bf16 on x86; portable, neon, neon_dot on aarch64); read once when the library
- * loads. */
+ * avx512, avx512_vnni, avx512_bf16 on x86; portable, neon, neon_dot on aarch64); read once when
+ * the library loads. */
 int gradref__isa_level(void);
 
 /* A level's name on this architecture ("portable", "avx2", ...; "?" above GRADREF__ISA_TOP). */

@@ -457,22 +457,29 @@ void gradref__cbd_f32_scatter2_avx512(const float *from, int64_t len, int64_t ro
 #  define ME_ROW         megengine_row_avx512
 #  include "cbd_megengine_lanes.h"
 
+/* The AVX-512 table's f32 kernels, which the avx512_vnni table takes too. */
+#  define AVX512_KERNELS                                                                           \
+    .dw_row = gradref__cbd_f32_dw_row_avx2, .dw_rows4 = gradref__cbd_f32_dw_rows4_avx512,          \
+    .dw_plane3x3 = gradref__cbd_f32_dw_plane3x3_avx512, .tile_rows = GRADREF__CBD_TILE_ROWS,       \
+    .tile32 = gradref__cbd_f32_tile32_avx512, .pack_tile32 = gradref__cbd_f32_pack_tile32_avx512,  \
+    .tile32_masks = gradref__cbd_tile32_masks_avx512,                                              \
+    .scatter2 = gradref__cbd_f32_scatter2_avx512, .qs8_row = gradref__cbd_qs8_row_avx2,            \
+    .megengine_row = megengine_row_avx512, .megengine_lanes = 16
+
 const gradref__cbd_kernels gradref__cbd_kernels_avx512 = {
     .isa = "avx512",
-    .dw_row = gradref__cbd_f32_dw_row_avx2,
-    .dw_rows4 = gradref__cbd_f32_dw_rows4_avx512,
-    .dw_plane3x3 = gradref__cbd_f32_dw_plane3x3_avx512,
-    .tile_rows = GRADREF__CBD_TILE_ROWS,
-    .tile32 = gradref__cbd_f32_tile32_avx512,
-    .pack_tile32 = gradref__cbd_f32_pack_tile32_avx512,
-    .tile32_masks = gradref__cbd_tile32_masks_avx512,
-    .scatter2 = gradref__cbd_f32_scatter2_avx512,
-    .qs8_row = gradref__cbd_qs8_row_avx2,
-    .megengine_row = megengine_row_avx512,
-    .megengine_lanes = 16,
+    AVX512_KERNELS,
     .word_channels = 2,
     .word_rows = GRADREF__CBD_TILE_ROWS_AVX2,
     .word_tile32 = gradref__cbd_i8_pair_tile32_avx2,
+};
+
+const gradref__cbd_kernels gradref__cbd_kernels_avx512_vnni = {
+    .isa = "avx512_vnni",
+    AVX512_KERNELS,
+    .word_channels = 2,
+    .word_rows = GRADREF__CBD_TILE_ROWS,
+    .word_tile32 = gradref__cbd_i8_pair_tile32_avx512_vnni,
 };
 
 #else

@@ -66,6 +66,7 @@ const gradref__cbd_kernels *gradref__cbd_kernels_for(int max_isa) {
 #ifdef GRADREF__X86
         [GRADREF__ISA_AVX2] = &gradref__cbd_kernels_avx2,
         [GRADREF__ISA_AVX512] = &gradref__cbd_kernels_avx512,
+        [GRADREF__ISA_AVX512_VNNI] = &gradref__cbd_kernels_avx512_vnni,
 #endif
 #ifdef GRADREF__ARM64
         [GRADREF__ISA_NEON] = &gradref__cbd_kernels_neon,

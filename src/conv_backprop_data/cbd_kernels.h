@@ -140,8 +140,9 @@ typedef struct gradref__cbd_kernels {
 const gradref__cbd_kernels *gradref__cbd_kernels_for(int max_isa);
 
 #ifdef GRADREF__X86
-extern const gradref__cbd_kernels gradref__cbd_kernels_avx2;   /* cbd_avx2.c */
-extern const gradref__cbd_kernels gradref__cbd_kernels_avx512; /* cbd_avx512.c */
+extern const gradref__cbd_kernels gradref__cbd_kernels_avx2;        /* cbd_avx2.c */
+extern const gradref__cbd_kernels gradref__cbd_kernels_avx512;      /* cbd_avx512.c */
+extern const gradref__cbd_kernels gradref__cbd_kernels_avx512_vnni; /* cbd_avx512.c */
 #endif
 #ifdef GRADREF__ARM64
 extern const gradref__cbd_kernels gradref__cbd_kernels_neon;     /* cbd_neon.c */
@@ -270,6 +271,13 @@ void gradref__cbd_i8_pair_tile32_avx2(const int32_t *image, int64_t channel_stri
                                       const int64_t *offset, const uint16_t *masks, int64_t ntaps,
                                       int64_t cols, int inside, const int32_t *a, int rows,
                                       int32_t *c, int64_t ldc, int load);
+/* The same at 16 lanes (cbd_avx512_vnni.c; the AVX-512 tiles' 14-row panels): VPDPWSSD adds
+ * each word's two products to the int32 sum in one instruction. */
+void gradref__cbd_i8_pair_tile32_avx512_vnni(const int32_t *image, int64_t channel_stride,
+                                             int64_t pairs, const int64_t *offset,
+                                             const uint16_t *masks, int64_t ntaps, int64_t cols,
+                                             int inside, const int32_t *a, int rows, int32_t *c,
+                                             int64_t ldc, int load);
 /* The scatter2 kernels (gradref__cbd_kernels). AVX-512 leaves the odd elements untouched. */
 void gradref__cbd_f32_scatter2_avx512(const float *from, int64_t len, int64_t rows, float *row,
                                       int64_t row_stride, int odd_free);
