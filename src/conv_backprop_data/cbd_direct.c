@@ -372,7 +372,7 @@ static void fill_window(const direct *d, int64_t start, int64_t span, float *win
                 const int64_t e =
                     img + oc * p->ds[2] + o0 * p->ds[3] + o1 * p->ds[4] + o2 * p->ds[5];
                 if (d->wc)
-                    gradref__cbd_words_run(p, d->wc, e, p->OCpg - oc, run,
+                    gradref__cbd_words_run(p, d->wc, e, p->OCpg - oc, run, p->ds[5],
                                            (int32_t *)(void *)(out + x));
                 else
                     diff_run(d, e, run, out + x);

@@ -199,9 +199,8 @@ static void dense_words(const int8_t *v, int64_t step, int64_t n, int wc, int32_
 }
 
 void gradref__cbd_words_run(const gradref__cbd_plan *p, int wc, int64_t e, int64_t have, int64_t n,
-                            int32_t *out) {
+                            int64_t s, int32_t *out) {
     const int8_t *v = (const int8_t *)(const void *)p->diff + e;
-    const int64_t s = p->ds[5];
     if (s == 1 && have >= wc) {
         dense_words(v, p->ds[2], n, wc, out);
         return;
@@ -220,22 +219,20 @@ typedef struct stage_ctx {
 static void stage_planes(const void *arg, int64_t s0, int64_t s1) {
     const stage_ctx *c = arg;
     const gradref__cbd_plan *p = c->p;
-    const int64_t P = pixels(p->O), *ds = p->ds;
+    const int64_t *ds = p->ds;
+    const int dense = dense_pixels(ds, p->O);
     for (int64_t s = s0; s < s1; s++) { /* (image, group, word) */
         const int64_t n = s / (p->G * c->words), g = s / c->words % p->G;
-        const int64_t oc = c->wc * (s % c->words), have = p->OCpg - oc;
-        const int8_t *v =
-            (const int8_t *)(const void *)p->diff + n * ds[0] + g * ds[1] + oc * ds[2];
-        int32_t *out = c->out + s * P;
-        if (dense_pixels(ds, p->O) && have >= c->wc) {
-            dense_words(v, ds[2], P, c->wc, out);
+        const int64_t oc = c->wc * (s % c->words), at = n * ds[0] + g * ds[1] + oc * ds[2];
+        int32_t *out = c->out + s * pixels(p->O);
+        if (dense) { /* the plane as one row */
+            gradref__cbd_words_run(p, c->wc, at, p->OCpg - oc, pixels(p->O), 1, out);
             continue;
         }
         for (int64_t o0 = 0; o0 < p->O[0]; o0++)
-            for (int64_t o1 = 0; o1 < p->O[1]; o1++)
-                for (int64_t o2 = 0; o2 < p->O[2]; o2++, out++)
-                    *out =
-                        channel_word(v + o0 * ds[3] + o1 * ds[4] + o2 * ds[5], ds[2], have, c->wc);
+            for (int64_t o1 = 0; o1 < p->O[1]; o1++, out += p->O[2])
+                gradref__cbd_words_run(p, c->wc, at + o0 * ds[3] + o1 * ds[4], p->OCpg - oc,
+                                       p->O[2], ds[5], out);
     }
 }
 

@@ -23,10 +23,10 @@ void gradref__cbd_store_sums(const gradref__cbd_plan *p, const gradref__cbd_kern
  * halves or bytes, the lowest channel lowest, +0 past OCpg). */
 void gradref__cbd_stage_words(const gradref__cbd_plan *p, int wc, int32_t *out, int threads);
 
-/* n words along diff's last dim from element e on (output channel oc, the word's first), as
- * gradref__cbd_stage_words makes them; have = OCpg - oc. */
+/* n words of diff from element e on (output channel oc, the word's first), pixels s elements
+ * apart, as gradref__cbd_stage_words makes them; have = OCpg - oc. */
 void gradref__cbd_words_run(const gradref__cbd_plan *p, int wc, int64_t e, int64_t have, int64_t n,
-                            int32_t *out);
+                            int64_t s, int32_t *out);
 
 /* The word tiles' filter panel of rows [ic0, ic0 + rows) of group g for a phase's taps, as
  * gradref__cbd_pack_panel lays it out with words of wc output channels for the channels:
