@@ -943,6 +943,19 @@ static gradref_status call_case(void *ctx, const gradref_exec *e) {
     return gradref_conv3d_backprop_filter(&c->params, &c->x, &c->dy, &c->dw, e);
 }
 
+/* The GRADREF_TERM_* outputs (the reference loop's) at 1, 2 and 3 threads: the same bits. */
+static void test_term_threads(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(9);
+    const int64_t I[3] = {3, 9, 10}, K[3] = {2, 3, 3}, S[3] = {1, 2, 1}, P[6] = {0, 1, 1, 0, 1, 1};
+    geometry g = geo(2, 6, 8, 2, I, K, S, P);
+    c3f_case c;
+    make_case(&c, &g, GRADREF_BF16, GRADREF_F64, 1, 0, &r);
+    tu_expect_threads_same_bits(call_case, &c, GRADREF_TERM_MAGNITUDES, c.buf + 2, c.bytes + 2, 1);
+    tu_expect_threads_same_bits(call_case, &c, GRADREF_TERM_COUNTS, c.buf + 2, c.bytes + 2, 1);
+    free_case(&c);
+}
+
 static void test_errors(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(8);
@@ -1327,6 +1340,7 @@ int main(void) {
         cmocka_unit_test(test_transpose_rule),
         cmocka_unit_test(test_empty),
         cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_term_threads),
         cmocka_unit_test(test_hf32_bit_patterns),
         cmocka_unit_test(test_hf32_equals_default_on_rounded_inputs),
         cmocka_unit_test(test_hf32_errors),

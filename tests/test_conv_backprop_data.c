@@ -1564,6 +1564,18 @@ static void test_term_outputs(void **state) {
     free_case(&wide);
 }
 
+/* The GRADREF_TERM_* outputs (the reference loop's) at 1, 2 and 3 threads: the same bits. */
+static void test_term_threads(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(744);
+    geometry g = geo2(2, 8, 16, 15, 8, 3, 3, 2, 1, 1, 1, GRADREF_CONV_CONVOLUTION);
+    cbd_case c;
+    make_case(&c, &g, GRADREF_F16, GRADREF_F64, F_DENSE, D_NHWC, 0, &r);
+    tu_expect_threads_same_bits(call_case, &c, GRADREF_TERM_MAGNITUDES, c.buf + 2, c.bytes + 2, 1);
+    tu_expect_threads_same_bits(call_case, &c, GRADREF_TERM_COUNTS, c.buf + 2, c.bytes + 2, 1);
+    free_case(&c);
+}
+
 static void test_qs8(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(741);
@@ -2136,6 +2148,7 @@ int main(void) {
         cmocka_unit_test(test_int8_sum_bound),
         cmocka_unit_test(test_int8_parts),
         cmocka_unit_test(test_int8_words_variant),
+        cmocka_unit_test(test_term_threads),
         cmocka_unit_test(test_blocked_formats),
         cmocka_unit_test(test_blocked_descriptors),
     };

@@ -939,6 +939,18 @@ static void test_term_outputs(void **state) {
     free_case(&wide);
 }
 
+/* The GRADREF_TERM_* outputs (the reference loop's) at 1, 2 and 3 threads: the same bits. */
+static void test_term_threads(void **state) {
+    (void)state;
+    const int64_t dims[8] = {2, 6, 8, 12, 16, 6, 10, 12};
+    tu_rng r = tu_rng_make(511);
+    gs_case c;
+    make_case(&c, GRADREF_F64, dims, NDHWC, 1.2, &r);
+    tu_expect_threads_same_bits(call_case, &c, GRADREF_TERM_MAGNITUDES, c.buf + 3, c.bytes + 3, 2);
+    tu_expect_threads_same_bits(call_case, &c, GRADREF_TERM_COUNTS, c.buf + 3, c.bytes + 3, 2);
+    free_case(&c);
+}
+
 static void test_errors(void **state) {
     (void)state;
     const int64_t dims[8] = {2, 3, 4, 5, 6, 2, 3, 4};
@@ -1083,6 +1095,7 @@ int main(void) {
         cmocka_unit_test(test_golden_pytorch),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_term_outputs),
+        cmocka_unit_test(test_term_threads),
         cmocka_unit_test(test_strict_cann),
     };
     tu_seed();

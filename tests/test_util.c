@@ -328,6 +328,30 @@ void tu_expect_tiny_workspace_same_bits(gradref_status (*call)(void *ctx, const 
     }
 }
 
+void tu_expect_threads_same_bits(gradref_status (*call)(void *ctx, const gradref_exec *e),
+                                 void *ctx, int32_t precision, void *const *out,
+                                 const size_t *bytes, int count) {
+    unsigned char *want[8];
+    assert_true(count <= 8);
+    for (int t = 1; t <= 3; t++) {
+        const gradref_exec e = {NULL, 0, t, precision};
+        for (int o = 0; o < count; o++)
+            memset(out[o], 0xee, bytes[o]);
+        assert_int_equal(call(ctx, &e), GRADREF_OK);
+        for (int o = 0; o < count && t == 1; o++) {
+            want[o] = malloc(bytes[o]);
+            assert_non_null(want[o]);
+            memcpy(want[o], out[o], bytes[o]);
+        }
+        for (int o = 0; o < count && t > 1; o++)
+            if (memcmp(out[o], want[o], bytes[o]) != 0)
+                fail_msg("output %d at %d threads differs from 1 thread's (precision 0x%x)", o, t,
+                         (unsigned)precision);
+    }
+    for (int o = 0; o < count; o++)
+        free(want[o]);
+}
+
 void tu_expect_strategies(const struct gradref__fast_path *fp, const void *plan, int32_t precision,
                           int threads, const char *const *skip, const gradref_tensor *out,
                           const gradref_tensor *want, size_t bytes, int fill) {

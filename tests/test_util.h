@@ -87,6 +87,12 @@ void tu_expect_tiny_workspace_same_bits(gradref_status (*call)(void *ctx, const 
                                         void *ctx, void *const *out, const size_t *bytes,
                                         int count);
 
+/* call(ctx, exec) with a NULL workspace and the precision flags `precision` at 1, 2 and 3
+ * threads gives the same bits in its `count` output buffers (out[i], bytes[i]). */
+void tu_expect_threads_same_bits(gradref_status (*call)(void *ctx, const gradref_exec *e),
+                                 void *ctx, int32_t precision, void *const *out,
+                                 const size_t *bytes, int count);
+
 /* Thread counts the thread-invariance tests compare. */
 #define TU_THREAD_COUNTS                                                                           \
   { 1, 2, 3 }
