@@ -118,30 +118,33 @@ static gradref_status call_conv(conv_call *c, const gradref_exec *e) {
 static void test_conv_backprop_data_lines(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(1);
-    conv_call c, empty, half;
+    conv_call c, empty, half, wide;
     make_conv(&c, 2, GRADREF_F32, &r);
     make_conv(&empty, 0, GRADREF_F32, &r);
     make_conv(&half, 1, GRADREF_F16, &r);
+    make_conv(&wide, 1, GRADREF_F64, &r);
     char byte, lines[8][2000];
     const gradref_exec plain = {NULL, 0, 1, GRADREF_PRECISION_DEFAULT},
                        tiny = {&byte, 1, 2, GRADREF_PRECISION_DEFAULT},
-                       megengine = {NULL, 0, 1, GRADREF_PRECISION_MEGENGINE_DEFAULT};
+                       megengine = {NULL, 0, 1, GRADREF_PRECISION_MEGENGINE_DEFAULT},
+                       terms = {NULL, 0, 1, GRADREF_TERM_MAGNITUDES};
     capture_start();
     assert_int_equal(call_conv(&c, &plain), GRADREF_OK);
     assert_int_equal(call_conv(&c, &tiny), GRADREF_OK);
     assert_int_equal(call_conv(&empty, &plain), GRADREF_OK);
     assert_int_equal(call_conv(&half, &megengine), GRADREF_OK);
+    assert_int_equal(call_conv(&wide, &terms), GRADREF_OK);
     c.p.groups = 3; /* 4 channels: refused, and no line */
     assert_int_not_equal(call_conv(&c, &plain), GRADREF_OK);
     char skips[32][2000];
     int skipped;
     const int n = capture_end(lines, skips, &skipped);
-    free_conv(&c), free_conv(&empty), free_conv(&half);
+    free_conv(&c), free_conv(&empty), free_conv(&half), free_conv(&wide);
     if (!verbose_set()) {
         assert_int_equal(n + skipped, 0);
         return;
     }
-    assert_int_equal(n, 4);
+    assert_int_equal(n, 5);
     const char *op = "conv_backprop_data", *isa = gradref__cbd_kernels_for(GRADREF__ISA_MAX)->isa;
     expect_line(lines[0], op, "phases", isa, 1, "DEFAULT", "filter:F32:4x4x3x3:36x9x3x1", 0);
 #ifdef _OPENMP
@@ -156,14 +159,16 @@ static void test_conv_backprop_data_lines(void **state) {
         expect_line(lines[3], op, "megengine_scatter", isa, 1, "MEGENGINE_DEFAULT", "F16", 0);
     else
         expect_line(lines[3], op, "megengine_lanes", isa, 1, "MEGENGINE_DEFAULT", "F16", 0);
+    /* a GRADREF_TERM_* call: the reference loop, the flag beside the precision */
+    expect_line(lines[4], op, "reference", isa, 1, "DEFAULT+TERM_MAGNITUDES", "grad:F64", 0);
     if (verbose_level() < 2) {
         assert_int_equal(skipped, 0);
         return;
     }
     /* the rows passed over, in table order: the plain call's three, the 1-byte call's four
      * (phases for want of workspace), none for the empty batch, the MegEngine call's lanes row
-     * when it has no lanes kernel */
-    assert_true(skipped == 7 || skipped == 8);
+     * when it has no lanes kernel, the TERM call's five */
+    assert_true(skipped == 12 || skipped == 13);
     assert_non_null(strstr(skips[0], ",conv_backprop_data,megengine_lanes,"));
     assert_non_null(strstr(skips[2], ",depthwise,not depthwise"));
     assert_non_null(strstr(skips[6], ",phases,the caller's workspace holds less than"));

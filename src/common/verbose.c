@@ -52,7 +52,10 @@ void gradref__verbose_line(const char *op, const char *strategy, const char *isa
                            const gradref__ctx *ctx, int threads, size_t workspace_used, double ms) {
     char tensors[1024];
     put_tensors(ctx, tensors, sizeof tensors);
-    fprintf(stderr, "gradref_verbose,%s,%s,%s,%d,%s,%s,%zu,%zu,%.3f\n", op, strategy, isa, threads,
-            gradref__precision_name(ctx->precision), tensors,
+    const char *terms = ctx->terms == GRADREF__TERMS_MAGNITUDES ? "+TERM_MAGNITUDES"
+                        : ctx->terms == GRADREF__TERMS_COUNTS   ? "+TERM_COUNTS"
+                                                                : "";
+    fprintf(stderr, "gradref_verbose,%s,%s,%s,%d,%s%s,%s,%zu,%zu,%.3f\n", op, strategy, isa,
+            threads, gradref__precision_name(ctx->precision), terms, tensors,
             ctx->workspace != NULL ? ctx->workspace_bytes : (size_t)0, workspace_used, ms);
 }
