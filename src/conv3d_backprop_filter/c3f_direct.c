@@ -380,24 +380,59 @@ static int kernel_level(const gradref__c3f_plan *p) {
 
 /* Whether the path takes plan p: the fast path's dtypes and precisions (not F64 or HIGH), few
  * enough blocks for the stack's counter, and a finite dy (as the GEMM reads it). */
+/* The smallest magnitude, as bits, of an f32 that is not finite once HF32-rounded to `hf32`
+ * kept bits (0: not rounded): Inf's, or the first that rounds up to it. */
+static uint32_t nonfinite_from(int hf32) {
+    uint32_t lo = 0x7f000000u, hi = 0x7f800000u; /* lo rounds to a finite value, hi does not */
+    while (hf32 && hi - lo > 1) {
+        const uint32_t mid = lo + (hi - lo) / 2;
+        if (isfinite(gradref__hf32_round(gradref__f32_from_bits(mid), hf32)))
+            lo = mid;
+        else
+            hi = mid;
+    }
+    return hi;
+}
+
+/* Whether n contiguous F32 values all lie below `limit` in magnitude bits: the kernel's scan
+ * for plain finiteness, else the largest magnitude's bits (a loop the compiler vectorises). */
+static int row_below(const gradref__c3f_kernels *k, const float *row, int64_t n, uint32_t limit) {
+    if (limit == 0x7f800000u && k->all_finite) return k->all_finite(row, n);
+    uint32_t worst = 0;
+    for (int64_t i = 0; i < n; i++) {
+        const uint32_t u = gradref__f32_bits(row[i]) & 0x7fffffffu;
+        worst = u > worst ? u : worst;
+    }
+    return worst < limit;
+}
+
+/* F32 dy with a unit-stride dim (ow, or the channels), row by row along it: whether every value
+ * stays finite once HF32-rounded (hf32 0: as it is). A NaN whose rounding wraps to zero counts
+ * as not finite here, which only sends such a call to the reference loop. */
+static int f32_rows_finite(const gradref__c3f_plan *p, const gradref__c3f_kernels *k, int hf32) {
+    const uint32_t limit = nonfinite_from(hf32);
+    const float *dy = (const float *)(const void *)p->dy;
+    const int64_t C = p->G * p->Cout_g, *ys = p->ys;
+    for (int64_t n = 0; n < p->N; n++)
+        for (int64_t a = 0; a < (ys[4] == 1 ? C : p->O[0]); a++)
+            for (int64_t b = 0; b < (ys[4] == 1 ? p->O[0] : p->O[1]); b++)
+                for (int64_t c = 0; c < (ys[4] == 1 ? p->O[1] : p->O[2]); c++) {
+                    /* NCDHW-like (n, co, od, oh) rows along ow; else (n, od, oh, ow) channels */
+                    const float *row = ys[4] == 1
+                                           ? dy + n * ys[0] + a * ys[1] + b * ys[2] + c * ys[3]
+                                           : dy + n * ys[0] + a * ys[2] + b * ys[3] + c * ys[4];
+                    if (!row_below(k, row, ys[4] == 1 ? p->O[2] : C, limit)) return 0;
+                }
+    return 1;
+}
+
 int gradref__c3f_direct_fits(const gradref__c3f_plan *p) {
     if (p->in_dtype == GRADREF_F64 || p->precision == GRADREF_PRECISION_HIGH) return 0;
     const int64_t blocks = (reductions(p) + GRADREF__C3F_BLOCK - 1) / GRADREF__C3F_BLOCK;
     if (levels_for(blocks) > MAX_LEVELS || kernel_level(p) < 0) return 0;
     const int hf32 = gradref__hf32_kept_bits(p->precision);
-    const gradref__c3f_kernels *k = gradref__c3f_kernels_for(p->max_isa);
-    /* F32 rows along ow by the kernel (HF32's rounding may make a finite value Inf: per value) */
-    if (p->in_dtype == GRADREF_F32 && p->ys[4] == 1 && hf32 == 0 && k->all_finite) {
-        for (int64_t n = 0; n < p->N; n++)
-            for (int64_t co = 0; co < p->G * p->Cout_g; co++)
-                for (int64_t od = 0; od < p->O[0]; od++)
-                    for (int64_t oh = 0; oh < p->O[1]; oh++)
-                        if (!k->all_finite((const float *)(const void *)p->dy + n * p->ys[0] +
-                                               co * p->ys[1] + od * p->ys[2] + oh * p->ys[3],
-                                           p->O[2]))
-                            return 0;
-        return 1;
-    }
+    if (p->in_dtype == GRADREF_F32 && (p->ys[4] == 1 || p->ys[1] == 1))
+        return f32_rows_finite(p, gradref__c3f_kernels_for(p->max_isa), hf32);
     for (int64_t n = 0; n < p->N; n++)
         for (int64_t co = 0; co < p->G * p->Cout_g; co++)
             for (int64_t od = 0; od < p->O[0]; od++)
