@@ -1170,11 +1170,43 @@ static void test_null_workspace_bits(void **state) {
     check_null_workspace_bits(5, 16, 64, 64, (size_t)31 << 20);  /* groups of images */
 }
 
+/* The kernel levels' ladder: this architecture's names in order (what GRADREF_MAX_ISA takes),
+ * "?" past its top, the CPU's level on it, and the picker's table: the highest present at or
+ * below both the cap and the CPU's level. */
+static void test_isa_ladder(void **state) {
+    (void)state;
+#if defined(GRADREF__X86)
+    static const char *const want[] = {"portable", "avx2", "avx512", "avx512_vnni", "avx512_bf16"};
+#elif defined(GRADREF__ARM64)
+    static const char *const want[] = {"portable", "neon", "neon_dot"};
+#else
+    static const char *const want[] = {"portable"};
+#endif
+    assert_int_equal((int)(sizeof want / sizeof *want), GRADREF__ISA_TOP + 1);
+    for (int level = 0; level <= GRADREF__ISA_TOP; level++)
+        assert_string_equal(gradref__isa_name(level), want[level]);
+    assert_string_equal(gradref__isa_name(GRADREF__ISA_TOP + 1), "?");
+    assert_string_equal(gradref__isa_name(-1), "?");
+    const int cpu = gradref__isa_level();
+    assert_true(cpu >= 0 && cpu <= GRADREF__ISA_TOP);
+    static const int a = 0, b = 1, c = 2; /* tables at levels 0, 1 and the top */
+    const void *tables[GRADREF__ISA_LEVELS] = {&a, &b};
+    tables[GRADREF__ISA_TOP] = &c;
+    for (int cap = 0; cap < GRADREF__ISA_LEVELS; cap++) {
+        const int level = cap < cpu ? cap : cpu;
+        const void *expect = level == GRADREF__ISA_TOP ? (const void *)&c
+                             : level >= 1              ? (const void *)&b
+                                                       : (const void *)&a;
+        assert_ptr_equal(gradref__isa_pick(tables, cap), expect);
+    }
+}
+
 int main(void) {
     tu_seed();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_status_strings),
         cmocka_unit_test(test_version),
+        cmocka_unit_test(test_isa_ladder),
         cmocka_unit_test(test_message_format_and_persistence),
         cmocka_unit_test(test_messages_are_per_thread),
         cmocka_unit_test(test_tensor_init),
