@@ -352,33 +352,34 @@ typedef struct tiles_stack {
 
 /* Diff's flat positions [start, start + span) of every channel of the item's image and group,
  * as f32 (+0 outside diff), channel oc at window + oc * span; or, by words, word j's at
- * window + j * span. */
+ * window + j * span. A run along diff's last dim at a time, for every channel. */
 static void fill_window(const direct *d, int64_t start, int64_t span, float *window) {
     const gradref__cbd_plan *p = d->p;
     const int64_t P = pixels(p->O), img = d->n * p->ds[0] + d->g * p->ds[1];
     const int step = d->wc ? d->wc : 1;
-    for (int64_t oc = 0; oc < p->OCpg; oc += step) {
-        float *out = window + oc / step * span;
-        for (int64_t x = 0; x < span;) {
-            const int64_t pos = start + x;
-            int64_t run = pos < 0 ? -pos : span - x;
-            if (run > span - x) run = span - x;
-            if (pos < 0 || pos >= P) {
-                memset(out + x, 0, (size_t)run * sizeof *out);
-            } else {
-                const int64_t o2 = pos % p->O[2], o1 = pos / p->O[2] % p->O[1],
-                              o0 = pos / (p->O[2] * p->O[1]);
-                run = p->O[2] - o2 < run ? p->O[2] - o2 : run;
-                const int64_t e =
-                    img + oc * p->ds[2] + o0 * p->ds[3] + o1 * p->ds[4] + o2 * p->ds[5];
-                if (d->wc)
-                    gradref__cbd_words_run(p, d->wc, e, p->OCpg - oc, run, p->ds[5],
-                                           (int32_t *)(void *)(out + x));
-                else
-                    diff_run(d, e, run, out + x);
-            }
+    for (int64_t x = 0; x < span;) {
+        const int64_t pos = start + x;
+        int64_t run = pos < 0 ? -pos : span - x;
+        if (run > span - x) run = span - x;
+        if (pos < 0 || pos >= P) {
+            for (int64_t oc = 0; oc < p->OCpg; oc += step)
+                memset(window + oc / step * span + x, 0, (size_t)run * sizeof *window);
             x += run;
+            continue;
         }
+        const int64_t o2 = pos % p->O[2], o1 = pos / p->O[2] % p->O[1],
+                      o0 = pos / (p->O[2] * p->O[1]);
+        run = p->O[2] - o2 < run ? p->O[2] - o2 : run;
+        const int64_t e = img + o0 * p->ds[3] + o1 * p->ds[4] + o2 * p->ds[5];
+        for (int64_t oc = 0; oc < p->OCpg; oc += step) {
+            float *out = window + oc / step * span + x;
+            if (d->wc)
+                gradref__cbd_words_run(p, d->wc, e + oc * p->ds[2], p->OCpg - oc, run, p->ds[5],
+                                       (int32_t *)(void *)out);
+            else
+                diff_run(d, e + oc * p->ds[2], run, out);
+        }
+        x += run;
     }
 }
 
