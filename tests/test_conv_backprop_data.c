@@ -481,16 +481,17 @@ static void test_no_workspace_blocks(void **state) {
  * enough to prefetch, stride 2 with every phase by tiles and with one phase by GEMMs, 1x1 stride
  * 2, stride 3 with phases no tap reaches; past one panel's room (100 and 200 channels x 9
  * taps) the taps in slices into an F32 grad in place, else the stack's GEMMs; past the tiles'
- * 64 taps (72) the GEMMs. F32 NCHW reads diff in place; NHWC, padded strides, F16, BF16, I8 -> I32
- * and QuantizedS8 through a window of diff per tile. Diff with NaNs and Infs now and then. Fast
- * path and no-workspace path against the reference. */
+ * 64 taps (72) the GEMMs; a window past the stack's room beside the panels one diff row of
+ * taps at a time (64 channels at 3x3, 20 at 5x5 on wide rows). F32 NCHW reads diff in place; NHWC,
+ * padded strides, F16, BF16, I8 -> I32 and QuantizedS8 through a window of diff per tile. Diff with
+ * NaNs and Infs now and then. Fast path and no-workspace path against the reference. */
 static void test_no_workspace_tiles(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(43);
     static const struct {
         int rank;
         int64_t N, G, ICpg, OCpg, O[3], K[3], pb[3], pe[3], S, extra;
-    } runs[12] = {
+    } runs[14] = {
         {2, 2, 1, 16, 16, {28, 28, 1}, {3, 3, 1}, {1, 1, 0}, {1, 1, 0}, 1, 0},
         {2, 1, 2, 30, 7, {3, 40, 1}, {5, 5, 1}, {2, 2, 0}, {2, 2, 0}, 1, 0},
         {2, 1, 1, 5, 100, {6, 9, 1}, {3, 3, 1}, {1, 1, 0}, {1, 1, 0}, 1, 0},
@@ -505,8 +506,12 @@ static void test_no_workspace_tiles(void **state) {
         /* 1x1 stride 2: one phase with a tap; stride 3 over 2 taps: phases without */
         {2, 2, 1, 20, 33, {5, 6, 1}, {1, 1, 1}, {0, 0, 0}, {0, 0, 0}, 2, 1},
         {2, 1, 1, 5, 4, {4, 5, 1}, {2, 2, 1}, {0, 0, 0}, {0, 0, 0}, 3, 2},
+        /* the whole window past the stack's room beside the panels: a diff row of taps at a
+         * time (3 x 3 and 5 x 5 rows; at AVX2, F16, BF16, I8 and NHWC) */
+        {2, 1, 1, 12, 64, {28, 28, 1}, {3, 3, 1}, {1, 1, 0}, {1, 1, 0}, 1, 0},
+        {2, 1, 1, 10, 20, {12, 60, 1}, {5, 5, 1}, {2, 2, 0}, {2, 2, 0}, 1, 0},
     };
-    for (int i = 0; i < 12; i++) {
+    for (int i = 0; i < 14; i++) {
         geometry g;
         memset(&g, 0, sizeof g);
         g.rank = runs[i].rank;

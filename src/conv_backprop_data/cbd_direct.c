@@ -52,7 +52,8 @@ typedef struct direct {
     const int64_t *tap; /* the phase's taps (gradref__cbd_phase_taps) */
     int64_t Q[3];       /* the phase's sub-grid sizes */
     int64_t j0;         /* the chunk's (or tile's) first sub-grid pixel */
-    int wc; /* I8 tiles by words of wc output channels (k->word_tile32), or 0: f32 tiles */
+    int wc;      /* I8 tiles by words of wc output channels (k->word_tile32), or 0: f32 tiles */
+    int by_rows; /* the window filled one diff row of taps at a time (phase_tiles) */
 } direct;
 
 /* The tiles' channels per tap (output channels, or words of them) and panel rows. */
@@ -395,6 +396,80 @@ typedef union tile_buffer {
     int32_t sums[TILE_FLOATS];
 } tile_buffer;
 
+/* One call of the tiles on every panel: its taps (list, offsets, masks) and their chains. */
+typedef struct tile_call {
+    const int64_t *tap; /* 4 entries a tap (gradref__cbd_phase_taps) */
+    const int64_t *offset;
+    const uint16_t *masks;
+    int64_t ntaps, cols;
+    int inside, load;
+    const float *a;       /* the first panel's first k of these taps */
+    int64_t panel_stride; /* floats from one panel to the next */
+    float *c;
+    int64_t ldc;
+} tile_call;
+
+/* The panels of rows [d->ic0, + M) (pr rows each) on the image's taps, by the f32 tiles or (I8
+ * by words) the word tiles, whose int32 sums land in c's floats. */
+static void tile_panels(const direct *d, const tile_call *t, const float *image,
+                        int64_t channel_stride, int64_t M, int64_t pr) {
+    const gradref__cbd_kernels *k = d->k;
+    for (int64_t i0 = 0; i0 < M; i0 += pr) {
+        const int rows = (int)(M - i0 < pr ? M - i0 : pr);
+        const float *a = t->a + i0 / pr * t->panel_stride;
+        float *c = t->c + i0 * t->ldc;
+        if (d->wc)
+            k->word_tile32((const int32_t *)(const void *)image, channel_stride, tile_channels(d),
+                           t->offset, t->masks, t->ntaps, t->cols, t->inside,
+                           (const int32_t *)(const void *)a, rows, (int32_t *)(void *)c, t->ldc,
+                           t->load);
+        else
+            k->tile32(image, channel_stride, d->p->OCpg, t->offset, t->masks, t->ntaps, t->cols,
+                      t->inside, a, rows, c, t->ldc, t->load);
+    }
+}
+
+/* The run of taps from u on (of t's) that share their diff row (one kernel row: consecutive in
+ * a phase's list), its offsets' range in *lo, *hi; returns its length. */
+static int64_t row_of_taps(const tile_call *t, int64_t u, int64_t *lo, int64_t *hi) {
+    int64_t n = 1;
+    *lo = *hi = t->offset[u];
+    for (; u + n < t->ntaps && t->tap[4 * (u + n) + 1] == t->tap[4 * u + 1] &&
+           t->tap[4 * (u + n) + 2] == t->tap[4 * u + 2];
+         n++) {
+        if (t->offset[u + n] < *lo) *lo = t->offset[u + n];
+        if (t->offset[u + n] > *hi) *hi = t->offset[u + n];
+    }
+    return n;
+}
+
+/* The widest window a row of taps needs (32 pixels past its offsets' range), per channel. */
+static int64_t row_span(const tile_call *t) {
+    int64_t most = 0;
+    for (int64_t u = 0; u < t->ntaps;) {
+        int64_t lo, hi;
+        u += row_of_taps(t, u, &lo, &hi);
+        most = hi - lo + 32 > most ? hi - lo + 32 : most;
+    }
+    return most;
+}
+
+/* t's taps a diff row at a time: each row's window filled, then the panels on its taps, the
+ * chains going on in c from one row to the next (the same order: taps ascending, oc inside). */
+static void tile_rows_of_taps(const direct *d, const tile_call *t, int64_t j0, float *window,
+                              int64_t M, int64_t pr) {
+    tile_call r = *t;
+    for (int64_t u = 0; u < t->ntaps;) {
+        int64_t lo, hi;
+        const int64_t n = row_of_taps(t, u, &lo, &hi);
+        fill_window(d, j0 + lo, hi - lo + 32, window);
+        r.tap = t->tap + 4 * u, r.offset = t->offset + u, r.masks = t->masks + 2 * u, r.ntaps = n;
+        r.a = t->a + u * tile_channels(d) * tile_mr(d), r.load = t->load || u > 0;
+        tile_panels(d, &r, window - lo, hi - lo + 32, M, pr);
+        u += n;
+    }
+}
+
 /* Rows [d->ic0, d->ic0 + M) of phase ph by the tiles over the caller's diff (reads_in_place)
  * or a window of it (the tap offsets' range [lo, hi] and 32 floats a channel) converted per
  * tile, into grad in place (stride 1, F32 grad with dense pixels) or through a tile's values
@@ -418,29 +493,29 @@ __attribute__((noinline)) static void tiles_windowed(direct *d, const int64_t *p
     for (int64_t j0 = 0; j0 < N; j0 += 32) {
         const int64_t cols = N - j0 < 32 ? N - j0 : 32;
         k->tile32_masks(d->tap + 4 * taps->first, ntaps, d->Q, p->O, j0, cols, st->masks);
-        const float *image = window - lo; /* the window holds every read: inside */
-        int64_t channel_stride = span, inside = 1;
-        if (reads_in_place(p)) {
-            image = (const float *)(const void *)p->diff + image_at + j0;
-            channel_stride = p->ds[2];
-            inside = image_at + j0 + lo + (channels < 0 ? channels : 0) >= first &&
-                     image_at + j0 + hi + 32 + (channels > 0 ? channels : 0) <= last;
-        } else {
-            fill_window(d, j0 + lo, span, window);
-        }
         float *c = in_place ? slab + j0 : values;
         const int64_t ldc = in_place ? p->gs[2] : cols;
-        for (int64_t i0 = 0; i0 < M; i0 += pr) {
-            const int rows = (int)(M - i0 < pr ? M - i0 : pr);
-            const float *a = panels + i0 / pr * K * mr;
-            if (d->wc) /* int32 sums, stored below */
-                k->word_tile32((const int32_t *)(const void *)image, channel_stride,
-                               tile_channels(d), st->offset + taps->first, st->masks, ntaps, cols,
-                               (int)inside, (const int32_t *)(const void *)a, rows,
-                               (int32_t *)(void *)(c + i0 * ldc), ldc, taps->first > 0);
-            else
-                k->tile32(image, channel_stride, p->OCpg, st->offset + taps->first, st->masks,
-                          ntaps, cols, (int)inside, a, rows, c + i0 * ldc, ldc, taps->first > 0);
+        tile_call t = {d->tap + 4 * taps->first,
+                       st->offset + taps->first,
+                       st->masks,
+                       ntaps,
+                       cols,
+                       1,
+                       taps->first > 0,
+                       panels,
+                       K * mr,
+                       c,
+                       ldc};
+        if (reads_in_place(p)) {
+            t.inside = image_at + j0 + lo + (channels < 0 ? channels : 0) >= first &&
+                       image_at + j0 + hi + 32 + (channels > 0 ? channels : 0) <= last;
+            tile_panels(d, &t, (const float *)(const void *)p->diff + image_at + j0, p->ds[2], M,
+                        pr);
+        } else if (d->by_rows) {
+            tile_rows_of_taps(d, &t, j0, window, M, pr);
+        } else { /* the window holds every read: inside */
+            fill_window(d, j0 + lo, span, window);
+            tile_panels(d, &t, window - lo, span, M, pr);
         }
         if (in_place) {
             for (int64_t m = 0; m < M; m++)
@@ -512,8 +587,8 @@ __attribute__((noinline)) static int phase_tiles(direct *d, const int64_t *ph, i
     int64_t lo, hi;
     tap_offsets(p, d->tap, ntaps, st.offset, &lo, &hi);
     const int in_place = tiles_in_place(p);
-    const int64_t channels = tile_channels(d),
-                  window = reads_in_place(p) ? 0 : channels * (hi - lo + 32);
+    const int64_t channels = tile_channels(d);
+    int64_t window = reads_in_place(p) ? 0 : channels * (hi - lo + 32);
     const int64_t mr = tile_mr(d), np = (M + mr - 1) / mr;
     const int64_t pr = (M + np - 1) / np; /* 16 channels: 8 + 8 rows, as the fast path's panels */
     /* a tile's values (and I8 sums) per row of a pass */
@@ -521,6 +596,14 @@ __attribute__((noinline)) static int phase_tiles(direct *d, const int64_t *ph, i
     int64_t at_once = np, slice = ntaps;
     while (at_once > 0 && at_once * (mr * ntaps * channels + pr * per_row) + window > TILE_FLOATS)
         at_once--;
+    d->by_rows = 0;
+    if (at_once == 0 && window > 0) { /* the window one diff row of taps at a time */
+        const tile_call all = {d->tap, st.offset, NULL, ntaps, 0, 0, 0, NULL, 0, NULL, 0};
+        window = channels * row_span(&all);
+        at_once = 1;
+        d->by_rows = mr * ntaps * channels + pr * per_row + window <= TILE_FLOATS;
+        at_once = d->by_rows;
+    }
     if (at_once == 0 && in_place) {
         at_once = 1;
         slice = TILE_FLOATS / (mr * p->OCpg);
@@ -553,9 +636,11 @@ __attribute__((noinline)) static int phase_tiles(direct *d, const int64_t *ph, i
 static void item(const direct_call *call, int64_t n, int64_t g, int64_t ic0, int64_t M) {
     const gradref__cbd_plan *p = call->p;
     int64_t tap[4 * taps_of(p)]; /* at most MAX_TAPS (gradref__cbd_direct_fits) */
-    direct d = {
-        p, call->k, gradref__array_kernels_for(p->max_isa), n, g, ic0, 0, p->OCpg, tap, {0, 0, 0},
-        0, call->wc};
+    direct d = {p,         call->k, gradref__array_kernels_for(p->max_isa),
+                n,         g,       ic0,
+                0,         p->OCpg, tap,
+                {0, 0, 0}, 0,       call->wc,
+                0};
     if (!unit_strides(p)) zero_slabs(p, n, g, ic0, M);
     int64_t ph[3];
     for (ph[0] = 0; ph[0] < p->stride[0] && ph[0] < p->I[0]; ph[0]++)
