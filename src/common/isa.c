@@ -84,7 +84,7 @@ static const char *const names[GRADREF__ISA_LEVELS] = {"portable", "neon", "neon
 
 /* ASIMD is part of every aarch64 CPU; the dot product is a hardware capability (Linux). */
 static int detect(void) {
-#  if defined(__linux__)
+#  if defined(__linux__) && defined(HWCAP_ASIMDDP)
     if (getauxval(AT_HWCAP) & HWCAP_ASIMDDP) return GRADREF__ISA_NEON_DOT;
 #  endif
     return GRADREF__ISA_NEON;
