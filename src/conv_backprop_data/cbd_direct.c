@@ -62,7 +62,7 @@ static int64_t tile_channels(const direct *d) {
 }
 
 static int64_t tile_mr(const direct *d) {
-    return d->wc ? d->k->word_rows : gradref__sgemm_mr(d->p->max_isa);
+    return d->wc ? d->k->word_rows : d->k->tile_rows;
 }
 
 /* A (rows: input channels ic0 + first.., k = (phase tap, oc)) in panels of `width` rows. */
@@ -667,12 +667,50 @@ static void items(const void *arg, int64_t begin, int64_t end) {
     }
 }
 
+/* The most taps a stride phase has: along each dim, the taps k whose k * dilation fall in one
+ * residue class of the stride repeat every stride / gcd(stride, dilation). */
+static int64_t most_phase_taps(const gradref__cbd_plan *p) {
+    int64_t most = 1;
+    for (int j = 0; j < 3; j++) {
+        int64_t a = p->stride[j], b = p->dil[j];
+        while (b != 0) {
+            const int64_t t = a % b;
+            a = b, b = t;
+        }
+        const int64_t period = p->stride[j] / a;
+        most *= (p->K[j] + period - 1) / period;
+    }
+    return most;
+}
+
+/* The table whose tiles an item runs: k, or its narrower one (AVX-512's: AVX2's 6-row tiles)
+ * where k's panels of a phase's taps would leave the stack buffer no room for a row of taps'
+ * window and a tile's values, and the narrower ones would. Not into grad in place (its driver
+ * takes the GEMM's panel height), which slices the taps instead. */
+static const gradref__cbd_kernels *tiles_table(const gradref__cbd_plan *p,
+                                               const gradref__cbd_kernels *k, int wc) {
+    if (k->narrow == NULL || tiles_in_place(p)) return k;
+    const int64_t channels = wc ? (p->OCpg + wc - 1) / wc : p->OCpg;
+    const int64_t per_row = channels * most_phase_taps(p);
+    const int64_t rows = wc ? k->word_rows : k->tile_rows,
+                  narrow = wc ? k->narrow->word_rows : k->narrow->tile_rows;
+    const int64_t window =
+        reads_in_place(p) ? 0 : channels * ((p->K[2] - 1) * p->dil[2] / p->stride[2] + 32);
+    return rows * (per_row + 64) + window > TILE_FLOATS &&
+                   narrow * (per_row + 64) + window <= TILE_FLOATS
+               ? k->narrow
+               : k;
+}
+
 void gradref__cbd_direct(const gradref__cbd_plan *p, int64_t part, int threads) {
     direct_call call = {p, gradref__cbd_kernels_for(p->max_isa), part, 0, 0, 0};
     call.wc = p->in_dtype == GRADREF_I8 && call.k->word_tile32 ? call.k->word_channels : 0;
     call.tiles = tiles_may_run(p, call.k, part, call.wc);
+    if (call.tiles) call.k = tiles_table(p, call.k, call.wc);
     /* two panels (at most MAX_BLOCK: the chunk) */
-    call.block = 2 * (call.wc ? call.k->word_rows : gradref__sgemm_mr(p->max_isa));
+    call.block = 2 * (call.wc      ? call.k->word_rows
+                      : call.tiles ? call.k->tile_rows
+                                   : gradref__sgemm_mr(p->max_isa));
     if (call.block > MAX_BLOCK) call.block = MAX_BLOCK;
     gradref__parallel_ranges(p->N * p->G * ((p->ICpg + call.block - 1) / call.block), threads,
                              items, &call);

@@ -133,6 +133,9 @@ typedef struct gradref__cbd_kernels {
     void (*word_tile32)(const int32_t *image, int64_t channel_stride, int64_t words,
                         const int64_t *offset, const uint16_t *masks, int64_t ntaps, int64_t cols,
                         int inside, const int32_t *a, int rows, int32_t *c, int64_t ldc, int load);
+    /* a lower level's table whose tiles take fewer rows, for the no-workspace path where this
+     * one's panels leave its stack buffer no room for diff (NULL: none) */
+    const struct gradref__cbd_kernels *narrow;
 } gradref__cbd_kernels;
 
 /* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs; its
