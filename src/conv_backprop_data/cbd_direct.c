@@ -413,20 +413,11 @@ typedef struct tile_call {
  * by words) the word tiles, whose int32 sums land in c's floats. */
 static void tile_panels(const direct *d, const tile_call *t, const float *image,
                         int64_t channel_stride, int64_t M, int64_t pr) {
-    const gradref__cbd_kernels *k = d->k;
-    for (int64_t i0 = 0; i0 < M; i0 += pr) {
-        const int rows = (int)(M - i0 < pr ? M - i0 : pr);
-        const float *a = t->a + i0 / pr * t->panel_stride;
-        float *c = t->c + i0 * t->ldc;
-        if (d->wc)
-            k->word_tile32((const int32_t *)(const void *)image, channel_stride, tile_channels(d),
-                           t->offset, t->masks, t->ntaps, t->cols, t->inside,
-                           (const int32_t *)(const void *)a, rows, (int32_t *)(void *)c, t->ldc,
-                           t->load);
-        else
-            k->tile32(image, channel_stride, d->p->OCpg, t->offset, t->masks, t->ntaps, t->cols,
-                      t->inside, a, rows, c, t->ldc, t->load);
-    }
+    for (int64_t i0 = 0; i0 < M; i0 += pr)
+        gradref__cbd_run_tile(d->k, d->wc, image, channel_stride, tile_channels(d), t->offset,
+                              t->masks, t->ntaps, t->cols, t->inside,
+                              t->a + i0 / pr * t->panel_stride, (int)(M - i0 < pr ? M - i0 : pr),
+                              t->c + i0 * t->ldc, t->ldc, t->load);
 }
 
 /* The run of taps from u on (of t's) that share their diff row (one kernel row: consecutive in

@@ -138,6 +138,24 @@ typedef struct gradref__cbd_kernels {
     const struct gradref__cbd_kernels *narrow;
 } gradref__cbd_kernels;
 
+/* The table's tile32 on `channels` output channels a tap, or for I8 by words (words != 0) its
+ * word_tile32 on that many words, on the same buffers: the words' int32 sums land in c's
+ * floats. */
+static inline void gradref__cbd_run_tile(const gradref__cbd_kernels *k, int words,
+                                         const float *image, int64_t channel_stride,
+                                         int64_t channels, const int64_t *offset,
+                                         const uint16_t *masks, int64_t ntaps, int64_t cols,
+                                         int inside, const float *a, int rows, float *c,
+                                         int64_t ldc, int load) {
+    if (words)
+        k->word_tile32((const int32_t *)(const void *)image, channel_stride, channels, offset,
+                       masks, ntaps, cols, inside, (const int32_t *)(const void *)a, rows,
+                       (int32_t *)(void *)c, ldc, load);
+    else
+        k->tile32(image, channel_stride, channels, offset, masks, ntaps, cols, inside, a, rows, c,
+                  ldc, load);
+}
+
 /* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs; its
  * tiles match the GEMM's panels at that level (gradref__sgemm_mr). */
 const gradref__cbd_kernels *gradref__cbd_kernels_for(int max_isa);

@@ -26,19 +26,6 @@ static void prefetch_tile(const cbd_run *R, const cbd_phase *f, const float *ima
     }
 }
 
-/* The table's tile32 (or, for I8 by words, word_tile32) from +0. */
-static void tile(const cbd_run *R, const float *image, int64_t channel_stride,
-                 const int64_t *offset, const uint16_t *masks, int64_t ntaps, int64_t cols,
-                 int inside, const float *a, int rows, float *c, int64_t ldc) {
-    if (R->word_channels)
-        R->k->word_tile32((const int32_t *)(const void *)image, channel_stride, R->ocpg, offset,
-                          masks, ntaps, cols, inside, (const int32_t *)(const void *)a, rows,
-                          (int32_t *)(void *)c, ldc, 0);
-    else
-        R->k->tile32(image, channel_stride, R->ocpg, offset, masks, ntaps, cols, inside, a, rows, c,
-                     ldc, 0);
-}
-
 /* Sub-grid pixels [jb, je) of a phase whose sub-grid has diff's last two sizes, into c (pixel
  * jb of row ic0 at c, rows ldc apart): tiles of 32 pixels computed straight from diff (no B
  * packing), a group of tiles at a time for every filter panel. */
@@ -91,9 +78,10 @@ void gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const float
                     block_masks[2 * t] = block_masks[2 * t + 1] =
                         (uint16_t)((m[2 * t] | m[2 * t + 1]) ? 0xffffu : 0u);
                 for (int64_t i0 = 0; i0 < M; i0 += R->pr) {
-                    tile(R, block, 32, block_offset, block_masks, f->ntaps, cols, 2,
-                         panels + i0 / R->pr * K * R->mr, (int)(M - i0 < R->pr ? M - i0 : R->pr),
-                         c + i0 * ldc + (j0 - jb), ldc);
+                    gradref__cbd_run_tile(
+                        R->k, R->word_channels, block, 32, R->ocpg, block_offset, block_masks,
+                        f->ntaps, cols, 2, panels + i0 / R->pr * K * R->mr,
+                        (int)(M - i0 < R->pr ? M - i0 : R->pr), c + i0 * ldc + (j0 - jb), ldc, 0);
                     zeros_some(z);
                 }
             }
@@ -110,10 +98,11 @@ void gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const float
                 const int64_t i0 = pn * R->pr, j0 = g0 + tile_index * 32;
                 if (pn == 0 && j0 + 32 < g1 && R->prefetch_tiles)
                     prefetch_tile(R, f, image, offset, j0 + 32);
-                tile(R, image + j0, R->dc, offset, masks + tile_index * per_tile, f->ntaps,
-                     g1 - j0 < 32 ? g1 - j0 : 32, j0 + lo >= R->span_lo && j0 + hi <= R->span_hi,
-                     panels + pn * K * R->mr, (int)(M - i0 < R->pr ? M - i0 : R->pr),
-                     c + i0 * ldc + (j0 - jb), ldc);
+                gradref__cbd_run_tile(
+                    R->k, R->word_channels, image + j0, R->dc, R->ocpg, offset,
+                    masks + tile_index * per_tile, f->ntaps, g1 - j0 < 32 ? g1 - j0 : 32,
+                    j0 + lo >= R->span_lo && j0 + hi <= R->span_hi, panels + pn * K * R->mr,
+                    (int)(M - i0 < R->pr ? M - i0 : R->pr), c + i0 * ldc + (j0 - jb), ldc, 0);
                 zeros_some(z);
             }
     }
