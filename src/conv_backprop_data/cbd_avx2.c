@@ -559,28 +559,48 @@ void gradref__cbd_f32_pack_tile32_avx2(const float *image, int64_t channel_strid
                 _mm256_storeu_ps(out + 8 * v, _mm256_maskload_ps(src + 8 * v, lanes[v]));
     }
 }
-/* 8 and then 4 values at a time interleaved with +0 and stored whole, while a value follows the
- * last +0 (odd_free; the masked store of AVX2 is slow on AMD), the rest one by one. */
+/* Four values to the even (0x55) or odd (0xaa) lanes of 8 elements, the others from old. */
+#  define SPREAD4(v, old, lanes)                                                                   \
+    _mm256_blend_ps(old,                                                                           \
+                    _mm256_permutevar8x32_ps(_mm256_castps128_ps256(v),                            \
+                                             _mm256_setr_epi32(0, 0, 1, 1, 2, 2, 3, 3)),           \
+                    lanes)
+
+/* Whole vectors over the row's span of 2 len - 1 elements, the odd ones between the values
+ * loaded and stored back (or +0 when odd_free): 8 values, then 4, then the span's last 8
+ * elements, read before the others are stored (a load overlapping an earlier store waits for
+ * it). No masked stores: AVX2's are slow on AMD. Rows under 8 elements one value at a time. */
 void gradref__cbd_f32_scatter2_avx2(const float *from, int64_t len, int64_t rows, float *row,
                                     int64_t row_stride, int odd_free) {
     const __m256 zero = _mm256_setzero_ps();
+    const __m256i upper = _mm256_setr_epi32(4, 4, 5, 5, 6, 6, 7, 7);
     for (int64_t r = 0; r < rows; r++, from += len, row += row_stride) {
+        const int64_t span = 2 * len - 1, last = span - 8; /* last is odd */
+        if (span < 8) {
+            for (int64_t x = 0; x < len; x++)
+                row[2 * x] = from[x];
+            continue;
+        }
+        const __m256 last_old = odd_free ? zero : _mm256_loadu_ps(row + last);
         int64_t x = 0;
-        for (; odd_free && x + 8 < len; x += 8) {
+        for (; 2 * x + 16 <= span; x += 8) {
             const __m256 v = _mm256_loadu_ps(from + x);
-            const __m256 lo = _mm256_unpacklo_ps(v, zero), hi = _mm256_unpackhi_ps(v, zero);
-            _mm256_storeu_ps(row + 2 * x, _mm256_permute2f128_ps(lo, hi, 0x20));
-            _mm256_storeu_ps(row + 2 * x + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+            const __m256 old0 = odd_free ? zero : _mm256_loadu_ps(row + 2 * x);
+            const __m256 old1 = odd_free ? zero : _mm256_loadu_ps(row + 2 * x + 8);
+            _mm256_storeu_ps(row + 2 * x, SPREAD4(_mm256_castps256_ps128(v), old0, 0x55));
+            _mm256_storeu_ps(row + 2 * x + 8,
+                             _mm256_blend_ps(old1, _mm256_permutevar8x32_ps(v, upper), 0x55));
         }
-        for (; odd_free && x + 4 < len; x += 4) {
-            const __m128 v = _mm_loadu_ps(from + x);
-            _mm_storeu_ps(row + 2 * x, _mm_unpacklo_ps(v, _mm256_castps256_ps128(zero)));
-            _mm_storeu_ps(row + 2 * x + 4, _mm_unpackhi_ps(v, _mm256_castps256_ps128(zero)));
+        if (2 * x + 8 <= span) {
+            const __m256 old = odd_free ? zero : _mm256_loadu_ps(row + 2 * x);
+            _mm256_storeu_ps(row + 2 * x, SPREAD4(_mm_loadu_ps(from + x), old, 0x55));
+            x += 4;
         }
-        for (; x < len; x++)
-            row[2 * x] = from[x];
+        if (x < len) /* values len - 4 .. len - 1, at the odd lanes from the odd element last */
+            _mm256_storeu_ps(row + last, SPREAD4(_mm_loadu_ps(from + len - 4), last_old, 0xaa));
     }
 }
+#  undef SPREAD4
 /* 8 sums a step: max(v, -128) takes -128 for a NaN (MAXPS returns its second operand when one
  * is NaN), truncation and the two half tests as the scalar one, then two saturating packs
  * (exact: the values are in -128..127). */
