@@ -180,21 +180,31 @@ static void dw_plane3x3_neon(const gradref__cbd_dw_shape *p, const float *w, con
     }
 }
 
-/* 8 values at a time interleaved with +0 by two ST2 stores, while a value follows the last +0
- * (odd_free), the rest one by one. */
+/* Whole vectors over the row's span of 2 len - 1 elements, as AVX2's: LD2 splits 8 elements
+ * into the values' lanes and the odd ones between (kept, or +0 when odd_free), ST2 stores them
+ * back; 4 values a step, then the span's last 8 elements (read before the others are stored).
+ * Rows under 8 elements one value at a time. */
 static void scatter2_neon(const float *from, int64_t len, int64_t rows, float *row,
                           int64_t row_stride, int odd_free) {
     const float32x4_t zero = vdupq_n_f32(0.0f);
     for (int64_t r = 0; r < rows; r++, from += len, row += row_stride) {
-        int64_t x = 0;
-        for (; odd_free && x + 8 < len; x += 8) {
-            const float32x4x2_t lo = {{vld1q_f32(from + x), zero}};
-            const float32x4x2_t hi = {{vld1q_f32(from + x + 4), zero}};
-            vst2q_f32(row + 2 * x, lo);
-            vst2q_f32(row + 2 * x + 8, hi);
+        const int64_t span = 2 * len - 1, last = span - 8; /* last is odd */
+        if (span < 8) {
+            for (int64_t x = 0; x < len; x++)
+                row[2 * x] = from[x];
+            continue;
         }
-        for (; x < len; x++)
-            row[2 * x] = from[x];
+        float32x4x2_t tail = odd_free ? (float32x4x2_t){{zero, zero}} : vld2q_f32(row + last);
+        int64_t x = 0;
+        for (; 2 * x + 8 <= span; x += 4) {
+            float32x4x2_t v = odd_free ? (float32x4x2_t){{zero, zero}} : vld2q_f32(row + 2 * x);
+            v.val[0] = vld1q_f32(from + x);
+            vst2q_f32(row + 2 * x, v);
+        }
+        if (x < len) { /* values len - 4 .. len - 1, the odd lanes from the odd element last */
+            tail.val[1] = vld1q_f32(from + len - 4);
+            vst2q_f32(row + last, tail);
+        }
     }
 }
 
