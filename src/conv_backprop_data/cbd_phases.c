@@ -81,10 +81,11 @@ static void scatter_chunk(const cbd_run *R, const cbd_phase *f, const int64_t *p
     const gradref__cbd_plan *p = R->p;
     /* whole rows only when a phase has several rows (then stride[1] < I[1]: no overflow) */
     const int64_t W = f->Q[2], row_stride = f->Q[1] > 1 ? p->stride[1] * p->I[2] : 0;
+    const int64_t start2 = j0 % W, start1 = j0 / W % f->Q[1], start0 = j0 / (W * f->Q[1]);
     for (int64_t m = 0; m < M; m++) { /* each grad element is in one cbd_phase */
         float *slab = slab0 + m * R->ac;
         const float *src = chunk + m * (j1 - j0);
-        int64_t q2 = j0 % W, q1 = j0 / W % f->Q[1], q0 = j0 / (W * f->Q[1]);
+        int64_t q2 = start2, q1 = start1, q0 = start0;
         for (int64_t j = j0; j < j1;) {
             const int64_t len = W - q2 < j1 - j ? W - q2 : j1 - j;
             int64_t rows = 1;
