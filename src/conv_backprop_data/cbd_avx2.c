@@ -288,7 +288,8 @@ static inline __m256i lanes8(unsigned b) {
     return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)b), bit), bit);
 }
 
-/* One 16-pixel half (h) of a tile: R rows (R <= 6) of two 8-lane accumulators, the chain over
+/* One 16-pixel half (h) of a tile: R rows (R <= 6) of V (2, or 1 when at most 8 pixels are
+ * left: a phase of 49 pixels computes 56 lanes, not 64) 8-lane accumulators, the chain over
  * (tap, oc) as the AVX-512 tile and the GEMM. `inside` 1: whole vectors are readable, loaded
  * plainly, and the lanes outside the tap cleared with an AND (AMD microcodes masked loads)
  * unless the tap has every lane; 0: masked loads; 2: a packed tile, plain loads. Named
@@ -297,12 +298,12 @@ static inline __m256i lanes8(unsigned b) {
     if ((i) < R) {                                                                                 \
       const __m256 wi = _mm256_broadcast_ss(w + (i));                                              \
       c##i##a = _mm256_fmadd_ps(wi, b0, c##i##a);                                                  \
-      c##i##b = _mm256_fmadd_ps(wi, b1, c##i##b);                                                  \
+      if (V > 1) c##i##b = _mm256_fmadd_ps(wi, b1, c##i##b);                                       \
     }
 #  define HALF_LOAD(i)                                                                             \
     if ((i) < R) {                                                                                 \
       c##i##a = _mm256_maskload_ps(c + (i)*ldc, live0);                                            \
-      c##i##b = _mm256_maskload_ps(c + (i)*ldc + 8, live1);                                        \
+      if (V > 1) c##i##b = _mm256_maskload_ps(c + (i)*ldc + 8, live1);                             \
     }
 #  define HALF_STORE(i)                                                                            \
     if ((i) < R) {                                                                                 \
@@ -311,17 +312,18 @@ static inline __m256i lanes8(unsigned b) {
         _mm256_storeu_ps(c + (i)*ldc + 8, c##i##b);                                                \
       } else {                                                                                     \
         _mm256_maskstore_ps(c + (i)*ldc, live0, c##i##a);                                          \
-        _mm256_maskstore_ps(c + (i)*ldc + 8, live1, c##i##b);                                      \
+        if (V > 1) _mm256_maskstore_ps(c + (i)*ldc + 8, live1, c##i##b);                           \
       }                                                                                            \
     }
 __attribute__((always_inline)) static inline void
-half_body(int inside, int R, int h, const float *image, int64_t channel_stride, int64_t ocpg,
+half_body(int inside, int R, int V, int h, const float *image, int64_t channel_stride, int64_t ocpg,
           const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a, float *c,
           int64_t ldc, int64_t cols, int load) {
     const int64_t left = cols - 16 * h;
     const int whole = left >= 16;
     const unsigned live = left >= 16 ? 0xffffu : (1u << left) - 1u;
     const __m256i live0 = lanes8(live & 0xffu), live1 = lanes8(live >> 8);
+    const unsigned all = V > 1 ? 0xffffu : 0xffu; /* V 1: the mask's upper lanes are 0 */
     __m256 c0a = _mm256_setzero_ps(), c0b = c0a, c1a = c0a, c1b = c0a, c2a = c0a, c2b = c0a;
     __m256 c3a = c0a, c3b = c0a, c4a = c0a, c4b = c0a, c5a = c0a, c5b = c0a;
     if (load) {
@@ -336,14 +338,16 @@ half_body(int inside, int R, int h, const float *image, int64_t channel_stride, 
         if (inside == 2) { /* a packed tile (contiguous rows): four channels an iteration */
 #  pragma GCC unroll 4
             for (int64_t oc = 0; oc < ocpg; oc++, src += channel_stride, w += 6) {
-                const __m256 b0 = _mm256_loadu_ps(src), b1 = _mm256_loadu_ps(src + 8);
+                const __m256 b0 = _mm256_loadu_ps(src);
+                const __m256 b1 = V > 1 ? _mm256_loadu_ps(src + 8) : b0;
                 HALF_FMA(0) HALF_FMA(1) HALF_FMA(2) HALF_FMA(3) HALF_FMA(4) HALF_FMA(5)
             }
             continue;
         }
-        if (inside && m == 0xffffu) { /* every lane inside: plain loads */
+        if (inside && m == all) { /* every lane inside: plain loads */
             for (int64_t oc = 0; oc < ocpg; oc++, src += channel_stride, w += 6) {
-                const __m256 b0 = _mm256_loadu_ps(src), b1 = _mm256_loadu_ps(src + 8);
+                const __m256 b0 = _mm256_loadu_ps(src);
+                const __m256 b1 = V > 1 ? _mm256_loadu_ps(src + 8) : b0;
                 HALF_FMA(0) HALF_FMA(1) HALF_FMA(2) HALF_FMA(3) HALF_FMA(4) HALF_FMA(5)
             }
             continue;
@@ -352,9 +356,10 @@ half_body(int inside, int R, int h, const float *image, int64_t channel_stride, 
             __m256 b0, b1;
             if (inside) {
                 b0 = _mm256_and_ps(_mm256_loadu_ps(src), _mm256_castsi256_ps(k0));
-                b1 = _mm256_and_ps(_mm256_loadu_ps(src + 8), _mm256_castsi256_ps(k1));
+                b1 = V > 1 ? _mm256_and_ps(_mm256_loadu_ps(src + 8), _mm256_castsi256_ps(k1)) : b0;
             } else {
-                b0 = _mm256_maskload_ps(src, k0), b1 = _mm256_maskload_ps(src + 8, k1);
+                b0 = _mm256_maskload_ps(src, k0);
+                b1 = V > 1 ? _mm256_maskload_ps(src + 8, k1) : b0;
             }
             HALF_FMA(0) HALF_FMA(1) HALF_FMA(2) HALF_FMA(3) HALF_FMA(4) HALF_FMA(5)
         }
@@ -368,34 +373,39 @@ half_body(int inside, int R, int h, const float *image, int64_t channel_stride, 
 typedef void (*half_fn)(int h, const float *image, int64_t channel_stride, int64_t ocpg,
                         const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a,
                         float *c, int64_t ldc, int64_t cols, int load);
-#  define HALF(INSIDE, R)                                                                          \
-    static void half_##INSIDE##_##R(int h, const float *image, int64_t channel_stride,             \
-                                    int64_t ocpg, const int64_t *offset, const uint16_t *masks,    \
-                                    int64_t ntaps, const float *a, float *c, int64_t ldc,          \
-                                    int64_t cols, int load) {                                      \
-      half_body(INSIDE, R, h, image, channel_stride, ocpg, offset, masks, ntaps, a, c, ldc, cols,  \
-                load);                                                                             \
+#  define HALF(INSIDE, R, V)                                                                       \
+    static void half_##INSIDE##_##R##_##V(int h, const float *image, int64_t channel_stride,       \
+                                          int64_t ocpg, const int64_t *offset,                     \
+                                          const uint16_t *masks, int64_t ntaps, const float *a,    \
+                                          float *c, int64_t ldc, int64_t cols, int load) {         \
+      half_body(INSIDE, R, V, h, image, channel_stride, ocpg, offset, masks, ntaps, a, c, ldc,     \
+                cols, load);                                                                       \
     }
-#  define HALF_ROWS(INSIDE)                                                                        \
-    HALF(INSIDE, 1) HALF(INSIDE, 2) HALF(INSIDE, 3) HALF(INSIDE, 4) HALF(INSIDE, 5) HALF(INSIDE, 6)
-HALF_ROWS(0)
-HALF_ROWS(1)
-HALF_ROWS(2)
-#  define HALF_LIST(INSIDE)                                                                        \
+#  define HALF_ROWS(INSIDE, V)                                                                     \
+    HALF(INSIDE, 1, V)                                                                             \
+    HALF(INSIDE, 2, V) HALF(INSIDE, 3, V) HALF(INSIDE, 4, V) HALF(INSIDE, 5, V) HALF(INSIDE, 6, V)
+HALF_ROWS(0, 1)
+HALF_ROWS(1, 1)
+HALF_ROWS(2, 1)
+HALF_ROWS(0, 2)
+HALF_ROWS(1, 2)
+HALF_ROWS(2, 2)
+#  define HALF_LIST(INSIDE, V)                                                                     \
     {                                                                                              \
-      half_##INSIDE##_1, half_##INSIDE##_2, half_##INSIDE##_3, half_##INSIDE##_4,                  \
-          half_##INSIDE##_5, half_##INSIDE##_6                                                     \
+      half_##INSIDE##_1_##V, half_##INSIDE##_2_##V, half_##INSIDE##_3_##V, half_##INSIDE##_4_##V,  \
+          half_##INSIDE##_5_##V, half_##INSIDE##_6_##V                                             \
     }
-static const half_fn halves[3][GRADREF__CBD_TILE_ROWS_AVX2] = {HALF_LIST(0), HALF_LIST(1),
-                                                               HALF_LIST(2)};
+static const half_fn halves[2][3][GRADREF__CBD_TILE_ROWS_AVX2] = {
+    {HALF_LIST(0, 1), HALF_LIST(1, 1), HALF_LIST(2, 1)},
+    {HALF_LIST(0, 2), HALF_LIST(1, 2), HALF_LIST(2, 2)}};
 
 void gradref__cbd_f32_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
                                   const int64_t *offset, const uint16_t *masks, int64_t ntaps,
                                   int64_t cols, int inside, const float *a, int rows, float *c,
                                   int64_t ldc, int load) {
     for (int h = 0; h < 2 && 16 * h < cols; h++)
-        halves[inside][rows - 1](h, image, channel_stride, ocpg, offset, masks, ntaps, a,
-                                 c + 16 * h, ldc, cols, load);
+        halves[cols - 16 * h > 8][inside][rows - 1](h, image, channel_stride, ocpg, offset, masks,
+                                                    ntaps, a, c + 16 * h, ldc, cols, load);
 }
 
 /* The I8 twin of half_body: 32-bit words of two int16 values, each product pair summed by
