@@ -310,32 +310,34 @@ void gradref__cbd_panel_offsets(cbd_run *R, const cbd_layout *L, char *base) {
 }
 
 /* This thread's share of the panels of every (group, live phase), inside the region: the
- * filter is read once per call, into the panels the tiles and the GEMM take. Only live phases
- * have panels (1x1 stride 2: one of four; a share of all four left one thread every panel and
- * the other waiting at the barrier). Returns 0 when a value is not finite. */
+ * filter is read once per call, into the panels the tiles and the GEMM take. A thread takes
+ * blocks of panel rows (input channels), each for every live phase, so the block's filter
+ * lines are read from L2 once, not once per phase (only live phases have panels: a share of
+ * all four phases of a 1x1 stride 2 left one thread every panel). Returns 0 when a value is
+ * not finite. */
 int gradref__cbd_pack_panels(const cbd_run *R, const cbd_scratch *S) {
     const gradref__cbd_plan *p = R->p;
     const int64_t np = (p->ICpg + R->pr - 1) / R->pr;
     int64_t *tap = S->taps;
     int finite = 1;
-    int64_t b, e, it = 0;
-    gradref__my_range(p->G * R->phases * np, &b, &e);
-    for (int64_t g = 0; g < p->G && it < e; g++)
-        for (int64_t f = 0; f < R->phases && it < e; f++) {
+    int64_t b, e;
+    gradref__my_range(p->G * np, &b, &e);
+    for (int64_t it = b; it < e; it++) {
+        const int64_t g = it / np, ic0 = it % np * R->pr;
+        const int64_t rows = p->ICpg - ic0 < R->pr ? p->ICpg - ic0 : R->pr;
+        for (int64_t f = 0; f < R->phases; f++) { /* the block's filter lines stay in L1 */
             int64_t ph[3];
             phase_at(R, f, ph);
             const int64_t ntaps = gradref__cbd_phase_taps(p, ph, tap);
-            for (int64_t ic0 = 0; ntaps > 0 && ic0 < p->ICpg; ic0 += R->pr, it++) {
-                if (it < b || it >= e) continue;
-                float *dst = (float *)R->panels + g * R->group_floats + R->phase_off[f] +
-                             ic0 / R->pr * ntaps * R->ocpg * R->mr;
-                const int64_t rows = p->ICpg - ic0 < R->pr ? p->ICpg - ic0 : R->pr;
-                if (R->word_channels)
-                    gradref__cbd_pack_word_panel(p, R->word_channels, g, ic0, rows, tap, ntaps,
-                                                 R->mr, (int32_t *)(void *)dst);
-                else
-                    finite &= gradref__cbd_pack_panel(p, g, ic0, rows, tap, ntaps, R->mr, dst);
-            }
+            if (ntaps == 0) continue;
+            float *dst = (float *)R->panels + g * R->group_floats + R->phase_off[f] +
+                         ic0 / R->pr * ntaps * R->ocpg * R->mr;
+            if (R->word_channels)
+                gradref__cbd_pack_word_panel(p, R->word_channels, g, ic0, rows, tap, ntaps, R->mr,
+                                             (int32_t *)(void *)dst);
+            else
+                finite &= gradref__cbd_pack_panel(p, g, ic0, rows, tap, ntaps, R->mr, dst);
         }
+    }
     return finite;
 }

@@ -28,9 +28,8 @@ int gradref__cbd_pack_panel(const gradref__cbd_plan *p, int64_t g, int64_t ic0, 
 void gradref__cbd_panel_offsets(cbd_run *R, const cbd_layout *L, char *base);
 
 /* This thread's share of the panels of every (group, live phase), inside the region: the
- * filter is read once per call, into the panels the tiles and the GEMM take. Only live phases
- * have panels (1x1 stride 2: one of four; a share of all four left one thread every panel and
- * the other waiting at the barrier). Returns 0 when a value is not finite. */
+ * filter is read once per call, into the panels the tiles and the GEMM take, a block of input
+ * channels at a time for every live phase. Returns 0 when a value is not finite. */
 int gradref__cbd_pack_panels(const cbd_run *R, const cbd_scratch *S);
 
 /* One work item: channels [ic0, ic1) of image n, group g, every stride phase in turn. */
