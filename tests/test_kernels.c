@@ -279,6 +279,35 @@ static void test_canon_nans(void **state) {
         }
 }
 
+/* Every level's finiteness scan (common/nan.h) against isfinite: random specials at every
+ * length and offset, then all finite, then one Inf at each place. */
+static void test_all_finite(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(14);
+    enum { N = 200 };
+    float d[N + 8];
+    for (int level = 0; level <= gradref__isa_level(); level++) { /* portable too */
+        const gradref__nan_kernels *k = gradref__nan_kernels_for(level);
+        if (level > 0 && k == gradref__nan_kernels_for(level - 1)) continue;
+        for (int64_t n = 0; n <= N; n += n < 70 ? 1 : 23) {
+            fill_specials(d, GRADREF_F32, N + 8, &r);
+            int finite = 1;
+            for (int64_t e = 0; e < n; e++)
+                finite &= isfinite(d[1 + e]) != 0;
+            if (k->all_finite_f32(d + 1, n) != finite)
+                fail_msg("all_finite_f32 at %s: length %lld", k->isa, (long long)n);
+            for (int64_t e = 0; e < n; e++)
+                d[1 + e] = (float)e;
+            assert_true(k->all_finite_f32(d + 1, n));
+            for (int64_t e = 0; e < n; e += 7) {
+                d[1 + e] = INFINITY;
+                assert_false(k->all_finite_f32(d + 1, n));
+                d[1 + e] = 1.0f;
+            }
+        }
+    }
+}
+
 static void test_array_kernels(void **state) {
     (void)state;
     const gradref__array_kernels *base = gradref__array_kernels_for(GRADREF__ISA_PORTABLE);
@@ -326,9 +355,9 @@ static void test_array_kernels(void **state) {
     free(fg);
 }
 
-/* ---- conv3d_backprop_filter: the counter's add and the finiteness scan ---- */
+/* ---- conv3d_backprop_filter: the counter's add ---- */
 
-static void test_c3f_add_and_scan(void **state) {
+static void test_c3f_add(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(6);
     enum { N = 300 };
@@ -349,21 +378,6 @@ static void test_c3f_add_and_scan(void **state) {
                 gradref__canon_nans_f32(got, N + 8, GRADREF__ISA_MAX);
                 gradref__canon_nans_f32(want, N + 8, GRADREF__ISA_MAX);
                 expect_bytes(got, want, sizeof got, "c3f add", k->isa, n, 0);
-            }
-            if (k->all_finite) {
-                int finite = 1;
-                for (int64_t e = 0; e < n; e++)
-                    finite &= isfinite(older[1 + e]) != 0;
-                if (k->all_finite(older + 1, n) != finite)
-                    fail_msg("c3f all_finite at %s: length %lld", k->isa, (long long)n);
-                for (int64_t e = 0; e < n; e++) /* all finite, then one Inf at each place */
-                    older[1 + e] = (float)e;
-                assert_true(k->all_finite(older + 1, n));
-                for (int64_t e = 0; e < n; e += 7) {
-                    older[1 + e] = INFINITY;
-                    assert_false(k->all_finite(older + 1, n));
-                    older[1 + e] = 1.0f;
-                }
             }
         }
     }
@@ -930,13 +944,21 @@ int main(void) {
     tu_seed();
     printf("kernel level: %s\n", gradref__isa_name(gradref__isa_level()));
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_rope_rows),      cmocka_unit_test(test_rope_heads),
-        cmocka_unit_test(test_recat_rows),     cmocka_unit_test(test_canon_nans),
-        cmocka_unit_test(test_array_kernels),  cmocka_unit_test(test_c3f_add_and_scan),
-        cmocka_unit_test(test_c3f_panels),     cmocka_unit_test(test_cbd_masks_and_scatter),
-        cmocka_unit_test(test_cbd_depthwise),  cmocka_unit_test(test_cbd_tiles),
-        cmocka_unit_test(test_cbd_word_tiles), cmocka_unit_test(test_cbd_requantize),
-        cmocka_unit_test(test_gs3d_dx_plane),  cmocka_unit_test(test_gs3d_dgrid),
+        cmocka_unit_test(test_rope_rows),
+        cmocka_unit_test(test_rope_heads),
+        cmocka_unit_test(test_recat_rows),
+        cmocka_unit_test(test_canon_nans),
+        cmocka_unit_test(test_all_finite),
+        cmocka_unit_test(test_array_kernels),
+        cmocka_unit_test(test_c3f_add),
+        cmocka_unit_test(test_c3f_panels),
+        cmocka_unit_test(test_cbd_masks_and_scatter),
+        cmocka_unit_test(test_cbd_depthwise),
+        cmocka_unit_test(test_cbd_tiles),
+        cmocka_unit_test(test_cbd_word_tiles),
+        cmocka_unit_test(test_cbd_requantize),
+        cmocka_unit_test(test_gs3d_dx_plane),
+        cmocka_unit_test(test_gs3d_dgrid),
     };
     return cmocka_run_group_tests_name("kernels", tests, NULL, NULL);
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The canonical-NaN passes (nan.h): a scan that only reads unless it finds a NaN. */
+/* The canonical-NaN passes (nan.h): a scan that only reads unless it finds a NaN; and the
+ * finiteness scan's portable loop. */
 #include "nan.h"
 
 #include "internal.h"
@@ -43,14 +44,29 @@ static void set_canonical(int32_t dtype, char *e) {
     }
 }
 
+/* A branch-free test on the exponent bits, which the compiler vectorises. */
+int gradref__all_finite_f32_portable(const float *d, int64_t n) {
+    uint32_t hit = 0;
+    for (int64_t e = 0; e < n; e++) {
+        uint32_t bits;
+        memcpy(&bits, d + e, 4);
+        hit |= (uint32_t)((bits & 0x7f800000u) == 0x7f800000u);
+    }
+    return hit == 0;
+}
+
 const gradref__nan_kernels *gradref__nan_kernels_for(int max_isa) {
-    static const gradref__nan_kernels portable = {.isa = "portable", .step = 1};
+    static const gradref__nan_kernels portable = {"portable", 1, NULL,
+                                                  gradref__all_finite_f32_portable};
 #ifdef GRADREF__X86
-    static const gradref__nan_kernels avx2 = {"avx2", 32, gradref__canon_nans_f32_avx2};
-    static const gradref__nan_kernels avx512 = {"avx512", 64, gradref__canon_nans_f32_avx512};
+    static const gradref__nan_kernels avx2 = {"avx2", 32, gradref__canon_nans_f32_avx2,
+                                              gradref__all_finite_f32_avx2};
+    static const gradref__nan_kernels avx512 = {"avx512", 64, gradref__canon_nans_f32_avx512,
+                                                gradref__all_finite_f32_avx512};
 #endif
 #ifdef GRADREF__ARM64
-    static const gradref__nan_kernels neon = {"neon", 16, gradref__canon_nans_f32_neon};
+    static const gradref__nan_kernels neon = {"neon", 16, gradref__canon_nans_f32_neon,
+                                              gradref__all_finite_f32_neon};
 #endif
     static const void *const tables[GRADREF__ISA_LEVELS] = {
         [GRADREF__ISA_PORTABLE] = &portable,

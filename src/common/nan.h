@@ -47,6 +47,7 @@ typedef struct gradref__nan_kernels {
     const char *isa;
     int step;
     int64_t (*canon_f32)(float *p, int64_t n, int *pos_zero);
+    int (*all_finite_f32)(const float *d, int64_t n); /* never NULL */
 } gradref__nan_kernels;
 
 /* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs. */
@@ -57,6 +58,13 @@ int64_t gradref__canon_nans_f32_avx2(float *p, int64_t n, int *pos_zero);
 int64_t gradref__canon_nans_f32_avx512(float *p, int64_t n, int *pos_zero);
 /* The NEON body (nan_neon.c): steps of 16 floats. */
 int64_t gradref__canon_nans_f32_neon(float *p, int64_t n, int *pos_zero);
+
+/* Whether the n floats at d are all finite (no all-ones exponent), a read-only scan: the
+ * portable loop (nan.c) and the bodies of nan_avx2.c, nan_avx512.c and nan_neon.c. */
+int gradref__all_finite_f32_portable(const float *d, int64_t n);
+int gradref__all_finite_f32_avx2(const float *d, int64_t n);
+int gradref__all_finite_f32_avx512(const float *d, int64_t n);
+int gradref__all_finite_f32_neon(const float *d, int64_t n);
 
 /* The same for n contiguous elements of any float dtype. */
 void gradref__canon_nans_elems(int32_t dtype, void *p, int64_t n, int max_isa);

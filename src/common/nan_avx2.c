@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The canonical-NaN scan's AVX2 body (nan.h): 32 floats a step, one unordered compare and an
- * OR per 8, a store only where a NaN is; on request an integer compare per 8 notes +0. */
+ * OR per 8, a store only where a NaN is; on request an integer compare per 8 notes +0. And
+ * the finiteness scan: an exponent compare per 8. */
 #include "nan.h"
 
 #include "isa.h"
@@ -37,6 +38,20 @@ int64_t gradref__canon_nans_f32_avx2(float *p, int64_t n, int *pos_zero) {
     }
     if (pos_zero && !_mm256_testz_si256(zeros, zeros)) *pos_zero = 1;
     return i;
+}
+
+int gradref__all_finite_f32_avx2(const float *d, int64_t n) {
+    const __m256i exp = _mm256_set1_epi32(0x7f800000);
+    __m256i hit = _mm256_setzero_si256();
+    int64_t e = 0;
+    for (; e + 8 <= n; e += 8) {
+        const __m256i x = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(d + e)), exp);
+        hit = _mm256_or_si256(hit, _mm256_cmpeq_epi32(x, exp));
+    }
+    int finite = _mm256_testz_si256(hit, hit);
+    for (; e < n; e++)
+        finite &= (d[e] - d[e]) == 0.0f; /* Inf - Inf and NaN are NaN */
+    return finite;
 }
 
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The canonical-NaN scan's AVX-512 body (nan.h): 64 floats a step, one unordered compare per
- * 16 into a mask, a masked store only where a NaN is; on request a compare per 16 notes +0. */
+ * 16 into a mask, a masked store only where a NaN is; on request a compare per 16 notes +0.
+ * And the finiteness scan: an exponent compare per 16 into a mask. */
 #include "nan.h"
 
 #include "isa.h"
@@ -38,6 +39,21 @@ int64_t gradref__canon_nans_f32_avx512(float *p, int64_t n, int *pos_zero) {
     }
     if (pos_zero && zeros) *pos_zero = 1;
     return i;
+}
+
+int gradref__all_finite_f32_avx512(const float *d, int64_t n) {
+    const __m512i exp = _mm512_set1_epi32(0x7f800000);
+    __mmask16 hit = 0;
+    int64_t e = 0;
+    for (; e + 16 <= n; e += 16)
+        hit |= _mm512_cmpeq_epi32_mask(
+            _mm512_and_si512(_mm512_loadu_si512((const void *)(d + e)), exp), exp);
+    if (e < n) {
+        const __mmask16 m = (__mmask16)((1u << (n - e)) - 1u);
+        hit |= _mm512_mask_cmpeq_epi32_mask(
+            m, _mm512_and_si512(_mm512_maskz_loadu_epi32(m, d + e), exp), exp);
+    }
+    return hit == 0;
 }
 
 #endif

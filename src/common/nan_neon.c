@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The canonical-NaN scan's NEON body (nan.h): 16 floats a step, one compare of each vector with
- * itself and an OR, a store only where a NaN is; on request a compare with 0 notes +0. */
+ * itself and an OR, a store only where a NaN is; on request a compare with 0 notes +0. And
+ * the finiteness scan: an exponent compare per 4. */
 #include "nan.h"
 
 #include "isa.h"
@@ -27,6 +28,18 @@ int64_t gradref__canon_nans_f32_neon(float *p, int64_t n, int *pos_zero) {
     }
     if (pos_zero && vmaxvq_u32(zeros) != 0) *pos_zero = 1;
     return i;
+}
+
+int gradref__all_finite_f32_neon(const float *d, int64_t n) {
+    const uint32x4_t exp = vdupq_n_u32(0x7f800000u);
+    uint32x4_t hit = vdupq_n_u32(0);
+    int64_t e = 0;
+    for (; e + 4 <= n; e += 4) /* an all-ones exponent: Inf or NaN */
+        hit = vorrq_u32(hit, vceqq_u32(vandq_u32(vld1q_u32((const uint32_t *)(d + e)), exp), exp));
+    int finite = vmaxvq_u32(hit) == 0;
+    for (; e < n; e++)
+        finite &= (d[e] - d[e]) == 0.0f; /* Inf - Inf and NaN are NaN */
+    return finite;
 }
 
 #else

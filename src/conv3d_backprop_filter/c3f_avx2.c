@@ -3,6 +3,7 @@
  * B-panel rows gathered from channel-major dy (8 x 8 blocks transposed in registers), the
  * counter's sums and the finiteness scan. */
 #include "c3f_kernels.h"
+#include "common/nan.h"
 #include "common/convert_array.h"
 #include "common/gemm_kernels.h"
 #include "common/isa.h"
@@ -52,26 +53,13 @@ void gradref__c3f_f32_add_avx2(float *dst, const float *older, const float *newe
         dst[e] = older[e] + newer[e];
 }
 
-int gradref__c3f_f32_all_finite_avx2(const float *d, int64_t n) {
-    const __m256i exp = _mm256_set1_epi32(0x7f800000);
-    __m256i hit = _mm256_setzero_si256();
-    int64_t e = 0;
-    for (; e + 8 <= n; e += 8) {
-        const __m256i x = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(d + e)), exp);
-        hit = _mm256_or_si256(hit, _mm256_cmpeq_epi32(x, exp));
-    }
-    int finite = _mm256_testz_si256(hit, hit);
-    for (; e < n; e++)
-        finite &= (d[e] - d[e]) == 0.0f; /* Inf - Inf and NaN are NaN */
-    return finite;
-}
 const gradref__c3f_kernels gradref__c3f_kernels_avx2 = {
     .isa = "avx2",
     .gemm = &gradref__sgemm_kernels_avx2,
     .panel_lanes = panel_lanes_avx2,
     .gather_panel = gradref__c3f_f32_gather_panel_avx2,
     .add = gradref__c3f_f32_add_avx2,
-    .all_finite = gradref__c3f_f32_all_finite_avx2,
+    .all_finite = gradref__all_finite_f32_avx2,
 };
 
 #else

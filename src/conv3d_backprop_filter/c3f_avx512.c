@@ -2,6 +2,7 @@
 /* conv3d_backprop_filter's AVX-512 kernels (its GEMMs are common/gemm_avx512.c's): filling
  * packed A-panel lanes from x in place, and gathering B-panel rows from channel-major dy. */
 #include "c3f_kernels.h"
+#include "common/nan.h"
 #include "common/gemm_kernels.h"
 #include "common/isa.h"
 
@@ -63,27 +64,13 @@ void gradref__c3f_f32_add_avx512(float *dst, const float *older, const float *ne
     }
 }
 
-int gradref__c3f_f32_all_finite_avx512(const float *d, int64_t n) {
-    const __m512i exp = _mm512_set1_epi32(0x7f800000);
-    __mmask16 hit = 0;
-    int64_t e = 0;
-    for (; e + 16 <= n; e += 16)
-        hit |= _mm512_cmpeq_epi32_mask(
-            _mm512_and_si512(_mm512_loadu_si512((const void *)(d + e)), exp), exp);
-    if (e < n) {
-        const __mmask16 m = (__mmask16)((1u << (n - e)) - 1u);
-        hit |= _mm512_mask_cmpeq_epi32_mask(
-            m, _mm512_and_si512(_mm512_maskz_loadu_epi32(m, d + e), exp), exp);
-    }
-    return hit == 0;
-}
 const gradref__c3f_kernels gradref__c3f_kernels_avx512 = {
     .isa = "avx512",
     .gemm = &gradref__sgemm_kernels_avx512,
     .panel_lanes = gradref__c3f_f32_panel_lanes_avx512,
     .gather_panel = gradref__c3f_f32_gather_panel_avx512,
     .add = gradref__c3f_f32_add_avx512,
-    .all_finite = gradref__c3f_f32_all_finite_avx512,
+    .all_finite = gradref__all_finite_f32_avx512,
 };
 
 #else

@@ -397,7 +397,7 @@ static uint32_t nonfinite_from(int hf32) {
 /* Whether n contiguous F32 values all lie below `limit` in magnitude bits: the kernel's scan
  * for plain finiteness, else the largest magnitude's bits (a loop the compiler vectorises). */
 static int row_below(const gradref__c3f_kernels *k, const float *row, int64_t n, uint32_t limit) {
-    if (limit == 0x7f800000u && k->all_finite) return k->all_finite(row, n);
+    if (limit == 0x7f800000u) return k->all_finite(row, n);
     uint32_t worst = 0;
     for (int64_t i = 0; i < n; i++) {
         const uint32_t u = gradref__f32_bits(row[i]) & 0x7fffffffu;

@@ -420,17 +420,6 @@ static void block_indirect(const run *R, int64_t g, int64_t j0, int64_t j1, cons
     }
 }
 
-/* Whether the n floats at d are finite (a branch-free test on the exponent bits). */
-static int all_finite(const float *d, int64_t n) {
-    uint32_t hit = 0;
-    for (int64_t e = 0; e < n; e++) {
-        uint32_t bits;
-        memcpy(&bits, d + e, 4);
-        hit |= (uint32_t)((bits & 0x7f800000u) == 0x7f800000u);
-    }
-    return hit == 0;
-}
-
 /* The sum over reduction indices [r0, r1) of dw rows j in [j0, j1) of group g, into sum. */
 static void block_sum(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j1, int64_t r0,
                       int64_t r1, const scratch *S, float *sum) {
@@ -439,7 +428,7 @@ static void block_sum(const run *R, const layout *L, int64_t g, int64_t j0, int6
     block_runs(p, r0, r1, u);
     const float *bp = dy_panels(R, g, u, r0, r1, L->nr, S->dyt);
     const int64_t floats = (p->Cout_g + L->nr - 1) / L->nr * L->nr * (r1 - r0);
-    u->nonfinite |= !(R->k->all_finite ? R->k->all_finite(bp, floats) : all_finite(bp, floats));
+    u->nonfinite |= !R->k->all_finite(bp, floats);
     if (L->indirect) {
         block_indirect(R, g, j0, j1, u, r1 - r0, bp, S->rows, sum);
         return;

@@ -25,7 +25,7 @@ typedef struct gradref__c3f_kernels {
                          int64_t cols);
     /* dst[e] = older[e] + newer[e] for e < n, dst one of them (NULL: a plain loop) */
     void (*add)(float *dst, const float *older, const float *newer, int64_t n);
-    /* whether the n floats at d are all finite (NULL: a plain loop) */
+    /* whether the n floats at d are all finite (common/nan.h's, never NULL) */
     int (*all_finite)(const float *d, int64_t n);
 } gradref__c3f_kernels;
 
@@ -52,9 +52,6 @@ void gradref__c3f_f32_gather_panel_avx2(float *dst, int64_t nr, const float *src
 /* add with 8 and 16 lanes (c3f_avx2.c, c3f_avx512.c; the CPU must have AVX2, AVX-512F). */
 void gradref__c3f_f32_add_avx2(float *dst, const float *older, const float *newer, int64_t n);
 void gradref__c3f_f32_add_avx512(float *dst, const float *older, const float *newer, int64_t n);
-/* all_finite with 8 and 16 lanes (c3f_avx2.c, c3f_avx512.c). */
-int gradref__c3f_f32_all_finite_avx2(const float *d, int64_t n);
-int gradref__c3f_f32_all_finite_avx512(const float *d, int64_t n);
 /* gather_panel with 16 x 16 register transposes (c3f_avx512.c; the CPU must have AVX-512F). */
 void gradref__c3f_f32_gather_panel_avx512(float *dst, int64_t nr, const float *src, int64_t cs,
                                           int64_t len, int64_t cols);

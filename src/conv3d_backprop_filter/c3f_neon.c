@@ -2,6 +2,7 @@
 /* conv3d_backprop_filter's NEON kernels: x panels' lanes 4 at a time, dy panels gathered with
  * 4 x 4 register transposes (TRN), the ordered partial-sum adds and the finiteness scan. */
 #include "c3f_kernels.h"
+#include "common/nan.h"
 #include "common/gemm_kernels.h"
 #include "common/isa.h"
 
@@ -69,25 +70,13 @@ static void add_neon(float *dst, const float *older, const float *newer, int64_t
         dst[e] = older[e] + newer[e];
 }
 
-static int all_finite_neon(const float *d, int64_t n) {
-    const uint32x4_t exp = vdupq_n_u32(0x7f800000u);
-    uint32x4_t hit = vdupq_n_u32(0);
-    int64_t e = 0;
-    for (; e + 4 <= n; e += 4) /* an all-ones exponent: Inf or NaN */
-        hit = vorrq_u32(hit, vceqq_u32(vandq_u32(vld1q_u32((const uint32_t *)(d + e)), exp), exp));
-    int finite = vmaxvq_u32(hit) == 0;
-    for (; e < n; e++)
-        finite &= (d[e] - d[e]) == 0.0f; /* Inf - Inf and NaN are NaN */
-    return finite;
-}
-
 const gradref__c3f_kernels gradref__c3f_kernels_neon = {
     .isa = "neon",
     .gemm = &gradref__sgemm_kernels_neon,
     .panel_lanes = panel_lanes_neon,
     .gather_panel = gather_panel_neon,
     .add = add_neon,
-    .all_finite = all_finite_neon,
+    .all_finite = gradref__all_finite_f32_neon,
 };
 
 #else

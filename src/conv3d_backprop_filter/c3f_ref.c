@@ -159,7 +159,7 @@ static int reads_padding(const gradref__c3f_plan *p) {
  * kernels first (the common case, no Inf or NaN, costs one vector pass over dy). */
 static int row_finite(const gradref__c3f_plan *p, const char *row) {
     const gradref__c3f_kernels *k = gradref__c3f_kernels_for(p->max_isa);
-    if (p->in_dtype == GRADREF_F32 && p->ys[4] == 1 && k->all_finite)
+    if (p->in_dtype == GRADREF_F32 && p->ys[4] == 1)
         return k->all_finite((const float *)(const void *)row, p->O[2]);
     for (int64_t w = 0; w < p->O[2]; w++)
         if (!isfinite(gradref__load_float(p->in_dtype, row + (size_t)(w * p->ys[4]) * p->in_size)))
