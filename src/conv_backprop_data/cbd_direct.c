@@ -562,7 +562,8 @@ static void pack_panel(const direct *d, int64_t r0, int64_t rows, const tap_run 
         gradref__cbd_pack_word_panel(d->p, d->wc, d->g, d->ic0 + r0, rows, tap, taps->count,
                                      tile_mr(d), (int32_t *)(void *)dst);
     else
-        gradref__cbd_pack_panel(d->p, d->g, d->ic0 + r0, rows, tap, taps->count, tile_mr(d), dst);
+        gradref__cbd_pack_panel(d->p, d->g, d->ic0 + r0, rows, tap, taps->count, tile_mr(d), 0,
+                                dst); /* the filter's finiteness is known here */
 }
 
 /* Phase ph of an item (d: its image, group and channels; d->Q the phase's sub-grid, ntaps taps

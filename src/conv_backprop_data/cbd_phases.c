@@ -267,16 +267,24 @@ void gradref__cbd_item_gemm(const cbd_run *R, int64_t n, int64_t g, int64_t ic0,
 }
 
 int gradref__cbd_pack_panel(const gradref__cbd_plan *p, int64_t g, int64_t ic0, int64_t rows,
-                            const int64_t *tap, int64_t ntaps, int64_t mr, float *dst) {
+                            const int64_t *tap, int64_t ntaps, int64_t mr, int check, float *dst) {
     int finite = 1;
     for (int64_t i = 0; i < ntaps; i++) {
         const int64_t off = filter_offset(p, g, ic0, tap[4 * i]);
         for (int64_t oc = 0; oc < p->OCpg; oc++, dst += mr) {
             const int64_t at = off + oc * p->fs[1];
+            const float *w = (const float *)(const void *)p->filter + at;
             int64_t r = 0;
-            /* finiteness checked as loaded: reading dst back would wait on its scalar stores */
-            if (p->in_dtype == GRADREF_F32)
-                for (const float *w = (const float *)(const void *)p->filter + at; r < rows; r++) {
+            if (p->in_dtype == GRADREF_F32 && !check && rows == 6) { /* AVX2's panels, unrolled */
+                const int64_t s2 = p->fs[2];
+                dst[0] = w[0], dst[1] = w[s2], dst[2] = w[2 * s2], dst[3] = w[3 * s2];
+                dst[4] = w[4 * s2], dst[5] = w[5 * s2];
+                r = 6;
+            } else if (p->in_dtype == GRADREF_F32 && !check)
+                for (; r < rows; r++)
+                    dst[r] = w[r * p->fs[2]];
+            else if (p->in_dtype == GRADREF_F32) /* tested as loaded, not from dst (stores) */
+                for (; r < rows; r++) {
                     dst[r] = w[r * p->fs[2]];
                     finite &= isfinite(w[r * p->fs[2]]) != 0;
                 }
@@ -309,6 +317,25 @@ void gradref__cbd_panel_offsets(cbd_run *R, const cbd_layout *L, char *base) {
     }
 }
 
+/* Whether the F32 filter's rows [ic0, ic0 + rows) of group g hold every tap of each output
+ * channel in one run (dense from the input channel down), and then finite &= their scan: one
+ * vector pass instead of a test per value as they are packed. */
+static int block_scan(const cbd_run *R, int64_t g, int64_t ic0, int64_t rows, int *finite) {
+    const gradref__cbd_plan *p = R->p;
+    int64_t taps = 1; /* the dense size of the dims inside, from k2 out */
+    for (int d = 2; d >= 0; d--) {
+        if (p->K[d] > 1 && p->fs[3 + d] != taps) return 0;
+        taps *= p->K[d];
+    }
+    if (p->in_dtype != GRADREF_F32 || (rows > 1 && p->fs[2] != taps)) return 0;
+    int (*all_finite)(const float *, int64_t) =
+        gradref__nan_kernels_for(R->max_isa)->all_finite_f32;
+    const float *w = (const float *)(const void *)p->filter + g * p->fs[0] + ic0 * p->fs[2];
+    for (int64_t oc = 0; oc < p->OCpg; oc++)
+        *finite &= all_finite(w + oc * p->fs[1], rows * taps);
+    return 1;
+}
+
 /* This thread's share of the panels of every (group, live phase), inside the region: the
  * filter is read once per call, into the panels the tiles and the GEMM take. A thread takes
  * blocks of panel rows (input channels), each for every live phase, so the block's filter
@@ -325,6 +352,7 @@ int gradref__cbd_pack_panels(const cbd_run *R, const cbd_scratch *S) {
     for (int64_t it = b; it < e; it++) {
         const int64_t g = it / np, ic0 = it % np * R->pr;
         const int64_t rows = p->ICpg - ic0 < R->pr ? p->ICpg - ic0 : R->pr;
+        const int scanned = !R->word_channels && block_scan(R, g, ic0, rows, &finite);
         for (int64_t f = 0; f < R->phases; f++) { /* the block's filter lines stay in L1 */
             int64_t ph[3];
             phase_at(R, f, ph);
@@ -336,7 +364,8 @@ int gradref__cbd_pack_panels(const cbd_run *R, const cbd_scratch *S) {
                 gradref__cbd_pack_word_panel(p, R->word_channels, g, ic0, rows, tap, ntaps, R->mr,
                                              (int32_t *)(void *)dst);
             else
-                finite &= gradref__cbd_pack_panel(p, g, ic0, rows, tap, ntaps, R->mr, dst);
+                finite &=
+                    gradref__cbd_pack_panel(p, g, ic0, rows, tap, ntaps, R->mr, !scanned, dst);
         }
     }
     return finite;

@@ -20,9 +20,9 @@ int gradref__cbd_all_direct(const cbd_run *R, int64_t *tap);
 
 /* Filter rows [ic0, ic0 + rows) of group g for a phase's taps, straight from the filter, as
  * the GEMM's A panels are laid out (gemm.h): k = (tap, oc) ascending, mr floats each, the rows
- * past `rows` zero. Returns 0 when a value is not finite. */
+ * past `rows` zero. With check, returns 0 when a value is not finite (else 1). */
 int gradref__cbd_pack_panel(const gradref__cbd_plan *p, int64_t g, int64_t ic0, int64_t rows,
-                            const int64_t *tap, int64_t ntaps, int64_t mr, float *dst);
+                            const int64_t *tap, int64_t ntaps, int64_t mr, int check, float *dst);
 
 /* Where each (group, phase) starts in the panels, before the region. */
 void gradref__cbd_panel_offsets(cbd_run *R, const cbd_layout *L, char *base);
