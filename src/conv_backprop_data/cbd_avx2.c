@@ -416,12 +416,12 @@ void gradref__cbd_f32_tile32_avx2(const float *image, int64_t channel_stride, in
     if ((i) < R) {                                                                                 \
       const __m256i wi = _mm256_set1_epi32(w[i]);                                                  \
       c##i##a = _mm256_add_epi32(c##i##a, _mm256_madd_epi16(wi, b0));                              \
-      c##i##b = _mm256_add_epi32(c##i##b, _mm256_madd_epi16(wi, b1));                              \
+      if (V > 1) c##i##b = _mm256_add_epi32(c##i##b, _mm256_madd_epi16(wi, b1));                   \
     }
 #  define PAIR_LOAD(i)                                                                             \
     if ((i) < R) {                                                                                 \
       c##i##a = _mm256_maskload_epi32(c + (i)*ldc, live0);                                         \
-      c##i##b = _mm256_maskload_epi32(c + (i)*ldc + 8, live1);                                     \
+      if (V > 1) c##i##b = _mm256_maskload_epi32(c + (i)*ldc + 8, live1);                          \
     }
 #  define PAIR_STORE(i)                                                                            \
     if ((i) < R) {                                                                                 \
@@ -430,17 +430,18 @@ void gradref__cbd_f32_tile32_avx2(const float *image, int64_t channel_stride, in
         _mm256_storeu_si256((__m256i *)(void *)(c + (i)*ldc + 8), c##i##b);                        \
       } else {                                                                                     \
         _mm256_maskstore_epi32(c + (i)*ldc, live0, c##i##a);                                       \
-        _mm256_maskstore_epi32(c + (i)*ldc + 8, live1, c##i##b);                                   \
+        if (V > 1) _mm256_maskstore_epi32(c + (i)*ldc + 8, live1, c##i##b);                        \
       }                                                                                            \
     }
 __attribute__((always_inline)) static inline void
-pair_half_body(int inside, int R, int h, const int32_t *image, int64_t channel_stride,
+pair_half_body(int inside, int R, int V, int h, const int32_t *image, int64_t channel_stride,
                int64_t pairs, const int64_t *offset, const uint16_t *masks, int64_t ntaps,
                const int32_t *a, int32_t *c, int64_t ldc, int64_t cols, int load) {
     const int64_t left = cols - 16 * h;
     const int whole = left >= 16;
     const unsigned live = left >= 16 ? 0xffffu : (1u << left) - 1u;
     const __m256i live0 = lanes8(live & 0xffu), live1 = lanes8(live >> 8);
+    const unsigned all = V > 1 ? 0xffffu : 0xffu; /* V 1: the mask's upper lanes are 0 */
     __m256i c0a = _mm256_setzero_si256(), c0b = c0a, c1a = c0a, c1b = c0a, c2a = c0a, c2b = c0a;
     __m256i c3a = c0a, c3b = c0a, c4a = c0a, c4b = c0a, c5a = c0a, c5b = c0a;
     if (load) {
@@ -452,11 +453,12 @@ pair_half_body(int inside, int R, int h, const int32_t *image, int64_t channel_s
         const __m256i k0 = lanes8(m & 0xffu), k1 = lanes8(m >> 8);
         const int32_t *src = image + offset[t] + 16 * h;
         const int32_t *w = a + t * pairs * 6;
-        if (inside == 2 || (inside && m == 0xffffu)) { /* packed, or every lane inside */
+        if (inside == 2 || (inside && m == all)) { /* packed, or every lane inside */
 #  pragma GCC unroll 2
             for (int64_t j = 0; j < pairs; j++, src += channel_stride, w += 6) {
                 const __m256i b0 = _mm256_loadu_si256((const __m256i *)(const void *)src);
-                const __m256i b1 = _mm256_loadu_si256((const __m256i *)(const void *)(src + 8));
+                const __m256i b1 =
+                    V > 1 ? _mm256_loadu_si256((const __m256i *)(const void *)(src + 8)) : b0;
                 PAIR_MADD(0) PAIR_MADD(1) PAIR_MADD(2) PAIR_MADD(3) PAIR_MADD(4) PAIR_MADD(5)
             }
             continue;
@@ -465,10 +467,12 @@ pair_half_body(int inside, int R, int h, const int32_t *image, int64_t channel_s
             __m256i b0, b1;
             if (inside) {
                 b0 = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)src), k0);
-                b1 = _mm256_and_si256(_mm256_loadu_si256((const __m256i *)(const void *)(src + 8)),
-                                      k1);
+                b1 = V > 1 ? _mm256_and_si256(
+                                 _mm256_loadu_si256((const __m256i *)(const void *)(src + 8)), k1)
+                           : b0;
             } else {
-                b0 = _mm256_maskload_epi32(src, k0), b1 = _mm256_maskload_epi32(src + 8, k1);
+                b0 = _mm256_maskload_epi32(src, k0);
+                b1 = V > 1 ? _mm256_maskload_epi32(src + 8, k1) : b0;
             }
             PAIR_MADD(0) PAIR_MADD(1) PAIR_MADD(2) PAIR_MADD(3) PAIR_MADD(4) PAIR_MADD(5)
         }
@@ -482,36 +486,40 @@ pair_half_body(int inside, int R, int h, const int32_t *image, int64_t channel_s
 typedef void (*pair_half_fn)(int h, const int32_t *image, int64_t channel_stride, int64_t pairs,
                              const int64_t *offset, const uint16_t *masks, int64_t ntaps,
                              const int32_t *a, int32_t *c, int64_t ldc, int64_t cols, int load);
-#  define PAIR_HALF(INSIDE, R)                                                                     \
-    static void pair_half_##INSIDE##_##R(int h, const int32_t *image, int64_t channel_stride,      \
-                                         int64_t pairs, const int64_t *offset,                     \
-                                         const uint16_t *masks, int64_t ntaps, const int32_t *a,   \
-                                         int32_t *c, int64_t ldc, int64_t cols, int load) {        \
-      pair_half_body(INSIDE, R, h, image, channel_stride, pairs, offset, masks, ntaps, a, c, ldc,  \
-                     cols, load);                                                                  \
+#  define PAIR_HALF(INSIDE, R, V)                                                                  \
+    static void pair_half_##INSIDE##_##R##_##V(                                                    \
+        int h, const int32_t *image, int64_t channel_stride, int64_t pairs, const int64_t *offset, \
+        const uint16_t *masks, int64_t ntaps, const int32_t *a, int32_t *c, int64_t ldc,           \
+        int64_t cols, int load) {                                                                  \
+      pair_half_body(INSIDE, R, V, h, image, channel_stride, pairs, offset, masks, ntaps, a, c,    \
+                     ldc, cols, load);                                                             \
     }
-#  define PAIR_HALF_ROWS(INSIDE)                                                                   \
-    PAIR_HALF(INSIDE, 1)                                                                           \
-    PAIR_HALF(INSIDE, 2)                                                                           \
-    PAIR_HALF(INSIDE, 3) PAIR_HALF(INSIDE, 4) PAIR_HALF(INSIDE, 5) PAIR_HALF(INSIDE, 6)
-PAIR_HALF_ROWS(0)
-PAIR_HALF_ROWS(1)
-PAIR_HALF_ROWS(2)
-#  define PAIR_HALF_LIST(INSIDE)                                                                   \
+#  define PAIR_HALF_ROWS(INSIDE, V)                                                                \
+    PAIR_HALF(INSIDE, 1, V)                                                                        \
+    PAIR_HALF(INSIDE, 2, V)                                                                        \
+    PAIR_HALF(INSIDE, 3, V) PAIR_HALF(INSIDE, 4, V) PAIR_HALF(INSIDE, 5, V) PAIR_HALF(INSIDE, 6, V)
+PAIR_HALF_ROWS(0, 1)
+PAIR_HALF_ROWS(1, 1)
+PAIR_HALF_ROWS(2, 1)
+PAIR_HALF_ROWS(0, 2)
+PAIR_HALF_ROWS(1, 2)
+PAIR_HALF_ROWS(2, 2)
+#  define PAIR_HALF_LIST(INSIDE, V)                                                                \
     {                                                                                              \
-      pair_half_##INSIDE##_1, pair_half_##INSIDE##_2, pair_half_##INSIDE##_3,                      \
-          pair_half_##INSIDE##_4, pair_half_##INSIDE##_5, pair_half_##INSIDE##_6                   \
+      pair_half_##INSIDE##_1_##V, pair_half_##INSIDE##_2_##V, pair_half_##INSIDE##_3_##V,          \
+          pair_half_##INSIDE##_4_##V, pair_half_##INSIDE##_5_##V, pair_half_##INSIDE##_6_##V       \
     }
-static const pair_half_fn pair_halves[3][GRADREF__CBD_TILE_ROWS_AVX2] = {
-    PAIR_HALF_LIST(0), PAIR_HALF_LIST(1), PAIR_HALF_LIST(2)};
+static const pair_half_fn pair_halves[2][3][GRADREF__CBD_TILE_ROWS_AVX2] = {
+    {PAIR_HALF_LIST(0, 1), PAIR_HALF_LIST(1, 1), PAIR_HALF_LIST(2, 1)},
+    {PAIR_HALF_LIST(0, 2), PAIR_HALF_LIST(1, 2), PAIR_HALF_LIST(2, 2)}};
 
 void gradref__cbd_i8_pair_tile32_avx2(const int32_t *image, int64_t channel_stride, int64_t pairs,
                                       const int64_t *offset, const uint16_t *masks, int64_t ntaps,
                                       int64_t cols, int inside, const int32_t *a, int rows,
                                       int32_t *c, int64_t ldc, int load) {
     for (int h = 0; h < 2 && 16 * h < cols; h++)
-        pair_halves[inside][rows - 1](h, image, channel_stride, pairs, offset, masks, ntaps, a,
-                                      c + 16 * h, ldc, cols, load);
+        pair_halves[cols - 16 * h > 8][inside][rows - 1](
+            h, image, channel_stride, pairs, offset, masks, ntaps, a, c + 16 * h, ldc, cols, load);
 }
 
 /* The two 16-lane masks per tap of a tile (gradref__cbd_kernels' tile32_masks), 8 lanes a
