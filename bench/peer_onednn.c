@@ -205,6 +205,8 @@ const char *peer_onednn_isa(void) {
 
 #else
 
+#  include <stddef.h>
+
 const char *peer_onednn_isa(void) {
     return "none";
 }
