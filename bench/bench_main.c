@@ -3,13 +3,13 @@
  * run, a plain memory copy of the same number of bytes, so figures from different machines can
  * be read as a fraction of what the memory system gives.
  *
- *   gradref-bench [-t threads] [-r repeats] [-f problems.txt] [--isa
- * portable|avx2|avx512|avx512_vnni]
+ *   gradref-bench [-t threads] [-r repeats] [-f problems.txt] [--isa level]
  *                 [--onednn-plain] [--csv] [substring]
  *
+ * level: portable, avx2, avx512 or avx512_vnni on x86; portable, neon or neon_dot on aarch64.
  * Operators with a workspace are timed twice: with a caller workspace (allocated once, as a
  * training loop would) and with a NULL one (the call allocates it each time: what a caller
- * gets by default). --isa caps gradref's kernels (GRADREF_MAX_ISA) and oneDNN's
+ * gets by default). --isa caps gradref's kernels (GRADREF_MAX_ISA) and, on x86, oneDNN's
  * (ONEDNN_MAX_CPU_ISA) alike: the program runs itself again with both set, and the header
  * (and the CSV's peer_isa column) names the level oneDNN says it ran at. oneDNN, the
  * convolutions' peer, works in the memory formats it picks (its fastest setting); with
@@ -28,52 +28,83 @@
 #include "bench.h"
 #include "bench_ops.h"
 
+/* The levels --isa takes on this architecture, each with oneDNN's cap of the same width (NULL:
+ * none: aarch64's oneDNN levels are SVE widths, not NEON's). */
+typedef struct isa_cap {
+    const char *level, *onednn;
+} isa_cap;
+#if defined(__aarch64__)
+static const isa_cap isa_caps[] = {{"portable", NULL}, {"neon", NULL}, {"neon_dot", NULL}};
+#else
+static const isa_cap isa_caps[] = {{"portable", "SSE41"},
+                                   {"avx2", "AVX2"},
+                                   {"avx512", "AVX512_CORE"},
+                                   {"avx512_vnni", "AVX512_CORE_VNNI"}};
+#endif
+#define ISA_CAPS (sizeof isa_caps / sizeof isa_caps[0])
+
 static void usage(void) {
-    fprintf(stderr,
-            "usage: gradref-bench [-t threads] [-r repeats] [-f problems.txt] "
-            "[--isa portable|avx2|avx512|avx512_vnni] [--onednn-plain] [--csv] [substring]\n");
+    fprintf(stderr, "usage: gradref-bench [-t threads] [-r repeats] [-f problems.txt] [--isa ");
+    for (size_t i = 0; i < ISA_CAPS; i++)
+        fprintf(stderr, "%s%s", i ? "|" : "", isa_caps[i].level);
+    fprintf(stderr, "] [--onednn-plain] [--csv] [substring]\n");
 }
 
 /* --isa: runs this program again with GRADREF_MAX_ISA and oneDNN's ONEDNN_MAX_CPU_ISA set
  * (both are read when the libraries load). Returns only on an error. */
 static int rerun_with_isa(const char *isa, char **argv) {
-    const char *onednn = strcmp(isa, "portable") == 0      ? "SSE41"
-                         : strcmp(isa, "avx2") == 0        ? "AVX2"
-                         : strcmp(isa, "avx512") == 0      ? "AVX512_CORE"
-                         : strcmp(isa, "avx512_vnni") == 0 ? "AVX512_CORE_VNNI"
-                                                           : NULL;
-    if (onednn == NULL) {
-        fprintf(stderr, "gradref-bench: --isa %s: use portable, avx2, avx512 or avx512_vnni\n",
-                isa);
+    const isa_cap *cap = NULL;
+    for (size_t i = 0; i < ISA_CAPS; i++)
+        if (strcmp(isa, isa_caps[i].level) == 0) cap = &isa_caps[i];
+    if (cap == NULL) {
+        fprintf(stderr, "gradref-bench: --isa %s: use", isa);
+        for (size_t i = 0; i < ISA_CAPS; i++)
+            fprintf(stderr, "%s %s",
+                    i == 0              ? ""
+                    : i + 1 == ISA_CAPS ? " or"
+                                        : ",",
+                    isa_caps[i].level);
+        fputc('\n', stderr);
         return 2;
     }
     const char *set = getenv("GRADREF_MAX_ISA");
     if (set && strcmp(set, isa) == 0) return 0; /* already the child */
     setenv("GRADREF_MAX_ISA", isa, 1);
-    setenv("ONEDNN_MAX_CPU_ISA", onednn, 1);
+    if (cap->onednn) setenv("ONEDNN_MAX_CPU_ISA", cap->onednn, 1);
     execv("/proc/self/exe", argv);
     perror("gradref-bench: execv");
     return 2;
 }
 
-/* The CPU's model name (for the CSV's machine column). */
+/* The value of /proc/cpuinfo's line `line` when it starts with key, trimmed, into out. */
+static int cpuinfo_value(const char *line, const char *key, char *out, size_t size) {
+    if (strncmp(line, key, strlen(key)) != 0) return 0;
+    const char *v = strchr(line, ':');
+    if (!v) return 0;
+    v++;
+    while (*v == ' ')
+        v++;
+    snprintf(out, size, "%s", v);
+    out[strcspn(out, "\n,")] = 0;
+    return 1;
+}
+
+/* The CPU's model name (for the header and the CSV's machine column); on aarch64, whose
+ * cpuinfo has none, its implementer and part codes (Kunpeng 920: 0x48, 0xd01). */
 static void cpu_name(char *out, size_t size) {
     snprintf(out, size, "unknown");
     FILE *f = fopen("/proc/cpuinfo", "r");
     if (!f) return;
-    char line[512];
+    char line[512], implementer[32] = "", part[32] = "";
     while (fgets(line, sizeof line, f)) {
-        if (strncmp(line, "model name", 10) != 0) continue;
-        const char *v = strchr(line, ':');
-        if (!v) break;
-        v++;
-        while (*v == ' ')
-            v++;
-        snprintf(out, size, "%s", v);
-        out[strcspn(out, "\n,")] = 0;
-        break;
+        if (cpuinfo_value(line, "model name", out, size)) break;
+        if (!implementer[0])
+            cpuinfo_value(line, "CPU implementer", implementer, sizeof implementer);
+        if (!part[0]) cpuinfo_value(line, "CPU part", part, sizeof part);
     }
     fclose(f);
+    if (strcmp(out, "unknown") == 0 && implementer[0] && part[0])
+        snprintf(out, size, "aarch64 implementer %s part %s", implementer, part);
 }
 
 static int run_problem(const problem *p, int threads, int repeats, timing *t) {

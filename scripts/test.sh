@@ -37,8 +37,12 @@ ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   suite sanitize -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Debug -DGRADREF_SANITIZE=ON
 suite clang-serial -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRADREF_WITH_OPENMP=OFF
 if [ "$(uname -m)" = x86_64 ]; then # aarch64: cross-compiled, every test under qemu-user
-  suite aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release \
-    -DGRADREF_BUILD_BENCH=OFF
+  suite aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release
+  echo "== aarch64: gradref-bench (built without oneDNN) runs a problem at neon_dot"
+  # GRADREF_MAX_ISA preset: --isa's re-exec of itself needs a native aarch64 kernel
+  qemu-aarch64 -L /usr/aarch64-linux-gnu -E LD_LIBRARY_PATH=/usr/aarch64-linux-gnu/lib:/usr/lib/aarch64-linux-gnu \
+    -E GRADREF_MAX_ISA=neon_dot $out/aarch64/bench/gradref-bench -t 2 -r 1 --isa neon_dot "B8192 D64" |
+    grep -q "ISA neon_dot (oneDNN at none)" || { echo "gradref-bench failed on aarch64"; exit 1; }
   echo "== aarch64: the NEON kernels are in the library (scripts/insn_mix.py, docs/performance.md)"
   fmla=$(aarch64-linux-gnu-objdump -d $out/aarch64/libgradref.a | grep -cE "fmla[[:space:]]+v")
   echo "$fmla vector FMLA instructions"
