@@ -337,6 +337,19 @@ static void test_array_kernels(void **state) {
             k->f32_to_f16(f + off, hg, N - off);
             expect_bytes(hg, hw, (size_t)(N - off) * 2, "f32_to_f16", k->isa, N - off, off);
         }
+        /* short runs (a diff row): whole blocks, the last one overlapping, or none; nothing
+         * past n written. Starts at every NaN-holding 37th element and between. */
+        for (int64_t n = 0; n <= 40; n++)
+            for (int64_t at = 990; at < 1400; at += 19) {
+                memset(fw, 0xa5, 64 * 4), memset(fg, 0xa5, 64 * 4);
+                base->f16_to_f32(h + 0x7bf0 + at, fw, (size_t)n);
+                k->f16_to_f32(h + 0x7bf0 + at, fg, (size_t)n);
+                expect_bytes(fg, fw, 64 * 4, "f16_to_f32 short", k->isa, n, (int)at);
+                memset(hw, 0xa5, 64 * 2), memset(hg, 0xa5, 64 * 2);
+                base->f32_to_f16(f + at, hw, (size_t)n);
+                k->f32_to_f16(f + at, hg, (size_t)n);
+                expect_bytes(hg, hw, 64 * 2, "f32_to_f16 short", k->isa, n, (int)at);
+            }
         if (k->transpose32x32_32) {
             memset(dg, 0, sizeof dg);
             k->transpose32x32_32(s + 3, 40, dg + 5, 40);

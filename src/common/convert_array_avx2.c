@@ -7,33 +7,47 @@
 #ifdef GRADREF__X86
 #  include <immintrin.h>
 
-/* F16C converts NaNs quietly; blocks holding a NaN are redone with the scalar routine so the
- * payloads come out as convert.h makes them. */
+/* 8 elements from i. F16C converts NaNs quietly: a block holding one is redone with the
+ * scalar routine so the payloads come out as convert.h makes them. */
+static inline void f16_to_f32_block8(const uint16_t *src, float *dst, size_t i) {
+    const __m128i abs = _mm_set1_epi16(0x7fff), inf = _mm_set1_epi16(0x7c00);
+    const __m128i h = _mm_loadu_si128((const __m128i *)(src + i));
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
+    if (_mm_movemask_epi8(_mm_cmpgt_epi16(_mm_and_si128(h, abs), inf)))
+        for (size_t j = i; j < i + 8; j++)
+            dst[j] = gradref__f16_to_f32(src[j]);
+}
+
+/* 8 at a time, the last few by the block ending at n (its first elements written again with
+ * the same values: outputs never overlap inputs); under 8 in all, one by one. */
 void gradref__f16_to_f32_f16c(const uint16_t *src, float *dst, size_t n) {
     size_t i = 0;
-    const __m128i abs = _mm_set1_epi16(0x7fff), inf = _mm_set1_epi16(0x7c00);
-    for (; i + 8 <= n; i += 8) {
-        __m128i h = _mm_loadu_si128((const __m128i *)(src + i));
-        _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
-        if (_mm_movemask_epi8(_mm_cmpgt_epi16(_mm_and_si128(h, abs), inf)))
-            for (size_t j = i; j < i + 8; j++)
-                dst[j] = gradref__f16_to_f32(src[j]);
-    }
-    for (; i < n; i++)
-        dst[i] = gradref__f16_to_f32(src[i]);
+    for (; i + 8 <= n; i += 8)
+        f16_to_f32_block8(src, dst, i);
+    if (i < n && n >= 8)
+        f16_to_f32_block8(src, dst, n - 8);
+    else
+        for (; i < n; i++) /* one lane of the instruction, NaNs by convert.h */
+            dst[i] = (src[i] & 0x7fffu) > 0x7c00u ? gradref__f16_to_f32(src[i]) : _cvtsh_ss(src[i]);
+}
+
+static inline void f32_to_f16_block8(const float *src, uint16_t *dst, size_t i) {
+    const __m256 v = _mm256_loadu_ps(src + i);
+    _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+    if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)))
+        for (size_t j = i; j < i + 8; j++)
+            dst[j] = gradref__f32_to_f16(src[j]);
 }
 
 void gradref__f32_to_f16_f16c(const float *src, uint16_t *dst, size_t n) {
     size_t i = 0;
-    for (; i + 8 <= n; i += 8) {
-        __m256 v = _mm256_loadu_ps(src + i);
-        _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
-        if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)))
-            for (size_t j = i; j < i + 8; j++)
-                dst[j] = gradref__f32_to_f16(src[j]);
-    }
-    for (; i < n; i++)
-        dst[i] = gradref__f32_to_f16(src[i]);
+    for (; i + 8 <= n; i += 8)
+        f32_to_f16_block8(src, dst, i);
+    if (i < n && n >= 8)
+        f32_to_f16_block8(src, dst, n - 8);
+    else
+        for (; i < n; i++)
+            dst[i] = gradref__f32_to_f16(src[i]);
 }
 
 const gradref__array_kernels gradref__array_kernels_avx2 = {
