@@ -798,7 +798,9 @@ static void test_direct_tiles(void **state) {
 
 /* A filter holding Inf or NaN: Inf times a zero a tap reads past diff's edge is NaN in the
  * reference, where the tiles skip the tap; such a call runs the reference, on the direct tiles'
- * path, the strided (GEMM) path and the depthwise path, at every kernel level. */
+ * path, the strided (GEMM) path and the depthwise path, at every kernel level. The value sits
+ * first, in the middle or last in memory, in a dense filter (whose panels' blocks are scanned
+ * whole) and a channels-last one (tested value by value as packed). */
 static void test_nonfinite_filter(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(12);
@@ -808,13 +810,16 @@ static void test_nonfinite_filter(void **state) {
         geo2(1, 1, 9, 9, 1, 3, 3, 1, 1, 1, 4, GRADREF_CONV_CROSS_CORRELATION)};
     const float values[2] = {INFINITY, NAN};
     for (int s = 0; s < 3; s++)
-        for (int v = 0; v < 2; v++) {
-            cbd_case c;
-            make_case(&c, &shapes[s], GRADREF_F32, GRADREF_F32, F_DENSE, D_NCHW, 0, &r);
-            ((float *)c.filter.data)[0] = values[v]; /* tap 0 of the first channels */
-            check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
-            free_case(&c);
-        }
+        for (int layout = 0; layout < (s < 2 ? 2 : 1); layout++)
+            for (int at = 0; at < 3; at++) {
+                cbd_case c;
+                make_case(&c, &shapes[s], GRADREF_F32, GRADREF_F32,
+                          layout ? F_CHANNELS_LAST : F_DENSE, D_NCHW, 0, &r);
+                const size_t n = c.bytes[0] / sizeof(float);
+                ((float *)c.filter.data)[at == 0 ? 0 : at == 1 ? n / 2 : n - 1] = values[at % 2];
+                check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+                free_case(&c);
+            }
 }
 
 /* ------------------------------------------------------------ empty, workspace */
