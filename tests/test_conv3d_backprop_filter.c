@@ -721,8 +721,9 @@ static void test_wide_channels(void **state) {
 }
 
 /* Channel-major F32 dy read by one row block per group (512+ rows) is gathered into the B
- * panels straight from dy (no staged copy): the reference's
- * bits at every kernel level and thread count, with a partial last panel of columns. */
+ * panels straight from dy (no staged copy), at HF32 too (the panels rounded as gathered): the
+ * reference's bits at every kernel level and thread count, with a partial last panel of
+ * columns, at both precisions (HF32 on values that round, both kept-bit counts). */
 static void test_dy_gathered(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(71);
@@ -734,11 +735,23 @@ static void test_dy_gathered(void **state) {
         make_case(&c, &g, GRADREF_F32, GRADREF_F32, 0, 0, &r);
         gradref__c3f_plan plan;
         assert_int_equal(gradref__c3f_validate(&c.params, &c.x, &c.dy, &c.dw, &plan), GRADREF_OK);
-        /* HF32 stages dy (and x); the default here not dy (x, smaller than dy, below AVX-512) */
-        assert_true(gradref__c3f_fast_workspace(&plan, GRADREF_PRECISION_HF32, 1) -
-                        gradref__c3f_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, 1) >=
-                    c.bytes[1]);
+        /* neither stages dy; HF32 stages x (rounded), the default x only below AVX-512 */
+        assert_true(gradref__c3f_fast_workspace(&plan, GRADREF_PRECISION_HF32, 1) <=
+                    gradref__c3f_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, 1) + c.bytes[0]);
         check_fast_against_reference(&c, 0);
+        check_fast_against_reference(&c, GRADREF_PRECISION_HF32);
+        check_fast_against_reference(&c, GRADREF_PRECISION_HF32_910B);
+        free_case(&c);
+    }
+    /* channels-last dy whose rows are whole B panels (Cout at AVX2's and AVX-512's nr), read in
+     * place at the default precision: HF32 copies and rounds them instead */
+    for (int64_t cout = 16; cout <= 32; cout += 16) {
+        const int64_t I[3] = {2, 5, 6}, K[3] = {1, 3, 3}, S[3] = {1, 1, 1};
+        const int64_t P[6] = {0, 0, 1, 1, 1, 1};
+        geometry g = geo(2, 8, cout, 1, I, K, S, P);
+        c3f_case c;
+        make_case(&c, &g, GRADREF_F32, GRADREF_F32, 1, 0, &r);
+        check_fast_against_reference(&c, GRADREF_PRECISION_HF32);
         free_case(&c);
     }
 }

@@ -135,7 +135,8 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
     /* (with at least 512 rows per block to share the gather; fewer rows, as a first layer's
      * 3 x 27, spend more on gathering than the copy costs) */
     const int few_blocks = p->G * ((J + L.jb - 1) / L.jb) <= 2 && L.jb >= 512;
-    L.stage_dy = p->in_dtype != GRADREF_F32 || hf32 ||
+    /* (HF32 F32 dy is rounded in its B panels as they are gathered: no staged copy) */
+    L.stage_dy = p->in_dtype != GRADREF_F32 ||
                  (p->ys[1] != 1 && p->G * p->Cout_g > 1 && !few_blocks && !L.split);
     const int64_t yn = p->N * p->G * p->Cout_g * p->O[0] * p->O[1] * p->O[2];
     int64_t xn = p->N * p->G * p->Cin_g * p->I[0] * p->I[1] * p->I[2];
@@ -196,6 +197,7 @@ typedef struct run {
     int64_t xs[5], ys[5];
     int max_isa;
     int dy_is_panel; /* dy's rows, in order, are whole B panels (one group, Cout == nr) */
+    int dy_hf32;     /* HF32's kept bits when dy is read unrounded: its panels are rounded */
     int row_tiles;   /* x is staged with zeros past its w edges (layout.row_tiles) */
     const gradref__sgemm_kernels *gk; /* the GEMM kernels of `kernel` */
     const gradref__c3f_kernels *k;    /* the same family's own kernels */
@@ -314,7 +316,7 @@ static const float *dy_panels(const run *R, int64_t g, const runs *u, int64_t r0
                               int64_t nr, float *dst) {
     const gradref__c3f_plan *p = R->p;
     const int64_t C = p->Cout_g, K = r1 - r0, cs = R->ys[1];
-    if (R->dy_is_panel) return R->dy + r0 * C;
+    if (R->dy_is_panel && !R->dy_hf32) return R->dy + r0 * C;
     int64_t k = 0;
     for (int64_t c = 0; c < u->count; c++) {
         const float *src = R->dy + u->n[c] * R->ys[0] + g * C * cs + u->od[c] * R->ys[2] +
@@ -346,6 +348,9 @@ static const float *dy_panels(const run *R, int64_t g, const runs *u, int64_t r0
         }
         k += len;
     }
+    if (R->dy_hf32) /* the panels in L1: a pass of the loop gcc vectorises */
+        for (int64_t i = 0, n = (C + nr - 1) / nr * K * nr; i < n; i++)
+            dst[i] = gradref__hf32_round(dst[i], R->dy_hf32);
     return dst;
 }
 
@@ -617,6 +622,8 @@ static void fast_run(const gradref__c3f_plan *p, void *ws, int threads) {
         channels_last(p->dy, p->in_dtype, yshape, p->ys, (float *)(base + L.dy32), R.ys, p->O[2], 0,
                       hf32, threads, p->max_isa);
         R.dy = (const float *)(base + L.dy32);
+    } else {
+        R.dy_hf32 = hf32;
     }
     R.dy_is_panel = p->G == 1 && p->Cout_g == L.nr && R.ys[4] == p->Cout_g &&
                     R.ys[3] == p->O[2] * R.ys[4] && R.ys[2] == p->O[1] * R.ys[3] &&
