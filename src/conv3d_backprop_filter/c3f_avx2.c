@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* conv3d_backprop_filter's AVX2 kernels (its GEMMs are common/gemm_avx2.c's): A-panel lanes,
- * B-panel rows gathered from channel-major dy (8 x 8 blocks transposed in registers), the
- * counter's sums and the finiteness scan. */
+ * B-panel rows gathered from channel-major dy (8 x 8 blocks transposed in registers) and the
+ * counter's sums; the finiteness scan is common/nan_avx2.c's. */
 #include "c3f_kernels.h"
-#include "common/nan.h"
 #include "common/convert_array.h"
 #include "common/gemm_kernels.h"
 #include "common/isa.h"
+#include "common/nan.h"
 
 #ifdef GRADREF__X86
 #  include <immintrin.h>

@@ -2,9 +2,9 @@
 /* conv3d_backprop_filter's AVX-512 kernels (its GEMMs are common/gemm_avx512.c's): filling
  * packed A-panel lanes from x in place, and gathering B-panel rows from channel-major dy. */
 #include "c3f_kernels.h"
-#include "common/nan.h"
 #include "common/gemm_kernels.h"
 #include "common/isa.h"
+#include "common/nan.h"
 
 #ifdef GRADREF__X86
 #  include <immintrin.h>

@@ -1,10 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* conv3d_backprop_filter's NEON kernels: x panels' lanes 4 at a time, dy panels gathered with
- * 4 x 4 register transposes (TRN), the ordered partial-sum adds and the finiteness scan. */
+ * 4 x 4 register transposes (TRN) and the ordered partial-sum adds; the finiteness scan is
+ * common/nan_neon.c's. */
 #include "c3f_kernels.h"
-#include "common/nan.h"
 #include "common/gemm_kernels.h"
 #include "common/isa.h"
+#include "common/nan.h"
 
 #ifdef GRADREF__ARM64
 #  include <arm_neon.h>
