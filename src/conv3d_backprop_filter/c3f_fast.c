@@ -49,6 +49,7 @@ typedef struct runs {
 
 typedef struct layout {
     int gemm, stage_x, stage_dy, indirect;
+    int round_x;   /* HF32: x copied dense in its own layout, rounded (x32), not staged */
     int row_tiles; /* x staged with zeros past its w edges: a tile takes a whole tap row */
     int split;     /* every row in one item: threads split the reduction into aligned chunks */
     int64_t xw;    /* row_tiles: the staged x's padded width */
@@ -94,6 +95,31 @@ static int64_t chunk_blocks(const gradref__c3f_plan *p, int64_t blocks, int thre
     return b;
 }
 
+/* Whether x's elements fill its span exactly, in some order of its dims (NCDHW, NDHWC, ...):
+ * sorted by stride, the dims larger than 1 each step over all the smaller ones. */
+static int x_dense(const gradref__c3f_plan *p) {
+    const int64_t size[5] = {p->N, p->G * p->Cin_g, p->I[0], p->I[1], p->I[2]};
+    int64_t expect = 1;
+    for (int placed = 0; placed < 5; placed++) { /* the next stride up must be `expect` */
+        int found = -1;
+        for (int d = 0; d < 5 && found < 0; d++)
+            if (size[d] > 1 && p->xs[d] == expect) found = d;
+        if (found < 0) break;
+        expect *= size[found];
+    }
+    return expect == size[0] * size[1] * size[2] * size[3] * size[4];
+}
+
+/* How the GEMM reads x: in place, staged (f32 channels-last, for the packed panels whose rows
+ * are runs of channels, rounded at HF32), or at HF32 from a rounded copy in x's own layout
+ * when the default reads it in place and it is dense (one pass, no transposes). */
+static void x_staging(const gradref__c3f_plan *p, int hf32, layout *L) {
+    L->stage_x = p->in_dtype != GRADREF_F32 || L->row_tiles ||
+                 (!L->indirect && p->xs[1] != 1 && p->G * p->Cin_g > 1);
+    L->round_x = hf32 && !L->stage_x && x_dense(p);
+    L->stage_x |= hf32 && !L->round_x;
+}
+
 static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threads) {
     layout L;
     memset(&L, 0, sizeof L);
@@ -130,8 +156,7 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
      * straight from dy (each block's B panels gathered across the channels) when each block is
      * read once (split) or by few row blocks: one pass over dy per reader rather than a whole
      * copy first */
-    L.stage_x = p->in_dtype != GRADREF_F32 || hf32 || L.row_tiles ||
-                (!L.indirect && p->xs[1] != 1 && p->G * p->Cin_g > 1);
+    x_staging(p, hf32, &L);
     /* (with at least 512 rows per block to share the gather; fewer rows, as a first layer's
      * 3 x 27, spend more on gathering than the copy costs) */
     const int few_blocks = p->G * ((J + L.jb - 1) / L.jb) <= 2 && L.jb >= 512;
@@ -145,7 +170,7 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
         L.xw = p->pad_begin[2] + p->I[2] > last ? p->pad_begin[2] + p->I[2] : last;
         xn = p->N * p->Cin_g * p->I[0] * p->I[1] * L.xw;
     }
-    if (L.stage_x) L.x32 = gradref__ws_take(&at, (size_t)xn * 4);
+    if (L.stage_x || L.round_x) L.x32 = gradref__ws_take(&at, (size_t)xn * 4);
     if (L.stage_dy) L.dy32 = gradref__ws_take(&at, (size_t)yn * 4);
     if (L.split) {
         L.chunk_at = gradref__ws_take(&at, (size_t)(L.chunks * J * p->Cout_g) * 4);
@@ -586,6 +611,35 @@ static void ref_part(const void *plan, int64_t begin, int64_t end) {
     gradref__c3f_ref_elements(plan, begin, end);
 }
 
+/* x and dy as the GEMM reads them: in place, copied rounded (HF32) or staged (layout L). */
+static void bind_inputs(run *R, const layout *L, char *base, int hf32, int threads) {
+    const gradref__c3f_plan *p = R->p;
+    const int64_t xshape[5] = {p->N, p->G * p->Cin_g, p->I[0], p->I[1], p->I[2]};
+    const int64_t yshape[5] = {p->N, p->G * p->Cout_g, p->O[0], p->O[1], p->O[2]};
+    if (L->round_x) {
+        const int64_t n = xshape[0] * xshape[1] * xshape[2] * xshape[3] * xshape[4];
+        const float *x = R->x;
+        float *dst = (float *)(base + L->x32);
+        GRADREF__PARALLEL_FOR(threads, schedule(static))
+        for (int64_t i = 0; i < n; i++)
+            dst[i] = gradref__hf32_round(x[i], hf32);
+        R->x = dst;
+    }
+    if (L->stage_x) {
+        const int64_t width = L->row_tiles ? L->xw : p->I[2];
+        channels_last(p->x, p->in_dtype, xshape, p->xs, (float *)(base + L->x32), R->xs, width,
+                      L->row_tiles ? p->pad_begin[2] : 0, hf32, threads, p->max_isa);
+        R->x = (const float *)(base + L->x32);
+    }
+    if (L->stage_dy) {
+        channels_last(p->dy, p->in_dtype, yshape, p->ys, (float *)(base + L->dy32), R->ys, p->O[2],
+                      0, hf32, threads, p->max_isa);
+        R->dy = (const float *)(base + L->dy32);
+    } else {
+        R->dy_hf32 = hf32;
+    }
+}
+
 static void fast_run(const gradref__c3f_plan *p, void *ws, int threads);
 
 void gradref__c3f_fast(const gradref__c3f_plan *p, void *ws, int threads) {
@@ -609,22 +663,8 @@ static void fast_run(const gradref__c3f_plan *p, void *ws, int threads) {
     R.dy = (const float *)p->dy;
     memcpy(R.xs, p->xs, sizeof R.xs);
     memcpy(R.ys, p->ys, sizeof R.ys);
-    const int64_t xshape[5] = {p->N, p->G * p->Cin_g, p->I[0], p->I[1], p->I[2]};
-    const int64_t yshape[5] = {p->N, p->G * p->Cout_g, p->O[0], p->O[1], p->O[2]};
     int gemm = L.gemm;
-    if (gemm && L.stage_x) {
-        const int64_t width = L.row_tiles ? L.xw : p->I[2];
-        channels_last(p->x, p->in_dtype, xshape, p->xs, (float *)(base + L.x32), R.xs, width,
-                      L.row_tiles ? p->pad_begin[2] : 0, hf32, threads, p->max_isa);
-        R.x = (const float *)(base + L.x32);
-    }
-    if (gemm && L.stage_dy) {
-        channels_last(p->dy, p->in_dtype, yshape, p->ys, (float *)(base + L.dy32), R.ys, p->O[2], 0,
-                      hf32, threads, p->max_isa);
-        R.dy = (const float *)(base + L.dy32);
-    } else {
-        R.dy_hf32 = hf32;
-    }
+    if (gemm) bind_inputs(&R, &L, base, hf32, threads);
     R.dy_is_panel = p->G == 1 && p->Cout_g == L.nr && R.ys[4] == p->Cout_g &&
                     R.ys[3] == p->O[2] * R.ys[4] && R.ys[2] == p->O[1] * R.ys[3] &&
                     R.ys[0] == p->O[0] * R.ys[2];
