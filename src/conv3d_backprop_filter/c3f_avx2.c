@@ -6,7 +6,6 @@
 #include "common/convert_array.h"
 #include "common/gemm_kernels.h"
 #include "common/isa.h"
-#include "common/nan.h"
 
 #ifdef GRADREF__X86
 #  include <immintrin.h>
@@ -59,7 +58,6 @@ const gradref__c3f_kernels gradref__c3f_kernels_avx2 = {
     .panel_lanes = panel_lanes_avx2,
     .gather_panel = gradref__c3f_f32_gather_panel_avx2,
     .add = gradref__c3f_f32_add_avx2,
-    .all_finite = gradref__all_finite_f32_avx2,
 };
 
 #else

@@ -4,7 +4,6 @@
 #include "c3f_kernels.h"
 #include "common/gemm_kernels.h"
 #include "common/isa.h"
-#include "common/nan.h"
 
 #ifdef GRADREF__X86
 #  include <immintrin.h>
@@ -70,7 +69,6 @@ const gradref__c3f_kernels gradref__c3f_kernels_avx512 = {
     .panel_lanes = gradref__c3f_f32_panel_lanes_avx512,
     .gather_panel = gradref__c3f_f32_gather_panel_avx512,
     .add = gradref__c3f_f32_add_avx512,
-    .all_finite = gradref__all_finite_f32_avx512,
 };
 
 #else

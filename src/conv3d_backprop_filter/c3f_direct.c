@@ -18,6 +18,7 @@
 #include "common/exec.h"
 #include "common/gemm.h"
 #include "common/gemm_kernels.h"
+#include "common/nan.h"
 
 enum {
     MAX_LEVELS = 24, /* 2^24 blocks of reduction indices (4.3e9 of them; beyond, the loop) */
@@ -378,8 +379,6 @@ static int kernel_level(const gradref__c3f_plan *p) {
     return -1;
 }
 
-/* Whether the path takes plan p: the fast path's dtypes and precisions (not F64 or HIGH), few
- * enough blocks for the stack's counter, and a finite dy (as the GEMM reads it). */
 /* The smallest magnitude, as bits, of an f32 that is not finite once HF32-rounded to `hf32`
  * kept bits (0: not rounded): Inf's, or the first that rounds up to it. */
 static uint32_t nonfinite_from(int hf32) {
@@ -394,10 +393,10 @@ static uint32_t nonfinite_from(int hf32) {
     return hi;
 }
 
-/* Whether n contiguous F32 values all lie below `limit` in magnitude bits: the kernel's scan
+/* Whether n contiguous F32 values all lie below `limit` in magnitude bits: common/nan's scan
  * for plain finiteness, else the largest magnitude's bits (a loop the compiler vectorises). */
-static int row_below(const gradref__c3f_kernels *k, const float *row, int64_t n, uint32_t limit) {
-    if (limit == 0x7f800000u) return k->all_finite(row, n);
+static int row_below(const gradref__nan_kernels *k, const float *row, int64_t n, uint32_t limit) {
+    if (limit == 0x7f800000u) return k->all_finite_f32(row, n);
     uint32_t worst = 0;
     for (int64_t i = 0; i < n; i++) {
         const uint32_t u = gradref__f32_bits(row[i]) & 0x7fffffffu;
@@ -409,7 +408,7 @@ static int row_below(const gradref__c3f_kernels *k, const float *row, int64_t n,
 /* F32 dy with a unit-stride dim (ow, or the channels), row by row along it: whether every value
  * stays finite once HF32-rounded (hf32 0: as it is). A NaN whose rounding wraps to zero counts
  * as not finite here, which only sends such a call to the reference loop. */
-static int f32_rows_finite(const gradref__c3f_plan *p, const gradref__c3f_kernels *k, int hf32) {
+static int f32_rows_finite(const gradref__c3f_plan *p, const gradref__nan_kernels *k, int hf32) {
     const uint32_t limit = nonfinite_from(hf32);
     const float *dy = (const float *)(const void *)p->dy;
     const int64_t C = p->G * p->Cout_g, *ys = p->ys;
@@ -426,13 +425,15 @@ static int f32_rows_finite(const gradref__c3f_plan *p, const gradref__c3f_kernel
     return 1;
 }
 
+/* Whether the path takes plan p: the fast path's dtypes and precisions (not F64 or HIGH), few
+ * enough blocks for the stack's counter, and a finite dy (as the GEMM reads it). */
 int gradref__c3f_direct_fits(const gradref__c3f_plan *p) {
     if (p->in_dtype == GRADREF_F64 || p->precision == GRADREF_PRECISION_HIGH) return 0;
     const int64_t blocks = (reductions(p) + GRADREF__C3F_BLOCK - 1) / GRADREF__C3F_BLOCK;
     if (levels_for(blocks) > MAX_LEVELS || kernel_level(p) < 0) return 0;
     const int hf32 = gradref__hf32_kept_bits(p->precision);
     if (p->in_dtype == GRADREF_F32 && (p->ys[4] == 1 || p->ys[1] == 1))
-        return f32_rows_finite(p, gradref__c3f_kernels_for(p->max_isa), hf32);
+        return f32_rows_finite(p, gradref__nan_kernels_for(p->max_isa), hf32);
     for (int64_t n = 0; n < p->N; n++)
         for (int64_t co = 0; co < p->G * p->Cout_g; co++)
             for (int64_t od = 0; od < p->O[0]; od++)

@@ -458,7 +458,7 @@ static void block_sum(const run *R, const layout *L, int64_t g, int64_t j0, int6
     block_runs(p, r0, r1, u);
     const float *bp = dy_panels(R, g, u, r0, r1, L->nr, S->dyt);
     const int64_t floats = (p->Cout_g + L->nr - 1) / L->nr * L->nr * (r1 - r0);
-    u->nonfinite |= !R->k->all_finite(bp, floats);
+    u->nonfinite |= !gradref__nan_kernels_for(R->max_isa)->all_finite_f32(bp, floats);
     if (L->indirect) {
         block_indirect(R, g, j0, j1, u, r1 - r0, bp, S->rows, sum);
         return;

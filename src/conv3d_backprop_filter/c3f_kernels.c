@@ -5,12 +5,10 @@
 #include "common/gemm.h"
 #include "common/gemm_kernels.h"
 #include "common/isa.h"
-#include "common/nan.h"
 
 static const gradref__c3f_kernels portable = {
     .isa = "portable",
     .gemm = &gradref__sgemm_kernels_portable,
-    .all_finite = gradref__all_finite_f32_portable,
 };
 
 const gradref__c3f_kernels *gradref__c3f_kernels_for(int max_isa) {

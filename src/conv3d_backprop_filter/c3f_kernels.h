@@ -25,8 +25,6 @@ typedef struct gradref__c3f_kernels {
                          int64_t cols);
     /* dst[e] = older[e] + newer[e] for e < n, dst one of them (NULL: a plain loop) */
     void (*add)(float *dst, const float *older, const float *newer, int64_t n);
-    /* whether the n floats at d are all finite (common/nan.h's, never NULL) */
-    int (*all_finite)(const float *d, int64_t n);
 } gradref__c3f_kernels;
 
 /* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs (its

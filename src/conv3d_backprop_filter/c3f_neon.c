@@ -5,7 +5,6 @@
 #include "c3f_kernels.h"
 #include "common/gemm_kernels.h"
 #include "common/isa.h"
-#include "common/nan.h"
 
 #ifdef GRADREF__ARM64
 #  include <arm_neon.h>
@@ -77,7 +76,6 @@ const gradref__c3f_kernels gradref__c3f_kernels_neon = {
     .panel_lanes = panel_lanes_neon,
     .gather_panel = gather_panel_neon,
     .add = add_neon,
-    .all_finite = gradref__all_finite_f32_neon,
 };
 
 #else

@@ -10,8 +10,8 @@
 #include <math.h>
 
 #include "c3f_internal.h"
-#include "c3f_kernels.h"
 #include "common/convert.h"
+#include "common/nan.h"
 
 enum { MAX_LEVELS = 64 };
 
@@ -158,9 +158,9 @@ static int reads_padding(const gradref__c3f_plan *p) {
 /* Element o of dy's row (n, co, o[0], o[1]) is finite; the row's F32 run checked by the
  * kernels first (the common case, no Inf or NaN, costs one vector pass over dy). */
 static int row_finite(const gradref__c3f_plan *p, const char *row) {
-    const gradref__c3f_kernels *k = gradref__c3f_kernels_for(p->max_isa);
     if (p->in_dtype == GRADREF_F32 && p->ys[4] == 1)
-        return k->all_finite((const float *)(const void *)row, p->O[2]);
+        return gradref__nan_kernels_for(p->max_isa)
+            ->all_finite_f32((const float *)(const void *)row, p->O[2]);
     for (int64_t w = 0; w < p->O[2]; w++)
         if (!isfinite(gradref__load_float(p->in_dtype, row + (size_t)(w * p->ys[4]) * p->in_size)))
             return 0;
