@@ -32,6 +32,25 @@ typedef struct gradref__array_kernels {
 /* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs. */
 const gradref__array_kernels *gradref__array_kernels_for(int max_isa);
 
+/* An ISA's conversion of n elements: block(src, dst, i) converts the 8 from i, one(src, dst, i)
+ * the one at i. Blocks of 8 while they fit, the last few by the block that ends at n (its first
+ * elements written again with the same values: outputs never overlap inputs), a run under 8
+ * one element at a time. Inlined into each ISA's file with its own functions. */
+typedef void (*gradref__convert_step)(const void *src, void *dst, size_t i);
+static inline __attribute__((always_inline)) void gradref__convert_by_8(const void *src, void *dst,
+                                                                        size_t n,
+                                                                        gradref__convert_step block,
+                                                                        gradref__convert_step one) {
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        block(src, dst, i);
+    if (i < n && n >= 8)
+        block(src, dst, n - 8);
+    else
+        for (; i < n; i++)
+            one(src, dst, i);
+}
+
 /* The AVX2 and NEON tables (convert_array_avx2.c, convert_array_neon.c). */
 extern const gradref__array_kernels gradref__array_kernels_avx2;
 extern const gradref__array_kernels gradref__array_kernels_neon;

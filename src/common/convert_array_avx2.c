@@ -9,7 +9,9 @@
 
 /* 8 elements from i. F16C converts NaNs quietly: a block holding one is redone with the
  * scalar routine so the payloads come out as convert.h makes them. */
-static inline void f16_to_f32_block8(const uint16_t *src, float *dst, size_t i) {
+static inline void f16_to_f32_block8(const void *from, void *to, size_t i) {
+    const uint16_t *src = from;
+    float *dst = to;
     const __m128i abs = _mm_set1_epi16(0x7fff), inf = _mm_set1_epi16(0x7c00);
     const __m128i h = _mm_loadu_si128((const __m128i *)(src + i));
     _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(h));
@@ -18,20 +20,19 @@ static inline void f16_to_f32_block8(const uint16_t *src, float *dst, size_t i) 
             dst[j] = gradref__f16_to_f32(src[j]);
 }
 
-/* 8 at a time, the last few by the block ending at n (its first elements written again with
- * the same values: outputs never overlap inputs); under 8 in all, one by one. */
-void gradref__f16_to_f32_f16c(const uint16_t *src, float *dst, size_t n) {
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        f16_to_f32_block8(src, dst, i);
-    if (i < n && n >= 8)
-        f16_to_f32_block8(src, dst, n - 8);
-    else
-        for (; i < n; i++) /* one lane of the instruction, NaNs by convert.h */
-            dst[i] = (src[i] & 0x7fffu) > 0x7c00u ? gradref__f16_to_f32(src[i]) : _cvtsh_ss(src[i]);
+/* One element: a lane of the instruction, NaNs by convert.h. */
+static inline void f16_to_f32_one(const void *from, void *to, size_t i) {
+    const uint16_t h = ((const uint16_t *)from)[i];
+    ((float *)to)[i] = (h & 0x7fffu) > 0x7c00u ? gradref__f16_to_f32(h) : _cvtsh_ss(h);
 }
 
-static inline void f32_to_f16_block8(const float *src, uint16_t *dst, size_t i) {
+void gradref__f16_to_f32_f16c(const uint16_t *src, float *dst, size_t n) {
+    gradref__convert_by_8(src, dst, n, f16_to_f32_block8, f16_to_f32_one);
+}
+
+static inline void f32_to_f16_block8(const void *from, void *to, size_t i) {
+    const float *src = from;
+    uint16_t *dst = to;
     const __m256 v = _mm256_loadu_ps(src + i);
     _mm_storeu_si128((__m128i *)(dst + i), _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
     if (_mm256_movemask_ps(_mm256_cmp_ps(v, v, _CMP_UNORD_Q)))
@@ -39,15 +40,12 @@ static inline void f32_to_f16_block8(const float *src, uint16_t *dst, size_t i) 
             dst[j] = gradref__f32_to_f16(src[j]);
 }
 
+static inline void f32_to_f16_one(const void *from, void *to, size_t i) {
+    ((uint16_t *)to)[i] = gradref__f32_to_f16(((const float *)from)[i]);
+}
+
 void gradref__f32_to_f16_f16c(const float *src, uint16_t *dst, size_t n) {
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        f32_to_f16_block8(src, dst, i);
-    if (i < n && n >= 8)
-        f32_to_f16_block8(src, dst, n - 8);
-    else
-        for (; i < n; i++)
-            dst[i] = gradref__f32_to_f16(src[i]);
+    gradref__convert_by_8(src, dst, n, f32_to_f16_block8, f32_to_f16_one);
 }
 
 const gradref__array_kernels gradref__array_kernels_avx2 = {

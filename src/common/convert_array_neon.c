@@ -11,7 +11,9 @@
 
 /* The hardware quiets signaling NaNs; blocks holding a NaN are redone with the scalar routine
  * so the payloads come out as convert.h makes them (as the F16C kernels do). */
-static inline void f16_to_f32_block8(const uint16_t *src, float *dst, size_t i) {
+static inline void f16_to_f32_block8(const void *from, void *to, size_t i) {
+    const uint16_t *src = from;
+    float *dst = to;
     const uint16x8_t abs = vdupq_n_u16(0x7fff), inf = vdupq_n_u16(0x7c00);
     const uint16x8_t h = vld1q_u16(src + i);
     const float16x8_t v = vreinterpretq_f16_u16(h);
@@ -22,24 +24,22 @@ static inline void f16_to_f32_block8(const uint16_t *src, float *dst, size_t i) 
             dst[j] = gradref__f16_to_f32(src[j]);
 }
 
-/* 8 at a time, the last few by the block ending at n (its first elements written again with
- * the same values: outputs never overlap inputs); under 8 in all, one by one. */
-static void f16_to_f32_neon(const uint16_t *src, float *dst, size_t n) {
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        f16_to_f32_block8(src, dst, i);
-    if (i < n && n >= 8)
-        f16_to_f32_block8(src, dst, n - 8);
-    else
-        for (; i < n; i++) /* one lane of the instruction, NaNs by convert.h */
-            dst[i] =
-                (src[i] & 0x7fffu) > 0x7c00u
-                    ? gradref__f16_to_f32(src[i])
-                    : vget_lane_f32(
-                          vget_low_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(src[i])))), 0);
+/* One element: a lane of the instruction, NaNs by convert.h. */
+static inline void f16_to_f32_one(const void *from, void *to, size_t i) {
+    const uint16_t h = ((const uint16_t *)from)[i];
+    ((float *)to)[i] =
+        (h & 0x7fffu) > 0x7c00u
+            ? gradref__f16_to_f32(h)
+            : vget_lane_f32(vget_low_f32(vcvt_f32_f16(vreinterpret_f16_u16(vdup_n_u16(h)))), 0);
 }
 
-static inline void f32_to_f16_block8(const float *src, uint16_t *dst, size_t i) {
+static void f16_to_f32_neon(const uint16_t *src, float *dst, size_t n) {
+    gradref__convert_by_8(src, dst, n, f16_to_f32_block8, f16_to_f32_one);
+}
+
+static inline void f32_to_f16_block8(const void *from, void *to, size_t i) {
+    const float *src = from;
+    uint16_t *dst = to;
     const float32x4_t lo = vld1q_f32(src + i), hi = vld1q_f32(src + i + 4);
     const float16x8_t h = vcvt_high_f16_f32(vcvt_f16_f32(lo), hi);
     vst1q_u16(dst + i, vreinterpretq_u16_f16(h));
@@ -50,15 +50,12 @@ static inline void f32_to_f16_block8(const float *src, uint16_t *dst, size_t i) 
             dst[j] = gradref__f32_to_f16(src[j]);
 }
 
+static inline void f32_to_f16_one(const void *from, void *to, size_t i) {
+    ((uint16_t *)to)[i] = gradref__f32_to_f16(((const float *)from)[i]);
+}
+
 static void f32_to_f16_neon(const float *src, uint16_t *dst, size_t n) {
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        f32_to_f16_block8(src, dst, i);
-    if (i < n && n >= 8)
-        f32_to_f16_block8(src, dst, n - 8);
-    else
-        for (; i < n; i++)
-            dst[i] = gradref__f32_to_f16(src[i]);
+    gradref__convert_by_8(src, dst, n, f32_to_f16_block8, f32_to_f16_one);
 }
 
 /* d[i * dstride + j] = s[j * sstride + i]: 4 x 4 blocks, each two rounds of TRN (pairs of
