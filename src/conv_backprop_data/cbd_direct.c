@@ -592,7 +592,6 @@ __attribute__((noinline)) static int phase_tiles(direct *d, const int64_t *ph, i
     if (at_once == 0 && window > 0) { /* the window one diff row of taps at a time */
         const tile_call all = {d->tap, st.offset, NULL, ntaps, 0, 0, 0, NULL, 0, NULL, 0};
         window = channels * row_span(&all);
-        at_once = 1;
         d->by_rows = mr * ntaps * channels + pr * per_row + window <= TILE_FLOATS;
         at_once = d->by_rows;
     }
