@@ -145,18 +145,18 @@ void gradref__sgemm_small(const gradref__sgemm_args *g, int max_isa, float *work
     for (int64_t k0 = 0; k0 < g->K; k0 += KC_) {
         const int64_t kc = g->K - k0 < KC_ ? g->K - k0 : KC_;
         const int load = g->accumulate || k0 > 0;
-        for (int64_t i0 = 0; i0 < g->M; i0 += MC_) {
-            const int64_t mc = g->M - i0 < MC_ ? g->M - i0 : MC_;
-            if (g->pack_a)
-                g->pack_a(g->pack_a_ctx, k0, kc, i0, mc, mr, apack);
+        for (int64_t j0 = 0; j0 < g->N; j0 += NC_) {
+            const int64_t ncols = g->N - j0 < NC_ ? g->N - j0 : NC_;
+            if (g->pack_b)
+                g->pack_b(g->pack_b_ctx, k0, kc, j0, ncols, nr, bpack);
             else
-                pack_a(g, i0, mc, k0, kc, mr, apack);
-            for (int64_t j0 = 0; j0 < g->N; j0 += NC_) {
-                const int64_t ncols = g->N - j0 < NC_ ? g->N - j0 : NC_;
-                if (g->pack_b)
-                    g->pack_b(g->pack_b_ctx, k0, kc, j0, ncols, nr, bpack);
+                pack_b(g, k0, kc, j0, ncols, nr, bpack);
+            for (int64_t i0 = 0; i0 < g->M; i0 += MC_) {
+                const int64_t mc = g->M - i0 < MC_ ? g->M - i0 : MC_;
+                if (g->pack_a)
+                    g->pack_a(g->pack_a_ctx, k0, kc, i0, mc, mr, apack);
                 else
-                    pack_b(g, k0, kc, j0, ncols, nr, bpack);
+                    pack_a(g, i0, mc, k0, kc, mr, apack);
                 for (int64_t jr = 0; jr < ncols; jr += nr)
                     for (int64_t ir = 0; ir < mc; ir += mr)
                         run_tile(g, kt->micro, mr, nr, kc, apack + (ir / mr) * kc * mr,

@@ -56,9 +56,9 @@ int64_t gradref__sgemm_nr(int max_isa);
 void gradref__sgemm(const gradref__sgemm_args *g, int max_isa, void *work);
 
 /* The same chains with small blocks, for callers without a workspace: K in slices of kc taken
- * in ascending order, the outermost loop (C holds every column between slices, so a slice's A
- * rows are packed once for all of them), rows in blocks of two panels, columns nc at a time
- * (a multiple of the level's nr, at least one panel). `work` holds
+ * in ascending order, the outermost loop; in a slice, columns nc at a time (a multiple of the
+ * level's nr, at least one panel), packed once, and for each, rows in blocks of two panels (a
+ * block of B outlives many of A: nc is the larger, so fewer values are packed). `work` holds
  * GRADREF__SGEMM_SMALL_FLOATS(kc, nc) floats, aligned to 64, small enough for a thread's stack;
  * a_panels and b_panels are not read. */
 #define GRADREF__SGEMM_SMALL_FLOATS(kc, nc) (2 * 14 * (kc) + (kc) * (nc))
