@@ -396,6 +396,38 @@ static void test_c3f_add(void **state) {
     }
 }
 
+/* few_lanes against its contract: random channel counts, panel widths, runs (their ends not
+ * multiples of the kernels' 4 or 8 positions) and HF32 kept bits on values with NaNs, Infs and
+ * ties; every byte outside the lanes it owns stays as it was. */
+static void check_few_lanes(const gradref__c3f_kernels *k, tu_rng *r) {
+    enum { ROWS = 40, DST = ROWS * 16 + 16, SRC = 7 * 64 };
+    static const int kept_bits[3] = {0, 10, 11};
+    float got[DST], want[DST], src[SRC];
+    fill_specials(src, GRADREF_F32, SRC, r);
+    for (int e = 0; e < SRC; e += 5) { /* a tie at 10 kept bits */
+        uint32_t b = gradref__f32_bits(src[e]);
+        src[e] = gradref__f32_from_bits((b & ~0x1fffu) | 0x1000u);
+    }
+    for (int trial = 0; trial < 400; trial++) {
+        const int64_t n = 1 + (int64_t)(tu_next(r) % 7), width = n + (int64_t)(tu_next(r) % 9);
+        const int64_t la = (int64_t)(tu_next(r) % (uint64_t)(width - n + 1));
+        const int64_t len = 1 + (int64_t)(tu_next(r) % ROWS);
+        const int64_t lo = (int64_t)(tu_next(r) % (uint64_t)(len + 1));
+        const int64_t hi = lo + (int64_t)(tu_next(r) % (uint64_t)(len - lo + 1));
+        const int64_t cs = (hi - lo) + (int64_t)(tu_next(r) % 24);
+        const int kept = kept_bits[tu_next(r) % 3];
+        for (int e = 0; e < DST; e++)
+            got[e] = want[e] = (float)e;
+        for (int64_t i = 0; i < len; i++)
+            for (int64_t l = 0; l < n; l++) {
+                const float v = i >= lo && i < hi ? src[l * cs + i - lo] : 0.0f;
+                want[i * width + la + l] = kept ? gradref__hf32_round(v, kept) : v;
+            }
+        k->few_lanes(got + la, width, src, cs, lo, hi, len, n, kept);
+        expect_bytes(got, want, sizeof got, "c3f few_lanes", k->isa, n, kept);
+    }
+}
+
 /* panel_lanes and gather_panel against their contracts (c3f_kernels.h), written out here;
  * everything outside the lanes and rows they own must stay as it was */
 static void test_c3f_panels(void **state) {
@@ -437,6 +469,7 @@ static void test_c3f_panels(void **state) {
             k->gather_panel(got, nr, src, cs, len, cols);
             expect_bytes(got, want, sizeof got, "c3f gather_panel", k->isa, len, cols);
         }
+        if (k->few_lanes) check_few_lanes(k, &r);
     }
     free(src);
 }

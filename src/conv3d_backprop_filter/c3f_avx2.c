@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* conv3d_backprop_filter's AVX2 kernels (its GEMMs are common/gemm_avx2.c's): A-panel lanes,
- * B-panel rows gathered from channel-major dy (8 x 8 blocks transposed in registers) and the
- * counter's sums; the finiteness scan is common/nan_avx2.c's. */
+/* conv3d_backprop_filter's AVX2 kernels (its GEMMs are common/gemm_avx2.c's): A-panel lanes
+ * (from channels-last x, or few channels transposed 8 x 8 in registers), B-panel rows gathered
+ * from channel-major dy (8 x 8 blocks transposed in registers) and the counter's sums; the
+ * finiteness scan is common/nan_avx2.c's. */
 #include "c3f_kernels.h"
 #include "common/convert_array.h"
 #include "common/gemm_kernels.h"
@@ -43,6 +44,76 @@ void gradref__c3f_f32_gather_panel_avx2(float *dst, int64_t nr, const float *src
         }
 }
 
+/* v's lanes l < n (n < 8) to p[l]: 4-, 2- and 1-lane stores, no masked store (slow on AMD). */
+static inline void store_lanes(float *p, __m256 v, int64_t n) {
+    __m128 a = _mm256_castps256_ps128(v);
+    if (n >= 4) {
+        _mm_storeu_ps(p, a);
+        a = _mm256_extractf128_ps(v, 1);
+        p += 4, n -= 4;
+    }
+    if (n >= 2) {
+        _mm_storel_pi((__m64 *)(void *)p, a);
+        a = _mm_movehl_ps(a, a);
+        p += 2, n -= 2;
+    }
+    if (n) _mm_store_ss(p, a);
+}
+
+/* The bits of v HF32-rounded as gradref__hf32_round: NaNs quieted, half the last kept bit
+ * added, the rest cut. */
+static inline __m256 hf32_round(__m256 v, __m256i half, __m256i keep) {
+    const __m256i b = _mm256_castps_si256(v);
+    const __m256i nan = _mm256_cmpgt_epi32(_mm256_and_si256(b, _mm256_set1_epi32(0x7fffffff)),
+                                           _mm256_set1_epi32(0x7f800000));
+    const __m256i quiet = _mm256_or_si256(b, _mm256_and_si256(nan, _mm256_set1_epi32(0x400000)));
+    return _mm256_castsi256_ps(_mm256_and_si256(_mm256_add_epi32(quiet, half), keep));
+}
+
+static inline void transpose8(__m256 *r) {
+    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
+    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
+    const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
+    const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
+    const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
+    const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
+    const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
+    const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
+    r[0] = _mm256_permute2f128_ps(u0, u4, 0x20), r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
+    r[1] = _mm256_permute2f128_ps(u1, u5, 0x20), r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
+    r[2] = _mm256_permute2f128_ps(u2, u6, 0x20), r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
+    r[3] = _mm256_permute2f128_ps(u3, u7, 0x20), r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
+}
+
+void gradref__c3f_f32_few_lanes_avx2(float *dst, int64_t width, const float *src, int64_t cs,
+                                     int64_t lo, int64_t hi, int64_t len, int64_t n, int hf32) {
+    const __m256 zero = _mm256_setzero_ps();
+    const uint32_t cut = hf32 ? 23u - (uint32_t)hf32 : 1u;
+    const __m256i half = _mm256_set1_epi32((int)(1u << (cut - 1))),
+                  keep = _mm256_set1_epi32((int)~((1u << cut) - 1u));
+    int64_t i = 0;
+    for (; i < lo; i++)
+        store_lanes(dst + i * width, zero, n);
+    for (; i < hi; i += 8) { /* 8 positions of the n channels, transposed into 8 rows */
+        const int64_t m = hi - i < 8 ? hi - i : 8;
+        const __m256i inside = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)m),
+                                                  _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        __m256 r[8];
+        for (int64_t l = 0; l < 8; l++) {
+            const float *from = src + l * cs + (i - lo);
+            r[l] = l >= n   ? zero
+                   : m == 8 ? _mm256_loadu_ps(from)
+                            : _mm256_maskload_ps(from, inside);
+            if (hf32 && l < n) r[l] = hf32_round(r[l], half, keep);
+        }
+        transpose8(r);
+        for (int64_t q = 0; q < m; q++)
+            store_lanes(dst + (i + q) * width, r[q], n);
+    }
+    for (i = hi; i < len; i++)
+        store_lanes(dst + i * width, zero, n);
+}
+
 void gradref__c3f_f32_add_avx2(float *dst, const float *older, const float *newer, int64_t n) {
     int64_t e = 0;
     for (; e + 8 <= n; e += 8)
@@ -57,6 +128,7 @@ const gradref__c3f_kernels gradref__c3f_kernels_avx2 = {
     .gemm = &gradref__sgemm_kernels_avx2,
     .panel_lanes = panel_lanes_avx2,
     .gather_panel = gradref__c3f_f32_gather_panel_avx2,
+    .few_lanes = gradref__c3f_f32_few_lanes_avx2,
     .add = gradref__c3f_f32_add_avx2,
 };
 

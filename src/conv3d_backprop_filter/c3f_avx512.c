@@ -68,6 +68,7 @@ const gradref__c3f_kernels gradref__c3f_kernels_avx512 = {
     .gemm = &gradref__sgemm_kernels_avx512,
     .panel_lanes = gradref__c3f_f32_panel_lanes_avx512,
     .gather_panel = gradref__c3f_f32_gather_panel_avx512,
+    .few_lanes = gradref__c3f_f32_few_lanes_avx2, /* its 8-lane rows hold the n < 8 */
     .add = gradref__c3f_f32_add_avx512,
 };
 

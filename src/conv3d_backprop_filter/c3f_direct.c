@@ -146,16 +146,22 @@ static void x_lanes_transposed(const direct *d, const gradref__c3f_kernels *k, c
 }
 
 /* The same for fewer than FEW_LANES channels (a first layer's 3, AVX2's 6-row panels), whose
- * transposes would run mostly empty. HF32 takes each channel along the run (the rounding
- * vectorises there); a plain copy goes row by row, each row's n lanes from the n channels: one
- * panel row written at a time instead of stores width floats apart. */
-static void x_lanes_few(const direct *d, const int64_t *shift, int64_t ci, int64_t n,
-                        int64_t r_first, int64_t kc, float *dst, int width, int64_t la) {
+ * 16-wide transposes would run mostly empty: the level's few_lanes kernel (8 x 8 transposes),
+ * else HF32 takes each channel along the run (the rounding vectorises there) and a plain copy
+ * goes row by row, each row's n lanes from the n channels. */
+static void x_lanes_few(const direct *d, const gradref__c3f_kernels *k, const int64_t *shift,
+                        int64_t ci, int64_t n, int64_t r_first, int64_t kc, float *dst, int width,
+                        int64_t la) {
     const gradref__c3f_plan *p = d->p;
     const float *x = (const float *)(const void *)p->x + (d->g * p->Cin_g + ci) * p->xs[1];
     FOR_EACH_RUN(p, r_first, kc, q, len, o) {
         int64_t lo, hi, step; /* step 1: unit stride along w */
         const int64_t base = x_bounds(p, shift, o, len, &lo, &hi, &step) - lo;
+        if (k->few_lanes) {
+            k->few_lanes(dst + q * width + la, width, x + base + lo, p->xs[1], lo, hi, len, n,
+                         d->hf32);
+            continue;
+        }
         for (int64_t i = 0; i < len && !d->hf32; i++) {
             float *out = dst + (q + i) * width + la;
             for (int64_t l = 0; l < n; l++)
@@ -234,7 +240,7 @@ static void pack_a_x(const void *ctx, int64_t k0, int64_t kc, int64_t first, int
                 }
                 n = n < 16 ? n : 16;
                 if (n < FEW_LANES)
-                    x_lanes_few(d, shift, ci, n, d->r0 + k0, kc, dst, width, i);
+                    x_lanes_few(d, k, shift, ci, n, d->r0 + k0, kc, dst, width, i);
                 else
                     x_lanes_transposed(d, k, shift, ci, n, d->r0 + k0, kc, dst, width, i);
                 continue;

@@ -14,8 +14,11 @@ struct gradref__sgemm_kernels;
  * panel_lanes, which fills lanes [la, lb) of `run` consecutive A-panel rows (mr floats apart):
  * row q takes channels from base + q * step (ci 0 at lane la) when lo <= q < hi, else zeros;
  * gather_panel, which fills rows q < len of a B panel (nr floats apart, a multiple of 16): lane
- * j < cols takes src[j * cs + q], the others zeros; add, the counter's sums (NULL: the fast
- * path's own loops). */
+ * j < cols takes src[j * cs + q], the others zeros; few_lanes, which fills lanes l < n (n < 8)
+ * of `len` A-panel rows (width floats apart, dst at the first row's first lane): row i takes
+ * src[l * cs + i - lo] when lo <= i < hi, else zeros, HF32-rounded to `hf32` kept bits (0: as
+ * they are, else as gradref__hf32_round); add, the counter's sums (NULL: the fast path's own
+ * loops). */
 typedef struct gradref__c3f_kernels {
     const char *isa;
     const struct gradref__sgemm_kernels *gemm;
@@ -23,6 +26,8 @@ typedef struct gradref__c3f_kernels {
                         int64_t hi, int64_t run, int64_t la, int64_t lb);
     void (*gather_panel)(float *dst, int64_t nr, const float *src, int64_t cs, int64_t len,
                          int64_t cols);
+    void (*few_lanes)(float *dst, int64_t width, const float *src, int64_t cs, int64_t lo,
+                      int64_t hi, int64_t len, int64_t n, int hf32);
     /* dst[e] = older[e] + newer[e] for e < n, dst one of them (NULL: a plain loop) */
     void (*add)(float *dst, const float *older, const float *newer, int64_t n);
 } gradref__c3f_kernels;
@@ -47,6 +52,9 @@ void gradref__c3f_f32_panel_lanes_avx512(float *dst, int64_t mr, const float *ba
 /* gather_panel with 8 x 8 register transposes (c3f_avx2.c; the CPU must have AVX2). */
 void gradref__c3f_f32_gather_panel_avx2(float *dst, int64_t nr, const float *src, int64_t cs,
                                         int64_t len, int64_t cols);
+/* few_lanes by 8 x 8 register transposes (c3f_avx2.c; the CPU must have AVX2). */
+void gradref__c3f_f32_few_lanes_avx2(float *dst, int64_t width, const float *src, int64_t cs,
+                                     int64_t lo, int64_t hi, int64_t len, int64_t n, int hf32);
 /* add with 8 and 16 lanes (c3f_avx2.c, c3f_avx512.c; the CPU must have AVX2, AVX-512F). */
 void gradref__c3f_f32_add_avx2(float *dst, const float *older, const float *newer, int64_t n);
 void gradref__c3f_f32_add_avx512(float *dst, const float *older, const float *newer, int64_t n);

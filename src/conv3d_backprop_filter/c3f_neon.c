@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* conv3d_backprop_filter's NEON kernels: x panels' lanes 4 at a time, dy panels gathered with
- * 4 x 4 register transposes (TRN) and the ordered partial-sum adds; the finiteness scan is
- * common/nan_neon.c's. */
+/* conv3d_backprop_filter's NEON kernels: x panels' lanes 4 at a time (few channels by 4 x 4
+ * register transposes, TRN), dy panels gathered with the same transposes, and the ordered
+ * partial-sum adds; the finiteness scan is common/nan_neon.c's. */
 #include "c3f_kernels.h"
 #include "common/gemm_kernels.h"
 #include "common/isa.h"
@@ -58,6 +58,79 @@ static void gather_panel_neon(float *dst, int64_t nr, const float *src, int64_t 
         }
 }
 
+/* v's lanes l < n (n <= 4) to p[l]. */
+static inline void store_lanes(float *p, float32x4_t v, int64_t n) {
+    if (n == 4) {
+        vst1q_f32(p, v);
+        return;
+    }
+    if (n >= 2) vst1_f32(p, vget_low_f32(v));
+    if (n == 3) vst1q_lane_f32(p + 2, v, 2);
+    if (n == 1) vst1q_lane_f32(p, v, 0);
+}
+
+/* The bits of v HF32-rounded as gradref__hf32_round: NaNs quieted, half the last kept bit
+ * added, the rest cut. */
+static inline float32x4_t hf32_round(float32x4_t v, uint32x4_t half, uint32x4_t keep) {
+    const uint32x4_t b = vreinterpretq_u32_f32(v);
+    const uint32x4_t nan =
+        vcgtq_u32(vandq_u32(b, vdupq_n_u32(0x7fffffffu)), vdupq_n_u32(0x7f800000u));
+    const uint32x4_t quiet = vorrq_u32(b, vandq_u32(nan, vdupq_n_u32(0x400000u)));
+    return vreinterpretq_f32_u32(vandq_u32(vaddq_u32(quiet, half), keep));
+}
+
+/* Channels [c0, c0 + 4) (those below n; the others zeros) at positions [i, i + m) of the
+ * rows from src (position lo first), rounded when hf32, stored as rows of their lanes. */
+static inline void four_channels(float *dst, int64_t width, const float *src, int64_t cs,
+                                 int64_t at, int64_t m, int64_t c0, int64_t n, int hf32,
+                                 uint32x4_t half, uint32x4_t keep) {
+    float32x4_t r[4];
+    for (int64_t l = 0; l < 4; l++) {
+        r[l] = vdupq_n_f32(0.0f);
+        if (c0 + l >= n) continue;
+        const float *from = src + (c0 + l) * cs + at;
+        if (m == 4) {
+            r[l] = vld1q_f32(from);
+        } else {
+            float part[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            for (int64_t e = 0; e < m; e++)
+                part[e] = from[e];
+            r[l] = vld1q_f32(part);
+        }
+        if (hf32) r[l] = hf32_round(r[l], half, keep);
+    }
+    const float32x4_t t0 = vtrn1q_f32(r[0], r[1]), t1 = vtrn2q_f32(r[0], r[1]);
+    const float32x4_t t2 = vtrn1q_f32(r[2], r[3]), t3 = vtrn2q_f32(r[2], r[3]);
+    const float64x2_t u0 = vreinterpretq_f64_f32(t0), u1 = vreinterpretq_f64_f32(t1);
+    const float64x2_t u2 = vreinterpretq_f64_f32(t2), u3 = vreinterpretq_f64_f32(t3);
+    const float32x4_t row[4] = {
+        vreinterpretq_f32_f64(vtrn1q_f64(u0, u2)), vreinterpretq_f32_f64(vtrn1q_f64(u1, u3)),
+        vreinterpretq_f32_f64(vtrn2q_f64(u0, u2)), vreinterpretq_f32_f64(vtrn2q_f64(u1, u3))};
+    const int64_t lanes = n - c0 < 4 ? n - c0 : 4;
+    for (int64_t q = 0; q < m; q++)
+        store_lanes(dst + q * width + c0, row[q], lanes);
+}
+
+/* few_lanes by 4 x 4 register transposes (TRN), positions 4 at a time. */
+static void few_lanes_neon(float *dst, int64_t width, const float *src, int64_t cs, int64_t lo,
+                           int64_t hi, int64_t len, int64_t n, int hf32) {
+    const uint32_t cut = hf32 ? 23u - (uint32_t)hf32 : 1u;
+    const uint32x4_t half = vdupq_n_u32(1u << (cut - 1)), keep = vdupq_n_u32(~((1u << cut) - 1u));
+    const float32x4_t zero = vdupq_n_f32(0.0f);
+    int64_t i = 0;
+    for (; i < lo; i++)
+        for (int64_t c0 = 0; c0 < n; c0 += 4)
+            store_lanes(dst + i * width + c0, zero, n - c0 < 4 ? n - c0 : 4);
+    for (; i < hi; i += 4) {
+        const int64_t m = hi - i < 4 ? hi - i : 4;
+        for (int64_t c0 = 0; c0 < n; c0 += 4)
+            four_channels(dst + i * width, width, src, cs, i - lo, m, c0, n, hf32, half, keep);
+    }
+    for (i = hi; i < len; i++)
+        for (int64_t c0 = 0; c0 < n; c0 += 4)
+            store_lanes(dst + i * width + c0, zero, n - c0 < 4 ? n - c0 : 4);
+}
+
 static void add_neon(float *dst, const float *older, const float *newer, int64_t n) {
     int64_t e = 0;
     for (; e + 8 <= n; e += 8) {
@@ -75,6 +148,7 @@ const gradref__c3f_kernels gradref__c3f_kernels_neon = {
     .gemm = &gradref__sgemm_kernels_neon,
     .panel_lanes = panel_lanes_neon,
     .gather_panel = gather_panel_neon,
+    .few_lanes = few_lanes_neon,
     .add = add_neon,
 };
 
