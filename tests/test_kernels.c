@@ -428,6 +428,27 @@ static void check_few_lanes(const gradref__c3f_kernels *k, tu_rng *r) {
     }
 }
 
+/* round_hf32 against gradref__hf32_round: every length to 70 at a shifted start, out of place
+ * and in place, both kept-bit counts, on values with NaNs, Infs and ties; nothing written
+ * past n. */
+static void check_round_hf32(const gradref__c3f_kernels *k, tu_rng *r) {
+    enum { N = 80 };
+    float src[N], got[N], want[N];
+    fill_specials(src, GRADREF_F32, N, r);
+    for (int e = 0; e < N; e += 3) /* a tie at 10 kept bits, or at 11 */
+        src[e] = gradref__f32_from_bits((gradref__f32_bits(src[e]) & ~0x1fffu) | 0x1000u >> e % 2);
+    for (int kept = 10; kept <= 11; kept++)
+        for (int64_t n = 0; n <= 70; n++)
+            for (int in_place = 0; in_place < 2; in_place++) {
+                for (int e = 0; e < N; e++)
+                    got[e] = want[e] = in_place ? src[e] : (float)e;
+                for (int64_t e = 0; e < n; e++)
+                    want[3 + e] = gradref__hf32_round(src[3 + e], kept);
+                k->round_hf32(got + 3, (in_place ? got : src) + 3, n, kept);
+                expect_bytes(got, want, sizeof got, "c3f round_hf32", k->isa, n, kept);
+            }
+}
+
 /* panel_lanes and gather_panel against their contracts (c3f_kernels.h), written out here;
  * everything outside the lanes and rows they own must stay as it was */
 static void test_c3f_panels(void **state) {
@@ -470,6 +491,7 @@ static void test_c3f_panels(void **state) {
             expect_bytes(got, want, sizeof got, "c3f gather_panel", k->isa, len, cols);
         }
         if (k->few_lanes) check_few_lanes(k, &r);
+        check_round_hf32(k, &r);
     }
     free(src);
 }

@@ -114,6 +114,19 @@ void gradref__c3f_f32_few_lanes_avx2(float *dst, int64_t width, const float *src
         store_lanes(dst + i * width, zero, n);
 }
 
+void gradref__c3f_round_hf32_avx2(float *dst, const float *src, int64_t n, int kept) {
+    const uint32_t cut = 23u - (uint32_t)kept;
+    const __m256i half = _mm256_set1_epi32((int)(1u << (cut - 1))),
+                  keep = _mm256_set1_epi32((int)~((1u << cut) - 1u));
+    int64_t e = 0;
+    for (; e + 8 <= n; e += 8)
+        _mm256_storeu_ps(dst + e, hf32_round(_mm256_loadu_ps(src + e), half, keep));
+    if (e == n) return;
+    const __m256i inside = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - e)),
+                                              _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    store_lanes(dst + e, hf32_round(_mm256_maskload_ps(src + e, inside), half, keep), n - e);
+}
+
 void gradref__c3f_f32_add_avx2(float *dst, const float *older, const float *newer, int64_t n) {
     int64_t e = 0;
     for (; e + 8 <= n; e += 8)
@@ -129,6 +142,7 @@ const gradref__c3f_kernels gradref__c3f_kernels_avx2 = {
     .panel_lanes = panel_lanes_avx2,
     .gather_panel = gradref__c3f_f32_gather_panel_avx2,
     .few_lanes = gradref__c3f_f32_few_lanes_avx2,
+    .round_hf32 = gradref__c3f_round_hf32_avx2,
     .add = gradref__c3f_f32_add_avx2,
 };
 

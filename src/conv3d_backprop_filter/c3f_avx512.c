@@ -50,6 +50,22 @@ void gradref__c3f_f32_gather_panel_avx512(float *dst, int64_t nr, const float *s
         }
 }
 
+void gradref__c3f_round_hf32_avx512(float *dst, const float *src, int64_t n, int kept) {
+    const uint32_t cut = 23u - (uint32_t)kept;
+    const __m512i half = _mm512_set1_epi32((int)(1u << (cut - 1))),
+                  keep = _mm512_set1_epi32((int)~((1u << cut) - 1u));
+    const __m512i magnitude = _mm512_set1_epi32(0x7fffffff), inf = _mm512_set1_epi32(0x7f800000);
+    for (int64_t e = 0; e < n; e += 16) {
+        const __mmask16 m = (__mmask16)(n - e >= 16 ? 0xffffu : (1u << (n - e)) - 1u);
+        const __m512i b = _mm512_castps_si512(_mm512_maskz_loadu_ps(m, src + e));
+        /* NaNs quieted, half the last kept bit added, the rest cut (gradref__hf32_round) */
+        const __mmask16 nan = _mm512_cmpgt_epi32_mask(_mm512_and_si512(b, magnitude), inf);
+        const __m512i quiet = _mm512_mask_or_epi32(b, nan, b, _mm512_set1_epi32(0x400000));
+        _mm512_mask_storeu_ps(
+            dst + e, m, _mm512_castsi512_ps(_mm512_and_si512(_mm512_add_epi32(quiet, half), keep)));
+    }
+}
+
 void gradref__c3f_f32_add_avx512(float *dst, const float *older, const float *newer, int64_t n) {
     int64_t e = 0;
     for (; e + 16 <= n; e += 16)
@@ -69,6 +85,7 @@ const gradref__c3f_kernels gradref__c3f_kernels_avx512 = {
     .panel_lanes = gradref__c3f_f32_panel_lanes_avx512,
     .gather_panel = gradref__c3f_f32_gather_panel_avx512,
     .few_lanes = gradref__c3f_f32_few_lanes_avx2, /* its 8-lane rows hold the n < 8 */
+    .round_hf32 = gradref__c3f_round_hf32_avx512,
     .add = gradref__c3f_f32_add_avx512,
 };
 

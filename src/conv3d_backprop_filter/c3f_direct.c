@@ -135,9 +135,7 @@ static void x_lanes_transposed(const direct *d, const gradref__c3f_kernels *k, c
                 for (int64_t l = 0; l < n; l++)
                     row[l] = 0.0f;
             } else if (d->hf32) {
-                const float *from = tmp + (i - lo) * 16;
-                for (int64_t l = 0; l < n; l++)
-                    row[l] = gradref__hf32_round(from[l], d->hf32);
+                k->round_hf32(row, tmp + (i - lo) * 16, n, d->hf32);
             } else {
                 memcpy(row, tmp + (i - lo) * 16, (size_t)n * sizeof *row);
             }
@@ -197,7 +195,7 @@ static void x_lanes_contiguous(const direct *d, const int64_t *shift, int64_t ci
                 continue;
             }
             const float *from = x + (base + (i - lo) * step);
-            if (d->hf32)
+            if (d->hf32) /* a few lanes: inline (the kernel's call would cost more) */
                 for (int64_t l = 0; l < n; l++)
                     row[l] = gradref__hf32_round(from[l], d->hf32);
             else
@@ -252,7 +250,7 @@ static void pack_a_x(const void *ctx, int64_t k0, int64_t kc, int64_t first, int
 }
 
 /* B by the kernels' register transposes: F32 dy with unit stride along ow; HF32 rounds the
- * panel after. */
+ * panel after, in L1. */
 static int pack_b_transposed(const direct *d, int64_t k0, int64_t kc, int64_t first, int64_t count,
                              int width, float *dst) {
     const gradref__c3f_plan *p = d->p;
@@ -269,9 +267,7 @@ static int pack_b_transposed(const direct *d, int64_t k0, int64_t kc, int64_t fi
         k->gather_panel(dst + q * width, width,
                         channel + o[0] * p->ys[0] + o[1] * p->ys[2] + o[2] * p->ys[3] + o[3],
                         p->ys[1], len, cols);
-        if (d->hf32)
-            for (int64_t e = 0; e < kc * width; e++)
-                dst[e] = gradref__hf32_round(dst[e], d->hf32);
+        if (d->hf32) k->round_hf32(dst, dst, kc * width, d->hf32);
     }
     return 1;
 }
@@ -282,6 +278,7 @@ static void pack_b_dy(const void *ctx, int64_t k0, int64_t kc, int64_t first, in
     const direct *d = ctx;
     const gradref__c3f_plan *p = d->p;
     if (pack_b_transposed(d, k0, kc, first, count, width, dst)) return;
+    const gradref__c3f_kernels *k = gradref__c3f_kernels_for(p->max_isa);
     if (p->in_dtype == GRADREF_F32 && p->ys[1] == 1) { /* NDHWC: a k's columns are contiguous */
         for (int64_t c0 = 0; c0 < count; c0 += width, dst += kc * width) {
             const int64_t cols = count - c0 < width ? count - c0 : width;
@@ -293,8 +290,7 @@ static void pack_b_dy(const void *ctx, int64_t k0, int64_t kc, int64_t first, in
                 for (int64_t i = 0; i < len; i++, from += p->ys[4]) {
                     float *row = dst + (q + i) * width;
                     if (d->hf32)
-                        for (int64_t c = 0; c < cols; c++)
-                            row[c] = gradref__hf32_round(from[c], d->hf32);
+                        k->round_hf32(row, from, cols, d->hf32);
                     else
                         memcpy(row, from, (size_t)cols * sizeof *row);
                     for (int64_t c = cols; c < width; c++)

@@ -373,9 +373,9 @@ static const float *dy_panels(const run *R, int64_t g, const runs *u, int64_t r0
         }
         k += len;
     }
-    if (R->dy_hf32) /* the panels in L1: a pass of the loop gcc vectorises */
-        for (int64_t i = 0, n = (C + nr - 1) / nr * K * nr; i < n; i++)
-            dst[i] = gradref__hf32_round(dst[i], R->dy_hf32);
+    if (R->dy_hf32) /* the panels in L1 */
+        gradref__c3f_kernels_for(R->p->max_isa)
+            ->round_hf32(dst, dst, (C + nr - 1) / nr * K * nr, R->dy_hf32);
     return dst;
 }
 

@@ -17,7 +17,8 @@ struct gradref__sgemm_kernels;
  * j < cols takes src[j * cs + q], the others zeros; few_lanes, which fills lanes l < n (n < 8)
  * of `len` A-panel rows (width floats apart, dst at the first row's first lane): row i takes
  * src[l * cs + i - lo] when lo <= i < hi, else zeros, HF32-rounded to `hf32` kept bits (0: as
- * they are, else as gradref__hf32_round); add, the counter's sums (NULL: the fast path's own
+ * they are, else as gradref__hf32_round); round_hf32, dst[e] = gradref__hf32_round(src[e],
+ * kept) for e < n (dst may be src; never NULL); add, the counter's sums (NULL: the fast path's own
  * loops). */
 typedef struct gradref__c3f_kernels {
     const char *isa;
@@ -28,6 +29,7 @@ typedef struct gradref__c3f_kernels {
                          int64_t cols);
     void (*few_lanes)(float *dst, int64_t width, const float *src, int64_t cs, int64_t lo,
                       int64_t hi, int64_t len, int64_t n, int hf32);
+    void (*round_hf32)(float *dst, const float *src, int64_t n, int kept);
     /* dst[e] = older[e] + newer[e] for e < n, dst one of them (NULL: a plain loop) */
     void (*add)(float *dst, const float *older, const float *newer, int64_t n);
 } gradref__c3f_kernels;
@@ -55,6 +57,10 @@ void gradref__c3f_f32_gather_panel_avx2(float *dst, int64_t nr, const float *src
 /* few_lanes by 8 x 8 register transposes (c3f_avx2.c; the CPU must have AVX2). */
 void gradref__c3f_f32_few_lanes_avx2(float *dst, int64_t width, const float *src, int64_t cs,
                                      int64_t lo, int64_t hi, int64_t len, int64_t n, int hf32);
+/* round_hf32 with 8 and 16 lanes (c3f_avx2.c, c3f_avx512.c; the CPU must have AVX2,
+ * AVX-512F). */
+void gradref__c3f_round_hf32_avx2(float *dst, const float *src, int64_t n, int kept);
+void gradref__c3f_round_hf32_avx512(float *dst, const float *src, int64_t n, int kept);
 /* add with 8 and 16 lanes (c3f_avx2.c, c3f_avx512.c; the CPU must have AVX2, AVX-512F). */
 void gradref__c3f_f32_add_avx2(float *dst, const float *older, const float *newer, int64_t n);
 void gradref__c3f_f32_add_avx512(float *dst, const float *older, const float *newer, int64_t n);

@@ -3,6 +3,7 @@
  * register transposes, TRN), dy panels gathered with the same transposes, and the ordered
  * partial-sum adds; the finiteness scan is common/nan_neon.c's. */
 #include "c3f_kernels.h"
+#include "common/convert.h"
 #include "common/gemm_kernels.h"
 #include "common/isa.h"
 
@@ -131,6 +132,16 @@ static void few_lanes_neon(float *dst, int64_t width, const float *src, int64_t 
             store_lanes(dst + i * width + c0, zero, n - c0 < 4 ? n - c0 : 4);
 }
 
+static void round_hf32_neon(float *dst, const float *src, int64_t n, int kept) {
+    const uint32_t cut = 23u - (uint32_t)kept;
+    const uint32x4_t half = vdupq_n_u32(1u << (cut - 1)), keep = vdupq_n_u32(~((1u << cut) - 1u));
+    int64_t e = 0;
+    for (; e + 4 <= n; e += 4)
+        vst1q_f32(dst + e, hf32_round(vld1q_f32(src + e), half, keep));
+    for (; e < n; e++)
+        dst[e] = gradref__hf32_round(src[e], kept);
+}
+
 static void add_neon(float *dst, const float *older, const float *newer, int64_t n) {
     int64_t e = 0;
     for (; e + 8 <= n; e += 8) {
@@ -149,6 +160,7 @@ const gradref__c3f_kernels gradref__c3f_kernels_neon = {
     .panel_lanes = panel_lanes_neon,
     .gather_panel = gather_panel_neon,
     .few_lanes = few_lanes_neon,
+    .round_hf32 = round_hf32_neon,
     .add = add_neon,
 };
 
