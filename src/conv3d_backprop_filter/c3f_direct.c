@@ -179,14 +179,24 @@ static void x_lanes_few(const direct *d, const gradref__c3f_kernels *k, const in
 }
 
 /* The same where x's channels are contiguous (NDHWC): each row of a run is n consecutive
- * floats (any n). */
-static void x_lanes_contiguous(const direct *d, const int64_t *shift, int64_t ci, int64_t n,
-                               int64_t r_first, int64_t kc, float *dst, int width, int64_t la) {
+ * floats (any n), by the level's panel_lanes kernel where it has one and F32 is copied as it
+ * is (its rows' lanes are [la, la + n) of width <= the level's mr). */
+static void x_lanes_contiguous(const direct *d, const gradref__c3f_kernels *k, const int64_t *shift,
+                               int64_t ci, int64_t n, int64_t r_first, int64_t kc, float *dst,
+                               int width, int64_t la) {
     const gradref__c3f_plan *p = d->p;
     const float *x = (const float *)(const void *)p->x + d->g * p->Cin_g + ci;
     FOR_EACH_RUN(p, r_first, kc, q, len, o) {
         int64_t lo, hi, step;
         const int64_t base = x_bounds(p, shift, o, len, &lo, &hi, &step);
+        if (k->panel_lanes && !d->hf32) { /* the zero rows before and after, the rows inside */
+            float *rows = dst + q * width;
+            k->panel_lanes(rows, width, NULL, 0, 0, 0, lo, la, la + n);
+            k->panel_lanes(rows + lo * width, width, x + base, step, 0, hi - lo, hi - lo, la,
+                           la + n);
+            k->panel_lanes(rows + hi * width, width, NULL, 0, 0, 0, len - hi, la, la + n);
+            continue;
+        }
         for (int64_t i = 0; i < len; i++) {
             float *row = dst + (q + i) * width + la;
             if (i < lo || i >= hi) {
@@ -233,7 +243,7 @@ static void pack_a_x(const void *ctx, int64_t k0, int64_t kc, int64_t first, int
                 n = n < count - i0 - i ? n : count - i0 - i;
                 n = n < p->Cin_g - ci ? n : p->Cin_g - ci;
                 if (contiguous) {
-                    x_lanes_contiguous(d, shift, ci, n, d->r0 + k0, kc, dst, width, i);
+                    x_lanes_contiguous(d, k, shift, ci, n, d->r0 + k0, kc, dst, width, i);
                     continue;
                 }
                 n = n < 16 ? n : 16;
