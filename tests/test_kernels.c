@@ -449,7 +449,8 @@ static void check_round_hf32(const gradref__c3f_kernels *k, tu_rng *r) {
             }
 }
 
-/* panel_lanes and gather_panel against their contracts (c3f_kernels.h), written out here;
+/* panel_lanes, gather_panel and copy_panel against their contracts (c3f_kernels.h), written
+ * out here;
  * everything outside the lanes and rows they own must stay as it was */
 static void test_c3f_panels(void **state) {
     (void)state;
@@ -489,6 +490,18 @@ static void test_c3f_panels(void **state) {
                     want[q * nr + j] = j < cols ? src[j * cs + q] : 0.0f;
             k->gather_panel(got, nr, src, cs, len, cols);
             expect_bytes(got, want, sizeof got, "c3f gather_panel", k->isa, len, cols);
+        }
+        for (int trial = 0; k->copy_panel && trial < 200; trial++) {
+            const int64_t cols = 1 + (int64_t)(tu_next(&r) % (uint64_t)nr);
+            const int64_t len = 1 + (int64_t)(tu_next(&r) % ROWS);
+            const int64_t step = cols + (int64_t)(tu_next(&r) % 24);
+            for (int e = 0; e < DST; e++)
+                got[e] = want[e] = (float)e;
+            for (int64_t q = 0; q < len; q++)
+                for (int64_t j = 0; j < nr; j++)
+                    want[q * nr + j] = j < cols ? src[q * step + j] : 0.0f;
+            k->copy_panel(got, nr, src, step, len, cols);
+            expect_bytes(got, want, sizeof got, "c3f copy_panel", k->isa, len, cols);
         }
         if (k->few_lanes) check_few_lanes(k, &r);
         check_round_hf32(k, &r);

@@ -44,6 +44,21 @@ void gradref__c3f_f32_gather_panel_avx2(float *dst, int64_t nr, const float *src
         }
 }
 
+static void copy_panel_avx2(float *dst, int64_t nr, const float *src, int64_t step, int64_t len,
+                            int64_t cols) {
+    const int64_t full = cols / 8 * 8;
+    const __m256i tail = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(cols - full)),
+                                            _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+    for (int64_t q = 0; q < len; q++, dst += nr, src += step) {
+        int64_t j = 0;
+        for (; j < full; j += 8)
+            _mm256_storeu_ps(dst + j, _mm256_loadu_ps(src + j));
+        for (; j < nr; j += 8) /* the last lanes of channels, zeros past them */
+            _mm256_storeu_ps(dst + j,
+                             j < cols ? _mm256_maskload_ps(src + j, tail) : _mm256_setzero_ps());
+    }
+}
+
 /* v's lanes l < n (n < 8) to p[l]: 4-, 2- and 1-lane stores, no masked store (slow on AMD). */
 static inline void store_lanes(float *p, __m256 v, int64_t n) {
     __m128 a = _mm256_castps256_ps128(v);
@@ -141,6 +156,7 @@ const gradref__c3f_kernels gradref__c3f_kernels_avx2 = {
     .gemm = &gradref__sgemm_kernels_avx2,
     .panel_lanes = panel_lanes_avx2,
     .gather_panel = gradref__c3f_f32_gather_panel_avx2,
+    .copy_panel = copy_panel_avx2,
     .few_lanes = gradref__c3f_f32_few_lanes_avx2,
     .round_hf32 = gradref__c3f_round_hf32_avx2,
     .add = gradref__c3f_f32_add_avx2,

@@ -50,6 +50,16 @@ void gradref__c3f_f32_gather_panel_avx512(float *dst, int64_t nr, const float *s
         }
 }
 
+static void copy_panel_avx512(float *dst, int64_t nr, const float *src, int64_t step, int64_t len,
+                              int64_t cols) {
+    for (int64_t q = 0; q < len; q++, dst += nr, src += step)
+        for (int64_t j = 0; j < nr; j += 16) { /* zeros past the channels */
+            const int64_t n = cols - j < 0 ? 0 : cols - j;
+            const __mmask16 m = (__mmask16)(n >= 16 ? 0xffffu : (1u << n) - 1u);
+            _mm512_storeu_ps(dst + j, _mm512_maskz_loadu_ps(m, src + j));
+        }
+}
+
 void gradref__c3f_round_hf32_avx512(float *dst, const float *src, int64_t n, int kept) {
     const uint32_t cut = 23u - (uint32_t)kept;
     const __m512i half = _mm512_set1_epi32((int)(1u << (cut - 1))),
@@ -84,6 +94,7 @@ const gradref__c3f_kernels gradref__c3f_kernels_avx512 = {
     .gemm = &gradref__sgemm_kernels_avx512,
     .panel_lanes = gradref__c3f_f32_panel_lanes_avx512,
     .gather_panel = gradref__c3f_f32_gather_panel_avx512,
+    .copy_panel = copy_panel_avx512,
     .few_lanes = gradref__c3f_f32_few_lanes_avx2, /* its 8-lane rows hold the n < 8 */
     .round_hf32 = gradref__c3f_round_hf32_avx512,
     .add = gradref__c3f_f32_add_avx512,

@@ -282,34 +282,43 @@ static int pack_b_transposed(const direct *d, int64_t k0, int64_t kc, int64_t fi
     return 1;
 }
 
+/* B from F32 NDHWC dy, whose k's columns are contiguous: each panel row copied (the level's
+ * copy_panel kernel, else row by row); HF32 rounds the panel after, in L1. */
+static int pack_b_rows(const direct *d, int64_t k0, int64_t kc, int64_t first, int64_t count,
+                       int width, float *dst) {
+    const gradref__c3f_plan *p = d->p;
+    const gradref__c3f_kernels *k = gradref__c3f_kernels_for(p->max_isa);
+    if (p->in_dtype != GRADREF_F32 || p->ys[1] != 1) return 0;
+    for (int64_t c0 = 0; c0 < count; c0 += width, dst += kc * width) {
+        const int64_t cols = count - c0 < width ? count - c0 : width;
+        const float *channel =
+            (const float *)(const void *)p->dy + d->g * p->Cout_g + d->co0 + first + c0;
+        FOR_EACH_RUN(p, d->r0 + k0, kc, q, len, o) {
+            const float *from =
+                channel + o[0] * p->ys[0] + o[1] * p->ys[2] + o[2] * p->ys[3] + o[3] * p->ys[4];
+            if (k->copy_panel && width % 8 == 0) {
+                k->copy_panel(dst + q * width, width, from, p->ys[4], len, cols);
+                continue;
+            }
+            for (int64_t i = 0; i < len; i++, from += p->ys[4]) {
+                float *row = dst + (q + i) * width;
+                memcpy(row, from, (size_t)cols * sizeof *row);
+                for (int64_t c = cols; c < width; c++)
+                    row[c] = 0.0f;
+            }
+        }
+        if (d->hf32) k->round_hf32(dst, dst, kc * width, d->hf32);
+    }
+    return 1;
+}
+
 /* B (k = the block's r from r0 + k0, columns co from co0 + first): dy, read along its rows. */
 static void pack_b_dy(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
                       int width, float *dst) {
     const direct *d = ctx;
     const gradref__c3f_plan *p = d->p;
     if (pack_b_transposed(d, k0, kc, first, count, width, dst)) return;
-    const gradref__c3f_kernels *k = gradref__c3f_kernels_for(p->max_isa);
-    if (p->in_dtype == GRADREF_F32 && p->ys[1] == 1) { /* NDHWC: a k's columns are contiguous */
-        for (int64_t c0 = 0; c0 < count; c0 += width, dst += kc * width) {
-            const int64_t cols = count - c0 < width ? count - c0 : width;
-            const float *channel =
-                (const float *)(const void *)p->dy + d->g * p->Cout_g + d->co0 + first + c0;
-            FOR_EACH_RUN(p, d->r0 + k0, kc, q, len, o) {
-                const float *from =
-                    channel + o[0] * p->ys[0] + o[1] * p->ys[2] + o[2] * p->ys[3] + o[3] * p->ys[4];
-                for (int64_t i = 0; i < len; i++, from += p->ys[4]) {
-                    float *row = dst + (q + i) * width;
-                    if (d->hf32)
-                        k->round_hf32(row, from, cols, d->hf32);
-                    else
-                        memcpy(row, from, (size_t)cols * sizeof *row);
-                    for (int64_t c = cols; c < width; c++)
-                        row[c] = 0.0f;
-                }
-            }
-        }
-        return;
-    }
+    if (pack_b_rows(d, k0, kc, first, count, width, dst)) return;
     for (int64_t c0 = 0; c0 < count; c0 += width, dst += kc * width)
         for (int64_t c = 0; c < width; c++) {
             if (c0 + c >= count) {

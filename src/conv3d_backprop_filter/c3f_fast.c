@@ -358,6 +358,10 @@ static const float *dy_panels(const run *R, int64_t g, const runs *u, int64_t r0
         for (int64_t pn = 0; pn * nr < C; pn++) {
             const int64_t cols = C - pn * nr < nr ? C - pn * nr : nr;
             float *out = dst + pn * K * nr + k * nr;
+            if ((C == 1 || cs == 1) && R->k->copy_panel && nr % 8 == 0) {
+                R->k->copy_panel(out, nr, src + pn * nr, R->ys[4], len, cols);
+                continue; /* zeros past cols included */
+            }
             if (C == 1 || cs == 1) { /* channels-last: a row's channels are adjacent */
                 for (int64_t q = 0; q < len; q++)
                     memcpy(out + q * nr, src + q * R->ys[4] + pn * nr, (size_t)cols * sizeof *out);

@@ -14,12 +14,13 @@ struct gradref__sgemm_kernels;
  * panel_lanes, which fills lanes [la, lb) of `run` consecutive A-panel rows (mr floats apart):
  * row q takes channels from base + q * step (ci 0 at lane la) when lo <= q < hi, else zeros;
  * gather_panel, which fills rows q < len of a B panel (nr floats apart, a multiple of 16): lane
- * j < cols takes src[j * cs + q], the others zeros; few_lanes, which fills lanes l < n (n < 8)
- * of `len` A-panel rows (width floats apart, dst at the first row's first lane): row i takes
- * src[l * cs + i - lo] when lo <= i < hi, else zeros, HF32-rounded to `hf32` kept bits (0: as
- * they are, else as gradref__hf32_round); round_hf32, dst[e] = gradref__hf32_round(src[e],
- * kept) for e < n (dst may be src; never NULL); add, the counter's sums (NULL: the fast path's own
- * loops). */
+ * j < cols takes src[j * cs + q], the others zeros; copy_panel, the same from channels-last
+ * rows (nr a multiple of 8): lane j < cols of row q takes src[q * step + j]; few_lanes, which fills
+ * lanes l < n (n < 8) of `len` A-panel rows (width floats apart, dst at the first row's first
+ * lane): row i takes src[l * cs + i - lo] when lo <= i < hi, else zeros, HF32-rounded to `hf32`
+ * kept bits (0: as they are, else as gradref__hf32_round); round_hf32, dst[e] =
+ * gradref__hf32_round(src[e], kept) for e < n (dst may be src; never NULL); add, the counter's sums
+ * (NULL: the fast path's own loops). */
 typedef struct gradref__c3f_kernels {
     const char *isa;
     const struct gradref__sgemm_kernels *gemm;
@@ -27,6 +28,8 @@ typedef struct gradref__c3f_kernels {
                         int64_t hi, int64_t run, int64_t la, int64_t lb);
     void (*gather_panel)(float *dst, int64_t nr, const float *src, int64_t cs, int64_t len,
                          int64_t cols);
+    void (*copy_panel)(float *dst, int64_t nr, const float *src, int64_t step, int64_t len,
+                       int64_t cols);
     void (*few_lanes)(float *dst, int64_t width, const float *src, int64_t cs, int64_t lo,
                       int64_t hi, int64_t len, int64_t n, int hf32);
     void (*round_hf32)(float *dst, const float *src, int64_t n, int kept);

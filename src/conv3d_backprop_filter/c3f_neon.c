@@ -59,6 +59,19 @@ static void gather_panel_neon(float *dst, int64_t nr, const float *src, int64_t 
         }
 }
 
+static void copy_panel_neon(float *dst, int64_t nr, const float *src, int64_t step, int64_t len,
+                            int64_t cols) {
+    for (int64_t q = 0; q < len; q++, dst += nr, src += step) {
+        int64_t j = 0;
+        for (; j + 4 <= cols; j += 4)
+            vst1q_f32(dst + j, vld1q_f32(src + j));
+        for (; j < cols; j++)
+            dst[j] = src[j];
+        for (; j < nr; j++)
+            dst[j] = 0.0f;
+    }
+}
+
 /* v's lanes l < n (n <= 4) to p[l]. */
 static inline void store_lanes(float *p, float32x4_t v, int64_t n) {
     if (n == 4) {
@@ -159,6 +172,7 @@ const gradref__c3f_kernels gradref__c3f_kernels_neon = {
     .gemm = &gradref__sgemm_kernels_neon,
     .panel_lanes = panel_lanes_neon,
     .gather_panel = gather_panel_neon,
+    .copy_panel = copy_panel_neon,
     .few_lanes = few_lanes_neon,
     .round_hf32 = round_hf32_neon,
     .add = add_neon,
