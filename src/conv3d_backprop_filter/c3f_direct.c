@@ -118,7 +118,8 @@ static void x_run(const direct *d, int64_t channel, const int64_t *shift, const 
 
 /* Lanes [la, la + n) of A's panel (width floats a row) for one tap and the n channels from ci,
  * by the kernels' register transposes: F32 x with unit steps along the runs (stride 1, unit
- * stride along w), n <= 16. */
+ * stride along w), n <= 16. The rows, rounded at HF32, go into the panel by panel_lanes (n >= 8
+ * only in AVX-512's and NEON's panels, whose panel_lanes take 16 lanes and any). */
 static void x_lanes_transposed(const direct *d, const gradref__c3f_kernels *k, const int64_t *shift,
                                int64_t ci, int64_t n, int64_t r_first, int64_t kc, float *dst,
                                int width, int64_t la) {
@@ -129,17 +130,11 @@ static void x_lanes_transposed(const direct *d, const gradref__c3f_kernels *k, c
         int64_t lo, hi, step; /* step 1: unit stride along w */
         const int64_t base = x_bounds(p, shift, o, len, &lo, &hi, &step);
         if (hi > lo) k->gather_panel(tmp, 16, x + base, p->xs[1], hi - lo, n);
-        for (int64_t i = 0; i < len; i++) {
-            float *row = dst + (q + i) * width + la;
-            if (i < lo || i >= hi) {
-                for (int64_t l = 0; l < n; l++)
-                    row[l] = 0.0f;
-            } else if (d->hf32) {
-                k->round_hf32(row, tmp + (i - lo) * 16, n, d->hf32);
-            } else {
-                memcpy(row, tmp + (i - lo) * 16, (size_t)n * sizeof *row);
-            }
-        }
+        if (hi > lo && d->hf32) k->round_hf32(tmp, tmp, (hi - lo) * 16, d->hf32);
+        float *rows = dst + q * width;
+        k->panel_lanes(rows, width, NULL, 0, 0, 0, lo, la, la + n);
+        k->panel_lanes(rows + lo * width, width, tmp, 16, 0, hi - lo, hi - lo, la, la + n);
+        k->panel_lanes(rows + hi * width, width, NULL, 0, 0, 0, len - hi, la, la + n);
     }
 }
 
@@ -224,8 +219,8 @@ static void pack_a_x(const void *ctx, int64_t k0, int64_t kc, int64_t first, int
     const gradref__c3f_plan *p = d->p;
     const gradref__c3f_kernels *k = gradref__c3f_kernels_for(p->max_isa);
     const int f32 = p->in_dtype == GRADREF_F32, contiguous = f32 && p->xs[1] == 1;
-    const int transposed =
-        k->gather_panel != NULL && f32 && p->xs[4] == 1 && p->stride[2] == 1 && kc <= GEMM_KC;
+    const int transposed = k->gather_panel != NULL && k->panel_lanes != NULL && f32 &&
+                           p->xs[4] == 1 && p->stride[2] == 1 && kc <= GEMM_KC;
     const int64_t T = p->K[0] * p->K[1] * p->K[2];
     for (int64_t i0 = 0; i0 < count; i0 += width, dst += kc * width)
         for (int64_t i = 0, n = 1; i < width; i += n) {
