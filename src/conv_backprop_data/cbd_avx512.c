@@ -306,91 +306,107 @@ void gradref__cbd_tile32_masks_avx512(const int64_t *tap, int64_t ntaps, const i
         }
 }
 
-/* The tile's accumulation on V vectors of 16 pixels (2, or 1 for a tile of at most 16). With
- * `inside` every lane of every load lies inside diff's memory (the tile is away from its
- * ends), so whole vectors are loaded and the lanes outside the tap zeroed afterwards: GCC then
- * keeps all the accumulators in registers, which it does not around masked loads. Near diff's
- * ends the loads themselves are masked. `inside` 2 is a packed tile (zeros already in place):
- * plain loads. */
+/* The tile's accumulation on V vectors of 16 pixels (V = 0 to 2) and, with H, 8 more lanes in
+ * a 256-bit vector: 8, 16, 24 or 32 lanes, the fewest that hold the tile's pixels (a phase of
+ * 49 pixels computes 56 lanes, not 64). With `inside` every lane of every load lies inside
+ * diff's memory (the tile is away from its ends), so whole vectors are loaded and the lanes
+ * outside the tap zeroed afterwards: GCC then keeps all the accumulators in registers, which it
+ * does not around masked loads. Near diff's ends the loads themselves are masked. `inside` 2
+ * is a packed tile (zeros already in place): plain loads. */
 __attribute__((always_inline)) static inline void
-tile_body(int inside, int V, int R, const float *image, int64_t channel_stride, int64_t ocpg,
+tile_body(int inside, int V, int H, int R, const float *image, int64_t channel_stride, int64_t ocpg,
           const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a, float *c,
           int64_t ldc, __mmask16 live0, __mmask16 live1, int load) {
     enum { MR = GRADREF__CBD_TILE_ROWS };
     __m512 acc[MR][2];
-    for (int i = 0; i < R; i++)
+    __m256 part[MR]; /* lanes 16 V .. 16 V + 8 */
+    const __mmask8 live_part = (__mmask8)(V ? live1 : live0);
+    for (int i = 0; i < R; i++) {
         for (int v = 0; v < V; v++)
             acc[i][v] = load ? _mm512_maskz_loadu_ps(v ? live1 : live0, c + i * ldc + 16 * v)
                              : _mm512_setzero_ps();
+        if (H)
+            part[i] =
+                load ? _mm256_maskz_loadu_ps(live_part, c + i * ldc + 16 * V) : _mm256_setzero_ps();
+    }
     for (int64_t t = 0; t < ntaps; t++) {
         const __mmask16 m0 = masks[2 * t], m1 = masks[2 * t + 1];
         if ((m0 | m1) == 0) continue; /* all zero: fma(w, 0, acc) = acc for a finite w */
+        const __mmask8 mp = (__mmask8)(V ? m1 : m0);
         const float *src = image + offset[t];
         const float *w = a + t * ocpg * MR;
         for (int64_t oc = 0; oc < ocpg; oc++, src += channel_stride, w += MR) {
             __m512 b[2];
+            __m256 bp = _mm256_setzero_ps();
             for (int v = 0; v < V; v++)
                 b[v] = inside == 2 ? _mm512_loadu_ps(src + 16 * v)
                        : inside    ? _mm512_maskz_mov_ps(v ? m1 : m0, _mm512_loadu_ps(src + 16 * v))
                                    : _mm512_maskz_loadu_ps(v ? m1 : m0, src + 16 * v);
+            if (H)
+                bp = inside == 2 ? _mm256_loadu_ps(src + 16 * V)
+                     : inside    ? _mm256_maskz_mov_ps(mp, _mm256_loadu_ps(src + 16 * V))
+                                 : _mm256_maskz_loadu_ps(mp, src + 16 * V);
             for (int i = 0; i < R; i++) {
                 const __m512 wi = _mm512_set1_ps(w[i]);
                 for (int v = 0; v < V; v++)
                     acc[i][v] = _mm512_fmadd_ps(wi, b[v], acc[i][v]);
+                if (H) part[i] = _mm256_fmadd_ps(_mm512_castps512_ps256(wi), bp, part[i]);
             }
         }
     }
-    for (int i = 0; i < R; i++)
+    for (int i = 0; i < R; i++) {
         for (int v = 0; v < V; v++)
             _mm512_mask_storeu_ps(c + i * ldc + 16 * v, v ? live1 : live0, acc[i][v]);
+        if (H) _mm256_mask_storeu_ps(c + i * ldc + 16 * V, live_part, part[i]);
+    }
 }
 
 typedef void (*tile_fn)(const float *image, int64_t channel_stride, int64_t ocpg,
                         const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a,
                         float *c, int64_t ldc, __mmask16 live0, __mmask16 live1, int load);
 
-/* One function per (inside, vectors, rows): the row count is a constant in each, so a panel's
- * last rows cost only what they compute. */
-#  define TILE(INSIDE, V, R)                                                                       \
-    static void tile_##INSIDE##_##V##_##R(                                                         \
+/* One function per (inside, lanes, rows): the row count is a constant in each, so a panel's
+ * last rows cost only what they compute. W: 8 lanes (0), 16 (1), 24 (2) or 32 (3). */
+#  define TILE(INSIDE, W, R)                                                                       \
+    static void tile_##INSIDE##_##W##_##R(                                                         \
         const float *image, int64_t channel_stride, int64_t ocpg, const int64_t *offset,           \
         const uint16_t *masks, int64_t ntaps, const float *a, float *c, int64_t ldc,               \
         __mmask16 live0, __mmask16 live1, int load) {                                              \
-      tile_body(INSIDE, V, R, image, channel_stride, ocpg, offset, masks, ntaps, a, c, ldc, live0, \
-                live1, load);                                                                      \
+      tile_body(INSIDE, ((W) + 1) / 2, (W) % 2 == 0, R, image, channel_stride, ocpg, offset,       \
+                masks, ntaps, a, c, ldc, live0, live1, load);                                      \
     }
-#  define TILE_ROWS(INSIDE, V)                                                                     \
-    TILE(INSIDE, V, 1)                                                                             \
-    TILE(INSIDE, V, 2)                                                                             \
-    TILE(INSIDE, V, 3)                                                                             \
-    TILE(INSIDE, V, 4)                                                                             \
-    TILE(INSIDE, V, 5)                                                                             \
-    TILE(INSIDE, V, 6)                                                                             \
-    TILE(INSIDE, V, 7)                                                                             \
-    TILE(INSIDE, V, 8)                                                                             \
-    TILE(INSIDE, V, 9)                                                                             \
-    TILE(INSIDE, V, 10)                                                                            \
-    TILE(INSIDE, V, 11)                                                                            \
-    TILE(INSIDE, V, 12)                                                                            \
-    TILE(INSIDE, V, 13)                                                                            \
-    TILE(INSIDE, V, 14)
-TILE_ROWS(0, 1)
-TILE_ROWS(0, 2)
-TILE_ROWS(1, 1)
-TILE_ROWS(1, 2)
-TILE_ROWS(2, 1)
-TILE_ROWS(2, 2)
-#  define TILE_LIST(INSIDE, V)                                                                     \
+#  define TILE_ROWS(INSIDE, W)                                                                     \
+    TILE(INSIDE, W, 1)                                                                             \
+    TILE(INSIDE, W, 2)                                                                             \
+    TILE(INSIDE, W, 3)                                                                             \
+    TILE(INSIDE, W, 4)                                                                             \
+    TILE(INSIDE, W, 5)                                                                             \
+    TILE(INSIDE, W, 6)                                                                             \
+    TILE(INSIDE, W, 7)                                                                             \
+    TILE(INSIDE, W, 8)                                                                             \
+    TILE(INSIDE, W, 9)                                                                             \
+    TILE(INSIDE, W, 10)                                                                            \
+    TILE(INSIDE, W, 11)                                                                            \
+    TILE(INSIDE, W, 12)                                                                            \
+    TILE(INSIDE, W, 13)                                                                            \
+    TILE(INSIDE, W, 14)
+#  define TILE_WIDTHS(INSIDE)                                                                      \
+    TILE_ROWS(INSIDE, 0) TILE_ROWS(INSIDE, 1) TILE_ROWS(INSIDE, 2) TILE_ROWS(INSIDE, 3)
+TILE_WIDTHS(0)
+TILE_WIDTHS(1)
+TILE_WIDTHS(2)
+#  define TILE_LIST(INSIDE, W)                                                                     \
     {                                                                                              \
-      tile_##INSIDE##_##V##_1, tile_##INSIDE##_##V##_2, tile_##INSIDE##_##V##_3,                   \
-          tile_##INSIDE##_##V##_4, tile_##INSIDE##_##V##_5, tile_##INSIDE##_##V##_6,               \
-          tile_##INSIDE##_##V##_7, tile_##INSIDE##_##V##_8, tile_##INSIDE##_##V##_9,               \
-          tile_##INSIDE##_##V##_10, tile_##INSIDE##_##V##_11, tile_##INSIDE##_##V##_12,            \
-          tile_##INSIDE##_##V##_13, tile_##INSIDE##_##V##_14                                       \
+      tile_##INSIDE##_##W##_1, tile_##INSIDE##_##W##_2, tile_##INSIDE##_##W##_3,                   \
+          tile_##INSIDE##_##W##_4, tile_##INSIDE##_##W##_5, tile_##INSIDE##_##W##_6,               \
+          tile_##INSIDE##_##W##_7, tile_##INSIDE##_##W##_8, tile_##INSIDE##_##W##_9,               \
+          tile_##INSIDE##_##W##_10, tile_##INSIDE##_##W##_11, tile_##INSIDE##_##W##_12,            \
+          tile_##INSIDE##_##W##_13, tile_##INSIDE##_##W##_14                                       \
     }
-static const tile_fn tiles[3][2][GRADREF__CBD_TILE_ROWS] = {{TILE_LIST(0, 1), TILE_LIST(0, 2)},
-                                                            {TILE_LIST(1, 1), TILE_LIST(1, 2)},
-                                                            {TILE_LIST(2, 1), TILE_LIST(2, 2)}};
+#  define TILE_LISTS(INSIDE)                                                                       \
+    { TILE_LIST(INSIDE, 0), TILE_LIST(INSIDE, 1), TILE_LIST(INSIDE, 2), TILE_LIST(INSIDE, 3) }
+static const tile_fn tiles[3][4][GRADREF__CBD_TILE_ROWS] = {TILE_LISTS(0), TILE_LISTS(1),
+                                                            TILE_LISTS(2)};
 
 void gradref__cbd_f32_tile32_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
                                     const int64_t *offset, const uint16_t *masks, int64_t ntaps,
@@ -400,8 +416,8 @@ void gradref__cbd_f32_tile32_avx512(const float *image, int64_t channel_stride, 
                     live1 = (__mmask16)(cols <= 16   ? 0u
                                         : cols >= 32 ? 0xffffu
                                                      : (1u << (cols - 16)) - 1u);
-    tiles[inside][cols > 16][rows - 1](image, channel_stride, ocpg, offset, masks, ntaps, a, c, ldc,
-                                       live0, live1, load);
+    tiles[inside][(cols + 7) / 8 - 1][rows - 1](image, channel_stride, ocpg, offset, masks, ntaps,
+                                                a, c, ldc, live0, live1, load);
 }
 
 void gradref__cbd_f32_pack_tile32_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
