@@ -11,22 +11,50 @@
 #ifdef GRADREF__X86
 #  include <immintrin.h>
 
-/* Lanes [la, lb) of `run` consecutive panel rows (mr <= 8 floats apart): row q takes channels
- * from base + q * step (ci 0 at lane la) when lo <= q < hi, else zeros; 8-lane masked loads and
- * stores, the lanes outside [la, lb) never touched. */
-static void panel_lanes_avx2(float *dst, int64_t mr, const float *base, int64_t step, int64_t lo,
-                             int64_t hi, int64_t run, int64_t la, int64_t lb) {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    const __m256i m = _mm256_and_si256(_mm256_cmpgt_epi32(lane, _mm256_set1_epi32((int)la - 1)),
-                                       _mm256_cmpgt_epi32(_mm256_set1_epi32((int)lb), lane));
-    const __m256 zero = _mm256_setzero_ps();
+/* p[l] = s[l] (s NULL: +0) for l < n, by 4-, 2- and 1-float moves: no masked load or store
+ * (AMD runs AVX2's masked stores as microcode). */
+static inline void move_lanes(float *p, const float *s, int64_t n) {
+    const __m128 zero = _mm_setzero_ps();
+    for (; n >= 4; n -= 4, p += 4, s = s ? s + 4 : NULL)
+        _mm_storeu_ps(p, s ? _mm_loadu_ps(s) : zero);
+    if (n >= 2) {
+        _mm_storel_pi((__m64 *)(void *)p,
+                      s ? _mm_loadl_pi(zero, (const __m64 *)(const void *)s) : zero);
+        p += 2, n -= 2, s = s ? s + 2 : NULL;
+    }
+    if (n) _mm_store_ss(p, s ? _mm_load_ss(s) : zero);
+}
+
+/* panel_lanes for n = lb - la lanes, a constant in each instance. */
+__attribute__((always_inline)) static inline void lanes_n(float *dst, int64_t mr, const float *base,
+                                                          int64_t step, int64_t lo, int64_t hi,
+                                                          int64_t run, int64_t n) {
     int64_t q = 0;
     for (; q < lo; q++)
-        _mm256_maskstore_ps(dst + q * mr, m, zero);
+        move_lanes(dst + q * mr, NULL, n);
     for (; q < hi; q++)
-        _mm256_maskstore_ps(dst + q * mr, m, _mm256_maskload_ps(base + q * step - la, m));
+        move_lanes(dst + q * mr, base + q * step, n);
     for (; q < run; q++)
-        _mm256_maskstore_ps(dst + q * mr, m, zero);
+        move_lanes(dst + q * mr, NULL, n);
+}
+
+/* Lanes [la, lb) of `run` consecutive panel rows (mr floats apart, lb <= 8): row q takes
+ * channels from base + q * step (ci 0 at lane la) when lo <= q < hi, else zeros; the lanes
+ * outside [la, lb) never touched. */
+static void panel_lanes_avx2(float *dst, int64_t mr, const float *base, int64_t step, int64_t lo,
+                             int64_t hi, int64_t run, int64_t la, int64_t lb) {
+    dst += la;
+    switch (lb - la) { /* the lane count a constant in each */
+    case 1: lanes_n(dst, mr, base, step, lo, hi, run, 1); return;
+    case 2: lanes_n(dst, mr, base, step, lo, hi, run, 2); return;
+    case 3: lanes_n(dst, mr, base, step, lo, hi, run, 3); return;
+    case 4: lanes_n(dst, mr, base, step, lo, hi, run, 4); return;
+    case 5: lanes_n(dst, mr, base, step, lo, hi, run, 5); return;
+    case 6: lanes_n(dst, mr, base, step, lo, hi, run, 6); return;
+    case 7: lanes_n(dst, mr, base, step, lo, hi, run, 7); return;
+    case 8: lanes_n(dst, mr, base, step, lo, hi, run, 8); return;
+    default: lanes_n(dst, mr, base, step, lo, hi, run, lb - la);
+    }
 }
 
 void gradref__c3f_f32_gather_panel_avx2(float *dst, int64_t nr, const float *src, int64_t cs,
