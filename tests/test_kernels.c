@@ -479,29 +479,23 @@ static void test_c3f_panels(void **state) {
             k->panel_lanes(got, mr, base, step, lo, hi, run, la, lb);
             expect_bytes(got, want, sizeof got, "c3f panel_lanes", k->isa, lb - la, la);
         }
-        for (int trial = 0; k->gather_panel && trial < 200; trial++) {
-            const int64_t cols = 1 + (int64_t)(tu_next(&r) % (uint64_t)nr);
-            const int64_t len = 1 + (int64_t)(tu_next(&r) % ROWS);
-            const int64_t cs = len + (int64_t)(tu_next(&r) % 24);
-            for (int e = 0; e < DST; e++)
-                got[e] = want[e] = (float)e;
-            for (int64_t q = 0; q < len; q++)
-                for (int64_t j = 0; j < nr; j++)
-                    want[q * nr + j] = j < cols ? src[j * cs + q] : 0.0f;
-            k->gather_panel(got, nr, src, cs, len, cols);
-            expect_bytes(got, want, sizeof got, "c3f gather_panel", k->isa, len, cols);
-        }
-        for (int trial = 0; k->copy_panel && trial < 200; trial++) {
-            const int64_t cols = 1 + (int64_t)(tu_next(&r) % (uint64_t)nr);
-            const int64_t len = 1 + (int64_t)(tu_next(&r) % ROWS);
-            const int64_t step = cols + (int64_t)(tu_next(&r) % 24);
-            for (int e = 0; e < DST; e++)
-                got[e] = want[e] = (float)e;
-            for (int64_t q = 0; q < len; q++)
-                for (int64_t j = 0; j < nr; j++)
-                    want[q * nr + j] = j < cols ? src[q * step + j] : 0.0f;
-            k->copy_panel(got, nr, src, step, len, cols);
-            expect_bytes(got, want, sizeof got, "c3f copy_panel", k->isa, len, cols);
+        for (int rows_last = 0; rows_last < 2; rows_last++) { /* gather_panel, copy_panel */
+            void (*panel)(float *, int64_t, const float *, int64_t, int64_t, int64_t) =
+                rows_last ? k->copy_panel : k->gather_panel;
+            for (int trial = 0; panel && trial < 200; trial++) {
+                const int64_t cols = 1 + (int64_t)(tu_next(&r) % (uint64_t)nr);
+                const int64_t len = 1 + (int64_t)(tu_next(&r) % ROWS);
+                const int64_t cs = (rows_last ? cols : len) + (int64_t)(tu_next(&r) % 24);
+                for (int e = 0; e < DST; e++)
+                    got[e] = want[e] = (float)e;
+                for (int64_t q = 0; q < len; q++)
+                    for (int64_t j = 0; j < nr; j++)
+                        want[q * nr + j] =
+                            j >= cols ? 0.0f : src[rows_last ? q * cs + j : j * cs + q];
+                panel(got, nr, src, cs, len, cols);
+                expect_bytes(got, want, sizeof got,
+                             rows_last ? "c3f copy_panel" : "c3f gather_panel", k->isa, len, cols);
+            }
         }
         if (k->few_lanes) check_few_lanes(k, &r);
         check_round_hf32(k, &r);
