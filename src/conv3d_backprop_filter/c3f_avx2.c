@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* conv3d_backprop_filter's AVX2 kernels (its GEMMs are common/gemm_avx2.c's): A-panel lanes
  * (from channels-last x, or few channels transposed 8 x 8 in registers), B-panel rows gathered
- * from channel-major dy (8 x 8 blocks transposed in registers) and the counter's sums; the
- * finiteness scan is common/nan_avx2.c's. */
+ * from channel-major dy (8 x 8 blocks transposed in registers) or copied from channels-last dy,
+ * HF32 rounding and the counter's sums; the finiteness scan is common/nan_avx2.c's. */
 #include "c3f_kernels.h"
 #include "common/convert_array.h"
 #include "common/gemm_kernels.h"

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* conv3d_backprop_filter's NEON kernels: x panels' lanes 4 at a time (few channels by 4 x 4
- * register transposes, TRN), dy panels gathered with the same transposes, and the ordered
- * partial-sum adds; the finiteness scan is common/nan_neon.c's. */
+ * register transposes, TRN), dy panels gathered with the same transposes or copied from
+ * channels-last rows, HF32 rounding and the ordered partial-sum adds; the finiteness scan is
+ * common/nan_neon.c's. */
 #include "c3f_kernels.h"
 #include "common/convert.h"
 #include "common/gemm_kernels.h"
@@ -93,8 +94,8 @@ static inline float32x4_t hf32_round(float32x4_t v, uint32x4_t half, uint32x4_t 
     return vreinterpretq_f32_u32(vandq_u32(vaddq_u32(quiet, half), keep));
 }
 
-/* Channels [c0, c0 + 4) (those below n; the others zeros) at positions [i, i + m) of the
- * rows from src (position lo first), rounded when hf32, stored as rows of their lanes. */
+/* Channels [c0, c0 + 4) (those below n; the others zeros) at the m positions from `at` (src
+ * holds position lo first), rounded when hf32, stored as the lanes of m panel rows. */
 static inline void four_channels(float *dst, int64_t width, const float *src, int64_t cs,
                                  int64_t at, int64_t m, int64_t c0, int64_t n, int hf32,
                                  uint32x4_t half, uint32x4_t keep) {
