@@ -5,6 +5,7 @@
 
 #include "internal.h"
 #include "isa.h"
+#include "tensor.h"
 
 /* Whether a bit pattern of each float dtype is a NaN. */
 static int is_nan_bits(int32_t dtype, const char *e) {
@@ -122,23 +123,6 @@ void gradref__canon_nans_elems(int32_t dtype, void *p, int64_t n, int max_isa) {
     }
 }
 
-/* Whether t's elements fill its span exactly (dense in some dim order). */
-static int dense(const gradref_tensor *t) {
-    int used[GRADREF_MAX_DIMS] = {0};
-    int64_t want = 1; /* the stride the next dim outward must have */
-    for (int k = 0; k < t->ndim; k++) {
-        int pick = -1;
-        for (int i = 0; i < t->ndim; i++)
-            if (!used[i] && t->shape[i] > 1 && t->strides[i] == want) pick = i;
-        if (pick < 0) break;
-        used[pick] = 1;
-        want *= t->shape[pick];
-    }
-    for (int i = 0; i < t->ndim; i++)
-        if (!used[i] && t->shape[i] > 1) return 0;
-    return 1;
-}
-
 void gradref__canon_nans(const gradref_tensor *t, int threads, int max_isa) {
     const int32_t dt = t->dtype;
     if (dt != GRADREF_F32 && dt != GRADREF_F64 && dt != GRADREF_F16 && dt != GRADREF_BF16) return;
@@ -153,7 +137,7 @@ void gradref__canon_nans(const gradref_tensor *t, int threads, int max_isa) {
     }
     int64_t len = inner < 0 ? 1 : t->shape[inner], step = inner < 0 ? 1 : t->strides[inner];
     rows /= len;
-    if (dense(t)) { /* one run over the whole span */
+    if (gradref__tensor_dense(t)) { /* one run over the whole span */
         len = rows * len, step = 1, rows = 1, inner = -1;
         if (len >= (INT64_C(1) << 16) && threads > 1) {
             GRADREF__PARALLEL(threads) {

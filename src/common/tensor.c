@@ -455,3 +455,19 @@ gradref_status gradref__init_blocked(const char *op, gradref_tensor *t, void *da
     *t = r;
     return GRADREF_OK;
 }
+
+int gradref__tensor_dense(const gradref_tensor *t) {
+    int used[GRADREF_MAX_DIMS] = {0};
+    int64_t want = 1; /* the stride the next dim outward must have */
+    for (int k = 0; k < t->ndim; k++) {
+        int pick = -1;
+        for (int i = 0; i < t->ndim; i++)
+            if (!used[i] && t->shape[i] > 1 && t->strides[i] == want) pick = i;
+        if (pick < 0) break;
+        used[pick] = 1;
+        want *= t->shape[pick];
+    }
+    for (int i = 0; i < t->ndim; i++)
+        if (!used[i] && t->shape[i] > 1) return 0;
+    return 1;
+}

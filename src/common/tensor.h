@@ -44,6 +44,10 @@ gradref_status gradref__take_input(const char *op, const char *name, const gradr
 gradref_status gradref__take_output(const char *op, const char *name, const gradref_tensor *t,
                                     gradref_tensor *local, gradref__extent *ext);
 
+/* Whether t's elements fill their span exactly: dense in some order of its dims (NCDHW,
+ * NDHWC, ...; dims of size 1 ignored). */
+int gradref__tensor_dense(const gradref_tensor *t);
+
 /* ALIAS when the count elements of elem_size bytes at array, stride elements apart (a caller's
  * list such as seq_lens, read while outputs are written), intersect an output. The list must
  * already fit in the address space (it is read during validation). */

@@ -31,6 +31,7 @@
 #include "common/internal.h"
 #include "common/isa.h"
 #include "common/nan.h"
+#include "common/tensor.h"
 #include "c3f_counter.h"
 
 #define BLOCK GRADREF__C3F_BLOCK
@@ -95,19 +96,15 @@ static int64_t chunk_blocks(const gradref__c3f_plan *p, int64_t blocks, int thre
     return b;
 }
 
-/* Whether x's elements fill its span exactly, in some order of its dims (NCDHW, NDHWC, ...):
- * sorted by stride, the dims larger than 1 each step over all the smaller ones. */
+/* Whether x's elements fill its span exactly, in some order of its dims (NCDHW, NDHWC, ...). */
 static int x_dense(const gradref__c3f_plan *p) {
+    gradref_tensor x;
+    memset(&x, 0, sizeof x);
+    x.ndim = 5;
     const int64_t size[5] = {p->N, p->G * p->Cin_g, p->I[0], p->I[1], p->I[2]};
-    int64_t expect = 1;
-    for (int placed = 0; placed < 5; placed++) { /* the next stride up must be `expect` */
-        int found = -1;
-        for (int d = 0; d < 5 && found < 0; d++)
-            if (size[d] > 1 && p->xs[d] == expect) found = d;
-        if (found < 0) break;
-        expect *= size[found];
-    }
-    return expect == size[0] * size[1] * size[2] * size[3] * size[4];
+    memcpy(x.shape, size, sizeof size);
+    memcpy(x.strides, p->xs, sizeof size);
+    return gradref__tensor_dense(&x);
 }
 
 /* How the GEMM reads x: in place, staged (f32 channels-last, for the packed panels whose rows
