@@ -30,8 +30,8 @@ enum {
     /* a tile's floats at most: three AVX-512 panels (more would push their level counter out of
      * L1) */
     MAX_TILE = 3 * GRADREF__AVX512_MR * GRADREF__AVX512_NR,
-    /* a tap's channels read one by one below this, not by transposes that would run mostly
-     * empty (AVX2's 6-row panels above all) */
+    /* a tap's channels go by the 8 x 8 few_lanes kernel below this, not by 16-wide
+     * transposes that would run mostly empty (AVX2's 6-row panels above all) */
     FEW_LANES = 8,
     GEMM_KC = 48,                /* a block's GEMM in K slices of 48 */
     GEMM_NC = GRADREF__AVX512_NR /* a tile's columns: at most one panel */
@@ -116,6 +116,16 @@ static void x_run(const direct *d, int64_t channel, const int64_t *shift, const 
         dst[i * step] = 0.0f;
 }
 
+/* Lanes [la, la + n) of a run's len panel rows (width floats apart, row 0 at dst) by the
+ * level's panel_lanes: rows [lo, hi) from src (row lo's first channel, step floats a row), zeros
+ * else. The rows inside are a call of their own, so that no pointer is formed before src. */
+static void run_lanes(const gradref__c3f_kernels *k, float *dst, int width, const float *src,
+                      int64_t step, int64_t lo, int64_t hi, int64_t len, int64_t la, int64_t n) {
+    k->panel_lanes(dst, width, NULL, 0, 0, 0, lo, la, la + n);
+    k->panel_lanes(dst + lo * width, width, src, step, 0, hi - lo, hi - lo, la, la + n);
+    k->panel_lanes(dst + hi * width, width, NULL, 0, 0, 0, len - hi, la, la + n);
+}
+
 /* Lanes [la, la + n) of A's panel (width floats a row) for one tap and the n channels from ci,
  * by the kernels' register transposes: F32 x with unit steps along the runs (stride 1, unit
  * stride along w), n <= 16. The rows, rounded at HF32, go into the panel by panel_lanes (n >= 8
@@ -131,17 +141,13 @@ static void x_lanes_transposed(const direct *d, const gradref__c3f_kernels *k, c
         const int64_t base = x_bounds(p, shift, o, len, &lo, &hi, &step);
         if (hi > lo) k->gather_panel(tmp, 16, x + base, p->xs[1], hi - lo, n);
         if (hi > lo && d->hf32) k->round_hf32(tmp, tmp, (hi - lo) * 16, d->hf32);
-        float *rows = dst + q * width;
-        k->panel_lanes(rows, width, NULL, 0, 0, 0, lo, la, la + n);
-        k->panel_lanes(rows + lo * width, width, tmp, 16, 0, hi - lo, hi - lo, la, la + n);
-        k->panel_lanes(rows + hi * width, width, NULL, 0, 0, 0, len - hi, la, la + n);
+        run_lanes(k, dst + q * width, width, tmp, 16, lo, hi, len, la, n);
     }
 }
 
 /* The same for fewer than FEW_LANES channels (a first layer's 3, AVX2's 6-row panels), whose
- * 16-wide transposes would run mostly empty: the level's few_lanes kernel (8 x 8 transposes),
- * else HF32 takes each channel along the run (the rounding vectorises there) and a plain copy
- * goes row by row, each row's n lanes from the n channels. */
+ * 16-wide transposes would run mostly empty: the level's few_lanes kernel (8 x 8 transposes,
+ * rounding at HF32). */
 static void x_lanes_few(const direct *d, const gradref__c3f_kernels *k, const int64_t *shift,
                         int64_t ci, int64_t n, int64_t r_first, int64_t kc, float *dst, int width,
                         int64_t la) {
@@ -149,27 +155,8 @@ static void x_lanes_few(const direct *d, const gradref__c3f_kernels *k, const in
     const float *x = (const float *)(const void *)p->x + (d->g * p->Cin_g + ci) * p->xs[1];
     FOR_EACH_RUN(p, r_first, kc, q, len, o) {
         int64_t lo, hi, step; /* step 1: unit stride along w */
-        const int64_t base = x_bounds(p, shift, o, len, &lo, &hi, &step) - lo;
-        if (k->few_lanes) {
-            k->few_lanes(dst + q * width + la, width, x + base + lo, p->xs[1], lo, hi, len, n,
-                         d->hf32);
-            continue;
-        }
-        for (int64_t i = 0; i < len && !d->hf32; i++) {
-            float *out = dst + (q + i) * width + la;
-            for (int64_t l = 0; l < n; l++)
-                out[l] = i < lo || i >= hi ? 0.0f : x[base + l * p->xs[1] + i];
-        }
-        for (int64_t l = 0; l < n && d->hf32; l++) {
-            const int64_t at = base + l * p->xs[1];
-            float *out = dst + q * width + la + l;
-            for (int64_t i = 0; i < lo; i++)
-                out[i * width] = 0.0f;
-            for (int64_t i = lo; i < hi; i++)
-                out[i * width] = gradref__hf32_round(x[at + i], d->hf32);
-            for (int64_t i = hi; i < len; i++)
-                out[i * width] = 0.0f;
-        }
+        const int64_t base = x_bounds(p, shift, o, len, &lo, &hi, &step);
+        k->few_lanes(dst + q * width + la, width, x + base, p->xs[1], lo, hi, len, n, d->hf32);
     }
 }
 
@@ -184,12 +171,8 @@ static void x_lanes_contiguous(const direct *d, const gradref__c3f_kernels *k, c
     FOR_EACH_RUN(p, r_first, kc, q, len, o) {
         int64_t lo, hi, step;
         const int64_t base = x_bounds(p, shift, o, len, &lo, &hi, &step);
-        if (k->panel_lanes && !d->hf32) { /* the zero rows before and after, the rows inside */
-            float *rows = dst + q * width;
-            k->panel_lanes(rows, width, NULL, 0, 0, 0, lo, la, la + n);
-            k->panel_lanes(rows + lo * width, width, x + base, step, 0, hi - lo, hi - lo, la,
-                           la + n);
-            k->panel_lanes(rows + hi * width, width, NULL, 0, 0, 0, len - hi, la, la + n);
+        if (k->panel_lanes && !d->hf32) {
+            run_lanes(k, dst + q * width, width, x + base, step, lo, hi, len, la, n);
             continue;
         }
         for (int64_t i = 0; i < len; i++) {
@@ -219,8 +202,9 @@ static void pack_a_x(const void *ctx, int64_t k0, int64_t kc, int64_t first, int
     const gradref__c3f_plan *p = d->p;
     const gradref__c3f_kernels *k = gradref__c3f_kernels_for(p->max_isa);
     const int f32 = p->in_dtype == GRADREF_F32, contiguous = f32 && p->xs[1] == 1;
-    const int transposed = k->gather_panel != NULL && k->panel_lanes != NULL && f32 &&
-                           p->xs[4] == 1 && p->stride[2] == 1 && kc <= GEMM_KC;
+    const int transposed = k->gather_panel != NULL && k->panel_lanes != NULL &&
+                           k->few_lanes != NULL && f32 && p->xs[4] == 1 && p->stride[2] == 1 &&
+                           kc <= GEMM_KC;
     const int64_t T = p->K[0] * p->K[1] * p->K[2];
     for (int64_t i0 = 0; i0 < count; i0 += width, dst += kc * width)
         for (int64_t i = 0, n = 1; i < width; i += n) {
