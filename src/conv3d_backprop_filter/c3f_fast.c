@@ -374,9 +374,7 @@ static const float *dy_panels(const run *R, int64_t g, const runs *u, int64_t r0
         }
         k += len;
     }
-    if (R->dy_hf32) /* the panels in L1 */
-        gradref__c3f_kernels_for(R->p->max_isa)
-            ->round_hf32(dst, dst, (C + nr - 1) / nr * K * nr, R->dy_hf32);
+    if (R->dy_hf32) R->k->round_hf32(dst, dst, (C + nr - 1) / nr * K * nr, R->dy_hf32); /* L1 */
     return dst;
 }
 
@@ -584,6 +582,25 @@ static void combine_chunks(const run *R, const layout *L, char *base, int thread
     }
 }
 
+typedef struct rounding {
+    const gradref__c3f_kernels *k;
+    float *dst;
+    const float *src;
+    int hf32;
+} rounding;
+
+static void round_part(const void *arg, int64_t begin, int64_t end) {
+    const rounding *r = arg;
+    r->k->round_hf32(r->dst + begin, r->src + begin, end - begin, r->hf32);
+}
+
+/* dst[i] = src[i] rounded to HF32's `hf32` kept bits for i < n (dst may be src): the threads
+ * a range each, by the level's vector kernel. */
+static void round_all(float *dst, const float *src, int64_t n, int hf32, int threads, int max_isa) {
+    const rounding r = {gradref__c3f_kernels_for(max_isa), dst, src, hf32};
+    gradref__parallel_ranges(n, threads, round_part, &r);
+}
+
 /* src as channels-last f32 at dst (strides st), each row (n, d, h) `width` >= W positions
  * long with zeros before w = 0 (w0 of them) and after w = W; with `hf32` kept bits each value
  * is then rounded to HF32. st addresses position w = -w0. */
@@ -601,11 +618,7 @@ static void channels_last(const char *src, int32_t dtype, const int64_t *shape, 
         }
     }
     gradref__copy5(shape, src, dtype, s, dst + w0 * C, GRADREF_F32, st, threads, max_isa);
-    if (!hf32) return;
-    const int64_t n = shape[0] * st[0];
-    GRADREF__PARALLEL_FOR(threads, schedule(static))
-    for (int64_t i = 0; i < n; i++)
-        dst[i] = gradref__hf32_round(dst[i], hf32);
+    if (hf32) round_all(dst, dst, shape[0] * st[0], hf32, threads, max_isa);
 }
 
 static void ref_part(const void *plan, int64_t begin, int64_t end) {
@@ -618,12 +631,9 @@ static void bind_inputs(run *R, const layout *L, char *base, int hf32, int threa
     const int64_t xshape[5] = {p->N, p->G * p->Cin_g, p->I[0], p->I[1], p->I[2]};
     const int64_t yshape[5] = {p->N, p->G * p->Cout_g, p->O[0], p->O[1], p->O[2]};
     if (L->round_x) {
-        const int64_t n = xshape[0] * xshape[1] * xshape[2] * xshape[3] * xshape[4];
-        const float *x = R->x;
         float *dst = (float *)(base + L->x32);
-        GRADREF__PARALLEL_FOR(threads, schedule(static))
-        for (int64_t i = 0; i < n; i++)
-            dst[i] = gradref__hf32_round(x[i], hf32);
+        round_all(dst, R->x, xshape[0] * xshape[1] * xshape[2] * xshape[3] * xshape[4], hf32,
+                  threads, p->max_isa);
         R->x = dst;
     }
     if (L->stage_x) {
