@@ -938,35 +938,44 @@ static void test_copy_bits_and_threads(void **state) {
 }
 
 /* A channels-last -> channel-major copy larger than GRADREF__STREAM_MIN_BYTES: its full tiles
- * are written with streaming stores where dst's rows are 32-byte aligned and with plain ones
- * where they are not (dst one element off); every element lands, at every thread count. Then
+ * are written with streaming stores where dst's rows are 32-byte aligned (whole lines at a time
+ * where they start on 64 bytes) and with plain ones where they are not (dst one element off);
+ * every element lands, at every thread count, for rows of whole lines and of half lines. Then
  * the same tiles as part of a larger output (gradref__copy5_part), one plane at a time. */
-static void test_copy_streamed_tiles(void **state) {
-    (void)state;
-    enum { C = 64, S = 40008 }; /* 10 MiB of F32; S leaves edge tiles and 32-byte rows */
-    const size_t n = (size_t)C * S;
-    uint32_t *src = malloc(n * 4), *buf = malloc((n + 16) * 4);
-    assert_non_null(src);
-    assert_non_null(buf);
-    assert_true((size_t)C * S * 4 >= GRADREF__STREAM_MIN_BYTES);
-    for (size_t i = 0; i < n; i++)
-        src[i] = (uint32_t)(i * 2654435761u);
+static void copy_streamed_rows(const uint32_t *src, uint32_t *buf, int64_t C, int64_t S) {
+    const size_t n = (size_t)(C * S);
     const int64_t shape[2] = {C, S}, ss[2] = {1, C}, ds[2] = {S, 1};
+    const int offsets[] = {0, 8, 1}; /* elements past a 64-byte boundary */
     int counts[] = TU_THREAD_COUNTS;
-    for (int off = 0; off < 2; off++)
+    for (int o = 0; o < 3; o++)
         for (size_t k = 0; k < sizeof counts / sizeof counts[0]; k++) {
-            uint32_t *dst = (uint32_t *)(((uintptr_t)buf + 31) & ~(uintptr_t)31) + off;
-            memset(buf, 0xab, (n + 16) * 4);
-            gradref_tensor ts = desc(src, GRADREF_F32, 2, shape, ss),
+            uint32_t *dst = (uint32_t *)(((uintptr_t)buf + 63) & ~(uintptr_t)63) + offsets[o];
+            memset(buf, 0xab, (n + 32) * 4);
+            gradref_tensor ts = desc((void *)src, GRADREF_F32, 2, shape, ss),
                            td = desc(dst, GRADREF_F32, 2, shape, ds);
             gradref_exec exec = {NULL, 0, counts[k], 0};
             assert_int_equal(gradref_copy(&ts, &td, &exec), GRADREF_OK);
             for (int64_t c = 0; c < C; c++)
                 for (int64_t i = 0; i < S; i++)
                     if (dst[c * S + i] != src[i * C + c])
-                        fail_msg("off %d threads %d: dst[%lld][%lld] differs", off, counts[k],
-                                 (long long)c, (long long)i);
+                        fail_msg("S %lld off %d threads %d: dst[%lld][%lld] differs", (long long)S,
+                                 offsets[o], counts[k], (long long)c, (long long)i);
         }
+}
+
+static void test_copy_streamed_tiles(void **state) {
+    (void)state;
+    /* 10 MiB of F32; both S leave edge tiles, 40016 makes rows of whole lines */
+    enum { C = 64, S = 40008, S_LINES = 40016 };
+    const size_t n = (size_t)C * S_LINES;
+    uint32_t *src = malloc(n * 4), *buf = malloc((n + 32) * 4);
+    assert_non_null(src);
+    assert_non_null(buf);
+    assert_true((size_t)C * S * 4 >= GRADREF__STREAM_MIN_BYTES);
+    for (size_t i = 0; i < n; i++)
+        src[i] = (uint32_t)(i * 2654435761u);
+    copy_streamed_rows(src, buf, C, S);
+    copy_streamed_rows(src, buf, C, S_LINES);
     /* as gs3d writes dx: planes of (C, 1, H, W) from a channels-last buffer into NCDHW */
     const int64_t D = 3, HW = S / D, s5[5] = {0, 1, 0, 0, C}, d5[5] = {0, D * HW, HW, 0, 1},
                   sh5[5] = {1, C, 1, 1, HW};

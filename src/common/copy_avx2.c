@@ -6,27 +6,34 @@
 #ifdef GRADREF__X86
 #  include <immintrin.h>
 
-/* d[i * dstride + j] = s[j * sstride + i] for an 8 x 8 block of 32-bit elements; streaming
- * stores when `stream` (d's rows 32-byte aligned). */
-__attribute__((always_inline)) static inline void
-transpose8x8(const uint32_t *s, int64_t sstride, uint32_t *d, int64_t dstride, int stream) {
-    __m256 r[8], t[8];
+/* t[i] lane j = s[j * sstride + i] for an 8 x 8 block of 32-bit elements. */
+__attribute__((always_inline)) static inline void transpose8x8_regs(const uint32_t *s,
+                                                                    int64_t sstride, __m256 t[8]) {
+    __m256 r[8], u[8];
     for (int k = 0; k < 8; k++)
         r[k] = _mm256_loadu_ps((const float *)(s + k * sstride));
     for (int k = 0; k < 4; k++) {
-        t[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
-        t[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
+        u[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
+        u[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
     }
     for (int k = 0; k < 2; k++) {
-        r[4 * k] = _mm256_shuffle_ps(t[4 * k], t[4 * k + 2], _MM_SHUFFLE(1, 0, 1, 0));
-        r[4 * k + 1] = _mm256_shuffle_ps(t[4 * k], t[4 * k + 2], _MM_SHUFFLE(3, 2, 3, 2));
-        r[4 * k + 2] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], _MM_SHUFFLE(1, 0, 1, 0));
-        r[4 * k + 3] = _mm256_shuffle_ps(t[4 * k + 1], t[4 * k + 3], _MM_SHUFFLE(3, 2, 3, 2));
+        r[4 * k] = _mm256_shuffle_ps(u[4 * k], u[4 * k + 2], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * k + 1] = _mm256_shuffle_ps(u[4 * k], u[4 * k + 2], _MM_SHUFFLE(3, 2, 3, 2));
+        r[4 * k + 2] = _mm256_shuffle_ps(u[4 * k + 1], u[4 * k + 3], _MM_SHUFFLE(1, 0, 1, 0));
+        r[4 * k + 3] = _mm256_shuffle_ps(u[4 * k + 1], u[4 * k + 3], _MM_SHUFFLE(3, 2, 3, 2));
     }
     for (int k = 0; k < 4; k++) {
         t[k] = _mm256_permute2f128_ps(r[k], r[k + 4], 0x20);
         t[k + 4] = _mm256_permute2f128_ps(r[k], r[k + 4], 0x31);
     }
+}
+
+/* d[i * dstride + j] = s[j * sstride + i] for an 8 x 8 block; streaming stores when `stream`
+ * (d's rows 32-byte aligned). */
+__attribute__((always_inline)) static inline void
+transpose8x8(const uint32_t *s, int64_t sstride, uint32_t *d, int64_t dstride, int stream) {
+    __m256 t[8];
+    transpose8x8_regs(s, sstride, t);
     for (int k = 0; k < 8; k++) {
         if (stream)
             _mm256_stream_ps((float *)(d + k * dstride), t[k]);
@@ -64,12 +71,27 @@ void gradref__transpose32x32_u32_avx2(const uint32_t *s, int64_t sstride, uint32
 }
 
 /* The same with streaming stores, for a destination too large for the cache whose rows lie far
- * apart (a channel-major output): each destination row's two lines are completed eight rows at
- * a time, so at most eight lines wait in the write-combining buffers, and no line is read for
- * ownership. */
+ * apart (a channel-major output); no line is read for ownership. Where d's rows start on cache
+ * lines, two 8 x 8 blocks are transposed and each line's two halves are stored back to back:
+ * a write-combining buffer left half full while others open is written out in parts (eight
+ * rows of interleaved half lines stream at a fifth of the full-line rate on an Intel core). */
 void gradref__transpose32x32_u32_stream_avx2(const uint32_t *s, int64_t sstride, uint32_t *d,
                                              int64_t dstride) {
-    transpose32x32(s, sstride, d, dstride, 0, 1);
+    if ((uintptr_t)d % 64 != 0 || dstride % 16 != 0) {
+        transpose32x32(s, sstride, d, dstride, 0, 1);
+        return;
+    }
+    for (int64_t i = 0; i < 32; i += 8)
+        for (int64_t j = 0; j < 32; j += 16) {
+            __m256 lo[8], hi[8];
+            transpose8x8_regs(s + j * sstride + i, sstride, lo);
+            transpose8x8_regs(s + (j + 8) * sstride + i, sstride, hi);
+            for (int k = 0; k < 8; k++) {
+                float *row = (float *)(d + (i + k) * dstride + j);
+                _mm256_stream_ps(row, lo[k]);
+                _mm256_stream_ps(row + 8, hi[k]);
+            }
+        }
 }
 #else
 typedef int gradref__copy_avx2_unused;
