@@ -273,8 +273,9 @@ voxel_blocks8(float *acc, int64_t as1, const int cb, const int stream, const flo
             for (int i = 0; i < 4; i++)
                 o[i] = _mm256_blendv_ps(o[i], _mm256_add_ps(o[i], _mm256_set1_ps(row[i])), on);
         }
-        for (int h = 0; h < 2; h++)
-            for (int i = 0; i < cb; i++) { /* NaN as the canonical one; dx past the caches */
+        /* NaN as the canonical one; dx past the caches, each line's halves back to back */
+        for (int i = 0; i < cb; i++)
+            for (int h = 0; h < 2; h++) {
                 const __m256 x = out[h][i];
                 const __m256 y = _mm256_blendv_ps(x, canon, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
                 if (stream)
