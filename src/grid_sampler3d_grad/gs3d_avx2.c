@@ -18,6 +18,46 @@ static inline __m256i narrow8(const int64_t *v) {
 
 #  define GRAD_AHEAD 32
 
+/* One step's operands: 8 points' weights (w, h, d by the corner's side), and each corner's
+ * lanes inside x and offsets into it. */
+typedef struct {
+    __m256 w[2], h[2], d[2];
+    __m256i lane[8], idx[8];
+} dgrid8_step;
+
+/* The chain over (channel, corner) for 8 points into gi[3]. `blend` 0: every corner of every
+ * lane is inside (a smooth grid's interior), so the terms are added without blends and the
+ * gathers unmasked; the sums are the same. */
+static inline __attribute__((always_inline)) void
+dgrid8_chain(const gs3d_kargs *r, const dgrid8_step *t, int blend, int live, const float *xn,
+             const float *gn, int64_t q, __m256i offg, int ahead, __m256 gi[3]) {
+    for (int64_t c = 0; c < r->shape.C; c++) {
+        const float *xc = xn + c * r->xs[1];
+        const float *gc = gn + c * r->gs[1];
+        if (ahead) _mm_prefetch((const char *)(gc + q + GRAD_AHEAD), _MM_HINT_T0);
+        const __m256 g =
+            r->grad_points_dense ? _mm256_loadu_ps(gc + q) : _mm256_i32gather_ps(gc, offg, 4);
+        for (int k = 0; k < 8; k++) {
+            if (blend && !((live >> k) & 1)) continue;
+            const int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
+            const __m256 on = _mm256_castsi256_ps(t->lane[k]);
+            const __m256 v =
+                blend ? _mm256_mask_i32gather_ps(_mm256_setzero_ps(), xc, t->idx[k], on, 4)
+                      : _mm256_i32gather_ps(xc, t->idx[k], 4);
+            const __m256 vw = _mm256_mul_ps(v, t->w[dx]);
+            const __m256 tx = _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(v, t->h[dy]), t->d[dz]), g);
+            const __m256 ty = _mm256_mul_ps(_mm256_mul_ps(vw, t->d[dz]), g);
+            const __m256 tz = _mm256_mul_ps(_mm256_mul_ps(vw, t->h[dy]), g);
+            const __m256 nx = dx ? _mm256_add_ps(gi[0], tx) : _mm256_sub_ps(gi[0], tx);
+            const __m256 ny = dy ? _mm256_add_ps(gi[1], ty) : _mm256_sub_ps(gi[1], ty);
+            const __m256 nz = dz ? _mm256_add_ps(gi[2], tz) : _mm256_sub_ps(gi[2], tz);
+            gi[0] = blend ? _mm256_blendv_ps(gi[0], nx, on) : nx;
+            gi[1] = blend ? _mm256_blendv_ps(gi[1], ny, on) : ny;
+            gi[2] = blend ? _mm256_blendv_ps(gi[2], nz, on) : nz;
+        }
+    }
+}
+
 int64_t gradref__gs3d_f32_dgrid8_avx2(const gs3d_kargs *r, int64_t n, int64_t q0, int64_t q1) {
     const gs3d_shape *p = &r->shape;
     const int64_t NP = p->N * r->P;
@@ -31,55 +71,35 @@ int64_t gradref__gs3d_f32_dgrid8_avx2(const gs3d_kargs *r, int64_t n, int64_t q0
     for (; q + 8 <= q1; q += 8) {
         const int64_t i = n * r->P + q;
         const __m256i m8 = _mm256_cvtepu8_epi32(_mm_loadl_epi64((const __m128i *)(r->g.mask + i)));
-        __m256 gix = _mm256_setzero_ps(), giy = gix, giz = gix;
+        __m256 gi[3] = {_mm256_setzero_ps(), _mm256_setzero_ps(), _mm256_setzero_ps()};
         if (!_mm256_testz_si256(m8, m8)) {
             const __m256i offx = narrow8(r->g.offx + i), offg = narrow8(r->g.offg + i);
-            const __m256 w[2] = {_mm256_loadu_ps(dist + i), _mm256_loadu_ps(dist + NP + i)};
-            const __m256 h[2] = {_mm256_loadu_ps(dist + 2 * NP + i),
-                                 _mm256_loadu_ps(dist + 3 * NP + i)};
-            const __m256 d[2] = {_mm256_loadu_ps(dist + 4 * NP + i),
-                                 _mm256_loadu_ps(dist + 5 * NP + i)};
-            __m256i lane[8], idx[8];
-            int live = 0;
+            dgrid8_step t;
+            for (int j = 0; j < 2; j++) {
+                t.w[j] = _mm256_loadu_ps(dist + j * NP + i);
+                t.h[j] = _mm256_loadu_ps(dist + (2 + j) * NP + i);
+                t.d[j] = _mm256_loadu_ps(dist + (4 + j) * NP + i);
+            }
+            int live = 0, full = 0;
             for (int k = 0; k < 8; k++) {
                 __m256i bit = _mm256_set1_epi32(1 << k);
-                lane[k] = _mm256_cmpeq_epi32(_mm256_and_si256(m8, bit), bit);
-                idx[k] = _mm256_add_epi32(offx, corner[k]);
-                if (!_mm256_testz_si256(lane[k], lane[k])) live |= 1 << k;
+                t.lane[k] = _mm256_cmpeq_epi32(_mm256_and_si256(m8, bit), bit);
+                t.idx[k] = _mm256_add_epi32(offx, corner[k]);
+                const int lanes = _mm256_movemask_ps(_mm256_castsi256_ps(t.lane[k]));
+                live |= (lanes != 0) << k;
+                full |= (lanes == 0xff) << k;
             }
             /* grad's channels are a plane apart: a line of each, GRAD_AHEAD points on, is
              * fetched early (the streams outnumber what the hardware prefetcher follows) */
             const int ahead = r->grad_points_dense && (q & 15) == 0 && q + GRAD_AHEAD < q1;
-            for (int64_t c = 0; c < p->C; c++) {
-                const float *xc = xn + c * r->xs[1];
-                const float *gc = gn + c * r->gs[1];
-                if (ahead) _mm_prefetch((const char *)(gc + q + GRAD_AHEAD), _MM_HINT_T0);
-                const __m256 g = r->grad_points_dense ? _mm256_loadu_ps(gc + q)
-                                                      : _mm256_i32gather_ps(gc, offg, 4);
-                for (int k = 0; k < 8; k++) {
-                    if (!((live >> k) & 1)) continue;
-                    const int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
-                    const __m256 on = _mm256_castsi256_ps(lane[k]);
-                    const __m256 v =
-                        _mm256_mask_i32gather_ps(_mm256_setzero_ps(), xc, idx[k], on, 4);
-                    const __m256 vw = _mm256_mul_ps(v, w[dx]);
-                    const __m256 tx =
-                        _mm256_mul_ps(_mm256_mul_ps(_mm256_mul_ps(v, h[dy]), d[dz]), g);
-                    const __m256 ty = _mm256_mul_ps(_mm256_mul_ps(vw, d[dz]), g);
-                    const __m256 tz = _mm256_mul_ps(_mm256_mul_ps(vw, h[dy]), g);
-                    gix = _mm256_blendv_ps(
-                        gix, dx ? _mm256_add_ps(gix, tx) : _mm256_sub_ps(gix, tx), on);
-                    giy = _mm256_blendv_ps(
-                        giy, dy ? _mm256_add_ps(giy, ty) : _mm256_sub_ps(giy, ty), on);
-                    giz = _mm256_blendv_ps(
-                        giz, dz ? _mm256_add_ps(giz, tz) : _mm256_sub_ps(giz, tz), on);
-                }
-            }
+            if (full == 0xff)
+                dgrid8_chain(r, &t, 0, live, xn, gn, q, offg, ahead, gi);
+            else
+                dgrid8_chain(r, &t, 1, live, xn, gn, q, offg, ahead, gi);
         }
         float out[3][16];
-        _mm256_storeu_ps(out[0], _mm256_mul_ps(_mm256_loadu_ps(mult + i), gix));
-        _mm256_storeu_ps(out[1], _mm256_mul_ps(_mm256_loadu_ps(mult + NP + i), giy));
-        _mm256_storeu_ps(out[2], _mm256_mul_ps(_mm256_loadu_ps(mult + 2 * NP + i), giz));
+        for (int j = 0; j < 3; j++)
+            _mm256_storeu_ps(out[j], _mm256_mul_ps(_mm256_loadu_ps(mult + j * NP + i), gi[j]));
         gradref__gs3d_store_dgrid(r, n, q, 8, out);
     }
     return q - q0;
