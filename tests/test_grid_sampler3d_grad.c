@@ -509,6 +509,25 @@ static void test_threads_and_layouts(void **state) {
         }
 }
 
+/* Channel counts past the kernels' vector blocks (32 channels at a time, then 8, then one):
+ * 37 and 45 take each block and a remainder; grids inside x (every corner of every point, the
+ * dgrid kernels' unblended chain) and reaching past it, in both layouts. */
+static void test_wide_channels(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(304);
+    for (int64_t C = 37; C <= 45; C += 8)
+        for (int layout = 0; layout < 2; layout++)
+            for (int m = 0; m < 3; m++) {
+                const int64_t dims[8] = {2, C, 3, 5, 6, 3, 4, 5};
+                gs_case c;
+                make_case(&c, GRADREF_F32, dims, layout, m == 1 ? 1.3 : 0.6, &r);
+                gradref_grid_sampler3d_params p = {m == 2, GRADREF_PAD_ZEROS, m == 0};
+                c.params = p;
+                check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT, 1, 1);
+                free_case(&c);
+            }
+}
+
 /* Many points on one voxel (16-point groups that collide): the order of dx's sum is the
  * reference's, channels-last and channel-major. */
 static void test_collisions(void **state) {
@@ -1083,6 +1102,7 @@ int main(void) {
         cmocka_unit_test(test_fast_matches_reference),
         cmocka_unit_test(test_nan_bits),
         cmocka_unit_test(test_threads_and_layouts),
+        cmocka_unit_test(test_wide_channels),
         cmocka_unit_test(test_collisions),
         cmocka_unit_test(test_nearest_voxel_blocks),
         cmocka_unit_test(test_workspace_for_fewer_threads),

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* grid_sampler3d_grad's AVX2 kernels: dgrid 8 points per step, the geometry 16 points a step
- * (two octets) and dx planes 8 channels per step, the portable passes' operations in the same
- * order (no FMA), so the reference's bits. */
+ * (two octets) and dx planes 32 channels per step (then 8), the portable passes' operations in
+ * the same order (no FMA), so the reference's bits. */
 #include "gs3d_kernels.h"
 
 #ifdef GRADREF__X86
@@ -105,6 +105,26 @@ int64_t gradref__gs3d_f32_dgrid8_avx2(const gs3d_kargs *r, int64_t n, int64_t q0
     return q - q0;
 }
 
+/* A record's corners over channels [c0, c0 + 8V): grad's V vectors loaded once for the four
+ * corners (each element still takes its terms in point order). */
+static inline __attribute__((always_inline)) void dx_corners8(const gs3d_kargs *r,
+                                                              const gs3d_record_f *e, float *a,
+                                                              const float *g, int64_t c0, int V,
+                                                              int scale) {
+    __m256 gv[4];
+    for (int v = 0; v < V; v++)
+        gv[v] = _mm256_loadu_ps(g + c0 + 8 * v);
+    for (int j = 0; j < 4; j++) {
+        if (!((e->on >> j) & 1u)) continue;
+        float *aj = a + r->da_plane[j] + c0;
+        const __m256 wv = _mm256_set1_ps(e->w[j]);
+        for (int v = 0; v < V; v++) {
+            const __m256 add = scale ? _mm256_mul_ps(wv, gv[v]) : gv[v];
+            _mm256_storeu_ps(aj + 8 * v, _mm256_add_ps(_mm256_loadu_ps(aj + 8 * v), add));
+        }
+    }
+}
+
 void gradref__gs3d_f32_dx_plane_avx2(const gs3d_kargs *r, const gs3d_record_f *rec, int64_t count,
                                      float *plane, const float *gn) {
     const int64_t C = r->shape.C;
@@ -113,19 +133,16 @@ void gradref__gs3d_f32_dx_plane_avx2(const gs3d_kargs *r, const gs3d_record_f *r
         if (e + 8 < count) _mm_prefetch((const char *)(gn + rec[e + 8].g), _MM_HINT_T0);
         const float *g = gn + rec[e].g;
         float *a = plane + rec[e].a;
-        for (int j = 0; j < 4; j++) {
+        int64_t c = 0;
+        for (; c + 32 <= C; c += 32)
+            scale ? dx_corners8(r, rec + e, a, g, c, 4, 1) : dx_corners8(r, rec + e, a, g, c, 4, 0);
+        for (; c + 8 <= C; c += 8)
+            scale ? dx_corners8(r, rec + e, a, g, c, 1, 1) : dx_corners8(r, rec + e, a, g, c, 1, 0);
+        for (int j = 0; c < C && j < 4; j++) {
             if (!((rec[e].on >> j) & 1u)) continue;
             float *aj = a + r->da_plane[j];
-            const float w = rec[e].w[j];
-            const __m256 wv = _mm256_set1_ps(w);
-            int64_t c = 0;
-            for (; c + 8 <= C; c += 8) {
-                __m256 gv = _mm256_loadu_ps(g + c);
-                __m256 add = scale ? _mm256_mul_ps(wv, gv) : gv;
-                _mm256_storeu_ps(aj + c, _mm256_add_ps(_mm256_loadu_ps(aj + c), add));
-            }
-            for (; c < C; c++)
-                aj[c] += scale ? w * g[c] : g[c];
+            for (int64_t k = c; k < C; k++)
+                aj[k] += scale ? rec[e].w[j] * g[k] : g[k];
         }
     }
 }
