@@ -130,7 +130,11 @@ void gradref__gs3d_f32_dx_plane_avx2(const gs3d_kargs *r, const gs3d_record_f *r
     const int64_t C = r->shape.C;
     const int scale = r->shape.interp != GRADREF_INTERP_NEAREST;
     for (int64_t e = 0; e < count; e++) {
-        if (e + 8 < count) _mm_prefetch((const char *)(gn + rec[e + 8].g), _MM_HINT_T0);
+        if (e + 8 < count) { /* grad rows are random: fetch ahead */
+            const char *next = (const char *)(gn + rec[e + 8].g);
+            _mm_prefetch(next, _MM_HINT_T0);
+            if (C > 16) _mm_prefetch(next + 64, _MM_HINT_T0);
+        }
         const float *g = gn + rec[e].g;
         float *a = plane + rec[e].a;
         int64_t c = 0;
