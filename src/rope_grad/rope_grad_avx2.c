@@ -81,15 +81,24 @@ void gradref__rope_interleaved_row_avx2(int32_t dt, const void *g, void *out, co
 /* ---- every head of a token row at once ---- */
 
 /* The heads kernels with the dtype and `stream` as constants in each instance: the per-store
- * tests of both vanish from the loops. */
+ * tests of both vanish from the loops. F32 and F16 store without the NaN rule and add every
+ * value into a sum (store8_checked); when the sum meets a NaN (rare), the token's rows are
+ * stored again under the rule, after a fence so that the second streamed stores land last. */
 #  define BY_DTYPE_AND_STREAM(CALL)                                                                \
     do {                                                                                           \
-      if (dt == GRADREF_BF16)                                                                      \
-        stream ? CALL(GRADREF_BF16, 1) : CALL(GRADREF_BF16, 0);                                    \
-      else if (dt == GRADREF_F16)                                                                  \
-        stream ? CALL(GRADREF_F16, 1) : CALL(GRADREF_F16, 0);                                      \
+      if (dt == GRADREF_BF16) {                                                                    \
+        stream ? CALL(GRADREF_BF16, 1, NULL) : CALL(GRADREF_BF16, 0, NULL);                        \
+        break;                                                                                     \
+      }                                                                                            \
+      __m256 sum = _mm256_setzero_ps();                                                            \
+      if (dt == GRADREF_F16)                                                                       \
+        stream ? CALL(GRADREF_F16, 1, &sum) : CALL(GRADREF_F16, 0, &sum);                          \
       else                                                                                         \
-        stream ? CALL(GRADREF_F32, 1) : CALL(GRADREF_F32, 0);                                      \
+        stream ? CALL(GRADREF_F32, 1, &sum) : CALL(GRADREF_F32, 0, &sum);                          \
+      if (sum_has_nan(sum)) {                                                                      \
+        if (stream) _mm_sfence();                                                                  \
+        CALL(dt, stream, NULL);                                                                    \
+      }                                                                                            \
     } while (0)
 
 /* ---- BF16 pairs ----
@@ -169,8 +178,8 @@ static inline __attribute__((always_inline)) void pairs_heads(int atb, const cha
  * to 128; dt a constant in each instance. */
 static inline __attribute__((always_inline)) void atb_heads8(int32_t dt, const char *in, char *out,
                                                              int64_t heads, int64_t head_dim,
-                                                             const float *w, int64_t n,
-                                                             int stream) {
+                                                             const float *w, int64_t n, int stream,
+                                                             __m256 *sum) {
     if (dt == GRADREF_BF16 && n % 16 == 0) {
         pairs_heads(1, in, out, heads, head_dim, w, NULL, n, stream);
         return;
@@ -181,21 +190,22 @@ static inline __attribute__((always_inline)) void atb_heads8(int32_t dt, const c
             prefetch(in + line);
         int64_t i = 0;
         for (; i + 16 <= n; i += 16)
-            store8x2(
+            store8x2_checked(
                 dt, out + (size_t)i * es,
                 _mm256_mul_ps(load8(dt, in + (size_t)i * es), _mm256_loadu_ps(w + i)),
                 _mm256_mul_ps(load8(dt, in + (size_t)(i + 8) * es), _mm256_loadu_ps(w + i + 8)),
-                stream);
+                stream, sum);
         for (; i < n; i += 8)
-            store8(dt, out + (size_t)i * es,
-                   _mm256_mul_ps(load8(dt, in + (size_t)i * es), _mm256_loadu_ps(w + i)), stream);
+            store8_checked(dt, out + (size_t)i * es,
+                           _mm256_mul_ps(load8(dt, in + (size_t)i * es), _mm256_loadu_ps(w + i)),
+                           stream, sum);
     }
 }
 
 static void gradref__rope_atb_heads_avx2(int32_t dt, const void *in, void *out, int64_t heads,
                                          int64_t head_dim, const float *w, int64_t n, int stream) {
     stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
-#  define ATB_CALL(DT, S) atb_heads8(DT, in, out, heads, head_dim, w, n, S)
+#  define ATB_CALL(DT, S, SUM) atb_heads8(DT, in, out, heads, head_dim, w, n, S, SUM)
     BY_DTYPE_AND_STREAM(ATB_CALL);
 #  undef ATB_CALL
 }
@@ -212,7 +222,7 @@ static inline __m256 interleaved8(int32_t dt, const char *in, const float *c, co
 /* interleaved_row over every head of a token row, s pair-swapped once for all heads. */
 static inline __attribute__((always_inline)) void
 interleaved_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim,
-                   const float *c, const float *s, int64_t n, int stream) {
+                   const float *c, const float *s, int64_t n, int stream, __m256 *sum) {
     if (dt == GRADREF_BF16 && n % 16 == 0) {
         pairs_heads(0, in, out, heads, head_dim, c, s, n, stream);
         return;
@@ -226,10 +236,11 @@ interleaved_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t
             prefetch(in + line);
         int64_t i = 0;
         for (; i + 16 <= n; i += 16)
-            store8x2(dt, out + (size_t)i * es, interleaved8(dt, in, c, swapped, i),
-                     interleaved8(dt, in, c, swapped, i + 8), stream);
+            store8x2_checked(dt, out + (size_t)i * es, interleaved8(dt, in, c, swapped, i),
+                             interleaved8(dt, in, c, swapped, i + 8), stream, sum);
         for (; i < n; i += 8)
-            store8(dt, out + (size_t)i * es, interleaved8(dt, in, c, swapped, i), stream);
+            store8_checked(dt, out + (size_t)i * es, interleaved8(dt, in, c, swapped, i), stream,
+                           sum);
     }
 }
 
@@ -237,7 +248,8 @@ static void gradref__rope_interleaved_heads_avx2(int32_t dt, const void *in, voi
                                                  int64_t heads, int64_t head_dim, const float *c,
                                                  const float *s, int64_t n, int stream) {
     stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
-#  define INTERLEAVED_CALL(DT, S) interleaved_heads8(DT, in, out, heads, head_dim, c, s, n, S)
+#  define INTERLEAVED_CALL(DT, S, SUM)                                                             \
+    interleaved_heads8(DT, in, out, heads, head_dim, c, s, n, S, SUM)
     BY_DTYPE_AND_STREAM(INTERLEAVED_CALL);
 #  undef INTERLEAVED_CALL
 }
@@ -277,7 +289,7 @@ half_bf16_heads(const char *in, char *out, int64_t heads, int64_t head_dim, cons
  * (the output in runs of 16 elements, front then back). */
 static inline __attribute__((always_inline)) void
 half_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim, const float *cf,
-            const float *sb, const float *cb, const float *sf, int64_t n, int stream) {
+            const float *sb, const float *cb, const float *sf, int64_t n, int stream, __m256 *sum) {
     if (dt == GRADREF_BF16) {
         half_bf16_heads(in, out, heads, head_dim, cf, sb, cb, sf, n, stream);
         return;
@@ -290,18 +302,18 @@ half_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t head_d
             const size_t at = (size_t)i * es, at8 = (size_t)(i + 8) * es;
             const __m256 f0 = load8(dt, in + at), f1 = load8(dt, in + at8);
             const __m256 b0 = load8(dt, in + half + at), b1 = load8(dt, in + half + at8);
-            store8x2(dt, out + at,
-                     _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(cf + i), f0),
-                                   _mm256_mul_ps(_mm256_loadu_ps(sb + i), b0)),
-                     _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(cf + i + 8), f1),
-                                   _mm256_mul_ps(_mm256_loadu_ps(sb + i + 8), b1)),
-                     stream);
-            store8x2(dt, out + half + at,
-                     _mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(cb + i), b0),
-                                   _mm256_mul_ps(_mm256_loadu_ps(sf + i), f0)),
-                     _mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(cb + i + 8), b1),
-                                   _mm256_mul_ps(_mm256_loadu_ps(sf + i + 8), f1)),
-                     stream);
+            store8x2_checked(dt, out + at,
+                             _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(cf + i), f0),
+                                           _mm256_mul_ps(_mm256_loadu_ps(sb + i), b0)),
+                             _mm256_add_ps(_mm256_mul_ps(_mm256_loadu_ps(cf + i + 8), f1),
+                                           _mm256_mul_ps(_mm256_loadu_ps(sb + i + 8), b1)),
+                             stream, sum);
+            store8x2_checked(dt, out + half + at,
+                             _mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(cb + i), b0),
+                                           _mm256_mul_ps(_mm256_loadu_ps(sf + i), f0)),
+                             _mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(cb + i + 8), b1),
+                                           _mm256_mul_ps(_mm256_loadu_ps(sf + i + 8), f1)),
+                             stream, sum);
         }
     }
 }
@@ -310,7 +322,7 @@ static void gradref__rope_half_heads_avx2(int32_t dt, const void *in, void *out,
                                           int64_t head_dim, const float *cf, const float *sb,
                                           const float *cb, const float *sf, int64_t n, int stream) {
     stream = gradref__rope_heads_stream(stream, out, head_dim, dt);
-#  define HALF_CALL(DT, S) half_heads8(DT, in, out, heads, head_dim, cf, sb, cb, sf, n, S)
+#  define HALF_CALL(DT, S, SUM) half_heads8(DT, in, out, heads, head_dim, cf, sb, cb, sf, n, S, SUM)
     BY_DTYPE_AND_STREAM(HALF_CALL);
 #  undef HALF_CALL
 }

@@ -64,8 +64,8 @@ static inline void prefetch(const void *p) {
     _mm_prefetch((const char *)p + PREFETCH_BYTES, _MM_HINT_T0);
 }
 
-static inline void store8(int32_t dt, void *p, __m256 v, int stream) {
-    v = canon8(v);
+/* store8 without the NaN rule (the heads kernels' checked stores below). */
+static inline void store8_raw(int32_t dt, void *p, __m256 v, int stream) {
     if (dt == GRADREF_F32) {
         if (stream && ((uintptr_t)p & 31u) == 0) {
             _mm256_stream_ps((float *)p, v);
@@ -84,6 +84,28 @@ static inline void store8(int32_t dt, void *p, __m256 v, int stream) {
         _mm_storeu_si128((__m128i *)p, h);
 }
 
+static inline void store8(int32_t dt, void *p, __m256 v, int stream) {
+    store8_raw(dt, p, canon8(v), stream);
+}
+
+/* store8 or, given `sum` (F32 and F16), store8_raw with v added into *sum: a NaN among the
+ * values leaves the sum NaN (so does +Inf beside -Inf, which only costs a redo), and the caller
+ * then stores the rows again under the NaN rule. A compare and a blend per vector become one
+ * add. */
+static inline void store8_checked(int32_t dt, void *p, __m256 v, int stream, __m256 *sum) {
+    if (sum == NULL) {
+        store8(dt, p, v, stream);
+        return;
+    }
+    *sum = _mm256_add_ps(*sum, v);
+    store8_raw(dt, p, v, stream);
+}
+
+/* Whether a checked sum met a NaN. */
+static inline int sum_has_nan(__m256 sum) {
+    return _mm256_movemask_ps(_mm256_cmp_ps(sum, sum, _CMP_UNORD_Q)) != 0;
+}
+
 /* store8 of a and then b (16 consecutive elements), for the heads kernels: BF16 skips to_bf16's
  * NaN handling (round_bf16_high says why) and packs the two at once. */
 static inline void store8x2(int32_t dt, void *p, __m256 a, __m256 b, int stream) {
@@ -100,6 +122,17 @@ static inline void store8x2(int32_t dt, void *p, __m256 a, __m256 b, int stream)
     }
     store8(dt, p, a, stream);
     store8(dt, (char *)p + 8 * gradref__rope_esize(dt), b, stream);
+}
+
+/* store8x2 with store8_checked's sum (NULL: store8x2). */
+static inline void store8x2_checked(int32_t dt, void *p, __m256 a, __m256 b, int stream,
+                                    __m256 *sum) {
+    if (sum == NULL || dt == GRADREF_BF16) {
+        store8x2(dt, p, a, b, stream);
+        return;
+    }
+    store8_checked(dt, p, a, stream, sum);
+    store8_checked(dt, (char *)p + 8 * gradref__rope_esize(dt), b, stream, sum);
 }
 
 void gradref__rope_atb_row_avx2(int32_t dt, const void *g, void *out, const float *w, int64_t n,
