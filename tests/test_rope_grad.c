@@ -458,34 +458,37 @@ static void test_bf16_tiny_products(void **state) {
     free_case(&c);
 }
 
-/* NaNs made by the arithmetic from finite F32 inputs: products overflowing to +Inf and -Inf,
- * then added (HALF and interleaved). The AVX2 all-heads kernels find them only after storing
- * (a sum of the stored values) and store the token's rows again under the NaN rule; ATB's
- * products give +Inf beside -Inf, which sets the sum off without a NaN to mend. */
+/* NaNs made by the arithmetic from finite F32 and BF16 inputs: products overflowing to +Inf
+ * and -Inf, then added (HALF and interleaved). The AVX2 all-heads kernels find them only after
+ * storing (a sum of the stored values) and store the token's rows again under the NaN rule;
+ * ATB's products give +Inf beside -Inf, which sets the sum off without a NaN to mend. */
 static void test_nan_from_overflow(void **state) {
     (void)state;
     const int32_t lens[1] = {8};
-    for (int32_t mode = 0; mode < 3; mode++) {
-        tu_rng r = tu_rng_make(410 + (uint64_t)mode);
-        rope_case c;
-        const int64_t D = 64;
-        make_case(&c, mode, GRADREF_F32, D, 0, 1, lens, NULL, 8, 4 * D, D, DENSE, &r);
-        for (int64_t j = 0; j < 4 * D; j++)
-            put(&c.q, 3, j, j % 2 ? -3e38 : 3e38);
-        for (int64_t j = 0; j < D; j++) {
-            put(&c.cos, 3, j, 2.0);
-            put(&c.sin, 3, j, -2.0);
+    for (int32_t bf16 = 0; bf16 < 2; bf16++)
+        for (int32_t mode = 0; mode < 3; mode++) {
+            tu_rng r = tu_rng_make(410 + (uint64_t)(bf16 * 3 + mode));
+            rope_case c;
+            const int64_t D = 64;
+            make_case(&c, mode, bf16 ? GRADREF_BF16 : GRADREF_F32, D, 0, 1, lens, NULL, 8, 4 * D, D,
+                      DENSE, &r);
+            for (int64_t j = 0; j < 4 * D; j++)
+                put(&c.q, 3, j, j % 2 ? -3e38 : 3e38);
+            for (int64_t j = 0; j < D; j++) {
+                put(&c.cos, 3, j, 2.0);
+                put(&c.sin, 3, j, -2.0);
+            }
+            check_fast_against_reference(&c, 0);
+            int nans = 0, plus = 0, minus = 0;
+            for (int64_t j = 0; j < 4 * D; j++) {
+                const double v = at(&c.dq, 3, j);
+                nans += isnan(v), plus += v == INFINITY, minus += v == -INFINITY;
+            }
+            if (mode == GRADREF_ROPE_ATB ? plus == 0 || minus == 0 : nans == 0)
+                fail_msg("bf16 %d mode %d: %d NaNs, %d +Inf, %d -Inf", bf16, mode, nans, plus,
+                         minus);
+            free_case(&c);
         }
-        check_fast_against_reference(&c, 0);
-        int nans = 0, plus = 0, minus = 0;
-        for (int64_t j = 0; j < 4 * D; j++) {
-            const double v = at(&c.dq, 3, j);
-            nans += isnan(v), plus += v == INFINITY, minus += v == -INFINITY;
-        }
-        if (mode == GRADREF_ROPE_ATB ? plus == 0 || minus == 0 : nans == 0)
-            fail_msg("mode %d: %d NaNs, %d +Inf, %d -Inf", mode, nans, plus, minus);
-        free_case(&c);
-    }
 }
 
 /* Inf and NaN in the gradient propagate the same way on every path. */

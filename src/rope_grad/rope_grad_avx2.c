@@ -81,17 +81,15 @@ void gradref__rope_interleaved_row_avx2(int32_t dt, const void *g, void *out, co
 /* ---- every head of a token row at once ---- */
 
 /* The heads kernels with the dtype and `stream` as constants in each instance: the per-store
- * tests of both vanish from the loops. F32 and F16 store without the NaN rule and add every
- * value into a sum (store8_checked); when the sum meets a NaN (rare), the token's rows are
- * stored again under the rule, after a fence so that the second streamed stores land last. */
+ * tests of both vanish from the loops. They store without the NaN rule and add every value
+ * into a sum (store8_checked); when the sum meets a NaN (rare), the token's rows are stored
+ * again under the rule, after a fence so that the second streamed stores land last. */
 #  define BY_DTYPE_AND_STREAM(CALL)                                                                \
     do {                                                                                           \
-      if (dt == GRADREF_BF16) {                                                                    \
-        stream ? CALL(GRADREF_BF16, 1, NULL) : CALL(GRADREF_BF16, 0, NULL);                        \
-        break;                                                                                     \
-      }                                                                                            \
       __m256 sum = _mm256_setzero_ps();                                                            \
-      if (dt == GRADREF_F16)                                                                       \
+      if (dt == GRADREF_BF16)                                                                      \
+        stream ? CALL(GRADREF_BF16, 1, &sum) : CALL(GRADREF_BF16, 0, &sum);                        \
+      else if (dt == GRADREF_F16)                                                                  \
         stream ? CALL(GRADREF_F16, 1, &sum) : CALL(GRADREF_F16, 0, &sum);                          \
       else                                                                                         \
         stream ? CALL(GRADREF_F32, 1, &sum) : CALL(GRADREF_F32, 0, &sum);                          \
@@ -129,10 +127,18 @@ static inline void load_pairs(const char *p, __m256 *even, __m256 *odd) {
     *odd = _mm256_castsi256_ps(_mm256_and_si256(pairs, _mm256_set1_epi32((int)0xffff0000u)));
 }
 
-/* 8 pairs of results rounded to BF16 into p (stream: p 16-byte aligned). */
-static inline void store_pairs(char *p, __m256 even, __m256 odd, int stream) {
-    const __m256i r = _mm256_blend_epi16(_mm256_srli_epi32(round_bf16_high(even), 16),
-                                         round_bf16_high(odd), 0xaa);
+/* 8 pairs of results rounded to BF16 into p (stream: p 16-byte aligned); given `sum`, without
+ * the NaN rule and the values added into *sum (store8_checked). */
+static inline void store_pairs(char *p, __m256 even, __m256 odd, int stream, __m256 *sum) {
+    __m256i r;
+    if (sum) {
+        *sum = _mm256_add_ps(*sum, _mm256_add_ps(even, odd));
+        r = _mm256_blend_epi16(_mm256_srli_epi32(round_bf16_high_raw(even), 16),
+                               round_bf16_high_raw(odd), 0xaa);
+    } else {
+        r = _mm256_blend_epi16(_mm256_srli_epi32(round_bf16_high(even), 16), round_bf16_high(odd),
+                               0xaa);
+    }
     if (stream) {
         _mm_stream_si128((__m128i *)p, _mm256_castsi256_si128(r));
         _mm_stream_si128((__m128i *)p + 1, _mm256_extracti128_si256(r, 1));
@@ -147,7 +153,7 @@ static inline void store_pairs(char *p, __m256 even, __m256 odd, int stream) {
 static inline __attribute__((always_inline)) void pairs_heads(int atb, const char *in, char *out,
                                                               int64_t heads, int64_t head_dim,
                                                               const float *c, const float *s,
-                                                              int64_t n, int stream) {
+                                                              int64_t n, int stream, __m256 *sum) {
     const size_t row = (size_t)head_dim * 2;
     float c_even[64], c_odd[64], s_even[64], s_odd[64];
     split_pairs(c, n, c_even, c_odd);
@@ -163,13 +169,13 @@ static inline __attribute__((always_inline)) void pairs_heads(int atb, const cha
             const __m256 own_even = atb ? _mm256_mul_ps(even, ce) : _mm256_mul_ps(ce, even);
             const __m256 own_odd = atb ? _mm256_mul_ps(odd, co) : _mm256_mul_ps(co, odd);
             if (atb)
-                store_pairs(out + 4 * j, own_even, own_odd, stream);
+                store_pairs(out + 4 * j, own_even, own_odd, stream, sum);
             else
                 store_pairs(
                     out + 4 * j,
                     _mm256_add_ps(own_even, _mm256_mul_ps(_mm256_loadu_ps(s_odd + j), odd)),
                     _mm256_sub_ps(own_odd, _mm256_mul_ps(_mm256_loadu_ps(s_even + j), even)),
-                    stream);
+                    stream, sum);
         }
     }
 }
@@ -181,7 +187,7 @@ static inline __attribute__((always_inline)) void atb_heads8(int32_t dt, const c
                                                              const float *w, int64_t n, int stream,
                                                              __m256 *sum) {
     if (dt == GRADREF_BF16 && n % 16 == 0) {
-        pairs_heads(1, in, out, heads, head_dim, w, NULL, n, stream);
+        pairs_heads(1, in, out, heads, head_dim, w, NULL, n, stream, sum);
         return;
     }
     const size_t es = gradref__rope_esize(dt), row = (size_t)head_dim * es;
@@ -224,7 +230,7 @@ static inline __attribute__((always_inline)) void
 interleaved_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim,
                    const float *c, const float *s, int64_t n, int stream, __m256 *sum) {
     if (dt == GRADREF_BF16 && n % 16 == 0) {
-        pairs_heads(0, in, out, heads, head_dim, c, s, n, stream);
+        pairs_heads(0, in, out, heads, head_dim, c, s, n, stream, sum);
         return;
     }
     const size_t es = gradref__rope_esize(dt), row = (size_t)head_dim * es;
@@ -258,7 +264,8 @@ static void gradref__rope_interleaved_heads_avx2(int32_t dt, const void *in, voi
  * meet elementwise, as in half_row. */
 static inline __attribute__((always_inline)) void
 half_bf16_heads(const char *in, char *out, int64_t heads, int64_t head_dim, const float *cf,
-                const float *sb, const float *cb, const float *sf, int64_t n, int stream) {
+                const float *sb, const float *cb, const float *sf, int64_t n, int stream,
+                __m256 *sum) {
     const size_t row = (size_t)head_dim * 2, half = (size_t)n * 2;
     float w[4][2][32]; /* cf, sb, cb, sf: even, odd */
     split_pairs(cf, n, w[0][0], w[0][1]);
@@ -278,8 +285,8 @@ half_bf16_heads(const char *in, char *out, int64_t heads, int64_t head_dim, cons
                 back[e] = _mm256_sub_ps(_mm256_mul_ps(_mm256_loadu_ps(w[2][e] + j), b[e]),
                                         _mm256_mul_ps(_mm256_loadu_ps(w[3][e] + j), f[e]));
             }
-            store_pairs(out + 4 * j, front[0], front[1], stream);
-            store_pairs(out + half + 4 * j, back[0], back[1], stream);
+            store_pairs(out + 4 * j, front[0], front[1], stream, sum);
+            store_pairs(out + half + 4 * j, back[0], back[1], stream, sum);
         }
     }
 }
@@ -291,7 +298,7 @@ static inline __attribute__((always_inline)) void
 half_heads8(int32_t dt, const char *in, char *out, int64_t heads, int64_t head_dim, const float *cf,
             const float *sb, const float *cb, const float *sf, int64_t n, int stream, __m256 *sum) {
     if (dt == GRADREF_BF16) {
-        half_bf16_heads(in, out, heads, head_dim, cf, sb, cb, sf, n, stream);
+        half_bf16_heads(in, out, heads, head_dim, cf, sb, cb, sf, n, stream, sum);
         return;
     }
     const size_t es = gradref__rope_esize(dt), row = (size_t)head_dim * es, half = (size_t)n * es;

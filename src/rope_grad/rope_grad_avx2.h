@@ -35,6 +35,14 @@ static inline __m256i round_bf16_high(__m256 v) {
     return _mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb));
 }
 
+/* round_bf16_high without the NaN made canonical: the same bits for every other value (the
+ * checked stores below). */
+static inline __m256i round_bf16_high_raw(__m256 v) {
+    const __m256i x = _mm256_castps_si256(v);
+    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
+    return _mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb));
+}
+
 /* round_bf16_high with the bits in the low half of each lane. */
 static inline __m256i round_bf16(__m256 v) {
     return _mm256_srli_epi32(round_bf16_high(v), 16);
