@@ -312,14 +312,20 @@ voxel_blocks8(float *acc, int64_t as1, const int cb, const int stream, const flo
                 _mm256_castsi256_ps(_mm256_cmpeq_epi32(lanes, _mm256_set1_epi32(lane & 7)));
             const float *row = stage + over[2 * e + 1];
             __m256 *o = out[lane >> 3];
-            for (int i = 0; i < 4; i++)
-                o[i] = _mm256_blendv_ps(o[i], _mm256_add_ps(o[i], _mm256_set1_ps(row[i])), on);
+            for (int i = 0; i < 4; i++) /* +0 elsewhere: a sum of staged values is never -0 */
+                o[i] = _mm256_add_ps(o[i], _mm256_and_ps(_mm256_set1_ps(row[i]), on));
         }
-        /* NaN as the canonical one; dx past the caches, each line's halves back to back */
+        /* NaN as the canonical one, tested once a block (a blend is three uops on Intel
+         * cores); dx past the caches, each line's halves back to back */
+        __m256 sum = _mm256_setzero_ps();
+        for (int i = 0; i < cb; i++)
+            sum = _mm256_add_ps(sum, _mm256_add_ps(out[0][i], out[1][i]));
+        const int nan = _mm256_movemask_ps(_mm256_cmp_ps(sum, sum, _CMP_UNORD_Q));
         for (int i = 0; i < cb; i++)
             for (int h = 0; h < 2; h++) {
                 const __m256 x = out[h][i];
-                const __m256 y = _mm256_blendv_ps(x, canon, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+                const __m256 y =
+                    nan ? _mm256_blendv_ps(x, canon, _mm256_cmp_ps(x, x, _CMP_UNORD_Q)) : x;
                 if (stream)
                     _mm256_stream_ps(acc + i * as1 + v + 8 * h, y);
                 else
