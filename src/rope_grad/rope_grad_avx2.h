@@ -27,20 +27,17 @@ static inline __m256 canon8(__m256 v) {
 }
 
 /* f32 -> bf16 bits rounded to nearest even, left in the high half of each 32-bit lane (the low
- * half is left over), a NaN made canonical first. x + 0x7fff + lsb is gradref__f32_to_bf16 for
- * every value but a NaN with low bits set, which the canonical NaN is not. */
-static inline __m256i round_bf16_high(__m256 v) {
-    const __m256i x = _mm256_castps_si256(canon8(v));
-    const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
-    return _mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb));
-}
-
-/* round_bf16_high without the NaN made canonical: the same bits for every other value (the
- * checked stores below). */
+ * half is left over), NaNs as they are: x + 0x7fff + lsb is gradref__f32_to_bf16 for every
+ * value but a NaN with low bits set (the checked stores below). */
 static inline __m256i round_bf16_high_raw(__m256 v) {
     const __m256i x = _mm256_castps_si256(v);
     const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(x, 16), _mm256_set1_epi32(1));
     return _mm256_add_epi32(x, _mm256_add_epi32(_mm256_set1_epi32(0x7fff), lsb));
+}
+
+/* round_bf16_high_raw with a NaN made canonical first, which has no low bits set. */
+static inline __m256i round_bf16_high(__m256 v) {
+    return round_bf16_high_raw(canon8(v));
 }
 
 /* round_bf16_high with the bits in the low half of each lane. */

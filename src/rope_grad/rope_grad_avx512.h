@@ -115,7 +115,7 @@ static inline void store16(int32_t dt, void *p, __m512 v, int stream) {
 }
 
 /* V vectors to p, 16 elements apart. BF16 takes the short rounding, which is exact for every
- * result of rope (round_bf16_high in rope_grad_avx2.h says why). BF16_BY_HW tests the group
+ * result of rope (round_bf16_high_raw in rope_grad_avx2.h says why). BF16_BY_HW tests the group
  * once, not each vector (a test per vector costs more than the rare fallback saves): one holding
  * a subnormal or a NaN takes to_bf16_16. */
 static inline __attribute__((always_inline)) void store16s(int V, int32_t dt, char *p,
