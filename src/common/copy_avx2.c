@@ -6,26 +6,14 @@
 #ifdef GRADREF__X86
 #  include <immintrin.h>
 
+#  include "transpose_avx2.h"
+
 /* t[i] lane j = s[j * sstride + i] for an 8 x 8 block of 32-bit elements. */
 __attribute__((always_inline)) static inline void transpose8x8_regs(const uint32_t *s,
                                                                     int64_t sstride, __m256 t[8]) {
-    __m256 r[8], u[8];
     for (int k = 0; k < 8; k++)
-        r[k] = _mm256_loadu_ps((const float *)(s + k * sstride));
-    for (int k = 0; k < 4; k++) {
-        u[2 * k] = _mm256_unpacklo_ps(r[2 * k], r[2 * k + 1]);
-        u[2 * k + 1] = _mm256_unpackhi_ps(r[2 * k], r[2 * k + 1]);
-    }
-    for (int k = 0; k < 2; k++) {
-        r[4 * k] = _mm256_shuffle_ps(u[4 * k], u[4 * k + 2], _MM_SHUFFLE(1, 0, 1, 0));
-        r[4 * k + 1] = _mm256_shuffle_ps(u[4 * k], u[4 * k + 2], _MM_SHUFFLE(3, 2, 3, 2));
-        r[4 * k + 2] = _mm256_shuffle_ps(u[4 * k + 1], u[4 * k + 3], _MM_SHUFFLE(1, 0, 1, 0));
-        r[4 * k + 3] = _mm256_shuffle_ps(u[4 * k + 1], u[4 * k + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    for (int k = 0; k < 4; k++) {
-        t[k] = _mm256_permute2f128_ps(r[k], r[k + 4], 0x20);
-        t[k + 4] = _mm256_permute2f128_ps(r[k], r[k + 4], 0x31);
-    }
+        t[k] = _mm256_loadu_ps((const float *)(s + k * sstride));
+    gradref__transpose8x8_ps(t);
 }
 
 /* d[i * dstride + j] = s[j * sstride + i] for an 8 x 8 block; streaming stores when `stream`

@@ -11,6 +11,8 @@
 #ifdef GRADREF__X86
 #  include <immintrin.h>
 
+#  include "common/transpose_avx2.h"
+
 /* p[l] = s[l] (s NULL: +0) for l < n, by 4-, 2- and 1-float moves: no masked load or store
  * (AMD runs AVX2's masked stores as microcode). */
 static inline void move_lanes(float *p, const float *s, int64_t n) {
@@ -113,21 +115,6 @@ static inline __m256 hf32_round(__m256 v, __m256i half, __m256i keep) {
     return _mm256_castsi256_ps(_mm256_and_si256(_mm256_add_epi32(quiet, half), keep));
 }
 
-static inline void transpose8(__m256 *r) {
-    const __m256 t0 = _mm256_unpacklo_ps(r[0], r[1]), t1 = _mm256_unpackhi_ps(r[0], r[1]);
-    const __m256 t2 = _mm256_unpacklo_ps(r[2], r[3]), t3 = _mm256_unpackhi_ps(r[2], r[3]);
-    const __m256 t4 = _mm256_unpacklo_ps(r[4], r[5]), t5 = _mm256_unpackhi_ps(r[4], r[5]);
-    const __m256 t6 = _mm256_unpacklo_ps(r[6], r[7]), t7 = _mm256_unpackhi_ps(r[6], r[7]);
-    const __m256 u0 = _mm256_shuffle_ps(t0, t2, 0x44), u1 = _mm256_shuffle_ps(t0, t2, 0xee);
-    const __m256 u2 = _mm256_shuffle_ps(t1, t3, 0x44), u3 = _mm256_shuffle_ps(t1, t3, 0xee);
-    const __m256 u4 = _mm256_shuffle_ps(t4, t6, 0x44), u5 = _mm256_shuffle_ps(t4, t6, 0xee);
-    const __m256 u6 = _mm256_shuffle_ps(t5, t7, 0x44), u7 = _mm256_shuffle_ps(t5, t7, 0xee);
-    r[0] = _mm256_permute2f128_ps(u0, u4, 0x20), r[4] = _mm256_permute2f128_ps(u0, u4, 0x31);
-    r[1] = _mm256_permute2f128_ps(u1, u5, 0x20), r[5] = _mm256_permute2f128_ps(u1, u5, 0x31);
-    r[2] = _mm256_permute2f128_ps(u2, u6, 0x20), r[6] = _mm256_permute2f128_ps(u2, u6, 0x31);
-    r[3] = _mm256_permute2f128_ps(u3, u7, 0x20), r[7] = _mm256_permute2f128_ps(u3, u7, 0x31);
-}
-
 void gradref__c3f_f32_few_lanes_avx2(float *dst, int64_t width, const float *src, int64_t cs,
                                      int64_t lo, int64_t hi, int64_t len, int64_t n, int hf32) {
     const __m256 zero = _mm256_setzero_ps();
@@ -149,7 +136,7 @@ void gradref__c3f_f32_few_lanes_avx2(float *dst, int64_t width, const float *src
                             : _mm256_maskload_ps(from, inside);
             if (hf32 && l < n) r[l] = hf32_round(r[l], half, keep);
         }
-        transpose8(r);
+        gradref__transpose8x8_ps(r);
         for (int64_t q = 0; q < m; q++)
             store_lanes(dst + (i + q) * width, r[q], n);
     }
