@@ -450,8 +450,7 @@ static void check_round_hf32(const gradref__c3f_kernels *k, tu_rng *r) {
 }
 
 /* panel_lanes, gather_panel and copy_panel against their contracts (c3f_kernels.h), written
- * out here;
- * everything outside the lanes and rows they own must stay as it was */
+ * out here; everything outside the lanes and rows they own must stay as it was */
 static void test_c3f_panels(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(9);
