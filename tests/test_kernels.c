@@ -588,11 +588,14 @@ static void test_cbd_masks_and_scatter(void **state) {
 /* conv_backprop_data's depthwise planes: every level's rows (dw_row, dw_rows4) and 3 x 3
  * planes (dw_plane3x3), as gradref__cbd_depthwise_plane picks them, against the portable table
  * on random geometries: kernel sizes 1 to 5, dilations 1 and 2, pads, both modes, widths past
- * two vectors; finite filter values (what the fast path sends there). */
+ * two vectors; finite filter values (what the fast path sends there), diff with specials in
+ * every other case. A plane whose call says no scan is needed holds no zero and no NaN (the
+ * caller then skips its NaN and signed-zero scan), and the plane kernels say so at times. */
 static void test_cbd_depthwise(void **state) {
     (void)state;
     const gradref__cbd_kernels *base = gradref__cbd_kernels_for(GRADREF__ISA_PORTABLE);
     tu_rng r = tu_rng_make(8);
+    int64_t unscanned = 0;
     for (int iter = 0; iter < 400; iter++) {
         gradref__cbd_dw_shape sh;
         memset(&sh, 0, sizeof sh);
@@ -615,16 +618,27 @@ static void test_cbd_depthwise(void **state) {
         float *want = malloc(sizeof(float) * (size_t)out),
               *got = malloc(sizeof(float) * (size_t)out);
         fill_weights(w, taps, &r);
-        fill_specials(diff, GRADREF_F32, in, &r);
+        if (iter % 2)
+            fill_weights(diff, in, &r);
+        else
+            fill_specials(diff, GRADREF_F32, in, &r);
         gradref__cbd_depthwise_plane(base, &sh, w, diff, want);
         FOR_EACH_LEVEL(level) {
             const gradref__cbd_kernels *k = gradref__cbd_kernels_for(level);
             if (k == gradref__cbd_kernels_for(level - 1)) continue;
             memset(got, 0x5a, sizeof(float) * (size_t)out);
-            gradref__cbd_depthwise_plane(k, &sh, w, diff, got);
+            if (!gradref__cbd_depthwise_plane(k, &sh, w, diff, got)) {
+                unscanned++;
+                for (int64_t i = 0; i < out; i++)
+                    assert_false(got[i] == 0 || isnan(got[i]));
+            }
             gradref__canon_nans_f32(
                 got, out, GRADREF__ISA_MAX); /* NaN payloads follow the rule at the call */
             gradref__canon_nans_f32(want, out, GRADREF__ISA_MAX);
+            /* a +0 where the portable rows end at -0: a zero term for a tap the plane kernel
+             * lacks (a narrower kernel); the call mends those signs (cbd_signed_zeros.c) */
+            for (int64_t i = 0; i < out; i++)
+                if (got[i] == 0 && want[i] == 0 && signbit(want[i])) got[i] = -0.0f;
             expect_bytes(got, want, sizeof(float) * (size_t)out, "cbd depthwise plane", k->isa, out,
                          iter);
         }
@@ -632,6 +646,44 @@ static void test_cbd_depthwise(void **state) {
         free(diff);
         free(want);
         free(got);
+    }
+    if (gradref__cbd_kernels_for(GRADREF__ISA_MAX)->dw_plane3x3) assert_true(unscanned > 0);
+}
+
+/* The 3 x 3 plane kernels' answer to whether the caller must scan: a filter of one nonzero tap
+ * and diff uniform but for one +0 or NaN make grad's zeros and NaNs few and known (a NaN
+ * reaches every tap, a zero only its one), in any row of a four-row block and any column of a
+ * strip; the call asks for the scan exactly when grad holds one. */
+static void test_cbd_plane_scan(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(9);
+    float w[9], diff[14 * 42], got[14 * 42];
+    for (int iter = 0; iter < 300; iter++) {
+        gradref__cbd_dw_shape sh;
+        memset(&sh, 0, sizeof sh);
+        sh.flip = iter % 2;
+        sh.K[0] = sh.I[0] = sh.O[0] = sh.dil[0] = sh.dil[1] = sh.dil[2] = 1;
+        sh.K[1] = sh.K[2] = 3;
+        sh.I[1] = tu_range(&r, 4, 12), sh.I[2] = tu_range(&r, 1, 40);
+        sh.pad[1] = sh.pad[2] = 1; /* O = I */
+        sh.O[1] = sh.I[1], sh.O[2] = sh.I[2];
+        const int64_t n = sh.I[1] * sh.I[2], keep = tu_range(&r, 0, 8);
+        for (int t = 0; t < 9; t++)
+            w[t] = t == keep ? 0.75f : 0.0f;
+        for (int64_t i = 0; i < n; i++)
+            diff[i] = (float)(tu_uniform(&r) + 0.5); /* no zero */
+        if (iter % 3) diff[tu_range(&r, 0, n - 1)] = iter % 3 == 1 ? 0.0f : NAN;
+        FOR_EACH_LEVEL(level) {
+            const gradref__cbd_kernels *k = gradref__cbd_kernels_for(level);
+            if (k == gradref__cbd_kernels_for(level - 1) || !k->dw_plane3x3) continue;
+            const int scan = k->dw_plane3x3(&sh, w, diff, got);
+            int held = 0;
+            for (int64_t i = 0; i < n; i++)
+                held |= got[i] == 0 || isnan(got[i]);
+            if (scan != held)
+                fail_msg("cbd plane scan at %s: %d for a grad %s a zero or NaN (case %d)", k->isa,
+                         scan, held ? "holding" : "without", iter);
+        }
     }
 }
 
@@ -1028,6 +1080,7 @@ int main(void) {
         cmocka_unit_test(test_c3f_panels),
         cmocka_unit_test(test_cbd_masks_and_scatter),
         cmocka_unit_test(test_cbd_depthwise),
+        cmocka_unit_test(test_cbd_plane_scan),
         cmocka_unit_test(test_cbd_tiles),
         cmocka_unit_test(test_cbd_word_tiles),
         cmocka_unit_test(test_cbd_requantize),

@@ -34,6 +34,19 @@ static inline void store_cols8(float *out, int64_t i2, int64_t I2, __m256 acc) {
         _mm256_maskstore_ps(out + i2, valid8(i2, I2), acc);
 }
 
+/* All ones in the lanes of a that hold a zero or a NaN: a plane holding one needs the caller's
+ * NaN and signed-zero scan (cbd_depthwise_plane), one without skips it. */
+static inline __m256 zero_or_nan8(__m256 a) {
+    return _mm256_cmp_ps(a, _mm256_setzero_ps(), _CMP_EQ_UQ);
+}
+
+/* The lanes (bits) where any of four accumulators holds a zero or a NaN. */
+static inline unsigned zero_or_nan4x8(__m256 a0, __m256 a1, __m256 a2, __m256 a3) {
+    return (unsigned)_mm256_movemask_ps(
+        _mm256_or_ps(_mm256_or_ps(zero_or_nan8(a0), zero_or_nan8(a1)),
+                     _mm256_or_ps(zero_or_nan8(a2), zero_or_nan8(a3))));
+}
+
 /* Four vectors of 8 grad columns at a time, four independent chains (one chain alone waits on
  * the FMA latency at every tap), each in the reference's tap order. */
 void gradref__cbd_f32_dw_row_avx2(const gradref__cbd_dw_shape *p, const float *w,
@@ -141,7 +154,7 @@ void gradref__cbd_f32_dw_rows4_avx2(const gradref__cbd_dw_shape *p, const float 
 /* `edge` 0: every window and the grad columns lie whole inside their rows (plain loads and
  * stores, no masks held: the nine weights, four accumulators and three windows fill the 16
  * registers); 1: masked where they do not. */
-__attribute__((always_inline)) static inline void
+__attribute__((always_inline)) static inline unsigned
 strip_body(int edge, const float weight[3][3], const int64_t shift[3], const float *diff,
            int64_t pb1, int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad) {
     const __m256 w00 = _mm256_set1_ps(weight[0][0]), w01 = _mm256_set1_ps(weight[0][1]),
@@ -156,6 +169,8 @@ strip_body(int edge, const float weight[3][3], const int64_t shift[3], const flo
     const int f0 = b0 + shift[0] >= 0 && b0 + shift[0] + 8 <= O2,
               f1 = b0 + shift[1] >= 0 && b0 + shift[1] + 8 <= O2,
               f2 = b0 + shift[2] >= 0 && b0 + shift[2] + 8 <= O2, fs = !edge || b0 + 8 <= I2;
+    const unsigned live = fs ? 0xffu : (1u << (I2 - b0)) - 1u;
+    unsigned hit = 0;
     for (int64_t i1 = 0; i1 + 4 <= I1; i1 += 4) {
         const int64_t o1 = i1 + pb1 - 2;
         __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -165,6 +180,7 @@ strip_body(int edge, const float weight[3][3], const int64_t shift[3], const flo
         DW8_ROW(3)
         DW8_ROW(4)
         DW8_ROW(5)
+        hit |= zero_or_nan4x8(a0, a1, a2, a3) & live;
         float *out = grad + i1 * I2 + b0;
         if (fs) {
             _mm256_storeu_ps(out, a0);
@@ -178,19 +194,17 @@ strip_body(int edge, const float weight[3][3], const int64_t shift[3], const flo
             _mm256_maskstore_ps(out + 3 * I2, st, a3);
         }
     }
+    return hit;
 }
 
-__attribute__((noinline)) static void strip_3x3_8(const float weight[3][3], const int64_t shift[3],
-                                                  const float *diff, int64_t pb1, int64_t O1,
-                                                  int64_t O2, int64_t I1, int64_t I2, int64_t b0,
-                                                  float *grad) {
+__attribute__((noinline)) static unsigned
+strip_3x3_8(const float weight[3][3], const int64_t shift[3], const float *diff, int64_t pb1,
+            int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad) {
     int inside = b0 + 8 <= I2;
     for (int c = 0; c < 3; c++)
         inside &= b0 + shift[c] >= 0 && b0 + shift[c] + 8 <= O2;
-    if (inside)
-        strip_body(0, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
-    else
-        strip_body(1, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
+    if (inside) return strip_body(0, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
+    return strip_body(1, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
 }
 #  undef DW8_ROW
 #  undef DW8_LOAD
@@ -213,8 +227,8 @@ __attribute__((noinline)) static void strip_3x3_8(const float weight[3][3], cons
       }                                                                                            \
     } while (0)
 
-void gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const float *w,
-                                       const float *diff, float *grad) {
+int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const float *w,
+                                      const float *diff, float *grad) {
     const int64_t I1 = p->I[1], I2 = p->I[2], O1 = p->O[1], O2 = p->O[2];
     const int64_t K1 = p->K[1], K2 = p->K[2], pb1 = p->pad[1];
     __m256 wr[3][3]; /* [kp1][c], c = column taps in chain order (kp2 descending) */
@@ -225,9 +239,11 @@ void gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const flo
         for (int64_t c = 0; c < 3; c++)
             wr[kp1][c] = _mm256_set1_ps(weight[kp1][c]);
     int64_t first = 0; /* rows before it are done */
+    unsigned hit = 0;
     if (K1 == 3 && K2 == 3) {
         for (int64_t b0 = 0; b0 < I2; b0 += 8)
-            strip_3x3_8((const float(*)[3])weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
+            hit |=
+                strip_3x3_8((const float(*)[3])weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
         first = I1 / 4 * 4;
     }
     const __m256i none = _mm256_setzero_si256();
@@ -236,6 +252,7 @@ void gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const flo
                       m1 = K2 > 1 ? valid8(b0 + shift[1], O2) : none,
                       m2 = K2 > 2 ? valid8(b0 + shift[2], O2) : none;
         const __m256i st = valid8(b0, I2);
+        const unsigned live = b0 + 8 <= I2 ? 0xffu : (1u << (I2 - b0)) - 1u;
         /* whole windows take plain loads and stores (AMD microcodes the masked ones) */
         const int f0 = K2 > 0 && b0 + shift[0] >= 0 && b0 + shift[0] + 8 <= O2,
                   f1 = K2 > 1 && b0 + shift[1] >= 0 && b0 + shift[1] + 8 <= O2,
@@ -259,6 +276,9 @@ void gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const flo
                 DW_ROW8(a2, 2);
                 DW_ROW8(a3, 3);
             }
+            /* rows past nrow hold +0: a zero there asks for a scan it does not need */
+            hit |= zero_or_nan4x8(a0, nrow > 1 ? a1 : a0, nrow > 2 ? a2 : a0, nrow > 3 ? a3 : a0) &
+                   live;
             float *out = grad + i1 * I2 + b0;
             if (fs && nrow == 4) {
                 _mm256_storeu_ps(out, a0);
@@ -273,6 +293,7 @@ void gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const flo
             if (nrow > 3) _mm256_maskstore_ps(out + 3 * I2, st, a3);
         }
     }
+    return hit != 0;
 }
 #  undef DW_ROW8
 

@@ -166,7 +166,12 @@ void gradref__cbd_f32_dw_rows4_avx512(const gradref__cbd_dw_shape *p, const floa
       }                                                                                            \
     }
 
-__attribute__((always_inline)) static inline void
+/* The lanes of a stored under `live` that hold a zero or a NaN (cbd_avx2.c's zero_or_nan8). */
+static inline unsigned zero_or_nan16(__m512 a, __mmask16 live) {
+    return _mm512_mask_cmp_ps_mask(live, a, _mm512_setzero_ps(), _CMP_EQ_UQ);
+}
+
+__attribute__((always_inline)) static inline unsigned
 strip_3x3(int V, const __m512 wr[3][3], const int64_t shift[3], const float *diff, int64_t pb1,
           int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad) {
     const __m512 w00 = wr[0][0], w01 = wr[0][1], w02 = wr[0][2], w10 = wr[1][0], w11 = wr[1][1],
@@ -182,6 +187,7 @@ strip_3x3(int V, const __m512 wr[3][3], const int64_t shift[3], const float *dif
                     st1 = left >= 32   ? (__mmask16)0xffff
                           : left <= 16 ? (__mmask16)0
                                        : (__mmask16)((1u << (left - 16)) - 1u);
+    unsigned hit = 0;
     for (int64_t i1 = 0; i1 + 4 <= I1; i1 += 4) {
         const int64_t o1 = i1 + pb1 - 2;
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
@@ -197,13 +203,18 @@ strip_3x3(int V, const __m512 wr[3][3], const int64_t shift[3], const float *dif
         _mm512_mask_storeu_ps(out + I2, st0, a1);
         _mm512_mask_storeu_ps(out + 2 * I2, st0, a2);
         _mm512_mask_storeu_ps(out + 3 * I2, st0, a3);
+        hit |= zero_or_nan16(a0, st0) | zero_or_nan16(a1, st0) | zero_or_nan16(a2, st0) |
+               zero_or_nan16(a3, st0);
         if (V > 1) {
             _mm512_mask_storeu_ps(out + 16, st1, c0);
             _mm512_mask_storeu_ps(out + I2 + 16, st1, c1);
             _mm512_mask_storeu_ps(out + 2 * I2 + 16, st1, c2);
             _mm512_mask_storeu_ps(out + 3 * I2 + 16, st1, c3);
+            hit |= zero_or_nan16(c0, st1) | zero_or_nan16(c1, st1) | zero_or_nan16(c2, st1) |
+                   zero_or_nan16(c3, st1);
         }
     }
+    return hit;
 }
 #  undef DW3_ROW
 #  undef DW3_D0
@@ -214,20 +225,20 @@ strip_3x3(int V, const __m512 wr[3][3], const int64_t shift[3], const float *dif
 #  undef DW3_D5
 #  undef DW3_TAP
 
-static void strip_3x3_1(const __m512 wr[3][3], const int64_t shift[3], const float *diff,
-                        int64_t pb1, int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0,
-                        float *grad) {
-    strip_3x3(1, wr, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
+static unsigned strip_3x3_1(const __m512 wr[3][3], const int64_t shift[3], const float *diff,
+                            int64_t pb1, int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0,
+                            float *grad) {
+    return strip_3x3(1, wr, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
 }
 
-static void strip_3x3_2(const __m512 wr[3][3], const int64_t shift[3], const float *diff,
-                        int64_t pb1, int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0,
-                        float *grad) {
-    strip_3x3(2, wr, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
+static unsigned strip_3x3_2(const __m512 wr[3][3], const int64_t shift[3], const float *diff,
+                            int64_t pb1, int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0,
+                            float *grad) {
+    return strip_3x3(2, wr, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
 }
 
-void gradref__cbd_f32_dw_plane3x3_avx512(const gradref__cbd_dw_shape *p, const float *w,
-                                         const float *diff, float *grad) {
+int gradref__cbd_f32_dw_plane3x3_avx512(const gradref__cbd_dw_shape *p, const float *w,
+                                        const float *diff, float *grad) {
     const int64_t I1 = p->I[1], I2 = p->I[2], O1 = p->O[1], O2 = p->O[2];
     const int64_t K1 = p->K[1], K2 = p->K[2], pb1 = p->pad[1];
     __m512 wr[3][3]; /* [kp1][c], c = column taps in chain order (kp2 descending) */
@@ -238,10 +249,11 @@ void gradref__cbd_f32_dw_plane3x3_avx512(const gradref__cbd_dw_shape *p, const f
         for (int64_t c = 0; c < 3; c++)
             wr[kp1][c] = _mm512_set1_ps(weight[kp1][c]);
     int64_t first = 0; /* rows before it are done */
+    unsigned hit = 0;
     if (K1 == 3 && K2 == 3) {
         for (int64_t b0 = 0; b0 < I2; b0 += 32)
-            (I2 - b0 > 16 ? strip_3x3_2 : strip_3x3_1)((const __m512(*)[3])wr, shift, diff, pb1, O1,
-                                                       O2, I1, I2, b0, grad);
+            hit |= (I2 - b0 > 16 ? strip_3x3_2 : strip_3x3_1)((const __m512(*)[3])wr, shift, diff,
+                                                              pb1, O1, O2, I1, I2, b0, grad);
         first = I1 / 4 * 4;
     }
     for (int64_t i1 = first; i1 < I1; i1 += 4) {
@@ -271,8 +283,11 @@ void gradref__cbd_f32_dw_plane3x3_avx512(const gradref__cbd_dw_shape *p, const f
             if (nrow > 1) _mm512_mask_storeu_ps(out + I2, st, a1);
             if (nrow > 2) _mm512_mask_storeu_ps(out + 2 * I2, st, a2);
             if (nrow > 3) _mm512_mask_storeu_ps(out + 3 * I2, st, a3);
+            hit |= zero_or_nan16(a0, st) | (nrow > 1 ? zero_or_nan16(a1, st) : 0) |
+                   (nrow > 2 ? zero_or_nan16(a2, st) : 0) | (nrow > 3 ? zero_or_nan16(a3, st) : 0);
         }
     }
+    return hit != 0;
 }
 #  undef DW_ROW
 

@@ -173,9 +173,9 @@ static void item_depthwise(const cbd_run *R, int64_t n, int64_t g) {
             __builtin_prefetch(grad + o, 1, 3);
     }
     float *plane = R->acc + n * R->an + g * R->ac;
-    gradref__cbd_depthwise_plane(R->k, &R->dw, R->apack + g * taps_of(p),
-                                 R->diff + n * R->dn + g * R->dc, plane);
-    gradref__cbd_canon(p, plane, pixels(p->I));
+    if (gradref__cbd_depthwise_plane(R->k, &R->dw, R->apack + g * taps_of(p),
+                                     R->diff + n * R->dn + g * R->dc, plane))
+        gradref__cbd_canon(p, plane, pixels(p->I));
 }
 
 static void ref_part(const void *plan, int64_t begin, int64_t end) {

@@ -76,14 +76,13 @@ const gradref__cbd_kernels *gradref__cbd_kernels_for(int max_isa) {
     return gradref__isa_pick(tables, max_isa);
 }
 
-void gradref__cbd_depthwise_plane(const gradref__cbd_kernels *k, const gradref__cbd_dw_shape *p,
-                                  const float *w, const float *diff, float *grad) {
+int gradref__cbd_depthwise_plane(const gradref__cbd_kernels *k, const gradref__cbd_dw_shape *p,
+                                 const float *w, const float *diff, float *grad) {
     const float *rows[4][64];
     int64_t base[4][64], nr[4];
     if (k->dw_plane3x3 && p->I[0] == 1 && p->O[0] == 1 && p->K[0] == 1 && p->K[1] <= 3 &&
         p->K[2] <= 3 && p->dil[1] == 1 && p->dil[2] == 1) {
-        k->dw_plane3x3(p, w, diff, grad);
-        return;
+        return k->dw_plane3x3(p, w, diff, grad);
     }
     for (int64_t i0 = 0; i0 < p->I[0]; i0++)
         for (int64_t i1 = 0; i1 < p->I[1];) {
@@ -101,6 +100,7 @@ void gradref__cbd_depthwise_plane(const gradref__cbd_kernels *k, const gradref__
             k->dw_row(p, w, rows[0], base[0], nr[0], out);
             i1++;
         }
+    return 1;
 }
 
 /* gradref__cbd_me_window's byte shuffles by shift (-7 .. 7): lane l takes the window's value

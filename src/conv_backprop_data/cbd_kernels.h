@@ -92,7 +92,8 @@ static inline void gradref__cbd_lane_coords(int64_t j0, const int64_t *Q, int32_
 
 /* The kernels of one ISA, picked once per call. Depthwise (f32, stride 1): one grad row from
  * the nrows diff rows its row taps reach (rows, with the stored row-tap index base), never NULL;
- * four rows at once (NULL: row by row); a whole plane for K <= 3 x 3 and one depth (NULL: rows).
+ * four rows at once (NULL: row by row); a whole plane for K <= 3 x 3 and one depth (NULL: rows),
+ * returning whether grad holds a zero or a NaN (gradref__cbd_depthwise_plane).
  * Direct tiles (NULL at the portable level, where the GEMM runs instead): see the declarations
  * below. */
 typedef struct gradref__cbd_kernels {
@@ -102,8 +103,8 @@ typedef struct gradref__cbd_kernels {
     void (*dw_rows4)(const gradref__cbd_dw_shape *s, const float *w, const float *diff,
                      const float *const rows[4][64], const int64_t base[4][64], const int64_t *nr,
                      int64_t nrow, float *out);
-    void (*dw_plane3x3)(const gradref__cbd_dw_shape *s, const float *w, const float *diff,
-                        float *grad);
+    int (*dw_plane3x3)(const gradref__cbd_dw_shape *s, const float *w, const float *diff,
+                       float *grad);
     int tile_rows; /* the GEMM panel rows the tiles take (0: no tiles) */
     void (*tile32)(const float *image, int64_t channel_stride, int64_t ocpg, const int64_t *offset,
                    const uint16_t *masks, int64_t ntaps, int64_t cols, int inside, const float *a,
@@ -186,9 +187,11 @@ void gradref__cbd_megengine_lanes(const gradref__cbd_plan *p, const gradref__cbd
                                   int64_t s0, int64_t s1);
 
 /* One depthwise channel: w holds the K0*K1*K2 taps (stored order), diff and grad are dense
- * planes of O and I pixels. */
-void gradref__cbd_depthwise_plane(const gradref__cbd_kernels *k, const gradref__cbd_dw_shape *s,
-                                  const float *w, const float *diff, float *grad);
+ * planes of O and I pixels. Returns 0 when grad holds no zero and no NaN (the 3 x 3 plane
+ * kernels test their stores; the row kernels always return 1): the caller's NaN and
+ * signed-zero scan of the plane can then be skipped. */
+int gradref__cbd_depthwise_plane(const gradref__cbd_kernels *k, const gradref__cbd_dw_shape *s,
+                                 const float *w, const float *diff, float *grad);
 
 /* The diff column of grad column i2 through tap position kp2 (stride 1). */
 static inline int64_t gradref__cbd_column_shift(const gradref__cbd_dw_shape *s, int64_t kp2) {
@@ -237,8 +240,8 @@ static inline int64_t gradref__cbd_rows4_taps(const gradref__cbd_dw_shape *s, co
 void gradref__cbd_f32_dw_row_avx2(const gradref__cbd_dw_shape *s, const float *w,
                                   const float *const *rows, const int64_t *base, int64_t nrows,
                                   float *out);
-void gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *s, const float *w,
-                                       const float *diff, float *grad);
+int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *s, const float *w,
+                                      const float *diff, float *grad);
 void gradref__cbd_f32_dw_rows4_avx512(const gradref__cbd_dw_shape *s, const float *w,
                                       const float *diff, const float *const rows[4][64],
                                       const int64_t base[4][64], const int64_t *nr, int64_t nrow,
@@ -247,8 +250,8 @@ void gradref__cbd_f32_dw_rows4_avx2(const gradref__cbd_dw_shape *s, const float 
                                     const float *diff, const float *const rows[4][64],
                                     const int64_t base[4][64], const int64_t *nr, int64_t nrow,
                                     float *out);
-void gradref__cbd_f32_dw_plane3x3_avx512(const gradref__cbd_dw_shape *s, const float *w,
-                                         const float *diff, float *grad);
+int gradref__cbd_f32_dw_plane3x3_avx512(const gradref__cbd_dw_shape *s, const float *w,
+                                        const float *diff, float *grad);
 /* Stride 1 and grad's last two sizes equal to diff's: grad[ic0 + i][j0 .. j0 + cols) for
  * i < rows (cols <= 32) straight from diff, without packing: the GEMM chain over k = (phase
  * tap, oc) with A one prepacked 14-row filter panel (k-major, K = ntaps * ocpg). Tap t reads

@@ -108,13 +108,18 @@ static void dw_rows4_neon(const gradref__cbd_dw_shape *p, const float *w, const 
     }
 }
 
+/* All ones in the lanes of a that hold neither a zero nor a NaN: |a| > 0 is false for both. */
+static inline uint32x4_t nonzero_number4(float32x4_t a) {
+    return vcagtq_f32(a, vdupq_n_f32(0.0f));
+}
+
 /* K1, K2 <= 3, one depth, dilation 1: strips of 8 grad columns in blocks of 4 rows, 8
  * accumulators; each diff row's three column windows (the chain's column taps, zeros past diff's
  * ends and for the columns a narrower kernel lacks, exact no-op terms) are loaded once for the
  * four grad rows they reach. Each grad element's chain: diff rows ascending, then the column
  * taps in chain order, as the reference's. */
-static void dw_plane3x3_neon(const gradref__cbd_dw_shape *p, const float *w, const float *diff,
-                             float *grad) {
+static int dw_plane3x3_neon(const gradref__cbd_dw_shape *p, const float *w, const float *diff,
+                            float *grad) {
     const int64_t I1 = p->I[1], I2 = p->I[2], O1 = p->O[1], O2 = p->O[2];
     const int64_t K1 = p->K[1], K2 = p->K[2], pb1 = p->pad[1];
     int64_t shift[3];
@@ -125,11 +130,16 @@ static void dw_plane3x3_neon(const gradref__cbd_dw_shape *p, const float *w, con
         const float lanes[4] = {weight[kp1][0], weight[kp1][1], weight[kp1][2], 0.0f};
         wr[kp1] = vld1q_f32(lanes);
     }
+    /* all ones while no stored lane holds a zero or a NaN (cbd_avx2.c's zero_or_nan8) */
+    uint32x4_t clean = vdupq_n_u32(~0u);
     for (int64_t b0 = 0; b0 < I2; b0 += 8) {
         int whole[3];
         for (int c = 0; c < 3; c++)
             whole[c] = c < K2 && b0 + shift[c] >= 0 && b0 + shift[c] + 8 <= O2;
         const int64_t cols = I2 - b0 < 8 ? I2 - b0 : 8;
+        const uint32_t lane_index[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+        const uint32x4_t dead0 = vcgeq_u32(vld1q_u32(lane_index), vdupq_n_u32((uint32_t)cols)),
+                         dead1 = vcgeq_u32(vld1q_u32(lane_index + 4), vdupq_n_u32((uint32_t)cols));
         for (int64_t i1 = 0; i1 < I1; i1 += 4) {
             const int64_t nrow = I1 - i1 < 4 ? I1 - i1 : 4;
             int64_t lo = i1 + pb1 - (K1 - 1), hi = i1 + nrow - 1 + pb1;
@@ -167,10 +177,14 @@ static void dw_plane3x3_neon(const gradref__cbd_dw_shape *p, const float *w, con
             for (int r = 0; r < nrow; r++) {
                 float *out = grad + (i1 + r) * I2 + b0;
                 if (cols == 8) {
+                    clean = vandq_u32(
+                        clean, vandq_u32(nonzero_number4(a[r][0]), nonzero_number4(a[r][1])));
                     vst1q_f32(out, a[r][0]);
                     vst1q_f32(out + 4, a[r][1]);
                     continue;
                 }
+                clean = vandq_u32(clean, vandq_u32(vorrq_u32(nonzero_number4(a[r][0]), dead0),
+                                                   vorrq_u32(nonzero_number4(a[r][1]), dead1)));
                 float tmp[8];
                 vst1q_f32(tmp, a[r][0]);
                 vst1q_f32(tmp + 4, a[r][1]);
@@ -178,6 +192,7 @@ static void dw_plane3x3_neon(const gradref__cbd_dw_shape *p, const float *w, con
             }
         }
     }
+    return vminvq_u32(clean) == 0;
 }
 
 /* Whole vectors over the row's span of 2 len - 1 elements, as AVX2's: LD2 splits 8 elements
