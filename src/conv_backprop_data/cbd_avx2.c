@@ -247,7 +247,7 @@ int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const floa
         first = I1 / 4 * 4;
     }
     const __m256i none = _mm256_setzero_si256();
-    for (int64_t b0 = 0; b0 < I2; b0 += 8) {
+    for (int64_t b0 = 0; b0 < I2 && first < I1; b0 += 8) { /* the rows the strips left */
         const __m256i m0 = K2 > 0 ? valid8(b0 + shift[0], O2) : none,
                       m1 = K2 > 1 ? valid8(b0 + shift[1], O2) : none,
                       m2 = K2 > 2 ? valid8(b0 + shift[2], O2) : none;
