@@ -132,15 +132,18 @@ static int pack_filter(const gradref__cbd_plan *p, float *a, int threads) {
     int finite = 1;
     GRADREF__PARALLEL_FOR(team, reduction(& : finite) schedule(static))
     for (int64_t r = 0; r < rows; r++) {
-        const int64_t g = r / p->ICpg, ic = r % p->ICpg;
-        for (int64_t t = 0; t < T; t++) {
-            const int64_t off = filter_offset(p, g, ic, t);
-            float *row = a + ((g * p->ICpg + ic) * T + t) * p->OCpg;
-            for (int64_t oc = 0; oc < p->OCpg; oc++) {
-                row[oc] = filter_value(p, off + oc * p->fs[1]);
-                finite &= isfinite(row[oc]) != 0;
-            }
-        }
+        const int64_t base = r / p->ICpg * p->fs[0] + r % p->ICpg * p->fs[2];
+        float *row = a + r * T * p->OCpg;
+        /* the taps in stored order, their offsets by steps (not filter_offset's divisions) */
+        for (int64_t k0 = 0; k0 < p->K[0]; k0++)
+            for (int64_t k1 = 0; k1 < p->K[1]; k1++)
+                for (int64_t k2 = 0; k2 < p->K[2]; k2++, row += p->OCpg) {
+                    const int64_t off = base + k0 * p->fs[3] + k1 * p->fs[4] + k2 * p->fs[5];
+                    for (int64_t oc = 0; oc < p->OCpg; oc++) {
+                        row[oc] = filter_value(p, off + oc * p->fs[1]);
+                        finite &= isfinite(row[oc]) != 0;
+                    }
+                }
     }
     return finite;
 }
