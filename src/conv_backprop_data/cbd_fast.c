@@ -73,6 +73,8 @@ static cbd_layout layout_of(const gradref__cbd_plan *p, int32_t precision, int t
         L.panels = gradref__ws_take(&at, (size_t)(p->G * L.group_floats) * 4);
         /* live phases: at most one per tap */
         L.phase_off = gradref__ws_take(&at, (size_t)taps_of(p) * 8);
+        L.phase_taps = gradref__ws_take(&at, (size_t)taps_of(p) * 4 * 8);
+        L.tap_at = gradref__ws_take(&at, (size_t)(taps_of(p) + 1) * 8);
         L.residues = gradref__ws_take(&at, (size_t)(p->K[0] + p->K[1] + p->K[2]) * 8);
     }
     L.stage_diff = p->in_dtype != GRADREF_F32 || !dense_pixels(p->ds, p->O);
@@ -268,7 +270,7 @@ static int run_items(const cbd_run *R, const cbd_layout *L, char *base, int thre
             cbd_scratch_of(L, base + L->thread0 + L->per_thread * (size_t)gradref__thread_num());
         if (L->path == CBD_PATH_GEMM) {
             S.masks_key[0] = -1; /* no masks yet */
-            if (!gradref__cbd_pack_panels(R, &S)) {
+            if (!gradref__cbd_pack_panels(R)) {
                 GRADREF__OMP(omp atomic write)
                 finite = 0;
             }

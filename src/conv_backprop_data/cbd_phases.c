@@ -189,15 +189,14 @@ int gradref__cbd_all_direct(const cbd_run *R, int64_t *tap) {
 static void item_phase(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int64_t M,
                        int64_t f_index, float *slab0, const cbd_scratch *S, cbd_zeros *z) {
     const gradref__cbd_plan *p = R->p;
-    int64_t *tap = S->taps;
     cbd_phase f;
     memset(&f, 0, sizeof f);
-    f.R = R, f.n = n, f.g = g, f.ic0 = ic0, f.tap = tap;
+    f.R = R, f.n = n, f.g = g, f.ic0 = ic0;
     int64_t ph[3];
     phase_at(R, f_index, ph);
     const int64_t N = phase_grid(p, ph, f.Q);
     if (N == 0) return;
-    f.ntaps = gradref__cbd_phase_taps(p, ph, tap);
+    f.ntaps = cbd_phase_taps_of(R, f_index, &f.tap);
     gradref__sgemm_args a;
     memset(&a, 0, sizeof a);
     a.M = M;
@@ -300,20 +299,27 @@ int gradref__cbd_pack_panel(const gradref__cbd_plan *p, int64_t g, int64_t ic0, 
     return finite;
 }
 
-/* Where each (group, phase) starts in the panels, before the region. */
+/* Each live phase's taps and where each (group, phase) starts in the panels, before the
+ * region: the items and the packing read the taps from there (a phase's list costs three
+ * divisions a tap and dim). */
 void gradref__cbd_panel_offsets(cbd_run *R, const cbd_layout *L, char *base) {
     const gradref__cbd_plan *p = R->p;
     int64_t *off = (int64_t *)(base + L->phase_off);
-    int64_t *tap = (int64_t *)(base + L->thread0 + L->taps_at);
+    int64_t *taps = (int64_t *)(base + L->phase_taps), *tap_at = (int64_t *)(base + L->tap_at);
     R->group_floats = L->group_floats;
     R->panels = (const float *)(base + L->panels);
     R->phase_off = off;
+    R->phase_taps = taps;
+    R->tap_at = tap_at;
     int64_t at = 0;
+    tap_at[0] = 0;
     for (int64_t f = 0; f < R->phases; f++) {
         int64_t ph[3];
         phase_at(R, f, ph);
         off[f] = at;
-        at += (p->ICpg + R->pr - 1) / R->pr * R->mr * gradref__cbd_phase_taps(p, ph, tap) * R->ocpg;
+        const int64_t n = gradref__cbd_phase_taps(p, ph, taps + 4 * tap_at[f]);
+        tap_at[f + 1] = tap_at[f] + n;
+        at += (p->ICpg + R->pr - 1) / R->pr * R->mr * n * R->ocpg;
     }
 }
 
@@ -336,27 +342,45 @@ static int block_scan(const cbd_run *R, int64_t g, int64_t ic0, int64_t rows, in
     return 1;
 }
 
+/* Whether the F32 filter is one dense run (group, output channel, input channel, taps), and
+ * then finite &= this thread's share of its scan: one vector pass over the filter instead of
+ * one per block and output channel (a call each). */
+static int filter_scan(const cbd_run *R, int *finite) {
+    const gradref__cbd_plan *p = R->p;
+    if (p->in_dtype != GRADREF_F32 || R->word_channels) return 0;
+    const int64_t sizes[6] = {p->G, p->OCpg, p->ICpg, p->K[0], p->K[1], p->K[2]};
+    int64_t dense = 1;
+    for (int d = 5; d >= 0; d--) {
+        if (sizes[d] > 1 && p->fs[d] != dense) return 0;
+        dense *= sizes[d];
+    }
+    int64_t b, e;
+    gradref__my_range(dense, &b, &e);
+    *finite &= gradref__nan_kernels_for(R->max_isa)
+                   ->all_finite_f32((const float *)(const void *)p->filter + b, e - b);
+    return 1;
+}
+
 /* This thread's share of the panels of every (group, live phase), inside the region: the
  * filter is read once per call, into the panels the tiles and the GEMM take. A thread takes
  * blocks of panel rows (input channels), each for every live phase, so the block's filter
  * lines are read from L2 once, not once per phase (only live phases have panels: a share of
  * all four phases of a 1x1 stride 2 left one thread every panel). Returns 0 when a value is
  * not finite. */
-int gradref__cbd_pack_panels(const cbd_run *R, const cbd_scratch *S) {
+int gradref__cbd_pack_panels(const cbd_run *R) {
     const gradref__cbd_plan *p = R->p;
     const int64_t np = (p->ICpg + R->pr - 1) / R->pr;
-    int64_t *tap = S->taps;
     int finite = 1;
+    const int whole = filter_scan(R, &finite);
     int64_t b, e;
     gradref__my_range(p->G * np, &b, &e);
     for (int64_t it = b; it < e; it++) {
         const int64_t g = it / np, ic0 = it % np * R->pr;
         const int64_t rows = p->ICpg - ic0 < R->pr ? p->ICpg - ic0 : R->pr;
-        const int scanned = !R->word_channels && block_scan(R, g, ic0, rows, &finite);
+        const int scanned = whole || (!R->word_channels && block_scan(R, g, ic0, rows, &finite));
         for (int64_t f = 0; f < R->phases; f++) { /* the block's filter lines stay in L1 */
-            int64_t ph[3];
-            phase_at(R, f, ph);
-            const int64_t ntaps = gradref__cbd_phase_taps(p, ph, tap);
+            const int64_t *tap;
+            const int64_t ntaps = cbd_phase_taps_of(R, f, &tap);
             if (ntaps == 0) continue;
             float *dst = (float *)R->panels + g * R->group_floats + R->phase_off[f] +
                          ic0 / R->pr * ntaps * R->ocpg * R->mr;

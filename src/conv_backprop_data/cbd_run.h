@@ -27,6 +27,7 @@ typedef struct cbd_layout {
     size_t apack, diff32, acc;   /* shared parts */
     size_t sums, parts;          /* I8: the int32 sums of its parts, first; the parts' own */
     size_t panels, phase_off;    /* the filter in GEMM panels per (group, phase), offsets */
+    size_t phase_taps, tap_at;   /* every live phase's taps (4 entries each), where each starts */
     size_t residues;             /* the live phases' offsets along each dim */
     int64_t group_floats;        /* panel floats per group */
     size_t thread0, per_thread;  /* per thread: GEMM work, C chunk, tap list */
@@ -110,6 +111,9 @@ typedef struct cbd_run {
     gradref__cbd_dw_shape dw;      /* depthwise: every channel's geometry */
     const float *panels; /* group g, cbd_phase f: panels + g * group_floats + phase_off[f] */
     const int64_t *phase_off;
+    /* phase f's taps (gradref__cbd_phase_taps, once per call): tap_at[f + 1] - tap_at[f] of
+     * them from phase_taps + 4 * tap_at[f] */
+    const int64_t *phase_taps, *tap_at;
     /* the live stride phases (those a tap reaches and that hold pixels): every combination of
      * the offsets res[j][0 .. nres[j]) along the dims, the last dim fastest */
     const int64_t *res[3];
@@ -123,6 +127,12 @@ typedef struct cbd_run {
     int word_channels;
     int64_t ocpg; /* a tap's channels in the panels, a group's in diff: OCpg, or its words */
 } cbd_run;
+
+/* Live phase f's taps (cbd_run's phase_taps) into *tap; returns their count. */
+static inline int64_t cbd_phase_taps_of(const cbd_run *R, int64_t f, const int64_t **tap) {
+    *tap = R->phase_taps + 4 * R->tap_at[f];
+    return R->tap_at[f + 1] - R->tap_at[f];
+}
 
 /* The NaN rule on n f32 values of a run (int32 sums have no NaN to mend). */
 static inline void cbd_run_canon(const cbd_run *R, float *v, int64_t n) {
