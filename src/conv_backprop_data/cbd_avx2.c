@@ -373,6 +373,22 @@ half_body(int inside, int R, int V, int h, const float *image, int64_t channel_s
             }
             continue;
         }
+        /* one vector whole (a row's end falls in the other): one mask held, not two (twelve
+         * accumulators, two vectors, a broadcast and two masks would spill one) */
+        if (inside == 1 && V > 1 && ((m & 0xffu) == 0xffu || m >> 8 == 0xffu)) {
+            const int first_whole = (m & 0xffu) == 0xffu;
+            const __m256 keep = _mm256_castsi256_ps(first_whole ? k1 : k0);
+            const float *whole_src = first_whole ? src : src + 8;
+            const float *part_src = first_whole ? src + 8 : src;
+            for (int64_t oc = 0; oc < ocpg; oc++, w += 6) {
+                const __m256 whole = _mm256_loadu_ps(whole_src + oc * channel_stride);
+                const __m256 part =
+                    _mm256_and_ps(_mm256_loadu_ps(part_src + oc * channel_stride), keep);
+                const __m256 b0 = first_whole ? whole : part, b1 = first_whole ? part : whole;
+                HALF_FMA(0) HALF_FMA(1) HALF_FMA(2) HALF_FMA(3) HALF_FMA(4) HALF_FMA(5)
+            }
+            continue;
+        }
         for (int64_t oc = 0; oc < ocpg; oc++, src += channel_stride, w += 6) {
             __m256 b0, b1;
             if (inside) {
