@@ -34,8 +34,8 @@ static inline void store_cols8(float *out, int64_t i2, int64_t I2, __m256 acc) {
         _mm256_maskstore_ps(out + i2, valid8(i2, I2), acc);
 }
 
-/* All ones in the lanes of a that hold a zero or a NaN: a plane holding one needs the caller's
- * NaN and signed-zero scan (cbd_depthwise_plane), one without skips it. */
+/* All ones in the lanes of a that hold a zero or a NaN: values holding one need the caller's
+ * NaN and signed-zero scan (the depthwise planes', the tiles'), the others skip it. */
 static inline __m256 zero_or_nan8(__m256 a) {
     return _mm256_cmp_ps(a, _mm256_setzero_ps(), _CMP_EQ_UQ);
 }
@@ -328,6 +328,8 @@ static inline __m256i lanes8(unsigned b) {
     }
 #  define HALF_STORE(i)                                                                            \
     if ((i) < R) {                                                                                 \
+      hit |= (unsigned)_mm256_movemask_ps(zero_or_nan8(c##i##a));                                  \
+      if (V > 1) hit |= (unsigned)_mm256_movemask_ps(zero_or_nan8(c##i##b)) << 8;                  \
       if (whole) {                                                                                 \
         _mm256_storeu_ps(c + (i)*ldc, c##i##a);                                                    \
         _mm256_storeu_ps(c + (i)*ldc + 8, c##i##b);                                                \
@@ -336,7 +338,7 @@ static inline __m256i lanes8(unsigned b) {
         if (V > 1) _mm256_maskstore_ps(c + (i)*ldc + 8, live1, c##i##b);                           \
       }                                                                                            \
     }
-__attribute__((always_inline)) static inline void
+__attribute__((always_inline)) static inline unsigned
 half_body(int inside, int R, int V, int h, const float *image, int64_t channel_stride, int64_t ocpg,
           const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a, float *c,
           int64_t ldc, int64_t cols, int load) {
@@ -401,22 +403,24 @@ half_body(int inside, int R, int V, int h, const float *image, int64_t channel_s
             HALF_FMA(0) HALF_FMA(1) HALF_FMA(2) HALF_FMA(3) HALF_FMA(4) HALF_FMA(5)
         }
     }
-    HALF_STORE(0) HALF_STORE(1) HALF_STORE(2) HALF_STORE(3) HALF_STORE(4) HALF_STORE(5)
+    unsigned hit = 0; /* lanes holding a zero or a NaN (zero_or_nan8) */
+    HALF_STORE(0) HALF_STORE(1) HALF_STORE(2) HALF_STORE(3) HALF_STORE(4) HALF_STORE(5);
+    return hit & live;
 }
 #  undef HALF_FMA
 #  undef HALF_LOAD
 #  undef HALF_STORE
 
-typedef void (*half_fn)(int h, const float *image, int64_t channel_stride, int64_t ocpg,
-                        const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a,
-                        float *c, int64_t ldc, int64_t cols, int load);
+typedef unsigned (*half_fn)(int h, const float *image, int64_t channel_stride, int64_t ocpg,
+                            const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                            const float *a, float *c, int64_t ldc, int64_t cols, int load);
 #  define HALF(INSIDE, R, V)                                                                       \
-    static void half_##INSIDE##_##R##_##V(int h, const float *image, int64_t channel_stride,       \
-                                          int64_t ocpg, const int64_t *offset,                     \
-                                          const uint16_t *masks, int64_t ntaps, const float *a,    \
-                                          float *c, int64_t ldc, int64_t cols, int load) {         \
-      half_body(INSIDE, R, V, h, image, channel_stride, ocpg, offset, masks, ntaps, a, c, ldc,     \
-                cols, load);                                                                       \
+    static unsigned half_##INSIDE##_##R##_##V(                                                     \
+        int h, const float *image, int64_t channel_stride, int64_t ocpg, const int64_t *offset,    \
+        const uint16_t *masks, int64_t ntaps, const float *a, float *c, int64_t ldc, int64_t cols, \
+        int load) {                                                                                \
+      return half_body(INSIDE, R, V, h, image, channel_stride, ocpg, offset, masks, ntaps, a, c,   \
+                       ldc, cols, load);                                                           \
     }
 #  define HALF_ROWS(INSIDE, V)                                                                     \
     HALF(INSIDE, 1, V)                                                                             \
@@ -436,13 +440,15 @@ static const half_fn halves[2][3][GRADREF__CBD_TILE_ROWS_AVX2] = {
     {HALF_LIST(0, 1), HALF_LIST(1, 1), HALF_LIST(2, 1)},
     {HALF_LIST(0, 2), HALF_LIST(1, 2), HALF_LIST(2, 2)}};
 
-void gradref__cbd_f32_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
-                                  const int64_t *offset, const uint16_t *masks, int64_t ntaps,
-                                  int64_t cols, int inside, const float *a, int rows, float *c,
-                                  int64_t ldc, int load) {
+unsigned gradref__cbd_f32_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
+                                      const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                                      int64_t cols, int inside, const float *a, int rows, float *c,
+                                      int64_t ldc, int load) {
+    unsigned hit = 0;
     for (int h = 0; h < 2 && 16 * h < cols; h++)
-        halves[cols - 16 * h > 8][inside][rows - 1](h, image, channel_stride, ocpg, offset, masks,
-                                                    ntaps, a, c + 16 * h, ldc, cols, load);
+        hit |= halves[cols - 16 * h > 8][inside][rows - 1](
+            h, image, channel_stride, ocpg, offset, masks, ntaps, a, c + 16 * h, ldc, cols, load);
+    return hit;
 }
 
 /* The I8 twin of half_body: 32-bit words of two int16 values, each product pair summed by

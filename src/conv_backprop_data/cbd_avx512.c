@@ -328,7 +328,7 @@ void gradref__cbd_tile32_masks_avx512(const int64_t *tap, int64_t ntaps, const i
  * outside the tap zeroed afterwards: GCC then keeps all the accumulators in registers, which it
  * does not around masked loads. Near diff's ends the loads themselves are masked. `inside` 2
  * is a packed tile (zeros already in place): plain loads. */
-__attribute__((always_inline)) static inline void
+__attribute__((always_inline)) static inline unsigned
 tile_body(int inside, int V, int H, int R, const float *image, int64_t channel_stride, int64_t ocpg,
           const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a, float *c,
           int64_t ldc, __mmask16 live0, __mmask16 live1, int load) {
@@ -369,26 +369,34 @@ tile_body(int inside, int V, int H, int R, const float *image, int64_t channel_s
             }
         }
     }
+    unsigned hit = 0; /* lanes holding a zero or a NaN */
     for (int i = 0; i < R; i++) {
-        for (int v = 0; v < V; v++)
+        for (int v = 0; v < V; v++) {
             _mm512_mask_storeu_ps(c + i * ldc + 16 * v, v ? live1 : live0, acc[i][v]);
-        if (H) _mm256_mask_storeu_ps(c + i * ldc + 16 * V, live_part, part[i]);
+            hit |= zero_or_nan16(acc[i][v], v ? live1 : live0);
+        }
+        if (H) {
+            _mm256_mask_storeu_ps(c + i * ldc + 16 * V, live_part, part[i]);
+            hit |= _mm256_mask_cmp_ps_mask(live_part, part[i], _mm256_setzero_ps(), _CMP_EQ_UQ);
+        }
     }
+    return hit;
 }
 
-typedef void (*tile_fn)(const float *image, int64_t channel_stride, int64_t ocpg,
-                        const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a,
-                        float *c, int64_t ldc, __mmask16 live0, __mmask16 live1, int load);
+typedef unsigned (*tile_fn)(const float *image, int64_t channel_stride, int64_t ocpg,
+                            const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                            const float *a, float *c, int64_t ldc, __mmask16 live0, __mmask16 live1,
+                            int load);
 
 /* One function per (inside, lanes, rows): the row count is a constant in each, so a panel's
  * last rows cost only what they compute. W: 8 lanes (0), 16 (1), 24 (2) or 32 (3). */
 #  define TILE(INSIDE, W, R)                                                                       \
-    static void tile_##INSIDE##_##W##_##R(                                                         \
+    static unsigned tile_##INSIDE##_##W##_##R(                                                     \
         const float *image, int64_t channel_stride, int64_t ocpg, const int64_t *offset,           \
         const uint16_t *masks, int64_t ntaps, const float *a, float *c, int64_t ldc,               \
         __mmask16 live0, __mmask16 live1, int load) {                                              \
-      tile_body(INSIDE, ((W) + 1) / 2, (W) % 2 == 0, R, image, channel_stride, ocpg, offset,       \
-                masks, ntaps, a, c, ldc, live0, live1, load);                                      \
+      return tile_body(INSIDE, ((W) + 1) / 2, (W) % 2 == 0, R, image, channel_stride, ocpg,        \
+                       offset, masks, ntaps, a, c, ldc, live0, live1, load);                       \
     }
 #  define TILE_ROWS(INSIDE, W)                                                                     \
     TILE(INSIDE, W, 1)                                                                             \
@@ -423,16 +431,16 @@ TILE_WIDTHS(2)
 static const tile_fn tiles[3][4][GRADREF__CBD_TILE_ROWS] = {TILE_LISTS(0), TILE_LISTS(1),
                                                             TILE_LISTS(2)};
 
-void gradref__cbd_f32_tile32_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
-                                    const int64_t *offset, const uint16_t *masks, int64_t ntaps,
-                                    int64_t cols, int inside, const float *a, int rows, float *c,
-                                    int64_t ldc, int load) {
+unsigned gradref__cbd_f32_tile32_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
+                                        const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                                        int64_t cols, int inside, const float *a, int rows,
+                                        float *c, int64_t ldc, int load) {
     const __mmask16 live0 = (__mmask16)(cols >= 16 ? 0xffffu : (1u << cols) - 1u),
                     live1 = (__mmask16)(cols <= 16   ? 0u
                                         : cols >= 32 ? 0xffffu
                                                      : (1u << (cols - 16)) - 1u);
-    tiles[inside][(cols + 7) / 8 - 1][rows - 1](image, channel_stride, ocpg, offset, masks, ntaps,
-                                                a, c, ldc, live0, live1, load);
+    return tiles[inside][(cols + 7) / 8 - 1][rows - 1](image, channel_stride, ocpg, offset, masks,
+                                                       ntaps, a, c, ldc, live0, live1, load);
 }
 
 void gradref__cbd_f32_pack_tile32_avx512(const float *image, int64_t channel_stride, int64_t ocpg,

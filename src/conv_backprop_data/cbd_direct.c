@@ -549,9 +549,9 @@ __attribute__((noinline)) static void tiles_in_grad(const direct *d, const float
     f.R = &R, f.n = d->n, f.g = d->g, f.ic0 = d->ic0, f.tap = d->tap, f.ntaps = ntaps;
     memcpy(f.Q, d->Q, sizeof f.Q);
     float *c = (float *)(void *)p->grad + d->n * p->gs[0] + d->g * p->gs[1] + d->ic0 * p->gs[2];
-    gradref__cbd_direct_tiles(&R, &f, panels, M, 0, pixels(d->Q), c, p->gs[2], &S, NULL);
-    for (int64_t m = 0; m < M; m++)
-        gradref__cbd_canon(p, c + m * p->gs[2], pixels(d->Q));
+    if (gradref__cbd_direct_tiles(&R, &f, panels, M, 0, pixels(d->Q), c, p->gs[2], &S, NULL))
+        for (int64_t m = 0; m < M; m++)
+            gradref__cbd_canon(p, c + m * p->gs[2], pixels(d->Q));
 }
 
 /* The panel of rows [d->ic0 + r0, + rows) of the taps `taps` of the phase, as the tiles take

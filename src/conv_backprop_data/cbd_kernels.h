@@ -106,9 +106,9 @@ typedef struct gradref__cbd_kernels {
     int (*dw_plane3x3)(const gradref__cbd_dw_shape *s, const float *w, const float *diff,
                        float *grad);
     int tile_rows; /* the GEMM panel rows the tiles take (0: no tiles) */
-    void (*tile32)(const float *image, int64_t channel_stride, int64_t ocpg, const int64_t *offset,
-                   const uint16_t *masks, int64_t ntaps, int64_t cols, int inside, const float *a,
-                   int rows, float *c, int64_t ldc, int load);
+    unsigned (*tile32)(const float *image, int64_t channel_stride, int64_t ocpg,
+                       const int64_t *offset, const uint16_t *masks, int64_t ntaps, int64_t cols,
+                       int inside, const float *a, int rows, float *c, int64_t ldc, int load);
     void (*pack_tile32)(const float *image, int64_t channel_stride, int64_t ocpg,
                         const int64_t *offset, const uint16_t *masks, int64_t ntaps, float *dst);
     void (*tile32_masks)(const int64_t *tap, int64_t ntaps, const int64_t *Q, const int64_t *O,
@@ -141,20 +141,20 @@ typedef struct gradref__cbd_kernels {
 
 /* The table's tile32 on `channels` output channels a tap, or for I8 by words (words != 0) its
  * word_tile32 on that many words, on the same buffers: the words' int32 sums land in c's
- * floats. */
-static inline void gradref__cbd_run_tile(const gradref__cbd_kernels *k, int words,
-                                         const float *image, int64_t channel_stride,
-                                         int64_t channels, const int64_t *offset,
-                                         const uint16_t *masks, int64_t ntaps, int64_t cols,
-                                         int inside, const float *a, int rows, float *c,
-                                         int64_t ldc, int load) {
-    if (words)
-        k->word_tile32((const int32_t *)(const void *)image, channel_stride, channels, offset,
-                       masks, ntaps, cols, inside, (const int32_t *)(const void *)a, rows,
-                       (int32_t *)(void *)c, ldc, load);
-    else
-        k->tile32(image, channel_stride, channels, offset, masks, ntaps, cols, inside, a, rows, c,
-                  ldc, load);
+ * floats. Returns tile32's answer (0 for words: int32 sums need no NaN rule). */
+static inline unsigned gradref__cbd_run_tile(const gradref__cbd_kernels *k, int words,
+                                             const float *image, int64_t channel_stride,
+                                             int64_t channels, const int64_t *offset,
+                                             const uint16_t *masks, int64_t ntaps, int64_t cols,
+                                             int inside, const float *a, int rows, float *c,
+                                             int64_t ldc, int load) {
+    if (!words)
+        return k->tile32(image, channel_stride, channels, offset, masks, ntaps, cols, inside, a,
+                         rows, c, ldc, load);
+    k->word_tile32((const int32_t *)(const void *)image, channel_stride, channels, offset, masks,
+                   ntaps, cols, inside, (const int32_t *)(const void *)a, rows,
+                   (int32_t *)(void *)c, ldc, load);
+    return 0;
 }
 
 /* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs; its
@@ -262,11 +262,13 @@ int gradref__cbd_f32_dw_plane3x3_avx512(const gradref__cbd_dw_shape *s, const fl
  * is a packed tile (pack_tile32) whose lanes outside the taps already hold zeros, so only the
  * skipping of taps without lanes uses the masks. c is grad at (ic0, j0), ldc its channel
  * stride. The chains start at +0, or (load 1) go on from c's values: a caller may split the
- * taps into consecutive runs, one call each, with the same bits. */
-void gradref__cbd_f32_tile32_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
-                                    const int64_t *offset, const uint16_t *masks, int64_t ntaps,
-                                    int64_t cols, int inside, const float *a, int rows, float *c,
-                                    int64_t ldc, int load);
+ * taps into consecutive runs, one call each, with the same bits. Returns nonzero when a value
+ * it stored is a zero or a NaN: the caller's NaN and signed-zero scan of the tile's values can
+ * be skipped otherwise. */
+unsigned gradref__cbd_f32_tile32_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
+                                        const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                                        int64_t cols, int inside, const float *a, int rows,
+                                        float *c, int64_t ldc, int load);
 /* The diff a tile reads (same arguments), packed: dst[(t * ocpg + oc) * 32 + l] = lane l of
  * tap t, channel oc, zero where the tap's mask has no lane. Taps without lanes are not
  * written. */
@@ -278,10 +280,10 @@ void gradref__cbd_f32_pack_tile32_avx512(const float *image, int64_t channel_str
 void gradref__cbd_tile32_masks_avx512(const int64_t *tap, int64_t ntaps, const int64_t *Q,
                                       const int64_t *O, int64_t j0, int64_t cols, uint16_t *masks);
 /* The same tiles at 8 lanes (cbd_avx2.c; 6-row AVX2 panels, each tile as two 16-pixel halves). */
-void gradref__cbd_f32_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
-                                  const int64_t *offset, const uint16_t *masks, int64_t ntaps,
-                                  int64_t cols, int inside, const float *a, int rows, float *c,
-                                  int64_t ldc, int load);
+unsigned gradref__cbd_f32_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
+                                      const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                                      int64_t cols, int inside, const float *a, int rows, float *c,
+                                      int64_t ldc, int load);
 void gradref__cbd_f32_pack_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
                                        const int64_t *offset, const uint16_t *masks, int64_t ntaps,
                                        float *dst);

@@ -113,6 +113,13 @@ static inline uint32x4_t nonzero_number4(float32x4_t a) {
     return vcagtq_f32(a, vdupq_n_f32(0.0f));
 }
 
+/* All ones in the lanes at or past n of 8 (two vectors): the lanes a partial store leaves. */
+static inline void lanes_past(int64_t n, uint32x4_t *dead0, uint32x4_t *dead1) {
+    const uint32_t lane_index[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    *dead0 = vcgeq_u32(vld1q_u32(lane_index), vdupq_n_u32((uint32_t)n));
+    *dead1 = vcgeq_u32(vld1q_u32(lane_index + 4), vdupq_n_u32((uint32_t)n));
+}
+
 /* K1, K2 <= 3, one depth, dilation 1: strips of 8 grad columns in blocks of 4 rows, 8
  * accumulators; each diff row's three column windows (the chain's column taps, zeros past diff's
  * ends and for the columns a narrower kernel lacks, exact no-op terms) are loaded once for the
@@ -137,9 +144,8 @@ static int dw_plane3x3_neon(const gradref__cbd_dw_shape *p, const float *w, cons
         for (int c = 0; c < 3; c++)
             whole[c] = c < K2 && b0 + shift[c] >= 0 && b0 + shift[c] + 8 <= O2;
         const int64_t cols = I2 - b0 < 8 ? I2 - b0 : 8;
-        const uint32_t lane_index[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-        const uint32x4_t dead0 = vcgeq_u32(vld1q_u32(lane_index), vdupq_n_u32((uint32_t)cols)),
-                         dead1 = vcgeq_u32(vld1q_u32(lane_index + 4), vdupq_n_u32((uint32_t)cols));
+        uint32x4_t dead0, dead1;
+        lanes_past(cols, &dead0, &dead1);
         for (int64_t i1 = 0; i1 < I1; i1 += 4) {
             const int64_t nrow = I1 - i1 < 4 ? I1 - i1 : 4;
             int64_t lo = i1 + pb1 - (K1 - 1), hi = i1 + nrow - 1 + pb1;
@@ -284,9 +290,10 @@ tap_values(int inside, const float *src, unsigned m, float32x4_t *b0, float32x4_
 /* Columns [8h, 8h + 8) of a tile: 12 rows x 2 accumulators, the chain over (tap, oc) as the
  * GEMM's (FMLA by lane of the panel's 12 weights), a tap without lanes in the block skipped
  * (fma(w, 0, acc) = acc for a finite w); then rows < `rows`, columns < cols stored. */
-static void tile_block(int inside, int h, const float *image, int64_t channel_stride, int64_t ocpg,
-                       const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a,
-                       int rows, float *c, int64_t ldc, int64_t cols, int load) {
+static unsigned tile_block(int inside, int h, const float *image, int64_t channel_stride,
+                           int64_t ocpg, const int64_t *offset, const uint16_t *masks,
+                           int64_t ntaps, const float *a, int rows, float *c, int64_t ldc,
+                           int64_t cols, int load) {
     const int64_t left = cols - 8 * h < 8 ? cols - 8 * h : 8;
     float *out = c + 8 * h;
     float32x4_t acc[12][2];
@@ -316,10 +323,16 @@ static void tile_block(int inside, int h, const float *image, int64_t channel_st
             }
         }
     }
-    /* unrolled, so that every accumulator index is a constant and they stay in registers */
+    /* unrolled, so that every accumulator index is a constant and they stay in registers;
+     * clean: all ones while no stored lane holds a zero or a NaN */
+    uint32x4_t dead0, dead1;
+    lanes_past(left, &dead0, &dead1);
+    uint32x4_t clean = vdupq_n_u32(~0u);
 #  pragma GCC unroll 12
     for (int i = 0; i < 12; i++) {
         if (i >= rows) break;
+        clean = vandq_u32(clean, vandq_u32(vorrq_u32(nonzero_number4(acc[i][0]), dead0),
+                                           vorrq_u32(nonzero_number4(acc[i][1]), dead1)));
         if (left == 8) {
             vst1q_f32(out + i * ldc, acc[i][0]);
             vst1q_f32(out + i * ldc + 4, acc[i][1]);
@@ -330,14 +343,18 @@ static void tile_block(int inside, int h, const float *image, int64_t channel_st
         vst1q_f32(tmp + 4, acc[i][1]);
         memcpy(out + i * ldc, tmp, (size_t)left * sizeof *tmp);
     }
+    return vminvq_u32(clean) == 0;
 }
 
-static void tile32_neon(const float *image, int64_t channel_stride, int64_t ocpg,
-                        const int64_t *offset, const uint16_t *masks, int64_t ntaps, int64_t cols,
-                        int inside, const float *a, int rows, float *c, int64_t ldc, int load) {
+static unsigned tile32_neon(const float *image, int64_t channel_stride, int64_t ocpg,
+                            const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                            int64_t cols, int inside, const float *a, int rows, float *c,
+                            int64_t ldc, int load) {
+    unsigned hit = 0;
     for (int h = 0; h < 4 && 8 * h < cols; h++)
-        tile_block(inside, h, image, channel_stride, ocpg, offset, masks, ntaps, a, rows, c, ldc,
-                   cols, load);
+        hit |= tile_block(inside, h, image, channel_stride, ocpg, offset, masks, ntaps, a, rows, c,
+                          ldc, cols, load);
+    return hit;
 }
 
 /* The two 16-lane masks per tap of a tile (tile32_masks), 4 lanes a compare: each lane's

@@ -185,9 +185,11 @@ int gradref__cbd_all_direct(const cbd_run *R, int64_t *tap) {
 
 /* Channels [ic0, ic1) of image n, group g, stride phase ph: a GEMM (or 32-pixel tiles) straight
  * into grad when the stride is 1, else through the chunk buffer, whole sub-grid rows at a
- * time when they fit, then scattered. */
-static void item_phase(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int64_t M,
-                       int64_t f_index, float *slab0, const cbd_scratch *S, cbd_zeros *z) {
+ * time when they fit, then scattered. Returns whether the values written straight into grad
+ * still need the NaN and signed-zero scan (the GEMM's always; the tiles' when one is a zero or
+ * a NaN); the chunks get theirs here. */
+static int item_phase(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int64_t M,
+                      int64_t f_index, float *slab0, const cbd_scratch *S, cbd_zeros *z) {
     const gradref__cbd_plan *p = R->p;
     cbd_phase f;
     memset(&f, 0, sizeof f);
@@ -195,7 +197,7 @@ static void item_phase(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int6
     int64_t ph[3];
     phase_at(R, f_index, ph);
     const int64_t N = phase_grid(p, ph, f.Q);
-    if (N == 0) return;
+    if (N == 0) return 0;
     f.ntaps = cbd_phase_taps_of(R, f_index, &f.tap);
     gradref__sgemm_args a;
     memset(&a, 0, sizeof a);
@@ -207,19 +209,17 @@ static void item_phase(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int6
     a.a_panels =
         R->panels + g * R->group_floats + R->phase_off[f_index] + ic0 / R->pr * a.K * R->mr;
     const int direct = phase_direct(R, f.Q);
-    if (unit_strides(p) && direct) {
-        gradref__cbd_direct_tiles(R, &f, a.a_panels, M, 0, N, slab0, R->ac, S, NULL);
-        return;
-    }
+    if (unit_strides(p) && direct)
+        return gradref__cbd_direct_tiles(R, &f, a.a_panels, M, 0, N, slab0, R->ac, S, NULL) != 0;
     if (unit_strides(p)) { /* the only phase: straight into grad */
         a.N = N;
         a.c = slab0;
         a.c_rs = R->ac;
         a.c_cs = 1;
         gradref__sgemm(&a, R->max_isa, S->gemm);
-        return;
+        return 1;
     }
-    if (a.K == 0) return; /* no tap reaches this phase: +0 from the start */
+    if (a.K == 0) return 0; /* no tap reaches this phase: +0 from the start */
     float *chunk = S->chunk;
     const int64_t W = f.Q[2], per_row = W * M;
     const int64_t step =
@@ -233,14 +233,17 @@ static void item_phase(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int6
         a.c = chunk;
         a.c_rs = j1 - j0;
         a.c_cs = 1;
+        int scan = 1;
         if (direct)
-            gradref__cbd_direct_tiles(R, &f, a.a_panels, M, j0, j1, chunk, j1 - j0, S, z);
+            scan =
+                gradref__cbd_direct_tiles(R, &f, a.a_panels, M, j0, j1, chunk, j1 - j0, S, z) != 0;
         else
             gradref__sgemm(&a, R->max_isa, S->gemm);
         zeros_rest(z);
-        cbd_run_canon(R, chunk, M * (j1 - j0)); /* the NaN rule, on the phase's values */
+        if (scan) cbd_run_canon(R, chunk, M * (j1 - j0)); /* the NaN rule, on the phase's values */
         scatter_chunk(R, &f, ph, slab0, chunk, M, j0, j1);
     }
+    return 0;
 }
 
 /* One work item: channels [ic0, ic1) of image n, group g, every stride phase in turn. */
@@ -257,10 +260,13 @@ void gradref__cbd_item_gemm(const cbd_run *R, int64_t n, int64_t g, int64_t ic0,
             for (int64_t m = 0; m < M; m++)
                 memset(slab0 + m * R->ac, 0, (size_t)pixels(p->I) * sizeof(float));
     }
+    int scan = 0;
     for (int64_t f_index = 0; f_index < R->phases; f_index++)
-        item_phase(R, n, g, ic0, M, f_index, slab0, S, &z);
-    zeros_rest(&z);      /* no phase had a tap */
-    if (unit_strides(p)) /* the NaN rule, while the slab is in the cache (strided: per chunk) */
+        scan |= item_phase(R, n, g, ic0, M, f_index, slab0, S, &z);
+    zeros_rest(&z); /* no phase had a tap */
+    /* the NaN rule, while the slab is in the cache (strided: per chunk), where a value may
+     * need it */
+    if (unit_strides(p) && scan)
         for (int64_t m = 0; m < M; m++)
             cbd_run_canon(R, slab0 + m * R->ac, pixels(p->I));
 }

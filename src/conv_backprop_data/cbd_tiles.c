@@ -29,10 +29,11 @@ static void prefetch_tile(const cbd_run *R, const cbd_phase *f, const float *ima
 /* Sub-grid pixels [jb, je) of a phase whose sub-grid has diff's last two sizes, into c (pixel
  * jb of row ic0 at c, rows ldc apart): tiles of 32 pixels computed straight from diff (no B
  * packing), a group of tiles at a time for every filter panel. */
-void gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const float *panels, int64_t M,
-                               int64_t jb, int64_t je, float *c, int64_t ldc, const cbd_scratch *S,
-                               cbd_zeros *z) {
+unsigned gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const float *panels,
+                                   int64_t M, int64_t jb, int64_t je, float *c, int64_t ldc,
+                                   const cbd_scratch *S, cbd_zeros *z) {
     const gradref__cbd_plan *p = R->p;
+    unsigned hit = 0;
     if (z != NULL && z->left > 0) { /* one slice per tile call, whole lines */
         const int64_t calls = (je - jb + 31) / 32 * ((M + R->pr - 1) / R->pr);
         z->slice = ((z->left + (size_t)calls - 1) / (size_t)calls + 63) & ~(size_t)63;
@@ -78,7 +79,7 @@ void gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const float
                     block_masks[2 * t] = block_masks[2 * t + 1] =
                         (uint16_t)((m[2 * t] | m[2 * t + 1]) ? 0xffffu : 0u);
                 for (int64_t i0 = 0; i0 < M; i0 += R->pr) {
-                    gradref__cbd_run_tile(
+                    hit |= gradref__cbd_run_tile(
                         R->k, R->word_channels, block, 32, R->ocpg, block_offset, block_masks,
                         f->ntaps, cols, 2, panels + i0 / R->pr * K * R->mr,
                         (int)(M - i0 < R->pr ? M - i0 : R->pr), c + i0 * ldc + (j0 - jb), ldc, 0);
@@ -98,7 +99,7 @@ void gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const float
                 const int64_t i0 = pn * R->pr, j0 = g0 + tile_index * 32;
                 if (pn == 0 && j0 + 32 < g1 && R->prefetch_tiles)
                     prefetch_tile(R, f, image, offset, j0 + 32);
-                gradref__cbd_run_tile(
+                hit |= gradref__cbd_run_tile(
                     R->k, R->word_channels, image + j0, R->dc, R->ocpg, offset,
                     masks + tile_index * per_tile, f->ntaps, g1 - j0 < 32 ? g1 - j0 : 32,
                     j0 + lo >= R->span_lo && j0 + hi <= R->span_hi, panels + pn * K * R->mr,
@@ -106,4 +107,5 @@ void gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const float
                 zeros_some(z);
             }
     }
+    return hit;
 }

@@ -7,8 +7,10 @@
 
 /* Sub-grid pixels [jb, je) of a phase whose sub-grid has diff's last two sizes, into c (pixel
  * jb of row ic0 at c, rows ldc apart): tiles of 32 pixels computed straight from diff (no B
- * packing), a group of tiles at a time for every filter panel. */
-void gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const float *panels, int64_t M,
-                               int64_t jb, int64_t je, float *c, int64_t ldc, const cbd_scratch *S,
-                               cbd_zeros *z);
+ * packing), a group of tiles at a time for every filter panel. Returns nonzero when a value
+ * written is a zero or a NaN (the tiles' answer): without one the NaN and signed-zero scan of
+ * those values has nothing to do. */
+unsigned gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const float *panels,
+                                   int64_t M, int64_t jb, int64_t je, float *c, int64_t ldc,
+                                   const cbd_scratch *S, cbd_zeros *z);
 #endif
