@@ -85,7 +85,6 @@ static cbd_layout layout_of(const gradref__cbd_plan *p, int32_t precision, int t
         size_t per = 0;
         gradref__ws_take(&per, gradref__sgemm_work_bytes());
         L.chunk_at = gradref__ws_take(&per, (size_t)GRADREF__CBD_CHUNK_FLOATS * 4);
-        L.taps_at = gradref__ws_take(&per, (size_t)taps_of(p) * 4 * sizeof(int64_t));
         L.offsets_at = gradref__ws_take(&per, (size_t)taps_of(p) * 2 * sizeof(int64_t));
         L.masks_at = gradref__ws_take(
             &per, (size_t)((GRADREF__CBD_TILE_GROUP + 1) * 2 * taps_of(p)) * sizeof(uint16_t));
@@ -239,7 +238,8 @@ static void plan_panels(cbd_run *R, const cbd_layout *L, char *base) {
     /* every phase that has taps runs direct tiles: the channels evenly over the panels (16
      * channels: 8 + 8 rows instead of 14 + 2; a 2-row tile has 4 FMA chains and waits on their
      * latency) */
-    if (gradref__cbd_all_direct(R, (int64_t *)(base + L->thread0 + L->taps_at))) {
+    /* the phases' tap lists are built below: their space serves as scratch until then */
+    if (gradref__cbd_all_direct(R, (int64_t *)(base + L->phase_taps))) {
         const int64_t np = (p->ICpg + R->mr - 1) / R->mr;
         R->pr = (p->ICpg + np - 1) / np;
     }
@@ -333,7 +333,7 @@ static int words_plan(cbd_run *R, const gradref__cbd_plan *p, int path, int64_t 
 static int run_words(const gradref__cbd_plan *p, const cbd_layout *L, char *base, int threads) {
     cbd_run R;
     if (!words_plan(&R, p, L->path, (int64_t *)(base + L->residues),
-                    (int64_t *)(base + L->thread0 + L->taps_at)))
+                    (int64_t *)(base + L->phase_taps)))
         return 0;
     bind_data(&R, L, base, threads);
     plan_panels(&R, L, base);

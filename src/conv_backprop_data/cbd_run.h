@@ -30,8 +30,8 @@ typedef struct cbd_layout {
     size_t phase_taps, tap_at;   /* every live phase's taps (4 entries each), where each starts */
     size_t residues;             /* the live phases' offsets along each dim */
     int64_t group_floats;        /* panel floats per group */
-    size_t thread0, per_thread;  /* per thread: GEMM work, C chunk, tap list */
-    size_t chunk_at, taps_at;    /* offsets inside a thread's part */
+    size_t thread0, per_thread;  /* per thread: GEMM work, C chunk, tiles' */
+    size_t chunk_at;             /* offsets inside a thread's part */
     size_t offsets_at, masks_at; /* direct tiles: per tap offsets, per tile and tap masks */
     size_t masks_key_at;         /* direct tiles: the (phase, tiles) the masks are for */
     int64_t tile_group;          /* direct tiles: tiles whose masks are computed together */
@@ -72,12 +72,11 @@ static inline float filter_value(const gradref__cbd_plan *p, int64_t e) {
 }
 
 /* One thread's part of the workspace (cbd_layout's *_at offsets), typed once per thread by
- * cbd_scratch_of: the GEMM's work area, the C chunk, the tap list, and the direct tiles' pixel
- * offsets, masks, the key of those masks and the packed tile. */
+ * cbd_scratch_of: the GEMM's work area, the C chunk, and the direct tiles' pixel offsets,
+ * masks, the key of those masks and the packed tile. */
 typedef struct cbd_scratch {
     void *gemm;         /* gradref__sgemm's work area */
     float *chunk;       /* GRADREF__CBD_CHUNK_FLOATS: a strided phase's C before its scatter */
-    int64_t *taps;      /* a phase's taps: stored index, then 3 shifts each */
     int64_t *offsets;   /* direct tiles: per tap (and per packed tap) diff offsets */
     uint16_t *masks;    /* direct tiles: per tile and tap, then the packed tile's */
     int64_t *masks_key; /* the (phase, first pixel, end) masks holds; key[0] -1: none */
@@ -89,7 +88,6 @@ static inline cbd_scratch cbd_scratch_of(const cbd_layout *L, char *mine) {
     cbd_scratch S;
     S.gemm = mine;
     S.chunk = (float *)(void *)(mine + L->chunk_at);
-    S.taps = (int64_t *)(void *)(mine + L->taps_at);
     S.offsets = (int64_t *)(void *)(mine + L->offsets_at);
     S.masks = (uint16_t *)(void *)(mine + L->masks_at);
     S.masks_key = (int64_t *)(void *)(mine + L->masks_key_at);
