@@ -241,13 +241,19 @@ int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const floa
     int64_t first = 0; /* rows before it are done */
     unsigned hit = 0;
     if (K1 == 3 && K2 == 3) {
-        for (int64_t b0 = 0; b0 < I2; b0 += 8)
+        for (int64_t b0 = 0; b0 < I2; b0 += 8) {
+            /* a last partial strip moved left onto its neighbour's columns (same values stored
+             * twice): plain stores, where AMD microcodes the masked ones */
+            const int64_t at = b0 + 8 > I2 && I2 >= 8 ? I2 - 8 : b0;
             hit |=
-                strip_3x3_8((const float(*)[3])weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
+                strip_3x3_8((const float(*)[3])weight, shift, diff, pb1, O1, O2, I1, I2, at, grad);
+        }
         first = I1 / 4 * 4;
     }
     const __m256i none = _mm256_setzero_si256();
-    for (int64_t b0 = 0; b0 < I2 && first < I1; b0 += 8) { /* the rows the strips left */
+    /* the rows the strips left, the last strip moved as the strips' */
+    for (int64_t s0 = 0; s0 < I2 && first < I1; s0 += 8) {
+        const int64_t b0 = s0 + 8 > I2 && I2 >= 8 ? I2 - 8 : s0;
         const __m256i m0 = K2 > 0 ? valid8(b0 + shift[0], O2) : none,
                       m1 = K2 > 1 ? valid8(b0 + shift[1], O2) : none,
                       m2 = K2 > 2 ? valid8(b0 + shift[2], O2) : none;
@@ -280,11 +286,11 @@ int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const floa
             hit |= zero_or_nan4x8(a0, nrow > 1 ? a1 : a0, nrow > 2 ? a2 : a0, nrow > 3 ? a3 : a0) &
                    live;
             float *out = grad + i1 * I2 + b0;
-            if (fs && nrow == 4) {
+            if (fs) {
                 _mm256_storeu_ps(out, a0);
-                _mm256_storeu_ps(out + I2, a1);
-                _mm256_storeu_ps(out + 2 * I2, a2);
-                _mm256_storeu_ps(out + 3 * I2, a3);
+                if (nrow > 1) _mm256_storeu_ps(out + I2, a1);
+                if (nrow > 2) _mm256_storeu_ps(out + 2 * I2, a2);
+                if (nrow > 3) _mm256_storeu_ps(out + 3 * I2, a3);
                 continue;
             }
             _mm256_maskstore_ps(out, st, a0);
