@@ -8,6 +8,8 @@
 #ifdef GRADREF__X86
 #  include <immintrin.h>
 
+#  include "store_avx2.h"
+
 #  if GRADREF__AVX2_MR != 6
 #    error "kernel_avx2 spells out 6 rows"
 #  endif
@@ -48,12 +50,12 @@ static void kernel_avx2(int64_t k, const float *a, const float *b, float *c, int
     }
 #  define IND_STORE(i)                                                                             \
     if (R > i) {                                                                                   \
-      _mm256_maskstore_ps(c + i * ldc, m0, c##i##a);                                               \
-      if (V == 2) _mm256_maskstore_ps(c + i * ldc + 8, m1, c##i##b);                               \
+      gradref__store_first8_ps(c + i * ldc, c##i##a, cols);                                        \
+      if (V == 2) gradref__store_first8_ps(c + i * ldc + 8, c##i##b, cols - 8);                    \
     }
 __attribute__((always_inline)) static inline void
 indirect_body(int R, int V, int64_t k, const float *const *a_rows, int64_t a_off, int64_t a_cs,
-              const float *b, float *c, int64_t ldc, __m256i m0, __m256i m1) {
+              const float *b, float *c, int64_t ldc, int cols) {
     __m256 c0a = _mm256_setzero_ps(), c0b = c0a, c1a = c0a, c1b = c0a, c2a = c0a, c2b = c0a;
     __m256 c3a = c0a, c3b = c0a, c4a = c0a, c4b = c0a, c5a = c0a, c5b = c0a;
 #  pragma GCC unroll 4
@@ -68,13 +70,13 @@ indirect_body(int R, int V, int64_t k, const float *const *a_rows, int64_t a_off
 }
 
 typedef void (*indirect_kernel)(int64_t k, const float *const *a_rows, int64_t a_off, int64_t a_cs,
-                                const float *b, float *c, int64_t ldc, __m256i m0, __m256i m1);
+                                const float *b, float *c, int64_t ldc, int cols);
 
 #  define INDIRECT(R, V)                                                                           \
     static void indirect_##R##_##V(int64_t k, const float *const *a_rows, int64_t a_off,           \
                                    int64_t a_cs, const float *b, float *c, int64_t ldc,            \
-                                   __m256i m0, __m256i m1) {                                       \
-      indirect_body(R, V, k, a_rows, a_off, a_cs, b, c, ldc, m0, m1);                              \
+                                   int cols) {                                                     \
+      indirect_body(R, V, k, a_rows, a_off, a_cs, b, c, ldc, cols);                                \
     }
 #  define INDIRECT_ROWS(R) INDIRECT(R, 1) INDIRECT(R, 2)
 INDIRECT_ROWS(1)
@@ -89,16 +91,10 @@ static const indirect_kernel indirect_kernels[GRADREF__AVX2_MR][2] = {
     {indirect_4_1, indirect_4_2}, {indirect_5_1, indirect_5_2}, {indirect_6_1, indirect_6_2},
 };
 
-/* Lanes j < n of a mask vector: all ones. */
-static __m256i lanes_below(int n) {
-    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 void gradref__sgemm_indirect_avx2(int rows, int cols, int64_t k, const float *const *a_rows,
                                   int64_t a_off, int64_t a_cs, const float *b, float *c,
                                   int64_t ldc) {
-    indirect_kernels[rows - 1][cols > 8](k, a_rows, a_off, a_cs, b, c, ldc, lanes_below(cols),
-                                         lanes_below(cols - 8));
+    indirect_kernels[rows - 1][cols > 8](k, a_rows, a_off, a_cs, b, c, ldc, cols);
 }
 
 const gradref__sgemm_kernels gradref__sgemm_kernels_avx2 = {

@@ -7,6 +7,8 @@
 #ifdef GRADREF__X86
 #  include <immintrin.h>
 
+#  include "common/store_avx2.h"
+
 /* Lanes l of o2 = start + l inside [0, O2), as an AVX2 load/store mask: -start <= l <
  * O2 - start, two compares (an array of lanes stored and loaded back as one vector stalls on
  * store forwarding, which cost this file's plane kernels a fifth of their time). */
@@ -26,12 +28,9 @@ static inline __m256 window8(const float *row, int64_t start, int64_t O2) {
                                          : _mm256_maskload_ps(row + start, valid8(start, O2));
 }
 
-/* Grad columns [i2, i2 + 8) to out, a masked store for the row's last partial vector. */
+/* Grad columns [i2, min(i2 + 8, I2)) to out. */
 static inline void store_cols8(float *out, int64_t i2, int64_t I2, __m256 acc) {
-    if (i2 + 8 <= I2)
-        _mm256_storeu_ps(out + i2, acc);
-    else
-        _mm256_maskstore_ps(out + i2, valid8(i2, I2), acc);
+    gradref__store_first8_ps(out + i2, acc, I2 - i2);
 }
 
 /* All ones in the lanes of a that hold a zero or a NaN: values holding one need the caller's
@@ -340,8 +339,8 @@ static inline __m256i lanes8(unsigned b) {
         _mm256_storeu_ps(c + (i)*ldc, c##i##a);                                                    \
         _mm256_storeu_ps(c + (i)*ldc + 8, c##i##b);                                                \
       } else {                                                                                     \
-        _mm256_maskstore_ps(c + (i)*ldc, live0, c##i##a);                                          \
-        if (V > 1) _mm256_maskstore_ps(c + (i)*ldc + 8, live1, c##i##b);                           \
+        gradref__store_first8_ps(c + (i)*ldc, c##i##a, left);                                      \
+        if (V > 1) gradref__store_first8_ps(c + (i)*ldc + 8, c##i##b, left - 8);                   \
       }                                                                                            \
     }
 __attribute__((always_inline)) static inline unsigned
