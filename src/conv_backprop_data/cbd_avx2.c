@@ -119,40 +119,47 @@ void gradref__cbd_f32_dw_rows4_avx2(const gradref__cbd_dw_shape *p, const float 
  * a block reads six diff rows (d = 0..5, diff row i1 + pb1 - 2 + d) and grad row r takes row
  * tap kp1 = r + 2 - d, so only a diff row outside diff needs a test. Same chains: diff rows
  * ascending, then the column taps. */
-#  define DW8_TAP(acc, kp1, x)                                                                     \
-    do {                                                                                           \
-      acc = _mm256_fmadd_ps(w##kp1##0, x##0, acc);                                                 \
-      acc = _mm256_fmadd_ps(w##kp1##1, x##1, acc);                                                 \
-      acc = _mm256_fmadd_ps(w##kp1##2, x##2, acc);                                                 \
-    } while (0)
-#  define DW8_D0(x) DW8_TAP(a0, 2, x)
-#  define DW8_D1(x)                                                                                \
-    DW8_TAP(a0, 1, x);                                                                             \
-    DW8_TAP(a1, 2, x)
-#  define DW8_D2(x)                                                                                \
-    DW8_TAP(a0, 0, x);                                                                             \
-    DW8_TAP(a1, 1, x);                                                                             \
-    DW8_TAP(a2, 2, x)
-#  define DW8_D3(x)                                                                                \
-    DW8_TAP(a1, 0, x);                                                                             \
-    DW8_TAP(a2, 1, x);                                                                             \
-    DW8_TAP(a3, 2, x)
-#  define DW8_D4(x)                                                                                \
-    DW8_TAP(a2, 0, x);                                                                             \
-    DW8_TAP(a3, 1, x)
-#  define DW8_D5(x) DW8_TAP(a3, 0, x)
+#  define DW8_FMA(acc, kp1, c, x) acc = _mm256_fmadd_ps(w##kp1##c, x, acc)
+#  define DW8_D0(x, c)            DW8_FMA(a0, 2, c, x)
+#  define DW8_D1(x, c)                                                                             \
+    DW8_FMA(a0, 1, c, x);                                                                          \
+    DW8_FMA(a1, 2, c, x)
+#  define DW8_D2(x, c)                                                                             \
+    DW8_FMA(a0, 0, c, x);                                                                          \
+    DW8_FMA(a1, 1, c, x);                                                                          \
+    DW8_FMA(a2, 2, c, x)
+#  define DW8_D3(x, c)                                                                             \
+    DW8_FMA(a1, 0, c, x);                                                                          \
+    DW8_FMA(a2, 1, c, x);                                                                          \
+    DW8_FMA(a3, 2, c, x)
+#  define DW8_D4(x, c)                                                                             \
+    DW8_FMA(a2, 0, c, x);                                                                          \
+    DW8_FMA(a3, 1, c, x)
+#  define DW8_D5(x, c) DW8_FMA(a3, 0, c, x)
+/* window c plain unless the variant masks it (edge 1: the ones not whole, 2: window 0, 3:
+ * window 2) */
 #  define DW8_LOAD(c)                                                                              \
-    (!edge || f##c ? _mm256_loadu_ps(row + shift[c]) : _mm256_maskload_ps(row + shift[c], m##c))
+    (edge == 0 || (edge == 1 && f##c) || (edge == 2 && (c) != 0) || (edge == 3 && (c) != 2)        \
+         ? _mm256_loadu_ps(row + shift[c])                                                         \
+         : _mm256_maskload_ps(row + shift[c], m##c))
+/* one window at a time, into every grad row it reaches: one window register live */
+#  define DW8_WINDOW(d, c)                                                                         \
+    do {                                                                                           \
+      const __m256 x = DW8_LOAD(c);                                                                \
+      DW8_D##d(x, c);                                                                              \
+    } while (0)
 #  define DW8_ROW(d)                                                                               \
     if (o1 + (d) >= 0 && o1 + (d) < O1) {                                                          \
       const float *row = diff + (o1 + (d)) * O2 + b0;                                              \
-      const __m256 x0 = DW8_LOAD(0), x1 = DW8_LOAD(1), x2 = DW8_LOAD(2);                           \
-      DW8_D##d(x);                                                                                 \
+      DW8_WINDOW(d, 0);                                                                            \
+      DW8_WINDOW(d, 1);                                                                            \
+      DW8_WINDOW(d, 2);                                                                            \
     }
 
 /* `edge` 0: every window and the grad columns lie whole inside their rows (plain loads and
- * stores, no masks held: the nine weights, four accumulators and three windows fill the 16
- * registers); 1: masked where they do not. */
+ * stores, no masks held); 1: masked where they do not; 2 and 3: the grad columns whole and only
+ * window 0 (2) or window 2 (3) masked, so the nine weights, four accumulators, a window and
+ * one mask fit the 16 registers. */
 __attribute__((always_inline)) static inline unsigned
 strip_body(int edge, const float weight[3][3], const int64_t shift[3], const float *diff,
            int64_t pb1, int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad) {
@@ -162,12 +169,13 @@ strip_body(int edge, const float weight[3][3], const int64_t shift[3], const flo
                  w20 = _mm256_set1_ps(weight[2][0]), w21 = _mm256_set1_ps(weight[2][1]),
                  w22 = _mm256_set1_ps(weight[2][2]);
     const __m256i none = _mm256_setzero_si256();
-    const __m256i m0 = edge ? valid8(b0 + shift[0], O2) : none,
-                  m1 = edge ? valid8(b0 + shift[1], O2) : none,
-                  m2 = edge ? valid8(b0 + shift[2], O2) : none, st = edge ? valid8(b0, I2) : none;
+    const __m256i m0 = edge == 1 || edge == 2 ? valid8(b0 + shift[0], O2) : none,
+                  m1 = edge == 1 ? valid8(b0 + shift[1], O2) : none,
+                  m2 = edge == 1 || edge == 3 ? valid8(b0 + shift[2], O2) : none,
+                  st = edge == 1 ? valid8(b0, I2) : none;
     const int f0 = b0 + shift[0] >= 0 && b0 + shift[0] + 8 <= O2,
               f1 = b0 + shift[1] >= 0 && b0 + shift[1] + 8 <= O2,
-              f2 = b0 + shift[2] >= 0 && b0 + shift[2] + 8 <= O2, fs = !edge || b0 + 8 <= I2;
+              f2 = b0 + shift[2] >= 0 && b0 + shift[2] + 8 <= O2, fs = edge != 1 || b0 + 8 <= I2;
     const unsigned live = fs ? 0xffu : (1u << (I2 - b0)) - 1u;
     unsigned hit = 0;
     for (int64_t i1 = 0; i1 + 4 <= I1; i1 += 4) {
@@ -199,10 +207,14 @@ strip_body(int edge, const float weight[3][3], const int64_t shift[3], const flo
 __attribute__((noinline)) static unsigned
 strip_3x3_8(const float weight[3][3], const int64_t shift[3], const float *diff, int64_t pb1,
             int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad) {
-    int inside = b0 + 8 <= I2;
+    unsigned cut = 0; /* the windows not whole */
     for (int c = 0; c < 3; c++)
-        inside &= b0 + shift[c] >= 0 && b0 + shift[c] + 8 <= O2;
-    if (inside) return strip_body(0, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
+        cut |= (unsigned)!(b0 + shift[c] >= 0 && b0 + shift[c] + 8 <= O2) << c;
+    if (b0 + 8 > I2) return strip_body(1, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
+    if (cut == 0) return strip_body(0, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
+    /* a "same" 3 x 3's edge strips: one mask held, not three (which spill) */
+    if (cut == 1) return strip_body(2, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
+    if (cut == 4) return strip_body(3, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
     return strip_body(1, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
 }
 #  undef DW8_ROW
@@ -213,7 +225,8 @@ strip_3x3_8(const float weight[3][3], const int64_t shift[3], const float *diff,
 #  undef DW8_D3
 #  undef DW8_D4
 #  undef DW8_D5
-#  undef DW8_TAP
+#  undef DW8_FMA
+#  undef DW8_WINDOW
 
 /* grad row i1 + r's terms from the diff row o1 (named accumulators stay in registers) */
 #  define DW_ROW8(acc, r)                                                                          \
