@@ -37,11 +37,15 @@
 
 /* Direct tiles copy a tile's diff into a contiguous block when enough filter panels reuse it
  * (diff read in place is a strided, misaligned stream the prefetchers miss) and the block
- * stays in L2. */
+ * stays in L2: eight AVX-512 panels, or eight of a narrower level's when an image's diff is
+ * past what stays in L2 (a 512 KiB L2 rereads it from L3 for every panel). */
 static int pack_tiles(const gradref__cbd_plan *p) {
+    const int64_t panel_rows = gradref__sgemm_mr(p->max_isa);
+    const int reused =
+        p->ICpg >= 8 * 14 || (p->ICpg >= 8 * panel_rows &&
+                              p->G * p->OCpg * pixels(p->O) * 4 > GRADREF__CBD_PREFETCH_MIN_BYTES);
     return !p->int8_part && /* its workspace is within the whole problem's */
-           p->ICpg >= 8 * 14 /* eight AVX-512 panels */ &&
-           taps_of(p) * p->OCpg * 128 <= (INT64_C(1) << 20);
+           reused && taps_of(p) * p->OCpg * 128 <= (INT64_C(1) << 20);
 }
 
 static cbd_layout layout_of(const gradref__cbd_plan *p, int32_t precision, int threads) {
