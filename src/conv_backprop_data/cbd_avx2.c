@@ -734,6 +734,8 @@ const gradref__cbd_kernels gradref__cbd_kernels_avx2 = {
     .dw_row = gradref__cbd_f32_dw_row_avx2,
     .dw_rows4 = gradref__cbd_f32_dw_rows4_avx2,
     .dw_plane3x3 = gradref__cbd_f32_dw_plane3x3_avx2,
+    /* on Zen 3 a burst of a plane's prefetches stalls the core more than it saves */
+    .dw_no_prefetch = 1,
     .tile_rows = GRADREF__CBD_TILE_ROWS_AVX2,
     .tile32 = gradref__cbd_f32_tile32_avx2,
     .pack_tile32 = gradref__cbd_f32_pack_tile32_avx2,

@@ -162,13 +162,14 @@ static void dense5(int64_t c, const int64_t *sp, int64_t *st) {
 }
 
 /* One channel of one image. The next channel's diff and grad planes are prefetched first (up
- * to PREFETCH_PLANE_BYTES of each): a plane is a few KiB, and the channels follow one another
- * too quickly for the hardware prefetchers to ramp up. */
+ * to PREFETCH_PLANE_BYTES of each), unless the kernel table says otherwise: a plane is a few
+ * KiB, and the channels follow one another too quickly for the hardware prefetchers to ramp
+ * up. */
 #define PREFETCH_PLANE_BYTES (INT64_C(32) << 10)
 static void item_depthwise(const cbd_run *R, int64_t n, int64_t g) {
     const gradref__cbd_plan *p = R->p;
     const int64_t next_g = g + 1 < p->G ? g + 1 : 0, next_n = g + 1 < p->G ? n : n + 1;
-    if (next_n < p->N) {
+    if (next_n < p->N && !R->k->dw_no_prefetch) {
         const char *diff = (const char *)(R->diff + next_n * R->dn + next_g * R->dc);
         const char *grad = (const char *)(R->acc + next_n * R->an + next_g * R->ac);
         int64_t diff_bytes = R->dw.O[0] * R->dw.O[1] * R->dw.O[2] * 4,

@@ -105,6 +105,9 @@ typedef struct gradref__cbd_kernels {
                      int64_t nrow, float *out);
     int (*dw_plane3x3)(const gradref__cbd_dw_shape *s, const float *w, const float *diff,
                        float *grad);
+    /* 1: the depthwise items leave the next plane to the hardware prefetchers (0: they prefetch
+     * it before each plane) */
+    int dw_no_prefetch;
     int tile_rows; /* the GEMM panel rows the tiles take (0: no tiles) */
     unsigned (*tile32)(const float *image, int64_t channel_stride, int64_t ocpg,
                        const int64_t *offset, const uint16_t *masks, int64_t ntaps, int64_t cols,
