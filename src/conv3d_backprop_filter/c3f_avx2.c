@@ -11,6 +11,7 @@
 #ifdef GRADREF__X86
 #  include <immintrin.h>
 
+#  include "common/store_avx2.h"
 #  include "common/transpose_avx2.h"
 
 /* p[l] = s[l] (s NULL: +0) for l < n, by 4-, 2- and 1-float moves: no masked load or store
@@ -89,22 +90,6 @@ static void copy_panel_avx2(float *dst, int64_t nr, const float *src, int64_t st
     }
 }
 
-/* v's lanes l < n (n < 8) to p[l]: 4-, 2- and 1-lane stores, no masked store (slow on AMD). */
-static inline void store_lanes(float *p, __m256 v, int64_t n) {
-    __m128 a = _mm256_castps256_ps128(v);
-    if (n >= 4) {
-        _mm_storeu_ps(p, a);
-        a = _mm256_extractf128_ps(v, 1);
-        p += 4, n -= 4;
-    }
-    if (n >= 2) {
-        _mm_storel_pi((__m64 *)(void *)p, a);
-        a = _mm_movehl_ps(a, a);
-        p += 2, n -= 2;
-    }
-    if (n) _mm_store_ss(p, a);
-}
-
 /* The bits of v HF32-rounded as gradref__hf32_round: NaNs quieted, half the last kept bit
  * added, the rest cut. */
 static inline __m256 hf32_round(__m256 v, __m256i half, __m256i keep) {
@@ -123,7 +108,7 @@ void gradref__c3f_f32_few_lanes_avx2(float *dst, int64_t width, const float *src
                   keep = _mm256_set1_epi32((int)~((1u << cut) - 1u));
     int64_t i = 0;
     for (; i < lo; i++)
-        store_lanes(dst + i * width, zero, n);
+        gradref__store_first8_ps(dst + i * width, zero, n);
     for (; i < hi; i += 8) { /* 8 positions of the n channels, transposed into 8 rows */
         const int64_t m = hi - i < 8 ? hi - i : 8;
         const __m256i inside = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)m),
@@ -138,10 +123,10 @@ void gradref__c3f_f32_few_lanes_avx2(float *dst, int64_t width, const float *src
         }
         gradref__transpose8x8_ps(r);
         for (int64_t q = 0; q < m; q++)
-            store_lanes(dst + (i + q) * width, r[q], n);
+            gradref__store_first8_ps(dst + (i + q) * width, r[q], n);
     }
     for (i = hi; i < len; i++)
-        store_lanes(dst + i * width, zero, n);
+        gradref__store_first8_ps(dst + i * width, zero, n);
 }
 
 void gradref__c3f_round_hf32_avx2(float *dst, const float *src, int64_t n, int kept) {
@@ -154,7 +139,8 @@ void gradref__c3f_round_hf32_avx2(float *dst, const float *src, int64_t n, int k
     if (e == n) return;
     const __m256i inside = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)(n - e)),
                                               _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-    store_lanes(dst + e, hf32_round(_mm256_maskload_ps(src + e, inside), half, keep), n - e);
+    gradref__store_first8_ps(dst + e, hf32_round(_mm256_maskload_ps(src + e, inside), half, keep),
+                             n - e);
 }
 
 void gradref__c3f_f32_add_avx2(float *dst, const float *older, const float *newer, int64_t n) {
