@@ -542,8 +542,7 @@ __attribute__((noinline)) static void tiles_in_grad(const direct *d, const float
     R.ocpg = p->OCpg;
     R.diff = (const float *)(const void *)p->diff, R.dn = p->ds[0], R.dc = p->ds[2];
     diff_extent(p, &R.span_lo, &R.span_hi);
-    R.prefetch_tiles =
-        p->G * p->OCpg * pixels(p->O) * (int64_t)sizeof(float) > GRADREF__CBD_PREFETCH_MIN_BYTES;
+    R.prefetch_tiles = gradref__cbd_diff_past_l2(p);
     cbd_phase f;
     memset(&f, 0, sizeof f);
     f.R = &R, f.n = d->n, f.g = d->g, f.ic0 = d->ic0, f.tap = d->tap, f.ntaps = ntaps;

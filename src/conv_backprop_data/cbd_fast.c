@@ -40,10 +40,9 @@
  * stays in L2: eight AVX-512 panels, or eight of a narrower level's when an image's diff is
  * past what stays in L2 (a 512 KiB L2 rereads it from L3 for every panel). */
 static int pack_tiles(const gradref__cbd_plan *p) {
-    const int64_t panel_rows = gradref__sgemm_mr(p->max_isa);
     const int reused =
-        p->ICpg >= 8 * 14 || (p->ICpg >= 8 * panel_rows &&
-                              p->G * p->OCpg * pixels(p->O) * 4 > GRADREF__CBD_PREFETCH_MIN_BYTES);
+        p->ICpg >= 8 * GRADREF__CBD_TILE_ROWS ||
+        (p->ICpg >= 8 * gradref__sgemm_mr(p->max_isa) && gradref__cbd_diff_past_l2(p));
     return !p->int8_part && /* its workspace is within the whole problem's */
            reused && taps_of(p) * p->OCpg * 128 <= (INT64_C(1) << 20);
 }
@@ -231,8 +230,7 @@ static void bind_data(cbd_run *R, const cbd_layout *L, char *base, int threads) 
         R->ac = p->gs[2];
     }
     /* a small image's diff stays in L2 after its first tiles: prefetching it is pure cost */
-    R->prefetch_tiles =
-        p->G * p->OCpg * pixels(p->O) * (int64_t)sizeof(float) > GRADREF__CBD_PREFETCH_MIN_BYTES;
+    R->prefetch_tiles = gradref__cbd_diff_past_l2(p);
 }
 
 /* The GEMM path's live phases and its panels' rows and offsets. */

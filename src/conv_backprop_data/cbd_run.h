@@ -53,8 +53,11 @@ static inline int dense_pixels(const int64_t *st, const int64_t *size) {
            (size[0] == 1 || st[3] == size[1] * size[2]);
 }
 
-/* Direct tiles prefetch the next tile's diff for images whose diff is larger than this. */
-#define GRADREF__CBD_PREFETCH_MIN_BYTES (INT64_C(256) << 10)
+/* Whether an image's diff (every group's) is larger than what stays in L2 after a tile's first
+ * read: direct tiles then prefetch the next tile's diff, and a narrow level packs its tiles. */
+static inline int gradref__cbd_diff_past_l2(const gradref__cbd_plan *p) {
+    return p->G * p->OCpg * pixels(p->O) * (int64_t)sizeof(float) > (INT64_C(256) << 10);
+}
 
 static inline int unit_strides(const gradref__cbd_plan *p) {
     return p->stride[0] == 1 && p->stride[1] == 1 && p->stride[2] == 1;
