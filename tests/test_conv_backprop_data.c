@@ -713,6 +713,27 @@ static void test_stride2_columns(void **state) {
     }
 }
 
+/* Strided items of more input channels than the chunk buffer holds at one pixel each (its
+ * 131072 floats; 300000 channels in one item wrote past it): 1 x 1 and 3 x 3, stride 2. */
+static void test_channels_past_chunk(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(29);
+    for (int k = 1; k <= 3; k += 2) {
+        geometry g;
+        memset(&g, 0, sizeof g);
+        g.rank = 2;
+        g.N = 1, g.G = 1, g.ICpg = 300000, g.OCpg = 1;
+        for (int j = 0; j < 2; j++) {
+            g.K[j] = k, g.O[j] = 2, g.stride[j] = 2, g.dil[j] = 1;
+            g.pb[j] = g.pe[j] = k / 2, g.extra[j] = 1;
+        }
+        cbd_case c;
+        make_case(&c, &g, GRADREF_F32, GRADREF_F32, F_DENSE, D_NCHW, 0, &r);
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+        free_case(&c);
+    }
+}
+
 /* Depthwise 3x3 (and narrower) with stride 1: strips of 32 and 16 grad columns in blocks of
  * four rows, the rows left over, diff rows and columns missing at either end (every pad from
  * 0 to 2 on each side, so grad can be smaller or larger than diff), both modes. */
@@ -2143,6 +2164,7 @@ int main(void) {
         cmocka_unit_test(test_depthwise_strips),
         cmocka_unit_test(test_depthwise_rows),
         cmocka_unit_test(test_stride2_columns),
+        cmocka_unit_test(test_channels_past_chunk),
         cmocka_unit_test(test_packed_tiles),
         cmocka_unit_test(test_empty_sizes),
         cmocka_unit_test(test_workspace),

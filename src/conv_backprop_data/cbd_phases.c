@@ -246,11 +246,10 @@ static int item_phase(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int64
     return 0;
 }
 
-/* One work item: channels [ic0, ic1) of image n, group g, every stride phase in turn. */
-void gradref__cbd_item_gemm(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int64_t ic1,
-                            const cbd_scratch *S) {
+/* Channels [ic0, ic0 + M) of image n, group g, every stride phase in turn. */
+static void item_block(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int64_t M,
+                       const cbd_scratch *S) {
     const gradref__cbd_plan *p = R->p;
-    const int64_t M = ic1 - ic0;
     float *slab0 = R->acc + n * R->an + (g * p->ICpg + ic0) * R->ac;
     cbd_zeros z = {(char *)slab0, 0, 0};
     if (!unit_strides(p)) { /* phases fill in their elements; the ones no tap reaches stay +0 */
@@ -269,6 +268,15 @@ void gradref__cbd_item_gemm(const cbd_run *R, int64_t n, int64_t g, int64_t ic0,
     if (unit_strides(p) && scan)
         for (int64_t m = 0; m < M; m++)
             cbd_run_canon(R, slab0 + m * R->ac, pixels(p->I));
+}
+
+/* One work item: channels [ic0, ic1) of image n, group g. A strided phase's chunk holds at
+ * least one pixel of every channel: past the chunk buffer's floats, blocks of whole panels. */
+void gradref__cbd_item_gemm(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int64_t ic1,
+                            const cbd_scratch *S) {
+    const int64_t most = unit_strides(R->p) ? ic1 - ic0 : GRADREF__CBD_CHUNK_FLOATS / R->pr * R->pr;
+    for (int64_t b0 = ic0; b0 < ic1; b0 += most)
+        item_block(R, n, g, b0, ic1 - b0 < most ? ic1 - b0 : most, S);
 }
 
 int gradref__cbd_pack_panel(const gradref__cbd_plan *p, int64_t g, int64_t ic0, int64_t rows,
