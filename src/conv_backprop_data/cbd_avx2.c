@@ -680,6 +680,33 @@ void gradref__cbd_f32_scatter2_avx2(const float *from, int64_t len, int64_t rows
     }
 }
 #  undef SPREAD4
+
+/* 8 values of each phase to 16 elements by unpacks and a lane swap; the last 4 (or the last
+ * 4 again, overlapping: the same values) by 128-bit unpacks; rows under 4 values one by one. */
+void gradref__cbd_f32_interleave2_avx2(const float *even, const float *odd, int64_t len,
+                                       int64_t rows, float *row, int64_t row_stride) {
+    for (int64_t r = 0; r < rows; r++, even += len, odd += len, row += row_stride) {
+        int64_t x = 0;
+        for (; x + 8 <= len; x += 8) {
+            const __m256 a = _mm256_loadu_ps(even + x), b = _mm256_loadu_ps(odd + x);
+            const __m256 lo = _mm256_unpacklo_ps(a, b), hi = _mm256_unpackhi_ps(a, b);
+            _mm256_storeu_ps(row + 2 * x, _mm256_permute2f128_ps(lo, hi, 0x20));
+            _mm256_storeu_ps(row + 2 * x + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
+        }
+        if (len < 4) {
+            for (; x < len; x++)
+                row[2 * x] = even[x], row[2 * x + 1] = odd[x];
+            continue;
+        }
+        for (; x < len; x += 4) {
+            if (x + 4 > len) x = len - 4;
+            const __m128 a = _mm_loadu_ps(even + x), b = _mm_loadu_ps(odd + x);
+            _mm_storeu_ps(row + 2 * x, _mm_unpacklo_ps(a, b));
+            _mm_storeu_ps(row + 2 * x + 4, _mm_unpackhi_ps(a, b));
+        }
+    }
+}
+
 /* 8 sums a step: max(v, -128) takes -128 for a NaN (MAXPS returns its second operand when one
  * is NaN), truncation and the two half tests as the scalar one, then two saturating packs
  * (exact: the values are in -128..127). */
@@ -741,6 +768,7 @@ const gradref__cbd_kernels gradref__cbd_kernels_avx2 = {
     .pack_tile32 = gradref__cbd_f32_pack_tile32_avx2,
     .tile32_masks = tile32_masks_avx2,
     .scatter2 = gradref__cbd_f32_scatter2_avx2,
+    .interleave2 = gradref__cbd_f32_interleave2_avx2,
     .qs8_row = gradref__cbd_qs8_row_avx2,
     .megengine_row = megengine_row_avx2,
     .megengine_lanes = 8,

@@ -502,7 +502,8 @@ void gradref__cbd_f32_scatter2_avx512(const float *from, int64_t len, int64_t ro
     .dw_plane3x3 = gradref__cbd_f32_dw_plane3x3_avx512, .tile_rows = GRADREF__CBD_TILE_ROWS,       \
     .tile32 = gradref__cbd_f32_tile32_avx512, .pack_tile32 = gradref__cbd_f32_pack_tile32_avx512,  \
     .tile32_masks = gradref__cbd_tile32_masks_avx512,                                              \
-    .scatter2 = gradref__cbd_f32_scatter2_avx512, .qs8_row = gradref__cbd_qs8_row_avx2,            \
+    .scatter2 = gradref__cbd_f32_scatter2_avx512,                                                  \
+    .interleave2 = gradref__cbd_f32_interleave2_avx2, .qs8_row = gradref__cbd_qs8_row_avx2,        \
     .megengine_row = megengine_row_avx512, .megengine_lanes = 16,                                  \
     .narrow = &gradref__cbd_kernels_avx2
 

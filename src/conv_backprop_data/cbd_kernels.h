@@ -120,6 +120,11 @@ typedef struct gradref__cbd_kernels {
      * left as they are, or, when odd_free, may be written +0. NULL: a plain loop */
     void (*scatter2)(const float *from, int64_t len, int64_t rows, float *row, int64_t row_stride,
                      int odd_free);
+    /* row[r * row_stride + 2 * x] = even[r * len + x], row[r * row_stride + 2 * x + 1] =
+     * odd[r * len + x]: two stride phases along a row, each element stored once and none read.
+     * NULL: a plain loop */
+    void (*interleave2)(const float *even, const float *odd, int64_t len, int64_t rows, float *row,
+                        int64_t row_stride);
     /* out[x] = gradref__cbd_qs8_requantize_inline((int32_t)from[x], acc_scale, grad_scale) for
      * x < n, from holding integers: whole vectors take any (float)int32, the tail past the last
      * multiple of 8 those (int32_t) gives back. NULL: a plain loop */
@@ -312,6 +317,9 @@ void gradref__cbd_f32_scatter2_avx512(const float *from, int64_t len, int64_t ro
                                       int64_t row_stride, int odd_free);
 void gradref__cbd_f32_scatter2_avx2(const float *from, int64_t len, int64_t rows, float *row,
                                     int64_t row_stride, int odd_free);
+/* The interleave2 kernel (gradref__cbd_kernels), the AVX-512 table's too. */
+void gradref__cbd_f32_interleave2_avx2(const float *even, const float *odd, int64_t len,
+                                       int64_t rows, float *row, int64_t row_stride);
 /* The qs8_row kernel (AVX2; the AVX-512 table takes it too). */
 void gradref__cbd_qs8_row_avx2(const float *from, int64_t n, float acc_scale, float grad_scale,
                                int8_t *out);

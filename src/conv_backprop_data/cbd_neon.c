@@ -229,6 +229,24 @@ static void scatter2_neon(const float *from, int64_t len, int64_t rows, float *r
     }
 }
 
+/* 4 values of each phase to 8 elements by ST2; the last 4 (or the last 4 again, overlapping:
+ * the same values) likewise; rows under 4 values one by one. */
+static void interleave2_neon(const float *even, const float *odd, int64_t len, int64_t rows,
+                             float *row, int64_t row_stride) {
+    for (int64_t r = 0; r < rows; r++, even += len, odd += len, row += row_stride) {
+        if (len < 4) {
+            for (int64_t x = 0; x < len; x++)
+                row[2 * x] = even[x], row[2 * x + 1] = odd[x];
+            continue;
+        }
+        for (int64_t x = 0; x < len; x += 4) {
+            if (x + 4 > len) x = len - 4;
+            const float32x4x2_t v = {{vld1q_f32(even + x), vld1q_f32(odd + x)}};
+            vst2q_f32(row + 2 * x, v);
+        }
+    }
+}
+
 /* 8 sums a step in two halves: FMAXNM takes -128 for a NaN (the quotient's NaNs are quiet),
  * FCVTZS truncates, the half tests as the scalar one, then two narrowing moves (exact: the values
  * are in -128..127). */
@@ -455,7 +473,8 @@ static inline float me_f16_scalar(uint16_t h) {
     .dw_row = dw_row_neon, .dw_rows4 = dw_rows4_neon, .dw_plane3x3 = dw_plane3x3_neon,             \
     .tile_rows = GRADREF__CBD_TILE_ROWS_NEON, .tile32 = tile32_neon,                               \
     .pack_tile32 = pack_tile32_neon, .tile32_masks = tile32_masks_neon, .scatter2 = scatter2_neon, \
-    .qs8_row = qs8_row_neon, .megengine_row = megengine_row_neon, .megengine_lanes = 8
+    .interleave2 = interleave2_neon, .qs8_row = qs8_row_neon, .megengine_row = megengine_row_neon, \
+    .megengine_lanes = 8
 
 const gradref__cbd_kernels gradref__cbd_kernels_neon = {.isa = "neon", NEON_KERNELS};
 

@@ -60,11 +60,25 @@ int64_t gradref__cbd_phase_taps(const gradref__cbd_plan *p, const int64_t *ph, i
 }
 
 /* `rows` runs of len values (from, contiguous) to grad rows row_stride apart, stride[2] apart
- * within a row. The first phase along the row (ph2 0) may write +0 between its values: those
- * elements are +0 (the slab is zeroed first) or a later phase's, written after it. */
-static void scatter_rows(const cbd_run *R, const float *from, int64_t len, int64_t rows, float *row,
-                         int64_t row_stride, int64_t ph2) {
+ * within a row; with odd (a stride of 2), odd's values go between from's, every element of the
+ * runs' 2 len written. Else the first phase along the row (ph2 0) may write +0 between its
+ * values: those elements are +0 (the slab is zeroed first) or a later phase's, written after
+ * it. */
+static void scatter_rows(const cbd_run *R, const float *from, const float *odd, int64_t len,
+                         int64_t rows, float *row, int64_t row_stride, int64_t ph2) {
     const int64_t step = R->p->stride[2];
+    if (odd && R->k->interleave2) {
+        R->k->interleave2(from, odd, len, rows, row, row_stride);
+        return;
+    }
+    if (odd) {
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t x = 0; x < len; x++) {
+                row[r * row_stride + 2 * x] = from[r * len + x];
+                row[r * row_stride + 2 * x + 1] = odd[r * len + x];
+            }
+        return;
+    }
     if (step == 2 && R->k->scatter2) {
         R->k->scatter2(from, len, rows, row, row_stride, ph2 == 0);
         return;
@@ -75,16 +89,17 @@ static void scatter_rows(const cbd_run *R, const float *from, int64_t len, int64
 }
 
 /* grad positions j0..j1 of phase ph's sub-grid, for M channels (chunk: M rows of j1 - j0), to
- * the slabs at slab0: runs of a sub-grid row, or whole rows of one sub-grid plane per call. */
+ * the slabs at slab0: runs of a sub-grid row, or whole rows of one sub-grid plane per call;
+ * with odd (the next phase along the row, ph2 1, of the same sub-grid), both interleaved. */
 static void scatter_chunk(const cbd_run *R, const cbd_phase *f, const int64_t *ph, float *slab0,
-                          const float *chunk, int64_t M, int64_t j0, int64_t j1) {
+                          const float *chunk, const float *odd, int64_t M, int64_t j0, int64_t j1) {
     const gradref__cbd_plan *p = R->p;
     /* whole rows only when a phase has several rows (then stride[1] < I[1]: no overflow) */
     const int64_t W = f->Q[2], row_stride = f->Q[1] > 1 ? p->stride[1] * p->I[2] : 0;
     const int64_t start2 = j0 % W, start1 = j0 / W % f->Q[1], start0 = j0 / (W * f->Q[1]);
     for (int64_t m = 0; m < M; m++) { /* each grad element is in one cbd_phase */
         float *slab = slab0 + m * R->ac;
-        const float *src = chunk + m * (j1 - j0);
+        const int64_t at = m * (j1 - j0);
         int64_t q2 = start2, q1 = start1, q0 = start0;
         for (int64_t j = j0; j < j1;) {
             const int64_t len = W - q2 < j1 - j ? W - q2 : j1 - j;
@@ -97,8 +112,8 @@ static void scatter_chunk(const cbd_run *R, const cbd_phase *f, const int64_t *p
                 slab +
                 ((q0 * p->stride[0] + ph[0]) * p->I[1] + q1 * p->stride[1] + ph[1]) * p->I[2] +
                 q2 * p->stride[2] + ph[2];
-            const float *from = src + (j - j0);
-            scatter_rows(R, from, len, rows, row, row_stride, ph[2]);
+            scatter_rows(R, chunk + at + (j - j0), odd ? odd + at + (j - j0) : NULL, len, rows, row,
+                         row_stride, ph[2]);
             j += rows * len;
             q2 += len;
             q1 += rows - 1;
@@ -183,6 +198,52 @@ int gradref__cbd_all_direct(const cbd_run *R, int64_t *tap) {
     return 1;
 }
 
+/* Phase f_index of channels [ic0, ic0 + M) of image n, group g, into f and a (its GEMM with
+ * the packed panels); returns the sub-grid's pixel count. */
+static int64_t phase_setup(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int64_t M,
+                           int64_t f_index, cbd_phase *f, gradref__sgemm_args *a) {
+    memset(f, 0, sizeof *f);
+    f->R = R, f->n = n, f->g = g, f->ic0 = ic0;
+    int64_t ph[3];
+    phase_at(R, f_index, ph);
+    const int64_t N = phase_grid(R->p, ph, f->Q);
+    f->ntaps = cbd_phase_taps_of(R, f_index, &f->tap);
+    f->index = f_index;
+    memset(a, 0, sizeof *a);
+    a->M = M;
+    a->K = f->ntaps * R->ocpg;
+    a->pack_b = pack_b_phase;
+    a->pack_b_ctx = f;
+    a->a_panels =
+        R->panels + g * R->group_floats + R->phase_off[f_index] + ic0 / R->pr * a->K * R->mr;
+    return N;
+}
+
+/* A strided phase's sub-grid pixels [j0, j1) of its M channels into chunk (M rows of j1 - j0),
+ * the NaN rule applied; the first phase's tiles zero the slab as they go, the rest before. */
+static void phase_chunk(const cbd_run *R, cbd_phase *f, gradref__sgemm_args *a, int64_t M,
+                        int64_t j0, int64_t j1, float *chunk, const cbd_scratch *S, cbd_zeros *z) {
+    f->j_base = j0;
+    a->N = j1 - j0;
+    a->c = chunk;
+    a->c_rs = j1 - j0;
+    a->c_cs = 1;
+    int scan = 1;
+    if (phase_direct(R, f->Q))
+        scan = gradref__cbd_direct_tiles(R, f, a->a_panels, M, j0, j1, chunk, j1 - j0, S, z) != 0;
+    else
+        gradref__sgemm(a, R->max_isa, S->gemm);
+    zeros_rest(z);
+    if (scan) cbd_run_canon(R, chunk, M * (j1 - j0)); /* the NaN rule, on the phase's values */
+}
+
+/* The sub-grid pixels per chunk of `floats` for M channels: whole sub-grid rows when they fit. */
+static int64_t chunk_step(int64_t W, int64_t M, int64_t floats) {
+    const int64_t per_row = W * M;
+    if (per_row <= floats) return floats / per_row * W;
+    return floats / M > 0 ? floats / M : 1;
+}
+
 /* Channels [ic0, ic1) of image n, group g, stride phase ph: a GEMM (or 32-pixel tiles) straight
  * into grad when the stride is 1, else through the chunk buffer, whole sub-grid rows at a
  * time when they fit, then scattered. Returns whether the values written straight into grad
@@ -192,24 +253,10 @@ static int item_phase(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int64
                       int64_t f_index, float *slab0, const cbd_scratch *S, cbd_zeros *z) {
     const gradref__cbd_plan *p = R->p;
     cbd_phase f;
-    memset(&f, 0, sizeof f);
-    f.R = R, f.n = n, f.g = g, f.ic0 = ic0;
-    int64_t ph[3];
-    phase_at(R, f_index, ph);
-    const int64_t N = phase_grid(p, ph, f.Q);
-    if (N == 0) return 0;
-    f.ntaps = cbd_phase_taps_of(R, f_index, &f.tap);
     gradref__sgemm_args a;
-    memset(&a, 0, sizeof a);
-    a.M = M;
-    a.K = f.ntaps * R->ocpg;
-    a.pack_b = pack_b_phase;
-    a.pack_b_ctx = &f;
-    f.index = f_index;
-    a.a_panels =
-        R->panels + g * R->group_floats + R->phase_off[f_index] + ic0 / R->pr * a.K * R->mr;
-    const int direct = phase_direct(R, f.Q);
-    if (unit_strides(p) && direct)
+    const int64_t N = phase_setup(R, n, g, ic0, M, f_index, &f, &a);
+    if (N == 0) return 0;
+    if (unit_strides(p) && phase_direct(R, f.Q))
         return gradref__cbd_direct_tiles(R, &f, a.a_panels, M, 0, N, slab0, R->ac, S, NULL) != 0;
     if (unit_strides(p)) { /* the only phase: straight into grad */
         a.N = N;
@@ -220,30 +267,54 @@ static int item_phase(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int64
         return 1;
     }
     if (a.K == 0) return 0; /* no tap reaches this phase: +0 from the start */
-    float *chunk = S->chunk;
-    const int64_t W = f.Q[2], per_row = W * M;
-    const int64_t step =
-        per_row <= GRADREF__CBD_CHUNK_FLOATS
-            ? GRADREF__CBD_CHUNK_FLOATS / per_row * W
-            : (GRADREF__CBD_CHUNK_FLOATS / M > 0 ? GRADREF__CBD_CHUNK_FLOATS / M : 1);
+    int64_t ph[3];
+    phase_at(R, f_index, ph);
+    const int64_t step = chunk_step(f.Q[2], M, GRADREF__CBD_CHUNK_FLOATS);
     for (int64_t j0 = 0; j0 < N; j0 += step) {
         const int64_t j1 = j0 + step < N ? j0 + step : N;
-        f.j_base = j0;
-        a.N = j1 - j0;
-        a.c = chunk;
-        a.c_rs = j1 - j0;
-        a.c_cs = 1;
-        int scan = 1;
-        if (direct)
-            scan =
-                gradref__cbd_direct_tiles(R, &f, a.a_panels, M, j0, j1, chunk, j1 - j0, S, z) != 0;
-        else
-            gradref__sgemm(&a, R->max_isa, S->gemm);
-        zeros_rest(z);
-        if (scan) cbd_run_canon(R, chunk, M * (j1 - j0)); /* the NaN rule, on the phase's values */
-        scatter_chunk(R, &f, ph, slab0, chunk, M, j0, j1);
+        phase_chunk(R, &f, &a, M, j0, j1, S->chunk, S, z);
+        scatter_chunk(R, &f, ph, slab0, S->chunk, NULL, M, j0, j1);
     }
     return 0;
+}
+
+/* Whether the strided phases run in pairs along the row (item_pair): a stride of 2 there, both
+ * phases live and an even grad width (then both sub-grids are the same). */
+static int paired_phases(const cbd_run *R) {
+    const gradref__cbd_plan *p = R->p;
+    return !unit_strides(p) && p->stride[2] == 2 && R->nres[2] == 2 && p->I[2] % 2 == 0 &&
+           R->ocpg > 0;
+}
+
+/* Phases f_index (ph2 0) and f_index + 1 (ph2 1), a chunk of each into the two halves of the
+ * chunk buffer, then both interleaved into the grad rows: each of their elements stored once,
+ * none read back. */
+static void item_pair(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int64_t M,
+                      int64_t f_index, float *slab0, const cbd_scratch *S, cbd_zeros *z) {
+    cbd_phase f[2];
+    gradref__sgemm_args a[2];
+    const int64_t N = phase_setup(R, n, g, ic0, M, f_index, &f[0], &a[0]);
+    phase_setup(R, n, g, ic0, M, f_index + 1, &f[1], &a[1]);
+    if (N == 0) return;
+    int64_t ph[3];
+    phase_at(R, f_index, ph);
+    float *odd = S->chunk + GRADREF__CBD_CHUNK_FLOATS / 2;
+    const int64_t step = chunk_step(f[0].Q[2], M, GRADREF__CBD_CHUNK_FLOATS / 2);
+    for (int64_t j0 = 0; j0 < N; j0 += step) {
+        const int64_t j1 = j0 + step < N ? j0 + step : N;
+        phase_chunk(R, &f[0], &a[0], M, j0, j1, S->chunk, S, z);
+        phase_chunk(R, &f[1], &a[1], M, j0, j1, odd, S, z);
+        scatter_chunk(R, &f[0], ph, slab0, S->chunk, odd, M, j0, j1);
+    }
+}
+
+/* Whether the phases write every grad element: they run in pairs along the row and every
+ * residue along the other dims is live (the slab then needs no zeros first). */
+static int phases_cover(const cbd_run *R) {
+    const gradref__cbd_plan *p = R->p;
+    for (int j = 0; j < 2; j++)
+        if (R->nres[j] < (p->stride[j] < p->I[j] ? p->stride[j] : p->I[j])) return 0;
+    return paired_phases(R);
 }
 
 /* Channels [ic0, ic0 + M) of image n, group g, every stride phase in turn. */
@@ -252,7 +323,8 @@ static void item_block(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int6
     const gradref__cbd_plan *p = R->p;
     float *slab0 = R->acc + n * R->an + (g * p->ICpg + ic0) * R->ac;
     cbd_zeros z = {(char *)slab0, 0, 0};
-    if (!unit_strides(p)) { /* phases fill in their elements; the ones no tap reaches stay +0 */
+    /* phases fill in their elements; the ones no tap reaches stay +0 */
+    if (!unit_strides(p) && !phases_cover(R)) {
         if (R->ac == pixels(p->I)) /* one block, zeroed between the first phase's tiles */
             z.left = (size_t)(M * R->ac) * sizeof(float);
         else
@@ -260,8 +332,12 @@ static void item_block(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int6
                 memset(slab0 + m * R->ac, 0, (size_t)pixels(p->I) * sizeof(float));
     }
     int scan = 0;
+    const int pairs = paired_phases(R);
     for (int64_t f_index = 0; f_index < R->phases; f_index++)
-        scan |= item_phase(R, n, g, ic0, M, f_index, slab0, S, &z);
+        if (pairs) /* residues {0, 1} along the row: phases f, f + 1 of each sub-grid row */
+            item_pair(R, n, g, ic0, M, f_index++, slab0, S, &z);
+        else
+            scan |= item_phase(R, n, g, ic0, M, f_index, slab0, S, &z);
     zeros_rest(&z); /* no phase had a tap */
     /* the NaN rule, while the slab is in the cache (strided: per chunk), where a value may
      * need it */
@@ -271,10 +347,12 @@ static void item_block(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int6
 }
 
 /* One work item: channels [ic0, ic1) of image n, group g. A strided phase's chunk holds at
- * least one pixel of every channel: past the chunk buffer's floats, blocks of whole panels. */
+ * least one pixel of every channel: past the floats of a phase's chunk buffer (half of it for
+ * a pair), blocks of whole panels. */
 void gradref__cbd_item_gemm(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int64_t ic1,
                             const cbd_scratch *S) {
-    const int64_t most = unit_strides(R->p) ? ic1 - ic0 : GRADREF__CBD_CHUNK_FLOATS / R->pr * R->pr;
+    const int64_t floats = GRADREF__CBD_CHUNK_FLOATS / (paired_phases(R) ? 2 : 1);
+    const int64_t most = unit_strides(R->p) ? ic1 - ic0 : floats / R->pr * R->pr;
     for (int64_t b0 = ic0; b0 < ic1; b0 += most)
         item_block(R, n, g, b0, ic1 - b0 < most ? ic1 - b0 : most, S);
 }
