@@ -687,12 +687,13 @@ static void test_packed_tiles(void **state) {
 /* Stride 2 along w, the phases' results scattered into every other column (the AVX-512 expand
  * kernel): taps reaching only even columns (1 x 1, or width 3 with dilation 2 and even pads,
  * the odd columns +0) or both (odd pads); odd and even grad widths, row strides 1 to 3, 2-D and
- * 3-D, both data layouts, F16 input. Last, 3 x 3 stride 2 in every dim: every grad element
- * some phase's, an even width's phases interleaved in pairs (no zeros first). */
+ * 3-D, both data layouts, F16 input. Then 3 x 3 stride 2 in every dim: every grad element
+ * some phase's, an even width's phases interleaved in pairs (no zeros first); last 1 x 1 stride
+ * 2 in h and w, even (the rows below each phase's row written +0 with it) and odd. */
 static void test_stride2_columns(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(13);
-    for (int iter = 0; iter < 16; iter++) {
+    for (int iter = 0; iter < 20; iter++) {
         geometry g;
         memset(&g, 0, sizeof g);
         g.rank = iter % 4 == 3 ? 3 : 2;
@@ -705,8 +706,10 @@ static void test_stride2_columns(void **state) {
         g.O[w] = 9 + iter % 5, g.stride[w] = 2, g.extra[w] = iter % 2;
         if (iter % 3 == 1) g.K[w] = 3, g.dil[w] = 2, g.pb[w] = g.pe[w] = 2 * (iter % 2);
         if (iter % 6 == 5) g.K[w] = 3, g.pb[w] = 1, g.pe[w] = 1; /* odd columns reached */
-        for (int j = 0; j < g.rank && iter >= 12; j++)
+        for (int j = 0; j < g.rank && iter >= 12 && iter < 16; j++)
             g.K[j] = 3, g.stride[j] = 2, g.pb[j] = g.pe[j] = 1, g.dil[j] = 1, g.extra[j] = iter % 2;
+        for (int j = g.rank - 2; j < g.rank && iter >= 16; j++) /* 1 x 1 stride 2 */
+            g.K[j] = 1, g.stride[j] = 2, g.pb[j] = g.pe[j] = 0, g.extra[j] = 1 - iter / 18;
         g.mode = (int32_t)(iter % 2);
         cbd_case c;
         make_case(&c, &g, iter % 4 == 2 ? GRADREF_F16 : GRADREF_F32, GRADREF_F32, F_DENSE,

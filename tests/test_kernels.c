@@ -582,23 +582,30 @@ static void test_cbd_masks_and_scatter(void **state) {
                                      (long long)x);
                     }
                 }
-        if (k->interleave2)
-            for (int64_t len = 1; len <= 80; len++) {
-                enum { ROWS = 3, STRIDE = 200 };
-                float even[ROWS * 80], odd[ROWS * 80], want[ROWS * STRIDE], got[ROWS * STRIDE];
-                fill_specials(even, GRADREF_F32, ROWS * len, &r);
-                fill_specials(odd, GRADREF_F32, ROWS * len, &r);
-                for (int i = 0; i < ROWS * STRIDE; i++)
-                    want[i] = got[i] = (float)i; /* past each row's 2 len: untouched */
-                for (int64_t row = 0; row < ROWS; row++)
-                    for (int64_t x = 0; x < len; x++) {
-                        want[row * STRIDE + 2 * x] = even[row * len + x];
-                        want[row * STRIDE + 2 * x + 1] = odd[row * len + x];
-                    }
-                k->interleave2(even, odd, len, ROWS, got, STRIDE);
-                if (memcmp(got, want, sizeof got) != 0)
-                    fail_msg("cbd interleave2 at %s: len %lld", k->isa, (long long)len);
-            }
+        if (k->interleave2) /* with odd values or +0 (odd NULL), with a zero row or not */
+            for (int64_t len = 1; len <= 80; len++)
+                for (int variant = 0; variant < 4; variant++) {
+                    enum { ROWS = 3, STRIDE = 400, BELOW = 180 };
+                    const int zeros = variant & 1;
+                    const int64_t zero_at = variant & 2 ? BELOW : 0;
+                    float even[ROWS * 80], odd[ROWS * 80], want[ROWS * STRIDE];
+                    float got[ROWS * STRIDE];
+                    fill_specials(even, GRADREF_F32, ROWS * len, &r);
+                    fill_specials(odd, GRADREF_F32, ROWS * len, &r);
+                    for (int i = 0; i < ROWS * STRIDE; i++) /* elsewhere: untouched */
+                        want[i] = got[i] = (float)i;
+                    for (int64_t row = 0; row < ROWS; row++)
+                        for (int64_t x = 0; x < len; x++) {
+                            float *at = want + row * STRIDE + 2 * x;
+                            at[0] = even[row * len + x];
+                            at[1] = zeros ? 0.0f : odd[row * len + x];
+                            if (zero_at) at[zero_at] = at[zero_at + 1] = 0.0f;
+                        }
+                    k->interleave2(even, zeros ? NULL : odd, len, ROWS, got, STRIDE, zero_at);
+                    if (memcmp(got, want, sizeof got) != 0)
+                        fail_msg("cbd interleave2 at %s: len %lld, variant %d", k->isa,
+                                 (long long)len, variant);
+                }
     }
 }
 

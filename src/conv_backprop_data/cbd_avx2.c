@@ -681,30 +681,59 @@ void gradref__cbd_f32_scatter2_avx2(const float *from, int64_t len, int64_t rows
 }
 #  undef SPREAD4
 
+/* n floats of +0 at p: whole vectors, the last one overlapping (n >= 8), else one by one. */
+static inline void zero_run(float *p, int64_t n) {
+    const __m256 z = _mm256_setzero_ps();
+    int64_t i = 0;
+    for (; i + 8 <= n; i += 8)
+        _mm256_storeu_ps(p + i, z);
+    if (i < n && n >= 8) _mm256_storeu_ps(p + n - 8, z);
+    for (; i < n && n < 8; i++)
+        p[i] = 0.0f;
+}
+
 /* 8 values of each phase to 16 elements by unpacks and a lane swap; the last 4 (or the last
- * 4 again, overlapping: the same values) by 128-bit unpacks; rows under 4 values one by one. */
-void gradref__cbd_f32_interleave2_avx2(const float *even, const float *odd, int64_t len,
-                                       int64_t rows, float *row, int64_t row_stride) {
-    for (int64_t r = 0; r < rows; r++, even += len, odd += len, row += row_stride) {
+ * 4 again, overlapping: the same values) by 128-bit unpacks; rows under 4 values one by one.
+ * has_odd (else +0 between) and has_zero (the row below) constants in each instance. */
+__attribute__((always_inline)) static inline void
+interleave_rows(int has_odd, int has_zero, const float *even, const float *odd, int64_t len,
+                int64_t rows, float *row, int64_t row_stride, int64_t zero_at) {
+    const __m256 z = _mm256_setzero_ps();
+    for (int64_t r = 0; r < rows; r++, even += len, odd += has_odd ? len : 0, row += row_stride) {
         int64_t x = 0;
         for (; x + 8 <= len; x += 8) {
-            const __m256 a = _mm256_loadu_ps(even + x), b = _mm256_loadu_ps(odd + x);
+            const __m256 a = _mm256_loadu_ps(even + x), b = has_odd ? _mm256_loadu_ps(odd + x) : z;
             const __m256 lo = _mm256_unpacklo_ps(a, b), hi = _mm256_unpackhi_ps(a, b);
             _mm256_storeu_ps(row + 2 * x, _mm256_permute2f128_ps(lo, hi, 0x20));
             _mm256_storeu_ps(row + 2 * x + 8, _mm256_permute2f128_ps(lo, hi, 0x31));
         }
+        if (has_zero) zero_run(row + zero_at, 2 * len);
         if (len < 4) {
             for (; x < len; x++)
-                row[2 * x] = even[x], row[2 * x + 1] = odd[x];
+                row[2 * x] = even[x], row[2 * x + 1] = has_odd ? odd[x] : 0.0f;
             continue;
         }
         for (; x < len; x += 4) {
             if (x + 4 > len) x = len - 4;
-            const __m128 a = _mm_loadu_ps(even + x), b = _mm_loadu_ps(odd + x);
+            const __m128 a = _mm_loadu_ps(even + x);
+            const __m128 b = has_odd ? _mm_loadu_ps(odd + x) : _mm256_castps256_ps128(z);
             _mm_storeu_ps(row + 2 * x, _mm_unpacklo_ps(a, b));
             _mm_storeu_ps(row + 2 * x + 4, _mm_unpackhi_ps(a, b));
         }
     }
+}
+
+void gradref__cbd_f32_interleave2_avx2(const float *even, const float *odd, int64_t len,
+                                       int64_t rows, float *row, int64_t row_stride,
+                                       int64_t zero_at) {
+    if (odd && !zero_at)
+        interleave_rows(1, 0, even, odd, len, rows, row, row_stride, 0);
+    else if (odd)
+        interleave_rows(1, 1, even, odd, len, rows, row, row_stride, zero_at);
+    else if (!zero_at)
+        interleave_rows(0, 0, even, even, len, rows, row, row_stride, 0);
+    else
+        interleave_rows(0, 1, even, even, len, rows, row, row_stride, zero_at);
 }
 
 /* 8 sums a step: max(v, -128) takes -128 for a NaN (MAXPS returns its second operand when one

@@ -121,10 +121,12 @@ typedef struct gradref__cbd_kernels {
     void (*scatter2)(const float *from, int64_t len, int64_t rows, float *row, int64_t row_stride,
                      int odd_free);
     /* row[r * row_stride + 2 * x] = even[r * len + x], row[r * row_stride + 2 * x + 1] =
-     * odd[r * len + x]: two stride phases along a row, each element stored once and none read.
-     * NULL: a plain loop */
+     * odd[r * len + x], or +0 when odd is NULL: two stride phases along a row, or one and the
+     * zeros between, each element stored once and none read; when zero_at is not 0, the 2 len
+     * elements zero_at past each row's (a grad row no phase reaches) are +0 too. NULL: a plain
+     * loop */
     void (*interleave2)(const float *even, const float *odd, int64_t len, int64_t rows, float *row,
-                        int64_t row_stride);
+                        int64_t row_stride, int64_t zero_at);
     /* out[x] = gradref__cbd_qs8_requantize_inline((int32_t)from[x], acc_scale, grad_scale) for
      * x < n, from holding integers: whole vectors take any (float)int32, the tail past the last
      * multiple of 8 those (int32_t) gives back. NULL: a plain loop */
@@ -319,7 +321,8 @@ void gradref__cbd_f32_scatter2_avx2(const float *from, int64_t len, int64_t rows
                                     int64_t row_stride, int odd_free);
 /* The interleave2 kernel (gradref__cbd_kernels), the AVX-512 table's too. */
 void gradref__cbd_f32_interleave2_avx2(const float *even, const float *odd, int64_t len,
-                                       int64_t rows, float *row, int64_t row_stride);
+                                       int64_t rows, float *row, int64_t row_stride,
+                                       int64_t zero_at);
 /* The qs8_row kernel (AVX2; the AVX-512 table takes it too). */
 void gradref__cbd_qs8_row_avx2(const float *from, int64_t n, float acc_scale, float grad_scale,
                                int8_t *out);

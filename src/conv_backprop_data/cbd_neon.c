@@ -232,18 +232,22 @@ static void scatter2_neon(const float *from, int64_t len, int64_t rows, float *r
 /* 4 values of each phase to 8 elements by ST2; the last 4 (or the last 4 again, overlapping:
  * the same values) likewise; rows under 4 values one by one. */
 static void interleave2_neon(const float *even, const float *odd, int64_t len, int64_t rows,
-                             float *row, int64_t row_stride) {
-    for (int64_t r = 0; r < rows; r++, even += len, odd += len, row += row_stride) {
-        if (len < 4) {
-            for (int64_t x = 0; x < len; x++)
-                row[2 * x] = even[x], row[2 * x + 1] = odd[x];
-            continue;
-        }
-        for (int64_t x = 0; x < len; x += 4) {
+                             float *row, int64_t row_stride, int64_t zero_at) {
+    const float32x4_t z = vdupq_n_f32(0.0f);
+    for (int64_t r = 0; r < rows; r++, row += row_stride) {
+        const float *e = even + r * len, *o = odd ? odd + r * len : NULL;
+        for (int64_t x = 0; x < len && len < 4; x++)
+            row[2 * x] = e[x], row[2 * x + 1] = o ? o[x] : 0.0f;
+        for (int64_t x = 0; x < len && len >= 4; x += 4) {
             if (x + 4 > len) x = len - 4;
-            const float32x4x2_t v = {{vld1q_f32(even + x), vld1q_f32(odd + x)}};
+            const float32x4x2_t v = {{vld1q_f32(e + x), o ? vld1q_f32(o + x) : z}};
             vst2q_f32(row + 2 * x, v);
         }
+        /* the zero row's 2 len elements, the last 4 overlapping (len 1: two) */
+        float *zeros = row + zero_at;
+        for (int64_t i = 0; zero_at && i < 2 * len && len >= 2; i += 4)
+            vst1q_f32(zeros + (i + 4 <= 2 * len ? i : 2 * len - 4), z);
+        if (zero_at && len == 1) zeros[0] = zeros[1] = 0.0f;
     }
 }
 

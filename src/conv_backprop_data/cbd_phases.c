@@ -60,25 +60,26 @@ int64_t gradref__cbd_phase_taps(const gradref__cbd_plan *p, const int64_t *ph, i
 }
 
 /* `rows` runs of len values (from, contiguous) to grad rows row_stride apart, stride[2] apart
- * within a row; with odd (a stride of 2), odd's values go between from's, every element of the
- * runs' 2 len written. Else the first phase along the row (ph2 0) may write +0 between its
- * values: those elements are +0 (the slab is zeroed first) or a later phase's, written after
- * it. */
-static void scatter_rows(const cbd_run *R, const float *from, const float *odd, int64_t len,
-                         int64_t rows, float *row, int64_t row_stride, int64_t ph2) {
+ * within a row; as a pair (a stride of 2), odd's values (+0 without odd) go between from's,
+ * every element of the runs' 2 len written, and with zero_at the 2 len elements zero_at past
+ * them are +0. Else the first phase along the row (ph2 0) may write +0 between its values:
+ * those elements are +0 (the slab is zeroed first) or a later phase's, written after it. */
+static void scatter_rows(const cbd_run *R, const float *from, const float *odd, int pair,
+                         int64_t zero_at, int64_t len, int64_t rows, float *row, int64_t row_stride,
+                         int64_t ph2) {
     const int64_t step = R->p->stride[2];
-    if (odd && R->k->interleave2) {
-        R->k->interleave2(from, odd, len, rows, row, row_stride);
+    if (pair && R->k->interleave2) {
+        R->k->interleave2(from, odd, len, rows, row, row_stride, zero_at);
         return;
     }
-    if (odd) {
-        for (int64_t r = 0; r < rows; r++)
-            for (int64_t x = 0; x < len; x++) {
-                row[r * row_stride + 2 * x] = from[r * len + x];
-                row[r * row_stride + 2 * x + 1] = odd[r * len + x];
-            }
-        return;
-    }
+    for (int64_t r = 0; r < rows && pair; r++)
+        for (int64_t x = 0; x < len; x++) {
+            float *at = row + r * row_stride + 2 * x;
+            at[0] = from[r * len + x];
+            at[1] = odd ? odd[r * len + x] : 0.0f;
+            if (zero_at) at[zero_at] = at[zero_at + 1] = 0.0f;
+        }
+    if (pair) return;
     if (step == 2 && R->k->scatter2) {
         R->k->scatter2(from, len, rows, row, row_stride, ph2 == 0);
         return;
@@ -88,15 +89,37 @@ static void scatter_rows(const cbd_run *R, const float *from, const float *odd, 
             row[r * row_stride + x * step] = from[r * len + x];
 }
 
+/* How the strided phases run along the row (item_pair), with a stride of 2 there, phase 0
+ * live and an even grad width: 2, in pairs (both sub-grids are the same); 1, phase 0 alone,
+ * interleaved with +0. Else 0: one phase at a time, scattered. */
+static int row_pairs(const cbd_run *R) {
+    const gradref__cbd_plan *p = R->p;
+    if (unit_strides(p) || p->stride[2] != 2 || p->I[2] % 2 != 0 || R->ocpg == 0 ||
+        R->nres[2] == 0 || R->res[2][0] != 0)
+        return 0;
+    return (int)R->nres[2];
+}
+
+/* Whether the pairs also write +0 into the grad row below each of theirs (interleave2's
+ * zero_at): a stride of 2 along dim 1, whose residue 1 no tap reaches, and an even height. */
+static int zero_rows_below(const cbd_run *R) {
+    const gradref__cbd_plan *p = R->p;
+    return row_pairs(R) && p->stride[1] == 2 && R->nres[1] == 1 && R->res[1][0] == 0 &&
+           p->I[1] % 2 == 0;
+}
+
 /* grad positions j0..j1 of phase ph's sub-grid, for M channels (chunk: M rows of j1 - j0), to
  * the slabs at slab0: runs of a sub-grid row, or whole rows of one sub-grid plane per call;
- * with odd (the next phase along the row, ph2 1, of the same sub-grid), both interleaved. */
+ * as a pair, interleaved with odd (the next phase along the row, ph2 1, of the same sub-grid)
+ * or with +0, and the zero rows below theirs written too (zero_rows_below). */
 static void scatter_chunk(const cbd_run *R, const cbd_phase *f, const int64_t *ph, float *slab0,
-                          const float *chunk, const float *odd, int64_t M, int64_t j0, int64_t j1) {
+                          const float *chunk, const float *odd, int pair, int64_t M, int64_t j0,
+                          int64_t j1) {
     const gradref__cbd_plan *p = R->p;
     /* whole rows only when a phase has several rows (then stride[1] < I[1]: no overflow) */
     const int64_t W = f->Q[2], row_stride = f->Q[1] > 1 ? p->stride[1] * p->I[2] : 0;
     const int64_t start2 = j0 % W, start1 = j0 / W % f->Q[1], start0 = j0 / (W * f->Q[1]);
+    const int64_t zero_at = pair && zero_rows_below(R) ? p->I[2] : 0;
     for (int64_t m = 0; m < M; m++) { /* each grad element is in one cbd_phase */
         float *slab = slab0 + m * R->ac;
         const int64_t at = m * (j1 - j0);
@@ -112,8 +135,8 @@ static void scatter_chunk(const cbd_run *R, const cbd_phase *f, const int64_t *p
                 slab +
                 ((q0 * p->stride[0] + ph[0]) * p->I[1] + q1 * p->stride[1] + ph[1]) * p->I[2] +
                 q2 * p->stride[2] + ph[2];
-            scatter_rows(R, chunk + at + (j - j0), odd ? odd + at + (j - j0) : NULL, len, rows, row,
-                         row_stride, ph[2]);
+            scatter_rows(R, chunk + at + (j - j0), odd ? odd + at + (j - j0) : NULL, pair, zero_at,
+                         len, rows, row, row_stride, ph[2]);
             j += rows * len;
             q2 += len;
             q1 += rows - 1;
@@ -273,48 +296,39 @@ static int item_phase(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int64
     for (int64_t j0 = 0; j0 < N; j0 += step) {
         const int64_t j1 = j0 + step < N ? j0 + step : N;
         phase_chunk(R, &f, &a, M, j0, j1, S->chunk, S, z);
-        scatter_chunk(R, &f, ph, slab0, S->chunk, NULL, M, j0, j1);
+        scatter_chunk(R, &f, ph, slab0, S->chunk, NULL, 0, M, j0, j1);
     }
     return 0;
 }
 
-/* Whether the strided phases run in pairs along the row (item_pair): a stride of 2 there, both
- * phases live and an even grad width (then both sub-grids are the same). */
-static int paired_phases(const cbd_run *R) {
-    const gradref__cbd_plan *p = R->p;
-    return !unit_strides(p) && p->stride[2] == 2 && R->nres[2] == 2 && p->I[2] % 2 == 0 &&
-           R->ocpg > 0;
-}
-
-/* Phases f_index (ph2 0) and f_index + 1 (ph2 1), a chunk of each into the two halves of the
- * chunk buffer, then both interleaved into the grad rows: each of their elements stored once,
- * none read back. */
+/* Phase f_index (ph2 0) and with `both` f_index + 1 (ph2 1): a chunk of each into its half of
+ * the chunk buffer, then interleaved into the grad rows (+0 for a missing second phase), each
+ * of their elements stored once, none read back. */
 static void item_pair(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int64_t M,
-                      int64_t f_index, float *slab0, const cbd_scratch *S, cbd_zeros *z) {
+                      int64_t f_index, int both, float *slab0, const cbd_scratch *S, cbd_zeros *z) {
     cbd_phase f[2];
     gradref__sgemm_args a[2];
     const int64_t N = phase_setup(R, n, g, ic0, M, f_index, &f[0], &a[0]);
-    phase_setup(R, n, g, ic0, M, f_index + 1, &f[1], &a[1]);
+    if (both) phase_setup(R, n, g, ic0, M, f_index + 1, &f[1], &a[1]);
     if (N == 0) return;
     int64_t ph[3];
     phase_at(R, f_index, ph);
-    float *odd = S->chunk + GRADREF__CBD_CHUNK_FLOATS / 2;
-    const int64_t step = chunk_step(f[0].Q[2], M, GRADREF__CBD_CHUNK_FLOATS / 2);
+    float *odd = both ? S->chunk + GRADREF__CBD_CHUNK_FLOATS / 2 : NULL;
+    const int64_t step = chunk_step(f[0].Q[2], M, GRADREF__CBD_CHUNK_FLOATS / (both ? 2 : 1));
     for (int64_t j0 = 0; j0 < N; j0 += step) {
         const int64_t j1 = j0 + step < N ? j0 + step : N;
         phase_chunk(R, &f[0], &a[0], M, j0, j1, S->chunk, S, z);
-        phase_chunk(R, &f[1], &a[1], M, j0, j1, odd, S, z);
-        scatter_chunk(R, &f[0], ph, slab0, S->chunk, odd, M, j0, j1);
+        if (both) phase_chunk(R, &f[1], &a[1], M, j0, j1, odd, S, z);
+        scatter_chunk(R, &f[0], ph, slab0, S->chunk, odd, 1, M, j0, j1);
     }
 }
 
-/* Whether the phases write every grad element: they run in pairs along the row and every
- * residue along the other dims is live (the slab then needs no zeros first). */
+/* Whether the phases write every grad element (the slab then needs no zeros first): pairs
+ * along the row, every residue of dim 0 live, and every one of dim 1 or the zero rows below. */
 static int phases_cover(const cbd_run *R) {
     const gradref__cbd_plan *p = R->p;
-    for (int j = 0; j < 2; j++)
-        if (R->nres[j] < (p->stride[j] < p->I[j] ? p->stride[j] : p->I[j])) return 0;
-    return paired_phases(R);
+    if (!row_pairs(R) || R->nres[0] < (p->stride[0] < p->I[0] ? p->stride[0] : p->I[0])) return 0;
+    return R->nres[1] >= (p->stride[1] < p->I[1] ? p->stride[1] : p->I[1]) || zero_rows_below(R);
 }
 
 /* Channels [ic0, ic0 + M) of image n, group g, every stride phase in turn. */
@@ -332,10 +346,10 @@ static void item_block(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int6
                 memset(slab0 + m * R->ac, 0, (size_t)pixels(p->I) * sizeof(float));
     }
     int scan = 0;
-    const int pairs = paired_phases(R);
-    for (int64_t f_index = 0; f_index < R->phases; f_index++)
-        if (pairs) /* residues {0, 1} along the row: phases f, f + 1 of each sub-grid row */
-            item_pair(R, n, g, ic0, M, f_index++, slab0, S, &z);
+    const int pairs = row_pairs(R);
+    for (int64_t f_index = 0; f_index < R->phases; f_index += pairs ? pairs : 1)
+        if (pairs) /* residues {0, 1} or {0} along the row: phases f (and f + 1) of a row */
+            item_pair(R, n, g, ic0, M, f_index, pairs == 2, slab0, S, &z);
         else
             scan |= item_phase(R, n, g, ic0, M, f_index, slab0, S, &z);
     zeros_rest(&z); /* no phase had a tap */
@@ -351,7 +365,7 @@ static void item_block(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int6
  * a pair), blocks of whole panels. */
 void gradref__cbd_item_gemm(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int64_t ic1,
                             const cbd_scratch *S) {
-    const int64_t floats = GRADREF__CBD_CHUNK_FLOATS / (paired_phases(R) ? 2 : 1);
+    const int64_t floats = GRADREF__CBD_CHUNK_FLOATS / (row_pairs(R) == 2 ? 2 : 1);
     const int64_t most = unit_strides(R->p) ? ic1 - ic0 : floats / R->pr * R->pr;
     for (int64_t b0 = ic0; b0 < ic1; b0 += most)
         item_block(R, n, g, b0, ic1 - b0 < most ? ic1 - b0 : most, S);
