@@ -681,15 +681,10 @@ void gradref__cbd_f32_scatter2_avx2(const float *from, int64_t len, int64_t rows
 }
 #  undef SPREAD4
 
-/* n floats of +0 at p: whole vectors, the last one overlapping (n >= 8), else one by one. */
+/* n floats of +0 at p: whole vectors, then the partial last one. */
 static inline void zero_run(float *p, int64_t n) {
-    const __m256 z = _mm256_setzero_ps();
-    int64_t i = 0;
-    for (; i + 8 <= n; i += 8)
-        _mm256_storeu_ps(p + i, z);
-    if (i < n && n >= 8) _mm256_storeu_ps(p + n - 8, z);
-    for (; i < n && n < 8; i++)
-        p[i] = 0.0f;
+    for (int64_t i = 0; i < n; i += 8)
+        gradref__store_first8_ps(p + i, _mm256_setzero_ps(), n - i);
 }
 
 /* 8 values of each phase to 16 elements by unpacks and a lane swap; the last 4 (or the last

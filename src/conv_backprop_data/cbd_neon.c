@@ -243,11 +243,12 @@ static void interleave2_neon(const float *even, const float *odd, int64_t len, i
             const float32x4x2_t v = {{vld1q_f32(e + x), o ? vld1q_f32(o + x) : z}};
             vst2q_f32(row + 2 * x, v);
         }
-        /* the zero row's 2 len elements, the last 4 overlapping (len 1: two) */
-        float *zeros = row + zero_at;
-        for (int64_t i = 0; zero_at && i < 2 * len && len >= 2; i += 4)
-            vst1q_f32(zeros + (i + 4 <= 2 * len ? i : 2 * len - 4), z);
-        if (zero_at && len == 1) zeros[0] = zeros[1] = 0.0f;
+        /* the zero row's 2 len elements: 4 at a time, then the 2 an odd len leaves */
+        for (int64_t i = 0; zero_at && i < 2 * len; i += 4)
+            if (i + 4 <= 2 * len)
+                vst1q_f32(row + zero_at + i, z);
+            else
+                vst1_f32(row + zero_at + i, vget_low_f32(z));
     }
 }
 

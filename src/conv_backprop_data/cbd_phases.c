@@ -72,14 +72,16 @@ static void scatter_rows(const cbd_run *R, const float *from, const float *odd, 
         R->k->interleave2(from, odd, len, rows, row, row_stride, zero_at);
         return;
     }
-    for (int64_t r = 0; r < rows && pair; r++)
-        for (int64_t x = 0; x < len; x++) {
-            float *at = row + r * row_stride + 2 * x;
-            at[0] = from[r * len + x];
-            at[1] = odd ? odd[r * len + x] : 0.0f;
-            if (zero_at) at[zero_at] = at[zero_at + 1] = 0.0f;
-        }
-    if (pair) return;
+    if (pair) {
+        for (int64_t r = 0; r < rows; r++)
+            for (int64_t x = 0; x < len; x++) {
+                float *at = row + r * row_stride + 2 * x;
+                at[0] = from[r * len + x];
+                at[1] = odd ? odd[r * len + x] : 0.0f;
+                if (zero_at) at[zero_at] = at[zero_at + 1] = 0.0f;
+            }
+        return;
+    }
     if (step == 2 && R->k->scatter2) {
         R->k->scatter2(from, len, rows, row, row_stride, ph2 == 0);
         return;
