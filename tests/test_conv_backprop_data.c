@@ -719,6 +719,32 @@ static void test_stride2_columns(void **state) {
     }
 }
 
+/* A phase's last tile ending 1 to 4 pixels past a 16-pixel half, which the kernel table's
+ * tile_columns computes for every filter panel at once: 7 x 7 (49 pixels) and 14 x 14 (196)
+ * at stride 1, 3 x 3 stride 2 onto 14 x 14 (7 x 7 phases), 1 x 1 stride 2 (18), 3 pixels
+ * only; one to twelve panels, the last short; both data layouts, F32 and F16. */
+static void test_tile_columns(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(31);
+    static const int64_t shapes[][8] = {/* ICpg OCpg K stride pad O(h) O(w) N */
+                                        {64, 5, 3, 1, 1, 7, 7, 2},
+                                        {40, 3, 3, 1, 1, 14, 14, 1},
+                                        {70, 4, 3, 2, 1, 7, 7, 2},
+                                        {13, 6, 1, 2, 0, 6, 3, 2},
+                                        {5, 2, 3, 1, 1, 3, 1, 1}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int64_t *a = shapes[s];
+        geometry g =
+            geo2(a[7], a[0], a[5], a[6], a[1], a[2], a[2], a[3], a[4], 1, 1, (int32_t)(s % 2));
+        if (a[3] == 2 && a[2] == 3) g.extra[0] = g.extra[1] = 1; /* grad 14 x 14 */
+        cbd_case c;
+        make_case(&c, &g, s == 2 ? GRADREF_F16 : GRADREF_F32, GRADREF_F32, F_DENSE,
+                  s % 2 ? D_NHWC : D_NCHW, 0, &r);
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+        free_case(&c);
+    }
+}
+
 /* Strided items of more input channels than the chunk buffer holds at one pixel each (its
  * 131072 floats; 300000 channels in one item wrote past it): 1 x 1 and 3 x 3, stride 2. */
 static void test_channels_past_chunk(void **state) {
@@ -2171,6 +2197,7 @@ int main(void) {
         cmocka_unit_test(test_depthwise_rows),
         cmocka_unit_test(test_stride2_columns),
         cmocka_unit_test(test_channels_past_chunk),
+        cmocka_unit_test(test_tile_columns),
         cmocka_unit_test(test_packed_tiles),
         cmocka_unit_test(test_empty_sizes),
         cmocka_unit_test(test_workspace),

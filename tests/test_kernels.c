@@ -837,6 +837,91 @@ static void test_cbd_tiles(void **state) {
     }
 }
 
+/* tile_columns against the chain written out here: for rows i < M (panel i / pr, its row
+ * i % pr) and pixels first + p (p < cols), from +0, fma(panel value, diff, acc) over the taps
+ * and channels in order, a tap skipped where it leaves every one of the cols pixels out and a
+ * pixel it leaves out read as 0; diff in place under random masks, or a packed tile. The
+ * panels are allocated to their last float (the sanitizer build sees a read past them), and
+ * what the kernel does not own stays as it was; its answer is exact as tile32's. */
+static void test_cbd_tile_columns(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(23);
+    FOR_EACH_LEVEL(level) {
+        const gradref__cbd_kernels *k = gradref__cbd_kernels_for(level);
+        if (k == gradref__cbd_kernels_for(level - 1) || k->tile_columns == NULL) continue;
+        const int64_t mr = k->tile_rows;
+        int64_t clean = 0;
+        for (int iter = 0; iter < 400; iter++) {
+            enum { SPAN = 256, LDC = 40, MAX_ROWS = 80 };
+            const int64_t ntaps = tu_range(&r, 1, 9), ocpg = tu_range(&r, 1, 6);
+            const int64_t cs = SPAN + tu_range(&r, 0, 3), cols = tu_range(&r, 1, 4);
+            const int64_t first = 16 * tu_range(&r, 0, 1) + tu_range(&r, 0, 16 - cols);
+            const int64_t pr = tu_range(&r, 1, mr), np = tu_range(&r, 1, 10);
+            const int64_t M = tu_range(&r, (np - 1) * pr + 1, np * pr), K = ntaps * ocpg;
+            const int packed = iter % 3 == 2, plain = iter % 4 == 3;
+            int64_t offset[9];
+            uint16_t masks[18];
+            /* in place: channels cs apart; packed: taps' channels of 32 pixels */
+            const int64_t image_floats = packed ? K * 32 : ocpg * cs + 64;
+            float *image = malloc(sizeof(float) * (size_t)image_floats);
+            float *a = malloc(sizeof(float) * (size_t)(np * K * mr));
+            float *want = malloc(sizeof(float) * MAX_ROWS * LDC);
+            float *got = malloc(sizeof(float) * MAX_ROWS * LDC);
+            if (plain)
+                fill_weights(image, image_floats, &r);
+            else
+                fill_specials(image, GRADREF_F32, image_floats, &r);
+            fill_weights(a, np * K * mr, &r);
+            for (int64_t t = 0; t < ntaps; t++) {
+                offset[t] = packed ? t * ocpg * 32 : tu_range(&r, 0, SPAN - 32);
+                const int64_t kind = tu_range(&r, 0, 3); /* none, all, or random lanes */
+                for (int h = 0; h < 2; h++)
+                    masks[2 * t + h] = (uint16_t)(kind == 0   ? 0
+                                                  : kind == 1 ? 0xffff
+                                                              : tu_range(&r, 0, 0xffff));
+                if (packed) masks[2 * t] = masks[2 * t + 1] = kind ? 0xffff : 0;
+            }
+            for (int e = 0; e < MAX_ROWS * LDC; e++)
+                want[e] = got[e] = e % 11 == 0 ? 0.0f : (float)e * 0.25f;
+            const int h = (int)(first / 16);
+            const unsigned lane = (unsigned)(first % 16), all = (1u << cols) - 1u;
+            const int64_t image_cs = packed ? 32 : cs;
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t p = 0; p < cols; p++) {
+                    float acc = 0.0f;
+                    for (int64_t t = 0; t < ntaps; t++) {
+                        const unsigned m = (unsigned)(masks[2 * t + h] >> lane) & all;
+                        for (int64_t oc = 0; oc < ocpg && m != 0; oc++) {
+                            const float b =
+                                (m >> p) & 1u ? image[offset[t] + oc * image_cs + first + p] : 0.0f;
+                            acc = fmaf(a[i / pr * K * mr + (t * ocpg + oc) * mr + i % pr], b, acc);
+                        }
+                    }
+                    want[i * LDC + first + p] = acc;
+                }
+            int held = 0;
+            for (int64_t i = 0; i < M; i++)
+                for (int64_t p = 0; p < cols; p++)
+                    held |= want[i * LDC + first + p] == 0 || isnan(want[i * LDC + first + p]);
+            const unsigned hit = k->tile_columns(image, image_cs, ocpg, offset, masks, ntaps, first,
+                                                 cols, a, K * mr, pr, M, got, LDC);
+            if ((hit != 0) != held)
+                fail_msg("cbd tile_columns at %s: says %u for values %s a zero or NaN (case %d)",
+                         k->isa, hit, held ? "holding" : "without", iter);
+            clean += !held;
+            gradref__canon_nans_f32(got, MAX_ROWS * LDC, GRADREF__ISA_MAX);
+            gradref__canon_nans_f32(want, MAX_ROWS * LDC, GRADREF__ISA_MAX);
+            expect_bytes(got, want, sizeof(float) * MAX_ROWS * LDC, "cbd tile_columns", k->isa,
+                         cols, iter);
+            free(image);
+            free(a);
+            free(want);
+            free(got);
+        }
+        assert_true(clean > 0);
+    }
+}
+
 /* Channel c's value in a word of wc I8 channels (int16 halves or bytes, channel 0 lowest). */
 static int32_t word_value(uint32_t word, int c, int wc) {
     return wc == 2 ? (int16_t)(uint16_t)(word >> (16 * c)) : (int8_t)(uint8_t)(word >> (8 * c));
@@ -1142,6 +1227,7 @@ int main(void) {
         cmocka_unit_test(test_cbd_depthwise),
         cmocka_unit_test(test_cbd_plane_scan),
         cmocka_unit_test(test_cbd_tiles),
+        cmocka_unit_test(test_cbd_tile_columns),
         cmocka_unit_test(test_cbd_word_tiles),
         cmocka_unit_test(test_cbd_requantize),
         cmocka_unit_test(test_gs3d_dx_plane),

@@ -469,6 +469,156 @@ unsigned gradref__cbd_f32_tile32_avx2(const float *image, int64_t channel_stride
     return hit;
 }
 
+/* ---- a tile's last few pixels, a panel's rows in the lanes (tile_columns) ----
+ * Each k step loads a 6-row panel as one vector (lanes 6 and 7: the next step's, unused) and
+ * broadcasts each pixel's diff, for G panels and P pixels at once: G x P chains over the FMA
+ * latency, where tile32 would fill one vector of 8 pixel lanes with P. */
+enum { COLUMNS_MAX = 4, COLUMN_PANELS_MAX = 12 };
+
+/* The panels a column group takes at most for P pixels: twelve chains (in 16 registers). */
+static const int column_panels[COLUMNS_MAX] = {12, 6, 4, 3};
+
+/* A 6-row panel's k step at w; `last`: only its own 6 floats read (nothing may follow them). */
+static inline __m256 panel6(const float *w, int last) {
+    if (!last) return _mm256_loadu_ps(w);
+    const __m128 high = _mm_castsi128_ps(_mm_loadl_epi64((const __m128i *)(const void *)(w + 4)));
+    return _mm256_insertf128_ps(_mm256_castps128_ps256(_mm_loadu_ps(w)), high, 1);
+}
+
+/* One k step of G panels (the group's last read by panel6's `last` when last is 1) and P pixels,
+ * each pixel's diff at b[p], which then steps by step[p]. */
+#  define COLUMN_STEP(last)                                                                        \
+    do {                                                                                           \
+      if (P > G) { /* G panel vectors held (4 pixels of 3 panels: 16 registers) */                 \
+        __m256 wq[COLUMN_PANELS_MAX];                                                              \
+        _Pragma("GCC unroll 12") for (int q = 0; q < G; q++) wq[q] =                               \
+            panel6(w + q * panel_floats, (last) && q == G - 1);                                    \
+        _Pragma("GCC unroll 4") for (int p = 0; p < P; p++) {                                      \
+          const __m256 bp = _mm256_broadcast_ss(b[p]);                                             \
+          b[p] += step[p];                                                                         \
+          _Pragma("GCC unroll 12") for (int q = 0; q < G; q++) acc[q * P + p] =                    \
+              _mm256_fmadd_ps(wq[q], bp, acc[q * P + p]);                                          \
+        }                                                                                          \
+      } else { /* P broadcasts held, the panels read by the FMAs */                                \
+        __m256 bp[COLUMNS_MAX];                                                                    \
+        _Pragma("GCC unroll 4") for (int p = 0; p < P; p++) bp[p] = _mm256_broadcast_ss(b[p]),     \
+                                                            b[p] += step[p];                       \
+        _Pragma("GCC unroll 12") for (int q = 0; q < G; q++) {                                     \
+          const __m256 wq = panel6(w + q * panel_floats, (last) && q == G - 1);                    \
+          _Pragma("GCC unroll 4") for (int p = 0; p < P; p++) acc[q * P + p] =                     \
+              _mm256_fmadd_ps(wq, bp[p], acc[q * P + p]);                                          \
+        }                                                                                          \
+      }                                                                                            \
+      w += 6;                                                                                      \
+    } while (0)
+
+__attribute__((always_inline)) static inline unsigned
+columns_body(int P, int G, const float *image, int64_t channel_stride, int64_t ocpg,
+             const int64_t *offset, const uint16_t *masks, int64_t ntaps, int64_t first,
+             const float *a, int64_t panel_floats, int64_t pr, int64_t M, float *c, int64_t ldc) {
+    static const float zero = 0.0f; /* a pixel its tap leaves out reads +0, as tile32's lane */
+    const unsigned want = (1u << P) - 1u;
+    const int h = (int)(first / 16), lane = (int)(first % 16);
+    __m256 acc[12]; /* G x P <= 12 */
+#  pragma GCC unroll 12
+    for (int e = 0; e < 12; e++)
+        acc[e] = _mm256_setzero_ps();
+    for (int64_t t = 0; t < ntaps; t++) {
+        const unsigned m = (unsigned)(masks[2 * t + h] >> lane) & want;
+        if (m == 0) continue; /* as tile32's taps without lanes: exact for a finite filter */
+        const float *b[COLUMNS_MAX];
+        int64_t step[COLUMNS_MAX];
+#  pragma GCC unroll 4
+        for (int p = 0; p < P; p++) {
+            const int in = (m >> p) & 1u;
+            b[p] = in ? image + offset[t] + first + p : &zero;
+            step[p] = in ? channel_stride : 0;
+        }
+        const float *w = a + t * ocpg * 6;
+        const int end = t == ntaps - 1; /* the panels' last step: its own floats only */
+        for (int64_t oc = 0; oc < ocpg - end; oc++)
+            COLUMN_STEP(0);
+        if (end) COLUMN_STEP(1);
+    }
+    unsigned hit = 0;
+#  pragma GCC unroll 12
+    for (int q = 0; q < G; q++) {
+        const int64_t rows = M - q * pr < pr ? M - q * pr : pr;
+        const unsigned live = (1u << rows) - 1u;
+#  pragma GCC unroll 4
+        for (int p = 0; p < P; p++) {
+            float lanes[8];
+            _mm256_storeu_ps(lanes, acc[q * P + p]);
+            hit |= (unsigned)_mm256_movemask_ps(zero_or_nan8(acc[q * P + p])) & live;
+            for (int64_t i = 0; i < rows; i++)
+                c[(q * pr + i) * ldc + first + p] = lanes[i];
+        }
+    }
+    return hit;
+}
+#  undef COLUMN_STEP
+
+typedef unsigned (*columns_fn)(const float *image, int64_t channel_stride, int64_t ocpg,
+                               const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                               int64_t first, const float *a, int64_t panel_floats, int64_t pr,
+                               int64_t M, float *c, int64_t ldc);
+#  define COLUMNS(P, G)                                                                            \
+    static unsigned columns_##P##_##G(const float *image, int64_t channel_stride, int64_t ocpg,    \
+                                      const int64_t *offset, const uint16_t *masks, int64_t ntaps, \
+                                      int64_t first, const float *a, int64_t panel_floats,         \
+                                      int64_t pr, int64_t M, float *c, int64_t ldc) {              \
+      return columns_body(P, G, image, channel_stride, ocpg, offset, masks, ntaps, first, a,       \
+                          panel_floats, pr, M, c, ldc);                                            \
+    }
+COLUMNS(1, 1)
+COLUMNS(1, 2)
+COLUMNS(1, 3)
+COLUMNS(1, 4)
+COLUMNS(1, 5)
+COLUMNS(1, 6)
+COLUMNS(1, 7)
+COLUMNS(1, 8)
+COLUMNS(1, 9)
+COLUMNS(1, 10)
+COLUMNS(1, 11)
+COLUMNS(1, 12)
+COLUMNS(2, 1)
+COLUMNS(2, 2)
+COLUMNS(2, 3)
+COLUMNS(2, 4)
+COLUMNS(2, 5)
+COLUMNS(2, 6)
+COLUMNS(3, 1)
+COLUMNS(3, 2)
+COLUMNS(3, 3)
+COLUMNS(3, 4)
+COLUMNS(4, 1)
+COLUMNS(4, 2)
+COLUMNS(4, 3)
+static const columns_fn columns[COLUMNS_MAX][COLUMN_PANELS_MAX] = {
+    {columns_1_1, columns_1_2, columns_1_3, columns_1_4, columns_1_5, columns_1_6, columns_1_7,
+     columns_1_8, columns_1_9, columns_1_10, columns_1_11, columns_1_12},
+    {columns_2_1, columns_2_2, columns_2_3, columns_2_4, columns_2_5, columns_2_6},
+    {columns_3_1, columns_3_2, columns_3_3, columns_3_4},
+    {columns_4_1, columns_4_2, columns_4_3}};
+
+static unsigned tile_columns_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
+                                  const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                                  int64_t first, int64_t cols, const float *a, int64_t panel_floats,
+                                  int64_t pr, int64_t M, float *c, int64_t ldc) {
+    const int64_t panels = (M + pr - 1) / pr, most = column_panels[cols - 1];
+    unsigned hit = 0;
+    /* the panels in groups as even as the fewest groups allow */
+    for (int64_t q = 0, groups = (panels + most - 1) / most; q < panels; groups--) {
+        const int64_t G = (panels - q + groups - 1) / groups;
+        hit |= columns[cols - 1][G - 1](image, channel_stride, ocpg, offset, masks, ntaps, first,
+                                        a + q * panel_floats, panel_floats, pr, M - q * pr,
+                                        c + q * pr * ldc, ldc);
+        q += G;
+    }
+    return hit;
+}
+
 /* The I8 twin of half_body: 32-bit words of two int16 values, each product pair summed by
  * vpmaddwd (at most 2 x 2^14: no saturation) and added in int32, which wraps as the reference's
  * low 32 bits do. Zero lanes add nothing, so every tap and lane takes the same path as the f32
@@ -791,6 +941,7 @@ const gradref__cbd_kernels gradref__cbd_kernels_avx2 = {
     .tile32 = gradref__cbd_f32_tile32_avx2,
     .pack_tile32 = gradref__cbd_f32_pack_tile32_avx2,
     .tile32_masks = tile32_masks_avx2,
+    .tile_columns = tile_columns_avx2,
     .scatter2 = gradref__cbd_f32_scatter2_avx2,
     .interleave2 = gradref__cbd_f32_interleave2_avx2,
     .qs8_row = gradref__cbd_qs8_row_avx2,

@@ -116,6 +116,15 @@ typedef struct gradref__cbd_kernels {
                         const int64_t *offset, const uint16_t *masks, int64_t ntaps, float *dst);
     void (*tile32_masks)(const int64_t *tap, int64_t ntaps, const int64_t *Q, const int64_t *O,
                          int64_t j0, int64_t cols, uint16_t *masks);
+    /* Tile pixels [first, first + cols) (cols <= 4, in one 16-pixel half) of all M rows of
+     * the panels at a, panel_floats apart, pr rows each: tile32's chain (inside 2's arguments
+     * for a packed tile) with a panel's rows in the lanes, where tile32 would spend a vector
+     * of pixel lanes on those few; a tap that leaves all of them out is skipped. c is grad at
+     * (row 0, the tile's pixel 0); the answer is tile32's. NULL: the tiles take them */
+    unsigned (*tile_columns)(const float *image, int64_t channel_stride, int64_t ocpg,
+                             const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                             int64_t first, int64_t cols, const float *a, int64_t panel_floats,
+                             int64_t pr, int64_t M, float *c, int64_t ldc);
     /* row[r * row_stride + 2 * x] = from[r * len + x]; the odd elements between two values are
      * left as they are, or, when odd_free, may be written +0. NULL: a plain loop */
     void (*scatter2)(const float *from, int64_t len, int64_t rows, float *row, int64_t row_stride,

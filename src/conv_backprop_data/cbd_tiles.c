@@ -26,9 +26,53 @@ static void prefetch_tile(const cbd_run *R, const cbd_phase *f, const float *ima
     }
 }
 
+/* The pixels at the end of a tile of cols that the table's tile_columns takes for every panel
+ * at once: the last 16-pixel half's, when they are few enough to leave most of a vector of
+ * pixel lanes empty. */
+static int64_t column_pixels(const cbd_run *R, int64_t cols) {
+    const int64_t rest = cols % 16;
+    return R->k->tile_columns && !R->word_channels && rest <= 4 ? rest : 0;
+}
+
+/* The tiles of pixels [g0, g1) (one group's, their masks in S->masks), each packed once and
+ * then read by every panel; c is grad at pixel g0. */
+static unsigned packed_tiles(const cbd_run *R, const cbd_phase *f, const float *panels, int64_t M,
+                             int64_t g0, int64_t g1, const float *image, float *c, int64_t ldc,
+                             const cbd_scratch *S, cbd_zeros *z) {
+    const int64_t K = f->ntaps * R->ocpg, per_tile = 2 * f->ntaps;
+    const int64_t *offset = S->offsets;
+    float *block = S->tile;
+    int64_t *block_offset = S->offsets + f->ntaps;
+    uint16_t *block_masks = S->masks + S->tile_group * per_tile;
+    unsigned hit = 0;
+    for (int64_t t = 0; t < f->ntaps; t++)
+        block_offset[t] = t * R->ocpg * 32;
+    for (int64_t j0 = g0; j0 < g1; j0 += 32) {
+        const uint16_t *m = S->masks + (j0 - g0) / 32 * per_tile;
+        const int64_t cols = g1 - j0 < 32 ? g1 - j0 : 32, tail = column_pixels(R, cols);
+        R->k->pack_tile32(image + j0, R->dc, R->ocpg, offset, m, f->ntaps, block);
+        for (int64_t t = 0; t < f->ntaps; t++) /* same taps skipped, zeros packed */
+            block_masks[2 * t] = block_masks[2 * t + 1] =
+                (uint16_t)((m[2 * t] | m[2 * t + 1]) ? 0xffffu : 0u);
+        for (int64_t i0 = 0; i0 < M; i0 += R->pr) {
+            if (cols > tail)
+                hit |= gradref__cbd_run_tile(
+                    R->k, R->word_channels, block, 32, R->ocpg, block_offset, block_masks, f->ntaps,
+                    cols - tail, 2, panels + i0 / R->pr * K * R->mr,
+                    (int)(M - i0 < R->pr ? M - i0 : R->pr), c + i0 * ldc + (j0 - g0), ldc, 0);
+            zeros_some(z);
+        }
+        if (tail)
+            hit |= R->k->tile_columns(block, 32, R->ocpg, block_offset, block_masks, f->ntaps,
+                                      cols - tail, tail, panels, K * R->mr, R->pr, M, c + (j0 - g0),
+                                      ldc);
+    }
+    return hit;
+}
+
 /* Sub-grid pixels [jb, je) of a phase whose sub-grid has diff's last two sizes, into c (pixel
  * jb of row ic0 at c, rows ldc apart): tiles of 32 pixels computed straight from diff (no B
- * packing), a group of tiles at a time for every filter panel. */
+ * packing), a group of tiles at a time for every filter panel (cbd_tiles.h). */
 unsigned gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const float *panels,
                                    int64_t M, int64_t jb, int64_t je, float *c, int64_t ldc,
                                    const cbd_scratch *S, cbd_zeros *z) {
@@ -65,27 +109,8 @@ unsigned gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const f
                                    masks + (j0 - g0) / 32 * per_tile);
             key[0] = f->index, key[1] = g0, key[2] = g1;
         }
-        if (S->tile) { /* each tile packed once, then every panel */
-            float *block = S->tile;
-            int64_t *block_offset = offset + f->ntaps;
-            uint16_t *block_masks = masks + S->tile_group * per_tile;
-            for (int64_t t = 0; t < f->ntaps; t++)
-                block_offset[t] = t * R->ocpg * 32;
-            for (int64_t j0 = g0; j0 < g1; j0 += 32) {
-                const uint16_t *m = masks + (j0 - g0) / 32 * per_tile;
-                const int64_t cols = g1 - j0 < 32 ? g1 - j0 : 32;
-                R->k->pack_tile32(image + j0, R->dc, R->ocpg, offset, m, f->ntaps, block);
-                for (int64_t t = 0; t < f->ntaps; t++) /* same taps skipped, zeros packed */
-                    block_masks[2 * t] = block_masks[2 * t + 1] =
-                        (uint16_t)((m[2 * t] | m[2 * t + 1]) ? 0xffffu : 0u);
-                for (int64_t i0 = 0; i0 < M; i0 += R->pr) {
-                    hit |= gradref__cbd_run_tile(
-                        R->k, R->word_channels, block, 32, R->ocpg, block_offset, block_masks,
-                        f->ntaps, cols, 2, panels + i0 / R->pr * K * R->mr,
-                        (int)(M - i0 < R->pr ? M - i0 : R->pr), c + i0 * ldc + (j0 - jb), ldc, 0);
-                    zeros_some(z);
-                }
-            }
+        if (S->tile) {
+            hit |= packed_tiles(R, f, panels, M, g0, g1, image, c + (g0 - jb), ldc, S, z);
             continue;
         }
         /* a tile's diff (K rows of 128 bytes) reused by every panel while it fits in L1,
@@ -97,13 +122,20 @@ unsigned gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const f
                 const int64_t tile_index = tile_outer ? outer : inner;
                 const int64_t pn = tile_outer ? inner : outer;
                 const int64_t i0 = pn * R->pr, j0 = g0 + tile_index * 32;
+                const int64_t cols = g1 - j0 < 32 ? g1 - j0 : 32, tail = column_pixels(R, cols);
+                const uint16_t *m = masks + tile_index * per_tile;
                 if (pn == 0 && j0 + 32 < g1 && R->prefetch_tiles)
                     prefetch_tile(R, f, image, offset, j0 + 32);
-                hit |= gradref__cbd_run_tile(
-                    R->k, R->word_channels, image + j0, R->dc, R->ocpg, offset,
-                    masks + tile_index * per_tile, f->ntaps, g1 - j0 < 32 ? g1 - j0 : 32,
-                    j0 + lo >= R->span_lo && j0 + hi <= R->span_hi, panels + pn * K * R->mr,
-                    (int)(M - i0 < R->pr ? M - i0 : R->pr), c + i0 * ldc + (j0 - jb), ldc, 0);
+                if (cols > tail)
+                    hit |= gradref__cbd_run_tile(
+                        R->k, R->word_channels, image + j0, R->dc, R->ocpg, offset, m, f->ntaps,
+                        cols - tail, j0 + lo >= R->span_lo && j0 + hi <= R->span_hi,
+                        panels + pn * K * R->mr, (int)(M - i0 < R->pr ? M - i0 : R->pr),
+                        c + i0 * ldc + (j0 - jb), ldc, 0);
+                if (tail && pn == panels_n - 1) /* the tile's every panel at once */
+                    hit |= R->k->tile_columns(image + j0, R->dc, R->ocpg, offset, m, f->ntaps,
+                                              cols - tail, tail, panels, K * R->mr, R->pr, M,
+                                              c + (j0 - jb), ldc);
                 zeros_some(z);
             }
     }

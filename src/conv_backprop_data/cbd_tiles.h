@@ -7,7 +7,8 @@
 
 /* Sub-grid pixels [jb, je) of a phase whose sub-grid has diff's last two sizes, into c (pixel
  * jb of row ic0 at c, rows ldc apart): tiles of 32 pixels computed straight from diff (no B
- * packing), a group of tiles at a time for every filter panel. Returns nonzero when a value
+ * packing), a group of tiles at a time for every filter panel, a last tile's 1 to 4 pixels
+ * past a 16-pixel half by the kernel table's tile_columns. Returns nonzero when a value
  * written is a zero or a NaN (the tiles' answer): without one the NaN and signed-zero scan of
  * those values has nothing to do. */
 unsigned gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const float *panels,
