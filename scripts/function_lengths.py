@@ -18,14 +18,15 @@ EXEMPT = re.compile(r"(_ref\.c|cbd_megengine\.c)$")
 
 def functions(path):
     """(name, first line, last line) of each top-level function definition: a line at column 0
-    that opens a signature (an identifier, then a parenthesis on this line or a wrapped one),
-    whose signature ends with "{" before any ";", through the next "}" at column 0."""
+    that opens a signature (an identifier, then a parenthesis on this line or a wrapped one;
+    not an all-capitals name, which is a macro's use), whose signature ends with "{" before any
+    ";", through the next "}" at column 0."""
     lines = open(path, encoding="utf-8").read().split("\n")
     i = 0
     while i < len(lines):
         line = lines[i]
         if re.match(r"^[A-Za-z_][\w \*]*\(", line) and not line.startswith(("typedef", "struct")) \
-                and not line.rstrip().endswith(";"):
+                and not line.rstrip().endswith(";") and not re.match(r"^[A-Z][A-Z0-9_]*\(", line):
             j = i
             while j < len(lines) and not lines[j].rstrip().endswith("{") \
                     and not lines[j].rstrip().endswith(";"):

@@ -719,19 +719,18 @@ static void test_stride2_columns(void **state) {
     }
 }
 
-/* A phase's last tile ending 1 to 4 pixels past a 16-pixel half, which the kernel table's
+/* A phase's last tile ending 1 to 4 pixels past a multiple of 8, which the kernel table's
  * tile_columns computes for every filter panel at once: 7 x 7 (49 pixels) and 14 x 14 (196)
  * at stride 1, 3 x 3 stride 2 onto 14 x 14 (7 x 7 phases), 1 x 1 stride 2 (18), 3 pixels
- * only; one to twelve panels, the last short; both data layouts, F32 and F16. */
+ * only, 28 (a tile of 24 and 4); one to twelve panels, the last short; both data layouts, F32
+ * and F16. */
 static void test_tile_columns(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(31);
     static const int64_t shapes[][8] = {/* ICpg OCpg K stride pad O(h) O(w) N */
-                                        {64, 5, 3, 1, 1, 7, 7, 2},
-                                        {40, 3, 3, 1, 1, 14, 14, 1},
-                                        {70, 4, 3, 2, 1, 7, 7, 2},
-                                        {13, 6, 1, 2, 0, 6, 3, 2},
-                                        {5, 2, 3, 1, 1, 3, 1, 1}};
+                                        {64, 5, 3, 1, 1, 7, 7, 2}, {40, 3, 3, 1, 1, 14, 14, 1},
+                                        {70, 4, 3, 2, 1, 7, 7, 2}, {13, 6, 1, 2, 0, 6, 3, 2},
+                                        {9, 3, 3, 1, 1, 4, 7, 2},  {5, 2, 3, 1, 1, 3, 1, 1}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const int64_t *a = shapes[s];
         geometry g =

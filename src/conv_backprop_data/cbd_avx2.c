@@ -516,7 +516,6 @@ __attribute__((always_inline)) static inline unsigned
 columns_body(int P, int G, const float *image, int64_t channel_stride, int64_t ocpg,
              const int64_t *offset, const uint16_t *masks, int64_t ntaps, int64_t first,
              const float *a, int64_t panel_floats, int64_t pr, int64_t M, float *c, int64_t ldc) {
-    static const float zero = 0.0f; /* a pixel its tap leaves out reads +0, as tile32's lane */
     const unsigned want = (1u << P) - 1u;
     const int h = (int)(first / 16), lane = (int)(first % 16);
     __m256 acc[12]; /* G x P <= 12 */
@@ -528,12 +527,7 @@ columns_body(int P, int G, const float *image, int64_t channel_stride, int64_t o
         if (m == 0) continue; /* as tile32's taps without lanes: exact for a finite filter */
         const float *b[COLUMNS_MAX];
         int64_t step[COLUMNS_MAX];
-#  pragma GCC unroll 4
-        for (int p = 0; p < P; p++) {
-            const int in = (m >> p) & 1u;
-            b[p] = in ? image + offset[t] + first + p : &zero;
-            step[p] = in ? channel_stride : 0;
-        }
+        gradref__cbd_column_sources(image + offset[t], channel_stride, first, m, P, b, step);
         const float *w = a + t * ocpg * 6;
         const int end = t == ntaps - 1; /* the panels' last step: its own floats only */
         for (int64_t oc = 0; oc < ocpg - end; oc++)
@@ -558,18 +552,7 @@ columns_body(int P, int G, const float *image, int64_t channel_stride, int64_t o
 }
 #  undef COLUMN_STEP
 
-typedef unsigned (*columns_fn)(const float *image, int64_t channel_stride, int64_t ocpg,
-                               const int64_t *offset, const uint16_t *masks, int64_t ntaps,
-                               int64_t first, const float *a, int64_t panel_floats, int64_t pr,
-                               int64_t M, float *c, int64_t ldc);
-#  define COLUMNS(P, G)                                                                            \
-    static unsigned columns_##P##_##G(const float *image, int64_t channel_stride, int64_t ocpg,    \
-                                      const int64_t *offset, const uint16_t *masks, int64_t ntaps, \
-                                      int64_t first, const float *a, int64_t panel_floats,         \
-                                      int64_t pr, int64_t M, float *c, int64_t ldc) {              \
-      return columns_body(P, G, image, channel_stride, ocpg, offset, masks, ntaps, first, a,       \
-                          panel_floats, pr, M, c, ldc);                                            \
-    }
+#  define COLUMNS(P, G) GRADREF__CBD_COLUMNS_FN(columns_body, P, G)
 COLUMNS(1, 1)
 COLUMNS(1, 2)
 COLUMNS(1, 3)
@@ -595,29 +578,14 @@ COLUMNS(3, 4)
 COLUMNS(4, 1)
 COLUMNS(4, 2)
 COLUMNS(4, 3)
-static const columns_fn columns[COLUMNS_MAX][COLUMN_PANELS_MAX] = {
+static const gradref__cbd_columns_fn columns[COLUMNS_MAX][COLUMN_PANELS_MAX] = {
     {columns_1_1, columns_1_2, columns_1_3, columns_1_4, columns_1_5, columns_1_6, columns_1_7,
      columns_1_8, columns_1_9, columns_1_10, columns_1_11, columns_1_12},
     {columns_2_1, columns_2_2, columns_2_3, columns_2_4, columns_2_5, columns_2_6},
     {columns_3_1, columns_3_2, columns_3_3, columns_3_4},
     {columns_4_1, columns_4_2, columns_4_3}};
 
-static unsigned tile_columns_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
-                                  const int64_t *offset, const uint16_t *masks, int64_t ntaps,
-                                  int64_t first, int64_t cols, const float *a, int64_t panel_floats,
-                                  int64_t pr, int64_t M, float *c, int64_t ldc) {
-    const int64_t panels = (M + pr - 1) / pr, most = column_panels[cols - 1];
-    unsigned hit = 0;
-    /* the panels in groups as even as the fewest groups allow */
-    for (int64_t q = 0, groups = (panels + most - 1) / most; q < panels; groups--) {
-        const int64_t G = (panels - q + groups - 1) / groups;
-        hit |= columns[cols - 1][G - 1](image, channel_stride, ocpg, offset, masks, ntaps, first,
-                                        a + q * panel_floats, panel_floats, pr, M - q * pr,
-                                        c + q * pr * ldc, ldc);
-        q += G;
-    }
-    return hit;
-}
+GRADREF__CBD_TILE_COLUMNS(tile_columns_avx2, columns, column_panels)
 
 /* The I8 twin of half_body: 32-bit words of two int16 values, each product pair summed by
  * vpmaddwd (at most 2 x 2^14: no saturation) and added in int32, which wraps as the reference's

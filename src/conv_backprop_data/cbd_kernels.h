@@ -176,6 +176,71 @@ static inline unsigned gradref__cbd_run_tile(const gradref__cbd_kernels *k, int 
     return 0;
 }
 
+/* tile_columns for G panels at once (the ISA files' instances). */
+typedef unsigned (*gradref__cbd_columns_fn)(const float *image, int64_t channel_stride,
+                                            int64_t ocpg, const int64_t *offset,
+                                            const uint16_t *masks, int64_t ntaps, int64_t first,
+                                            const float *a, int64_t panel_floats, int64_t pr,
+                                            int64_t M, float *c, int64_t ldc);
+
+/* Defines columns_P_G, the gradref__cbd_columns_fn of BODY(P, G, its arguments...): an ISA
+ * file's always-inline body for P pixels and G panels. */
+#define GRADREF__CBD_COLUMNS_FN(BODY, P, G)                                                        \
+  static unsigned columns_##P##_##G(const float *image, int64_t channel_stride, int64_t ocpg,      \
+                                    const int64_t *offset, const uint16_t *masks, int64_t ntaps,   \
+                                    int64_t first, const float *a, int64_t panel_floats,           \
+                                    int64_t pr, int64_t M, float *c, int64_t ldc) {                \
+    return BODY(P, G, image, channel_stride, ocpg, offset, masks, ntaps, first, a, panel_floats,   \
+                pr, M, c, ldc);                                                                    \
+  }
+
+/* Defines NAME, a tile_columns by gradref__cbd_column_groups over BY_COLS[cols - 1] (the
+ * columns_P_G of P = cols) in groups of at most MOST[cols - 1] panels. */
+#define GRADREF__CBD_TILE_COLUMNS(NAME, BY_COLS, MOST)                                             \
+  static unsigned NAME(const float *image, int64_t channel_stride, int64_t ocpg,                   \
+                       const int64_t *offset, const uint16_t *masks, int64_t ntaps, int64_t first, \
+                       int64_t cols, const float *a, int64_t panel_floats, int64_t pr, int64_t M,  \
+                       float *c, int64_t ldc) {                                                    \
+    return gradref__cbd_column_groups(BY_COLS[cols - 1], MOST[cols - 1], image, channel_stride,    \
+                                      ocpg, offset, masks, ntaps, first, a, panel_floats, pr, M,   \
+                                      c, ldc);                                                     \
+  }
+
+/* Where tile_columns reads pixel first + p (p < P) of a tap at `at` (image + its offset): b[p]
+ * and a step of channel_stride a channel, or +0 and no step where the tap's mask m (its bits
+ * from the first pixel's on) leaves the pixel out, as a tile's lane reads it. */
+static inline void gradref__cbd_column_sources(const float *at, int64_t channel_stride,
+                                               int64_t first, unsigned m, int P, const float **b,
+                                               int64_t *step) {
+    static const float zero = 0.0f;
+    for (int p = 0; p < P; p++) {
+        const int in = (m >> p) & 1u;
+        b[p] = in ? at + first + p : &zero;
+        step[p] = in ? channel_stride : 0;
+    }
+}
+
+/* tile_columns (same arguments but cols) by groups of at most `most` panels, as even as the
+ * fewest groups allow: group of G panels by by_panels[G - 1]. */
+static inline unsigned gradref__cbd_column_groups(const gradref__cbd_columns_fn *by_panels,
+                                                  int64_t most, const float *image,
+                                                  int64_t channel_stride, int64_t ocpg,
+                                                  const int64_t *offset, const uint16_t *masks,
+                                                  int64_t ntaps, int64_t first, const float *a,
+                                                  int64_t panel_floats, int64_t pr, int64_t M,
+                                                  float *c, int64_t ldc) {
+    const int64_t panels = (M + pr - 1) / pr;
+    unsigned hit = 0;
+    for (int64_t q = 0, groups = (panels + most - 1) / most; q < panels; groups--) {
+        const int64_t G = (panels - q + groups - 1) / groups;
+        hit |= by_panels[G - 1](image, channel_stride, ocpg, offset, masks, ntaps, first,
+                                a + q * panel_floats, panel_floats, pr, M - q * pr,
+                                c + q * pr * ldc, ldc);
+        q += G;
+    }
+    return hit;
+}
+
 /* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs; its
  * tiles match the GEMM's panels at that level (gradref__sgemm_mr). */
 const gradref__cbd_kernels *gradref__cbd_kernels_for(int max_isa);

@@ -380,6 +380,94 @@ static unsigned tile32_neon(const float *image, int64_t channel_stride, int64_t 
     return hit;
 }
 
+/* ---- a tile's last few pixels, a panel's rows in the lanes (tile_columns) ----
+ * A 12-row panel's k step is three vectors and each pixel's diff is loaded to every lane (LD1R),
+ * for G panels and P pixels at once: 3 G P chains, where a tile block would fill 8 pixel lanes
+ * with P. */
+enum { COLUMNS_MAX = 4, COLUMN_PANELS_MAX = 5 };
+
+/* The panels a column group takes at most for P pixels: 18 accumulators at most, 15 for one
+ * pixel (with more, gcc loads the panels ahead of the FMLAs and spills). */
+static const int column_panels[COLUMNS_MAX] = {5, 3, 2, 1};
+
+__attribute__((always_inline)) static inline unsigned
+columns_body(int P, int G, const float *image, int64_t channel_stride, int64_t ocpg,
+             const int64_t *offset, const uint16_t *masks, int64_t ntaps, int64_t first,
+             const float *a, int64_t panel_floats, int64_t pr, int64_t M, float *c, int64_t ldc) {
+    static const uint32_t lane_index[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
+    const unsigned want = (1u << P) - 1u;
+    const int h = (int)(first / 16), lane = (int)(first % 16);
+    float32x4_t acc[18]; /* (panel, vector, pixel); 3 G P <= 18 */
+#  pragma GCC unroll 18
+    for (int e = 0; e < 18; e++)
+        acc[e] = vdupq_n_f32(0.0f);
+    for (int64_t t = 0; t < ntaps; t++) {
+        const unsigned m = (unsigned)(masks[2 * t + h] >> lane) & want;
+        if (m == 0) continue; /* as a block's taps without lanes: exact for a finite filter */
+        const float *b[COLUMNS_MAX];
+        int64_t step[COLUMNS_MAX];
+        gradref__cbd_column_sources(image + offset[t], channel_stride, first, m, P, b, step);
+        const float *w = a + t * ocpg * 12;
+        for (int64_t oc = 0; oc < ocpg; oc++, w += 12) {
+            float32x4_t bp[COLUMNS_MAX];
+#  pragma GCC unroll 4
+            for (int p = 0; p < P; p++)
+                bp[p] = vld1q_dup_f32(b[p]), b[p] += step[p];
+#  pragma GCC unroll 5
+            for (int q = 0; q < G; q++) {
+                const float *wq = w + q * panel_floats;
+#  pragma GCC unroll 3
+                for (int v = 0; v < 3; v++) {
+                    const float32x4_t wv = vld1q_f32(wq + 4 * v);
+#  pragma GCC unroll 4
+                    for (int p = 0; p < P; p++)
+                        acc[(q * 3 + v) * P + p] = vfmaq_f32(acc[(q * 3 + v) * P + p], wv, bp[p]);
+                }
+            }
+        }
+    }
+    uint32x4_t bad = vdupq_n_u32(0); /* a stored lane holding a zero or a NaN */
+#  pragma GCC unroll 5
+    for (int q = 0; q < G; q++) {
+        const int64_t rows = M - q * pr < pr ? M - q * pr : pr;
+#  pragma GCC unroll 4
+        for (int p = 0; p < P; p++) {
+            float lanes[12];
+#  pragma GCC unroll 3
+            for (int v = 0; v < 3; v++) {
+                const float32x4_t x = acc[(q * 3 + v) * P + p];
+                const uint32x4_t live =
+                    vcltq_u32(vld1q_u32(lane_index + 4 * v), vdupq_n_u32((uint32_t)rows));
+                bad = vorrq_u32(bad, vbicq_u32(live, nonzero_number4(x)));
+                vst1q_f32(lanes + 4 * v, x);
+            }
+            for (int64_t i = 0; i < rows; i++)
+                c[(q * pr + i) * ldc + first + p] = lanes[i];
+        }
+    }
+    return vmaxvq_u32(bad) != 0;
+}
+
+#  define COLUMNS(P, G) GRADREF__CBD_COLUMNS_FN(columns_body, P, G)
+COLUMNS(1, 1)
+COLUMNS(1, 2)
+COLUMNS(1, 3)
+COLUMNS(1, 4)
+COLUMNS(1, 5)
+COLUMNS(2, 1)
+COLUMNS(2, 2)
+COLUMNS(2, 3)
+COLUMNS(3, 1)
+COLUMNS(3, 2)
+COLUMNS(4, 1)
+static const gradref__cbd_columns_fn columns[COLUMNS_MAX][COLUMN_PANELS_MAX] = {
+    {columns_1_1, columns_1_2, columns_1_3, columns_1_4, columns_1_5},
+    {columns_2_1, columns_2_2, columns_2_3},
+    {columns_3_1, columns_3_2},
+    {columns_4_1}};
+
+GRADREF__CBD_TILE_COLUMNS(tile_columns_neon, columns, column_panels)
+
 /* The two 16-lane masks per tap of a tile (tile32_masks), 4 lanes a compare: each lane's
  * sub-grid coordinates once, then per tap and dim an add and two compares (the coordinates and
  * shifts fit int32, as the x86 kernels take them). */
@@ -477,9 +565,9 @@ static inline float me_f16_scalar(uint16_t h) {
 #  define NEON_KERNELS                                                                             \
     .dw_row = dw_row_neon, .dw_rows4 = dw_rows4_neon, .dw_plane3x3 = dw_plane3x3_neon,             \
     .tile_rows = GRADREF__CBD_TILE_ROWS_NEON, .tile32 = tile32_neon,                               \
-    .pack_tile32 = pack_tile32_neon, .tile32_masks = tile32_masks_neon, .scatter2 = scatter2_neon, \
-    .interleave2 = interleave2_neon, .qs8_row = qs8_row_neon, .megengine_row = megengine_row_neon, \
-    .megengine_lanes = 8
+    .pack_tile32 = pack_tile32_neon, .tile32_masks = tile32_masks_neon,                            \
+    .tile_columns = tile_columns_neon, .scatter2 = scatter2_neon, .interleave2 = interleave2_neon, \
+    .qs8_row = qs8_row_neon, .megengine_row = megengine_row_neon, .megengine_lanes = 8
 
 const gradref__cbd_kernels gradref__cbd_kernels_neon = {.isa = "neon", NEON_KERNELS};
 

@@ -27,10 +27,10 @@ static void prefetch_tile(const cbd_run *R, const cbd_phase *f, const float *ima
 }
 
 /* The pixels at the end of a tile of cols that the table's tile_columns takes for every panel
- * at once: the last 16-pixel half's, when they are few enough to leave most of a vector of
- * pixel lanes empty. */
+ * at once: those past its last 8, when they are few enough to leave most of a vector of pixel
+ * lanes empty (AVX2's last vector, NEON's last block). */
 static int64_t column_pixels(const cbd_run *R, int64_t cols) {
-    const int64_t rest = cols % 16;
+    const int64_t rest = cols % 8;
     return R->k->tile_columns && !R->word_channels && rest <= 4 ? rest : 0;
 }
 
