@@ -411,13 +411,15 @@ typedef struct tile_call {
 
 /* The panels of rows [d->ic0, + M) (pr rows each) on the image's taps, by the f32 tiles or (I8
  * by words) the word tiles, whose int32 sums land in c's floats. */
-static void tile_panels(const direct *d, const tile_call *t, const float *image,
-                        int64_t channel_stride, int64_t M, int64_t pr) {
+static unsigned tile_panels(const direct *d, const tile_call *t, const float *image,
+                            int64_t channel_stride, int64_t M, int64_t pr) {
+    unsigned hit = 0;
     for (int64_t i0 = 0; i0 < M; i0 += pr)
-        gradref__cbd_run_tile(d->k, d->wc, image, channel_stride, tile_channels(d), t->offset,
-                              t->masks, t->ntaps, t->cols, t->inside,
-                              t->a + i0 / pr * t->panel_stride, (int)(M - i0 < pr ? M - i0 : pr),
-                              t->c + i0 * t->ldc, t->ldc, t->load);
+        hit |= gradref__cbd_run_tile(
+            d->k, d->wc, image, channel_stride, tile_channels(d), t->offset, t->masks, t->ntaps,
+            t->cols, t->inside, t->a + i0 / pr * t->panel_stride, (int)(M - i0 < pr ? M - i0 : pr),
+            t->c + i0 * t->ldc, t->ldc, t->load);
+    return hit;
 }
 
 /* The run of taps from u on (of t's) that share their diff row (one kernel row: consecutive in
@@ -447,18 +449,20 @@ static int64_t row_span(const tile_call *t) {
 
 /* t's taps a diff row at a time: each row's window filled, then the panels on its taps, the
  * chains going on in c from one row to the next (the same order: taps ascending, oc inside). */
-static void tile_rows_of_taps(const direct *d, const tile_call *t, int64_t j0, float *window,
-                              int64_t M, int64_t pr) {
+static unsigned tile_rows_of_taps(const direct *d, const tile_call *t, int64_t j0, float *window,
+                                  int64_t M, int64_t pr) {
     tile_call r = *t;
+    unsigned hit = 0;
     for (int64_t u = 0; u < t->ntaps;) {
         int64_t lo, hi;
         const int64_t n = row_of_taps(t, u, &lo, &hi);
         fill_window(d, j0 + lo, hi - lo + 32, window);
         r.tap = t->tap + 4 * u, r.offset = t->offset + u, r.masks = t->masks + 2 * u, r.ntaps = n;
         r.a = t->a + u * tile_channels(d) * tile_mr(d), r.load = t->load || u > 0;
-        tile_panels(d, &r, window - lo, hi - lo + 32, M, pr);
+        hit |= tile_panels(d, &r, window - lo, hi - lo + 32, M, pr);
         u += n;
     }
+    return hit;
 }
 
 /* Rows [d->ic0, d->ic0 + M) of phase ph by the tiles over the caller's diff (reads_in_place)
@@ -497,19 +501,20 @@ __attribute__((noinline)) static void tiles_windowed(direct *d, const int64_t *p
                        K * mr,
                        c,
                        ldc};
+        unsigned hit; /* a value stored is a zero or a NaN: the NaN rule has work */
         if (reads_in_place(p)) {
             t.inside = image_at + j0 + lo + (channels < 0 ? channels : 0) >= first &&
                        image_at + j0 + hi + 32 + (channels > 0 ? channels : 0) <= last;
-            tile_panels(d, &t, (const float *)(const void *)p->diff + image_at + j0, p->ds[2], M,
-                        pr);
+            hit = tile_panels(d, &t, (const float *)(const void *)p->diff + image_at + j0, p->ds[2],
+                              M, pr);
         } else if (d->by_rows) {
-            tile_rows_of_taps(d, &t, j0, window, M, pr);
+            hit = tile_rows_of_taps(d, &t, j0, window, M, pr);
         } else { /* the window holds every read: inside */
             fill_window(d, j0 + lo, span, window);
-            tile_panels(d, &t, window - lo, span, M, pr);
+            hit = tile_panels(d, &t, window - lo, span, M, pr);
         }
         if (in_place) {
-            for (int64_t m = 0; m < M; m++)
+            for (int64_t m = 0; m < M && hit; m++)
                 gradref__cbd_canon(p, c + m * ldc, cols);
             continue;
         }
@@ -520,7 +525,7 @@ __attribute__((noinline)) static void tiles_windowed(direct *d, const int64_t *p
             gradref__cbd_fold_sums(values, M * cols, 1, sums);
             store_chunk(d, ph, values, sums, M, cols);
         } else {
-            gradref__cbd_canon(p, values, M * cols);
+            if (hit) gradref__cbd_canon(p, values, M * cols);
             store_chunk(d, ph, values, NULL, M, cols);
         }
     }
