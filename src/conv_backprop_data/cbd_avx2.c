@@ -473,9 +473,10 @@ unsigned gradref__cbd_f32_tile32_avx2(const float *image, int64_t channel_stride
  * Each k step loads a 6-row panel as one vector (lanes 6 and 7: the next step's, unused) and
  * broadcasts each pixel's diff, for G panels and P pixels at once: G x P chains over the FMA
  * latency, where tile32 would fill one vector of 8 pixel lanes with P. */
-enum { COLUMNS_MAX = 4, COLUMN_PANELS_MAX = 12 };
+enum { COLUMNS_MAX = 4, COLUMN_PANELS_MAX = 12, COLUMN_CHAINS = 12 };
 
-/* The panels a column group takes at most for P pixels: twelve chains (in 16 registers). */
+/* The panels a column group takes at most for P pixels: P G <= COLUMN_CHAINS accumulators, which
+ * with the broadcasts or the panel vectors fit in 16 registers. */
 static const int column_panels[COLUMNS_MAX] = {12, 6, 4, 3};
 
 /* A 6-row panel's k step at w; `last`: only its own 6 floats read (nothing may follow them). */
@@ -518,9 +519,9 @@ columns_body(int P, int G, const float *image, int64_t channel_stride, int64_t o
              const float *a, int64_t panel_floats, int64_t pr, int64_t M, float *c, int64_t ldc) {
     const unsigned want = (1u << P) - 1u;
     const int h = (int)(first / 16), lane = (int)(first % 16);
-    __m256 acc[12]; /* G x P <= 12 */
+    __m256 acc[COLUMN_CHAINS];
 #  pragma GCC unroll 12
-    for (int e = 0; e < 12; e++)
+    for (int e = 0; e < COLUMN_CHAINS; e++)
         acc[e] = _mm256_setzero_ps();
     for (int64_t t = 0; t < ntaps; t++) {
         const unsigned m = (unsigned)(masks[2 * t + h] >> lane) & want;

@@ -384,10 +384,10 @@ static unsigned tile32_neon(const float *image, int64_t channel_stride, int64_t 
  * A 12-row panel's k step is three vectors and each pixel's diff is loaded to every lane (LD1R),
  * for G panels and P pixels at once: 3 G P chains, where a tile block would fill 8 pixel lanes
  * with P. */
-enum { COLUMNS_MAX = 4, COLUMN_PANELS_MAX = 5 };
+enum { COLUMNS_MAX = 4, COLUMN_PANELS_MAX = 5, COLUMN_CHAINS = 18 };
 
-/* The panels a column group takes at most for P pixels: 18 accumulators at most, 15 for one
- * pixel (with more, gcc loads the panels ahead of the FMLAs and spills). */
+/* The panels a column group takes at most for P pixels: 3 P G <= COLUMN_CHAINS accumulators,
+ * 15 for one pixel (with more, gcc loads the panels ahead of the FMLAs and spills). */
 static const int column_panels[COLUMNS_MAX] = {5, 3, 2, 1};
 
 __attribute__((always_inline)) static inline unsigned
@@ -397,9 +397,9 @@ columns_body(int P, int G, const float *image, int64_t channel_stride, int64_t o
     static const uint32_t lane_index[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
     const unsigned want = (1u << P) - 1u;
     const int h = (int)(first / 16), lane = (int)(first % 16);
-    float32x4_t acc[18]; /* (panel, vector, pixel); 3 G P <= 18 */
+    float32x4_t acc[COLUMN_CHAINS]; /* (panel, vector, pixel) */
 #  pragma GCC unroll 18
-    for (int e = 0; e < 18; e++)
+    for (int e = 0; e < COLUMN_CHAINS; e++)
         acc[e] = vdupq_n_f32(0.0f);
     for (int64_t t = 0; t < ntaps; t++) {
         const unsigned m = (unsigned)(masks[2 * t + h] >> lane) & want;
