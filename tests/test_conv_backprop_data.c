@@ -744,6 +744,70 @@ static void test_tile_columns(void **state) {
     }
 }
 
+/* c's F32 NCHW diff (dense pixels) moved to planes channel_stride floats apart. */
+static void restride_diff_channels(cbd_case *c, int64_t channel_stride) {
+    const gradref_tensor *d = &c->diff;
+    const int64_t N = d->shape[0], C = d->shape[1], plane = d->shape[2] * d->shape[3];
+    float *to = malloc((size_t)(N * C * channel_stride) * sizeof(float));
+    assert_non_null(to);
+    for (int64_t i = 0; i < N * C * channel_stride; i++)
+        to[i] = NAN; /* between the planes: never read */
+    for (int64_t nc = 0; nc < N * C; nc++)
+        memcpy(to + nc * channel_stride, (const float *)d->data + nc * d->strides[1],
+               (size_t)plane * sizeof(float));
+    free(c->buf[1]);
+    c->buf[1] = c->diff.data = to;
+    c->diff.strides[1] = channel_stride, c->diff.strides[0] = C * channel_stride;
+    c->bytes[1] = (size_t)(N * C * channel_stride) * sizeof(float);
+}
+
+static size_t fast_workspace_of(const cbd_case *c, int threads) {
+    gradref__cbd_plan plan;
+    plan_of(c, NULL, &c->grad, &plan);
+    return gradref__cbd_fast_workspace(&plan, GRADREF_PRECISION_DEFAULT, threads);
+}
+
+/* Diff planes starting a multiple of 4 KiB apart (32 x 32, and 28 x 28 planes 1024 floats
+ * apart) read by the direct tiles with eight or more channels a tap: diff is staged with
+ * planes two lines further apart, the workspace holding it exactly; seven channels, or planes
+ * 1040 floats apart, read in place. F32 and F16, both layouts, stride 1 and 2. */
+static void test_aliased_planes(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(37);
+    static const int64_t shapes[][6] = {/* OCpg stride O(h) O(w) in_dtype layout */
+                                        {8, 1, 32, 32, GRADREF_F32, D_NCHW},
+                                        {7, 1, 32, 32, GRADREF_F32, D_NCHW},
+                                        {9, 1, 32, 32, GRADREF_F16, D_NHWC},
+                                        {12, 2, 16, 64, GRADREF_F32, D_NCHW}};
+    for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
+        const int64_t *a = shapes[s];
+        geometry g = geo2(2, 10, a[2], a[3], a[0], 3, 3, a[1], 1, 1, 1, (int32_t)(s % 2));
+        cbd_case c;
+        make_case(&c, &g, (int32_t)a[4], GRADREF_F32, F_DENSE, (int)a[5], 0, &r);
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+        free_case(&c);
+    }
+    /* F32 NCHW 28 x 28, planes 1024 floats apart (staged dense: 784 apart) or 1040 (in place) */
+    geometry g = geo2(2, 10, 28, 28, 8, 3, 3, 1, 1, 1, 1, 0);
+    cbd_case c;
+    make_case(&c, &g, GRADREF_F32, GRADREF_F32, F_DENSE, D_NCHW, 0, &r);
+    const size_t dense = fast_workspace_of(&c, 1);
+    restride_diff_channels(&c, 1040);
+    assert_int_equal(fast_workspace_of(&c, 1), dense);
+    check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+    restride_diff_channels(&c, 1024);
+    assert_int_equal(fast_workspace_of(&c, 1), dense + 2 * 8 * 784 * sizeof(float));
+    check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+    free_case(&c);
+    /* the 32 x 32 planes staged 1056 floats apart */
+    g = geo2(1, 10, 32, 32, 8, 3, 3, 1, 1, 1, 1, 0);
+    make_case(&c, &g, GRADREF_F32, GRADREF_F32, F_DENSE, D_NCHW, 0, &r);
+    const size_t staged = fast_workspace_of(&c, 1);
+    restride_diff_channels(&c, 1040);
+    assert_int_equal(staged, fast_workspace_of(&c, 1) + 8 * 1056 * sizeof(float));
+    free_case(&c);
+}
+
 /* Strided items of more input channels than the chunk buffer holds at one pixel each (its
  * 131072 floats; 300000 channels in one item wrote past it): 1 x 1 and 3 x 3, stride 2. */
 static void test_channels_past_chunk(void **state) {
@@ -2197,6 +2261,7 @@ int main(void) {
         cmocka_unit_test(test_stride2_columns),
         cmocka_unit_test(test_channels_past_chunk),
         cmocka_unit_test(test_tile_columns),
+        cmocka_unit_test(test_aliased_planes),
         cmocka_unit_test(test_packed_tiles),
         cmocka_unit_test(test_empty_sizes),
         cmocka_unit_test(test_workspace),

@@ -47,6 +47,15 @@ static int pack_tiles(const gradref__cbd_plan *p) {
            reused && taps_of(p) * p->OCpg * 128 <= (INT64_C(1) << 20);
 }
 
+/* Whether the direct tiles would read diff planes `stride` floats apart whose starts fall a
+ * multiple of 4 KiB apart: a tap's eight or more channels then map to the same L1 sets and
+ * evict one another before the next tap rereads them. Diff is then staged with its planes two
+ * cache lines further apart (STAGED_PLANE_GAP floats). */
+enum { STAGED_PLANE_GAP = 32 };
+static int planes_alias(const gradref__cbd_plan *p, int path, int64_t stride) {
+    return path == CBD_PATH_GEMM && p->OCpg >= 8 && stride % 1024 == 0;
+}
+
 static cbd_layout layout_of(const gradref__cbd_plan *p, int32_t precision, int threads) {
     cbd_layout L;
     memset(&L, 0, sizeof L);
@@ -80,8 +89,10 @@ static cbd_layout layout_of(const gradref__cbd_plan *p, int32_t precision, int t
         L.tap_at = gradref__ws_take(&at, (size_t)(taps_of(p) + 1) * 8);
         L.residues = gradref__ws_take(&at, (size_t)(p->K[0] + p->K[1] + p->K[2]) * 8);
     }
-    L.stage_diff = p->in_dtype != GRADREF_F32 || !dense_pixels(p->ds, p->O);
-    if (L.stage_diff) L.diff32 = gradref__ws_take(&at, in_slabs * (size_t)pixels(p->O) * 4);
+    L.stage_diff = p->in_dtype != GRADREF_F32 || !dense_pixels(p->ds, p->O) ||
+                   planes_alias(p, L.path, p->ds[2]);
+    L.diff_plane = pixels(p->O) + (planes_alias(p, L.path, pixels(p->O)) ? STAGED_PLANE_GAP : 0);
+    if (L.stage_diff) L.diff32 = gradref__ws_take(&at, in_slabs * (size_t)L.diff_plane * 4);
     L.acc_buffer = p->out_dtype != GRADREF_F32 || !dense_pixels(p->gs, p->I);
     if (L.acc_buffer) L.acc = gradref__ws_take(&at, out_slabs * (size_t)pixels(p->I) * 4);
     if (L.path == CBD_PATH_GEMM) {
@@ -205,6 +216,7 @@ static void bind_data(cbd_run *R, const cbd_layout *L, char *base, int threads) 
         R->dc = pixels(p->O);
         R->dn = p->G * R->ocpg * R->dc;
     } else if (L->stage_diff) {
+        dst5[1] = L->diff_plane, dst5[0] = C_in * L->diff_plane;
         const int64_t s5[5] = {p->ds[0], p->ds[2], p->ds[3], p->ds[4], p->ds[5]};
         const int64_t shape[5] = {p->N, C_in, p->O[0], p->O[1], p->O[2]};
         gradref__copy5(shape, p->diff, p->in_dtype, s5, base + L->diff32, GRADREF_F32, dst5,

@@ -24,6 +24,7 @@ enum { CBD_PATH_REFERENCE, CBD_PATH_GEMM, CBD_PATH_DEPTHWISE };
 
 typedef struct cbd_layout {
     int path, stage_diff, acc_buffer;
+    int64_t diff_plane;          /* the staged f32 diff's channel stride, in floats */
     size_t apack, diff32, acc;   /* shared parts */
     size_t sums, parts;          /* I8: the int32 sums of its parts, first; the parts' own */
     size_t panels, phase_off;    /* the filter in GEMM panels per (group, phase), offsets */
