@@ -458,11 +458,100 @@ static const half_fn halves[2][3][GRADREF__CBD_TILE_ROWS_AVX2] = {
     {HALF_LIST(0, 1), HALF_LIST(1, 1), HALF_LIST(2, 1)},
     {HALF_LIST(0, 2), HALF_LIST(1, 2), HALF_LIST(2, 2)}};
 
+/* A whole tile (17 to 32 pixels) of R <= 2 rows: four 8-lane vectors a row, 4 R chains where
+ * a half has 2 R (a 2-row half waits on the FMA latency); each element's chain is the
+ * half's. `inside` as half_body's. */
+#  define WHOLE_FMA(i)                                                                             \
+    if ((i) < R) {                                                                                 \
+      const __m256 wi = _mm256_broadcast_ss(w + (i));                                              \
+      c##i##a = _mm256_fmadd_ps(wi, b0, c##i##a);                                                  \
+      c##i##b = _mm256_fmadd_ps(wi, b1, c##i##b);                                                  \
+      c##i##c = _mm256_fmadd_ps(wi, b2, c##i##c);                                                  \
+      c##i##d = _mm256_fmadd_ps(wi, b3, c##i##d);                                                  \
+    }
+__attribute__((always_inline)) static inline unsigned
+whole_body(int inside, int R, const float *image, int64_t channel_stride, int64_t ocpg,
+           const int64_t *offset, const uint16_t *masks, int64_t ntaps, const float *a, float *c,
+           int64_t ldc, int64_t cols, int load) {
+    const uint32_t live = cols >= 32 ? 0xffffffffu : (1u << cols) - 1u;
+    __m256 acc[2][4];
+    for (int i = 0; i < R; i++)
+        for (int v = 0; v < 4; v++)
+            acc[i][v] = load
+                            ? _mm256_maskload_ps(c + i * ldc + 8 * v, lanes8(live >> 8 * v & 0xffu))
+                            : _mm256_setzero_ps();
+    __m256 c0a = acc[0][0], c0b = acc[0][1], c0c = acc[0][2], c0d = acc[0][3];
+    __m256 c1a = R > 1 ? acc[1][0] : c0a, c1b = R > 1 ? acc[1][1] : c0a;
+    __m256 c1c = R > 1 ? acc[1][2] : c0a, c1d = R > 1 ? acc[1][3] : c0a;
+    for (int64_t t = 0; t < ntaps; t++) {
+        const uint32_t m = (uint32_t)masks[2 * t] | (uint32_t)masks[2 * t + 1] << 16;
+        if (m == 0) continue; /* all zero: fma(w, 0, acc) = acc for a finite w */
+        const float *src = image + offset[t];
+        const float *w = a + t * ocpg * 6;
+        if (inside == 2 || (inside && m == 0xffffffffu)) { /* plain loads */
+            for (int64_t oc = 0; oc < ocpg; oc++, src += channel_stride, w += 6) {
+                const __m256 b0 = _mm256_loadu_ps(src), b1 = _mm256_loadu_ps(src + 8);
+                const __m256 b2 = _mm256_loadu_ps(src + 16), b3 = _mm256_loadu_ps(src + 24);
+                WHOLE_FMA(0) WHOLE_FMA(1)
+            }
+            continue;
+        }
+        const __m256i k0 = lanes8(m & 0xffu), k1 = lanes8(m >> 8 & 0xffu);
+        const __m256i k2 = lanes8(m >> 16 & 0xffu), k3 = lanes8(m >> 24);
+        for (int64_t oc = 0; oc < ocpg; oc++, src += channel_stride, w += 6) {
+            __m256 b0, b1, b2, b3;
+            if (inside) {
+                b0 = _mm256_and_ps(_mm256_loadu_ps(src), _mm256_castsi256_ps(k0));
+                b1 = _mm256_and_ps(_mm256_loadu_ps(src + 8), _mm256_castsi256_ps(k1));
+                b2 = _mm256_and_ps(_mm256_loadu_ps(src + 16), _mm256_castsi256_ps(k2));
+                b3 = _mm256_and_ps(_mm256_loadu_ps(src + 24), _mm256_castsi256_ps(k3));
+            } else {
+                b0 = _mm256_maskload_ps(src, k0), b1 = _mm256_maskload_ps(src + 8, k1);
+                b2 = _mm256_maskload_ps(src + 16, k2), b3 = _mm256_maskload_ps(src + 24, k3);
+            }
+            WHOLE_FMA(0) WHOLE_FMA(1)
+        }
+    }
+    acc[0][0] = c0a, acc[0][1] = c0b, acc[0][2] = c0c, acc[0][3] = c0d;
+    acc[1][0] = c1a, acc[1][1] = c1b, acc[1][2] = c1c, acc[1][3] = c1d;
+    uint32_t hit = 0; /* lanes holding a zero or a NaN (zero_or_nan8) */
+    for (int i = 0; i < R; i++)
+        for (int v = 0; v < 4 && 8 * v < cols; v++) {
+            hit |= (uint32_t)_mm256_movemask_ps(zero_or_nan8(acc[i][v])) << 8 * v;
+            gradref__store_first8_ps(c + i * ldc + 8 * v, acc[i][v], cols - 8 * v);
+        }
+    return (hit & live) != 0;
+}
+#  undef WHOLE_FMA
+
+typedef unsigned (*whole_fn)(const float *image, int64_t channel_stride, int64_t ocpg,
+                             const int64_t *offset, const uint16_t *masks, int64_t ntaps,
+                             const float *a, float *c, int64_t ldc, int64_t cols, int load);
+#  define WHOLE(INSIDE, R)                                                                         \
+    static unsigned whole_##INSIDE##_##R(const float *image, int64_t channel_stride, int64_t ocpg, \
+                                         const int64_t *offset, const uint16_t *masks,             \
+                                         int64_t ntaps, const float *a, float *c, int64_t ldc,     \
+                                         int64_t cols, int load) {                                 \
+      return whole_body(INSIDE, R, image, channel_stride, ocpg, offset, masks, ntaps, a, c, ldc,   \
+                        cols, load);                                                               \
+    }
+WHOLE(0, 1)
+WHOLE(1, 1)
+WHOLE(2, 1)
+WHOLE(0, 2)
+WHOLE(1, 2)
+WHOLE(2, 2)
+static const whole_fn wholes[3][2] = {
+    {whole_0_1, whole_0_2}, {whole_1_1, whole_1_2}, {whole_2_1, whole_2_2}};
+
 unsigned gradref__cbd_f32_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
                                       const int64_t *offset, const uint16_t *masks, int64_t ntaps,
                                       int64_t cols, int inside, const float *a, int rows, float *c,
                                       int64_t ldc, int load) {
     unsigned hit = 0;
+    if (rows <= 2 && cols > 16)
+        return wholes[inside][rows - 1](image, channel_stride, ocpg, offset, masks, ntaps, a, c,
+                                        ldc, cols, load);
     for (int h = 0; h < 2 && 16 * h < cols; h++)
         hit |= halves[cols - 16 * h > 8][inside][rows - 1](
             h, image, channel_stride, ocpg, offset, masks, ntaps, a, c + 16 * h, ldc, cols, load);
