@@ -851,6 +851,66 @@ static void test_depthwise_strips(void **state) {
     }
 }
 
+/* Whether the named strategy takes case c at the default precision. */
+static int strategy_applies(const cbd_case *c, const char *name) {
+    gradref__cbd_plan plan;
+    plan_of(c, NULL, &c->grad, &plan);
+    for (int s = 0; s < GRADREF__CBD_STRATEGIES; s++)
+        if (strcmp(gradref__cbd_strategies[s].name, name) == 0)
+            return (gradref__cbd_strategies[s].skip)(&plan, GRADREF_PRECISION_DEFAULT) == NULL;
+    fail_msg("no strategy %s", name);
+    return 0;
+}
+
+/* Strided depthwise channels by stride phases (each a stride-1 channel), against the
+ * reference at every level and thread count. Stride 2 along h and w with K <= 3: even and odd
+ * grad widths, rows of under one vector to several, every pad of a 3 x 3, 2 x 2 and 1 x 3,
+ * specials in diff. Then other strides, dilations and 3-D; a dilation past the stride that
+ * puts a phase's first tap beyond the padding runs the GEMM phases instead. */
+static void test_depthwise_strided(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(41);
+    static const int64_t planes[][9] = {
+        /* O(h) O(w) K(h) K(w) pb(h) pe(h) pb(w) pe(w) extra */
+        {28, 28, 3, 3, 1, 1, 1, 1, 1}, {14, 14, 3, 3, 1, 1, 1, 1, 0}, {8, 40, 3, 3, 0, 0, 0, 0, 1},
+        {9, 3, 3, 3, 2, 2, 2, 2, 0},   {12, 25, 2, 2, 0, 1, 1, 0, 1}, {5, 17, 1, 3, 0, 0, 1, 1, 1},
+        {7, 33, 3, 2, 1, 0, 2, 1, 0},  {3, 4, 3, 3, 1, 1, 1, 1, 1}};
+    for (size_t s = 0; s < sizeof planes / sizeof planes[0]; s++) {
+        const int64_t *a = planes[s];
+        geometry g = geo2(2, 1, a[0], a[1], 1, a[2], a[3], 2, 0, 1, 3, (int32_t)(s % 2));
+        g.pb[0] = a[4], g.pe[0] = a[5], g.pb[1] = a[6], g.pe[1] = a[7];
+        g.extra[0] = g.extra[1] = a[8];
+        cbd_case c;
+        make_case(&c, &g, s == 3 ? GRADREF_F16 : GRADREF_F32, GRADREF_F32, F_DENSE,
+                  s % 3 == 1 ? D_NHWC : D_NCHW, 0, &r);
+        if (s % 2 == 0) tu_sprinkle_specials(&c.diff, &r, 4);
+        assert_true(strategy_applies(&c, "depthwise"));
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+        free_case(&c);
+    }
+    static const int64_t others[][7] = {/* rank K stride dil pad O extra */
+                                        {2, 5, 2, 1, 2, 9, 1},  {2, 3, 3, 1, 1, 7, 2},
+                                        {2, 3, 2, 2, 2, 8, 0},  {3, 3, 2, 1, 1, 4, 1},
+                                        {1, 4, 3, 1, 2, 11, 2}, {2, 3, 2, 3, 0, 6, 1}};
+    for (size_t s = 0; s < sizeof others / sizeof others[0]; s++) {
+        const int64_t *a = others[s];
+        geometry g;
+        memset(&g, 0, sizeof g);
+        g.rank = (int)a[0], g.N = 2, g.G = 3, g.ICpg = g.OCpg = 1, g.mode = (int32_t)(s % 2);
+        for (int j = 0; j < g.rank; j++) {
+            g.K[j] = a[1], g.stride[j] = j == 0 && s == 1 ? 1 : a[2], g.dil[j] = a[3];
+            g.pb[j] = g.pe[j] = a[4], g.O[j] = a[5] - j, g.extra[j] = a[6] % g.stride[j];
+        }
+        cbd_case c;
+        make_case(&c, &g, GRADREF_F32, GRADREF_F32, F_DENSE, s % 2 ? D_NHWC : D_NCHW, 0, &r);
+        tu_sprinkle_specials(&c.diff, &r, 3);
+        /* dilation 3 at stride 2, no pad: the odd phases' first tap is past the padding */
+        assert_int_equal(strategy_applies(&c, "depthwise"), s != 5);
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+        free_case(&c);
+    }
+}
+
 /* Depthwise kernels the 3 x 3 planes do not take (wider, taller, dilated): the row kernels,
  * rows of 1 to 3 vectors and past 32 columns (several blocks of four vectors), partial last
  * vectors, windows past both ends of a diff row, both modes, both layouts. */
@@ -2258,6 +2318,7 @@ int main(void) {
         cmocka_unit_test(test_nonfinite_filter),
         cmocka_unit_test(test_depthwise_strips),
         cmocka_unit_test(test_depthwise_rows),
+        cmocka_unit_test(test_depthwise_strided),
         cmocka_unit_test(test_stride2_columns),
         cmocka_unit_test(test_channels_past_chunk),
         cmocka_unit_test(test_tile_columns),

@@ -66,8 +66,11 @@ static cbd_layout layout_of(const gradref__cbd_plan *p, int32_t precision, int t
         L.path = CBD_PATH_REFERENCE;
         return L;
     }
-    /* depthwise rows keep up to 64 row taps (K0 * K1) on the stack */
-    L.path = p->ICpg == 1 && p->OCpg == 1 && unit_strides(p) && p->K[0] * p->K[1] <= 64
+    /* depthwise rows keep up to 64 row taps (K0 * K1) on the stack; other strides run by
+     * stride phases (gradref__cbd_depthwise_strided) where those fit */
+    const gradref__cbd_dw_shape dw = gradref__cbd_dw_shape_of(p);
+    L.path = p->ICpg == 1 && p->OCpg == 1 && p->K[0] * p->K[1] <= 64 &&
+                     (unit_strides(p) || gradref__cbd_dw_strided_fits(&dw))
                  ? CBD_PATH_DEPTHWISE
                  : CBD_PATH_GEMM;
     size_t at = 0;
@@ -109,6 +112,13 @@ static cbd_layout layout_of(const gradref__cbd_plan *p, int32_t precision, int t
         L.thread0 = at;
         at += per * (size_t)threads;
     }
+    if (L.path == CBD_PATH_DEPTHWISE && !unit_strides(p)) { /* each thread's stride phases */
+        size_t per = 0;
+        gradref__ws_take(&per, (size_t)gradref__cbd_dw_strided_floats(&dw) * sizeof(float));
+        L.per_thread = per;
+        L.thread0 = at;
+        at += per * (size_t)threads;
+    }
     L.total = at;
     return L;
 }
@@ -131,7 +141,7 @@ static int64_t channel_block(const gradref__cbd_plan *p, int threads, int64_t ro
 
 int gradref__cbd_fast_threads(const gradref__cbd_plan *p, int32_t precision, int threads) {
     const cbd_layout L = layout_of(p, precision, 1);
-    if (L.path != CBD_PATH_GEMM || p->ICpg == 0) return threads; /* no per-thread parts */
+    if (L.path != CBD_PATH_GEMM || p->ICpg == 0) return threads; /* a plane an item */
     /* the fewest rows a panel can have: the channels spread evenly over mr-row panels */
     const int64_t mr = gradref__sgemm_mr(p->max_isa), np = (p->ICpg + mr - 1) / mr;
     const int64_t icb = channel_block(p, threads, (p->ICpg + np - 1) / np);
@@ -176,7 +186,7 @@ static void dense5(int64_t c, const int64_t *sp, int64_t *st) {
  * KiB, and the channels follow one another too quickly for the hardware prefetchers to ramp
  * up. */
 #define PREFETCH_PLANE_BYTES (INT64_C(32) << 10)
-static void item_depthwise(const cbd_run *R, int64_t n, int64_t g) {
+static void item_depthwise(const cbd_run *R, int64_t n, int64_t g, float *phases) {
     const gradref__cbd_plan *p = R->p;
     const int64_t next_g = g + 1 < p->G ? g + 1 : 0, next_n = g + 1 < p->G ? n : n + 1;
     if (next_n < p->N && !R->k->dw_no_prefetch) {
@@ -192,8 +202,9 @@ static void item_depthwise(const cbd_run *R, int64_t n, int64_t g) {
             __builtin_prefetch(grad + o, 1, 3);
     }
     float *plane = R->acc + n * R->an + g * R->ac;
-    if (gradref__cbd_depthwise_plane(R->k, &R->dw, R->apack + g * taps_of(p),
-                                     R->diff + n * R->dn + g * R->dc, plane))
+    const float *w = R->apack + g * taps_of(p), *diff = R->diff + n * R->dn + g * R->dc;
+    if (unit_strides(p) ? gradref__cbd_depthwise_plane(R->k, &R->dw, w, diff, plane)
+                        : gradref__cbd_depthwise_strided(R->k, &R->dw, w, diff, plane, phases))
         gradref__cbd_canon(p, plane, pixels(p->I));
 }
 
@@ -300,7 +311,7 @@ static int run_items(const cbd_run *R, const cbd_layout *L, char *base, int thre
             const int64_t ic0 = (blocks_outer ? it / (p->N * p->G) : it % blocks) * icb;
             const int64_t ic1 = ic0 + icb < p->ICpg ? ic0 + icb : p->ICpg;
             if (L->path == CBD_PATH_DEPTHWISE)
-                item_depthwise(R, n, g);
+                item_depthwise(R, n, g, S.dw_phases);
             else
                 gradref__cbd_item_gemm(R, n, g, ic0, ic1, &S);
         }
@@ -501,7 +512,8 @@ static const char *depthwise_skip(const void *plan, int32_t precision) {
     if (why) return why;
     return layout_of(plan, precision, 1).path == CBD_PATH_DEPTHWISE
                ? NULL
-               : "not depthwise with unit strides and at most 64 row taps";
+               : "not depthwise with at most 64 row taps (strided: 256 taps, each stride "
+                 "phase's first tap within the padding)";
 }
 
 static const char *phases_skip(const void *plan, int32_t precision) {

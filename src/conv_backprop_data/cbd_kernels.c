@@ -4,6 +4,7 @@
 #include "cbd_kernels.h"
 
 #include <math.h>
+#include <string.h>
 
 #include "common/gemm.h"
 #include "common/isa.h"
@@ -50,9 +51,126 @@ gradref__cbd_dw_shape gradref__cbd_dw_shape_of(const gradref__cbd_plan *p) {
         s.K[j] = p->K[j];
         s.pad[j] = p->pad_begin[j];
         s.dil[j] = p->dil[j];
+        s.stride[j] = p->stride[j];
     }
     s.flip = p->mode != GRADREF_CONV_CROSS_CORRELATION;
     return s;
+}
+
+/* Stride phase r along dim j of a strided depthwise channel as a stride-1 one (I, K, pad,
+ * dil of its sub-grid and taps): the taps reaching grad index r + stride t are kp = first +
+ * step m (m < K), at diff position t + pad - m dil. Returns 0 when pad would be negative (a
+ * dilation past the stride puts the phase's first tap beyond the padding). */
+typedef struct dw_phase_dim {
+    int64_t I, K, pad, dil, first, step;
+} dw_phase_dim;
+static int phase_dim(const gradref__cbd_dw_shape *s, int j, int64_t r, dw_phase_dim *d) {
+    const int64_t st = s->stride[j];
+    memset(d, 0, sizeof *d);
+    d->I = r < s->I[j] ? (s->I[j] - r + st - 1) / st : 0;
+    d->dil = 1;
+    for (int64_t kp = 0; kp < s->K[j]; kp++) {
+        if ((r + s->pad[j] - kp * s->dil[j]) % st != 0) continue;
+        if (d->K == 0) d->first = kp;
+        if (d->K == 1) d->step = kp - d->first;
+        d->K++;
+    }
+    if (d->K == 0) return 1;
+    d->pad = (r + s->pad[j] - d->first * s->dil[j]) / st; /* exact */
+    if (d->K > 1) d->dil = d->step * s->dil[j] / st;      /* exact: a multiple of the stride */
+    return d->pad >= 0;
+}
+
+int gradref__cbd_dw_strided_fits(const gradref__cbd_dw_shape *s) {
+    if (s->K[0] * s->K[1] * s->K[2] > GRADREF__CBD_DW_STRIDED_TAPS ||
+        s->stride[2] > GRADREF__CBD_DW_STRIDED_COLUMNS)
+        return 0;
+    dw_phase_dim d;
+    for (int j = 0; j < 3; j++)
+        for (int64_t r = 0; r < s->stride[j]; r++)
+            if (!phase_dim(s, j, r, &d)) return 0;
+    return 1;
+}
+
+int64_t gradref__cbd_dw_strided_floats(const gradref__cbd_dw_shape *s) {
+    const int64_t rows =
+        (s->I[0] + s->stride[0] - 1) / s->stride[0] * ((s->I[1] + s->stride[1] - 1) / s->stride[1]);
+    return rows * (s->I[2] + s->stride[2]);
+}
+
+/* Stride phase (r0, r1, r2) as the stride-1 channel *v with its filter in v_w; returns
+ * whether any tap reaches it. */
+static int phase_channel(const gradref__cbd_dw_shape *s, const float *w, const int64_t r[3],
+                         gradref__cbd_dw_shape *v, float *v_w) {
+    dw_phase_dim d[3];
+    int reached = 1;
+    for (int j = 0; j < 3; j++) {
+        phase_dim(s, j, r[j], &d[j]);
+        v->I[j] = d[j].I, v->O[j] = s->O[j], v->K[j] = d[j].K;
+        v->pad[j] = d[j].pad, v->dil[j] = d[j].dil, v->stride[j] = 1;
+        reached &= d[j].K > 0;
+    }
+    v->flip = 0;
+    for (int64_t m0 = 0; m0 < v->K[0]; m0++)
+        for (int64_t m1 = 0; m1 < v->K[1]; m1++)
+            for (int64_t m2 = 0; m2 < v->K[2]; m2++) {
+                const int64_t k0 = gradref__cbd_stored(s, 0, d[0].first + d[0].step * m0);
+                const int64_t k1 = gradref__cbd_stored(s, 1, d[1].first + d[1].step * m1);
+                const int64_t k2 = gradref__cbd_stored(s, 2, d[2].first + d[2].step * m2);
+                v_w[(m0 * v->K[1] + m1) * v->K[2] + m2] = w[(k0 * s->K[1] + k1) * s->K[2] + k2];
+            }
+    return reached;
+}
+
+/* The phases (r0, r1, every r2) of grad rows, each phase's plane in scratch (cols[r2] values
+ * a row), to their places in grad: two column phases of an even row by interleave2. */
+static void phase_rows_out(const gradref__cbd_kernels *k, const gradref__cbd_dw_shape *s,
+                           const int64_t r[2], const float *const *phase, const int64_t *cols,
+                           int64_t rows0, int64_t rows1, float *grad) {
+    const int64_t s2 = s->stride[2], I2 = s->I[2];
+    for (int64_t u0 = 0; u0 < rows0; u0++) {
+        float *row = grad + ((r[0] + s->stride[0] * u0) * s->I[1] + r[1]) * I2;
+        const int64_t at = u0 * rows1, row_stride = s->stride[1] * I2;
+        if (s2 == 2 && I2 % 2 == 0 && k->interleave2) {
+            k->interleave2(phase[0] + at * cols[0], phase[1] + at * cols[1], I2 / 2, rows1, row,
+                           row_stride, 0);
+            continue;
+        }
+        for (int64_t u1 = 0; u1 < rows1; u1++)
+            for (int64_t r2 = 0; r2 < s2 && r2 < I2; r2++) {
+                const float *from = phase[r2] + (at + u1) * cols[r2];
+                for (int64_t u2 = 0; u2 < cols[r2]; u2++)
+                    row[u1 * row_stride + r2 + s2 * u2] = from[u2];
+            }
+    }
+}
+
+int gradref__cbd_depthwise_strided(const gradref__cbd_kernels *k, const gradref__cbd_dw_shape *s,
+                                   const float *w, const float *diff, float *grad, float *scratch) {
+    float v_w[GRADREF__CBD_DW_STRIDED_TAPS];
+    int hit = 0;
+    int64_t r[3];
+    for (r[0] = 0; r[0] < s->stride[0] && r[0] < s->I[0]; r[0]++)
+        for (r[1] = 0; r[1] < s->stride[1] && r[1] < s->I[1]; r[1]++) {
+            const float *phase[GRADREF__CBD_DW_STRIDED_COLUMNS];
+            int64_t cols[GRADREF__CBD_DW_STRIDED_COLUMNS], rows0 = 0, rows1 = 0;
+            float *at = scratch;
+            for (r[2] = 0; r[2] < s->stride[2] && r[2] < s->I[2]; r[2]++) {
+                gradref__cbd_dw_shape v;
+                const int reached = phase_channel(s, w, r, &v, v_w);
+                rows0 = v.I[0], rows1 = v.I[1], cols[r[2]] = v.I[2];
+                phase[r[2]] = at;
+                const int64_t n = v.I[0] * v.I[1] * v.I[2];
+                if (!reached) { /* no tap: the reference's empty chain, +0 */
+                    memset(at, 0, (size_t)n * sizeof *at);
+                    hit = 1;
+                } else
+                    hit |= gradref__cbd_depthwise_plane(k, &v, v_w, diff, at);
+                at += n;
+            }
+            phase_rows_out(k, s, r, phase, cols, rows0, rows1, grad);
+        }
+    return hit;
 }
 
 static const gradref__cbd_kernels portable = {
@@ -76,14 +194,11 @@ const gradref__cbd_kernels *gradref__cbd_kernels_for(int max_isa) {
     return gradref__isa_pick(tables, max_isa);
 }
 
-int gradref__cbd_depthwise_plane(const gradref__cbd_kernels *k, const gradref__cbd_dw_shape *p,
-                                 const float *w, const float *diff, float *grad) {
+/* gradref__cbd_depthwise_plane by rows (the row kernels). */
+static int depthwise_rows(const gradref__cbd_kernels *k, const gradref__cbd_dw_shape *p,
+                          const float *w, const float *diff, float *grad) {
     const float *rows[4][64];
     int64_t base[4][64], nr[4];
-    if (k->dw_plane3x3 && p->I[0] == 1 && p->O[0] == 1 && p->K[0] == 1 && p->K[1] <= 3 &&
-        p->K[2] <= 3 && p->dil[1] == 1 && p->dil[2] == 1) {
-        return k->dw_plane3x3(p, w, diff, grad);
-    }
     for (int64_t i0 = 0; i0 < p->I[0]; i0++)
         for (int64_t i1 = 0; i1 < p->I[1];) {
             float *out = grad + (i0 * p->I[1] + i1) * p->I[2];
@@ -101,6 +216,15 @@ int gradref__cbd_depthwise_plane(const gradref__cbd_kernels *k, const gradref__c
             i1++;
         }
     return 1;
+}
+
+int gradref__cbd_depthwise_plane(const gradref__cbd_kernels *k, const gradref__cbd_dw_shape *p,
+                                 const float *w, const float *diff, float *grad) {
+    if (k->dw_plane3x3 && p->I[0] == 1 && p->O[0] == 1 && p->K[0] == 1 && p->K[1] <= 3 &&
+        p->K[2] <= 3 && p->dil[1] == 1 && p->dil[2] == 1) {
+        return k->dw_plane3x3(p, w, diff, grad);
+    }
+    return depthwise_rows(k, p, w, diff, grad);
 }
 
 /* gradref__cbd_me_window's byte shuffles by shift (-7 .. 7): lane l takes the window's value

@@ -10,12 +10,14 @@
 #include "common/convert.h"
 #include "common/isa.h"
 
+#include <math.h>
 #include <string.h>
 
-/* One depthwise channel's geometry (stride 1): the sizes of grad (I), diff (O) and the filter
- * (K), the leading padding, the dilation, and whether the taps are flipped (CONVOLUTION). */
+/* One depthwise channel's geometry: the sizes of grad (I), diff (O) and the filter (K), the
+ * leading padding, the dilation, the stride, and whether the taps are flipped (CONVOLUTION).
+ * The kernels take stride 1; gradref__cbd_depthwise_strided runs other strides by them. */
 typedef struct gradref__cbd_dw_shape {
-    int64_t I[3], O[3], K[3], pad[3], dil[3];
+    int64_t I[3], O[3], K[3], pad[3], dil[3], stride[3];
     int flip;
 } gradref__cbd_dw_shape;
 
@@ -276,6 +278,25 @@ void gradref__cbd_megengine_lanes(const gradref__cbd_plan *p, const gradref__cbd
  * signed-zero scan of the plane can then be skipped. */
 int gradref__cbd_depthwise_plane(const gradref__cbd_kernels *k, const gradref__cbd_dw_shape *s,
                                  const float *w, const float *diff, float *grad);
+
+/* The most taps, and the largest stride along the last dim, a strided depthwise channel takes
+ * (a stride phase's filter and a row's column phases are on the stack). */
+#define GRADREF__CBD_DW_STRIDED_TAPS    256
+#define GRADREF__CBD_DW_STRIDED_COLUMNS 64
+
+/* Whether gradref__cbd_depthwise_strided runs the channels of shape s (at most
+ * GRADREF__CBD_DW_STRIDED_TAPS taps and GRADREF__CBD_DW_STRIDED_COLUMNS column phases, and
+ * along each dim every stride phase's first tap within the padding), and the floats of its
+ * scratch (one row of stride phases' planes). */
+int gradref__cbd_dw_strided_fits(const gradref__cbd_dw_shape *s);
+int64_t gradref__cbd_dw_strided_floats(const gradref__cbd_dw_shape *s);
+
+/* gradref__cbd_depthwise_plane at any stride: each stride phase of grad (a sub-grid) is a
+ * stride-1 depthwise channel over diff, whose filter is the taps reaching that phase, run by
+ * gradref__cbd_depthwise_plane into scratch and then moved to its places in grad. Each
+ * element's chain is the reference's (the same terms in the same diff order). */
+int gradref__cbd_depthwise_strided(const gradref__cbd_kernels *k, const gradref__cbd_dw_shape *s,
+                                   const float *w, const float *diff, float *grad, float *scratch);
 
 /* The diff column of grad column i2 through tap position kp2 (stride 1). */
 static inline int64_t gradref__cbd_column_shift(const gradref__cbd_dw_shape *s, int64_t kp2) {

@@ -86,6 +86,7 @@ typedef struct cbd_scratch {
     int64_t *masks_key; /* the (phase, first pixel, end) masks holds; key[0] -1: none */
     float *tile;        /* one tile's diff packed, or NULL: tiles read diff in place */
     int64_t tile_group; /* tiles whose masks are computed together */
+    float *dw_phases;   /* strided depthwise: a row of stride phases' planes */
 } cbd_scratch;
 
 static inline cbd_scratch cbd_scratch_of(const cbd_layout *L, char *mine) {
@@ -97,6 +98,7 @@ static inline cbd_scratch cbd_scratch_of(const cbd_layout *L, char *mine) {
     S.masks_key = (int64_t *)(void *)(mine + L->masks_key_at);
     S.tile = L->tile_at ? (float *)(void *)(mine + L->tile_at) : NULL;
     S.tile_group = L->tile_group;
+    S.dw_phases = L->path == CBD_PATH_DEPTHWISE ? (float *)(void *)mine : NULL;
     return S;
 }
 
