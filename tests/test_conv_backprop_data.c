@@ -862,11 +862,12 @@ static int strategy_applies(const cbd_case *c, const char *name) {
     return 0;
 }
 
-/* Strided depthwise channels by stride phases (each a stride-1 channel), against the
- * reference at every level and thread count. Stride 2 along h and w with K <= 3: even and odd
- * grad widths, rows of under one vector to several, every pad of a 3 x 3, 2 x 2 and 1 x 3,
- * specials in diff. Then other strides, dilations and 3-D; a dilation past the stride that
- * puts a phase's first tap beyond the padding runs the GEMM phases instead. */
+/* Strided depthwise channels, against the reference at every level and thread count. Stride 2
+ * along h and w with K <= 3 (the kernel table's dw_plane_s2, both column phases interleaved as
+ * they are stored): even and odd grad widths, rows of under one block to several, every pad
+ * of a 3 x 3, 2 x 2 and 1 x 3, specials in diff. Then other strides, dilations and 3-D by
+ * stride phases (each a stride-1 channel); a dilation past the stride that puts a phase's
+ * first tap beyond the padding runs the GEMM phases instead. */
 static void test_depthwise_strided(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(41);

@@ -674,6 +674,66 @@ static void test_cbd_depthwise(void **state) {
     if (gradref__cbd_kernels_for(GRADREF__ISA_MAX)->dw_plane3x3) assert_true(unscanned > 0);
 }
 
+/* Strided depthwise planes (gradref__cbd_depthwise_strided): at every level that has the
+ * stride-2 plane kernel (dw_plane_s2), K <= 3 and any pad, widths of 1 to 80; then other strides
+ * and dilations by stride phases. The portable table's stride phases (its scalar rows, no plane
+ * kernel) are the chains written out. */
+static void test_cbd_depthwise_strided(void **state) {
+    (void)state;
+    const gradref__cbd_kernels *base = gradref__cbd_kernels_for(GRADREF__ISA_PORTABLE);
+    tu_rng r = tu_rng_make(81);
+    for (int iter = 0; iter < 300; iter++) {
+        gradref__cbd_dw_shape sh;
+        memset(&sh, 0, sizeof sh);
+        sh.flip = (int)tu_range(&r, 0, 1);
+        sh.I[0] = sh.O[0] = sh.K[0] = sh.dil[0] = sh.stride[0] = 1;
+        for (int d = 1; d < 3; d++) {
+            sh.stride[d] = iter % 4 == 3 ? tu_range(&r, 1, 3) : 2;
+            sh.K[d] = tu_range(&r, 1, 3);
+            sh.dil[d] = iter % 4 == 3 ? tu_range(&r, 1, 2) : 1;
+            sh.I[d] = tu_range(&r, 1, d == 2 ? 80 : 9);
+            sh.pad[d] = tu_range(&r, 0, (sh.K[d] - 1) * sh.dil[d]);
+            /* diff as the forward gives it, the end padding chosen */
+            const int64_t span =
+                sh.I[d] + sh.pad[d] + tu_range(&r, 0, sh.K[d] - 1) - (sh.K[d] - 1) * sh.dil[d] - 1;
+            sh.O[d] = span < 0 ? 1 : span / sh.stride[d] + 1;
+        }
+        if (!gradref__cbd_dw_strided_fits(&sh)) continue;
+        const int64_t taps = sh.K[1] * sh.K[2], in = sh.O[1] * sh.O[2], out = sh.I[1] * sh.I[2];
+        float *w = malloc(sizeof(float) * (size_t)taps), *diff = malloc(sizeof(float) * (size_t)in);
+        float *want = malloc(sizeof(float) * (size_t)out),
+              *got = malloc(sizeof(float) * (size_t)out);
+        float *scratch = malloc(sizeof(float) * (size_t)gradref__cbd_dw_strided_floats(&sh));
+        fill_weights(w, taps, &r);
+        if (iter % 2)
+            fill_weights(diff, in, &r);
+        else
+            fill_specials(diff, GRADREF_F32, in, &r);
+        gradref__cbd_depthwise_strided(base, &sh, w, diff, want, scratch);
+        gradref__canon_nans_f32(want, out, GRADREF__ISA_MAX);
+        FOR_EACH_LEVEL(level) {
+            const gradref__cbd_kernels *k = gradref__cbd_kernels_for(level);
+            if (k == gradref__cbd_kernels_for(level - 1)) continue;
+            memset(got, 0x5a, sizeof(float) * (size_t)out);
+            if (!gradref__cbd_depthwise_strided(k, &sh, w, diff, got, scratch))
+                for (int64_t i = 0; i < out; i++)
+                    assert_false(got[i] == 0 || isnan(got[i]));
+            gradref__canon_nans_f32(got, out, GRADREF__ISA_MAX);
+            /* a +0 where the chain ends at -0: a +0 term for a tap outside diff (masked loads,
+             * the plane kernels' narrower taps); the call mends those signs */
+            for (int64_t i = 0; i < out; i++)
+                if (got[i] == 0 && want[i] == 0 && signbit(want[i])) got[i] = -0.0f;
+            expect_bytes(got, want, sizeof(float) * (size_t)out, "cbd strided depthwise", k->isa,
+                         out, iter);
+        }
+        free(w);
+        free(diff);
+        free(want);
+        free(got);
+        free(scratch);
+    }
+}
+
 /* The 3 x 3 plane kernels' answer to whether the caller must scan: a filter of one nonzero tap
  * and diff uniform but for one +0 or NaN make grad's zeros and NaNs few and known (a NaN
  * reaches every tap, a zero only its one), in any row of a four-row block and any column of a
@@ -1226,6 +1286,7 @@ int main(void) {
         cmocka_unit_test(test_c3f_panels),
         cmocka_unit_test(test_cbd_masks_and_scatter),
         cmocka_unit_test(test_cbd_depthwise),
+        cmocka_unit_test(test_cbd_depthwise_strided),
         cmocka_unit_test(test_cbd_plane_scan),
         cmocka_unit_test(test_cbd_tiles),
         cmocka_unit_test(test_cbd_tile_columns),

@@ -315,6 +315,174 @@ int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const floa
 }
 #  undef DW_ROW8
 
+/* ---------------------------------------------------------- depthwise planes at stride 2 */
+
+/* A stride-2 plane's column taps and weights, once a plane: wv[kp1][r][b] the weight of row
+ * tap kp1 (position), column phase r, column tap b; blocks from x in [lo, hi - 8] read only
+ * inside diff's row. */
+typedef struct s2_plane {
+    gradref__cbd_s2_taps t;
+    __m256 wv[3][2][2];
+    int64_t lo, hi, I2, O2;
+} s2_plane;
+
+/* One stride-2 row's taps: its diff rows, their weights w[a][2 r + b], the column shifts. */
+typedef struct s2_row_taps {
+    const float *row[2];
+    __m256 w[2][4];
+    int64_t shift[2][2], O2;
+} s2_row_taps;
+
+/* Grad columns 2 x .. 2 x + 15 of a stride-2 row: 8 of each column phase, each the
+ * reference's chain over NR diff rows (T's rows, weights w[a][2 r + b]) and NC0 / NC1 column
+ * taps, the two phases interleaved into *first and *second. edge: diff columns outside the row
+ * read as +0 (masked loads), which leaves a chain as it is (a finite filter, a chain that is
+ * never -0). */
+__attribute__((always_inline)) static inline void s2_block(int NR, int NC0, int NC1,
+                                                           const s2_row_taps *T, int64_t x,
+                                                           int edge, __m256 *first,
+                                                           __m256 *second) {
+    __m256 even = _mm256_setzero_ps(), odd = even;
+    for (int a = 0; a < NR; a++) {
+        for (int b = 0; b < NC0; b++) {
+            const int64_t at = x + T->shift[0][b];
+            even = _mm256_fmadd_ps(T->w[a][b],
+                                   edge ? _mm256_maskload_ps(T->row[a] + at, valid8(at, T->O2))
+                                        : _mm256_loadu_ps(T->row[a] + at),
+                                   even);
+        }
+        for (int b = 0; b < NC1; b++) {
+            const int64_t at = x + T->shift[1][b];
+            odd = _mm256_fmadd_ps(T->w[a][2 + b],
+                                  edge ? _mm256_maskload_ps(T->row[a] + at, valid8(at, T->O2))
+                                       : _mm256_loadu_ps(T->row[a] + at),
+                                  odd);
+        }
+    }
+    const __m256 lo = _mm256_unpacklo_ps(even, odd), hi = _mm256_unpackhi_ps(even, odd);
+    *first = _mm256_permute2f128_ps(lo, hi, 0x20);
+    *second = _mm256_permute2f128_ps(lo, hi, 0x31);
+}
+
+/* s2_block's 16 columns stored whole; returns its zero-or-NaN lanes (a vector). */
+__attribute__((always_inline)) static inline __m256
+s2_whole(int NR, int NC0, int NC1, const s2_row_taps *T, int64_t x, int edge, float *out) {
+    __m256 first, second;
+    s2_block(NR, NC0, NC1, T, x, edge, &first, &second);
+    _mm256_storeu_ps(out, first);
+    _mm256_storeu_ps(out + 8, second);
+    return _mm256_or_ps(zero_or_nan8(first), zero_or_nan8(second));
+}
+
+/* s2_block's first n columns (n < 16) stored; returns whether one is a zero or a NaN. */
+static inline unsigned s2_part(int NR, int NC0, int NC1, const s2_row_taps *T, int64_t x, int64_t n,
+                               float *out) {
+    __m256 first, second;
+    s2_block(NR, NC0, NC1, T, x, 1, &first, &second);
+    gradref__store_first8_ps(out, first, n);
+    if (n > 8) gradref__store_first8_ps(out + 8, second, n - 8);
+    const unsigned hit = (unsigned)_mm256_movemask_ps(zero_or_nan8(first)) |
+                         (unsigned)_mm256_movemask_ps(zero_or_nan8(second)) << 8;
+    return (hit & ((1u << n) - 1u)) != 0;
+}
+
+/* A stride-2 row, 16 grad columns a block: four blocks at a time (eight chains) where every
+ * tap's diff column is inside, masked loads in the blocks around. */
+__attribute__((always_inline)) static inline unsigned s2_row(int NR, int NC0, int NC1,
+                                                             const s2_plane *P,
+                                                             const float *const *row,
+                                                             const __m256 *const *wk, float *out) {
+    const int64_t I2 = P->I2, lo = P->lo, hi = P->hi;
+    s2_row_taps T; /* a local copy: the stores to out cannot alias it */
+    T.O2 = P->O2;
+    for (int a = 0; a < NR; a++) {
+        T.row[a] = row[a];
+        for (int b = 0; b < 4; b++)
+            T.w[a][b] = wk[a][b];
+    }
+    for (int r = 0; r < 2; r++)
+        for (int b = 0; b < 2; b++)
+            T.shift[r][b] = P->t.shift[r][b];
+    __m256 hit = _mm256_setzero_ps();
+    unsigned part = 0;
+    int64_t x = 0;
+    for (; 2 * x + 16 <= I2 && (x < lo || x + 8 > hi); x += 8)
+        hit = _mm256_or_ps(hit, s2_whole(NR, NC0, NC1, &T, x, 1, out + 2 * x));
+    for (; x + 32 <= hi && 2 * x + 64 <= I2; x += 32)
+        hit = _mm256_or_ps(
+            _mm256_or_ps(hit, _mm256_or_ps(s2_whole(NR, NC0, NC1, &T, x, 0, out + 2 * x),
+                                           s2_whole(NR, NC0, NC1, &T, x + 8, 0, out + 2 * x + 16))),
+            _mm256_or_ps(s2_whole(NR, NC0, NC1, &T, x + 16, 0, out + 2 * x + 32),
+                         s2_whole(NR, NC0, NC1, &T, x + 24, 0, out + 2 * x + 48)));
+    for (; 2 * x + 16 <= I2; x += 8)
+        hit =
+            _mm256_or_ps(hit, x < lo || x + 8 > hi ? s2_whole(NR, NC0, NC1, &T, x, 1, out + 2 * x)
+                                                   : s2_whole(NR, NC0, NC1, &T, x, 0, out + 2 * x));
+    if (2 * x < I2) part = s2_part(NR, NC0, NC1, &T, x, I2 - 2 * x, out + 2 * x);
+    return part | (_mm256_movemask_ps(hit) != 0);
+}
+
+/* s2_row for NR diff rows and NC0 / NC1 column taps, each a function of its own (the tap loops
+ * unrolled), in s2_rows[NR - 1][NC0][NC1]. */
+typedef unsigned (*s2_row_fn)(const s2_plane *P, const float *const *row, const __m256 *const *wk,
+                              float *out);
+#  define S2_ROW(NR, NC0, NC1)                                                                     \
+    static unsigned s2_row_##NR##NC0##NC1(const s2_plane *P, const float *const *row,              \
+                                          const __m256 *const *wk, float *out) {                   \
+      return s2_row(NR, NC0, NC1, P, row, wk, out);                                                \
+    }
+#  define S2_ROWS(NR)                                                                              \
+    S2_ROW(NR, 0, 0)                                                                               \
+    S2_ROW(NR, 0, 1)                                                                               \
+    S2_ROW(NR, 0, 2)                                                                               \
+    S2_ROW(NR, 1, 0)                                                                               \
+    S2_ROW(NR, 1, 1) S2_ROW(NR, 1, 2) S2_ROW(NR, 2, 0) S2_ROW(NR, 2, 1) S2_ROW(NR, 2, 2)
+S2_ROWS(1)
+S2_ROWS(2)
+#  define S2_LIST(NR)                                                                              \
+    {                                                                                              \
+      {s2_row_##NR##00, s2_row_##NR##01, s2_row_##NR##02},                                         \
+          {s2_row_##NR##10, s2_row_##NR##11, s2_row_##NR##12}, {                                   \
+        s2_row_##NR##20, s2_row_##NR##21, s2_row_##NR##22                                          \
+      }                                                                                            \
+    }
+static const s2_row_fn s2_rows[2][3][3] = {S2_LIST(1), S2_LIST(2)};
+
+int gradref__cbd_f32_dw_plane_s2_avx2(const gradref__cbd_dw_shape *s, const float *w,
+                                      const float *diff, float *grad) {
+    s2_plane P;
+    memset(&P, 0, sizeof P); /* the taps a plane lacks: zero weights and shifts, never read */
+    gradref__cbd_s2_columns(s, &P.t);
+    P.I2 = s->I[2], P.O2 = s->O[2], P.lo = 0, P.hi = s->O[2];
+    for (int r = 0; r < 2; r++)
+        for (int64_t b = 0; b < P.t.ncols[r]; b++) {
+            if (-P.t.shift[r][b] > P.lo) P.lo = -P.t.shift[r][b];
+            if (s->O[2] - P.t.shift[r][b] < P.hi) P.hi = s->O[2] - P.t.shift[r][b];
+        }
+    for (int64_t kp1 = 0; kp1 < s->K[1]; kp1++)
+        for (int r = 0; r < 2; r++)
+            for (int64_t b = 0; b < P.t.ncols[r]; b++)
+                P.wv[kp1][r][b] =
+                    _mm256_set1_ps(w[gradref__cbd_stored(s, 1, kp1) * s->K[2] + P.t.col_tap[r][b]]);
+    const s2_row_fn *by_cols = &s2_rows[0][0][0];
+    unsigned hit = 0;
+    for (int64_t i1 = 0; i1 < s->I[1]; i1++) {
+        float *out = grad + i1 * s->I[2];
+        gradref__cbd_s2_rows(s, diff, i1, &P.t);
+        if (P.t.nrows == 0) { /* no tap: the reference's empty chain, +0 */
+            memset(out, 0, (size_t)s->I[2] * sizeof *out);
+            hit = 1;
+            continue;
+        }
+        const __m256 *wk[2];
+        for (int64_t a = 0; a < P.t.nrows; a++)
+            wk[a] = &P.wv[P.t.row_kp[a]][0][0];
+        hit |=
+            by_cols[((P.t.nrows - 1) * 3 + P.t.ncols[0]) * 3 + P.t.ncols[1]](&P, P.t.row, wk, out);
+    }
+    return hit != 0;
+}
+
 /* ------------------------------------------------------------ direct tiles at 8 lanes */
 
 #  if GRADREF__CBD_TILE_ROWS_AVX2 != GRADREF__AVX2_MR || GRADREF__AVX2_MR != 6
@@ -993,6 +1161,7 @@ const gradref__cbd_kernels gradref__cbd_kernels_avx2 = {
     .dw_row = gradref__cbd_f32_dw_row_avx2,
     .dw_rows4 = gradref__cbd_f32_dw_rows4_avx2,
     .dw_plane3x3 = gradref__cbd_f32_dw_plane3x3_avx2,
+    .dw_plane_s2 = gradref__cbd_f32_dw_plane_s2_avx2,
     /* on Zen 3 a burst of a plane's prefetches stalls the core more than it saves */
     .dw_no_prefetch = 1,
     .tile_rows = GRADREF__CBD_TILE_ROWS_AVX2,

@@ -499,7 +499,8 @@ void gradref__cbd_f32_scatter2_avx512(const float *from, int64_t len, int64_t ro
 /* The AVX-512 table's f32 kernels, which the avx512_vnni table takes too. */
 #  define AVX512_KERNELS                                                                           \
     .dw_row = gradref__cbd_f32_dw_row_avx2, .dw_rows4 = gradref__cbd_f32_dw_rows4_avx512,          \
-    .dw_plane3x3 = gradref__cbd_f32_dw_plane3x3_avx512, .tile_rows = GRADREF__CBD_TILE_ROWS,       \
+    .dw_plane3x3 = gradref__cbd_f32_dw_plane3x3_avx512,                                            \
+    .dw_plane_s2 = gradref__cbd_f32_dw_plane_s2_avx2, .tile_rows = GRADREF__CBD_TILE_ROWS,         \
     .tile32 = gradref__cbd_f32_tile32_avx512, .pack_tile32 = gradref__cbd_f32_pack_tile32_avx512,  \
     .tile32_masks = gradref__cbd_tile32_masks_avx512,                                              \
     .scatter2 = gradref__cbd_f32_scatter2_avx512,                                                  \

@@ -147,6 +147,7 @@ static void phase_rows_out(const gradref__cbd_kernels *k, const gradref__cbd_dw_
 
 int gradref__cbd_depthwise_strided(const gradref__cbd_kernels *k, const gradref__cbd_dw_shape *s,
                                    const float *w, const float *diff, float *grad, float *scratch) {
+    if (k->dw_plane_s2 && gradref__cbd_s2_plane(s)) return k->dw_plane_s2(s, w, diff, grad);
     float v_w[GRADREF__CBD_DW_STRIDED_TAPS];
     int hit = 0;
     int64_t r[3];

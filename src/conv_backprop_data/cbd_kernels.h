@@ -107,6 +107,10 @@ typedef struct gradref__cbd_kernels {
                      int64_t nrow, float *out);
     int (*dw_plane3x3)(const gradref__cbd_dw_shape *s, const float *w, const float *diff,
                        float *grad);
+    /* a plane at stride 2 (gradref__cbd_s2_plane), grad written once, its columns' two phases
+     * interleaved as they are stored; the same answer (NULL: by stride phases) */
+    int (*dw_plane_s2)(const gradref__cbd_dw_shape *s, const float *w, const float *diff,
+                       float *grad);
     /* 1: the depthwise items leave the next plane to the hardware prefetchers (0: they prefetch
      * it before each plane) */
     int dw_no_prefetch;
@@ -308,6 +312,63 @@ static inline int64_t gradref__cbd_stored(const gradref__cbd_dw_shape *s, int j,
     return s->flip ? s->K[j] - 1 - kp : kp;
 }
 
+/* A stride-2 depthwise plane (2-D, stride 2 along both dims, dilation 1, K1 and K2 <= 3),
+ * grad column j = 2 x + r (r the column phase): grad row i1's diff rows and their stored row
+ * taps (times K2) in the chain's order, and each column phase's diff column shifts (x + shift)
+ * and stored column taps, likewise: at most two of each. */
+typedef struct gradref__cbd_s2_taps {
+    const float *row[2];
+    int64_t row_tap[2], row_kp[2], nrows; /* row_kp: the row tap's position */
+    int64_t shift[2][2], col_tap[2][2], ncols[2];
+} gradref__cbd_s2_taps;
+
+/* Whether the stride-2 plane kernel (k->dw_plane_s2) takes shape s. */
+static inline int gradref__cbd_s2_plane(const gradref__cbd_dw_shape *s) {
+    return s->I[0] == 1 && s->O[0] == 1 && s->K[0] == 1 && s->stride[0] == 1 && s->stride[1] == 2 &&
+           s->stride[2] == 2 && s->dil[1] == 1 && s->dil[2] == 1 && s->K[1] <= 3 && s->K[2] <= 3;
+}
+
+/* The column phases' taps of a stride-2 plane (t's shift, col_tap, ncols). */
+static inline void gradref__cbd_s2_columns(const gradref__cbd_dw_shape *s,
+                                           gradref__cbd_s2_taps *t) {
+    for (int r = 0; r < 2; r++) {
+        t->ncols[r] = 0;
+        for (int64_t kp2 = s->K[2] - 1; kp2 >= 0; kp2--) {
+            const int64_t num = r + s->pad[2] - kp2;
+            if (num % 2 != 0) continue;
+            t->shift[r][t->ncols[r]] = num / 2;
+            t->col_tap[r][t->ncols[r]++] = gradref__cbd_stored(s, 2, kp2);
+        }
+    }
+}
+
+/* Grad row i1's diff rows of a stride-2 plane (t's row, row_tap, nrows). */
+static inline void gradref__cbd_s2_rows(const gradref__cbd_dw_shape *s, const float *diff,
+                                        int64_t i1, gradref__cbd_s2_taps *t) {
+    t->nrows = 0;
+    for (int64_t kp1 = s->K[1] - 1; kp1 >= 0; kp1--) {
+        const int64_t num = i1 + s->pad[1] - kp1;
+        if (num % 2 != 0 || num < 0 || num / 2 >= s->O[1]) continue;
+        t->row[t->nrows] = diff + num / 2 * s->O[2];
+        t->row_kp[t->nrows] = kp1;
+        t->row_tap[t->nrows++] = gradref__cbd_stored(s, 1, kp1) * s->K[2];
+    }
+}
+
+/* Grad column 2 x + r of a row of a stride-2 plane, the reference's chain (taps whose diff
+ * column falls outside skipped). */
+static inline float gradref__cbd_s2_element(const gradref__cbd_dw_shape *s, const float *w,
+                                            const gradref__cbd_s2_taps *t, int r, int64_t x) {
+    float acc = 0.0f;
+    for (int64_t a = 0; a < t->nrows; a++)
+        for (int64_t b = 0; b < t->ncols[r]; b++) {
+            const int64_t o2 = x + t->shift[r][b];
+            if (o2 >= 0 && o2 < s->O[2])
+                acc = fmaf(w[t->row_tap[a] + t->col_tap[r][b]], t->row[a][o2], acc);
+        }
+    return acc;
+}
+
 /* A plane kernel's taps for K1, K2 <= 3: the diff column shift of chain column c (kp2 =
  * K2 - 1 - c, the chain's order) and the weight of row tap kp1 at column c, zero where the
  * kernel is narrower than 3 (an exact no-op for a finite filter). */
@@ -346,6 +407,9 @@ void gradref__cbd_f32_dw_row_avx2(const gradref__cbd_dw_shape *s, const float *w
                                   const float *const *rows, const int64_t *base, int64_t nrows,
                                   float *out);
 int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *s, const float *w,
+                                      const float *diff, float *grad);
+/* The stride-2 plane (dw_plane_s2) at AVX2, the AVX-512 levels' too (memory-bound). */
+int gradref__cbd_f32_dw_plane_s2_avx2(const gradref__cbd_dw_shape *s, const float *w,
                                       const float *diff, float *grad);
 void gradref__cbd_f32_dw_rows4_avx512(const gradref__cbd_dw_shape *s, const float *w,
                                       const float *diff, const float *const rows[4][64],

@@ -201,6 +201,83 @@ static int dw_plane3x3_neon(const gradref__cbd_dw_shape *p, const float *w, cons
     return vminvq_u32(clean) == 0;
 }
 
+/* cbd_avx2.c's s2_block at NEON: grad columns 2 x .. 2 x + 15 of a stride-2 row (the first
+ * n), 8 of each column phase in two vectors, ST2 interleaving the phases as it stores; edge:
+ * diff columns outside the row read as +0 (edge_window). Returns 1 when a stored value is a
+ * zero or a NaN. */
+__attribute__((always_inline)) static inline int s2_block_neon(const gradref__cbd_s2_taps *t,
+                                                               const float wr[2][2][2], int64_t x,
+                                                               int64_t O2, int edge, int64_t n,
+                                                               float *out) {
+    float32x4_t acc[2][2] = {{vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)},
+                             {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)}};
+    for (int64_t a = 0; a < t->nrows; a++)
+        for (int r = 0; r < 2; r++)
+            for (int64_t b = 0; b < t->ncols[r]; b++) {
+                const int64_t at = x + t->shift[r][b];
+                float tmp[8];
+                const float *from = t->row[a] + at;
+                if (edge) {
+                    edge_window(t->row[a], at, O2, tmp, 8);
+                    from = tmp;
+                }
+                acc[r][0] = vfmaq_n_f32(acc[r][0], vld1q_f32(from), wr[a][r][b]);
+                acc[r][1] = vfmaq_n_f32(acc[r][1], vld1q_f32(from + 4), wr[a][r][b]);
+            }
+    const float32x4x2_t first = {{acc[0][0], acc[1][0]}}, second = {{acc[0][1], acc[1][1]}};
+    if (n >= 16) {
+        vst2q_f32(out, first);
+        vst2q_f32(out + 8, second);
+        const uint32x4_t clean =
+            vandq_u32(vandq_u32(nonzero_number4(acc[0][0]), nonzero_number4(acc[1][0])),
+                      vandq_u32(nonzero_number4(acc[0][1]), nonzero_number4(acc[1][1])));
+        return vminvq_u32(clean) == 0;
+    }
+    float tmp[16];
+    vst2q_f32(tmp, first);
+    vst2q_f32(tmp + 8, second);
+    int hit = 0;
+    for (int64_t c = 0; c < n; c++) {
+        out[c] = tmp[c];
+        hit |= tmp[c] == 0.0f || tmp[c] != tmp[c];
+    }
+    return hit;
+}
+
+/* A stride-2 plane (k->dw_plane_s2), each row as cbd_avx2.c's s2_row: blocks of 16 grad
+ * columns, edge windows in the blocks whose taps reach past diff's row. */
+static int dw_plane_s2_neon(const gradref__cbd_dw_shape *s, const float *w, const float *diff,
+                            float *grad) {
+    const int64_t I2 = s->I[2], O2 = s->O[2];
+    gradref__cbd_s2_taps t;
+    gradref__cbd_s2_columns(s, &t);
+    int64_t lo = 0, hi = O2; /* blocks from x in [lo, hi - 8] read only inside diff's row */
+    for (int r = 0; r < 2; r++)
+        for (int64_t b = 0; b < t.ncols[r]; b++) {
+            if (-t.shift[r][b] > lo) lo = -t.shift[r][b];
+            if (O2 - t.shift[r][b] < hi) hi = O2 - t.shift[r][b];
+        }
+    int hit = 0;
+    for (int64_t i1 = 0; i1 < s->I[1]; i1++) {
+        float *out = grad + i1 * I2;
+        gradref__cbd_s2_rows(s, diff, i1, &t);
+        if (t.nrows == 0) { /* no tap: the reference's empty chain, +0 */
+            memset(out, 0, (size_t)I2 * sizeof *out);
+            hit = 1;
+            continue;
+        }
+        float wr[2][2][2];
+        for (int64_t a = 0; a < t.nrows; a++)
+            for (int r = 0; r < 2; r++)
+                for (int64_t b = 0; b < t.ncols[r]; b++)
+                    wr[a][r][b] = w[t.row_tap[a] + t.col_tap[r][b]];
+        for (int64_t x = 0; 2 * x < I2; x += 8)
+            hit |= x < lo || x + 8 > hi ? s2_block_neon(&t, wr, x, O2, 1, I2 - 2 * x, out + 2 * x)
+                                        : s2_block_neon(&t, wr, x, O2, 0, I2 - 2 * x, out + 2 * x);
+    }
+    return hit;
+}
+
 /* Whole vectors over the row's span of 2 len - 1 elements, as AVX2's: LD2 splits 8 elements
  * into the values' lanes and the odd ones between (kept, or +0 when odd_free), ST2 stores them
  * back; 4 values a step, then the span's last 8 elements (read before the others are stored).
@@ -564,8 +641,8 @@ static inline float me_f16_scalar(uint16_t h) {
 /* The NEON table's kernels, which the neon_dot table takes too. */
 #  define NEON_KERNELS                                                                             \
     .dw_row = dw_row_neon, .dw_rows4 = dw_rows4_neon, .dw_plane3x3 = dw_plane3x3_neon,             \
-    .tile_rows = GRADREF__CBD_TILE_ROWS_NEON, .tile32 = tile32_neon,                               \
-    .pack_tile32 = pack_tile32_neon, .tile32_masks = tile32_masks_neon,                            \
+    .dw_plane_s2 = dw_plane_s2_neon, .tile_rows = GRADREF__CBD_TILE_ROWS_NEON,                     \
+    .tile32 = tile32_neon, .pack_tile32 = pack_tile32_neon, .tile32_masks = tile32_masks_neon,     \
     .tile_columns = tile_columns_neon, .scatter2 = scatter2_neon, .interleave2 = interleave2_neon, \
     .qs8_row = qs8_row_neon, .megengine_row = megengine_row_neon, .megengine_lanes = 8
 
