@@ -26,6 +26,22 @@ static void prefetch_tile(const cbd_run *R, const cbd_phase *f, const float *ima
     }
 }
 
+/* The grad lines of the next tile's `rows` rows (c at its pixel 0, rows ldc apart, `cols`
+ * pixels), prefetched for writing while this tile computes, when its k steps are few (K <=
+ * PREFETCH_STORES_K): a tile stores a line or two of every row it has, more rows than the
+ * hardware prefetchers follow, and with few k steps a panel each store then waited on its
+ * line; with more, the prefetches only cost. Inlined: as a function of its own gcc deems it
+ * pure (it has no effect but prefetches) and drops its calls. */
+enum { PREFETCH_STORES_K = 128 };
+__attribute__((always_inline)) static inline void prefetch_stores(int64_t K, float *c, int64_t ldc,
+                                                                  int64_t rows, int64_t cols) {
+    if (K > PREFETCH_STORES_K) return;
+    for (int64_t i = 0; i < rows; i++) {
+        __builtin_prefetch(c + i * ldc, 1, 3);
+        if (cols > 16) __builtin_prefetch(c + i * ldc + 16, 1, 3);
+    }
+}
+
 /* The pixels at the end of a tile of cols that the table's tile_columns takes for every panel
  * at once: those past its last 8, when they are few enough to leave most of a vector of pixel
  * lanes empty (AVX2's last vector, NEON's last block). */
@@ -55,11 +71,14 @@ static unsigned packed_tiles(const cbd_run *R, const cbd_phase *f, const float *
             block_masks[2 * t] = block_masks[2 * t + 1] =
                 (uint16_t)((m[2 * t] | m[2 * t + 1]) ? 0xffffu : 0u);
         for (int64_t i0 = 0; i0 < M; i0 += R->pr) {
+            const int64_t rows = M - i0 < R->pr ? M - i0 : R->pr;
+            if (j0 + 32 < g1)
+                prefetch_stores(K, c + i0 * ldc + (j0 + 32 - g0), ldc, rows, g1 - j0 - 32);
             if (cols > tail)
-                hit |= gradref__cbd_run_tile(
-                    R->k, R->word_channels, block, 32, R->ocpg, block_offset, block_masks, f->ntaps,
-                    cols - tail, 2, panels + i0 / R->pr * K * R->mr,
-                    (int)(M - i0 < R->pr ? M - i0 : R->pr), c + i0 * ldc + (j0 - g0), ldc, 0);
+                hit |= gradref__cbd_run_tile(R->k, R->word_channels, block, 32, R->ocpg,
+                                             block_offset, block_masks, f->ntaps, cols - tail, 2,
+                                             panels + i0 / R->pr * K * R->mr, (int)rows,
+                                             c + i0 * ldc + (j0 - g0), ldc, 0);
             zeros_some(z);
         }
         if (tail)
@@ -124,14 +143,16 @@ unsigned gradref__cbd_direct_tiles(const cbd_run *R, const cbd_phase *f, const f
                 const int64_t i0 = pn * R->pr, j0 = g0 + tile_index * 32;
                 const int64_t cols = g1 - j0 < 32 ? g1 - j0 : 32, tail = column_pixels(R, cols);
                 const uint16_t *m = masks + tile_index * per_tile;
+                const int64_t rows = M - i0 < R->pr ? M - i0 : R->pr;
                 if (pn == 0 && j0 + 32 < g1 && R->prefetch_tiles)
                     prefetch_tile(R, f, image, offset, j0 + 32);
+                if (j0 + 32 < g1)
+                    prefetch_stores(K, c + i0 * ldc + (j0 + 32 - jb), ldc, rows, g1 - j0 - 32);
                 if (cols > tail)
                     hit |= gradref__cbd_run_tile(
                         R->k, R->word_channels, image + j0, R->dc, R->ocpg, offset, m, f->ntaps,
                         cols - tail, j0 + lo >= R->span_lo && j0 + hi <= R->span_hi,
-                        panels + pn * K * R->mr, (int)(M - i0 < R->pr ? M - i0 : R->pr),
-                        c + i0 * ldc + (j0 - jb), ldc, 0);
+                        panels + pn * K * R->mr, (int)rows, c + i0 * ldc + (j0 - jb), ldc, 0);
                 if (tail && pn == panels_n - 1) /* the tile's every panel at once */
                     hit |= R->k->tile_columns(image + j0, R->dc, R->ocpg, offset, m, f->ntaps,
                                               cols - tail, tail, panels, K * R->mr, R->pr, M,
