@@ -318,12 +318,11 @@ int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const floa
 /* ---------------------------------------------------------- depthwise planes at stride 2 */
 
 /* A stride-2 plane's column taps and weights, once a plane: wv[kp1][r][b] the weight of row
- * tap kp1 (position), column phase r, column tap b; blocks from x in [lo, hi - 8] read only
- * inside diff's row. */
+ * tap kp1 (position), column phase r, column tap b. */
 typedef struct s2_plane {
     gradref__cbd_s2_taps t;
     __m256 wv[3][2][2];
-    int64_t lo, hi, I2, O2;
+    int64_t I2, O2;
 } s2_plane;
 
 /* One stride-2 row's taps: its diff rows, their weights w[a][2 r + b], the column shifts. */
@@ -392,7 +391,7 @@ __attribute__((always_inline)) static inline unsigned s2_row(int NR, int NC0, in
                                                              const s2_plane *P,
                                                              const float *const *row,
                                                              const __m256 *const *wk, float *out) {
-    const int64_t I2 = P->I2, lo = P->lo, hi = P->hi;
+    const int64_t I2 = P->I2, lo = P->t.lo, hi = P->t.hi;
     s2_row_taps T; /* a local copy: the stores to out cannot alias it */
     T.O2 = P->O2;
     for (int a = 0; a < NR; a++) {
@@ -453,12 +452,7 @@ int gradref__cbd_f32_dw_plane_s2_avx2(const gradref__cbd_dw_shape *s, const floa
     s2_plane P;
     memset(&P, 0, sizeof P); /* the taps a plane lacks: zero weights and shifts, never read */
     gradref__cbd_s2_columns(s, &P.t);
-    P.I2 = s->I[2], P.O2 = s->O[2], P.lo = 0, P.hi = s->O[2];
-    for (int r = 0; r < 2; r++)
-        for (int64_t b = 0; b < P.t.ncols[r]; b++) {
-            if (-P.t.shift[r][b] > P.lo) P.lo = -P.t.shift[r][b];
-            if (s->O[2] - P.t.shift[r][b] < P.hi) P.hi = s->O[2] - P.t.shift[r][b];
-        }
+    P.I2 = s->I[2], P.O2 = s->O[2];
     for (int64_t kp1 = 0; kp1 < s->K[1]; kp1++)
         for (int r = 0; r < 2; r++)
             for (int64_t b = 0; b < P.t.ncols[r]; b++)

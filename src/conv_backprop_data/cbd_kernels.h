@@ -10,7 +10,6 @@
 #include "common/convert.h"
 #include "common/isa.h"
 
-#include <math.h>
 #include <string.h>
 
 /* One depthwise channel's geometry: the sizes of grad (I), diff (O) and the filter (K), the
@@ -315,11 +314,13 @@ static inline int64_t gradref__cbd_stored(const gradref__cbd_dw_shape *s, int j,
 /* A stride-2 depthwise plane (2-D, stride 2 along both dims, dilation 1, K1 and K2 <= 3),
  * grad column j = 2 x + r (r the column phase): grad row i1's diff rows and their stored row
  * taps (times K2) in the chain's order, and each column phase's diff column shifts (x + shift)
- * and stored column taps, likewise: at most two of each. */
+ * and stored column taps, likewise: at most two of each. Blocks of 8 x from x in [lo, hi - 8]
+ * read only inside a diff row. */
 typedef struct gradref__cbd_s2_taps {
     const float *row[2];
     int64_t row_tap[2], row_kp[2], nrows; /* row_kp: the row tap's position */
     int64_t shift[2][2], col_tap[2][2], ncols[2];
+    int64_t lo, hi;
 } gradref__cbd_s2_taps;
 
 /* Whether the stride-2 plane kernel (k->dw_plane_s2) takes shape s. */
@@ -328,14 +329,17 @@ static inline int gradref__cbd_s2_plane(const gradref__cbd_dw_shape *s) {
            s->stride[2] == 2 && s->dil[1] == 1 && s->dil[2] == 1 && s->K[1] <= 3 && s->K[2] <= 3;
 }
 
-/* The column phases' taps of a stride-2 plane (t's shift, col_tap, ncols). */
+/* The column phases' taps of a stride-2 plane (t's shift, col_tap, ncols, lo, hi). */
 static inline void gradref__cbd_s2_columns(const gradref__cbd_dw_shape *s,
                                            gradref__cbd_s2_taps *t) {
+    t->lo = 0, t->hi = s->O[2];
     for (int r = 0; r < 2; r++) {
         t->ncols[r] = 0;
         for (int64_t kp2 = s->K[2] - 1; kp2 >= 0; kp2--) {
             const int64_t num = r + s->pad[2] - kp2;
             if (num % 2 != 0) continue;
+            if (-num / 2 > t->lo) t->lo = -num / 2;
+            if (s->O[2] - num / 2 < t->hi) t->hi = s->O[2] - num / 2;
             t->shift[r][t->ncols[r]] = num / 2;
             t->col_tap[r][t->ncols[r]++] = gradref__cbd_stored(s, 2, kp2);
         }
@@ -353,20 +357,6 @@ static inline void gradref__cbd_s2_rows(const gradref__cbd_dw_shape *s, const fl
         t->row_kp[t->nrows] = kp1;
         t->row_tap[t->nrows++] = gradref__cbd_stored(s, 1, kp1) * s->K[2];
     }
-}
-
-/* Grad column 2 x + r of a row of a stride-2 plane, the reference's chain (taps whose diff
- * column falls outside skipped). */
-static inline float gradref__cbd_s2_element(const gradref__cbd_dw_shape *s, const float *w,
-                                            const gradref__cbd_s2_taps *t, int r, int64_t x) {
-    float acc = 0.0f;
-    for (int64_t a = 0; a < t->nrows; a++)
-        for (int64_t b = 0; b < t->ncols[r]; b++) {
-            const int64_t o2 = x + t->shift[r][b];
-            if (o2 >= 0 && o2 < s->O[2])
-                acc = fmaf(w[t->row_tap[a] + t->col_tap[r][b]], t->row[a][o2], acc);
-        }
-    return acc;
 }
 
 /* A plane kernel's taps for K1, K2 <= 3: the diff column shift of chain column c (kp2 =

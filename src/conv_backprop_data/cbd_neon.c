@@ -251,12 +251,7 @@ static int dw_plane_s2_neon(const gradref__cbd_dw_shape *s, const float *w, cons
     const int64_t I2 = s->I[2], O2 = s->O[2];
     gradref__cbd_s2_taps t;
     gradref__cbd_s2_columns(s, &t);
-    int64_t lo = 0, hi = O2; /* blocks from x in [lo, hi - 8] read only inside diff's row */
-    for (int r = 0; r < 2; r++)
-        for (int64_t b = 0; b < t.ncols[r]; b++) {
-            if (-t.shift[r][b] > lo) lo = -t.shift[r][b];
-            if (O2 - t.shift[r][b] < hi) hi = O2 - t.shift[r][b];
-        }
+    const int64_t lo = t.lo, hi = t.hi;
     int hit = 0;
     for (int64_t i1 = 0; i1 < s->I[1]; i1++) {
         float *out = grad + i1 * I2;
