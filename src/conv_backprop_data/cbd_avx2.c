@@ -430,22 +430,10 @@ typedef unsigned (*s2_row_fn)(const s2_plane *P, const float *const *row, const 
                                           const __m256 *const *wk, float *out) {                   \
       return s2_row(NR, NC0, NC1, P, row, wk, out);                                                \
     }
-#  define S2_ROWS(NR)                                                                              \
-    S2_ROW(NR, 0, 0)                                                                               \
-    S2_ROW(NR, 0, 1)                                                                               \
-    S2_ROW(NR, 0, 2)                                                                               \
-    S2_ROW(NR, 1, 0)                                                                               \
-    S2_ROW(NR, 1, 1) S2_ROW(NR, 1, 2) S2_ROW(NR, 2, 0) S2_ROW(NR, 2, 1) S2_ROW(NR, 2, 2)
-S2_ROWS(1)
-S2_ROWS(2)
-#  define S2_LIST(NR)                                                                              \
-    {                                                                                              \
-      {s2_row_##NR##00, s2_row_##NR##01, s2_row_##NR##02},                                         \
-          {s2_row_##NR##10, s2_row_##NR##11, s2_row_##NR##12}, {                                   \
-        s2_row_##NR##20, s2_row_##NR##21, s2_row_##NR##22                                          \
-      }                                                                                            \
-    }
-static const s2_row_fn s2_rows[2][3][3] = {S2_LIST(1), S2_LIST(2)};
+GRADREF__CBD_S2_ROWS(S2_ROW, 1)
+GRADREF__CBD_S2_ROWS(S2_ROW, 2)
+static const s2_row_fn s2_rows[2][3][3] = {GRADREF__CBD_S2_LIST(s2_row_, 1),
+                                           GRADREF__CBD_S2_LIST(s2_row_, 2)};
 
 int gradref__cbd_f32_dw_plane_s2_avx2(const gradref__cbd_dw_shape *s, const float *w,
                                       const float *diff, float *grad) {

@@ -346,6 +346,19 @@ static inline void gradref__cbd_s2_columns(const gradref__cbd_dw_shape *s,
     }
 }
 
+/* The stride-2 plane kernels' rows, one function per diff row count NR (1, 2) and column tap
+ * counts NC0, NC1 (0 to 2), so the tap loops unroll: M(NR, NC0, NC1) for each, and the table
+ * of the functions named P##NR##NC0##NC1 as [NC0][NC1]. */
+#define GRADREF__CBD_S2_ROWS(M, NR)                                                                \
+  M(NR, 0, 0)                                                                                      \
+  M(NR, 0, 1) M(NR, 0, 2) M(NR, 1, 0) M(NR, 1, 1) M(NR, 1, 2) M(NR, 2, 0) M(NR, 2, 1) M(NR, 2, 2)
+#define GRADREF__CBD_S2_LIST(P, NR)                                                                \
+  {                                                                                                \
+    {P##NR##00, P##NR##01, P##NR##02}, {P##NR##10, P##NR##11, P##NR##12}, {                        \
+      P##NR##20, P##NR##21, P##NR##22                                                              \
+    }                                                                                              \
+  }
+
 /* Grad row i1's diff rows of a stride-2 plane (t's row, row_tap, nrows). */
 static inline void gradref__cbd_s2_rows(const gradref__cbd_dw_shape *s, const float *diff,
                                         int64_t i1, gradref__cbd_s2_taps *t) {

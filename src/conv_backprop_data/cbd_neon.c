@@ -6,6 +6,7 @@
 
 #ifdef GRADREF__ARM64
 #  include <arm_neon.h>
+#  include <math.h>
 #  include <string.h>
 
 enum { COLS = 16 };
@@ -203,12 +204,11 @@ static int dw_plane3x3_neon(const gradref__cbd_dw_shape *p, const float *w, cons
 
 /* cbd_avx2.c's s2_block at NEON: grad columns 2 x .. 2 x + 15 of a stride-2 row (the first
  * n), 8 of each column phase in two vectors, ST2 interleaving the phases as it stores; edge:
- * diff columns outside the row read as +0 (edge_window). Returns 1 when a stored value is a
- * zero or a NaN. */
-__attribute__((always_inline)) static inline int s2_block_neon(const gradref__cbd_s2_taps *t,
-                                                               const float wr[2][2][2], int64_t x,
-                                                               int64_t O2, int edge, int64_t n,
-                                                               float *out) {
+ * diff columns outside the row read as +0 (edge_window). The tap counts are the row's (a loop
+ * each): for the blocks around a row's inside ones. Returns 1 when a stored value is a zero or
+ * a NaN. */
+static int s2_block_neon(const gradref__cbd_s2_taps *t, const float wr[2][2][2], int64_t x,
+                         int64_t O2, int edge, int64_t n, float *out) {
     float32x4_t acc[2][2] = {{vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)},
                              {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)}};
     for (int64_t a = 0; a < t->nrows; a++)
@@ -244,14 +244,94 @@ __attribute__((always_inline)) static inline int s2_block_neon(const gradref__cb
     return hit;
 }
 
-/* A stride-2 plane (k->dw_plane_s2), each row as cbd_avx2.c's s2_row: blocks of 16 grad
- * columns, edge windows in the blocks whose taps reach past diff's row. */
+/* One stride-2 row's taps for the unrolled blocks: its diff rows, their weights w[a][2 r + b],
+ * the column shifts. */
+typedef struct s2_row_taps {
+    const float *row[2];
+    float w[2][4];
+    int64_t shift[2][2];
+} s2_row_taps;
+
+/* NB blocks of 16 grad columns from 2 x, every tap's diff columns inside the row: s2_block_neon's
+ * chains for NR diff rows and NC0 / NC1 column taps, the tap loops unrolled (4 NB chains), stored
+ * whole. *least becomes the lanes' least |value| (NaN when a value is: FMIN propagates it), two
+ * operations a vector where a compare and a mask take three. */
+__attribute__((always_inline)) static inline void s2_blocks_neon(int NB, int NR, int NC0, int NC1,
+                                                                 const s2_row_taps *T, int64_t x,
+                                                                 float *out, float32x4_t *least) {
+    float32x4x2_t acc[4]; /* val[r]: column phase r, the pair ST2 stores */
+    for (int v = 0; v < 2 * NB; v++)
+        acc[v].val[0] = acc[v].val[1] = vdupq_n_f32(0.0f);
+    for (int a = 0; a < NR; a++) {
+        for (int b = 0; b < NC0; b++) {
+            const float *from = T->row[a] + x + T->shift[0][b];
+            for (int v = 0; v < 2 * NB; v++)
+                acc[v].val[0] = vfmaq_n_f32(acc[v].val[0], vld1q_f32(from + 4 * v), T->w[a][b]);
+        }
+        for (int b = 0; b < NC1; b++) {
+            const float *from = T->row[a] + x + T->shift[1][b];
+            for (int v = 0; v < 2 * NB; v++)
+                acc[v].val[1] = vfmaq_n_f32(acc[v].val[1], vld1q_f32(from + 4 * v), T->w[a][2 + b]);
+        }
+    }
+    for (int v = 0; v < 2 * NB; v++) {
+        vst2q_f32(out + 8 * v, acc[v]);
+        *least = vminq_f32(*least, vminq_f32(vabsq_f32(acc[v].val[0]), vabsq_f32(acc[v].val[1])));
+    }
+}
+
+/* A stride-2 row as cbd_avx2.c's s2_row: the blocks whose taps reach past diff's row and a
+ * partial last block by s2_block_neon, the others two at a time (eight chains) by
+ * s2_blocks_neon. */
+__attribute__((always_inline)) static inline int s2_row_neon(int NR, int NC0, int NC1,
+                                                             const gradref__cbd_s2_taps *t,
+                                                             const float wr[2][2][2], int64_t I2,
+                                                             int64_t O2, float *out) {
+    s2_row_taps T; /* a local copy: the stores to out cannot alias it */
+    for (int a = 0; a < NR; a++) {
+        T.row[a] = t->row[a];
+        for (int r = 0; r < 2; r++)
+            for (int b = 0; b < (r ? NC1 : NC0); b++)
+                T.w[a][2 * r + b] = wr[a][r][b];
+    }
+    for (int r = 0; r < 2; r++)
+        for (int b = 0; b < (r ? NC1 : NC0); b++)
+            T.shift[r][b] = t->shift[r][b];
+    const int64_t lo = t->lo, hi = t->hi;
+    float32x4_t least = vdupq_n_f32(INFINITY);
+    int hit = 0;
+    int64_t x = 0;
+    for (; 2 * x < I2 && (x < lo || x + 8 > hi); x += 8)
+        hit |= s2_block_neon(t, wr, x, O2, 1, I2 - 2 * x, out + 2 * x);
+    for (; x + 16 <= hi && 2 * x + 32 <= I2; x += 16)
+        s2_blocks_neon(2, NR, NC0, NC1, &T, x, out + 2 * x, &least);
+    for (; x + 8 <= hi && 2 * x + 16 <= I2; x += 8)
+        s2_blocks_neon(1, NR, NC0, NC1, &T, x, out + 2 * x, &least);
+    for (; 2 * x < I2; x += 8)
+        hit |= s2_block_neon(t, wr, x, O2, x + 8 > hi, I2 - 2 * x, out + 2 * x);
+    return hit | (vminvq_u32(nonzero_number4(least)) == 0);
+}
+
+/* s2_row_neon for NR diff rows and NC0 / NC1 column taps, a function each, in
+ * s2_rows_neon[NR - 1][NC0][NC1]. */
+typedef int (*s2_row_neon_fn)(const gradref__cbd_s2_taps *t, const float wr[2][2][2], int64_t I2,
+                              int64_t O2, float *out);
+#  define S2_ROW_NEON(NR, NC0, NC1)                                                                \
+    static int s2_row_neon_##NR##NC0##NC1(const gradref__cbd_s2_taps *t, const float wr[2][2][2],  \
+                                          int64_t I2, int64_t O2, float *out) {                    \
+      return s2_row_neon(NR, NC0, NC1, t, wr, I2, O2, out);                                        \
+    }
+GRADREF__CBD_S2_ROWS(S2_ROW_NEON, 1)
+GRADREF__CBD_S2_ROWS(S2_ROW_NEON, 2)
+static const s2_row_neon_fn s2_rows_neon[2][3][3] = {GRADREF__CBD_S2_LIST(s2_row_neon_, 1),
+                                                     GRADREF__CBD_S2_LIST(s2_row_neon_, 2)};
+
+/* A stride-2 plane (k->dw_plane_s2), a row at a time by its diff rows' and column taps' counts. */
 static int dw_plane_s2_neon(const gradref__cbd_dw_shape *s, const float *w, const float *diff,
                             float *grad) {
     const int64_t I2 = s->I[2], O2 = s->O[2];
     gradref__cbd_s2_taps t;
     gradref__cbd_s2_columns(s, &t);
-    const int64_t lo = t.lo, hi = t.hi;
     int hit = 0;
     for (int64_t i1 = 0; i1 < s->I[1]; i1++) {
         float *out = grad + i1 * I2;
@@ -266,9 +346,7 @@ static int dw_plane_s2_neon(const gradref__cbd_dw_shape *s, const float *w, cons
             for (int r = 0; r < 2; r++)
                 for (int64_t b = 0; b < t.ncols[r]; b++)
                     wr[a][r][b] = w[t.row_tap[a] + t.col_tap[r][b]];
-        for (int64_t x = 0; 2 * x < I2; x += 8)
-            hit |= x < lo || x + 8 > hi ? s2_block_neon(&t, wr, x, O2, 1, I2 - 2 * x, out + 2 * x)
-                                        : s2_block_neon(&t, wr, x, O2, 0, I2 - 2 * x, out + 2 * x);
+        hit |= s2_rows_neon[t.nrows - 1][t.ncols[0]][t.ncols[1]](&t, wr, I2, O2, out);
     }
     return hit;
 }
