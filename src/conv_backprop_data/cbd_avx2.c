@@ -793,37 +793,15 @@ columns_body(int P, int G, const float *image, int64_t channel_stride, int64_t o
 #  undef COLUMN_STEP
 
 #  define COLUMNS(P, G) GRADREF__CBD_COLUMNS_FN(columns_body, P, G)
-COLUMNS(1, 1)
-COLUMNS(1, 2)
-COLUMNS(1, 3)
-COLUMNS(1, 4)
-COLUMNS(1, 5)
-COLUMNS(1, 6)
-COLUMNS(1, 7)
-COLUMNS(1, 8)
-COLUMNS(1, 9)
-COLUMNS(1, 10)
-COLUMNS(1, 11)
-COLUMNS(1, 12)
-COLUMNS(2, 1)
-COLUMNS(2, 2)
-COLUMNS(2, 3)
-COLUMNS(2, 4)
-COLUMNS(2, 5)
-COLUMNS(2, 6)
-COLUMNS(3, 1)
-COLUMNS(3, 2)
-COLUMNS(3, 3)
-COLUMNS(3, 4)
-COLUMNS(4, 1)
-COLUMNS(4, 2)
-COLUMNS(4, 3)
+GRADREF__CBD_UPTO_12(COLUMNS, 1)
+GRADREF__CBD_UPTO_6(COLUMNS, 2)
+GRADREF__CBD_UPTO_4(COLUMNS, 3)
+GRADREF__CBD_UPTO_3(COLUMNS, 4)
 static const gradref__cbd_columns_fn columns[COLUMNS_MAX][COLUMN_PANELS_MAX] = {
-    {columns_1_1, columns_1_2, columns_1_3, columns_1_4, columns_1_5, columns_1_6, columns_1_7,
-     columns_1_8, columns_1_9, columns_1_10, columns_1_11, columns_1_12},
-    {columns_2_1, columns_2_2, columns_2_3, columns_2_4, columns_2_5, columns_2_6},
-    {columns_3_1, columns_3_2, columns_3_3, columns_3_4},
-    {columns_4_1, columns_4_2, columns_4_3}};
+    {GRADREF__CBD_UPTO_12(GRADREF__CBD_COLUMNS_ENTRY, 1)},
+    {GRADREF__CBD_UPTO_6(GRADREF__CBD_COLUMNS_ENTRY, 2)},
+    {GRADREF__CBD_UPTO_4(GRADREF__CBD_COLUMNS_ENTRY, 3)},
+    {GRADREF__CBD_UPTO_3(GRADREF__CBD_COLUMNS_ENTRY, 4)}};
 
 GRADREF__CBD_TILE_COLUMNS(tile_columns_avx2, columns, column_panels)
 

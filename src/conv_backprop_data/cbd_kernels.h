@@ -199,6 +199,26 @@ typedef unsigned (*gradref__cbd_columns_fn)(const float *image, int64_t channel_
                 pr, M, c, ldc);                                                                    \
   }
 
+/* M(P, 1) ... M(P, N) for the column kernels' instances and their table rows, N up to 16. */
+#define GRADREF__CBD_UPTO_1(M, P)  M(P, 1)
+#define GRADREF__CBD_UPTO_2(M, P)  GRADREF__CBD_UPTO_1(M, P) M(P, 2)
+#define GRADREF__CBD_UPTO_3(M, P)  GRADREF__CBD_UPTO_2(M, P) M(P, 3)
+#define GRADREF__CBD_UPTO_4(M, P)  GRADREF__CBD_UPTO_3(M, P) M(P, 4)
+#define GRADREF__CBD_UPTO_5(M, P)  GRADREF__CBD_UPTO_4(M, P) M(P, 5)
+#define GRADREF__CBD_UPTO_6(M, P)  GRADREF__CBD_UPTO_5(M, P) M(P, 6)
+#define GRADREF__CBD_UPTO_7(M, P)  GRADREF__CBD_UPTO_6(M, P) M(P, 7)
+#define GRADREF__CBD_UPTO_8(M, P)  GRADREF__CBD_UPTO_7(M, P) M(P, 8)
+#define GRADREF__CBD_UPTO_9(M, P)  GRADREF__CBD_UPTO_8(M, P) M(P, 9)
+#define GRADREF__CBD_UPTO_10(M, P) GRADREF__CBD_UPTO_9(M, P) M(P, 10)
+#define GRADREF__CBD_UPTO_11(M, P) GRADREF__CBD_UPTO_10(M, P) M(P, 11)
+#define GRADREF__CBD_UPTO_12(M, P) GRADREF__CBD_UPTO_11(M, P) M(P, 12)
+#define GRADREF__CBD_UPTO_13(M, P) GRADREF__CBD_UPTO_12(M, P) M(P, 13)
+#define GRADREF__CBD_UPTO_14(M, P) GRADREF__CBD_UPTO_13(M, P) M(P, 14)
+#define GRADREF__CBD_UPTO_15(M, P) GRADREF__CBD_UPTO_14(M, P) M(P, 15)
+#define GRADREF__CBD_UPTO_16(M, P) GRADREF__CBD_UPTO_15(M, P) M(P, 16)
+/* A table row's entry: columns_P_G, */
+#define GRADREF__CBD_COLUMNS_ENTRY(P, G) columns_##P##_##G,
+
 /* Defines NAME, a tile_columns by gradref__cbd_column_groups over BY_COLS[cols - 1] (the
  * columns_P_G of P = cols) in groups of at most MOST[cols - 1] panels. */
 #define GRADREF__CBD_TILE_COLUMNS(NAME, BY_COLS, MOST)                                             \

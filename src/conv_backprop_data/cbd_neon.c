@@ -599,22 +599,15 @@ columns_body(int P, int G, const float *image, int64_t channel_stride, int64_t o
 }
 
 #  define COLUMNS(P, G) GRADREF__CBD_COLUMNS_FN(columns_body, P, G)
-COLUMNS(1, 1)
-COLUMNS(1, 2)
-COLUMNS(1, 3)
-COLUMNS(1, 4)
-COLUMNS(1, 5)
-COLUMNS(2, 1)
-COLUMNS(2, 2)
-COLUMNS(2, 3)
-COLUMNS(3, 1)
-COLUMNS(3, 2)
-COLUMNS(4, 1)
+GRADREF__CBD_UPTO_5(COLUMNS, 1)
+GRADREF__CBD_UPTO_3(COLUMNS, 2)
+GRADREF__CBD_UPTO_2(COLUMNS, 3)
+GRADREF__CBD_UPTO_1(COLUMNS, 4)
 static const gradref__cbd_columns_fn columns[COLUMNS_MAX][COLUMN_PANELS_MAX] = {
-    {columns_1_1, columns_1_2, columns_1_3, columns_1_4, columns_1_5},
-    {columns_2_1, columns_2_2, columns_2_3},
-    {columns_3_1, columns_3_2},
-    {columns_4_1}};
+    {GRADREF__CBD_UPTO_5(GRADREF__CBD_COLUMNS_ENTRY, 1)},
+    {GRADREF__CBD_UPTO_3(GRADREF__CBD_COLUMNS_ENTRY, 2)},
+    {GRADREF__CBD_UPTO_2(GRADREF__CBD_COLUMNS_ENTRY, 3)},
+    {GRADREF__CBD_UPTO_1(GRADREF__CBD_COLUMNS_ENTRY, 4)}};
 
 GRADREF__CBD_TILE_COLUMNS(tile_columns_neon, columns, column_panels)
 
