@@ -912,11 +912,12 @@ static void test_cbd_tile_columns(void **state) {
         const int64_t mr = k->tile_rows;
         int64_t clean = 0;
         for (int iter = 0; iter < 400; iter++) {
-            enum { SPAN = 256, LDC = 40, MAX_ROWS = 13 * 12 }; /* 13 panels of 12 rows */
+            /* 17 panels of up to 14 rows: AVX-512's groups of 16 panels split */
+            enum { SPAN = 256, LDC = 40, MAX_ROWS = 17 * GRADREF__CBD_TILE_ROWS };
             const int64_t ntaps = tu_range(&r, 1, 9), ocpg = tu_range(&r, 1, 6);
             const int64_t cs = SPAN + tu_range(&r, 0, 3), cols = tu_range(&r, 1, 4);
             const int64_t first = 16 * tu_range(&r, 0, 1) + tu_range(&r, 0, 16 - cols);
-            const int64_t pr = tu_range(&r, 1, mr), np = tu_range(&r, 1, 13);
+            const int64_t pr = tu_range(&r, 1, mr), np = tu_range(&r, 1, 17);
             const int64_t M = tu_range(&r, (np - 1) * pr + 1, np * pr), K = ntaps * ocpg;
             assert_true(np * pr <= MAX_ROWS);
             const int packed = iter % 3 == 2, plain = iter % 4 == 3;

@@ -481,6 +481,105 @@ void gradref__cbd_f32_scatter2_avx512(const float *from, int64_t len, int64_t ro
     }
 }
 
+/* ---- a tile's last few pixels, a panel's rows in the lanes (tile_columns) ----
+ * cbd_avx2.c's columns at 16 lanes: the 1 to 4 pixels past a tile's last 8 (which the tiles
+ * would give a vector of 8 lanes of 14 rows) for every 14-row panel at once, a panel's k step
+ * one vector (lanes 14 and 15 masked off) and each pixel's diff broadcast; each element's chain
+ * is the tile's, the same terms in the same order. */
+enum { COLUMNS_MAX = 4, COLUMN_PANELS_MAX = 16, COLUMN_CHAINS = 16 };
+
+/* The panels a column group takes at most for P pixels: P G <= COLUMN_CHAINS accumulators, which
+ * with the broadcasts or the panel vectors fit in 32 registers. */
+static const int column_panels[COLUMNS_MAX] = {16, 8, 5, 4};
+
+/* A 14-row panel's k step at w (only its own floats read: nothing may follow the last). */
+static inline __m512 panel14(const float *w) {
+    return _mm512_maskz_loadu_ps((__mmask16)((1u << GRADREF__CBD_TILE_ROWS) - 1u), w);
+}
+
+/* One k step of G panels and P pixels, each pixel's diff at b[p], which then steps by
+ * step[p]: the G panel vectors held when there are more pixels, else the P broadcasts. */
+__attribute__((always_inline)) static inline void column_step(int P, int G, const float *w,
+                                                              int64_t panel_floats, const float **b,
+                                                              const int64_t *step, __m512 *acc) {
+    if (P > G) {
+        __m512 wq[COLUMN_PANELS_MAX];
+#  pragma GCC unroll 16
+        for (int q = 0; q < G; q++)
+            wq[q] = panel14(w + q * panel_floats);
+#  pragma GCC unroll 16
+        for (int p = 0; p < P; p++) {
+            const __m512 bp = _mm512_set1_ps(*b[p]);
+            b[p] += step[p];
+#  pragma GCC unroll 16
+            for (int q = 0; q < G; q++)
+                acc[q * P + p] = _mm512_fmadd_ps(wq[q], bp, acc[q * P + p]);
+        }
+        return;
+    }
+    __m512 bp[COLUMNS_MAX];
+#  pragma GCC unroll 16
+    for (int p = 0; p < P; p++)
+        bp[p] = _mm512_set1_ps(*b[p]), b[p] += step[p];
+#  pragma GCC unroll 16
+    for (int q = 0; q < G; q++) {
+        const __m512 wq = panel14(w + q * panel_floats);
+#  pragma GCC unroll 16
+        for (int p = 0; p < P; p++)
+            acc[q * P + p] = _mm512_fmadd_ps(wq, bp[p], acc[q * P + p]);
+    }
+}
+
+__attribute__((always_inline)) static inline unsigned
+columns_body(int P, int G, const float *image, int64_t channel_stride, int64_t ocpg,
+             const int64_t *offset, const uint16_t *masks, int64_t ntaps, int64_t first,
+             const float *a, int64_t panel_floats, int64_t pr, int64_t M, float *c, int64_t ldc) {
+    enum { MR = GRADREF__CBD_TILE_ROWS };
+    const unsigned want = (1u << P) - 1u;
+    const int h = (int)(first / 16), lane = (int)(first % 16);
+    __m512 acc[COLUMN_CHAINS];
+#  pragma GCC unroll 16
+    for (int e = 0; e < P * G; e++)
+        acc[e] = _mm512_setzero_ps();
+    for (int64_t t = 0; t < ntaps; t++) {
+        const unsigned m = (unsigned)(masks[2 * t + h] >> lane) & want;
+        if (m == 0) continue; /* as tile32's taps without lanes: exact for a finite filter */
+        const float *b[COLUMNS_MAX];
+        int64_t step[COLUMNS_MAX];
+        gradref__cbd_column_sources(image + offset[t], channel_stride, first, m, P, b, step);
+        const float *w = a + t * ocpg * MR;
+        for (int64_t oc = 0; oc < ocpg; oc++, w += MR)
+            column_step(P, G, w, panel_floats, b, step, acc);
+    }
+    unsigned hit = 0;
+#  pragma GCC unroll 16
+    for (int q = 0; q < G; q++) {
+        const int64_t rows = M - q * pr < pr ? M - q * pr : pr;
+#  pragma GCC unroll 16
+        for (int p = 0; p < P; p++) {
+            float lanes[16];
+            _mm512_storeu_ps(lanes, acc[q * P + p]);
+            hit |= zero_or_nan16(acc[q * P + p], (__mmask16)((1u << rows) - 1u));
+            for (int64_t i = 0; i < rows; i++)
+                c[(q * pr + i) * ldc + first + p] = lanes[i];
+        }
+    }
+    return hit;
+}
+
+#  define COLUMNS(P, G) GRADREF__CBD_COLUMNS_FN(columns_body, P, G)
+GRADREF__CBD_UPTO_16(COLUMNS, 1)
+GRADREF__CBD_UPTO_8(COLUMNS, 2)
+GRADREF__CBD_UPTO_5(COLUMNS, 3)
+GRADREF__CBD_UPTO_4(COLUMNS, 4)
+static const gradref__cbd_columns_fn columns[COLUMNS_MAX][COLUMN_PANELS_MAX] = {
+    {GRADREF__CBD_UPTO_16(GRADREF__CBD_COLUMNS_ENTRY, 1)},
+    {GRADREF__CBD_UPTO_8(GRADREF__CBD_COLUMNS_ENTRY, 2)},
+    {GRADREF__CBD_UPTO_5(GRADREF__CBD_COLUMNS_ENTRY, 3)},
+    {GRADREF__CBD_UPTO_4(GRADREF__CBD_COLUMNS_ENTRY, 4)}};
+
+GRADREF__CBD_TILE_COLUMNS(tile_columns_avx512, columns, column_panels)
+
 /* MegEngine DEFAULT, 16 lanes (cbd_megengine_lanes.h) */
 #  define LANES 16
 #  define ME_LOAD_F16(p)                                                                           \
@@ -502,7 +601,7 @@ void gradref__cbd_f32_scatter2_avx512(const float *from, int64_t len, int64_t ro
     .dw_plane3x3 = gradref__cbd_f32_dw_plane3x3_avx512,                                            \
     .dw_plane_s2 = gradref__cbd_f32_dw_plane_s2_avx2, .tile_rows = GRADREF__CBD_TILE_ROWS,         \
     .tile32 = gradref__cbd_f32_tile32_avx512, .pack_tile32 = gradref__cbd_f32_pack_tile32_avx512,  \
-    .tile32_masks = gradref__cbd_tile32_masks_avx512,                                              \
+    .tile32_masks = gradref__cbd_tile32_masks_avx512, .tile_columns = tile_columns_avx512,         \
     .scatter2 = gradref__cbd_f32_scatter2_avx512,                                                  \
     .interleave2 = gradref__cbd_f32_interleave2_avx2, .qs8_row = gradref__cbd_qs8_row_avx2,        \
     .megengine_row = megengine_row_avx512, .megengine_lanes = 16,                                  \
