@@ -714,10 +714,6 @@ unsigned gradref__cbd_f32_tile32_avx2(const float *image, int64_t channel_stride
  * latency, where tile32 would fill one vector of 8 pixel lanes with P. */
 enum { COLUMNS_MAX = 4, COLUMN_PANELS_MAX = 12, COLUMN_CHAINS = 12 };
 
-/* The panels a column group takes at most for P pixels: P G <= COLUMN_CHAINS accumulators, which
- * with the broadcasts or the panel vectors fit in 16 registers. */
-static const int column_panels[COLUMNS_MAX] = {12, 6, 4, 3};
-
 /* A 6-row panel's k step at w; `last`: only its own 6 floats read (nothing may follow them). */
 static inline __m256 panel6(const float *w, int last) {
     if (!last) return _mm256_loadu_ps(w);
@@ -792,18 +788,9 @@ columns_body(int P, int G, const float *image, int64_t channel_stride, int64_t o
 }
 #  undef COLUMN_STEP
 
-#  define COLUMNS(P, G) GRADREF__CBD_COLUMNS_FN(columns_body, P, G)
-GRADREF__CBD_UPTO_12(COLUMNS, 1)
-GRADREF__CBD_UPTO_6(COLUMNS, 2)
-GRADREF__CBD_UPTO_4(COLUMNS, 3)
-GRADREF__CBD_UPTO_3(COLUMNS, 4)
-static const gradref__cbd_columns_fn columns[COLUMNS_MAX][COLUMN_PANELS_MAX] = {
-    {GRADREF__CBD_UPTO_12(GRADREF__CBD_COLUMNS_ENTRY, 1)},
-    {GRADREF__CBD_UPTO_6(GRADREF__CBD_COLUMNS_ENTRY, 2)},
-    {GRADREF__CBD_UPTO_4(GRADREF__CBD_COLUMNS_ENTRY, 3)},
-    {GRADREF__CBD_UPTO_3(GRADREF__CBD_COLUMNS_ENTRY, 4)}};
-
-GRADREF__CBD_TILE_COLUMNS(tile_columns_avx2, columns, column_panels)
+/* column_panels, the panels a column group takes at most for P pixels: P G <= COLUMN_CHAINS
+ * accumulators, which with the broadcasts or the panel vectors fit in 16 registers. */
+GRADREF__CBD_COLUMN_KERNELS(tile_columns_avx2, 12, 6, 4, 3)
 
 /* The I8 twin of half_body: 32-bit words of two int16 values, each product pair summed by
  * vpmaddwd (at most 2 x 2^14: no saturation) and added in int32, which wraps as the reference's

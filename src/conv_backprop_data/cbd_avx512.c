@@ -488,10 +488,6 @@ void gradref__cbd_f32_scatter2_avx512(const float *from, int64_t len, int64_t ro
  * is the tile's, the same terms in the same order. */
 enum { COLUMNS_MAX = 4, COLUMN_PANELS_MAX = 16, COLUMN_CHAINS = 16 };
 
-/* The panels a column group takes at most for P pixels: P G <= COLUMN_CHAINS accumulators, which
- * with the broadcasts or the panel vectors fit in 32 registers. */
-static const int column_panels[COLUMNS_MAX] = {16, 8, 5, 4};
-
 /* A 14-row panel's k step at w (only its own floats read: nothing may follow the last). */
 static inline __m512 panel14(const float *w) {
     return _mm512_maskz_loadu_ps((__mmask16)((1u << GRADREF__CBD_TILE_ROWS) - 1u), w);
@@ -567,18 +563,9 @@ columns_body(int P, int G, const float *image, int64_t channel_stride, int64_t o
     return hit;
 }
 
-#  define COLUMNS(P, G) GRADREF__CBD_COLUMNS_FN(columns_body, P, G)
-GRADREF__CBD_UPTO_16(COLUMNS, 1)
-GRADREF__CBD_UPTO_8(COLUMNS, 2)
-GRADREF__CBD_UPTO_5(COLUMNS, 3)
-GRADREF__CBD_UPTO_4(COLUMNS, 4)
-static const gradref__cbd_columns_fn columns[COLUMNS_MAX][COLUMN_PANELS_MAX] = {
-    {GRADREF__CBD_UPTO_16(GRADREF__CBD_COLUMNS_ENTRY, 1)},
-    {GRADREF__CBD_UPTO_8(GRADREF__CBD_COLUMNS_ENTRY, 2)},
-    {GRADREF__CBD_UPTO_5(GRADREF__CBD_COLUMNS_ENTRY, 3)},
-    {GRADREF__CBD_UPTO_4(GRADREF__CBD_COLUMNS_ENTRY, 4)}};
-
-GRADREF__CBD_TILE_COLUMNS(tile_columns_avx512, columns, column_panels)
+/* column_panels, the panels a column group takes at most for P pixels: P G <= COLUMN_CHAINS
+ * accumulators, which with the broadcasts or the panel vectors fit in 32 registers. */
+GRADREF__CBD_COLUMN_KERNELS(tile_columns_avx512, 16, 8, 5, 4)
 
 /* MegEngine DEFAULT, 16 lanes (cbd_megengine_lanes.h) */
 #  define LANES 16

@@ -199,25 +199,25 @@ typedef unsigned (*gradref__cbd_columns_fn)(const float *image, int64_t channel_
                 pr, M, c, ldc);                                                                    \
   }
 
-/* M(P, 1) ... M(P, N) for the column kernels' instances and their table rows, N up to 16. */
-#define GRADREF__CBD_UPTO_1(M, P)  M(P, 1)
-#define GRADREF__CBD_UPTO_2(M, P)  GRADREF__CBD_UPTO_1(M, P) M(P, 2)
-#define GRADREF__CBD_UPTO_3(M, P)  GRADREF__CBD_UPTO_2(M, P) M(P, 3)
-#define GRADREF__CBD_UPTO_4(M, P)  GRADREF__CBD_UPTO_3(M, P) M(P, 4)
-#define GRADREF__CBD_UPTO_5(M, P)  GRADREF__CBD_UPTO_4(M, P) M(P, 5)
-#define GRADREF__CBD_UPTO_6(M, P)  GRADREF__CBD_UPTO_5(M, P) M(P, 6)
-#define GRADREF__CBD_UPTO_7(M, P)  GRADREF__CBD_UPTO_6(M, P) M(P, 7)
-#define GRADREF__CBD_UPTO_8(M, P)  GRADREF__CBD_UPTO_7(M, P) M(P, 8)
-#define GRADREF__CBD_UPTO_9(M, P)  GRADREF__CBD_UPTO_8(M, P) M(P, 9)
-#define GRADREF__CBD_UPTO_10(M, P) GRADREF__CBD_UPTO_9(M, P) M(P, 10)
-#define GRADREF__CBD_UPTO_11(M, P) GRADREF__CBD_UPTO_10(M, P) M(P, 11)
-#define GRADREF__CBD_UPTO_12(M, P) GRADREF__CBD_UPTO_11(M, P) M(P, 12)
-#define GRADREF__CBD_UPTO_13(M, P) GRADREF__CBD_UPTO_12(M, P) M(P, 13)
-#define GRADREF__CBD_UPTO_14(M, P) GRADREF__CBD_UPTO_13(M, P) M(P, 14)
-#define GRADREF__CBD_UPTO_15(M, P) GRADREF__CBD_UPTO_14(M, P) M(P, 15)
-#define GRADREF__CBD_UPTO_16(M, P) GRADREF__CBD_UPTO_15(M, P) M(P, 16)
-/* A table row's entry: columns_P_G, */
-#define GRADREF__CBD_COLUMNS_ENTRY(P, G) columns_##P##_##G,
+/* M(P, 1) ... M(P, N), N up to 16. */
+#define GRADREF__CBD_UPTO_1(M, P)          M(P, 1)
+#define GRADREF__CBD_UPTO_2(M, P)          GRADREF__CBD_UPTO_1(M, P) M(P, 2)
+#define GRADREF__CBD_UPTO_3(M, P)          GRADREF__CBD_UPTO_2(M, P) M(P, 3)
+#define GRADREF__CBD_UPTO_4(M, P)          GRADREF__CBD_UPTO_3(M, P) M(P, 4)
+#define GRADREF__CBD_UPTO_5(M, P)          GRADREF__CBD_UPTO_4(M, P) M(P, 5)
+#define GRADREF__CBD_UPTO_6(M, P)          GRADREF__CBD_UPTO_5(M, P) M(P, 6)
+#define GRADREF__CBD_UPTO_7(M, P)          GRADREF__CBD_UPTO_6(M, P) M(P, 7)
+#define GRADREF__CBD_UPTO_8(M, P)          GRADREF__CBD_UPTO_7(M, P) M(P, 8)
+#define GRADREF__CBD_UPTO_9(M, P)          GRADREF__CBD_UPTO_8(M, P) M(P, 9)
+#define GRADREF__CBD_UPTO_10(M, P)         GRADREF__CBD_UPTO_9(M, P) M(P, 10)
+#define GRADREF__CBD_UPTO_11(M, P)         GRADREF__CBD_UPTO_10(M, P) M(P, 11)
+#define GRADREF__CBD_UPTO_12(M, P)         GRADREF__CBD_UPTO_11(M, P) M(P, 12)
+#define GRADREF__CBD_UPTO_13(M, P)         GRADREF__CBD_UPTO_12(M, P) M(P, 13)
+#define GRADREF__CBD_UPTO_14(M, P)         GRADREF__CBD_UPTO_13(M, P) M(P, 14)
+#define GRADREF__CBD_UPTO_15(M, P)         GRADREF__CBD_UPTO_14(M, P) M(P, 15)
+#define GRADREF__CBD_UPTO_16(M, P)         GRADREF__CBD_UPTO_15(M, P) M(P, 16)
+#define GRADREF__CBD_COLUMNS_BODY_FN(P, G) GRADREF__CBD_COLUMNS_FN(columns_body, P, G)
+#define GRADREF__CBD_COLUMNS_ENTRY(P, G)   columns_##P##_##G,
 
 /* Defines NAME, a tile_columns by gradref__cbd_column_groups over BY_COLS[cols - 1] (the
  * columns_P_G of P = cols) in groups of at most MOST[cols - 1] panels. */
@@ -230,6 +230,26 @@ typedef unsigned (*gradref__cbd_columns_fn)(const float *image, int64_t channel_
                                       ocpg, offset, masks, ntaps, first, a, panel_floats, pr, M,   \
                                       c, ldc);                                                     \
   }
+
+/* columns_P_G for P pixels (1 to 4) and G panels (1 to N<P>), by the file's columns_body. */
+#define GRADREF__CBD_COLUMNS_INSTANCES(N1, N2, N3, N4)                                             \
+  GRADREF__CBD_UPTO_##N1(GRADREF__CBD_COLUMNS_BODY_FN, 1)                                          \
+      GRADREF__CBD_UPTO_##N2(GRADREF__CBD_COLUMNS_BODY_FN, 2)                                      \
+          GRADREF__CBD_UPTO_##N3(GRADREF__CBD_COLUMNS_BODY_FN, 3)                                  \
+              GRADREF__CBD_UPTO_##N4(GRADREF__CBD_COLUMNS_BODY_FN, 4)
+
+/* Defines a level's tile_columns NAME over its columns_body(P, G, ...) (the file's, with its
+ * COLUMNS_MAX = 4 and COLUMN_PANELS_MAX = N1): the instances, their table, and column_panels,
+ * the most panels a group takes for P pixels. */
+#define GRADREF__CBD_COLUMN_KERNELS(NAME, N1, N2, N3, N4)                                          \
+  GRADREF__CBD_COLUMNS_INSTANCES(N1, N2, N3, N4)                                                   \
+  static const gradref__cbd_columns_fn columns[COLUMNS_MAX][COLUMN_PANELS_MAX] = {                 \
+      {GRADREF__CBD_UPTO_##N1(GRADREF__CBD_COLUMNS_ENTRY, 1)},                                     \
+      {GRADREF__CBD_UPTO_##N2(GRADREF__CBD_COLUMNS_ENTRY, 2)},                                     \
+      {GRADREF__CBD_UPTO_##N3(GRADREF__CBD_COLUMNS_ENTRY, 3)},                                     \
+      {GRADREF__CBD_UPTO_##N4(GRADREF__CBD_COLUMNS_ENTRY, 4)}};                                    \
+  static const int column_panels[COLUMNS_MAX] = {N1, N2, N3, N4};                                  \
+  GRADREF__CBD_TILE_COLUMNS(NAME, columns, column_panels)
 
 /* Where tile_columns reads pixel first + p (p < P) of a tap at `at` (image + its offset): b[p]
  * and a step of channel_stride a channel, or +0 and no step where the tap's mask m (its bits

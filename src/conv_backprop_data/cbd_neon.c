@@ -536,10 +536,6 @@ static unsigned tile32_neon(const float *image, int64_t channel_stride, int64_t 
  * with P. */
 enum { COLUMNS_MAX = 4, COLUMN_PANELS_MAX = 5, COLUMN_CHAINS = 18 };
 
-/* The panels a column group takes at most for P pixels: 3 P G <= COLUMN_CHAINS accumulators,
- * 15 for one pixel (with more, gcc loads the panels ahead of the FMLAs and spills). */
-static const int column_panels[COLUMNS_MAX] = {5, 3, 2, 1};
-
 __attribute__((always_inline)) static inline unsigned
 columns_body(int P, int G, const float *image, int64_t channel_stride, int64_t ocpg,
              const int64_t *offset, const uint16_t *masks, int64_t ntaps, int64_t first,
@@ -598,18 +594,9 @@ columns_body(int P, int G, const float *image, int64_t channel_stride, int64_t o
     return vmaxvq_u32(bad) != 0;
 }
 
-#  define COLUMNS(P, G) GRADREF__CBD_COLUMNS_FN(columns_body, P, G)
-GRADREF__CBD_UPTO_5(COLUMNS, 1)
-GRADREF__CBD_UPTO_3(COLUMNS, 2)
-GRADREF__CBD_UPTO_2(COLUMNS, 3)
-GRADREF__CBD_UPTO_1(COLUMNS, 4)
-static const gradref__cbd_columns_fn columns[COLUMNS_MAX][COLUMN_PANELS_MAX] = {
-    {GRADREF__CBD_UPTO_5(GRADREF__CBD_COLUMNS_ENTRY, 1)},
-    {GRADREF__CBD_UPTO_3(GRADREF__CBD_COLUMNS_ENTRY, 2)},
-    {GRADREF__CBD_UPTO_2(GRADREF__CBD_COLUMNS_ENTRY, 3)},
-    {GRADREF__CBD_UPTO_1(GRADREF__CBD_COLUMNS_ENTRY, 4)}};
-
-GRADREF__CBD_TILE_COLUMNS(tile_columns_neon, columns, column_panels)
+/* column_panels, the panels a column group takes at most for P pixels: 3 P G <= COLUMN_CHAINS
+ * accumulators, 15 for one pixel (with more, gcc loads the panels ahead of the FMLAs, spilling). */
+GRADREF__CBD_COLUMN_KERNELS(tile_columns_neon, 5, 3, 2, 1)
 
 /* The two 16-lane masks per tap of a tile (tile32_masks), 4 lanes a compare: each lane's
  * sub-grid coordinates once, then per tap and dim an add and two compares (the coordinates and
