@@ -752,18 +752,16 @@ __attribute__((always_inline)) static inline unsigned
 columns_body(int P, int G, const float *image, int64_t channel_stride, int64_t ocpg,
              const int64_t *offset, const uint16_t *masks, int64_t ntaps, int64_t first,
              const float *a, int64_t panel_floats, int64_t pr, int64_t M, float *c, int64_t ldc) {
-    const unsigned want = (1u << P) - 1u;
-    const int h = (int)(first / 16), lane = (int)(first % 16);
     __m256 acc[COLUMN_CHAINS];
 #  pragma GCC unroll 12
     for (int e = 0; e < COLUMN_CHAINS; e++)
         acc[e] = _mm256_setzero_ps();
     for (int64_t t = 0; t < ntaps; t++) {
-        const unsigned m = (unsigned)(masks[2 * t + h] >> lane) & want;
-        if (m == 0) continue; /* as tile32's taps without lanes: exact for a finite filter */
         const float *b[COLUMNS_MAX];
         int64_t step[COLUMNS_MAX];
-        gradref__cbd_column_sources(image + offset[t], channel_stride, first, m, P, b, step);
+        if (!gradref__cbd_column_sources(image + offset[t], channel_stride, first, masks + 2 * t, P,
+                                         b, step))
+            continue;
         const float *w = a + t * ocpg * 6;
         const int end = t == ntaps - 1; /* the panels' last step: its own floats only */
         for (int64_t oc = 0; oc < ocpg - end; oc++)
@@ -780,8 +778,7 @@ columns_body(int P, int G, const float *image, int64_t channel_stride, int64_t o
             float lanes[8];
             _mm256_storeu_ps(lanes, acc[q * P + p]);
             hit |= (unsigned)_mm256_movemask_ps(zero_or_nan8(acc[q * P + p])) & live;
-            for (int64_t i = 0; i < rows; i++)
-                c[(q * pr + i) * ldc + first + p] = lanes[i];
+            gradref__cbd_column_store(lanes, rows, c + q * pr * ldc + first + p, ldc);
         }
     }
     return hit;

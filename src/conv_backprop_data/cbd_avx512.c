@@ -531,18 +531,16 @@ columns_body(int P, int G, const float *image, int64_t channel_stride, int64_t o
              const int64_t *offset, const uint16_t *masks, int64_t ntaps, int64_t first,
              const float *a, int64_t panel_floats, int64_t pr, int64_t M, float *c, int64_t ldc) {
     enum { MR = GRADREF__CBD_TILE_ROWS };
-    const unsigned want = (1u << P) - 1u;
-    const int h = (int)(first / 16), lane = (int)(first % 16);
     __m512 acc[COLUMN_CHAINS];
 #  pragma GCC unroll 16
     for (int e = 0; e < P * G; e++)
         acc[e] = _mm512_setzero_ps();
     for (int64_t t = 0; t < ntaps; t++) {
-        const unsigned m = (unsigned)(masks[2 * t + h] >> lane) & want;
-        if (m == 0) continue; /* as tile32's taps without lanes: exact for a finite filter */
         const float *b[COLUMNS_MAX];
         int64_t step[COLUMNS_MAX];
-        gradref__cbd_column_sources(image + offset[t], channel_stride, first, m, P, b, step);
+        if (!gradref__cbd_column_sources(image + offset[t], channel_stride, first, masks + 2 * t, P,
+                                         b, step))
+            continue;
         const float *w = a + t * ocpg * MR;
         for (int64_t oc = 0; oc < ocpg; oc++, w += MR)
             column_step(P, G, w, panel_floats, b, step, acc);
@@ -556,8 +554,7 @@ columns_body(int P, int G, const float *image, int64_t channel_stride, int64_t o
             float lanes[16];
             _mm512_storeu_ps(lanes, acc[q * P + p]);
             hit |= zero_or_nan16(acc[q * P + p], (__mmask16)((1u << rows) - 1u));
-            for (int64_t i = 0; i < rows; i++)
-                c[(q * pr + i) * ldc + first + p] = lanes[i];
+            gradref__cbd_column_store(lanes, rows, c + q * pr * ldc + first + p, ldc);
         }
     }
     return hit;

@@ -252,17 +252,28 @@ typedef unsigned (*gradref__cbd_columns_fn)(const float *image, int64_t channel_
   GRADREF__CBD_TILE_COLUMNS(NAME, columns, column_panels)
 
 /* Where tile_columns reads pixel first + p (p < P) of a tap at `at` (image + its offset): b[p]
- * and a step of channel_stride a channel, or +0 and no step where the tap's mask m (its bits
- * from the first pixel's on) leaves the pixel out, as a tile's lane reads it. */
-static inline void gradref__cbd_column_sources(const float *at, int64_t channel_stride,
-                                               int64_t first, unsigned m, int P, const float **b,
-                                               int64_t *step) {
+ * and a step of channel_stride a channel, or +0 and no step where the tap's lane masks (its
+ * two, tile32's) leave the pixel out, as a tile's lane reads it. Returns 0 when they leave
+ * out all P pixels: the tap is then skipped, as tile32 skips a tap without lanes (exact for a
+ * finite filter). */
+static inline unsigned gradref__cbd_column_sources(const float *at, int64_t channel_stride,
+                                                   int64_t first, const uint16_t *tap_masks, int P,
+                                                   const float **b, int64_t *step) {
     static const float zero = 0.0f;
+    const unsigned m = (unsigned)(tap_masks[first / 16] >> (first % 16)) & ((1u << P) - 1u);
     for (int p = 0; p < P; p++) {
         const int in = (m >> p) & 1u;
         b[p] = in ? at + first + p : &zero;
         step[p] = in ? channel_stride : 0;
     }
+    return m;
+}
+
+/* A column's values for `rows` panel rows (lanes[i] for row i) into c, rows ldc apart. */
+static inline void gradref__cbd_column_store(const float *lanes, int64_t rows, float *c,
+                                             int64_t ldc) {
+    for (int64_t i = 0; i < rows; i++)
+        c[i * ldc] = lanes[i];
 }
 
 /* tile_columns (same arguments but cols) by groups of at most `most` panels, as even as the

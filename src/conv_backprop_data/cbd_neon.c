@@ -541,18 +541,16 @@ columns_body(int P, int G, const float *image, int64_t channel_stride, int64_t o
              const int64_t *offset, const uint16_t *masks, int64_t ntaps, int64_t first,
              const float *a, int64_t panel_floats, int64_t pr, int64_t M, float *c, int64_t ldc) {
     static const uint32_t lane_index[12] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11};
-    const unsigned want = (1u << P) - 1u;
-    const int h = (int)(first / 16), lane = (int)(first % 16);
     float32x4_t acc[COLUMN_CHAINS]; /* (panel, vector, pixel) */
 #  pragma GCC unroll 18
     for (int e = 0; e < COLUMN_CHAINS; e++)
         acc[e] = vdupq_n_f32(0.0f);
     for (int64_t t = 0; t < ntaps; t++) {
-        const unsigned m = (unsigned)(masks[2 * t + h] >> lane) & want;
-        if (m == 0) continue; /* as a block's taps without lanes: exact for a finite filter */
         const float *b[COLUMNS_MAX];
         int64_t step[COLUMNS_MAX];
-        gradref__cbd_column_sources(image + offset[t], channel_stride, first, m, P, b, step);
+        if (!gradref__cbd_column_sources(image + offset[t], channel_stride, first, masks + 2 * t, P,
+                                         b, step))
+            continue;
         const float *w = a + t * ocpg * 12;
         for (int64_t oc = 0; oc < ocpg; oc++, w += 12) {
             float32x4_t bp[COLUMNS_MAX];
@@ -587,8 +585,7 @@ columns_body(int P, int G, const float *image, int64_t channel_stride, int64_t o
                 bad = vorrq_u32(bad, vbicq_u32(live, nonzero_number4(x)));
                 vst1q_f32(lanes + 4 * v, x);
             }
-            for (int64_t i = 0; i < rows; i++)
-                c[(q * pr + i) * ldc + first + p] = lanes[i];
+            gradref__cbd_column_store(lanes, rows, c + q * pr * ldc + first + p, ldc);
         }
     }
     return vmaxvq_u32(bad) != 0;
