@@ -139,26 +139,61 @@ static inline me_vu me_max_u(me_vu a, me_vu b) {
 #endif
 }
 
-/* One term of every chain of the block: sum[c] = g[c] + w[c] * dv (two float roundings, as
- * MegEngine), then sum rounded to 16 bits, kept in the lanes with a term (valid). Whether the
- * fast roundings hold for every lane is read from the magnitudes' extremes (lo: the smallest
- * non-zero magnitude - 1 wrapping 0 to the top; hi: the largest), one test for the block. */
-__attribute__((always_inline)) static inline void
-me_term(me_vf *g, const float *w, me_vf dv, me_vi valid, int partial, int64_t nic, const int bf16) {
+/* Whether the fast rounding may differ from the exact one for a sum whose magnitude ax was
+ * folded into lo (min of ax - 1) and hi (max of ax): F16, a subnormal, overflowing or NaN sum;
+ * BF16, a NaN. */
+static inline int me_fast_failed(int bf16, me_vu lo, me_vu hi) {
+    return bf16 ? me_any((me_vi)(hi > 0x7f800000u))
+                : me_any((me_vi)(lo < 0x387fffffu) | (me_vi)(hi >= 0x477ff000u));
+}
+
+/* me_term's fast steps (partial a constant in each instance): each sum rounded by the fast
+ * rounding, its magnitude's bits doubled (the sign shifted out, no mask held) folded into *lo as
+ * 2|s| - 1 (0 wrapping to the top) and *hi as 2|s|. */
+__attribute__((always_inline)) static inline void me_fast_terms(me_vf *g, const float *w, me_vf dv,
+                                                                me_vi valid, const int partial,
+                                                                int64_t nic, const int bf16,
+                                                                me_vu *lo, me_vu *hi) {
     enum { C = GRADREF__CBD_ME_CHANNELS };
+#pragma GCC unroll 8
+    for (int c = 0; c < C; c++) {
+        if (c >= nic) break;
+        const me_vf sum = g[c] + w[c] * dv;
+        const me_vu ax2 = (me_vu)sum + (me_vu)sum;
+        if (!bf16) *lo = me_min_u(*lo, ax2 - 1u);
+        *hi = me_max_u(*hi, ax2);
+        const me_vf r = bf16 ? me_round_bf16_fast(sum) : me_round_f16_fast(sum);
+        g[c] = partial ? (me_vf)(((me_vu)r & (me_vu)valid) | ((me_vu)g[c] & ~(me_vu)valid)) : r;
+    }
+}
+
+/* One term of every chain of the block: sum[c] = g[c] + w[c] * dv (two float roundings, as
+ * MegEngine), then sum rounded to 16 bits, kept in the lanes with a term (valid). exact 0:
+ * me_fast_terms, whose *lo and *hi the caller tests after a run of terms; 1: the step tests its
+ * own sums and rounds them exactly where the fast rounding would not. */
+__attribute__((always_inline)) static inline void me_term(me_vf *g, const float *w, me_vf dv,
+                                                          me_vi valid, int partial, int64_t nic,
+                                                          const int bf16, const int exact,
+                                                          me_vu *lo, me_vu *hi) {
+    enum { C = GRADREF__CBD_ME_CHANNELS };
+    if (!exact) {
+        if (partial)
+            me_fast_terms(g, w, dv, valid, 1, nic, bf16, lo, hi);
+        else
+            me_fast_terms(g, w, dv, valid, 0, nic, bf16, lo, hi);
+        return;
+    }
     me_vf sum[C] = {(me_vf){0}}; /* past nic: unused */
-    me_vu lo = (me_vu){0} - 1u, hi = (me_vu){0};
+    me_vu step_lo = (me_vu){0} - 1u, step_hi = (me_vu){0};
 #pragma GCC unroll 8
     for (int c = 0; c < C; c++) {
         if (c >= nic) break;
         sum[c] = g[c] + w[c] * dv;
         const me_vu ax = (me_vu)sum[c] & 0x7fffffffu;
-        lo = me_min_u(lo, ax - 1u);
-        hi = me_max_u(hi, ax);
+        step_lo = me_min_u(step_lo, ax - 1u);
+        step_hi = me_max_u(step_hi, ax);
     }
-    /* F16: a subnormal, overflowing or NaN result; BF16: a NaN */
-    const int slow = bf16 ? me_any((me_vi)(hi > 0x7f800000u))
-                          : me_any((me_vi)(lo < 0x387fffffu) | (me_vi)(hi >= 0x477ff000u));
+    const int slow = me_fast_failed(bf16, step_lo, step_hi);
 #pragma GCC unroll 8
     for (int c = 0; c < C; c++) {
         if (c >= nic) break;
@@ -169,9 +204,41 @@ me_term(me_vf *g, const float *w, me_vf dv, me_vi valid, int partial, int64_t ni
     }
 }
 
+/* The terms of output channel oc, every tap in order, into the chains g (me_term's exact). */
+__attribute__((always_inline)) static inline void
+me_channel_terms(const gradref__cbd_me_row *a, int64_t oc, me_vf *g, const me_vi *valid,
+                 const int *partial, int64_t nic, const int bf16, const int wide, const int exact,
+                 me_vu *lo, me_vu *hi) {
+    enum { C = GRADREF__CBD_ME_CHANNELS };
+    const uint16_t *f = a->filter + oc * a->fs_oc, *d = a->diff + oc * a->ds_oc;
+    for (int64_t t = 0; t < a->ntaps; t++) {
+        const int64_t o2 = a->tap[t].base + a->j0;
+        const me_vf dv = me_diff_lanes(bf16, d + a->tap[t].drow, o2, a->O2, a->ds5, a->count);
+        float converted[C];
+        const float *w = converted; /* wide: read in place, broadcast from memory */
+        if (wide) {
+            w = a->wf + oc * a->wf_oc + a->tap[t].fk * C;
+        } else {
+            const uint16_t *fw = f + a->tap[t].foff;
+            for (int c = 0; c < C; c++) {
+                const uint16_t wbits = c < nic ? fw[c * a->fs_ic] : 0;
+#ifdef ME_F16_SCALAR
+                converted[c] = bf16 ? gradref__bf16_to_f32(wbits) : ME_F16_SCALAR(wbits);
+#else
+                converted[c] = bf16 ? gradref__bf16_to_f32(wbits) : gradref__f16_to_f32(wbits);
+#endif
+            }
+        }
+        me_term(g, w, dv, valid[t], partial[t], nic, bf16, exact, lo, hi);
+    }
+}
+
 /* Up to GRADREF__CBD_ME_CHANNELS input channels at once: independent chains (one element's
  * chain is a sequence of dependent roundings) that share each tap's diff values. wide: the
- * weights from the block's f32 copy (a->wf), else converted from the filter per term. */
+ * weights from the block's f32 copy (a->wf), else converted from the filter per term. Each
+ * output channel's terms run with the fast rounding and no test between them; where one of
+ * their sums left its range (rare), the chains go back to where they were and those terms run
+ * again with the exact roundings: the same bits, without a test and branch a term. */
 __attribute__((always_inline)) static inline void
 me_row_body(const gradref__cbd_me_row *a, const int bf16, const int whole, const int wide) {
     enum { C = GRADREF__CBD_ME_CHANNELS };
@@ -192,26 +259,13 @@ me_row_body(const gradref__cbd_me_row *a, const int bf16, const int whole, const
         partial[t] = me_any(~valid[t]);
     }
     for (int64_t oc = 0; oc < a->OCpg; oc++) {
-        const uint16_t *f = a->filter + oc * a->fs_oc, *d = a->diff + oc * a->ds_oc;
-        for (int64_t t = 0; t < a->ntaps; t++) {
-            const int64_t o2 = a->tap[t].base + a->j0;
-            const me_vf dv = me_diff_lanes(bf16, d + a->tap[t].drow, o2, a->O2, a->ds5, a->count);
-            float converted[C];
-            const float *w = converted; /* wide: read in place, broadcast from memory */
-            if (wide) {
-                w = a->wf + oc * a->wf_oc + a->tap[t].fk * C;
-            } else {
-                const uint16_t *fw = f + a->tap[t].foff;
-                for (int c = 0; c < C; c++) {
-                    const uint16_t wbits = c < nic ? fw[c * a->fs_ic] : 0;
-#ifdef ME_F16_SCALAR
-                    converted[c] = bf16 ? gradref__bf16_to_f32(wbits) : ME_F16_SCALAR(wbits);
-#else
-                    converted[c] = bf16 ? gradref__bf16_to_f32(wbits) : gradref__f16_to_f32(wbits);
-#endif
-                }
-            }
-            me_term(g, w, dv, valid[t], partial[t], nic, bf16);
+        me_vf before[C];
+        memcpy(before, g, sizeof before);
+        me_vu lo = (me_vu){0} - 1u, hi = (me_vu){0};
+        me_channel_terms(a, oc, g, valid, partial, nic, bf16, wide, 0, &lo, &hi);
+        if (me_fast_failed(bf16, lo >> 1, hi >> 1)) { /* me_fast_terms' doubled magnitudes */
+            memcpy(g, before, sizeof before);
+            me_channel_terms(a, oc, g, valid, partial, nic, bf16, wide, 1, &lo, &hi);
         }
     }
     for (int64_t c = 0; c < nic; c++)
