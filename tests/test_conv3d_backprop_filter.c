@@ -720,6 +720,24 @@ static void test_wide_channels(void **state) {
     }
 }
 
+/* A first layer's shape: 3 input channels and a 3x3x3 kernel give 81 rows of x against 32
+ * output channels, so the no-workspace path's tiles at 2 and 3 threads are narrower than the
+ * widest its GEMM allows (AVX2: 24 rows by 16 of 32 columns) and pack dy fewer times: the
+ * reference's bits in both layouts, at 600 reduction indices (3 blocks, a partial one). */
+static void test_first_layer_tiles(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(72);
+    const int64_t I[3] = {4, 10, 15}, K[3] = {3, 3, 3}, S[3] = {1, 1, 1};
+    const int64_t P[6] = {1, 1, 1, 1, 1, 1};
+    for (int layout = 0; layout < 2; layout++) {
+        geometry g = geo(1, 3, 32, 1, I, K, S, P);
+        c3f_case c;
+        make_case(&c, &g, GRADREF_F32, GRADREF_F32, layout, layout, &r);
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+        free_case(&c);
+    }
+}
+
 /* Channel-major F32 dy read by one row block per group (512+ rows) is gathered into the B
  * panels straight from dy (no staged copy), at HF32 too (the panels rounded as gathered): the
  * reference's bits at every kernel level and thread count, with a partial last panel of
@@ -1343,6 +1361,7 @@ int main(void) {
         cmocka_unit_test(test_threads_bounded_by_work),
         cmocka_unit_test(test_workspace_follows_work),
         cmocka_unit_test(test_wide_channels),
+        cmocka_unit_test(test_first_layer_tiles),
         cmocka_unit_test(test_dy_gathered),
         cmocka_unit_test(test_row_tiles_and_split),
         cmocka_unit_test(test_workspace_for_fewer_threads),

@@ -465,9 +465,9 @@ static void tiles(const void *arg, int64_t begin, int64_t end) {
     }
 }
 
-/* Columns per tile: all of a group's, up to the GEMM's block of them (GEMM_NC), while one row
- * panel's counter fits: x, the costlier operand to pack, is then packed once for all of them. */
-static int64_t tile_columns(const gradref__c3f_plan *p, int64_t slots, int64_t mr, int64_t nr) {
+/* The most columns a tile takes: all of a group's, up to the GEMM's block of them (GEMM_NC),
+ * while one row panel's counter fits. */
+static int64_t widest_columns(const gradref__c3f_plan *p, int64_t slots, int64_t mr, int64_t nr) {
     int64_t cols = (p->Cout_g + nr - 1) / nr * nr;
     if (cols > GEMM_NC / nr * nr) cols = GEMM_NC / nr * nr;
     while (cols > nr && slots * mr * cols > COUNTER_FLOATS)
@@ -475,25 +475,42 @@ static int64_t tile_columns(const gradref__c3f_plan *p, int64_t slots, int64_t m
     return cols;
 }
 
+/* *t for tiles of `cols` columns and as many row panels as the counter and a tile hold (each
+ * packs dy once for all of them), while every thread keeps two tiles or more (a dw element's
+ * chains do not depend on its tile). Returns what the tiles pack per reduction index: x's J
+ * rows once per column tile, dy's columns once per row tile. */
+static int64_t shape_tiles(const gradref__c3f_plan *p, int threads, int64_t slots, int64_t mr,
+                           int64_t cols, tiling *t) {
+    const int64_t J = p->K[0] * p->K[1] * p->K[2] * p->Cin_g;
+    t->p = p;
+    t->nr = cols;
+    t->col_tiles = (p->Cout_g + cols - 1) / cols;
+    const int64_t panels = p->G * ((J + mr - 1) / mr) * t->col_tiles;
+    int64_t per_tile = COUNTER_FLOATS / (slots * mr * cols);
+    if (per_tile > MAX_TILE / (mr * cols)) per_tile = MAX_TILE / (mr * cols);
+    if (per_tile > panels / (2 * (int64_t)threads)) per_tile = panels / (2 * (int64_t)threads);
+    t->mr = (per_tile > 1 ? per_tile : 1) * mr;
+    t->row_tiles = (J + t->mr - 1) / t->mr;
+    return t->col_tiles * J + t->row_tiles * p->Cout_g;
+}
+
 void gradref__c3f_direct(const gradref__c3f_plan *plan, int threads) {
     gradref__c3f_plan narrowed = *plan; /* the level whose counter fits the stack */
     narrowed.max_isa = kernel_level(plan);
     const gradref__c3f_plan *p = &narrowed;
-    tiling t;
-    t.p = p;
-    const int64_t mr = gradref__sgemm_mr(p->max_isa);
-    const int64_t J = p->K[0] * p->K[1] * p->K[2] * p->Cin_g;
+    const int64_t mr = gradref__sgemm_mr(p->max_isa), nr = gradref__sgemm_nr(p->max_isa);
     const int64_t blocks = (reductions(p) + GRADREF__C3F_BLOCK - 1) / GRADREF__C3F_BLOCK;
     const int64_t slots = levels_for(blocks) + 1;
-    t.nr = tile_columns(p, slots, mr, gradref__sgemm_nr(p->max_isa));
-    t.col_tiles = (p->Cout_g + t.nr - 1) / t.nr;
-    /* rows per tile: as many panels as a tile holds (each packs dy once for all of them), while
-     * every thread keeps two tiles or more (a dw element's chains do not depend on its tile) */
-    const int64_t panels = p->G * ((J + mr - 1) / mr) * t.col_tiles;
-    int64_t per_tile = COUNTER_FLOATS / (slots * mr * t.nr);
-    if (per_tile > MAX_TILE / (mr * t.nr)) per_tile = MAX_TILE / (mr * t.nr);
-    if (per_tile > panels / (2 * (int64_t)threads)) per_tile = panels / (2 * (int64_t)threads);
-    t.mr = (per_tile > 1 ? per_tile : 1) * mr;
-    t.row_tiles = (J + t.mr - 1) / t.mr;
+    /* the tile width that packs the fewest x rows and dy columns: wide tiles pack x (27 rows a
+     * channel for a 3x3x3 kernel) fewer times, tall ones dy (the first layer's 64 channels
+     * against 3) */
+    tiling t;
+    const int64_t widest = widest_columns(p, slots, mr, nr);
+    int64_t least = shape_tiles(p, threads, slots, mr, widest, &t);
+    for (int64_t cols = widest - nr; cols >= nr; cols -= nr) {
+        tiling shape;
+        const int64_t packed = shape_tiles(p, threads, slots, mr, cols, &shape);
+        if (packed < least) least = packed, t = shape;
+    }
     gradref__parallel_ranges(p->G * t.row_tiles * t.col_tiles, threads, tiles, &t);
 }
