@@ -722,7 +722,7 @@ static void test_wide_channels(void **state) {
 
 /* A first layer's shape: 3 input channels and a 3x3x3 kernel give 81 rows of x against 32
  * output channels, so the no-workspace path's tiles at 2 and 3 threads are narrower than the
- * widest its GEMM allows (AVX2: 24 rows by 16 of 32 columns) and pack dy fewer times: the
+ * widest its GEMM allows (AVX2: 16 of 32 columns, NEON: 24) and pack dy fewer times: the
  * reference's bits in both layouts, at 600 reduction indices (3 blocks, a partial one). */
 static void test_first_layer_tiles(void **state) {
     (void)state;
