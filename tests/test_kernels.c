@@ -539,22 +539,28 @@ static void test_cbd_masks_and_scatter(void **state) {
         const gradref__cbd_kernels *k = gradref__cbd_kernels_for(level);
         if (k == gradref__cbd_kernels_for(level - 1)) continue;
         if (k->tile32_masks)
-            for (int iter = 0; iter < 300; iter++) {
-                int64_t tap[4 * 9], Q[3], O[3];
-                const int64_t ntaps = tu_range(&r, 1, 9);
+            for (int iter = 0; iter < 600; iter++) {
+                /* up to 12 taps at up to 9 shifts a dim; a stride phase's sub-grid (Q beside
+                 * O), one column wide, or past 2^32 pixels (coordinates past 32 bits) */
+                int64_t tap[4 * 12], Q[3], O[3];
+                const int64_t ntaps = tu_range(&r, 1, 12);
                 for (int d = 0; d < 3; d++) {
                     O[d] = tu_range(&r, 1, d == 2 ? 70 : 4);
-                    Q[d] = O[d];
+                    Q[d] = tu_range(&r, 1, O[d] + 2);
                 }
+                if (iter % 5 == 1) Q[2] = 1;
+                if (iter % 25 == 2) Q[0] = O[0] = 3, Q[1] = O[1] = 80000, Q[2] = O[2] = 60000;
+                if (iter % 25 == 3)
+                    Q[0] = O[0] = INT64_C(1) << 20, Q[1] = O[1] = 4000, Q[2] = O[2] = 50;
                 for (int64_t t = 0; t < ntaps; t++) {
                     tap[4 * t] = t;
                     for (int d = 0; d < 3; d++)
-                        tap[4 * t + 1 + d] = tu_range(&r, -3, 3);
+                        tap[4 * t + 1 + d] = tu_range(&r, -4, 4);
                 }
                 const int64_t pixels = Q[0] * Q[1] * Q[2];
                 const int64_t j0 = tu_range(&r, 0, pixels - 1);
                 const int64_t cols = pixels - j0 < 32 ? pixels - j0 : tu_range(&r, 1, 32);
-                uint16_t want[18], got[18];
+                uint16_t want[24], got[24];
                 masks_model(tap, ntaps, Q, O, j0, cols, want);
                 k->tile32_masks(tap, ntaps, Q, O, j0, cols, got);
                 expect_bytes(got, want, (size_t)ntaps * 4, "cbd tile32_masks", k->isa, cols, iter);
