@@ -9,6 +9,10 @@
 
 #include "test_util.h"
 
+#ifdef _OPENMP
+#  include <omp.h>
+#endif
+
 enum { WORKERS = 6, ROUNDS = 40, OPS = 6 };
 
 /* Inputs shared read-only by every thread. */
@@ -150,8 +154,8 @@ static void *work(void *arg) {
     return NULL;
 }
 
-static void test_threads_at_once(void **state) {
-    (void)state;
+/* The serial results of every operator (one thread each). */
+static void run_serial(void) {
     setup_inputs();
     for (int i = 0; i < OPS; i++) {
         for (int o = 0; o < 2; o++)
@@ -159,15 +163,9 @@ static void test_threads_at_once(void **state) {
         gradref_exec one = {NULL, 0, 1, GRADREF_PRECISION_DEFAULT};
         assert_int_equal(run_op(i, serial[i], &one), GRADREF_OK);
     }
-    pthread_t threads[WORKERS];
-    worker workers[WORKERS];
-    for (int t = 0; t < WORKERS; t++) {
-        memset(&workers[t], 0, sizeof workers[t]);
-        workers[t].id = t;
-        assert_int_equal(pthread_create(&threads[t], NULL, work, &workers[t]), 0);
-    }
-    for (int t = 0; t < WORKERS; t++)
-        assert_int_equal(pthread_join(threads[t], NULL), 0);
+}
+
+static void check_workers(const worker *workers) {
     for (int t = 0; t < WORKERS; t++)
         if (workers[t].failures)
             fail_msg("worker %d: %d failures, first: %s", t, workers[t].failures,
@@ -177,9 +175,46 @@ static void test_threads_at_once(void **state) {
             free(serial[i][o]);
 }
 
+static void test_threads_at_once(void **state) {
+    (void)state;
+    run_serial();
+    pthread_t threads[WORKERS];
+    worker workers[WORKERS];
+    for (int t = 0; t < WORKERS; t++) {
+        memset(&workers[t], 0, sizeof workers[t]);
+        workers[t].id = t;
+        assert_int_equal(pthread_create(&threads[t], NULL, work, &workers[t]), 0);
+    }
+    for (int t = 0; t < WORKERS; t++)
+        assert_int_equal(pthread_join(threads[t], NULL), 0);
+    check_workers(workers);
+}
+
+/* The same calls from the members of the caller's own OpenMP team: gradref's regions nest in
+ * it (one thread each, nesting being off by default), and a team of one runs on the member
+ * without a region only where the member is in no larger team. Without OpenMP the workers run
+ * one after another. */
+static void test_inside_an_openmp_team(void **state) {
+    (void)state;
+    run_serial();
+    worker workers[WORKERS];
+    memset(workers, 0, sizeof workers);
+    for (int t = 0; t < WORKERS; t++)
+        workers[t].id = t;
+#ifdef _OPENMP
+#  pragma omp parallel num_threads(WORKERS)
+    work(&workers[omp_get_thread_num()]);
+#else
+    for (int t = 0; t < WORKERS; t++)
+        work(&workers[t]);
+#endif
+    check_workers(workers);
+}
+
 int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_threads_at_once),
+        cmocka_unit_test(test_inside_an_openmp_team),
     };
     return cmocka_run_group_tests_name("concurrency", tests, NULL, NULL);
 }

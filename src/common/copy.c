@@ -339,43 +339,89 @@ static void outer_offsets(const copy_dims *c, int64_t rest, int skip, int64_t *s
     }
 }
 
+enum { TILE = 32 };
+
+typedef struct tiles_call {
+    const copy_dims *c;
+    int t, blocks, streamed;
+    int64_t ti, tj; /* tiles along dim t and the inner dim */
+} tiles_call;
+
+/* Tiles [b, e) of copy_tiles, in order (dim t's tiles inside the outer dims', the inner dim's
+ * inside those). */
+static void copy_tile_range(const void *arg, int64_t b, int64_t e) {
+    const tiles_call *T = arg;
+    const copy_dims *c = T->c;
+    const int t = T->t, m = c->m;
+    const int64_t inner = c->shape[m - 1], s_in = c->ss[m - 1], d_in = c->ds[m - 1];
+    const gradref__array_kernels *k = c->k;
+    for (int64_t it = b; it < e; it++) {
+        int64_t so, dof;
+        outer_offsets(c, it / (T->ti * T->tj), t, &so, &dof);
+        const int64_t i0 = it / T->tj % T->ti * TILE, j0 = it % T->tj * TILE;
+        const int64_t i1 = i0 + TILE < c->shape[t] ? i0 + TILE : c->shape[t];
+        const int64_t len = j0 + TILE < inner ? TILE : inner - j0;
+        if (T->blocks && i1 - i0 == TILE && len == TILE) { /* bits moved, in registers */
+            const uint32_t *sp = (const uint32_t *)c->src + so + j0 * s_in + i0;
+            uint32_t *dp = (uint32_t *)c->dst + dof + j0 + i0 * c->ds[t];
+            if (T->streamed && (uintptr_t)dp % 32 == 0)
+                k->transpose32x32_32_stream(sp, s_in, dp, c->ds[t]);
+            else
+                k->transpose32x32_32(sp, s_in, dp, c->ds[t]);
+            continue;
+        }
+        for (int64_t i = i0; i < i1; i++)
+            copy_row(c->k, c->src + (size_t)(so + i * c->ss[t] + j0 * s_in) * c->sz, s_in, c->sdt,
+                     c->dst + (size_t)(dof + i * c->ds[t] + j0 * d_in) * c->dz, d_in, c->ddt, len);
+    }
+    if (T->streamed) gradref__stream_fence();
+}
+
 /* A layout change (src's unit-stride dim t is not dst's innermost): tiles of TILE x TILE over
  * dims t and the inner one, so that both sides stay within a few cache lines. With `stream`
  * (dst too large for the cache), tiles whose dst rows lie farther apart than src's are written
  * with streaming stores where the rows are 32-byte aligned. */
 static void copy_tiles(const copy_dims *c, int t, int64_t numel, int stream, int threads) {
-    enum { TILE = 32 };
     const int m = c->m;
     const int64_t inner = c->shape[m - 1], s_in = c->ss[m - 1], d_in = c->ds[m - 1];
-    const int64_t ti = (c->shape[t] + TILE - 1) / TILE, tj = (inner + TILE - 1) / TILE;
-    const int64_t items = numel / (inner * c->shape[t]) * ti * tj;
+    tiles_call T = {c, t, 0, 0, (c->shape[t] + TILE - 1) / TILE, (inner + TILE - 1) / TILE};
+    const int64_t items = numel / (inner * c->shape[t]) * T.ti * T.tj;
     const gradref__array_kernels *k = c->k;
-    const int blocks = k->transpose32x32_32 && c->sdt == c->ddt && c->sz == 4 && d_in == 1;
-    const int streamed =
-        blocks && stream && k->transpose32x32_32_stream && c->ds[t] > s_in && c->ds[t] % 8 == 0;
-    GRADREF__PARALLEL(threads) {
-        GRADREF__OMP(omp for schedule(static) nowait)
-        for (int64_t it = 0; it < items; it++) {
-            int64_t so, dof;
-            outer_offsets(c, it / (ti * tj), t, &so, &dof);
-            const int64_t i0 = it / tj % ti * TILE, j0 = it % tj * TILE;
-            const int64_t i1 = i0 + TILE < c->shape[t] ? i0 + TILE : c->shape[t];
-            const int64_t len = j0 + TILE < inner ? TILE : inner - j0;
-            if (blocks && i1 - i0 == TILE && len == TILE) { /* bits moved, in registers */
-                const uint32_t *sp = (const uint32_t *)c->src + so + j0 * s_in + i0;
-                uint32_t *dp = (uint32_t *)c->dst + dof + j0 + i0 * c->ds[t];
-                if (streamed && (uintptr_t)dp % 32 == 0)
-                    k->transpose32x32_32_stream(sp, s_in, dp, c->ds[t]);
-                else
-                    k->transpose32x32_32(sp, s_in, dp, c->ds[t]);
-                continue;
-            }
-            for (int64_t i = i0; i < i1; i++)
-                copy_row(c->k, c->src + (size_t)(so + i * c->ss[t] + j0 * s_in) * c->sz, s_in,
-                         c->sdt, c->dst + (size_t)(dof + i * c->ds[t] + j0 * d_in) * c->dz, d_in,
-                         c->ddt, len);
-        }
-        if (streamed) gradref__stream_fence();
+    T.blocks = k->transpose32x32_32 && c->sdt == c->ddt && c->sz == 4 && d_in == 1;
+    T.streamed =
+        T.blocks && stream && k->transpose32x32_32_stream && c->ds[t] > s_in && c->ds[t] % 8 == 0;
+    gradref__parallel_ranges(items, threads, copy_tile_range, &T);
+}
+
+typedef struct rows_call {
+    const copy_dims *c;
+    int t; /* copy_rows_across: the rows' dim, src's unit-stride one */
+} rows_call;
+
+/* Rows [b, e) along src's unit-stride dim t, every position of dst's short inner dim in turn. */
+static void copy_rows_across(const void *arg, int64_t b, int64_t e) {
+    const rows_call *R = arg;
+    const copy_dims *c = R->c;
+    const int m = c->m, t = R->t;
+    const int64_t inner = c->shape[m - 1];
+    for (int64_t r = b; r < e; r++) {
+        int64_t so, dof;
+        outer_offsets(c, r / inner, t, &so, &dof);
+        so += r % inner * c->ss[m - 1], dof += r % inner * c->ds[m - 1];
+        copy_row(c->k, c->src + (size_t)so * c->sz, 1, c->sdt, c->dst + (size_t)dof * c->dz,
+                 c->ds[t], c->ddt, c->shape[t]);
+    }
+}
+
+/* Rows [b, e) along the inner dim. */
+static void copy_rows_along(const void *arg, int64_t b, int64_t e) {
+    const copy_dims *c = ((const rows_call *)arg)->c;
+    const int m = c->m;
+    for (int64_t r = b; r < e; r++) {
+        int64_t so, dof;
+        outer_offsets(c, r, -1, &so, &dof);
+        copy_row(c->k, c->src + (size_t)so * c->sz, c->ss[m - 1], c->sdt,
+                 c->dst + (size_t)dof * c->dz, c->ds[m - 1], c->ddt, c->shape[m - 1]);
     }
 }
 
@@ -412,23 +458,10 @@ static void copy_run(const gradref_tensor *src, const gradref_tensor *dst, size_
     for (int k = 0; k < m - 1 && inner < 8 && c.ss[m - 1] != 1; k++)
         if (c.ss[k] == 1 && c.shape[k] >= 8) t = k;
     if (t >= 0) {
-        const int64_t len = c.shape[t], rows = numel / len;
-        GRADREF__PARALLEL_FOR(team, schedule(static))
-        for (int64_t r = 0; r < rows; r++) {
-            int64_t so, dof;
-            outer_offsets(&c, r / inner, t, &so, &dof);
-            so += r % inner * c.ss[m - 1], dof += r % inner * c.ds[m - 1];
-            copy_row(c.k, c.src + (size_t)so * c.sz, 1, c.sdt, c.dst + (size_t)dof * c.dz, c.ds[t],
-                     c.ddt, len);
-        }
+        const rows_call R = {&c, t};
+        gradref__parallel_ranges(numel / c.shape[t], team, copy_rows_across, &R);
         return;
     }
-    const int64_t rows = numel / inner;
-    GRADREF__PARALLEL_FOR(team, schedule(static))
-    for (int64_t r = 0; r < rows; r++) {
-        int64_t so, dof;
-        outer_offsets(&c, r, -1, &so, &dof);
-        copy_row(c.k, c.src + (size_t)so * c.sz, c.ss[m - 1], c.sdt, c.dst + (size_t)dof * c.dz,
-                 c.ds[m - 1], c.ddt, inner);
-    }
+    const rows_call R = {&c, -1};
+    gradref__parallel_ranges(numel / inner, team, copy_rows_along, &R);
 }

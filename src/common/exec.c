@@ -176,13 +176,30 @@ int gradref__default_threads(void) {
     return gradref__exec_resolve("gradref", &none, &ctx) == GRADREF_OK ? ctx.num_threads : 1;
 }
 
+void gradref__run_team(int team, void (*body)(void *arg), void *arg) {
+    if (team <= 1 && gradref__team_size() == 1) {
+        body(arg);
+        return;
+    }
+    GRADREF__PARALLEL(team) body(arg);
+}
+
+typedef struct ranges_call {
+    int64_t n;
+    void (*part)(const void *arg, int64_t begin, int64_t end);
+    const void *arg;
+} ranges_call;
+
+static void ranges_body(void *arg) {
+    const ranges_call *c = arg;
+    int64_t b, e;
+    gradref__my_range(c->n, &b, &e);
+    c->part(c->arg, b, e);
+}
+
 void gradref__parallel_ranges(int64_t n, int threads,
                               void (*part)(const void *arg, int64_t begin, int64_t end),
                               const void *arg) {
-    const int team = gradref__team(n, threads);
-    GRADREF__PARALLEL(team) {
-        int64_t b, e;
-        gradref__my_range(n, &b, &e);
-        part(arg, b, e);
-    }
+    ranges_call c = {n, part, arg};
+    gradref__run_team(gradref__team(n, threads), ranges_body, &c);
 }

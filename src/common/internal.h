@@ -63,16 +63,13 @@ static inline void gradref__split_range(int64_t n, int64_t team, int64_t me, int
 #  define GRADREF__OMP(x)
 #endif
 
-/* A parallel region of `team` threads, or a parallel for with more clauses:
- *     GRADREF__PARALLEL(team) { ... }
- *     GRADREF__PARALLEL_FOR(team, schedule(static)) for (...) { ... }
- * Without OpenMP both run the braced body once on the calling thread (and still read team). */
+/* A parallel region of `team` threads: GRADREF__PARALLEL(team) { ... }. Without OpenMP the
+ * braced body runs once on the calling thread (and still reads team). Regions are opened by
+ * gradref__run_team (common/exec.h) alone, which spares a team of one its cost. */
 #ifdef _OPENMP
 #  define GRADREF__PARALLEL(team) GRADREF__PRAGMA(omp parallel num_threads(team))
-#  define GRADREF__PARALLEL_FOR(team, clauses) GRADREF__PRAGMA(omp parallel for num_threads(team) clauses)
 #else
-#  define GRADREF__PARALLEL(team)              if (gradref__one_team(team))
-#  define GRADREF__PARALLEL_FOR(team, clauses) if (gradref__one_team(team))
+#  define GRADREF__PARALLEL(team) if (gradref__one_team(team))
 #endif
 static inline int gradref__one_team(int64_t team) {
     (void)team;

@@ -3,6 +3,7 @@
  * finiteness scan's portable loop. */
 #include "nan.h"
 
+#include "exec.h"
 #include "internal.h"
 #include "isa.h"
 #include "tensor.h"
@@ -123,10 +124,55 @@ void gradref__canon_nans_elems(int32_t dtype, void *p, int64_t n, int max_isa) {
     }
 }
 
+/* The bytes of an element of a floating dtype. */
+static size_t float_size(int32_t dt) {
+    return dt == GRADREF_F64 ? 8 : dt == GRADREF_F32 ? 4 : 2;
+}
+
+/* gradref__canon_nans' rows of a strided tensor: along dim `inner` (len elements, step
+ * apart; -1: one element a row). */
+typedef struct strided_rows {
+    const gradref_tensor *t;
+    int inner;
+    int64_t len, step;
+    int max_isa;
+} strided_rows;
+
+static void canon_rows(const void *arg, int64_t b, int64_t e) {
+    const strided_rows *c = arg;
+    const gradref_tensor *t = c->t;
+    const int32_t dt = t->dtype;
+    const size_t es = float_size(dt);
+    for (int64_t r = b; r < e; r++) {
+        int64_t off = 0, rest = r; /* the row's offset: its index over the other dims */
+        for (int i = t->ndim - 1; i >= 0; i--) {
+            if (i == c->inner) continue;
+            off += rest % t->shape[i] * t->strides[i];
+            rest /= t->shape[i];
+        }
+        char *row = (char *)t->data + (size_t)off * es;
+        if (dt == GRADREF_F32 && c->step == 1) {
+            gradref__canon_nans_f32((float *)(void *)row, c->len, c->max_isa);
+            continue;
+        }
+        for (int64_t k = 0; k < c->len; k++) {
+            char *el = row + (size_t)(k * c->step) * es;
+            if (is_nan_bits(dt, el)) set_canonical(dt, el);
+        }
+    }
+}
+
+/* Elements [b, e) of a dense tensor's one run. */
+static void canon_run(const void *arg, int64_t b, int64_t e) {
+    const strided_rows *c = arg;
+    const int32_t dt = c->t->dtype;
+    gradref__canon_nans_elems(dt, (char *)c->t->data + (size_t)b * float_size(dt), e - b,
+                              c->max_isa);
+}
+
 void gradref__canon_nans(const gradref_tensor *t, int threads, int max_isa) {
     const int32_t dt = t->dtype;
     if (dt != GRADREF_F32 && dt != GRADREF_F64 && dt != GRADREF_F16 && dt != GRADREF_BF16) return;
-    const size_t es = dt == GRADREF_F64 ? 8 : dt == GRADREF_F32 ? 4 : 2;
     /* rows along the dim of the smallest stride, the others in any order */
     int inner = -1;
     int64_t rows = 1;
@@ -139,36 +185,10 @@ void gradref__canon_nans(const gradref_tensor *t, int threads, int max_isa) {
     rows /= len;
     if (gradref__tensor_dense(t)) { /* one run over the whole span */
         len = rows * len, step = 1, rows = 1, inner = -1;
-        if (len >= (INT64_C(1) << 16) && threads > 1) {
-            GRADREF__PARALLEL(threads) {
-                int64_t b, e;
-                gradref__my_range(len, &b, &e);
-                gradref__canon_nans_elems(dt, (char *)t->data + (size_t)b * es, e - b, max_isa);
-            }
-            return;
-        }
-        gradref__canon_nans_elems(dt, t->data, len, max_isa);
+        const strided_rows c = {t, -1, len, 1, max_isa};
+        gradref__parallel_ranges(len, len >= (INT64_C(1) << 16) ? threads : 1, canon_run, &c);
         return;
     }
-    GRADREF__PARALLEL(gradref__team(rows * len >= (INT64_C(1) << 16) ? rows : 1, threads)) {
-        int64_t b, e;
-        gradref__my_range(rows, &b, &e);
-        for (int64_t r = b; r < e; r++) {
-            int64_t off = 0, rest = r; /* the row's offset: its index over the other dims */
-            for (int i = t->ndim - 1; i >= 0; i--) {
-                if (i == inner) continue;
-                off += rest % t->shape[i] * t->strides[i];
-                rest /= t->shape[i];
-            }
-            char *row = (char *)t->data + (size_t)off * es;
-            if (dt == GRADREF_F32 && step == 1) {
-                gradref__canon_nans_f32((float *)(void *)row, len, max_isa);
-                continue;
-            }
-            for (int64_t k = 0; k < len; k++) {
-                char *el = row + (size_t)(k * step) * es;
-                if (is_nan_bits(dt, el)) set_canonical(dt, el);
-            }
-        }
-    }
+    const strided_rows c = {t, inner, len, step, max_isa};
+    gradref__parallel_ranges(rows, rows * len >= (INT64_C(1) << 16) ? threads : 1, canon_rows, &c);
 }

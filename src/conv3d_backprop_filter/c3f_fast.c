@@ -526,6 +526,57 @@ static void item(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j
     store_rows(R->p, g, j0, j1, blocks_sum(R, L, g, j0, j1, 0, blocks, S, NULL));
 }
 
+/* The items (group, row block) of a call without the split, for each member of the team. */
+typedef struct items_call {
+    const run *R;
+    const layout *L;
+    char *base;
+    int64_t items, per_group, units;
+} items_call;
+
+static void items_member(void *arg) {
+    const items_call *c = arg;
+    const scratch S = scratch_of(c->L, c->base, gradref__thread_num());
+    S.u->nonfinite = 0;
+    int64_t b, e;
+    gradref__my_range(c->items, &b, &e);
+    for (int64_t it = b; it < e; it++) {
+        const int64_t g = it / c->per_group, blk = it % c->per_group;
+        item(c->R, c->L, g, c->units * blk / c->per_group * c->L->unit,
+             c->units * (blk + 1) / c->per_group * c->L->unit, &S);
+    }
+}
+
+/* split_chunks' share of one member of the team: chunks in order, each summed over its blocks
+ * and then added into the nodes it completes. */
+static void chunks_member(void *arg) {
+    const items_call *c = arg;
+    const run *R = c->R;
+    const layout *L = c->L;
+    const gradref__c3f_plan *p = R->p;
+    const int64_t J = p->Cin_g * taps_of(p), size = J * p->Cout_g;
+    const int64_t blocks = (reduction(p) + BLOCK - 1) / BLOCK;
+    float *chunk = (float *)(c->base + L->chunk_at);
+    int8_t *node = (int8_t *)(c->base + L->node_at);
+    const scratch S = scratch_of(L, c->base, gradref__thread_num());
+    S.u->nonfinite = 0;
+    int64_t b, e;
+    gradref__my_range(L->chunks, &b, &e);
+    for (int64_t k = b; k < e; k++) {
+        const int64_t b0 = k * L->chunk_blocks,
+                      b1 = b0 + L->chunk_blocks < blocks ? b0 + L->chunk_blocks : blocks;
+        blocks_sum(R, L, 0, 0, J, b0, b1, &S, chunk + k * size);
+        node[k] = 0;
+        for (int m = 1; (k + 1) % (INT64_C(1) << m) == 0 && k + 1 - (INT64_C(1) << m) >= b; m++) {
+            const int64_t first = k + 1 - (INT64_C(1) << m),
+                          second = k + 1 - (INT64_C(1) << (m - 1));
+            gradref__c3f_add_sums(R->k, chunk + first * size, chunk + first * size,
+                                  chunk + second * size, size);
+            node[first] = (int8_t)m, node[second] = -1;
+        }
+    }
+}
+
 /* The split reduction (one group, every row): chunks of L->chunk_blocks blocks shared by the
  * threads, their sums kept for combine_chunks. A thread adds its consecutive chunks' sums in
  * place into the aligned nodes of the counter's tree (2^m chunks starting at a multiple of 2^m)
@@ -533,53 +584,37 @@ static void item(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j
  * combine_chunks reads a few nodes per thread instead of every chunk, most of them written by
  * the other cores. Returns the team. */
 static int split_chunks(const run *R, const layout *L, char *base, int threads) {
-    const gradref__c3f_plan *p = R->p;
-    const int64_t J = p->Cin_g * taps_of(p), size = J * p->Cout_g;
-    const int64_t blocks = (reduction(p) + BLOCK - 1) / BLOCK;
-    float *chunk = (float *)(base + L->chunk_at);
-    int8_t *node = (int8_t *)(base + L->node_at);
     const int team = gradref__team(L->chunks, threads);
-    GRADREF__PARALLEL(team) {
-        const scratch S = scratch_of(L, base, gradref__thread_num());
-        S.u->nonfinite = 0;
-        int64_t b, e;
-        gradref__my_range(L->chunks, &b, &e);
-        for (int64_t k = b; k < e; k++) {
-            const int64_t b0 = k * L->chunk_blocks,
-                          b1 = b0 + L->chunk_blocks < blocks ? b0 + L->chunk_blocks : blocks;
-            blocks_sum(R, L, 0, 0, J, b0, b1, &S, chunk + k * size);
-            node[k] = 0;
-            for (int m = 1; (k + 1) % (INT64_C(1) << m) == 0 && k + 1 - (INT64_C(1) << m) >= b;
-                 m++) {
-                const int64_t first = k + 1 - (INT64_C(1) << m),
-                              second = k + 1 - (INT64_C(1) << (m - 1));
-                gradref__c3f_add_sums(R->k, chunk + first * size, chunk + first * size,
-                                      chunk + second * size, size);
-                node[first] = (int8_t)m, node[second] = -1;
-            }
-        }
-    }
+    items_call c = {R, L, base, L->chunks, 0, 0};
+    gradref__run_team(team, chunks_member, &c);
     return team;
+}
+
+/* combine_chunks' rows for one member of the team. */
+static void combine_member(void *arg) {
+    const items_call *c = arg;
+    const layout *L = c->L;
+    const gradref__c3f_plan *p = c->R->p;
+    const int64_t size = c->items * p->Cout_g;
+    const float *chunk = (const float *)(c->base + L->chunk_at);
+    const int8_t *node = (const int8_t *)(c->base + L->node_at);
+    const scratch S = scratch_of(L, c->base, gradref__thread_num());
+    int64_t j0, j1;
+    gradref__my_range(c->items, &j0, &j1);
+    if (j1 <= j0) return;
+    gradref__c3f_counter sum =
+        gradref__c3f_counter_make(c->R->k, S.levels, (j1 - j0) * p->Cout_g, (int)L->levels);
+    for (int64_t k = 0; k < L->chunks; k += INT64_C(1) << node[k])
+        gradref__c3f_counter_carry(&sum, node[k], chunk + k * size + j0 * p->Cout_g, NULL);
+    store_rows(p, 0, j0, j1, gradref__c3f_counter_fold(&sum, NULL));
 }
 
 /* dw from the chunks' nodes combined by the counter, rows shared by the threads. */
 static void combine_chunks(const run *R, const layout *L, char *base, int threads) {
     const gradref__c3f_plan *p = R->p;
-    const int64_t J = p->Cin_g * taps_of(p), size = J * p->Cout_g;
-    const float *chunk = (const float *)(base + L->chunk_at);
-    const int8_t *node = (const int8_t *)(base + L->node_at);
-    GRADREF__PARALLEL(gradref__team(J, threads)) {
-        const scratch S = scratch_of(L, base, gradref__thread_num());
-        int64_t j0, j1;
-        gradref__my_range(J, &j0, &j1);
-        if (j1 > j0) {
-            const int64_t n = (j1 - j0) * p->Cout_g;
-            gradref__c3f_counter c = gradref__c3f_counter_make(R->k, S.levels, n, (int)L->levels);
-            for (int64_t k = 0; k < L->chunks; k += INT64_C(1) << node[k])
-                gradref__c3f_counter_carry(&c, node[k], chunk + k * size + j0 * p->Cout_g, NULL);
-            store_rows(p, 0, j0, j1, gradref__c3f_counter_fold(&c, NULL));
-        }
-    }
+    const int64_t J = p->Cin_g * taps_of(p);
+    items_call c = {R, L, base, J, 0, 0};
+    gradref__run_team(gradref__team(J, threads), combine_member, &c);
 }
 
 typedef struct rounding {
@@ -601,6 +636,22 @@ static void round_all(float *dst, const float *src, int64_t n, int hf32, int thr
     gradref__parallel_ranges(n, threads, round_part, &r);
 }
 
+/* The zeros around each channels-last row of channels_last. */
+typedef struct row_pads {
+    float *dst;
+    int64_t C, W, width, w0;
+} row_pads;
+
+static void zero_pads(const void *arg, int64_t b, int64_t e) {
+    const row_pads *z = arg;
+    for (int64_t r = b; r < e; r++) {
+        float *row = z->dst + r * z->width * z->C;
+        memset(row, 0, (size_t)(z->w0 * z->C) * sizeof *row);
+        memset(row + (z->w0 + z->W) * z->C, 0,
+               (size_t)((z->width - z->w0 - z->W) * z->C) * sizeof *row);
+    }
+}
+
 /* src as channels-last f32 at dst (strides st), each row (n, d, h) `width` >= W positions
  * long with zeros before w = 0 (w0 of them) and after w = W; with `hf32` kept bits each value
  * is then rounded to HF32. st addresses position w = -w0. */
@@ -610,12 +661,8 @@ static void channels_last(const char *src, int32_t dtype, const int64_t *shape, 
     const int64_t C = shape[1], W = shape[4], rows = shape[0] * shape[2] * shape[3];
     st[1] = 1, st[4] = C, st[3] = width * C, st[2] = shape[3] * st[3], st[0] = shape[2] * st[2];
     if (width > W) {
-        GRADREF__PARALLEL_FOR(threads, schedule(static))
-        for (int64_t r = 0; r < rows; r++) {
-            float *row = dst + r * width * C;
-            memset(row, 0, (size_t)(w0 * C) * sizeof *row);
-            memset(row + (w0 + W) * C, 0, (size_t)((width - w0 - W) * C) * sizeof *row);
-        }
+        const row_pads pads = {dst, C, W, width, w0};
+        gradref__parallel_ranges(rows, threads, zero_pads, &pads);
     }
     gradref__copy5(shape, src, dtype, s, dst + w0 * C, GRADREF_F32, st, threads, max_isa);
     if (hf32) round_all(dst, dst, shape[0] * st[0], hf32, threads, max_isa);
@@ -697,17 +744,8 @@ static void fast_run(const gradref__c3f_plan *p, void *ws, int threads) {
             per_group++;
         const int64_t items = p->G * per_group;
         team = gradref__team(items, threads);
-        GRADREF__PARALLEL(team) {
-            const scratch S = scratch_of(&L, base, gradref__thread_num());
-            S.u->nonfinite = 0;
-            int64_t b, e;
-            gradref__my_range(items, &b, &e);
-            for (int64_t it = b; it < e; it++) {
-                const int64_t g = it / per_group, blk = it % per_group;
-                item(&R, &L, g, units * blk / per_group * L.unit,
-                     units * (blk + 1) / per_group * L.unit, &S);
-            }
-        }
+        items_call c = {&R, &L, base, items, per_group, units};
+        gradref__run_team(team, items_member, &c);
     }
     /* dy held Inf or NaN (seen in a B panel): the reference, which skips the taps outside x
      * where the kernels would add 0 * Inf */

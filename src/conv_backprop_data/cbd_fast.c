@@ -151,14 +151,20 @@ int gradref__cbd_fast_threads(const gradref__cbd_plan *p, int32_t precision, int
 
 /* a[((g * ICpg + ic) * T + t) * OCpg + oc] = W[g, oc, ic, tap t] as f32 (taps in stored
  * order); returns 0 when a value is not finite. */
-static int pack_filter(const gradref__cbd_plan *p, float *a, int threads) {
-    const int64_t T = taps_of(p), rows = p->G * p->ICpg;
-    const int team = rows * T * p->OCpg >= (INT64_C(1) << 15) ? threads : 1; /* small: serial */
+typedef struct filter_pack {
+    const gradref__cbd_plan *p;
+    float *a;
+    int finite; /* cleared by a part that met a value that is not finite */
+} filter_pack;
+
+/* pack_filter's rows [b, e) (g, ic). */
+static void pack_filter_rows(const void *arg, int64_t b, int64_t e) {
+    filter_pack *f = (filter_pack *)(uintptr_t)arg; /* each part writes its own rows */
+    const gradref__cbd_plan *p = f->p;
     int finite = 1;
-    GRADREF__PARALLEL_FOR(team, reduction(& : finite) schedule(static))
-    for (int64_t r = 0; r < rows; r++) {
+    for (int64_t r = b; r < e; r++) {
         const int64_t base = r / p->ICpg * p->fs[0] + r % p->ICpg * p->fs[2];
-        float *row = a + r * T * p->OCpg;
+        float *row = f->a + r * taps_of(p) * p->OCpg;
         /* the taps in stored order, their offsets by steps (not filter_offset's divisions) */
         for (int64_t k0 = 0; k0 < p->K[0]; k0++)
             for (int64_t k1 = 0; k1 < p->K[1]; k1++)
@@ -170,7 +176,15 @@ static int pack_filter(const gradref__cbd_plan *p, float *a, int threads) {
                     }
                 }
     }
-    return finite;
+    if (!finite) __atomic_store_n(&f->finite, 0, __ATOMIC_RELAXED);
+}
+
+static int pack_filter(const gradref__cbd_plan *p, float *a, int threads) {
+    const int64_t rows = p->G * p->ICpg;
+    filter_pack f = {p, a, 1};
+    gradref__parallel_ranges(rows, rows * taps_of(p) * p->OCpg >= (INT64_C(1) << 15) ? threads : 1,
+                             pack_filter_rows, &f); /* small: serial */
+    return f.finite;
 }
 
 static void dense5(int64_t c, const int64_t *sp, int64_t *st) {
@@ -272,51 +286,69 @@ static void plan_panels(cbd_run *R, const cbd_layout *L, char *base) {
     gradref__cbd_panel_offsets(R, L, base);
 }
 
-/* Every work item (n, g, ic block) over the threads, the GEMM path's panels packed first inside
- * the region. Returns 0 when the filter held a value that is not finite (nothing then ran). */
+/* run_items' split of the work items, which each member of the team reads. */
+typedef struct items_team {
+    const cbd_run *R;
+    const cbd_layout *L;
+    char *base;
+    int64_t icb, blocks, items, next_item;
+    int blocks_outer, team, claimed, finite;
+} items_team;
+
+static void run_items_member(void *arg) {
+    items_team *c = arg;
+    const cbd_run *R = c->R;
+    const gradref__cbd_plan *p = R->p;
+    const cbd_layout *L = c->L;
+    const cbd_scratch S =
+        cbd_scratch_of(L, c->base + L->thread0 + L->per_thread * (size_t)gradref__thread_num());
+    if (L->path == CBD_PATH_GEMM) {
+        S.masks_key[0] = -1; /* no masks yet */
+        if (!gradref__cbd_pack_panels(R)) {
+            GRADREF__OMP(omp atomic write)
+            c->finite = 0;
+        }
+        if (c->team > 1) {
+            GRADREF__OMP(omp barrier)
+        }
+    }
+    int64_t b = 0, e = c->finite ? c->items : 0;
+    if (!c->claimed) gradref__my_range(e, &b, &e);
+    for (int64_t it = c->claimed ? gradref__claim(&c->next_item) : b; it < e;
+         it = c->claimed ? gradref__claim(&c->next_item) : it + 1) {
+        const int64_t n = c->blocks_outer ? it / p->G % p->N : it / (p->G * c->blocks);
+        const int64_t g = c->blocks_outer ? it % p->G : it / c->blocks % p->G;
+        const int64_t ic0 = (c->blocks_outer ? it / (p->N * p->G) : it % c->blocks) * c->icb;
+        const int64_t ic1 = ic0 + c->icb < p->ICpg ? ic0 + c->icb : p->ICpg;
+        if (L->path == CBD_PATH_DEPTHWISE)
+            item_depthwise(R, n, g, S.dw_phases);
+        else
+            gradref__cbd_item_gemm(R, n, g, ic0, ic1, &S);
+    }
+}
+
+/* Every work item (n, g, ic block) over the threads, the GEMM path's panels packed first by
+ * the team. Returns 0 when the filter held a value that is not finite (nothing then ran). */
 static int run_items(const cbd_run *R, const cbd_layout *L, char *base, int threads) {
     const gradref__cbd_plan *p = R->p;
+    items_team c;
+    memset(&c, 0, sizeof c);
+    c.R = R, c.L = L, c.base = base, c.finite = 1;
     /* Blocks of equal size go outermost: a thread's items then share its blocks' panels, which
      * it packed itself when there is one group and one phase, so that no panel line moves
      * between the cores call after call; unequal ones would leave the threads unequal work. */
-    const int64_t icb = L->path == CBD_PATH_GEMM ? channel_block(p, threads, R->pr) : p->ICpg;
-    const int64_t blocks = (p->ICpg + icb - 1) / icb;
-    const int64_t items = p->N * p->G * blocks;
-    const int blocks_outer = blocks > 1 && p->ICpg % icb == 0;
-    const int team = gradref__team(items, threads);
+    c.icb = L->path == CBD_PATH_GEMM ? channel_block(p, threads, R->pr) : p->ICpg;
+    c.blocks = (p->ICpg + c.icb - 1) / c.icb;
+    c.items = p->N * p->G * c.blocks;
+    c.blocks_outer = c.blocks > 1 && p->ICpg % c.icb == 0;
+    c.team = gradref__team(c.items, threads);
     /* many GEMM items: each thread claims the next one, so that a slower core (a busy virtual
      * CPU) takes fewer; few: the static split, which keeps blocks_outer's panels on the thread
      * that packed them. Depthwise items, a plane each, keep theirs: each prefetches the next,
      * which a claimed order would not reach. */
-    const int claimed = L->path == CBD_PATH_GEMM && items >= 4 * (int64_t)team;
-    int64_t next_item = 0;
-    int finite = 1;
-    GRADREF__PARALLEL(team) {
-        const cbd_scratch S =
-            cbd_scratch_of(L, base + L->thread0 + L->per_thread * (size_t)gradref__thread_num());
-        if (L->path == CBD_PATH_GEMM) {
-            S.masks_key[0] = -1; /* no masks yet */
-            if (!gradref__cbd_pack_panels(R)) {
-                GRADREF__OMP(omp atomic write)
-                finite = 0;
-            }
-            GRADREF__OMP(omp barrier)
-        }
-        int64_t b = 0, e = finite ? items : 0;
-        if (!claimed) gradref__my_range(e, &b, &e);
-        for (int64_t it = claimed ? gradref__claim(&next_item) : b; it < e;
-             it = claimed ? gradref__claim(&next_item) : it + 1) {
-            const int64_t n = blocks_outer ? it / p->G % p->N : it / (p->G * blocks);
-            const int64_t g = blocks_outer ? it % p->G : it / blocks % p->G;
-            const int64_t ic0 = (blocks_outer ? it / (p->N * p->G) : it % blocks) * icb;
-            const int64_t ic1 = ic0 + icb < p->ICpg ? ic0 + icb : p->ICpg;
-            if (L->path == CBD_PATH_DEPTHWISE)
-                item_depthwise(R, n, g, S.dw_phases);
-            else
-                gradref__cbd_item_gemm(R, n, g, ic0, ic1, &S);
-        }
-    }
-    return finite;
+    c.claimed = L->path == CBD_PATH_GEMM && c.items >= 4 * (int64_t)c.team;
+    gradref__run_team(c.team, run_items_member, &c);
+    return c.finite;
 }
 
 /* The f32 accumulator (dense) out to grad in its dtype and layout. */

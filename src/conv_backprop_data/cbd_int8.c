@@ -22,17 +22,31 @@
 
 #define F32_EXACT_INTEGERS (INT64_C(1) << 24)
 
-/* The largest sum of |w| over one input channel's filter column (every tap) within a part of
- * `part` output channels. */
-static int64_t largest_part_sum(const gradref__cbd_plan *p, int64_t part, int threads) {
-    const int64_t T = taps_of(p), rows = p->G * p->ICpg;
+/* A largest value found by the parts of a range: each part raises `most` to its own. */
+typedef struct largest {
+    const gradref__cbd_plan *p;
+    int64_t part; /* largest_part_sum's output channels a part */
+    int64_t most;
+} largest;
+
+static void raise_to(largest *l, int64_t v) {
+    int64_t seen = __atomic_load_n(&l->most, __ATOMIC_RELAXED);
+    while (v > seen &&
+           !__atomic_compare_exchange_n(&l->most, &seen, v, 0, __ATOMIC_RELAXED, __ATOMIC_RELAXED))
+        ;
+}
+
+/* The largest sum of |w| over filter rows [b, e) (g, ic)'s columns (every tap) within a part
+ * of `part` output channels. */
+static void part_sums(const void *arg, int64_t b, int64_t e) {
+    largest *l = (largest *)(uintptr_t)arg; /* raised atomically */
+    const gradref__cbd_plan *p = l->p;
+    const int64_t T = taps_of(p);
     const int8_t *w = (const int8_t *)(const void *)p->filter;
-    const int team = rows * T * p->OCpg >= (INT64_C(1) << 15) ? threads : 1;
     int64_t most = 0;
-    GRADREF__PARALLEL_FOR(team, reduction(max : most) schedule(static))
-    for (int64_t r = 0; r < rows; r++)
-        for (int64_t oc0 = 0; oc0 < p->OCpg; oc0 += part) {
-            const int64_t oc1 = oc0 + part < p->OCpg ? oc0 + part : p->OCpg;
+    for (int64_t r = b; r < e; r++)
+        for (int64_t oc0 = 0; oc0 < p->OCpg; oc0 += l->part) {
+            const int64_t oc1 = oc0 + l->part < p->OCpg ? oc0 + l->part : p->OCpg;
             int64_t sum = 0;
             for (int64_t t = 0; t < T; t++) {
                 const int64_t off = filter_offset(p, r / p->ICpg, r % p->ICpg, t);
@@ -43,17 +57,26 @@ static int64_t largest_part_sum(const gradref__cbd_plan *p, int64_t part, int th
             }
             if (sum > most) most = sum;
         }
-    return most;
+    raise_to(l, most);
 }
 
-/* The largest |diff| (128 at most). */
-static int64_t largest_diff(const gradref__cbd_plan *p, int threads) {
-    const int64_t planes = p->N * p->G * p->OCpg, px = pixels(p->O);
+/* The largest sum of |w| over one input channel's filter column (every tap) within a part of
+ * `part` output channels. */
+static int64_t largest_part_sum(const gradref__cbd_plan *p, int64_t part, int threads) {
+    const int64_t rows = p->G * p->ICpg;
+    largest l = {p, part, 0};
+    gradref__parallel_ranges(rows, rows * taps_of(p) * p->OCpg >= (INT64_C(1) << 15) ? threads : 1,
+                             part_sums, &l);
+    return l.most;
+}
+
+/* The largest |diff| over planes [b, e) (n, g, oc). */
+static void diff_magnitudes(const void *arg, int64_t b, int64_t e) {
+    largest *l = (largest *)(uintptr_t)arg; /* raised atomically */
+    const gradref__cbd_plan *p = l->p;
     const int8_t *d = (const int8_t *)(const void *)p->diff;
-    const int team = planes * px >= (INT64_C(1) << 15) ? threads : 1;
     int most = 0;
-    GRADREF__PARALLEL_FOR(team, reduction(max : most) schedule(static))
-    for (int64_t s = 0; s < planes; s++) {
+    for (int64_t s = b; s < e; s++) {
         const int64_t n = s / (p->G * p->OCpg), c = s % (p->G * p->OCpg);
         const int8_t *plane = d + n * p->ds[0] + c * p->ds[2];
         for (int64_t o0 = 0; o0 < p->O[0]; o0++)
@@ -64,7 +87,16 @@ static int64_t largest_diff(const gradref__cbd_plan *p, int threads) {
                     if (a > most) most = a;
                 }
     }
-    return most;
+    raise_to(l, most);
+}
+
+/* The largest |diff| (128 at most). */
+static int64_t largest_diff(const gradref__cbd_plan *p, int threads) {
+    const int64_t planes = p->N * p->G * p->OCpg;
+    largest l = {p, 0, 0};
+    gradref__parallel_ranges(planes, planes * pixels(p->O) >= (INT64_C(1) << 15) ? threads : 1,
+                             diff_magnitudes, &l);
+    return l.most;
 }
 
 int64_t gradref__cbd_int8_part(const gradref__cbd_plan *p, int threads) {

@@ -573,6 +573,19 @@ static void run_stages(const gs3d_run *r, const gs3d_run *rd, const ws_layout *L
         dx_item(r, L, s, base, it);
 }
 
+/* run_stages' arguments, for each member of the team. */
+typedef struct stages_call {
+    const gs3d_run *r, *rd;
+    const ws_layout *L;
+    const gs3d_schedule *s;
+    char *base;
+} stages_call;
+
+static void stages_member(void *arg) {
+    const stages_call *c = arg;
+    run_stages(c->r, c->rd, c->L, c->s, c->base);
+}
+
 static void run_images(const gradref__gs3d_plan *p, void *ws, int threads) {
     if (p->dx.data == NULL && p->dgrid.data == NULL) return;
     int64_t xsh[5], gsh[5], gridsh[5];
@@ -599,9 +612,8 @@ static void run_images(const gradref__gs3d_plan *p, void *ws, int threads) {
     const gs3d_run rd = dgrid_run_of(&r);
     const gs3d_schedule s = schedule_of(&r, &rd, &L);
     const int team = NP * p->C >= PARALLEL_MIN_WORK ? threads : 1;
-    GRADREF__PARALLEL(team) {
-        run_stages(&r, &rd, &L, &s, base);
-    }
+    stages_call call = {&r, &rd, &L, &s, base};
+    gradref__run_team(team, stages_member, &call);
     if (p->dgrid.data != NULL && p->interp != GRADREF_INTERP_BILINEAR && !s.dense_zero_dgrid)
         zero_fill(&p->dgrid, p->dtype, gridsh, team);
 }

@@ -7,6 +7,7 @@
  * up to 64 bytes, and streaming stores of whole lines when out is too large for the cache. */
 #include <string.h>
 
+#include "common/exec.h"
 #include "common/internal.h"
 #include "common/stream.h"
 #include "recat_internal.h"
@@ -50,6 +51,48 @@ static void copy_item(const gradref__recat_plan *p, const gradref__recat_kernels
                 memcpy(dst, src + (size_t)(t * st[1] + d * st[2]) * esz, esz);
 }
 
+/* gradref__recat_fast's items, for each member of the team. */
+typedef struct recat_call {
+    const gradref__recat_plan *p;
+    const gradref__recat_kernels *kernels;
+    int64_t items, blocks, block, next_bytes, row_bytes;
+    int stream;
+} recat_call;
+
+static void recat_member(void *arg) {
+    const recat_call *c = arg;
+    const gradref__recat_plan *p = c->p;
+    const int64_t B = p->batch, W = p->num_ranks, block = c->block, blocks = c->blocks;
+    const int64_t next_bytes = c->next_bytes, row_bytes = c->row_bytes;
+    const int stream = c->stream;
+    int64_t begin, end;
+    gradref__my_range(c->items, &begin, &end);
+    int64_t k = begin / W, r = begin % W;
+    int64_t first = 0; /* F_r: the features of the ranks before r */
+    for (int64_t q = 0; q < r; q++)
+        first += p->rank_features[q * p->rank_features_stride];
+    for (int64_t i = begin; i < end && k < blocks; i++) {
+        int64_t n = p->rank_features[r * p->rank_features_stride];
+        int64_t b0 = k * block, b1 = b0 + block < B ? b0 + block : B;
+        if (next_bytes > 0 && b1 < B) { /* this rank's share of the next block */
+            const char *next = p->src + (size_t)(b1 * p->src_stride[0]) * p->elem_size;
+            int64_t span = b1 + block < B ? next_bytes : (B - b1) * row_bytes;
+            for (int64_t o = span * r / W; o < span * (r + 1) / W; o += 64)
+                __builtin_prefetch(next + o, 0, 3);
+        }
+        if (n > 0)
+            copy_item(p, c->kernels, first, n, b0, b1, stream, i - W >= begin,
+                      i + W < end && k + 1 < blocks);
+        first += n;
+        if (++r == W) {
+            r = 0;
+            first = 0;
+            k++;
+        }
+    }
+    if (stream) gradref__stream_fence();
+}
+
 void gradref__recat_fast(const gradref__recat_plan *p, int threads) {
     const int64_t B = p->batch, W = p->num_ranks, G = p->features * p->width;
     if (B == 0 || G == 0) return;
@@ -73,32 +116,6 @@ void gradref__recat_fast(const gradref__recat_plan *p, int threads) {
                            (p->features <= 1 || p->src_stride[1] == p->width);
     const int64_t next_bytes = contiguous && block > 1 && stream ? block * row_bytes : 0;
     const gradref__recat_kernels *kernels = gradref__recat_kernels_for(p->max_isa);
-    GRADREF__PARALLEL(team) {
-        int64_t begin, end;
-        gradref__my_range(items, &begin, &end);
-        int64_t k = begin / W, r = begin % W;
-        int64_t first = 0; /* F_r: the features of the ranks before r */
-        for (int64_t q = 0; q < r; q++)
-            first += p->rank_features[q * p->rank_features_stride];
-        for (int64_t i = begin; i < end && k < blocks; i++) {
-            int64_t n = p->rank_features[r * p->rank_features_stride];
-            int64_t b0 = k * block, b1 = b0 + block < B ? b0 + block : B;
-            if (next_bytes > 0 && b1 < B) { /* this rank's share of the next block */
-                const char *next = p->src + (size_t)(b1 * p->src_stride[0]) * p->elem_size;
-                int64_t span = b1 + block < B ? next_bytes : (B - b1) * row_bytes;
-                for (int64_t o = span * r / W; o < span * (r + 1) / W; o += 64)
-                    __builtin_prefetch(next + o, 0, 3);
-            }
-            if (n > 0)
-                copy_item(p, kernels, first, n, b0, b1, stream, i - W >= begin,
-                          i + W < end && k + 1 < blocks);
-            first += n;
-            if (++r == W) {
-                r = 0;
-                first = 0;
-                k++;
-            }
-        }
-        if (stream) gradref__stream_fence();
-    }
+    recat_call c = {p, kernels, items, blocks, block, next_bytes, row_bytes, stream};
+    gradref__run_team(team, recat_member, &c);
 }

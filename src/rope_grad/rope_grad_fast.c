@@ -10,6 +10,7 @@
 #include "common/nan.h"
 #include "common/convert.h"
 #include "common/convert_array.h"
+#include "common/exec.h"
 #include "common/internal.h"
 #include "common/isa.h"
 #include "common/stream.h"
@@ -202,24 +203,36 @@ static void rows_fast(const gradref__rope_plan *p, int64_t row_begin, int64_t ro
     }
 }
 
+/* The tokens' split, for each member of the team. */
+typedef struct tokens_call {
+    const gradref__rope_plan *p;
+    const gradref__rope_kernels *k;
+    int fast, stream;
+} tokens_call;
+
+static void tokens_member(void *arg) {
+    const tokens_call *c = arg;
+    int64_t begin, end;
+    gradref__my_range(c->p->tokens, &begin, &end);
+    if (begin < end) {
+        if (c->fast)
+            rows_fast(c->p, begin, end, c->stream, c->k);
+        else
+            gradref__rope_grad_ref_rows(c->p, begin, end);
+    }
+    if (c->stream) gradref__stream_fence();
+}
+
 void gradref__rope_grad_fast(const gradref__rope_plan *p, int threads) {
-    const int fast = dense_rows(p) && p->dtype != GRADREF_F64 && !p->terms &&
-                     (p->precision == GRADREF_PRECISION_DEFAULT || p->mode == GRADREF_ROPE_ATB);
+    tokens_call c;
+    c.p = p;
+    c.fast = dense_rows(p) && p->dtype != GRADREF_F64 && !p->terms &&
+             (p->precision == GRADREF_PRECISION_DEFAULT || p->mode == GRADREF_ROPE_ATB);
     const int64_t T = p->tokens;
     const int64_t per_token = (p->stream[0].heads + p->stream[1].heads) * p->head_dim;
-    const int stream = fast && (size_t)(T * per_token) * p->elem_size >= GRADREF__STREAM_MIN_BYTES;
-    const gradref__rope_kernels *k = gradref__rope_kernels_for(p->max_isa);
+    c.stream = c.fast && (size_t)(T * per_token) * p->elem_size >= GRADREF__STREAM_MIN_BYTES;
+    c.k = gradref__rope_kernels_for(p->max_isa);
     int team = T * per_token >= PARALLEL_MIN_ELEMENTS ? threads : 1;
     if ((int64_t)team > T) team = (int)T;
-    GRADREF__PARALLEL(team) {
-        int64_t begin, end;
-        gradref__my_range(T, &begin, &end);
-        if (begin < end) {
-            if (fast)
-                rows_fast(p, begin, end, stream, k);
-            else
-                gradref__rope_grad_ref_rows(p, begin, end);
-        }
-        if (stream) gradref__stream_fence();
-    }
+    gradref__run_team(team, tokens_member, &c);
 }
