@@ -373,33 +373,52 @@ void gradref__cbd_item_gemm(const cbd_run *R, int64_t n, int64_t g, int64_t ic0,
         item_block(R, n, g, b0, ic1 - b0 < most ? ic1 - b0 : most, S);
 }
 
+/* gradref__cbd_pack_panel of an F32 filter already scanned: no test in the loops, and the rows
+ * past `rows` zeroed by one memset a panel rather than a call for a few bytes at every k. */
+static void pack_f32_panel(const gradref__cbd_plan *p, int64_t g, int64_t ic0, int64_t rows,
+                           const int64_t *tap, int64_t ntaps, int64_t mr, float *dst) {
+    const float *f = (const float *)(const void *)p->filter;
+    const int64_t s1 = p->fs[1], s2 = p->fs[2], OC = p->OCpg;
+    if (rows < mr) memset(dst, 0, (size_t)(ntaps * OC * mr) * sizeof *dst);
+    for (int64_t i = 0; i < ntaps; i++) {
+        const float *w = f + filter_offset(p, g, ic0, tap[4 * i]);
+        float *d = dst + i * OC * mr;
+        if (rows == 6) /* AVX2's panels, unrolled */
+            for (int64_t oc = 0; oc < OC; oc++, w += s1, d += mr) {
+                d[0] = w[0], d[1] = w[s2], d[2] = w[2 * s2], d[3] = w[3 * s2];
+                d[4] = w[4 * s2], d[5] = w[5 * s2];
+            }
+        else
+            for (int64_t oc = 0; oc < OC; oc++, w += s1, d += mr)
+                for (int64_t r = 0; r < rows; r++)
+                    d[r] = w[r * s2];
+    }
+}
+
 int gradref__cbd_pack_panel(const gradref__cbd_plan *p, int64_t g, int64_t ic0, int64_t rows,
                             const int64_t *tap, int64_t ntaps, int64_t mr, int check, float *dst) {
+    if (p->in_dtype == GRADREF_F32 && !check) {
+        pack_f32_panel(p, g, ic0, rows, tap, ntaps, mr, dst);
+        return 1;
+    }
     int finite = 1;
     for (int64_t i = 0; i < ntaps; i++) {
         const int64_t off = filter_offset(p, g, ic0, tap[4 * i]);
         for (int64_t oc = 0; oc < p->OCpg; oc++, dst += mr) {
             const int64_t at = off + oc * p->fs[1];
-            const float *w = (const float *)(const void *)p->filter + at;
             int64_t r = 0;
-            if (p->in_dtype == GRADREF_F32 && !check && rows == 6) { /* AVX2's panels, unrolled */
-                const int64_t s2 = p->fs[2];
-                dst[0] = w[0], dst[1] = w[s2], dst[2] = w[2 * s2], dst[3] = w[3 * s2];
-                dst[4] = w[4 * s2], dst[5] = w[5 * s2];
-                r = 6;
-            } else if (p->in_dtype == GRADREF_F32 && !check)
-                for (; r < rows; r++)
-                    dst[r] = w[r * p->fs[2]];
-            else if (p->in_dtype == GRADREF_F32) /* tested as loaded, not from dst (stores) */
+            if (p->in_dtype == GRADREF_F32) { /* tested as loaded, not from dst (stores) */
+                const float *w = (const float *)(const void *)p->filter + at;
                 for (; r < rows; r++) {
                     dst[r] = w[r * p->fs[2]];
                     finite &= isfinite(w[r * p->fs[2]]) != 0;
                 }
-            else
+            } else {
                 for (; r < rows; r++) {
                     dst[r] = filter_value(p, at + r * p->fs[2]);
                     finite &= isfinite(dst[r]) != 0;
                 }
+            }
             for (; r < mr; r++)
                 dst[r] = 0.0f;
         }
