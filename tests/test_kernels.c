@@ -540,8 +540,9 @@ static void test_cbd_masks_and_scatter(void **state) {
         if (k == gradref__cbd_kernels_for(level - 1)) continue;
         if (k->tile32_masks)
             for (int iter = 0; iter < 600; iter++) {
-                /* up to 12 taps at up to 9 shifts a dim; a stride phase's sub-grid (Q beside
-                 * O), one column wide, or past 2^32 pixels (coordinates past 32 bits) */
+                /* up to 12 taps at up to 9 shifts a dim (every seventh case 41, past the
+                 * span the kernels compare once per shift); a stride phase's sub-grid (Q
+                 * beside O), one column wide, or past 2^32 pixels (coordinates past 32 bits) */
                 int64_t tap[4 * 12], Q[3], O[3];
                 const int64_t ntaps = tu_range(&r, 1, 12);
                 for (int d = 0; d < 3; d++) {
@@ -552,10 +553,11 @@ static void test_cbd_masks_and_scatter(void **state) {
                 if (iter % 25 == 2) Q[0] = O[0] = 3, Q[1] = O[1] = 80000, Q[2] = O[2] = 60000;
                 if (iter % 25 == 3)
                     Q[0] = O[0] = INT64_C(1) << 20, Q[1] = O[1] = 4000, Q[2] = O[2] = 50;
+                const int64_t reach = iter % 7 == 3 ? 20 : 4; /* dilated: shifts spread wide */
                 for (int64_t t = 0; t < ntaps; t++) {
                     tap[4 * t] = t;
                     for (int d = 0; d < 3; d++)
-                        tap[4 * t + 1 + d] = tu_range(&r, -4, 4);
+                        tap[4 * t + 1 + d] = tu_range(&r, -reach, reach);
                 }
                 const int64_t pixels = Q[0] * Q[1] * Q[2];
                 const int64_t j0 = tu_range(&r, 0, pixels - 1);

@@ -903,37 +903,27 @@ void gradref__cbd_i8_pair_tile32_avx2(const int32_t *image, int64_t channel_stri
             h, image, channel_stride, pairs, offset, masks, ntaps, a, c + 16 * h, ldc, cols, load);
 }
 
-/* The two 16-lane masks per tap of a tile (gradref__cbd_kernels' tile32_masks), 8 lanes a
- * compare: each lane's sub-grid coordinates once, then per tap and dim an add and two compares
- * (the coordinates and shifts fit int32, as the AVX-512 kernel takes them). */
+/* The lanes of q + shift in [0, limit), 8 a compare: x + 2^31 orders as unsigned, so one
+ * signed compare of q + (shift + 2^31) against limit + 2^31 (both wrapping) tests both ends. */
+static inline uint32_t range32_avx2(const int32_t *q, int32_t shift, int32_t limit) {
+    const __m256i shifted = _mm256_set1_epi32((int32_t)((uint32_t)shift ^ 0x80000000u));
+    const __m256i bound = _mm256_set1_epi32((int32_t)((uint32_t)limit ^ 0x80000000u));
+    uint32_t in = 0;
+    for (int v = 0; v < 4; v++) {
+        const __m256i o = _mm256_add_epi32(
+            _mm256_loadu_si256((const __m256i *)(const void *)(q + 8 * v)), shifted);
+        in |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpgt_epi32(bound, o)))
+              << (8 * v);
+    }
+    return in;
+}
+
+/* The two 16-lane masks per tap of a tile (gradref__cbd_kernels' tile32_masks), by dims. */
 static void tile32_masks_avx2(const int64_t *tap, int64_t ntaps, const int64_t *Q, const int64_t *O,
                               int64_t j0, int64_t cols, uint16_t *masks) {
     int32_t q[3][32];
     gradref__cbd_lane_coords(j0, Q, q);
-    __m256i qv[3][4];
-    for (int d = 0; d < 3; d++)
-        for (int v = 0; v < 4; v++)
-            qv[d][v] = _mm256_loadu_si256((const __m256i *)(const void *)(q[d] + 8 * v));
-    const uint32_t live = cols >= 32 ? 0xffffffffu : (1u << cols) - 1u;
-    const __m256i minus1 = _mm256_set1_epi32(-1);
-    for (int64_t t = 0; t < ntaps; t++) {
-        uint32_t m = 0;
-        for (int v = 0; v < 4; v++) {
-            __m256i in = minus1;
-            for (int d = 0; d < 3; d++) {
-                const __m256i o =
-                    _mm256_add_epi32(qv[d][v], _mm256_set1_epi32((int32_t)tap[4 * t + 1 + d]));
-                in = _mm256_and_si256(
-                    in,
-                    _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), o),
-                                        _mm256_cmpgt_epi32(_mm256_set1_epi32((int32_t)O[d]), o)));
-            }
-            m |= (uint32_t)_mm256_movemask_ps(_mm256_castsi256_ps(in)) << (8 * v);
-        }
-        m &= live;
-        masks[2 * t] = (uint16_t)(m & 0xffffu);
-        masks[2 * t + 1] = (uint16_t)(m >> 16);
-    }
+    gradref__cbd_tile32_masks_by_dims(range32_avx2, q, tap, ntaps, O, cols, masks);
 }
 
 void gradref__cbd_f32_pack_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,

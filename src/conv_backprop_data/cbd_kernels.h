@@ -79,7 +79,7 @@ typedef struct gradref__cbd_me_row {
 } gradref__cbd_me_row;
 
 /* The sub-grid coordinates (q0, q1, q2) of the 32 pixels from j0 of a sub-grid of sizes Q, for
- * the ISA bodies of tile32_masks (which take them as int32: the sizes fit). */
+ * the ISA bodies of tile32_masks (which take them as int32: the sizes fit, as do the shifts). */
 static inline void gradref__cbd_lane_coords(int64_t j0, const int64_t *Q, int32_t q[3][32]) {
     int64_t q2 = j0 % Q[2], q1 = j0 / Q[2] % Q[1], q0 = j0 / (Q[2] * Q[1]);
     for (int l = 0; l < 32; l++) {
@@ -88,6 +88,52 @@ static inline void gradref__cbd_lane_coords(int64_t j0, const int64_t *Q, int32_
             q2 = 0;
             if (++q1 == Q[1]) q1 = 0, q0++;
         }
+    }
+}
+
+/* The lanes (bit l for lane l) whose coordinate q[l] + shift lies in [0, limit), of 32: one
+ * dim's compares, an ISA's, for gradref__cbd_tile32_masks_by_dims. */
+typedef uint32_t (*gradref__cbd_range32_fn)(const int32_t *q, int32_t shift, int32_t limit);
+
+/* The widest span of the taps' shifts along a dim whose lanes are compared once per shift. */
+enum { GRADREF__CBD_SHIFT_SPAN = 16 };
+
+/* tile32_masks by dims, the lanes' sub-grid coordinates in q: a tap's lanes are the AND of its
+ * three dims' ranges, and the taps' shifts along a dim take few values (a 3 x 3's columns three),
+ * so each value's 32 lanes are compared once a tile and looked up by every tap, rather than
+ * compared once a tap; shifts spread wider than GRADREF__CBD_SHIFT_SPAN along a dim are compared
+ * per tap. range32 is a constant in each instance. */
+__attribute__((always_inline)) static inline void
+gradref__cbd_tile32_masks_by_dims(gradref__cbd_range32_fn range32, const int32_t q[3][32],
+                                  const int64_t *tap, int64_t ntaps, const int64_t *O, int64_t cols,
+                                  uint16_t *masks) {
+    if (ntaps <= 0) return;
+    int64_t lo[3], hi[3];
+    for (int d = 0; d < 3; d++) {
+        lo[d] = hi[d] = tap[1 + d];
+        for (int64_t t = 1; t < ntaps; t++) {
+            const int64_t s = tap[4 * t + 1 + d];
+            lo[d] = s < lo[d] ? s : lo[d], hi[d] = s > hi[d] ? s : hi[d];
+        }
+    }
+    const int by_value = hi[0] - lo[0] < GRADREF__CBD_SHIFT_SPAN &&
+                         hi[1] - lo[1] < GRADREF__CBD_SHIFT_SPAN &&
+                         hi[2] - lo[2] < GRADREF__CBD_SHIFT_SPAN;
+    const uint32_t live = cols >= 32 ? 0xffffffffu : (1u << cols) - 1u;
+    uint32_t lanes[3][GRADREF__CBD_SHIFT_SPAN];
+    for (int d = 0; d < 3 && by_value; d++)
+        for (int64_t v = lo[d]; v <= hi[d]; v++)
+            lanes[d][v - lo[d]] = range32(q[d], (int32_t)v, (int32_t)O[d]);
+    for (int64_t t = 0; t < ntaps; t++) {
+        const int64_t *s = tap + 4 * t + 1;
+        uint32_t m = live;
+        if (by_value)
+            m &= lanes[0][s[0] - lo[0]] & lanes[1][s[1] - lo[1]] & lanes[2][s[2] - lo[2]];
+        else
+            for (int d = 0; d < 3; d++)
+                m &= range32(q[d], (int32_t)s[d], (int32_t)O[d]);
+        masks[2 * t] = (uint16_t)(m & 0xffffu);
+        masks[2 * t + 1] = (uint16_t)(m >> 16);
     }
 }
 

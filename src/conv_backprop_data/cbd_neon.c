@@ -595,35 +595,35 @@ columns_body(int P, int G, const float *image, int64_t channel_stride, int64_t o
  * accumulators, 15 for one pixel (with more, gcc loads the panels ahead of the FMLAs, spilling). */
 GRADREF__CBD_COLUMN_KERNELS(tile_columns_neon, 5, 3, 2, 1)
 
-/* The two 16-lane masks per tap of a tile (tile32_masks), 4 lanes a compare: each lane's
- * sub-grid coordinates once, then per tap and dim an add and two compares (the coordinates and
- * shifts fit int32, as the x86 kernels take them). */
+/* The lanes of q + shift in [0, limit), 4 a compare (unsigned: a negative sum is past any
+ * limit), narrowed to a byte a lane and summed in pairs into the 32 bits: no per-quad ADDV. */
+static inline uint32_t range32_neon(const int32_t *q, int32_t shift, int32_t limit) {
+    static const uint8_t bit_of[16] = {1, 2, 4, 8, 16, 32, 64, 128, 1, 2, 4, 8, 16, 32, 64, 128};
+    const int32x4_t s = vdupq_n_s32(shift);
+    const uint32x4_t bound = vdupq_n_u32((uint32_t)limit);
+    uint16x8_t eight[4];
+    for (int v = 0; v < 4; v++) {
+        const uint32x4_t a =
+            vcltq_u32(vreinterpretq_u32_s32(vaddq_s32(vld1q_s32(q + 8 * v), s)), bound);
+        const uint32x4_t b =
+            vcltq_u32(vreinterpretq_u32_s32(vaddq_s32(vld1q_s32(q + 8 * v + 4), s)), bound);
+        eight[v] = vuzp1q_u16(vreinterpretq_u16_u32(a), vreinterpretq_u16_u32(b));
+    }
+    const uint8x16_t bits = vld1q_u8(bit_of);
+    const uint8x16_t lo = vuzp1q_u8(vreinterpretq_u8_u16(eight[0]), vreinterpretq_u8_u16(eight[1]));
+    const uint8x16_t hi = vuzp1q_u8(vreinterpretq_u8_u16(eight[2]), vreinterpretq_u8_u16(eight[3]));
+    uint8x16_t sum = vpaddq_u8(vandq_u8(lo, bits), vandq_u8(hi, bits)); /* lanes in pairs */
+    sum = vpaddq_u8(sum, sum);                                          /* in fours */
+    sum = vpaddq_u8(sum, sum);                                          /* in eights */
+    return vgetq_lane_u32(vreinterpretq_u32_u8(sum), 0);
+}
+
+/* The two 16-lane masks per tap of a tile (tile32_masks), by dims. */
 static void tile32_masks_neon(const int64_t *tap, int64_t ntaps, const int64_t *Q, const int64_t *O,
                               int64_t j0, int64_t cols, uint16_t *masks) {
     int32_t q[3][32];
     gradref__cbd_lane_coords(j0, Q, q);
-    static const uint32_t bit_of[4] = {1, 2, 4, 8};
-    const uint32x4_t bits = vld1q_u32(bit_of);
-    const uint32_t live = cols >= 32 ? 0xffffffffu : (1u << cols) - 1u;
-    for (int64_t t = 0; t < ntaps; t++) {
-        int32x4_t shift[3], limit[3];
-        for (int d = 0; d < 3; d++) {
-            shift[d] = vdupq_n_s32((int32_t)tap[4 * t + 1 + d]);
-            limit[d] = vdupq_n_s32((int32_t)O[d]);
-        }
-        uint32_t m = 0;
-        for (int v = 0; v < 8; v++) {
-            uint32x4_t in = vdupq_n_u32(~0u);
-            for (int d = 0; d < 3; d++) {
-                const int32x4_t o = vaddq_s32(vld1q_s32(q[d] + 4 * v), shift[d]);
-                in = vandq_u32(in, vandq_u32(vcgeq_s32(o, vdupq_n_s32(0)), vcltq_s32(o, limit[d])));
-            }
-            m |= vaddvq_u32(vandq_u32(in, bits)) << (4 * v);
-        }
-        m &= live;
-        masks[2 * t] = (uint16_t)(m & 0xffffu);
-        masks[2 * t + 1] = (uint16_t)(m >> 16);
-    }
+    gradref__cbd_tile32_masks_by_dims(range32_neon, q, tap, ntaps, O, cols, masks);
 }
 
 static void pack_tile32_neon(const float *image, int64_t channel_stride, int64_t ocpg,
