@@ -85,9 +85,8 @@ void gradref__workspace_release(void *owned);
 
 /* Runs body(arg) on a team of `team` threads in a parallel region, or for a team of one on the
  * calling thread without a region when it is in no team of more (then gradref__thread_num,
- * gradref__my_range and barriers inside body see a team of one, as in a region of one): a
- * region costs about a microsecond even for one thread, its barriers waking through the
- * kernel, a sixth of a small convolution's call. */
+ * gradref__my_range and barriers inside body see a team of one, as in a region of one): even
+ * a region of one thread is set up and torn down, and its barriers wake through the kernel. */
 void gradref__run_team(int team, void (*body)(void *arg), void *arg);
 
 /* Splits [0, n) into one contiguous range per thread of a team of at most `threads` and runs

@@ -526,7 +526,8 @@ static void item(const run *R, const layout *L, int64_t g, int64_t j0, int64_t j
     store_rows(R->p, g, j0, j1, blocks_sum(R, L, g, j0, j1, 0, blocks, S, NULL));
 }
 
-/* The items (group, row block) of a call without the split, for each member of the team. */
+/* What each member of a team reads: `items` pieces of work, the items (group, row block) of a
+ * call without the split (per_group, units), or the split's chunks, or combine's dw rows. */
 typedef struct items_call {
     const run *R;
     const layout *L;
@@ -561,7 +562,7 @@ static void chunks_member(void *arg) {
     const scratch S = scratch_of(L, c->base, gradref__thread_num());
     S.u->nonfinite = 0;
     int64_t b, e;
-    gradref__my_range(L->chunks, &b, &e);
+    gradref__my_range(c->items, &b, &e);
     for (int64_t k = b; k < e; k++) {
         const int64_t b0 = k * L->chunk_blocks,
                       b1 = b0 + L->chunk_blocks < blocks ? b0 + L->chunk_blocks : blocks;
