@@ -277,8 +277,13 @@ static const float *run_span(const run *R, int64_t g, const runs *u, int64_t c,
     *lo = *hi = 0;
     if (id < 0 || id >= p->I[0] || ih < 0 || ih >= p->I[1]) return NULL;
     const int64_t s = p->stride[2], first = u->ow[c] * s + off[2];
-    *lo = first >= 0 ? 0 : (-first + s - 1) / s;
-    *hi = p->I[2] - 1 - first < 0 ? 0 : (p->I[2] - 1 - first) / s + 1;
+    if (s == 1) { /* no division: a call takes this for every (tap, run) */
+        *lo = first >= 0 ? 0 : -first;
+        *hi = p->I[2] - first < 0 ? 0 : p->I[2] - first;
+    } else {
+        *lo = first >= 0 ? 0 : (-first + s - 1) / s;
+        *hi = p->I[2] - 1 - first < 0 ? 0 : (p->I[2] - 1 - first) / s + 1;
+    }
     if (*hi > u->len[c]) *hi = u->len[c];
     if (*lo > *hi) *lo = *hi;
     return R->x + u->n[c] * R->xs[0] + id * R->xs[2] + ih * R->xs[3] + first * R->xs[4] +
@@ -498,23 +503,26 @@ static float *blocks_sum(const run *R, const layout *L, int64_t g, int64_t j0, i
  * line per element (a stride of Cin x taps elements). */
 static void store_rows(const gradref__c3f_plan *p, int64_t g, int64_t j0, int64_t j1,
                        const float *s) {
-    const int64_t C = p->Cout_g;
+    const int64_t C = p->Cout_g, t0 = j0 / p->Cin_g;
+    const int64_t k0[3] = {t0 / (p->K[1] * p->K[2]), t0 / p->K[2] % p->K[1], t0 % p->K[2]};
     for (int64_t co = 0; co < C; co++) {
         const int64_t base = (g * C + co) * p->ws[0];
-        int64_t t = j0 / p->Cin_g, ci = j0 % p->Cin_g, tap = -1;
+        int64_t ci = j0 % p->Cin_g, k[3] = {k0[0], k0[1], k0[2]}; /* the tap by steps */
+        int64_t tap = k[0] * p->ws[2] + k[1] * p->ws[3] + k[2] * p->ws[4];
         for (int64_t j = j0; j < j1; j++) {
-            if (tap < 0) {
-                const int64_t kd = t / (p->K[1] * p->K[2]), kh = t / p->K[2] % p->K[1],
-                              kw = t % p->K[2];
-                tap = kd * p->ws[2] + kh * p->ws[3] + kw * p->ws[4];
-            }
             char *out = p->dw + (size_t)(base + ci * p->ws[1] + tap) * p->out_size;
             const float v = s[(j - j0) * C + co];
             if (p->out_dtype == GRADREF_F32)
                 *(float *)out = v;
             else
                 gradref__store_float(p->out_dtype, out, v);
-            if (++ci == p->Cin_g) ci = 0, t++, tap = -1;
+            if (++ci < p->Cin_g) continue;
+            ci = 0;
+            if (++k[2] == p->K[2]) {
+                k[2] = 0;
+                if (++k[1] == p->K[1]) k[1] = 0, k[0]++;
+            }
+            tap = k[0] * p->ws[2] + k[1] * p->ws[3] + k[2] * p->ws[4];
         }
     }
 }
