@@ -503,6 +503,7 @@ static float *blocks_sum(const run *R, const layout *L, int64_t g, int64_t j0, i
  * line per element (a stride of Cin x taps elements). */
 static void store_rows(const gradref__c3f_plan *p, int64_t g, int64_t j0, int64_t j1,
                        const float *s) {
+    if (j1 <= j0) return; /* no rows: Cin_g may be 0 */
     const int64_t C = p->Cout_g, t0 = j0 / p->Cin_g;
     const int64_t k0[3] = {t0 / (p->K[1] * p->K[2]), t0 / p->K[2] % p->K[1], t0 % p->K[2]};
     for (int64_t co = 0; co < C; co++) {
