@@ -124,11 +124,6 @@ void gradref__canon_nans_elems(int32_t dtype, void *p, int64_t n, int max_isa) {
     }
 }
 
-/* The bytes of an element of a floating dtype. */
-static size_t float_size(int32_t dt) {
-    return dt == GRADREF_F64 ? 8 : dt == GRADREF_F32 ? 4 : 2;
-}
-
 /* gradref__canon_nans' rows of a strided tensor: along dim `inner` (len elements, step
  * apart; -1: one element a row). */
 typedef struct strided_rows {
@@ -142,7 +137,7 @@ static void canon_rows(const void *arg, int64_t b, int64_t e) {
     const strided_rows *c = arg;
     const gradref_tensor *t = c->t;
     const int32_t dt = t->dtype;
-    const size_t es = float_size(dt);
+    const size_t es = gradref__dtype_size(dt);
     for (int64_t r = b; r < e; r++) {
         int64_t off = 0, rest = r; /* the row's offset: its index over the other dims */
         for (int i = t->ndim - 1; i >= 0; i--) {
@@ -166,7 +161,7 @@ static void canon_rows(const void *arg, int64_t b, int64_t e) {
 static void canon_run(const void *arg, int64_t b, int64_t e) {
     const strided_rows *c = arg;
     const int32_t dt = c->t->dtype;
-    gradref__canon_nans_elems(dt, (char *)c->t->data + (size_t)b * float_size(dt), e - b,
+    gradref__canon_nans_elems(dt, (char *)c->t->data + (size_t)b * gradref__dtype_size(dt), e - b,
                               c->max_isa);
 }
 
