@@ -683,9 +683,9 @@ static void test_cbd_depthwise(void **state) {
 }
 
 /* Strided depthwise planes (gradref__cbd_depthwise_strided): at every level that has the
- * stride-2 plane kernel (dw_plane_s2), K <= 3 and any pad, widths of 1 to 80; then other strides
- * and dilations by stride phases. The portable table's stride phases (its scalar rows, no plane
- * kernel) are the chains written out. */
+ * stride-2 plane kernel (dw_plane_s2), K <= 3 and any pad (every fifth case up to 12), widths of 1
+ * to 80; then other strides and dilations by stride phases. The portable table's stride phases (its
+ * scalar rows, no plane kernel) are the chains written out. */
 static void test_cbd_depthwise_strided(void **state) {
     (void)state;
     const gradref__cbd_kernels *base = gradref__cbd_kernels_for(GRADREF__ISA_PORTABLE);
@@ -700,10 +700,12 @@ static void test_cbd_depthwise_strided(void **state) {
             sh.K[d] = tu_range(&r, 1, 3);
             sh.dil[d] = iter % 4 == 3 ? tu_range(&r, 1, 2) : 1;
             sh.I[d] = tu_range(&r, 1, d == 2 ? 80 : 9);
-            sh.pad[d] = tu_range(&r, 0, (sh.K[d] - 1) * sh.dil[d]);
+            /* every fifth case pads past the kernel: the edge blocks of dw_plane_s2 */
+            const int64_t most_pad = iter % 5 == 4 ? 12 : (sh.K[d] - 1) * sh.dil[d];
+            sh.pad[d] = tu_range(&r, 0, most_pad);
             /* diff as the forward gives it, the end padding chosen */
             const int64_t span =
-                sh.I[d] + sh.pad[d] + tu_range(&r, 0, sh.K[d] - 1) - (sh.K[d] - 1) * sh.dil[d] - 1;
+                sh.I[d] + sh.pad[d] + tu_range(&r, 0, most_pad) - (sh.K[d] - 1) * sh.dil[d] - 1;
             sh.O[d] = span < 0 ? 1 : span / sh.stride[d] + 1;
         }
         if (!gradref__cbd_dw_strided_fits(&sh)) continue;

@@ -317,44 +317,42 @@ int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const floa
 
 /* ---------------------------------------------------------- depthwise planes at stride 2 */
 
-/* A stride-2 plane's column taps and weights, once a plane: wv[kp1][r][b] the weight of row
- * tap kp1 (position), column phase r, column tap b. */
-typedef struct s2_plane {
-    gradref__cbd_s2_taps t;
-    __m256 wv[3][2][2];
-    int64_t I2, O2;
-} s2_plane;
-
-/* One stride-2 row's taps: its diff rows, their weights w[a][2 r + b], the column shifts. */
+/* A stride-2 row's diff rows and their weights w[a][2 r + b] (column phase r, column tap b). */
 typedef struct s2_row_taps {
     const float *row[2];
-    __m256 w[2][4];
-    int64_t shift[2][2], O2;
+    const __m256 *w[2];
 } s2_row_taps;
 
+/* A stride-2 plane's row layout, the same for every row: `whole` blocks of 16 grad columns
+ * from 2 x (x = 0, 8, ..), every tap's diff columns inside the row for x in [inside_lo,
+ * inside_hi); then a block of `part` columns. The blocks outside that range and the part are
+ * edge blocks, their masked loads' masks computed once a plane, four a block in x order: at
+ * most three blocks, since for K <= 3 lo <= 1 and hi >= (I2 - 3) / 2 (one block each side). */
+typedef struct s2_layout {
+    int64_t shift[2][2], whole, inside_lo, inside_hi, part, O2;
+    __m256i edge_masks[3][4];
+} s2_layout;
+
 /* Grad columns 2 x .. 2 x + 15 of a stride-2 row: 8 of each column phase, each the
- * reference's chain over NR diff rows (T's rows, weights w[a][2 r + b]) and NC0 / NC1 column
- * taps, the two phases interleaved into *first and *second. edge: diff columns outside the row
+ * reference's chain over NR diff rows and NC0 / NC1 column taps, the two phases interleaved
+ * into *first and *second. mask (an edge block's, NULL inside): diff columns outside the row
  * read as +0 (masked loads), which leaves a chain as it is (a finite filter, a chain that is
  * never -0). */
 __attribute__((always_inline)) static inline void s2_block(int NR, int NC0, int NC1,
-                                                           const s2_row_taps *T, int64_t x,
-                                                           int edge, __m256 *first,
-                                                           __m256 *second) {
+                                                           const s2_row_taps *T, const s2_layout *L,
+                                                           int64_t x, const __m256i *mask,
+                                                           __m256 *first, __m256 *second) {
     __m256 even = _mm256_setzero_ps(), odd = even;
     for (int a = 0; a < NR; a++) {
         for (int b = 0; b < NC0; b++) {
-            const int64_t at = x + T->shift[0][b];
-            even = _mm256_fmadd_ps(T->w[a][b],
-                                   edge ? _mm256_maskload_ps(T->row[a] + at, valid8(at, T->O2))
-                                        : _mm256_loadu_ps(T->row[a] + at),
-                                   even);
+            const float *at = T->row[a] + x + L->shift[0][b];
+            even = _mm256_fmadd_ps(
+                T->w[a][b], mask ? _mm256_maskload_ps(at, mask[b]) : _mm256_loadu_ps(at), even);
         }
         for (int b = 0; b < NC1; b++) {
-            const int64_t at = x + T->shift[1][b];
+            const float *at = T->row[a] + x + L->shift[1][b];
             odd = _mm256_fmadd_ps(T->w[a][2 + b],
-                                  edge ? _mm256_maskload_ps(T->row[a] + at, valid8(at, T->O2))
-                                       : _mm256_loadu_ps(T->row[a] + at),
+                                  mask ? _mm256_maskload_ps(at, mask[2 + b]) : _mm256_loadu_ps(at),
                                   odd);
         }
     }
@@ -364,105 +362,130 @@ __attribute__((always_inline)) static inline void s2_block(int NR, int NC0, int 
 }
 
 /* s2_block's 16 columns stored whole; returns its zero-or-NaN lanes (a vector). */
-__attribute__((always_inline)) static inline __m256
-s2_whole(int NR, int NC0, int NC1, const s2_row_taps *T, int64_t x, int edge, float *out) {
+__attribute__((always_inline)) static inline __m256 s2_whole(int NR, int NC0, int NC1,
+                                                             const s2_row_taps *T,
+                                                             const s2_layout *L, int64_t x,
+                                                             const __m256i *mask, float *out) {
     __m256 first, second;
-    s2_block(NR, NC0, NC1, T, x, edge, &first, &second);
-    _mm256_storeu_ps(out, first);
-    _mm256_storeu_ps(out + 8, second);
+    s2_block(NR, NC0, NC1, T, L, x, mask, &first, &second);
+    _mm256_storeu_ps(out + 2 * x, first);
+    _mm256_storeu_ps(out + 2 * x + 8, second);
     return _mm256_or_ps(zero_or_nan8(first), zero_or_nan8(second));
 }
 
-/* s2_block's first n columns (n < 16) stored; returns whether one is a zero or a NaN. */
-static inline unsigned s2_part(int NR, int NC0, int NC1, const s2_row_taps *T, int64_t x, int64_t n,
-                               float *out) {
-    __m256 first, second;
-    s2_block(NR, NC0, NC1, T, x, 1, &first, &second);
-    gradref__store_first8_ps(out, first, n);
-    if (n > 8) gradref__store_first8_ps(out + 8, second, n - 8);
-    const unsigned hit = (unsigned)_mm256_movemask_ps(zero_or_nan8(first)) |
-                         (unsigned)_mm256_movemask_ps(zero_or_nan8(second)) << 8;
-    return (hit & ((1u << n) - 1u)) != 0;
+/* A stride-2 row by L's blocks, two inside blocks at a time (four chains); returns whether a
+ * grad value is a zero or a NaN. */
+__attribute__((always_inline)) static inline unsigned
+s2_row(int NR, int NC0, int NC1, const s2_row_taps *T, const s2_layout *L, float *out) {
+    __m256 hit = _mm256_setzero_ps();
+    int64_t x = 0, edge = 0;
+    for (; x < L->inside_lo; x += 8)
+        hit = _mm256_or_ps(hit, s2_whole(NR, NC0, NC1, T, L, x, L->edge_masks[edge++], out));
+    for (; x + 16 <= L->inside_hi; x += 16)
+        hit = _mm256_or_ps(hit, _mm256_or_ps(s2_whole(NR, NC0, NC1, T, L, x, NULL, out),
+                                             s2_whole(NR, NC0, NC1, T, L, x + 8, NULL, out)));
+    if (x < L->inside_hi) {
+        hit = _mm256_or_ps(hit, s2_whole(NR, NC0, NC1, T, L, x, NULL, out));
+        x += 8;
+    }
+    for (; x < 8 * L->whole; x += 8)
+        hit = _mm256_or_ps(hit, s2_whole(NR, NC0, NC1, T, L, x, L->edge_masks[edge++], out));
+    unsigned part = 0;
+    if (L->part) {
+        __m256 first, second;
+        s2_block(NR, NC0, NC1, T, L, x, L->edge_masks[edge], &first, &second);
+        gradref__store_first8_ps(out + 2 * x, first, L->part);
+        if (L->part > 8) gradref__store_first8_ps(out + 2 * x + 8, second, L->part - 8);
+        part = ((unsigned)_mm256_movemask_ps(zero_or_nan8(first)) |
+                (unsigned)_mm256_movemask_ps(zero_or_nan8(second)) << 8) &
+               ((1u << L->part) - 1u);
+    }
+    return (part != 0) | (_mm256_movemask_ps(hit) != 0);
 }
 
-/* A stride-2 row, 16 grad columns a block: four blocks at a time (eight chains) where every
- * tap's diff column is inside, masked loads in the blocks around. */
-__attribute__((always_inline)) static inline unsigned s2_row(int NR, int NC0, int NC1,
-                                                             const s2_plane *P,
-                                                             const float *const *row,
-                                                             const __m256 *const *wk, float *out) {
-    const int64_t I2 = P->I2, lo = P->t.lo, hi = P->t.hi;
-    s2_row_taps T; /* a local copy: the stores to out cannot alias it */
-    T.O2 = P->O2;
-    for (int a = 0; a < NR; a++) {
-        T.row[a] = row[a];
-        for (int b = 0; b < 4; b++)
-            T.w[a][b] = wk[a][b];
-    }
+/* The row layout of plane s with column taps t. */
+static void s2_layout_of(const gradref__cbd_dw_shape *s, const gradref__cbd_s2_taps *t,
+                         s2_layout *L) {
+    const int64_t I2 = s->I[2];
+    L->O2 = s->O[2], L->whole = I2 / 16, L->part = I2 % 16;
     for (int r = 0; r < 2; r++)
         for (int b = 0; b < 2; b++)
-            T.shift[r][b] = P->t.shift[r][b];
-    __m256 hit = _mm256_setzero_ps();
-    unsigned part = 0;
-    int64_t x = 0;
-    for (; 2 * x + 16 <= I2 && (x < lo || x + 8 > hi); x += 8)
-        hit = _mm256_or_ps(hit, s2_whole(NR, NC0, NC1, &T, x, 1, out + 2 * x));
-    for (; x + 32 <= hi && 2 * x + 64 <= I2; x += 32)
-        hit = _mm256_or_ps(
-            _mm256_or_ps(hit, _mm256_or_ps(s2_whole(NR, NC0, NC1, &T, x, 0, out + 2 * x),
-                                           s2_whole(NR, NC0, NC1, &T, x + 8, 0, out + 2 * x + 16))),
-            _mm256_or_ps(s2_whole(NR, NC0, NC1, &T, x + 16, 0, out + 2 * x + 32),
-                         s2_whole(NR, NC0, NC1, &T, x + 24, 0, out + 2 * x + 48)));
-    for (; 2 * x + 16 <= I2; x += 8)
-        hit =
-            _mm256_or_ps(hit, x < lo || x + 8 > hi ? s2_whole(NR, NC0, NC1, &T, x, 1, out + 2 * x)
-                                                   : s2_whole(NR, NC0, NC1, &T, x, 0, out + 2 * x));
-    if (2 * x < I2) part = s2_part(NR, NC0, NC1, &T, x, I2 - 2 * x, out + 2 * x);
-    return part | (_mm256_movemask_ps(hit) != 0);
+            L->shift[r][b] = b < t->ncols[r] ? t->shift[r][b] : 0;
+    /* inside: x >= lo and x + 8 <= hi */
+    L->inside_lo = (t->lo + 7) / 8 * 8 < 8 * L->whole ? (t->lo + 7) / 8 * 8 : 8 * L->whole;
+    L->inside_hi = t->hi - 8 < L->inside_lo ? L->inside_lo : (t->hi - 8) / 8 * 8 + 8;
+    if (L->inside_hi > 8 * L->whole) L->inside_hi = 8 * L->whole;
+    int64_t edge = 0;
+    for (int64_t x = 0; x < 8 * L->whole + (L->part ? 8 : 0); x += 8)
+        if (x < L->inside_lo || x >= L->inside_hi) {
+            for (int k = 0; k < 4; k++)
+                L->edge_masks[edge][k] = valid8(x + L->shift[k / 2][k % 2], L->O2);
+            edge++;
+        }
 }
 
-/* s2_row for NR diff rows and NC0 / NC1 column taps, each a function of its own (the tap loops
- * unrolled), in s2_rows[NR - 1][NC0][NC1]. */
-typedef unsigned (*s2_row_fn)(const s2_plane *P, const float *const *row, const __m256 *const *wk,
-                              float *out);
-#  define S2_ROW(NR, NC0, NC1)                                                                     \
-    static unsigned s2_row_##NR##NC0##NC1(const s2_plane *P, const float *const *row,              \
-                                          const __m256 *const *wk, float *out) {                   \
-      return s2_row(NR, NC0, NC1, P, row, wk, out);                                                \
-    }
-GRADREF__CBD_S2_ROWS(S2_ROW, 1)
-GRADREF__CBD_S2_ROWS(S2_ROW, 2)
-static const s2_row_fn s2_rows[2][3][3] = {GRADREF__CBD_S2_LIST(s2_row_, 1),
-                                           GRADREF__CBD_S2_LIST(s2_row_, 2)};
-
-int gradref__cbd_f32_dw_plane_s2_avx2(const gradref__cbd_dw_shape *s, const float *w,
-                                      const float *diff, float *grad) {
-    s2_plane P;
-    memset(&P, 0, sizeof P); /* the taps a plane lacks: zero weights and shifts, never read */
-    gradref__cbd_s2_columns(s, &P.t);
-    P.I2 = s->I[2], P.O2 = s->O[2];
+/* A stride-2 plane with NC0 / NC1 column taps: its rows by their diff rows' count, L and the
+ * weights held for the whole plane (a row's setup was most of a 56-column row's time). */
+__attribute__((always_inline)) static inline unsigned s2_plane(int NC0, int NC1,
+                                                               const gradref__cbd_dw_shape *s,
+                                                               const float *w, const float *diff,
+                                                               float *grad) {
+    gradref__cbd_s2_taps t;
+    gradref__cbd_s2_columns(s, &t);
+    s2_layout L;
+    s2_layout_of(s, &t, &L);
+    __m256 wv[3][4]; /* [kp1][2 r + b]: row tap position kp1, column phase r, column tap b */
     for (int64_t kp1 = 0; kp1 < s->K[1]; kp1++)
-        for (int r = 0; r < 2; r++)
-            for (int64_t b = 0; b < P.t.ncols[r]; b++)
-                P.wv[kp1][r][b] =
-                    _mm256_set1_ps(w[gradref__cbd_stored(s, 1, kp1) * s->K[2] + P.t.col_tap[r][b]]);
-    const s2_row_fn *by_cols = &s2_rows[0][0][0];
+        for (int k = 0; k < 4; k++)
+            wv[kp1][k] =
+                k % 2 < t.ncols[k / 2]
+                    ? _mm256_set1_ps(
+                          w[gradref__cbd_stored(s, 1, kp1) * s->K[2] + t.col_tap[k / 2][k % 2]])
+                    : _mm256_setzero_ps();
     unsigned hit = 0;
     for (int64_t i1 = 0; i1 < s->I[1]; i1++) {
         float *out = grad + i1 * s->I[2];
-        gradref__cbd_s2_rows(s, diff, i1, &P.t);
-        if (P.t.nrows == 0) { /* no tap: the reference's empty chain, +0 */
+        gradref__cbd_s2_rows(s, diff, i1, &t);
+        if (t.nrows == 0) { /* no tap: the reference's empty chain, +0 */
             memset(out, 0, (size_t)s->I[2] * sizeof *out);
             hit = 1;
             continue;
         }
-        const __m256 *wk[2];
-        for (int64_t a = 0; a < P.t.nrows; a++)
-            wk[a] = &P.wv[P.t.row_kp[a]][0][0];
-        hit |=
-            by_cols[((P.t.nrows - 1) * 3 + P.t.ncols[0]) * 3 + P.t.ncols[1]](&P, P.t.row, wk, out);
+        s2_row_taps T;
+        T.row[0] = t.row[0], T.w[0] = wv[t.row_kp[0]];
+        T.row[1] = t.row[t.nrows - 1], T.w[1] = wv[t.row_kp[t.nrows - 1]];
+        hit |= t.nrows == 1 ? s2_row(1, NC0, NC1, &T, &L, out) : s2_row(2, NC0, NC1, &T, &L, out);
     }
-    return hit != 0;
+    return hit;
+}
+
+/* s2_plane for NC0 / NC1 column taps, a function each (the tap loops unrolled), in
+ * s2_planes[NC0][NC1]. */
+typedef unsigned (*s2_plane_fn)(const gradref__cbd_dw_shape *s, const float *w, const float *diff,
+                                float *grad);
+#  define S2_PLANE(NC0, NC1)                                                                       \
+    static unsigned s2_plane_##NC0##NC1(const gradref__cbd_dw_shape *s, const float *w,            \
+                                        const float *diff, float *grad) {                          \
+      return s2_plane(NC0, NC1, s, w, diff, grad);                                                 \
+    }
+S2_PLANE(0, 0)
+S2_PLANE(0, 1)
+S2_PLANE(0, 2)
+S2_PLANE(1, 0)
+S2_PLANE(1, 1)
+S2_PLANE(1, 2)
+S2_PLANE(2, 0)
+S2_PLANE(2, 1)
+S2_PLANE(2, 2)
+static const s2_plane_fn s2_planes[3][3] = {{s2_plane_00, s2_plane_01, s2_plane_02},
+                                            {s2_plane_10, s2_plane_11, s2_plane_12},
+                                            {s2_plane_20, s2_plane_21, s2_plane_22}};
+
+int gradref__cbd_f32_dw_plane_s2_avx2(const gradref__cbd_dw_shape *s, const float *w,
+                                      const float *diff, float *grad) {
+    gradref__cbd_s2_taps t;
+    gradref__cbd_s2_columns(s, &t);
+    return s2_planes[t.ncols[0]][t.ncols[1]](s, w, diff, grad) != 0;
 }
 
 /* ------------------------------------------------------------ direct tiles at 8 lanes */

@@ -460,9 +460,10 @@ static inline void gradref__cbd_s2_columns(const gradref__cbd_dw_shape *s,
 static inline void gradref__cbd_s2_rows(const gradref__cbd_dw_shape *s, const float *diff,
                                         int64_t i1, gradref__cbd_s2_taps *t) {
     t->nrows = 0;
-    for (int64_t kp1 = s->K[1] - 1; kp1 >= 0; kp1--) {
-        const int64_t num = i1 + s->pad[1] - kp1;
-        if (num % 2 != 0 || num < 0 || num / 2 >= s->O[1]) continue;
+    const int64_t top = i1 + s->pad[1]; /* diff row (top - kp1) / 2 where that is even */
+    for (int64_t kp1 = s->K[1] - 1 - ((top - s->K[1] + 1) % 2 != 0); kp1 >= 0; kp1 -= 2) {
+        const int64_t num = top - kp1;
+        if (num < 0 || num / 2 >= s->O[1]) continue;
         t->row[t->nrows] = diff + num / 2 * s->O[2];
         t->row_kp[t->nrows] = kp1;
         t->row_tap[t->nrows++] = gradref__cbd_stored(s, 1, kp1) * s->K[2];
