@@ -443,18 +443,24 @@ __attribute__((always_inline)) static inline unsigned s2_plane(int NC0, int NC1,
                           w[gradref__cbd_stored(s, 1, kp1) * s->K[2] + t.col_tap[k / 2][k % 2]])
                     : _mm256_setzero_ps();
     unsigned hit = 0;
+    const int64_t K1 = s->K[1], O1 = s->O[1];
     for (int64_t i1 = 0; i1 < s->I[1]; i1++) {
         float *out = grad + i1 * s->I[2];
-        gradref__cbd_s2_rows(s, diff, i1, &t);
-        if (t.nrows == 0) { /* no tap: the reference's empty chain, +0 */
+        /* the row taps of i1's parity, kp and kp - 2 (K1 <= 3): diff rows num / 2 and + 1 */
+        const int64_t top = i1 + s->pad[1], kp = K1 - 1 - ((top - K1 + 1) % 2 != 0);
+        const int64_t num = top - kp;
+        const int first = kp >= 0 && num >= 0 && num / 2 < O1;
+        const int second = kp >= 2 && num + 2 >= 0 && num / 2 + 1 < O1;
+        if (!first && !second) { /* no tap: the reference's empty chain, +0 */
             memset(out, 0, (size_t)s->I[2] * sizeof *out);
             hit = 1;
             continue;
         }
         s2_row_taps T;
-        T.row[0] = t.row[0], T.w[0] = wv[t.row_kp[0]];
-        T.row[1] = t.row[t.nrows - 1], T.w[1] = wv[t.row_kp[t.nrows - 1]];
-        hit |= t.nrows == 1 ? s2_row(1, NC0, NC1, &T, &L, out) : s2_row(2, NC0, NC1, &T, &L, out);
+        T.row[0] = diff + (num / 2 + !first) * L.O2, T.w[0] = wv[first ? kp : kp - 2];
+        T.row[1] = diff + (num / 2 + 1) * L.O2, T.w[1] = wv[second ? kp - 2 : kp];
+        hit |=
+            first && second ? s2_row(2, NC0, NC1, &T, &L, out) : s2_row(1, NC0, NC1, &T, &L, out);
     }
     return hit;
 }
