@@ -323,13 +323,11 @@ typedef struct s2_row_taps {
     const __m256 *w[2];
 } s2_row_taps;
 
-/* A stride-2 plane's row layout, the same for every row: `whole` blocks of 16 grad columns
- * from 2 x (x = 0, 8, ..), every tap's diff columns inside the row for x in [inside_lo,
- * inside_hi); then a block of `part` columns. The blocks outside that range and the part are
- * edge blocks, their masked loads' masks computed once a plane, four a block in x order: at
- * most three blocks, since for K <= 3 lo <= 1 and hi >= (I2 - 3) / 2 (one block each side). */
+/* A stride-2 plane's row layout, the same for every row: its blocks, the column shifts, and
+ * the edge blocks' masks, computed once a plane, four a block in x order. */
 typedef struct s2_layout {
-    int64_t shift[2][2], whole, inside_lo, inside_hi, part, O2;
+    gradref__cbd_s2_blocks B;
+    int64_t shift[2][2], O2;
     __m256i edge_masks[3][4];
 } s2_layout;
 
@@ -379,26 +377,27 @@ __attribute__((always_inline)) static inline unsigned
 s2_row(int NR, int NC0, int NC1, const s2_row_taps *T, const s2_layout *L, float *out) {
     __m256 hit = _mm256_setzero_ps();
     int64_t x = 0, edge = 0;
-    for (; x < L->inside_lo; x += 8)
+    for (; x < L->B.inside_lo; x += 8)
         hit = _mm256_or_ps(hit, s2_whole(NR, NC0, NC1, T, L, x, L->edge_masks[edge++], out));
-    for (; x + 16 <= L->inside_hi; x += 16)
+    for (; x + 16 <= L->B.inside_hi; x += 16)
         hit = _mm256_or_ps(hit, _mm256_or_ps(s2_whole(NR, NC0, NC1, T, L, x, NULL, out),
                                              s2_whole(NR, NC0, NC1, T, L, x + 8, NULL, out)));
-    if (x < L->inside_hi) {
+    if (x < L->B.inside_hi) {
         hit = _mm256_or_ps(hit, s2_whole(NR, NC0, NC1, T, L, x, NULL, out));
         x += 8;
     }
-    for (; x < 8 * L->whole; x += 8)
+    for (; x < 8 * L->B.whole; x += 8)
         hit = _mm256_or_ps(hit, s2_whole(NR, NC0, NC1, T, L, x, L->edge_masks[edge++], out));
     unsigned part = 0;
-    if (L->part) {
+    const int64_t n = L->B.part;
+    if (n) {
         __m256 first, second;
         s2_block(NR, NC0, NC1, T, L, x, L->edge_masks[edge], &first, &second);
-        gradref__store_first8_ps(out + 2 * x, first, L->part);
-        if (L->part > 8) gradref__store_first8_ps(out + 2 * x + 8, second, L->part - 8);
+        gradref__store_first8_ps(out + 2 * x, first, n);
+        if (n > 8) gradref__store_first8_ps(out + 2 * x + 8, second, n - 8);
         part = ((unsigned)_mm256_movemask_ps(zero_or_nan8(first)) |
                 (unsigned)_mm256_movemask_ps(zero_or_nan8(second)) << 8) &
-               ((1u << L->part) - 1u);
+               ((1u << n) - 1u);
     }
     return (part != 0) | (_mm256_movemask_ps(hit) != 0);
 }
@@ -406,18 +405,14 @@ s2_row(int NR, int NC0, int NC1, const s2_row_taps *T, const s2_layout *L, float
 /* The row layout of plane s with column taps t. */
 static void s2_layout_of(const gradref__cbd_dw_shape *s, const gradref__cbd_s2_taps *t,
                          s2_layout *L) {
-    const int64_t I2 = s->I[2];
-    L->O2 = s->O[2], L->whole = I2 / 16, L->part = I2 % 16;
+    L->B = gradref__cbd_s2_blocks_of(s, t);
+    L->O2 = s->O[2];
     for (int r = 0; r < 2; r++)
         for (int b = 0; b < 2; b++)
             L->shift[r][b] = b < t->ncols[r] ? t->shift[r][b] : 0;
-    /* inside: x >= lo and x + 8 <= hi */
-    L->inside_lo = (t->lo + 7) / 8 * 8 < 8 * L->whole ? (t->lo + 7) / 8 * 8 : 8 * L->whole;
-    L->inside_hi = t->hi - 8 < L->inside_lo ? L->inside_lo : (t->hi - 8) / 8 * 8 + 8;
-    if (L->inside_hi > 8 * L->whole) L->inside_hi = 8 * L->whole;
     int64_t edge = 0;
-    for (int64_t x = 0; x < 8 * L->whole + (L->part ? 8 : 0); x += 8)
-        if (x < L->inside_lo || x >= L->inside_hi) {
+    for (int64_t x = 0; x < 8 * L->B.whole + (L->B.part ? 8 : 0); x += 8)
+        if (x < L->B.inside_lo || x >= L->B.inside_hi) {
             for (int k = 0; k < 4; k++)
                 L->edge_masks[edge][k] = valid8(x + L->shift[k / 2][k % 2], L->O2);
             edge++;
@@ -443,24 +438,20 @@ __attribute__((always_inline)) static inline unsigned s2_plane(int NC0, int NC1,
                           w[gradref__cbd_stored(s, 1, kp1) * s->K[2] + t.col_tap[k / 2][k % 2]])
                     : _mm256_setzero_ps();
     unsigned hit = 0;
-    const int64_t K1 = s->K[1], O1 = s->O[1];
     for (int64_t i1 = 0; i1 < s->I[1]; i1++) {
         float *out = grad + i1 * s->I[2];
-        /* the row taps of i1's parity, kp and kp - 2 (K1 <= 3): diff rows num / 2 and + 1 */
-        const int64_t top = i1 + s->pad[1], kp = K1 - 1 - ((top - K1 + 1) % 2 != 0);
-        const int64_t num = top - kp;
-        const int first = kp >= 0 && num >= 0 && num / 2 < O1;
-        const int second = kp >= 2 && num + 2 >= 0 && num / 2 + 1 < O1;
-        if (!first && !second) { /* no tap: the reference's empty chain, +0 */
+        int64_t kp, row;
+        const int inside = gradref__cbd_s2_row_taps(s, i1, &kp, &row);
+        if (!inside) { /* no tap: the reference's empty chain, +0 */
             memset(out, 0, (size_t)s->I[2] * sizeof *out);
             hit = 1;
             continue;
         }
+        const int first = inside & 1; /* else only kp - 2's */
         s2_row_taps T;
-        T.row[0] = diff + (num / 2 + !first) * L.O2, T.w[0] = wv[first ? kp : kp - 2];
-        T.row[1] = diff + (num / 2 + 1) * L.O2, T.w[1] = wv[second ? kp - 2 : kp];
-        hit |=
-            first && second ? s2_row(2, NC0, NC1, &T, &L, out) : s2_row(1, NC0, NC1, &T, &L, out);
+        T.row[0] = diff + (row + !first) * L.O2, T.w[0] = wv[first ? kp : kp - 2];
+        T.row[1] = diff + (row + 1) * L.O2, T.w[1] = wv[inside == 3 ? kp - 2 : kp];
+        hit |= inside == 3 ? s2_row(2, NC0, NC1, &T, &L, out) : s2_row(1, NC0, NC1, &T, &L, out);
     }
     return hit;
 }
@@ -474,18 +465,8 @@ typedef unsigned (*s2_plane_fn)(const gradref__cbd_dw_shape *s, const float *w, 
                                         const float *diff, float *grad) {                          \
       return s2_plane(NC0, NC1, s, w, diff, grad);                                                 \
     }
-S2_PLANE(0, 0)
-S2_PLANE(0, 1)
-S2_PLANE(0, 2)
-S2_PLANE(1, 0)
-S2_PLANE(1, 1)
-S2_PLANE(1, 2)
-S2_PLANE(2, 0)
-S2_PLANE(2, 1)
-S2_PLANE(2, 2)
-static const s2_plane_fn s2_planes[3][3] = {{s2_plane_00, s2_plane_01, s2_plane_02},
-                                            {s2_plane_10, s2_plane_11, s2_plane_12},
-                                            {s2_plane_20, s2_plane_21, s2_plane_22}};
+GRADREF__CBD_S2_PLANES(S2_PLANE)
+static const s2_plane_fn s2_planes[3][3] = GRADREF__CBD_S2_LIST(s2_plane_);
 
 int gradref__cbd_f32_dw_plane_s2_avx2(const gradref__cbd_dw_shape *s, const float *w,
                                       const float *diff, float *grad) {

@@ -409,13 +409,10 @@ static inline int64_t gradref__cbd_stored(const gradref__cbd_dw_shape *s, int j,
 }
 
 /* A stride-2 depthwise plane (2-D, stride 2 along both dims, dilation 1, K1 and K2 <= 3),
- * grad column j = 2 x + r (r the column phase): grad row i1's diff rows and their stored row
- * taps (times K2) in the chain's order, and each column phase's diff column shifts (x + shift)
- * and stored column taps, likewise: at most two of each. Blocks of 8 x from x in [lo, hi - 8]
- * read only inside a diff row. */
+ * grad column j = 2 x + r (r the column phase): each column phase's diff column shifts (x +
+ * shift) and stored column taps in the chain's order, at most two. Blocks of 8 x from x in
+ * [lo, hi - 8] read only inside a diff row. */
 typedef struct gradref__cbd_s2_taps {
-    const float *row[2];
-    int64_t row_tap[2], row_kp[2], nrows; /* row_kp: the row tap's position */
     int64_t shift[2][2], col_tap[2][2], ncols[2];
     int64_t lo, hi;
 } gradref__cbd_s2_taps;
@@ -443,31 +440,48 @@ static inline void gradref__cbd_s2_columns(const gradref__cbd_dw_shape *s,
     }
 }
 
-/* The stride-2 plane kernels' rows, one function per diff row count NR (1, 2) and column tap
- * counts NC0, NC1 (0 to 2), so the tap loops unroll: M(NR, NC0, NC1) for each, and the table
- * of the functions named P##NR##NC0##NC1 as [NC0][NC1]. */
-#define GRADREF__CBD_S2_ROWS(M, NR)                                                                \
-  M(NR, 0, 0)                                                                                      \
-  M(NR, 0, 1) M(NR, 0, 2) M(NR, 1, 0) M(NR, 1, 1) M(NR, 1, 2) M(NR, 2, 0) M(NR, 2, 1) M(NR, 2, 2)
-#define GRADREF__CBD_S2_LIST(P, NR)                                                                \
+/* A stride-2 row's blocks of 16 grad columns from 2 x, x = 0, 8, ..: `whole` whole ones, those
+ * with x in [inside_lo, inside_hi) reading only inside diff's rows (x >= lo, x + 8 <= hi), then
+ * the last `part` columns. The blocks outside that range and the part are edge blocks: at most
+ * three, since lo <= 1 and hi >= (I2 - 3) / 2 for K2 <= 3 (one block each side). */
+typedef struct gradref__cbd_s2_blocks {
+    int64_t whole, inside_lo, inside_hi, part;
+} gradref__cbd_s2_blocks;
+
+static inline gradref__cbd_s2_blocks gradref__cbd_s2_blocks_of(const gradref__cbd_dw_shape *s,
+                                                               const gradref__cbd_s2_taps *t) {
+    gradref__cbd_s2_blocks B;
+    B.whole = s->I[2] / 16, B.part = s->I[2] % 16;
+    const int64_t lo8 = (t->lo + 7) / 8 * 8;
+    B.inside_lo = lo8 < 8 * B.whole ? lo8 : 8 * B.whole;
+    B.inside_hi = t->hi - 8 < B.inside_lo ? B.inside_lo : (t->hi - 8) / 8 * 8 + 8;
+    if (B.inside_hi > 8 * B.whole) B.inside_hi = 8 * B.whole;
+    return B;
+}
+
+/* The stride-2 plane kernels, one function per column tap counts NC0, NC1 (0 to 2), so the tap
+ * loops unroll: M(NC0, NC1) for each, and the table of the functions named P##NC0##NC1 as
+ * [NC0][NC1]. */
+#define GRADREF__CBD_S2_PLANES(M)                                                                  \
+  M(0, 0) M(0, 1) M(0, 2) M(1, 0) M(1, 1) M(1, 2) M(2, 0) M(2, 1) M(2, 2)
+#define GRADREF__CBD_S2_LIST(P)                                                                    \
   {                                                                                                \
-    {P##NR##00, P##NR##01, P##NR##02}, {P##NR##10, P##NR##11, P##NR##12}, {                        \
-      P##NR##20, P##NR##21, P##NR##22                                                              \
+    {P##00, P##01, P##02}, {P##10, P##11, P##12}, {                                                \
+      P##20, P##21, P##22                                                                          \
     }                                                                                              \
   }
 
-/* Grad row i1's diff rows of a stride-2 plane (t's row, row_tap, nrows). */
-static inline void gradref__cbd_s2_rows(const gradref__cbd_dw_shape *s, const float *diff,
-                                        int64_t i1, gradref__cbd_s2_taps *t) {
-    t->nrows = 0;
-    const int64_t top = i1 + s->pad[1]; /* diff row (top - kp1) / 2 where that is even */
-    for (int64_t kp1 = s->K[1] - 1 - ((top - s->K[1] + 1) % 2 != 0); kp1 >= 0; kp1 -= 2) {
-        const int64_t num = top - kp1;
-        if (num < 0 || num / 2 >= s->O[1]) continue;
-        t->row[t->nrows] = diff + num / 2 * s->O[2];
-        t->row_kp[t->nrows] = kp1;
-        t->row_tap[t->nrows++] = gradref__cbd_stored(s, 1, kp1) * s->K[2];
-    }
+/* Grad row i1's diff rows at stride 2 (K1 <= 3): the row taps of its parity, *kp and *kp - 2
+ * in the chain's order, on diff rows *row and *row + 1. Returns which are inside diff: bit 0
+ * *kp's, bit 1 *kp - 2's. */
+static inline int gradref__cbd_s2_row_taps(const gradref__cbd_dw_shape *s, int64_t i1, int64_t *kp,
+                                           int64_t *row) {
+    const int64_t K1 = s->K[1], top = i1 + s->pad[1];
+    *kp = K1 - 1 - ((top - K1 + 1) % 2 != 0);
+    const int64_t num = top - *kp; /* even */
+    *row = num / 2;
+    return (*kp >= 0 && num >= 0 && num / 2 < s->O[1]) |
+           (*kp >= 2 && num + 2 >= 0 && num / 2 + 1 < s->O[1]) << 1;
 }
 
 /* A plane kernel's taps for K1, K2 <= 3: the diff column shift of chain column c (kp2 =

@@ -202,27 +202,41 @@ static int dw_plane3x3_neon(const gradref__cbd_dw_shape *p, const float *w, cons
     return vminvq_u32(clean) == 0;
 }
 
-/* cbd_avx2.c's s2_block at NEON: grad columns 2 x .. 2 x + 15 of a stride-2 row (the first
- * n), 8 of each column phase in two vectors, ST2 interleaving the phases as it stores; edge:
- * diff columns outside the row read as +0 (edge_window). The tap counts are the row's (a loop
- * each): for the blocks around a row's inside ones. Returns 1 when a stored value is a zero or
- * a NaN. */
-static int s2_block_neon(const gradref__cbd_s2_taps *t, const float wr[2][2][2], int64_t x,
-                         int64_t O2, int edge, int64_t n, float *out) {
+/* A stride-2 row's diff rows and their weights w[a][2 r + b] (column phase r, column tap b). */
+typedef struct s2_row_taps {
+    const float *row[2];
+    const float *w[2];
+} s2_row_taps;
+
+/* A stride-2 plane's row layout, the same for every row (cbd_avx2.c's): its blocks, the column
+ * shifts, diff's row length. */
+typedef struct s2_layout {
+    gradref__cbd_s2_blocks B;
+    int64_t shift[2][2], O2;
+} s2_layout;
+
+/* cbd_avx2.c's s2_block at NEON for an edge block: grad columns 2 x .. 2 x + 15 of a stride-2
+ * row (the first n stored), 8 of each column phase in two vectors, ST2 interleaving the phases
+ * as it stores; diff columns outside the row read as +0 (edge_window). Returns 1 when a stored
+ * value is a zero or a NaN. */
+__attribute__((always_inline)) static inline int s2_edge_neon(int NR, int NC0, int NC1,
+                                                              const s2_row_taps *T,
+                                                              const s2_layout *L, int64_t x,
+                                                              int64_t n, float *out) {
     float32x4_t acc[2][2] = {{vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)},
                              {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)}};
-    for (int64_t a = 0; a < t->nrows; a++)
+    for (int a = 0; a < NR; a++)
         for (int r = 0; r < 2; r++)
-            for (int64_t b = 0; b < t->ncols[r]; b++) {
-                const int64_t at = x + t->shift[r][b];
+            for (int b = 0; b < (r ? NC1 : NC0); b++) {
+                const int64_t at = x + L->shift[r][b];
                 float tmp[8];
-                const float *from = t->row[a] + at;
-                if (edge) {
-                    edge_window(t->row[a], at, O2, tmp, 8);
+                const float *from = T->row[a] + at;
+                if (at < 0 || at + 8 > L->O2) {
+                    edge_window(T->row[a], at, L->O2, tmp, 8);
                     from = tmp;
                 }
-                acc[r][0] = vfmaq_n_f32(acc[r][0], vld1q_f32(from), wr[a][r][b]);
-                acc[r][1] = vfmaq_n_f32(acc[r][1], vld1q_f32(from + 4), wr[a][r][b]);
+                acc[r][0] = vfmaq_n_f32(acc[r][0], vld1q_f32(from), T->w[a][2 * r + b]);
+                acc[r][1] = vfmaq_n_f32(acc[r][1], vld1q_f32(from + 4), T->w[a][2 * r + b]);
             }
     const float32x4x2_t first = {{acc[0][0], acc[1][0]}}, second = {{acc[0][1], acc[1][1]}};
     if (n >= 16) {
@@ -244,32 +258,25 @@ static int s2_block_neon(const gradref__cbd_s2_taps *t, const float wr[2][2][2],
     return hit;
 }
 
-/* One stride-2 row's taps for the unrolled blocks: its diff rows, their weights w[a][2 r + b],
- * the column shifts. */
-typedef struct s2_row_taps {
-    const float *row[2];
-    float w[2][4];
-    int64_t shift[2][2];
-} s2_row_taps;
-
-/* NB blocks of 16 grad columns from 2 x, every tap's diff columns inside the row: s2_block_neon's
+/* NB blocks of 16 grad columns from 2 x, every tap's diff columns inside the row: s2_edge_neon's
  * chains for NR diff rows and NC0 / NC1 column taps, the tap loops unrolled (4 NB chains), stored
  * whole. *least becomes the lanes' least |value| (NaN when a value is: FMIN propagates it), two
  * operations a vector where a compare and a mask take three. */
 __attribute__((always_inline)) static inline void s2_blocks_neon(int NB, int NR, int NC0, int NC1,
-                                                                 const s2_row_taps *T, int64_t x,
+                                                                 const s2_row_taps *T,
+                                                                 const s2_layout *L, int64_t x,
                                                                  float *out, float32x4_t *least) {
     float32x4x2_t acc[4]; /* val[r]: column phase r, the pair ST2 stores */
     for (int v = 0; v < 2 * NB; v++)
         acc[v].val[0] = acc[v].val[1] = vdupq_n_f32(0.0f);
     for (int a = 0; a < NR; a++) {
         for (int b = 0; b < NC0; b++) {
-            const float *from = T->row[a] + x + T->shift[0][b];
+            const float *from = T->row[a] + x + L->shift[0][b];
             for (int v = 0; v < 2 * NB; v++)
                 acc[v].val[0] = vfmaq_n_f32(acc[v].val[0], vld1q_f32(from + 4 * v), T->w[a][b]);
         }
         for (int b = 0; b < NC1; b++) {
-            const float *from = T->row[a] + x + T->shift[1][b];
+            const float *from = T->row[a] + x + L->shift[1][b];
             for (int v = 0; v < 2 * NB; v++)
                 acc[v].val[1] = vfmaq_n_f32(acc[v].val[1], vld1q_f32(from + 4 * v), T->w[a][2 + b]);
         }
@@ -280,75 +287,84 @@ __attribute__((always_inline)) static inline void s2_blocks_neon(int NB, int NR,
     }
 }
 
-/* A stride-2 row as cbd_avx2.c's s2_row: the blocks whose taps reach past diff's row and a
- * partial last block by s2_block_neon, the others two at a time (eight chains) by
- * s2_blocks_neon. */
-__attribute__((always_inline)) static inline int s2_row_neon(int NR, int NC0, int NC1,
-                                                             const gradref__cbd_s2_taps *t,
-                                                             const float wr[2][2][2], int64_t I2,
-                                                             int64_t O2, float *out) {
-    s2_row_taps T; /* a local copy: the stores to out cannot alias it */
-    for (int a = 0; a < NR; a++) {
-        T.row[a] = t->row[a];
-        for (int r = 0; r < 2; r++)
-            for (int b = 0; b < (r ? NC1 : NC0); b++)
-                T.w[a][2 * r + b] = wr[a][r][b];
-    }
-    for (int r = 0; r < 2; r++)
-        for (int b = 0; b < (r ? NC1 : NC0); b++)
-            T.shift[r][b] = t->shift[r][b];
-    const int64_t lo = t->lo, hi = t->hi;
+/* A stride-2 row as cbd_avx2.c's s2_row: the edge blocks and the part by s2_edge_neon, the
+ * others two at a time (eight chains) by s2_blocks_neon. */
+__attribute__((always_inline)) static inline int
+s2_row_neon(int NR, int NC0, int NC1, const s2_row_taps *T, const s2_layout *L, float *out) {
     float32x4_t least = vdupq_n_f32(INFINITY);
     int hit = 0;
     int64_t x = 0;
-    for (; 2 * x < I2 && (x < lo || x + 8 > hi); x += 8)
-        hit |= s2_block_neon(t, wr, x, O2, 1, I2 - 2 * x, out + 2 * x);
-    for (; x + 16 <= hi && 2 * x + 32 <= I2; x += 16)
-        s2_blocks_neon(2, NR, NC0, NC1, &T, x, out + 2 * x, &least);
-    for (; x + 8 <= hi && 2 * x + 16 <= I2; x += 8)
-        s2_blocks_neon(1, NR, NC0, NC1, &T, x, out + 2 * x, &least);
-    for (; 2 * x < I2; x += 8)
-        hit |= s2_block_neon(t, wr, x, O2, x + 8 > hi, I2 - 2 * x, out + 2 * x);
+    for (; x < L->B.inside_lo; x += 8)
+        hit |= s2_edge_neon(NR, NC0, NC1, T, L, x, 16, out + 2 * x);
+    for (; x + 16 <= L->B.inside_hi; x += 16)
+        s2_blocks_neon(2, NR, NC0, NC1, T, L, x, out + 2 * x, &least);
+    if (x < L->B.inside_hi) {
+        s2_blocks_neon(1, NR, NC0, NC1, T, L, x, out + 2 * x, &least);
+        x += 8;
+    }
+    for (; x < 8 * L->B.whole; x += 8)
+        hit |= s2_edge_neon(NR, NC0, NC1, T, L, x, 16, out + 2 * x);
+    if (L->B.part) hit |= s2_edge_neon(NR, NC0, NC1, T, L, x, L->B.part, out + 2 * x);
     return hit | (vminvq_u32(nonzero_number4(least)) == 0);
 }
 
-/* s2_row_neon for NR diff rows and NC0 / NC1 column taps, a function each, in
- * s2_rows_neon[NR - 1][NC0][NC1]. */
-typedef int (*s2_row_neon_fn)(const gradref__cbd_s2_taps *t, const float wr[2][2][2], int64_t I2,
-                              int64_t O2, float *out);
-#  define S2_ROW_NEON(NR, NC0, NC1)                                                                \
-    static int s2_row_neon_##NR##NC0##NC1(const gradref__cbd_s2_taps *t, const float wr[2][2][2],  \
-                                          int64_t I2, int64_t O2, float *out) {                    \
-      return s2_row_neon(NR, NC0, NC1, t, wr, I2, O2, out);                                        \
-    }
-GRADREF__CBD_S2_ROWS(S2_ROW_NEON, 1)
-GRADREF__CBD_S2_ROWS(S2_ROW_NEON, 2)
-static const s2_row_neon_fn s2_rows_neon[2][3][3] = {GRADREF__CBD_S2_LIST(s2_row_neon_, 1),
-                                                     GRADREF__CBD_S2_LIST(s2_row_neon_, 2)};
-
-/* A stride-2 plane (k->dw_plane_s2), a row at a time by its diff rows' and column taps' counts. */
-static int dw_plane_s2_neon(const gradref__cbd_dw_shape *s, const float *w, const float *diff,
-                            float *grad) {
-    const int64_t I2 = s->I[2], O2 = s->O[2];
+/* A stride-2 plane with NC0 / NC1 column taps (k->dw_plane_s2), as cbd_avx2.c's s2_plane: its
+ * rows by their diff rows' count, the layout and the weights set once a plane. */
+__attribute__((always_inline)) static inline int s2_plane_neon(int NC0, int NC1,
+                                                               const gradref__cbd_dw_shape *s,
+                                                               const float *w, const float *diff,
+                                                               float *grad) {
     gradref__cbd_s2_taps t;
     gradref__cbd_s2_columns(s, &t);
+    s2_layout L;
+    L.B = gradref__cbd_s2_blocks_of(s, &t);
+    L.O2 = s->O[2];
+    for (int r = 0; r < 2; r++)
+        for (int b = 0; b < 2; b++)
+            L.shift[r][b] = b < t.ncols[r] ? t.shift[r][b] : 0;
+    float wf[3][4]; /* [kp1][2 r + b]: row tap position kp1, column phase r, column tap b */
+    for (int64_t kp1 = 0; kp1 < s->K[1]; kp1++)
+        for (int k = 0; k < 4; k++)
+            wf[kp1][k] = k % 2 < t.ncols[k / 2]
+                             ? w[gradref__cbd_stored(s, 1, kp1) * s->K[2] + t.col_tap[k / 2][k % 2]]
+                             : 0.0f;
     int hit = 0;
     for (int64_t i1 = 0; i1 < s->I[1]; i1++) {
-        float *out = grad + i1 * I2;
-        gradref__cbd_s2_rows(s, diff, i1, &t);
-        if (t.nrows == 0) { /* no tap: the reference's empty chain, +0 */
-            memset(out, 0, (size_t)I2 * sizeof *out);
+        float *out = grad + i1 * s->I[2];
+        int64_t kp, row;
+        const int inside = gradref__cbd_s2_row_taps(s, i1, &kp, &row);
+        if (!inside) { /* no tap: the reference's empty chain, +0 */
+            memset(out, 0, (size_t)s->I[2] * sizeof *out);
             hit = 1;
             continue;
         }
-        float wr[2][2][2];
-        for (int64_t a = 0; a < t.nrows; a++)
-            for (int r = 0; r < 2; r++)
-                for (int64_t b = 0; b < t.ncols[r]; b++)
-                    wr[a][r][b] = w[t.row_tap[a] + t.col_tap[r][b]];
-        hit |= s2_rows_neon[t.nrows - 1][t.ncols[0]][t.ncols[1]](&t, wr, I2, O2, out);
+        const int first = inside & 1; /* else only kp - 2's */
+        s2_row_taps T;
+        T.row[0] = diff + (row + !first) * L.O2, T.w[0] = wf[first ? kp : kp - 2];
+        T.row[1] = diff + (row + 1) * L.O2, T.w[1] = wf[inside == 3 ? kp - 2 : kp];
+        hit |= inside == 3 ? s2_row_neon(2, NC0, NC1, &T, &L, out)
+                           : s2_row_neon(1, NC0, NC1, &T, &L, out);
     }
     return hit;
+}
+
+/* s2_plane_neon for NC0 / NC1 column taps, a function each (the tap loops unrolled), in
+ * s2_planes_neon[NC0][NC1]. */
+typedef int (*s2_plane_neon_fn)(const gradref__cbd_dw_shape *s, const float *w, const float *diff,
+                                float *grad);
+#  define S2_PLANE_NEON(NC0, NC1)                                                                  \
+    static int s2_plane_neon_##NC0##NC1(const gradref__cbd_dw_shape *s, const float *w,            \
+                                        const float *diff, float *grad) {                          \
+      return s2_plane_neon(NC0, NC1, s, w, diff, grad);                                            \
+    }
+GRADREF__CBD_S2_PLANES(S2_PLANE_NEON)
+static const s2_plane_neon_fn s2_planes_neon[3][3] = GRADREF__CBD_S2_LIST(s2_plane_neon_);
+
+static int dw_plane_s2_neon(const gradref__cbd_dw_shape *s, const float *w, const float *diff,
+                            float *grad) {
+    gradref__cbd_s2_taps t;
+    gradref__cbd_s2_columns(s, &t);
+    return s2_planes_neon[t.ncols[0]][t.ncols[1]](s, w, diff, grad);
 }
 
 /* Whole vectors over the row's span of 2 len - 1 elements, as AVX2's: LD2 splits 8 elements
