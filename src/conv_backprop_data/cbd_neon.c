@@ -209,34 +209,57 @@ typedef struct s2_row_taps {
 } s2_row_taps;
 
 /* A stride-2 plane's row layout, the same for every row (cbd_avx2.c's): its blocks, the column
- * shifts, diff's row length. */
+ * shifts, diff's row length and its plane (`plane` floats from diff), and the edge blocks' lane
+ * masks (all ones inside the row), four taps a block in x order. */
 typedef struct s2_layout {
     gradref__cbd_s2_blocks B;
-    int64_t shift[2][2], O2;
+    int64_t shift[2][2], O2, plane;
+    const float *diff;
+    uint32x4_t edge_masks[3][4][2];
 } s2_layout;
 
-/* cbd_avx2.c's s2_block at NEON for an edge block: grad columns 2 x .. 2 x + 15 of a stride-2
- * row (the first n stored), 8 of each column phase in two vectors, ST2 interleaving the phases
- * as it stores; diff columns outside the row read as +0 (edge_window). Returns 1 when a stored
- * value is a zero or a NaN. */
+/* Lanes l of 8 with diff column start + l inside [0, O2): all ones (-start <= l < O2 - start,
+ * both clamped to [0, 8]). */
+static void inside_lanes8(int64_t start, int64_t O2, uint32x4_t mask[2]) {
+    const int32_t lane_index[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    const int64_t lo = -start, hi = O2 - start;
+    const int32x4_t first = vdupq_n_s32((int32_t)(lo < 0 ? 0 : lo > 8 ? 8 : lo));
+    const int32x4_t end = vdupq_n_s32((int32_t)(hi < 0 ? 0 : hi > 8 ? 8 : hi));
+    for (int v = 0; v < 2; v++) {
+        const int32x4_t lane = vld1q_s32(lane_index + 4 * v);
+        mask[v] = vandq_u32(vcgeq_s32(lane, first), vcltq_s32(lane, end));
+    }
+}
+
+/* cbd_avx2.c's s2_block at NEON for edge block `edge` (at x): grad columns 2 x .. 2 x + 15 of a
+ * stride-2 row (the first n stored), 8 of each column phase in two vectors, ST2 interleaving the
+ * phases as it stores; diff columns outside the row read as +0: loaded and cleared by the
+ * block's masks where the 8 columns lie in diff's plane, else by edge_window. Returns 1 when a
+ * stored value is a zero or a NaN. */
 __attribute__((always_inline)) static inline int s2_edge_neon(int NR, int NC0, int NC1,
                                                               const s2_row_taps *T,
                                                               const s2_layout *L, int64_t x,
-                                                              int64_t n, float *out) {
+                                                              int64_t edge, int64_t n, float *out) {
     float32x4_t acc[2][2] = {{vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)},
                              {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)}};
     for (int a = 0; a < NR; a++)
         for (int r = 0; r < 2; r++)
             for (int b = 0; b < (r ? NC1 : NC0); b++) {
-                const int64_t at = x + L->shift[r][b];
-                float tmp[8];
-                const float *from = T->row[a] + at;
-                if (at < 0 || at + 8 > L->O2) {
+                const int64_t at = x + L->shift[r][b], from = T->row[a] - L->diff + at;
+                float32x4_t v0, v1;
+                if (from >= 0 && from + 8 <= L->plane) {
+                    const uint32x4_t *mask = L->edge_masks[edge][2 * r + b];
+                    v0 = vreinterpretq_f32_u32(
+                        vandq_u32(vreinterpretq_u32_f32(vld1q_f32(L->diff + from)), mask[0]));
+                    v1 = vreinterpretq_f32_u32(
+                        vandq_u32(vreinterpretq_u32_f32(vld1q_f32(L->diff + from + 4)), mask[1]));
+                } else {
+                    float tmp[8];
                     edge_window(T->row[a], at, L->O2, tmp, 8);
-                    from = tmp;
+                    v0 = vld1q_f32(tmp), v1 = vld1q_f32(tmp + 4);
                 }
-                acc[r][0] = vfmaq_n_f32(acc[r][0], vld1q_f32(from), T->w[a][2 * r + b]);
-                acc[r][1] = vfmaq_n_f32(acc[r][1], vld1q_f32(from + 4), T->w[a][2 * r + b]);
+                acc[r][0] = vfmaq_n_f32(acc[r][0], v0, T->w[a][2 * r + b]);
+                acc[r][1] = vfmaq_n_f32(acc[r][1], v1, T->w[a][2 * r + b]);
             }
     const float32x4x2_t first = {{acc[0][0], acc[1][0]}}, second = {{acc[0][1], acc[1][1]}};
     if (n >= 16) {
@@ -293,9 +316,9 @@ __attribute__((always_inline)) static inline int
 s2_row_neon(int NR, int NC0, int NC1, const s2_row_taps *T, const s2_layout *L, float *out) {
     float32x4_t least = vdupq_n_f32(INFINITY);
     int hit = 0;
-    int64_t x = 0;
+    int64_t x = 0, edge = 0;
     for (; x < L->B.inside_lo; x += 8)
-        hit |= s2_edge_neon(NR, NC0, NC1, T, L, x, 16, out + 2 * x);
+        hit |= s2_edge_neon(NR, NC0, NC1, T, L, x, edge++, 16, out + 2 * x);
     for (; x + 16 <= L->B.inside_hi; x += 16)
         s2_blocks_neon(2, NR, NC0, NC1, T, L, x, out + 2 * x, &least);
     if (x < L->B.inside_hi) {
@@ -303,9 +326,27 @@ s2_row_neon(int NR, int NC0, int NC1, const s2_row_taps *T, const s2_layout *L, 
         x += 8;
     }
     for (; x < 8 * L->B.whole; x += 8)
-        hit |= s2_edge_neon(NR, NC0, NC1, T, L, x, 16, out + 2 * x);
-    if (L->B.part) hit |= s2_edge_neon(NR, NC0, NC1, T, L, x, L->B.part, out + 2 * x);
+        hit |= s2_edge_neon(NR, NC0, NC1, T, L, x, edge++, 16, out + 2 * x);
+    if (L->B.part) hit |= s2_edge_neon(NR, NC0, NC1, T, L, x, edge, L->B.part, out + 2 * x);
     return hit | (vminvq_u32(nonzero_number4(least)) == 0);
+}
+
+/* The row layout of plane s (diff at diff) with column taps t. */
+static void s2_layout_neon(const gradref__cbd_dw_shape *s, const gradref__cbd_s2_taps *t,
+                           const float *diff, s2_layout *L) {
+    L->B = gradref__cbd_s2_blocks_of(s, t);
+    L->O2 = s->O[2];
+    L->diff = diff, L->plane = s->O[1] * s->O[2];
+    for (int r = 0; r < 2; r++)
+        for (int b = 0; b < 2; b++)
+            L->shift[r][b] = b < t->ncols[r] ? t->shift[r][b] : 0;
+    int64_t edge = 0;
+    for (int64_t x = 0; x < 8 * L->B.whole + (L->B.part ? 8 : 0); x += 8)
+        if (x < L->B.inside_lo || x >= L->B.inside_hi) {
+            for (int k = 0; k < 4; k++)
+                inside_lanes8(x + L->shift[k / 2][k % 2], L->O2, L->edge_masks[edge][k]);
+            edge++;
+        }
 }
 
 /* A stride-2 plane with NC0 / NC1 column taps (k->dw_plane_s2), as cbd_avx2.c's s2_plane: its
@@ -317,11 +358,7 @@ __attribute__((always_inline)) static inline int s2_plane_neon(int NC0, int NC1,
     gradref__cbd_s2_taps t;
     gradref__cbd_s2_columns(s, &t);
     s2_layout L;
-    L.B = gradref__cbd_s2_blocks_of(s, &t);
-    L.O2 = s->O[2];
-    for (int r = 0; r < 2; r++)
-        for (int b = 0; b < 2; b++)
-            L.shift[r][b] = b < t.ncols[r] ? t.shift[r][b] : 0;
+    s2_layout_neon(s, &t, diff, &L);
     float wf[3][4]; /* [kp1][2 r + b]: row tap position kp1, column phase r, column tap b */
     for (int64_t kp1 = 0; kp1 < s->K[1]; kp1++)
         for (int k = 0; k < 4; k++)
