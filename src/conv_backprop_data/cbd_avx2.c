@@ -171,8 +171,7 @@ strip_body(int edge, const float weight[3][3], const int64_t shift[3], const flo
     const __m256i none = _mm256_setzero_si256();
     const __m256i m0 = edge == 1 || edge == 2 ? valid8(b0 + shift[0], O2) : none,
                   m1 = edge == 1 ? valid8(b0 + shift[1], O2) : none,
-                  m2 = edge == 1 || edge == 3 ? valid8(b0 + shift[2], O2) : none,
-                  st = edge == 1 ? valid8(b0, I2) : none;
+                  m2 = edge == 1 || edge == 3 ? valid8(b0 + shift[2], O2) : none;
     const int f0 = b0 + shift[0] >= 0 && b0 + shift[0] + 8 <= O2,
               f1 = b0 + shift[1] >= 0 && b0 + shift[1] + 8 <= O2,
               f2 = b0 + shift[2] >= 0 && b0 + shift[2] + 8 <= O2, fs = edge != 1 || b0 + 8 <= I2;
@@ -194,11 +193,11 @@ strip_body(int edge, const float weight[3][3], const int64_t shift[3], const flo
             _mm256_storeu_ps(out + I2, a1);
             _mm256_storeu_ps(out + 2 * I2, a2);
             _mm256_storeu_ps(out + 3 * I2, a3);
-        } else {
-            _mm256_maskstore_ps(out, st, a0);
-            _mm256_maskstore_ps(out + I2, st, a1);
-            _mm256_maskstore_ps(out + 2 * I2, st, a2);
-            _mm256_maskstore_ps(out + 3 * I2, st, a3);
+        } else { /* a plane under 8 columns wide: its rows' first I2 values */
+            gradref__store_first8_ps(out, a0, I2 - b0);
+            gradref__store_first8_ps(out + I2, a1, I2 - b0);
+            gradref__store_first8_ps(out + 2 * I2, a2, I2 - b0);
+            gradref__store_first8_ps(out + 3 * I2, a3, I2 - b0);
         }
     }
     return hit;
@@ -269,7 +268,6 @@ int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const floa
         const __m256i m0 = K2 > 0 ? valid8(b0 + shift[0], O2) : none,
                       m1 = K2 > 1 ? valid8(b0 + shift[1], O2) : none,
                       m2 = K2 > 2 ? valid8(b0 + shift[2], O2) : none;
-        const __m256i st = valid8(b0, I2);
         const unsigned live = b0 + 8 <= I2 ? 0xffu : (1u << (I2 - b0)) - 1u;
         /* whole windows take plain loads and stores (AMD microcodes the masked ones) */
         const int f0 = K2 > 0 && b0 + shift[0] >= 0 && b0 + shift[0] + 8 <= O2,
@@ -305,10 +303,10 @@ int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const floa
                 if (nrow > 3) _mm256_storeu_ps(out + 3 * I2, a3);
                 continue;
             }
-            _mm256_maskstore_ps(out, st, a0);
-            if (nrow > 1) _mm256_maskstore_ps(out + I2, st, a1);
-            if (nrow > 2) _mm256_maskstore_ps(out + 2 * I2, st, a2);
-            if (nrow > 3) _mm256_maskstore_ps(out + 3 * I2, st, a3);
+            gradref__store_first8_ps(out, a0, I2 - b0);
+            if (nrow > 1) gradref__store_first8_ps(out + I2, a1, I2 - b0);
+            if (nrow > 2) gradref__store_first8_ps(out + 2 * I2, a2, I2 - b0);
+            if (nrow > 3) gradref__store_first8_ps(out + 3 * I2, a3, I2 - b0);
         }
     }
     return hit != 0;
