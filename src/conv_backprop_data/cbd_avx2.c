@@ -156,12 +156,37 @@ void gradref__cbd_f32_dw_rows4_avx2(const gradref__cbd_dw_shape *p, const float 
       DW8_WINDOW(d, 2);                                                                            \
     }
 
+/* The four-row block at i1, its first `nrow` rows stored (a plane under 8 columns wide: the
+ * rows' first I2 values). */
+#  define DW8_STORE(r, acc)                                                                        \
+    if ((r) < nrow) {                                                                              \
+      if (fs)                                                                                      \
+        _mm256_storeu_ps(out + (r)*I2, acc);                                                       \
+      else                                                                                         \
+        gradref__store_first8_ps(out + (r)*I2, acc, I2 - b0);                                      \
+    }
+#  define DW8_BLOCK(rows)                                                                          \
+    do {                                                                                           \
+      const int64_t o1 = i1 + pb1 - 2, nrow = (rows);                                              \
+      __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                                  \
+      DW8_ROW(0)                                                                                   \
+      DW8_ROW(1)                                                                                   \
+      DW8_ROW(2)                                                                                   \
+      DW8_ROW(3)                                                                                   \
+      DW8_ROW(4)                                                                                   \
+      DW8_ROW(5)                                                                                   \
+      hit |=                                                                                       \
+          zero_or_nan4x8(a0, nrow > 1 ? a1 : a0, nrow > 2 ? a2 : a0, nrow > 3 ? a3 : a0) & live;   \
+      float *out = grad + i1 * I2 + b0;                                                            \
+      DW8_STORE(0, a0) DW8_STORE(1, a1) DW8_STORE(2, a2) DW8_STORE(3, a3)                          \
+    } while (0)
+
 /* `edge` 0: every window and the grad columns lie whole inside their rows (plain loads and
  * stores, no masks held); 1: masked where they do not; 2 and 3: the grad columns whole and only
  * window 0 (2) or window 2 (3) masked, so the nine weights, four accumulators, a window and
  * one mask fit the 16 registers. */
 __attribute__((always_inline)) static inline unsigned
-strip_body(int edge, const float weight[3][3], const int64_t shift[3], const float *diff,
+strip_body(int edge, int last, const float weight[3][3], const int64_t shift[3], const float *diff,
            int64_t pb1, int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad) {
     const __m256 w00 = _mm256_set1_ps(weight[0][0]), w01 = _mm256_set1_ps(weight[0][1]),
                  w02 = _mm256_set1_ps(weight[0][2]), w10 = _mm256_set1_ps(weight[1][0]),
@@ -177,46 +202,45 @@ strip_body(int edge, const float weight[3][3], const int64_t shift[3], const flo
               f2 = b0 + shift[2] >= 0 && b0 + shift[2] + 8 <= O2, fs = edge != 1 || b0 + 8 <= I2;
     const unsigned live = fs ? 0xffu : (1u << (I2 - b0)) - 1u;
     unsigned hit = 0;
-    for (int64_t i1 = 0; i1 + 4 <= I1; i1 += 4) {
-        const int64_t o1 = i1 + pb1 - 2;
-        __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-        DW8_ROW(0)
-        DW8_ROW(1)
-        DW8_ROW(2)
-        DW8_ROW(3)
-        DW8_ROW(4)
-        DW8_ROW(5)
-        hit |= zero_or_nan4x8(a0, a1, a2, a3) & live;
-        float *out = grad + i1 * I2 + b0;
-        if (fs) {
-            _mm256_storeu_ps(out, a0);
-            _mm256_storeu_ps(out + I2, a1);
-            _mm256_storeu_ps(out + 2 * I2, a2);
-            _mm256_storeu_ps(out + 3 * I2, a3);
-        } else { /* a plane under 8 columns wide: its rows' first I2 values */
-            gradref__store_first8_ps(out, a0, I2 - b0);
-            gradref__store_first8_ps(out + I2, a1, I2 - b0);
-            gradref__store_first8_ps(out + 2 * I2, a2, I2 - b0);
-            gradref__store_first8_ps(out + 3 * I2, a3, I2 - b0);
-        }
+    if (last) { /* the last I1 % 4 rows by the block's chains, the rows past I1 not stored */
+        const int64_t i1 = I1 / 4 * 4;
+        DW8_BLOCK(I1 - i1);
+        return hit;
     }
+    for (int64_t i1 = 0; i1 + 4 <= I1; i1 += 4)
+        DW8_BLOCK(4);
     return hit;
+}
+
+/* The 8-column strip at b0: its blocks of four rows (last 0) or its last I1 % 4 rows (1). */
+__attribute__((always_inline)) static inline unsigned
+strip_rows(int last, const float weight[3][3], const int64_t shift[3], const float *diff,
+           int64_t pb1, int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad) {
+    unsigned cut = 0; /* the windows not whole */
+    for (int c = 0; c < 3; c++)
+        cut |= (unsigned)!(b0 + shift[c] >= 0 && b0 + shift[c] + 8 <= O2) << c;
+    if (b0 + 8 > I2) return strip_body(1, last, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
+    if (cut == 0) return strip_body(0, last, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
+    /* a "same" 3 x 3's edge strips: one mask held, not three (which spill) */
+    if (cut == 1) return strip_body(2, last, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
+    if (cut == 4) return strip_body(3, last, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
+    return strip_body(1, last, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
 }
 
 __attribute__((noinline)) static unsigned
 strip_3x3_8(const float weight[3][3], const int64_t shift[3], const float *diff, int64_t pb1,
             int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad) {
-    unsigned cut = 0; /* the windows not whole */
-    for (int c = 0; c < 3; c++)
-        cut |= (unsigned)!(b0 + shift[c] >= 0 && b0 + shift[c] + 8 <= O2) << c;
-    if (b0 + 8 > I2) return strip_body(1, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
-    if (cut == 0) return strip_body(0, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
-    /* a "same" 3 x 3's edge strips: one mask held, not three (which spill) */
-    if (cut == 1) return strip_body(2, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
-    if (cut == 4) return strip_body(3, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
-    return strip_body(1, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
+    return strip_rows(0, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
+}
+
+__attribute__((noinline)) static unsigned
+strip_3x3_8_last(const float weight[3][3], const int64_t shift[3], const float *diff, int64_t pb1,
+                 int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad) {
+    return strip_rows(1, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
 }
 #  undef DW8_ROW
+#  undef DW8_BLOCK
+#  undef DW8_STORE
 #  undef DW8_LOAD
 #  undef DW8_D0
 #  undef DW8_D1
@@ -256,10 +280,14 @@ int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const floa
             /* a last partial strip moved left onto its neighbour's columns (same values stored
              * twice): plain stores, where AMD microcodes the masked ones */
             const int64_t at = b0 + 8 > I2 && I2 >= 8 ? I2 - 8 : b0;
-            hit |=
-                strip_3x3_8((const float(*)[3])weight, shift, diff, pb1, O1, O2, I1, I2, at, grad);
+            if (I1 >= 4)
+                hit |= strip_3x3_8((const float(*)[3])weight, shift, diff, pb1, O1, O2, I1, I2, at,
+                                   grad);
+            if (I1 % 4)
+                hit |= strip_3x3_8_last((const float(*)[3])weight, shift, diff, pb1, O1, O2, I1, I2,
+                                        at, grad);
         }
-        first = I1 / 4 * 4;
+        first = I1;
     }
     const __m256i none = _mm256_setzero_si256();
     /* the rows the strips left, the last strip moved as the strips' */
