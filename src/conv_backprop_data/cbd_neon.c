@@ -121,6 +121,37 @@ static inline void lanes_past(int64_t n, uint32x4_t *dead0, uint32x4_t *dead1) {
     *dead1 = vcgeq_u32(vld1q_u32(lane_index + 4), vdupq_n_u32((uint32_t)n));
 }
 
+/* Lanes l of 8 with diff column start + l inside [0, O2): all ones (-start <= l < O2 - start,
+ * both clamped to [0, 8]). */
+static void inside_lanes8(int64_t start, int64_t O2, uint32x4_t mask[2]) {
+    const int32_t lane_index[8] = {0, 1, 2, 3, 4, 5, 6, 7};
+    const int64_t lo = -start, hi = O2 - start;
+    const int32x4_t first = vdupq_n_s32((int32_t)(lo < 0 ? 0 : lo > 8 ? 8 : lo));
+    const int32x4_t end = vdupq_n_s32((int32_t)(hi < 0 ? 0 : hi > 8 ? 8 : hi));
+    for (int v = 0; v < 2; v++) {
+        const int32x4_t lane = vld1q_s32(lane_index + 4 * v);
+        mask[v] = vandq_u32(vcgeq_s32(lane, first), vcltq_s32(lane, end));
+    }
+}
+
+/* The 8 values from column `col` of the diff row at diff + row (O2 long, in a plane of `plane`
+ * values from diff), those outside the row (lanes not in `inside`) +0: loaded and masked where
+ * the 8 lie in the plane, else copied one by one (NEON has no masked load). */
+__attribute__((always_inline)) static inline void
+window_or_edge(const float *diff, int64_t plane, int64_t row, int64_t O2, int64_t col,
+               const uint32x4_t inside[2], float32x4_t v[2]) {
+    const int64_t at = row + col;
+    if (at >= 0 && at + 8 <= plane) {
+        for (int h = 0; h < 2; h++)
+            v[h] = vreinterpretq_f32_u32(
+                vandq_u32(vreinterpretq_u32_f32(vld1q_f32(diff + at + 4 * h)), inside[h]));
+        return;
+    }
+    float tmp[8];
+    edge_window(diff + row, col, O2, tmp, 8);
+    v[0] = vld1q_f32(tmp), v[1] = vld1q_f32(tmp + 4);
+}
+
 /* K1, K2 <= 3, one depth, dilation 1: strips of 8 grad columns in blocks of 4 rows, 8
  * accumulators; each diff row's three column windows (the chain's column taps, zeros past diff's
  * ends and for the columns a narrower kernel lacks, exact no-op terms) are loaded once for the
@@ -142,8 +173,11 @@ static int dw_plane3x3_neon(const gradref__cbd_dw_shape *p, const float *w, cons
     uint32x4_t clean = vdupq_n_u32(~0u);
     for (int64_t b0 = 0; b0 < I2; b0 += 8) {
         int whole[3];
-        for (int c = 0; c < 3; c++)
+        uint32x4_t inside[3][2]; /* a window not whole: its lanes inside the row */
+        for (int c = 0; c < 3; c++) {
             whole[c] = c < K2 && b0 + shift[c] >= 0 && b0 + shift[c] + 8 <= O2;
+            inside_lanes8(b0 + shift[c], O2, inside[c]);
+        }
         const int64_t cols = I2 - b0 < 8 ? I2 - b0 : 8;
         uint32x4_t dead0, dead1;
         lanes_past(cols, &dead0, &dead1);
@@ -163,9 +197,7 @@ static int dw_plane3x3_neon(const gradref__cbd_dw_shape *p, const float *w, cons
                         v[c][0] = vld1q_f32(row + b0 + shift[c]);
                         v[c][1] = vld1q_f32(row + b0 + shift[c] + 4);
                     } else if (c < K2) {
-                        float tmp[8];
-                        edge_window(row, b0 + shift[c], O2, tmp, 8);
-                        v[c][0] = vld1q_f32(tmp), v[c][1] = vld1q_f32(tmp + 4);
+                        window_or_edge(diff, O1 * O2, o1 * O2, O2, b0 + shift[c], inside[c], v[c]);
                     } else {
                         v[c][0] = v[c][1] = vdupq_n_f32(0.0f);
                     }
@@ -218,24 +250,10 @@ typedef struct s2_layout {
     uint32x4_t edge_masks[3][4][2];
 } s2_layout;
 
-/* Lanes l of 8 with diff column start + l inside [0, O2): all ones (-start <= l < O2 - start,
- * both clamped to [0, 8]). */
-static void inside_lanes8(int64_t start, int64_t O2, uint32x4_t mask[2]) {
-    const int32_t lane_index[8] = {0, 1, 2, 3, 4, 5, 6, 7};
-    const int64_t lo = -start, hi = O2 - start;
-    const int32x4_t first = vdupq_n_s32((int32_t)(lo < 0 ? 0 : lo > 8 ? 8 : lo));
-    const int32x4_t end = vdupq_n_s32((int32_t)(hi < 0 ? 0 : hi > 8 ? 8 : hi));
-    for (int v = 0; v < 2; v++) {
-        const int32x4_t lane = vld1q_s32(lane_index + 4 * v);
-        mask[v] = vandq_u32(vcgeq_s32(lane, first), vcltq_s32(lane, end));
-    }
-}
-
 /* cbd_avx2.c's s2_block at NEON for edge block `edge` (at x): grad columns 2 x .. 2 x + 15 of a
  * stride-2 row (the first n stored), 8 of each column phase in two vectors, ST2 interleaving the
- * phases as it stores; diff columns outside the row read as +0: loaded and cleared by the
- * block's masks where the 8 columns lie in diff's plane, else by edge_window. Returns 1 when a
- * stored value is a zero or a NaN. */
+ * phases as it stores; diff columns outside the row read as +0 (window_or_edge, by the block's
+ * masks). Returns 1 when a stored value is a zero or a NaN. */
 __attribute__((always_inline)) static inline int s2_edge_neon(int NR, int NC0, int NC1,
                                                               const s2_row_taps *T,
                                                               const s2_layout *L, int64_t x,
@@ -245,6 +263,7 @@ __attribute__((always_inline)) static inline int s2_edge_neon(int NR, int NC0, i
     for (int a = 0; a < NR; a++)
         for (int r = 0; r < 2; r++)
             for (int b = 0; b < (r ? NC1 : NC0); b++) {
+                /* window_or_edge's test and loads written out: gcc then unrolls these loops */
                 const int64_t at = x + L->shift[r][b], from = T->row[a] - L->diff + at;
                 float32x4_t v0, v1;
                 if (from >= 0 && from + 8 <= L->plane) {
