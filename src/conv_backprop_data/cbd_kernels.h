@@ -471,17 +471,19 @@ static inline gradref__cbd_s2_blocks gradref__cbd_s2_blocks_of(const gradref__cb
     }                                                                                              \
   }
 
-/* Grad row i1's diff rows at stride 2 (K1 <= 3): the row taps of its parity, *kp and *kp - 2
- * in the chain's order, on diff rows *row and *row + 1. Returns which are inside diff: bit 0
- * *kp's, bit 1 *kp - 2's. */
-static inline int gradref__cbd_s2_row_taps(const gradref__cbd_dw_shape *s, int64_t i1, int64_t *kp,
-                                           int64_t *row) {
+/* Grad row i1's diff rows at stride 2 (K1 <= 3), at most two: the row taps of its parity in the
+ * chain's order, rows[a] their diff rows (from diff, O2 long) and kp[a] their positions; both
+ * slots set when there is one (the second a copy of the first). Returns how many. */
+static inline int gradref__cbd_s2_row_taps(const gradref__cbd_dw_shape *s, const float *diff,
+                                           int64_t i1, const float *rows[2], int64_t kp[2]) {
     const int64_t K1 = s->K[1], top = i1 + s->pad[1];
-    *kp = K1 - 1 - ((top - K1 + 1) % 2 != 0);
-    const int64_t num = top - *kp; /* even */
-    *row = num / 2;
-    return (*kp >= 0 && num >= 0 && num / 2 < s->O[1]) |
-           (*kp >= 2 && num + 2 >= 0 && num / 2 + 1 < s->O[1]) << 1;
+    const int64_t k = K1 - 1 - ((top - K1 + 1) % 2 != 0), num = top - k; /* even */
+    const int first = k >= 0 && num >= 0 && num / 2 < s->O[1];
+    const int second = k >= 2 && num + 2 >= 0 && num / 2 + 1 < s->O[1];
+    if (!first && !second) return 0;
+    rows[0] = diff + (num / 2 + !first) * s->O[2], kp[0] = first ? k : k - 2;
+    rows[1] = second ? diff + (num / 2 + 1) * s->O[2] : rows[0], kp[1] = second ? k - 2 : kp[0];
+    return first + second;
 }
 
 /* A plane kernel's taps for K1, K2 <= 3: the diff column shift of chain column c (kp2 =

@@ -387,19 +387,17 @@ __attribute__((always_inline)) static inline int s2_plane_neon(int NC0, int NC1,
     int hit = 0;
     for (int64_t i1 = 0; i1 < s->I[1]; i1++) {
         float *out = grad + i1 * s->I[2];
-        int64_t kp, row;
-        const int inside = gradref__cbd_s2_row_taps(s, i1, &kp, &row);
-        if (!inside) { /* no tap: the reference's empty chain, +0 */
+        const float *rows[2];
+        int64_t kp[2];
+        const int nrows = gradref__cbd_s2_row_taps(s, diff, i1, rows, kp);
+        if (!nrows) { /* no tap: the reference's empty chain, +0 */
             memset(out, 0, (size_t)s->I[2] * sizeof *out);
             hit = 1;
             continue;
         }
-        const int first = inside & 1; /* else only kp - 2's */
-        s2_row_taps T;
-        T.row[0] = diff + (row + !first) * L.O2, T.w[0] = wf[first ? kp : kp - 2];
-        T.row[1] = diff + (row + 1) * L.O2, T.w[1] = wf[inside == 3 ? kp - 2 : kp];
-        hit |= inside == 3 ? s2_row_neon(2, NC0, NC1, &T, &L, out)
-                           : s2_row_neon(1, NC0, NC1, &T, &L, out);
+        const s2_row_taps T = {{rows[0], rows[1]}, {wf[kp[0]], wf[kp[1]]}};
+        hit |= nrows == 2 ? s2_row_neon(2, NC0, NC1, &T, &L, out)
+                          : s2_row_neon(1, NC0, NC1, &T, &L, out);
     }
     return hit;
 }
