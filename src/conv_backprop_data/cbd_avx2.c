@@ -266,14 +266,9 @@ int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const floa
                                       const float *diff, float *grad) {
     const int64_t I1 = p->I[1], I2 = p->I[2], O1 = p->O[1], O2 = p->O[2];
     const int64_t K1 = p->K[1], K2 = p->K[2], pb1 = p->pad[1];
-    __m256 wr[3][3]; /* [kp1][c], c = column taps in chain order (kp2 descending) */
     int64_t shift[3];
     float weight[3][3];
     gradref__cbd_plane3x3_taps(p, w, shift, weight);
-    for (int64_t kp1 = 0; kp1 < 3; kp1++)
-        for (int64_t c = 0; c < 3; c++)
-            wr[kp1][c] = _mm256_set1_ps(weight[kp1][c]);
-    int64_t first = 0; /* rows before it are done */
     unsigned hit = 0;
     if (K1 == 3 && K2 == 3) {
         for (int64_t b0 = 0; b0 < I2; b0 += 8) {
@@ -287,11 +282,16 @@ int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const floa
                 hit |= strip_3x3_8_last((const float(*)[3])weight, shift, diff, pb1, O1, O2, I1, I2,
                                         at, grad);
         }
-        first = I1;
+        return hit != 0;
     }
+    /* a kernel narrower than 3 x 3: blocks of four rows with the taps tested at run time, the
+     * last strip moved as the strips' */
+    __m256 wr[3][3]; /* [kp1][c], c = column taps in chain order (kp2 descending) */
+    for (int64_t kp1 = 0; kp1 < 3; kp1++)
+        for (int64_t c = 0; c < 3; c++)
+            wr[kp1][c] = _mm256_set1_ps(weight[kp1][c]);
     const __m256i none = _mm256_setzero_si256();
-    /* the rows the strips left, the last strip moved as the strips' */
-    for (int64_t s0 = 0; s0 < I2 && first < I1; s0 += 8) {
+    for (int64_t s0 = 0; s0 < I2; s0 += 8) {
         const int64_t b0 = s0 + 8 > I2 && I2 >= 8 ? I2 - 8 : s0;
         const __m256i m0 = K2 > 0 ? valid8(b0 + shift[0], O2) : none,
                       m1 = K2 > 1 ? valid8(b0 + shift[1], O2) : none,
@@ -301,7 +301,7 @@ int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const floa
         const int f0 = K2 > 0 && b0 + shift[0] >= 0 && b0 + shift[0] + 8 <= O2,
                   f1 = K2 > 1 && b0 + shift[1] >= 0 && b0 + shift[1] + 8 <= O2,
                   f2 = K2 > 2 && b0 + shift[2] >= 0 && b0 + shift[2] + 8 <= O2, fs = b0 + 8 <= I2;
-        for (int64_t i1 = first; i1 < I1; i1 += 4) {
+        for (int64_t i1 = 0; i1 < I1; i1 += 4) {
             const int64_t nrow = I1 - i1 < 4 ? I1 - i1 : 4;
             int64_t lo = i1 + pb1 - (K1 - 1), hi = i1 + nrow - 1 + pb1;
             if (lo < 0) lo = 0;
