@@ -663,15 +663,15 @@ static void test_gemm_shapes(void **state) {
 
 /* At least eight 14-channel panels: direct tiles are first packed (zeros where a tap falls
  * outside diff) and every panel reads the packed copy; 3x3 with pads and dilation, 1x1 with
- * stride 2 (one phase reached), the last panel short, tiles of under 16 pixels. */
+ * stride 2 (one phase reached), the last panel short, tiles of under 16 pixels. The last two
+ * have few k steps and over 64 tiles: runs of packed tiles (10 and 16) across mask groups. */
 static void test_packed_tiles(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(11);
-    static const int64_t shapes[][8] = {/* ICpg OCpg K stride pad dil O(h) O(w) */
-                                        {113, 5, 3, 1, 1, 1, 9, 20},
-                                        {120, 3, 3, 1, 2, 2, 7, 11},
-                                        {126, 7, 1, 2, 0, 1, 6, 13},
-                                        {112, 4, 3, 2, 1, 1, 5, 9}};
+    static const int64_t shapes[][8] = {
+        /* ICpg OCpg K stride pad dil O(h) O(w) */
+        {113, 5, 3, 1, 1, 1, 9, 20}, {120, 3, 3, 1, 2, 2, 7, 11},   {126, 7, 1, 2, 0, 1, 6, 13},
+        {112, 4, 3, 2, 1, 1, 5, 9},  {113, 11, 3, 1, 1, 1, 38, 62}, {120, 64, 1, 1, 0, 1, 30, 70}};
     for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
         const int64_t *a = shapes[s];
         geometry g =

@@ -103,11 +103,15 @@ static cbd_layout layout_of(const gradref__cbd_plan *p, int32_t precision, int t
         gradref__ws_take(&per, gradref__sgemm_work_bytes());
         L.chunk_at = gradref__ws_take(&per, (size_t)GRADREF__CBD_CHUNK_FLOATS * 4);
         L.offsets_at = gradref__ws_take(&per, (size_t)taps_of(p) * 2 * sizeof(int64_t));
+        L.packed_tiles = pack_tiles(p) ? gradref__cbd_packed_run(taps_of(p) * p->OCpg) : 0;
         L.masks_at = gradref__ws_take(
-            &per, (size_t)((GRADREF__CBD_TILE_GROUP + 1) * 2 * taps_of(p)) * sizeof(uint16_t));
+            &per, (size_t)((GRADREF__CBD_TILE_GROUP + L.packed_tiles) * 2 * taps_of(p)) *
+                      sizeof(uint16_t));
         L.masks_key_at = gradref__ws_take(&per, 3 * sizeof(int64_t));
         L.tile_group = GRADREF__CBD_TILE_GROUP;
-        if (pack_tiles(p)) L.tile_at = gradref__ws_take(&per, (size_t)(taps_of(p) * p->OCpg) * 128);
+        if (L.packed_tiles)
+            L.tile_at =
+                gradref__ws_take(&per, (size_t)(L.packed_tiles * taps_of(p) * p->OCpg) * 128);
         L.per_thread = per;
         L.thread0 = at;
         at += per * (size_t)threads;

@@ -17,6 +17,20 @@
 
 /* tiles of 32 pixels whose masks are computed together (direct tiles) */
 #define GRADREF__CBD_TILE_GROUP 64
+/* The k steps a panel (taps x channels) at most for which a direct tile's grad stores come
+ * often: the tiles then prefetch the next tile call's grad lines, and packed tiles run in runs. */
+#define GRADREF__CBD_SHORT_K 128
+
+/* The packed tiles a panel takes in turn for a phase of K k steps. With few k steps (K <=
+ * GRADREF__CBD_SHORT_K) a run of tiles is packed and each panel then stores its rows a run
+ * long, few streams the hardware prefetchers follow; one tile at a time, every panel stored a
+ * line or two of all the item's rows per tile. The run's packed diff stays within 128 KiB. */
+static inline int64_t gradref__cbd_packed_run(int64_t K) {
+    if (K < 1 || K > GRADREF__CBD_SHORT_K) return 1;
+    const int64_t fit = (INT64_C(128) << 10) / (K * 128);
+    return fit < 32 ? fit : 32;
+}
+
 /* C chunk per thread for phases that cannot write grad directly, in floats (512 KiB) */
 #define GRADREF__CBD_CHUNK_FLOATS (INT64_C(128) * 1024)
 
@@ -36,7 +50,8 @@ typedef struct cbd_layout {
     size_t offsets_at, masks_at; /* direct tiles: per tap offsets, per tile and tap masks */
     size_t masks_key_at;         /* direct tiles: the (phase, tiles) the masks are for */
     int64_t tile_group;          /* direct tiles: tiles whose masks are computed together */
-    size_t tile_at;              /* direct tiles: one tile's diff, packed (0: not packed) */
+    size_t tile_at;              /* direct tiles: packed tiles' diff (0: not packed) */
+    int64_t packed_tiles;        /* the tiles tile_at holds (gradref__cbd_packed_run), or 0 */
     size_t total;
 } cbd_layout;
 
@@ -77,16 +92,17 @@ static inline float filter_value(const gradref__cbd_plan *p, int64_t e) {
 
 /* One thread's part of the workspace (cbd_layout's *_at offsets), typed once per thread by
  * cbd_scratch_of: the GEMM's work area, the C chunk, and the direct tiles' pixel offsets,
- * masks, the key of those masks and the packed tile. */
+ * masks, the key of those masks and the packed tiles. */
 typedef struct cbd_scratch {
-    void *gemm;         /* gradref__sgemm's work area */
-    float *chunk;       /* GRADREF__CBD_CHUNK_FLOATS: a strided phase's C before its scatter */
-    int64_t *offsets;   /* direct tiles: per tap (and per packed tap) diff offsets */
-    uint16_t *masks;    /* direct tiles: per tile and tap, then the packed tile's */
-    int64_t *masks_key; /* the (phase, first pixel, end) masks holds; key[0] -1: none */
-    float *tile;        /* one tile's diff packed, or NULL: tiles read diff in place */
-    int64_t tile_group; /* tiles whose masks are computed together */
-    float *dw_phases;   /* strided depthwise: a row of stride phases' planes */
+    void *gemm;           /* gradref__sgemm's work area */
+    float *chunk;         /* GRADREF__CBD_CHUNK_FLOATS: a strided phase's C before its scatter */
+    int64_t *offsets;     /* direct tiles: per tap (and per packed tap) diff offsets */
+    uint16_t *masks;      /* direct tiles: per tile and tap, then the packed tiles' */
+    int64_t *masks_key;   /* the (phase, first pixel, end) masks holds; key[0] -1: none */
+    float *tile;          /* packed tiles' diff, or NULL: tiles read diff in place */
+    int64_t packed_tiles; /* the tiles `tile` holds */
+    int64_t tile_group;   /* tiles whose masks are computed together */
+    float *dw_phases;     /* strided depthwise: a row of stride phases' planes */
 } cbd_scratch;
 
 static inline cbd_scratch cbd_scratch_of(const cbd_layout *L, char *mine) {
@@ -97,6 +113,7 @@ static inline cbd_scratch cbd_scratch_of(const cbd_layout *L, char *mine) {
     S.masks = (uint16_t *)(void *)(mine + L->masks_at);
     S.masks_key = (int64_t *)(void *)(mine + L->masks_key_at);
     S.tile = L->tile_at ? (float *)(void *)(mine + L->tile_at) : NULL;
+    S.packed_tiles = L->packed_tiles;
     S.tile_group = L->tile_group;
     S.dw_phases = L->path == CBD_PATH_DEPTHWISE ? (float *)(void *)mine : NULL;
     return S;

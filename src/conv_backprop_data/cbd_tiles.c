@@ -26,16 +26,15 @@ static void prefetch_tile(const cbd_run *R, const cbd_phase *f, const float *ima
     }
 }
 
-/* The grad lines of the next tile's `rows` rows (c at its pixel 0, rows ldc apart, `cols`
- * pixels), prefetched for writing while this tile computes, when its k steps are few (K <=
- * PREFETCH_STORES_K): a tile stores a line or two of every row it has, more rows than the
- * hardware prefetchers follow, and with few k steps a panel each store then waited on its
- * line; with more, the prefetches only cost. Inlined: as a function of its own gcc deems it
- * pure (it has no effect but prefetches) and drops its calls. */
-enum { PREFETCH_STORES_K = 128 };
+/* The grad lines of a tile's `rows` rows (c at its pixel 0, rows ldc apart, `cols` pixels),
+ * prefetched for writing while the tile before it computes, when its k steps are few (K <=
+ * GRADREF__CBD_SHORT_K): a tile stores a line or two of every row it has, and with few k steps
+ * a panel each store then waited on its line; with more, the prefetches only cost. Inlined: as
+ * a function of its own gcc deems it pure (it has no effect but prefetches) and drops its
+ * calls. */
 __attribute__((always_inline)) static inline void prefetch_stores(int64_t K, float *c, int64_t ldc,
                                                                   int64_t rows, int64_t cols) {
-    if (K > PREFETCH_STORES_K) return;
+    if (K > GRADREF__CBD_SHORT_K) return;
     for (int64_t i = 0; i < rows; i++) {
         __builtin_prefetch(c + i * ldc, 1, 3);
         if (cols > 16) __builtin_prefetch(c + i * ldc + 16, 1, 3);
@@ -50,41 +49,67 @@ static int64_t column_pixels(const cbd_run *R, int64_t cols) {
     return R->k->tile_columns && !R->word_channels && rest <= 4 ? rest : 0;
 }
 
-/* The tiles of pixels [g0, g1) (one group's, their masks in S->masks), each packed once and
- * then read by every panel; c is grad at pixel g0. */
+/* Packs the tiles of pixels [r0, r1) (a run; their masks in S->masks from pixel g0) one after
+ * another into S->tile, each with its masks for the packed block: a tap the tile skips is
+ * skipped, else every lane is read (the zeros are packed). */
+static void pack_run(const cbd_run *R, const cbd_phase *f, const float *image, int64_t g0,
+                     int64_t r0, int64_t r1, const cbd_scratch *S) {
+    const int64_t K = f->ntaps * R->ocpg, per_tile = 2 * f->ntaps;
+    uint16_t *block_masks = S->masks + S->tile_group * per_tile;
+    for (int64_t j0 = r0, b = 0; j0 < r1; j0 += 32, b++) {
+        const uint16_t *m = S->masks + (j0 - g0) / 32 * per_tile;
+        R->k->pack_tile32(image + j0, R->dc, R->ocpg, S->offsets, m, f->ntaps,
+                          S->tile + b * K * 32);
+        for (int64_t t = 0; t < f->ntaps; t++)
+            block_masks[b * per_tile + 2 * t] = block_masks[b * per_tile + 2 * t + 1] =
+                (uint16_t)((m[2 * t] | m[2 * t + 1]) ? 0xffffu : 0u);
+    }
+}
+
+/* The tiles of pixels [g0, g1) (one group's, their masks in S->masks), packed a run at a time
+ * (gradref__cbd_packed_run) and each run read by every panel in turn, a panel over the whole
+ * run; c is grad at pixel g0. */
 static unsigned packed_tiles(const cbd_run *R, const cbd_phase *f, const float *panels, int64_t M,
                              int64_t g0, int64_t g1, const float *image, float *c, int64_t ldc,
                              const cbd_scratch *S, cbd_zeros *z) {
     const int64_t K = f->ntaps * R->ocpg, per_tile = 2 * f->ntaps;
-    const int64_t *offset = S->offsets;
-    float *block = S->tile;
+    int64_t run = gradref__cbd_packed_run(K);
+    if (run > S->packed_tiles) run = S->packed_tiles;
     int64_t *block_offset = S->offsets + f->ntaps;
-    uint16_t *block_masks = S->masks + S->tile_group * per_tile;
+    const uint16_t *block_masks = S->masks + S->tile_group * per_tile;
     unsigned hit = 0;
     for (int64_t t = 0; t < f->ntaps; t++)
         block_offset[t] = t * R->ocpg * 32;
-    for (int64_t j0 = g0; j0 < g1; j0 += 32) {
-        const uint16_t *m = S->masks + (j0 - g0) / 32 * per_tile;
-        const int64_t cols = g1 - j0 < 32 ? g1 - j0 : 32, tail = column_pixels(R, cols);
-        R->k->pack_tile32(image + j0, R->dc, R->ocpg, offset, m, f->ntaps, block);
-        for (int64_t t = 0; t < f->ntaps; t++) /* same taps skipped, zeros packed */
-            block_masks[2 * t] = block_masks[2 * t + 1] =
-                (uint16_t)((m[2 * t] | m[2 * t + 1]) ? 0xffffu : 0u);
+    for (int64_t r0 = g0; r0 < g1; r0 += 32 * run) {
+        const int64_t r1 = g1 - r0 < 32 * run ? g1 : r0 + 32 * run;
+        pack_run(R, f, image, g0, r0, r1, S);
         for (int64_t i0 = 0; i0 < M; i0 += R->pr) {
             const int64_t rows = M - i0 < R->pr ? M - i0 : R->pr;
-            if (j0 + 32 < g1)
-                prefetch_stores(K, c + i0 * ldc + (j0 + 32 - g0), ldc, rows, g1 - j0 - 32);
-            if (cols > tail)
-                hit |= gradref__cbd_run_tile(R->k, R->word_channels, block, 32, R->ocpg,
-                                             block_offset, block_masks, f->ntaps, cols - tail, 2,
-                                             panels + i0 / R->pr * K * R->mr, (int)rows,
-                                             c + i0 * ldc + (j0 - g0), ldc, 0);
-            zeros_some(z);
+            for (int64_t j0 = r0, b = 0; j0 < r1; j0 += 32, b++) {
+                const int64_t cols = g1 - j0 < 32 ? g1 - j0 : 32, tail = column_pixels(R, cols);
+                /* the next call's lines: the next tile of these rows in the run, then the
+                 * next panel's at the run's start (a run of one: the next tile's) */
+                if (j0 + 32 < r1 || (run == 1 && j0 + 32 < g1))
+                    prefetch_stores(K, c + i0 * ldc + (j0 + 32 - g0), ldc, rows, g1 - j0 - 32);
+                else if (i0 + R->pr < M)
+                    prefetch_stores(K, c + (i0 + R->pr) * ldc + (r0 - g0), ldc,
+                                    M - i0 - R->pr < R->pr ? M - i0 - R->pr : R->pr, r1 - r0);
+                if (cols > tail)
+                    hit |= gradref__cbd_run_tile(R->k, R->word_channels, S->tile + b * K * 32, 32,
+                                                 R->ocpg, block_offset, block_masks + b * per_tile,
+                                                 f->ntaps, cols - tail, 2,
+                                                 panels + i0 / R->pr * K * R->mr, (int)rows,
+                                                 c + i0 * ldc + (j0 - g0), ldc, 0);
+                zeros_some(z);
+            }
         }
-        if (tail)
-            hit |= R->k->tile_columns(block, 32, R->ocpg, block_offset, block_masks, f->ntaps,
-                                      cols - tail, tail, panels, K * R->mr, R->pr, M, c + (j0 - g0),
-                                      ldc);
+        for (int64_t j0 = r0, b = 0; j0 < r1; j0 += 32, b++) {
+            const int64_t cols = g1 - j0 < 32 ? g1 - j0 : 32, tail = column_pixels(R, cols);
+            if (tail)
+                hit |= R->k->tile_columns(S->tile + b * K * 32, 32, R->ocpg, block_offset,
+                                          block_masks + b * per_tile, f->ntaps, cols - tail, tail,
+                                          panels, K * R->mr, R->pr, M, c + (j0 - g0), ldc);
+        }
     }
     return hit;
 }
