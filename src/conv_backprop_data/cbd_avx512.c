@@ -291,34 +291,22 @@ int gradref__cbd_f32_dw_plane3x3_avx512(const gradref__cbd_dw_shape *p, const fl
 }
 #  undef DW_ROW
 
-/* Pixel coordinates of flat sub-grid indices j0 .. j0 + 31 as 16-lane vectors. */
-static void lane_coords(int64_t j0, const int64_t *Q, __m512i qv[3][2]) {
-    int32_t q[3][32];
-    gradref__cbd_lane_coords(j0, Q, q);
-    for (int d = 0; d < 3; d++)
-        for (int h = 0; h < 2; h++)
-            qv[d][h] = _mm512_loadu_si512((const void *)(q[d] + 16 * h));
+/* The lanes of q + shift in [0, limit), of 32: unsigned, one compare tests both ends. */
+static inline uint32_t range32_avx512(const int32_t *q, int32_t shift, int32_t limit) {
+    const __m512i s = _mm512_set1_epi32(shift), bound = _mm512_set1_epi32(limit);
+    const __mmask16 lo =
+        _mm512_cmplt_epu32_mask(_mm512_add_epi32(_mm512_loadu_si512((const void *)q), s), bound);
+    const __mmask16 hi = _mm512_cmplt_epu32_mask(
+        _mm512_add_epi32(_mm512_loadu_si512((const void *)(q + 16)), s), bound);
+    return (uint32_t)lo | (uint32_t)hi << 16;
 }
 
-void gradref__cbd_tile32_masks_avx512(const int64_t *tap, int64_t ntaps, const int64_t *Q,
-                                      const int64_t *O, int64_t j0, int64_t cols, uint16_t *masks) {
-    __m512i qv[3][2];
-    lane_coords(j0, Q, qv);
-    const __mmask16 live[2] = {(__mmask16)(cols >= 16 ? 0xffffu : (1u << cols) - 1u),
-                               (__mmask16)(cols <= 16   ? 0u
-                                           : cols >= 32 ? 0xffffu
-                                                        : (1u << (cols - 16)) - 1u)};
-    for (int64_t t = 0; t < ntaps; t++)
-        for (int h = 0; h < 2; h++) {
-            __mmask16 m = live[h];
-            for (int d = 0; d < 3; d++) {
-                const __m512i o =
-                    _mm512_add_epi32(qv[d][h], _mm512_set1_epi32((int32_t)tap[4 * t + 1 + d]));
-                m &= _mm512_cmpge_epi32_mask(o, _mm512_setzero_si512()) &
-                     _mm512_cmplt_epi32_mask(o, _mm512_set1_epi32((int32_t)O[d]));
-            }
-            masks[2 * t + h] = (uint16_t)m;
-        }
+/* The two 16-lane masks per tap of a tile (gradref__cbd_kernels' tile32_masks), by dims. */
+static void tile32_masks_avx512(const int64_t *tap, int64_t ntaps, const int64_t *Q,
+                                const int64_t *O, int64_t j0, int64_t cols, uint16_t *masks) {
+    int32_t q[3][32];
+    gradref__cbd_lane_coords(j0, Q, q);
+    gradref__cbd_tile32_masks_by_dims(range32_avx512, q, tap, ntaps, O, cols, masks);
 }
 
 /* The tile's accumulation on V vectors of 16 pixels (V = 0 to 2) and, with H, 8 more lanes in
@@ -585,7 +573,7 @@ GRADREF__CBD_COLUMN_KERNELS(tile_columns_avx512, 16, 8, 5, 4)
     .dw_plane3x3 = gradref__cbd_f32_dw_plane3x3_avx512,                                            \
     .dw_plane_s2 = gradref__cbd_f32_dw_plane_s2_avx2, .tile_rows = GRADREF__CBD_TILE_ROWS,         \
     .tile32 = gradref__cbd_f32_tile32_avx512, .pack_tile32 = gradref__cbd_f32_pack_tile32_avx512,  \
-    .tile32_masks = gradref__cbd_tile32_masks_avx512, .tile_columns = tile_columns_avx512,         \
+    .tile32_masks = tile32_masks_avx512, .tile_columns = tile_columns_avx512,                      \
     .scatter2 = gradref__cbd_f32_scatter2_avx512,                                                  \
     .interleave2 = gradref__cbd_f32_interleave2_avx2, .qs8_row = gradref__cbd_qs8_row_avx2,        \
     .megengine_row = megengine_row_avx512, .megengine_lanes = 16,                                  \

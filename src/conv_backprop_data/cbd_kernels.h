@@ -561,10 +561,6 @@ unsigned gradref__cbd_f32_tile32_avx512(const float *image, int64_t channel_stri
 void gradref__cbd_f32_pack_tile32_avx512(const float *image, int64_t channel_stride, int64_t ocpg,
                                          const int64_t *offset, const uint16_t *masks,
                                          int64_t ntaps, float *dst);
-/* The two masks per tap (tap: 4 entries each, the last 3 its shifts) of the tile of cols
- * (<= 32) pixels from j0 of a sub-grid of sizes Q over diff's sizes O. */
-void gradref__cbd_tile32_masks_avx512(const int64_t *tap, int64_t ntaps, const int64_t *Q,
-                                      const int64_t *O, int64_t j0, int64_t cols, uint16_t *masks);
 /* The same tiles at 8 lanes (cbd_avx2.c; 6-row AVX2 panels, each tile as two 16-pixel halves). */
 unsigned gradref__cbd_f32_tile32_avx2(const float *image, int64_t channel_stride, int64_t ocpg,
                                       const int64_t *offset, const uint16_t *masks, int64_t ntaps,
