@@ -199,21 +199,20 @@ static void dense5(int64_t c, const int64_t *sp, int64_t *st) {
     st[0] = c * st[1];
 }
 
-/* One channel of one image. The next channel's diff and grad planes are prefetched first (up
- * to PREFETCH_PLANE_BYTES of each), unless the kernel table says otherwise: a plane is a few
- * KiB, and the channels follow one another too quickly for the hardware prefetchers to ramp
- * up. */
-#define PREFETCH_PLANE_BYTES (INT64_C(32) << 10)
+/* One channel of one image. The next channel's diff and grad planes are prefetched first when
+ * together they are at most PREFETCH_PLANES_BYTES, unless the kernel table says otherwise: such
+ * planes follow one another too quickly for the hardware prefetchers to ramp up, while larger
+ * ones are streams they follow, and a burst of prefetches for them waits on the fill buffers. */
+#define PREFETCH_PLANES_BYTES (INT64_C(16) << 10)
 static void item_depthwise(const cbd_run *R, int64_t n, int64_t g, float *phases) {
     const gradref__cbd_plan *p = R->p;
     const int64_t next_g = g + 1 < p->G ? g + 1 : 0, next_n = g + 1 < p->G ? n : n + 1;
-    if (next_n < p->N && !R->k->dw_no_prefetch) {
+    const int64_t diff_bytes = R->dw.O[0] * R->dw.O[1] * R->dw.O[2] * 4,
+                  grad_bytes = R->dw.I[0] * R->dw.I[1] * R->dw.I[2] * 4;
+    if (next_n < p->N && !R->k->dw_no_prefetch &&
+        diff_bytes + grad_bytes <= PREFETCH_PLANES_BYTES) {
         const char *diff = (const char *)(R->diff + next_n * R->dn + next_g * R->dc);
         const char *grad = (const char *)(R->acc + next_n * R->an + next_g * R->ac);
-        int64_t diff_bytes = R->dw.O[0] * R->dw.O[1] * R->dw.O[2] * 4,
-                grad_bytes = R->dw.I[0] * R->dw.I[1] * R->dw.I[2] * 4;
-        if (diff_bytes > PREFETCH_PLANE_BYTES) diff_bytes = PREFETCH_PLANE_BYTES;
-        if (grad_bytes > PREFETCH_PLANE_BYTES) grad_bytes = PREFETCH_PLANE_BYTES;
         for (int64_t o = 0; o < diff_bytes; o += 64)
             __builtin_prefetch(diff + o, 0, 3);
         for (int64_t o = 0; o < grad_bytes; o += 64)
