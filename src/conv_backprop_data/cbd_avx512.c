@@ -239,6 +239,7 @@ static unsigned strip_3x3_2(const __m512 wr[3][3], const int64_t shift[3], const
 
 int gradref__cbd_f32_dw_plane3x3_avx512(const gradref__cbd_dw_shape *p, const float *w,
                                         const float *diff, float *grad) {
+    if (p->I[2] <= 8) return gradref__cbd_f32_dw_plane3x3_avx2(p, w, diff, grad);
     const int64_t I1 = p->I[1], I2 = p->I[2], O1 = p->O[1], O2 = p->O[2];
     const int64_t K1 = p->K[1], K2 = p->K[2], pb1 = p->pad[1];
     __m512 wr[3][3]; /* [kp1][c], c = column taps in chain order (kp2 descending) */
