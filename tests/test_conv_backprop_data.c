@@ -999,6 +999,26 @@ static void test_nonfinite_filter(void **state) {
             }
 }
 
+/* The filter panels at two and three threads: a small filter's packed whole by every thread
+ * into panels of its own (private_panels), a larger one's (over 256 KiB of panels) a share by
+ * each thread and then read by all; each also with a NaN, which every thread of the private
+ * kind must find on its own. Against the reference at 1 to 3 threads. */
+static void test_panels_per_thread(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(14);
+    const geometry shapes[2] = {
+        geo2(3, 24, 9, 10, 20, 3, 3, 1, 1, 1, 1, GRADREF_CONV_CROSS_CORRELATION),
+        geo2(2, 160, 5, 6, 64, 3, 3, 1, 1, 1, 1, GRADREF_CONV_CONVOLUTION)};
+    for (int s = 0; s < 2; s++)
+        for (int nan = 0; nan < 2; nan++) {
+            cbd_case c;
+            make_case(&c, &shapes[s], GRADREF_F32, GRADREF_F32, F_DENSE, D_NCHW, 0, &r);
+            if (nan) ((float *)c.filter.data)[c.bytes[0] / sizeof(float) / 3] = NAN;
+            check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+            free_case(&c);
+        }
+}
+
 /* ------------------------------------------------------------ empty, workspace */
 
 static void test_empty_sizes(void **state) {
@@ -2325,6 +2345,7 @@ int main(void) {
         cmocka_unit_test(test_tile_columns),
         cmocka_unit_test(test_aliased_planes),
         cmocka_unit_test(test_packed_tiles),
+        cmocka_unit_test(test_panels_per_thread),
         cmocka_unit_test(test_empty_sizes),
         cmocka_unit_test(test_workspace),
         cmocka_unit_test(test_golden_pytorch),

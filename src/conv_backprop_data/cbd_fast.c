@@ -56,6 +56,16 @@ static int planes_alias(const gradref__cbd_plan *p, int path, int64_t stride) {
     return path == CBD_PATH_GEMM && p->OCpg >= 8 && stride % 1024 == 0;
 }
 
+/* Whether each thread of a team packs the whole filter into panels of its own: for a filter
+ * of at most PRIVATE_PANELS_BYTES of panels, packing it all again costs a thread less than
+ * the shared panels do, packed a share each and read by every thread (each line packed by
+ * one core and then fetched by the others, and a barrier between). Not in an I8 part, whose
+ * workspace lies within the whole problem's. */
+#define PRIVATE_PANELS_BYTES (INT64_C(256) << 10)
+static int private_panels(const gradref__cbd_plan *p, int64_t group_floats, int threads) {
+    return threads > 1 && !p->int8_part && p->G * group_floats * 4 <= PRIVATE_PANELS_BYTES;
+}
+
 static cbd_layout layout_of(const gradref__cbd_plan *p, int32_t precision, int threads) {
     cbd_layout L;
     memset(&L, 0, sizeof L);
@@ -85,7 +95,9 @@ static cbd_layout layout_of(const gradref__cbd_plan *p, int32_t precision, int t
         L.apack = gradref__ws_take(&at, (size_t)(p->G * p->ICpg * taps_of(p) * p->OCpg) * 4);
     if (L.path == CBD_PATH_GEMM) { /* every tap is in one phase; panels round IC/G up by < 16 */
         L.group_floats = (p->ICpg + 15) * taps_of(p) * p->OCpg;
-        L.panels = gradref__ws_take(&at, (size_t)(p->G * L.group_floats) * 4);
+        L.private_panels = private_panels(p, L.group_floats, threads);
+        if (!L.private_panels)
+            L.panels = gradref__ws_take(&at, (size_t)(p->G * L.group_floats) * 4);
         /* live phases: at most one per tap */
         L.phase_off = gradref__ws_take(&at, (size_t)taps_of(p) * 8);
         L.phase_taps = gradref__ws_take(&at, (size_t)taps_of(p) * 4 * 8);
@@ -108,6 +120,8 @@ static cbd_layout layout_of(const gradref__cbd_plan *p, int32_t precision, int t
             &per, (size_t)((GRADREF__CBD_TILE_GROUP + L.packed_tiles) * 2 * taps_of(p)) *
                       sizeof(uint16_t));
         L.masks_key_at = gradref__ws_take(&per, 3 * sizeof(int64_t));
+        if (L.private_panels)
+            L.panels_at = gradref__ws_take(&per, (size_t)(p->G * L.group_floats) * 4);
         L.tile_group = GRADREF__CBD_TILE_GROUP;
         if (L.packed_tiles)
             L.tile_at =
@@ -303,19 +317,28 @@ static void run_items_member(void *arg) {
     const cbd_run *R = c->R;
     const gradref__cbd_plan *p = R->p;
     const cbd_layout *L = c->L;
-    const cbd_scratch S =
-        cbd_scratch_of(L, c->base + L->thread0 + L->per_thread * (size_t)gradref__thread_num());
+    char *mine = c->base + L->thread0 + L->per_thread * (size_t)gradref__thread_num();
+    const cbd_scratch S = cbd_scratch_of(L, mine);
+    cbd_run own; /* R with this thread's panels, when they are private */
+    int finite = 1;
     if (L->path == CBD_PATH_GEMM) {
         S.masks_key[0] = -1; /* no masks yet */
-        if (!gradref__cbd_pack_panels(R)) {
+        if (L->private_panels) {
+            own = *R;
+            own.panels = (const float *)(void *)(mine + L->panels_at);
+            R = &own;
+        }
+        finite = gradref__cbd_pack_panels(R, L->private_panels);
+        if (!finite) {
             GRADREF__OMP(omp atomic write)
             c->finite = 0;
         }
-        if (c->team > 1) {
+        if (c->team > 1 && !L->private_panels) {
             GRADREF__OMP(omp barrier)
+            finite = c->finite;
         }
     }
-    int64_t b = 0, e = c->finite ? c->items : 0;
+    int64_t b = 0, e = finite ? c->items : 0;
     if (!c->claimed) gradref__my_range(e, &b, &e);
     for (int64_t it = c->claimed ? gradref__claim(&c->next_item) : b; it < e;
          it = c->claimed ? gradref__claim(&c->next_item) : it + 1) {

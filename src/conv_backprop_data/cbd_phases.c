@@ -434,7 +434,7 @@ void gradref__cbd_panel_offsets(cbd_run *R, const cbd_layout *L, char *base) {
     int64_t *off = (int64_t *)(base + L->phase_off);
     int64_t *taps = (int64_t *)(base + L->phase_taps), *tap_at = (int64_t *)(base + L->tap_at);
     R->group_floats = L->group_floats;
-    R->panels = (const float *)(base + L->panels);
+    R->panels = L->private_panels ? NULL : (const float *)(base + L->panels); /* a thread's own */
     R->phase_off = off;
     R->phase_taps = taps;
     R->tap_at = tap_at;
@@ -470,9 +470,9 @@ static int block_scan(const cbd_run *R, int64_t g, int64_t ic0, int64_t rows, in
 }
 
 /* Whether the F32 filter is one dense run (group, output channel, input channel, taps), and
- * then finite &= this thread's share of its scan: one vector pass over the filter instead of
- * one per block and output channel (a call each). */
-static int filter_scan(const cbd_run *R, int *finite) {
+ * then finite &= this thread's share of its scan (all of it with `all`): one vector pass over
+ * the filter instead of one per block and output channel (a call each). */
+static int filter_scan(const cbd_run *R, int all, int *finite) {
     const gradref__cbd_plan *p = R->p;
     if (p->in_dtype != GRADREF_F32 || R->word_channels) return 0;
     const int64_t sizes[6] = {p->G, p->OCpg, p->ICpg, p->K[0], p->K[1], p->K[2]};
@@ -481,26 +481,26 @@ static int filter_scan(const cbd_run *R, int *finite) {
         if (sizes[d] > 1 && p->fs[d] != dense) return 0;
         dense *= sizes[d];
     }
-    int64_t b, e;
-    gradref__my_range(dense, &b, &e);
+    int64_t b = 0, e = dense;
+    if (!all) gradref__my_range(dense, &b, &e);
     *finite &= gradref__nan_kernels_for(R->max_isa)
                    ->all_finite_f32((const float *)(const void *)p->filter + b, e - b);
     return 1;
 }
 
-/* This thread's share of the panels of every (group, live phase), inside the region: the
- * filter is read once per call, into the panels the tiles and the GEMM take. A thread takes
- * blocks of panel rows (input channels), each for every live phase, so the block's filter
- * lines are read from L2 once, not once per phase (only live phases have panels: a share of
- * all four phases of a 1x1 stride 2 left one thread every panel). Returns 0 when a value is
- * not finite. */
-int gradref__cbd_pack_panels(const cbd_run *R) {
+/* This thread's share of the panels of every (group, live phase), or all of them with `all`,
+ * inside the region: the filter is read once per call, into the panels the tiles and the GEMM
+ * take. A thread takes blocks of panel rows (input channels), each for every live phase, so
+ * the block's filter lines are read from L2 once, not once per phase (only live phases have
+ * panels: a share of all four phases of a 1x1 stride 2 left one thread every panel). Returns
+ * 0 when a value it read is not finite. */
+int gradref__cbd_pack_panels(const cbd_run *R, int all) {
     const gradref__cbd_plan *p = R->p;
     const int64_t np = (p->ICpg + R->pr - 1) / R->pr;
     int finite = 1;
-    const int whole = filter_scan(R, &finite);
-    int64_t b, e;
-    gradref__my_range(p->G * np, &b, &e);
+    const int whole = filter_scan(R, all, &finite);
+    int64_t b = 0, e = p->G * np;
+    if (!all) gradref__my_range(p->G * np, &b, &e);
     for (int64_t it = b; it < e; it++) {
         const int64_t g = it / np, ic0 = it % np * R->pr;
         const int64_t rows = p->ICpg - ic0 < R->pr ? p->ICpg - ic0 : R->pr;

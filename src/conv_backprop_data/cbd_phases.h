@@ -28,10 +28,11 @@ int gradref__cbd_pack_panel(const gradref__cbd_plan *p, int64_t g, int64_t ic0, 
  * region. */
 void gradref__cbd_panel_offsets(cbd_run *R, const cbd_layout *L, char *base);
 
-/* This thread's share of the panels of every (group, live phase), inside the region: the
- * filter is read once per call, into the panels the tiles and the GEMM take, a block of input
- * channels at a time for every live phase. Returns 0 when a value is not finite. */
-int gradref__cbd_pack_panels(const cbd_run *R);
+/* This thread's share of the panels of every (group, live phase), or all of them with `all`
+ * (private panels), inside the region: the filter is read once per call, into the panels the
+ * tiles and the GEMM take, a block of input channels at a time for every live phase. Returns 0
+ * when a value it read is not finite. */
+int gradref__cbd_pack_panels(const cbd_run *R, int all);
 
 /* One work item: channels [ic0, ic1) of image n, group g, every stride phase in turn. */
 void gradref__cbd_item_gemm(const cbd_run *R, int64_t n, int64_t g, int64_t ic0, int64_t ic1,

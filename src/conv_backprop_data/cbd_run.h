@@ -42,11 +42,12 @@ typedef struct cbd_layout {
     size_t apack, diff32, acc;   /* shared parts */
     size_t sums, parts;          /* I8: the int32 sums of its parts, first; the parts' own */
     size_t panels, phase_off;    /* the filter in GEMM panels per (group, phase), offsets */
+    int private_panels;          /* each thread packs every panel into its part's panels_at */
     size_t phase_taps, tap_at;   /* every live phase's taps (4 entries each), where each starts */
     size_t residues;             /* the live phases' offsets along each dim */
     int64_t group_floats;        /* panel floats per group */
     size_t thread0, per_thread;  /* per thread: GEMM work, C chunk, tiles' */
-    size_t chunk_at;             /* offsets inside a thread's part */
+    size_t chunk_at, panels_at;  /* offsets inside a thread's part */
     size_t offsets_at, masks_at; /* direct tiles: per tap offsets, per tile and tap masks */
     size_t masks_key_at;         /* direct tiles: the (phase, tiles) the masks are for */
     int64_t tile_group;          /* direct tiles: tiles whose masks are computed together */
