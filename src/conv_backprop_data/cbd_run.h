@@ -46,7 +46,7 @@ typedef struct cbd_layout {
     size_t phase_taps, tap_at;   /* every live phase's taps (4 entries each), where each starts */
     size_t residues;             /* the live phases' offsets along each dim */
     int64_t group_floats;        /* panel floats per group */
-    size_t thread0, per_thread;  /* per thread: GEMM work, C chunk, tiles' */
+    size_t thread0, per_thread;  /* per thread: GEMM work, C chunk, tiles', private panels */
     size_t chunk_at, panels_at;  /* offsets inside a thread's part */
     size_t offsets_at, masks_at; /* direct tiles: per tap offsets, per tile and tap masks */
     size_t masks_key_at;         /* direct tiles: the (phase, tiles) the masks are for */
