@@ -480,24 +480,7 @@ __attribute__((always_inline)) static inline unsigned s2_plane(int NC0, int NC1,
     return hit;
 }
 
-/* s2_plane for NC0 / NC1 column taps, a function each (the tap loops unrolled), in
- * s2_planes[NC0][NC1]. */
-typedef unsigned (*s2_plane_fn)(const gradref__cbd_dw_shape *s, const float *w, const float *diff,
-                                float *grad);
-#  define S2_PLANE(NC0, NC1)                                                                       \
-    static unsigned s2_plane_##NC0##NC1(const gradref__cbd_dw_shape *s, const float *w,            \
-                                        const float *diff, float *grad) {                          \
-      return s2_plane(NC0, NC1, s, w, diff, grad);                                                 \
-    }
-GRADREF__CBD_S2_PLANES(S2_PLANE)
-static const s2_plane_fn s2_planes[3][3] = GRADREF__CBD_S2_LIST(s2_plane_);
-
-int gradref__cbd_f32_dw_plane_s2_avx2(const gradref__cbd_dw_shape *s, const float *w,
-                                      const float *diff, float *grad) {
-    gradref__cbd_s2_taps t;
-    gradref__cbd_s2_columns(s, &t);
-    return s2_planes[t.ncols[0]][t.ncols[1]](s, w, diff, grad) != 0;
-}
+GRADREF__CBD_S2_PLANE_KERNEL(, gradref__cbd_f32_dw_plane_s2_avx2, s2_plane)
 
 /* ------------------------------------------------------------ direct tiles at 8 lanes */
 

@@ -459,16 +459,33 @@ static inline gradref__cbd_s2_blocks gradref__cbd_s2_blocks_of(const gradref__cb
     return B;
 }
 
-/* The stride-2 plane kernels, one function per column tap counts NC0, NC1 (0 to 2), so the tap
- * loops unroll: M(NC0, NC1) for each, and the table of the functions named P##NC0##NC1 as
- * [NC0][NC1]. */
-#define GRADREF__CBD_S2_PLANES(M)                                                                  \
-  M(0, 0) M(0, 1) M(0, 2) M(1, 0) M(1, 1) M(1, 2) M(2, 0) M(2, 1) M(2, 2)
-#define GRADREF__CBD_S2_LIST(P)                                                                    \
-  {                                                                                                \
-    {P##00, P##01, P##02}, {P##10, P##11, P##12}, {                                                \
-      P##20, P##21, P##22                                                                          \
-    }                                                                                              \
+/* Defines NAME, a dw_plane_s2 kernel (gradref__cbd_kernels): the file's
+ * FN(NC0, NC1, s, w, diff, grad) instanced once per column tap counts NC0, NC1 (0 to 2), so its
+ * tap loops unroll, and NAME calls the instance of the plane's counts. LINKAGE: static, or
+ * empty for a kernel other tables take too. */
+#define GRADREF__CBD_S2_INSTANCE(FN, NC0, NC1)                                                     \
+  static int FN##_##NC0##NC1(const gradref__cbd_dw_shape *s, const float *w, const float *diff,    \
+                             float *grad) {                                                        \
+    return FN(NC0, NC1, s, w, diff, grad) != 0;                                                    \
+  }
+#define GRADREF__CBD_S2_PLANE_KERNEL(LINKAGE, NAME, FN)                                            \
+  GRADREF__CBD_S2_INSTANCE(FN, 0, 0)                                                               \
+  GRADREF__CBD_S2_INSTANCE(FN, 0, 1)                                                               \
+  GRADREF__CBD_S2_INSTANCE(FN, 0, 2)                                                               \
+  GRADREF__CBD_S2_INSTANCE(FN, 1, 0)                                                               \
+  GRADREF__CBD_S2_INSTANCE(FN, 1, 1)                                                               \
+  GRADREF__CBD_S2_INSTANCE(FN, 1, 2)                                                               \
+  GRADREF__CBD_S2_INSTANCE(FN, 2, 0)                                                               \
+  GRADREF__CBD_S2_INSTANCE(FN, 2, 1)                                                               \
+  GRADREF__CBD_S2_INSTANCE(FN, 2, 2)                                                               \
+  LINKAGE int NAME(const gradref__cbd_dw_shape *s, const float *w, const float *diff,              \
+                   float *grad) {                                                                  \
+    static int (*const by_taps[3][3])(const gradref__cbd_dw_shape *, const float *, const float *, \
+                                      float *) = {                                                 \
+        {FN##_00, FN##_01, FN##_02}, {FN##_10, FN##_11, FN##_12}, {FN##_20, FN##_21, FN##_22}};    \
+    gradref__cbd_s2_taps t;                                                                        \
+    gradref__cbd_s2_columns(s, &t);                                                                \
+    return by_taps[t.ncols[0]][t.ncols[1]](s, w, diff, grad);                                      \
   }
 
 /* Grad row i1's diff rows at stride 2 (K1 <= 3), at most two: the row taps of its parity in the

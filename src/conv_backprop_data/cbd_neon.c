@@ -402,24 +402,7 @@ __attribute__((always_inline)) static inline int s2_plane_neon(int NC0, int NC1,
     return hit;
 }
 
-/* s2_plane_neon for NC0 / NC1 column taps, a function each (the tap loops unrolled), in
- * s2_planes_neon[NC0][NC1]. */
-typedef int (*s2_plane_neon_fn)(const gradref__cbd_dw_shape *s, const float *w, const float *diff,
-                                float *grad);
-#  define S2_PLANE_NEON(NC0, NC1)                                                                  \
-    static int s2_plane_neon_##NC0##NC1(const gradref__cbd_dw_shape *s, const float *w,            \
-                                        const float *diff, float *grad) {                          \
-      return s2_plane_neon(NC0, NC1, s, w, diff, grad);                                            \
-    }
-GRADREF__CBD_S2_PLANES(S2_PLANE_NEON)
-static const s2_plane_neon_fn s2_planes_neon[3][3] = GRADREF__CBD_S2_LIST(s2_plane_neon_);
-
-static int dw_plane_s2_neon(const gradref__cbd_dw_shape *s, const float *w, const float *diff,
-                            float *grad) {
-    gradref__cbd_s2_taps t;
-    gradref__cbd_s2_columns(s, &t);
-    return s2_planes_neon[t.ncols[0]][t.ncols[1]](s, w, diff, grad);
-}
+GRADREF__CBD_S2_PLANE_KERNEL(static, dw_plane_s2_neon, s2_plane_neon)
 
 /* Whole vectors over the row's span of 2 len - 1 elements, as AVX2's: LD2 splits 8 elements
  * into the values' lanes and the odd ones between (kept, or +0 when odd_free), ST2 stores them
