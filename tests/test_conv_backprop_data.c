@@ -851,6 +851,41 @@ static void test_depthwise_strips(void **state) {
     }
 }
 
+/* Small depthwise 3 x 3 planes at stride 1 by lanes (the kernel table's dw_lanes): 19
+ * channels (blocks of 8 or 4 and the channels left over, a plane each), every pad from 0 to 2
+ * on each side, planes of 1 x 1 up to the largest padded plane the lanes take and one past
+ * it, both modes and layouts, F16 and specials in diff. */
+static int strategy_applies(const cbd_case *c, const char *name);
+static void test_depthwise_lanes(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(57);
+    static const int64_t planes[][6] = {
+        /* O(h) O(w) pb(h) pe(h) pb(w) pe(w) */
+        {7, 7, 1, 1, 1, 1},  {1, 1, 1, 1, 1, 1}, {5, 6, 0, 2, 2, 0},   {9, 9, 1, 1, 1, 1},
+        {3, 13, 2, 2, 0, 1}, {8, 4, 0, 0, 2, 2}, {11, 11, 1, 1, 1, 1}, {12, 12, 1, 1, 1, 1}};
+    for (size_t s = 0; s < sizeof planes / sizeof planes[0]; s++) {
+        const int64_t *a = planes[s];
+        geometry g = geo2(2, 1, a[0], a[1], 1, 3, 3, 1, 0, 1, 19, (int32_t)(s % 2));
+        g.pb[0] = a[2], g.pe[0] = a[3], g.pb[1] = a[4], g.pe[1] = a[5];
+        cbd_case c;
+        make_case(&c, &g, s == 2 ? GRADREF_F16 : GRADREF_F32, GRADREF_F32, F_DENSE,
+                  s % 3 == 1 ? D_NHWC : D_NCHW, 0, &r);
+        if (s % 2 == 0) tu_sprinkle_specials(&c.diff, &r, 5);
+        assert_true(strategy_applies(&c, "depthwise"));
+        gradref__cbd_plan plan;
+        plan_of(&c, NULL, &c.grad, &plan);
+        const gradref__strategy *dw = &gradref__cbd_fast_path.rows[2];
+        for (int kernel = 0; kernel <= GRADREF__ISA_MAX; kernel++) {
+            plan.max_isa = kernel; /* the last plane's padded plane is past what lanes take */
+            const int lanes = gradref__cbd_kernels_for(kernel)->dw_lanes && a[0] < 12;
+            assert_string_equal(dw->variant(&plan, GRADREF_PRECISION_DEFAULT, 2),
+                                lanes ? "depthwise_lanes" : "depthwise");
+        }
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+        free_case(&c);
+    }
+}
+
 /* Whether the named strategy takes case c at the default precision. */
 static int strategy_applies(const cbd_case *c, const char *name) {
     gradref__cbd_plan plan;
@@ -2339,6 +2374,7 @@ int main(void) {
         cmocka_unit_test(test_nonfinite_filter),
         cmocka_unit_test(test_depthwise_strips),
         cmocka_unit_test(test_depthwise_rows),
+        cmocka_unit_test(test_depthwise_lanes),
         cmocka_unit_test(test_depthwise_strided),
         cmocka_unit_test(test_stride2_columns),
         cmocka_unit_test(test_channels_past_chunk),

@@ -682,6 +682,87 @@ static void test_cbd_depthwise(void **state) {
     if (gradref__cbd_kernels_for(GRADREF__ISA_MAX)->dw_plane3x3) assert_true(unscanned > 0);
 }
 
+/* Small depthwise planes by lanes (dw_lanes): at every level that has them, 3 x 3 planes from
+ * 1 x 1 to the largest padded plane they take, every pad from 0 to 2 on each side, both modes,
+ * channel planes further apart than a plane (the floats between untouched), against the
+ * portable plane kernel a channel at a time; diff with specials in every other case. The
+ * returned bits say exactly which channels hold a zero or a NaN. */
+enum { LANES_TEST_PLANES = 8, LANES_TEST_GAP = 5 };
+static void lanes_case(const gradref__cbd_kernels *k, const gradref__cbd_dw_shape *sh,
+                       const gradref__cbd_dw_lanes *L, const float *w, const float *diff,
+                       const float *want, float *got, int iter) {
+    const int64_t planes = k->dw_lanes_planes, in = sh->O[1] * sh->O[2];
+    const int64_t out = sh->I[1] * sh->I[2], dc = in + LANES_TEST_GAP, gc = out + LANES_TEST_GAP;
+    float wl[9 * LANES_TEST_PLANES];
+    for (int64_t t = 0; t < 9; t++)
+        for (int64_t c = 0; c < planes; c++)
+            wl[t * planes + c] = w[c * 9 + L->weight[t]];
+    memset(got, 0x5a, sizeof(float) * (size_t)(planes * gc));
+    const unsigned hit = k->dw_lanes(L, wl, diff, dc, got, gc);
+    for (int64_t c = 0; c < planes; c++) {
+        float *plane = got + c * gc;
+        unsigned zero_or_nan = 0;
+        for (int64_t i = 0; i < out; i++)
+            zero_or_nan |= plane[i] == 0 || isnan(plane[i]);
+        if ((hit >> c & 1u) != zero_or_nan)
+            fail_msg("cbd dw_lanes at %s: channel %lld's bit (case %d)", k->isa, (long long)c,
+                     iter);
+        gradref__canon_nans_f32(plane, out, GRADREF__ISA_MAX);
+        for (int64_t i = 0; i < out; i++) /* a zero term turns a -0 sum into +0 (mended) */
+            if (plane[i] == 0 && want[c * gc + i] == 0 && signbit(want[c * gc + i]))
+                plane[i] = -0.0f;
+    }
+    expect_bytes(got, want, sizeof(float) * (size_t)(planes * gc), "cbd dw_lanes", k->isa, out,
+                 iter);
+}
+
+static void test_cbd_depthwise_lanes(void **state) {
+    (void)state;
+    const gradref__cbd_kernels *base = gradref__cbd_kernels_for(GRADREF__ISA_PORTABLE);
+    tu_rng r = tu_rng_make(58);
+    int64_t ran = 0;
+    for (int iter = 0; iter < 300; iter++) {
+        gradref__cbd_dw_shape sh;
+        memset(&sh, 0, sizeof sh);
+        sh.flip = (int)tu_range(&r, 0, 1);
+        sh.I[0] = sh.O[0] = sh.K[0] = 1;
+        for (int d = 0; d < 3; d++)
+            sh.dil[d] = sh.stride[d] = 1;
+        for (int d = 1; d < 3; d++) {
+            sh.K[d] = 3, sh.I[d] = tu_range(&r, 1, 12), sh.pad[d] = tu_range(&r, 0, 2);
+            sh.O[d] = sh.I[d] + sh.pad[d] + tu_range(&r, 0, 2) - 2;
+            if (sh.O[d] < 1) sh.O[d] = 1;
+        }
+        gradref__cbd_dw_lanes L;
+        if (!gradref__cbd_dw_lanes_of(&sh, &L)) continue;
+        const int64_t in = sh.O[1] * sh.O[2], out = sh.I[1] * sh.I[2];
+        const int64_t dc = in + LANES_TEST_GAP, gc = out + LANES_TEST_GAP;
+        const size_t bytes = sizeof(float) * (size_t)(LANES_TEST_PLANES * gc);
+        float w[9 * LANES_TEST_PLANES], *diff = malloc(sizeof(float) * (size_t)(8 * dc));
+        float *want = malloc(bytes), *got = malloc(bytes);
+        fill_weights(w, 9 * LANES_TEST_PLANES, &r);
+        if (iter % 2)
+            fill_weights(diff, LANES_TEST_PLANES * dc, &r);
+        else
+            fill_specials(diff, GRADREF_F32, LANES_TEST_PLANES * dc, &r);
+        memset(want, 0x5a, bytes);
+        for (int64_t c = 0; c < LANES_TEST_PLANES; c++) {
+            gradref__cbd_depthwise_plane(base, &sh, w + 9 * c, diff + c * dc, want + c * gc);
+            gradref__canon_nans_f32(want + c * gc, out, GRADREF__ISA_MAX);
+        }
+        FOR_EACH_LEVEL(level) {
+            const gradref__cbd_kernels *k = gradref__cbd_kernels_for(level);
+            if (k == gradref__cbd_kernels_for(level - 1) || !k->dw_lanes) continue;
+            lanes_case(k, &sh, &L, w, diff, want, got, iter);
+            ran++;
+        }
+        free(diff);
+        free(want);
+        free(got);
+    }
+    if (gradref__cbd_kernels_for(GRADREF__ISA_MAX)->dw_lanes) assert_true(ran > 100);
+}
+
 /* Strided depthwise planes (gradref__cbd_depthwise_strided): at every level that has the
  * stride-2 plane kernel (dw_plane_s2), K <= 3 and any pad (every fifth case up to 12), widths of 1
  * to 80; then other strides and dilations by stride phases. The portable table's stride phases (its
@@ -1297,6 +1378,7 @@ int main(void) {
         cmocka_unit_test(test_c3f_panels),
         cmocka_unit_test(test_cbd_masks_and_scatter),
         cmocka_unit_test(test_cbd_depthwise),
+        cmocka_unit_test(test_cbd_depthwise_lanes),
         cmocka_unit_test(test_cbd_depthwise_strided),
         cmocka_unit_test(test_cbd_plane_scan),
         cmocka_unit_test(test_cbd_tiles),

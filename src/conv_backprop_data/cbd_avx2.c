@@ -341,6 +341,95 @@ int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const floa
 }
 #  undef DW_ROW8
 
+/* ---------------------------------------------- small depthwise planes, channels in lanes */
+
+/* The first n of 4 lanes, a 128-bit load/store mask. */
+static inline __m128i first4(int64_t n) {
+    return _mm_cmpgt_epi32(_mm_set1_epi32((int)n), _mm_setr_epi32(0, 1, 2, 3));
+}
+
+/* Pixels [j, j + 8) of eight channel rows (dc apart; the first n pixels read, the rest 0) as
+ * eight pixel vectors of the channels: 128-bit halves into both lanes, then in-lane shuffles
+ * (no lane-crossing permute, which one port runs). */
+static inline void lanes_in8(const float *d, int64_t dc, int64_t n, __m256 *v) {
+    __m256 r[8];
+    for (int h = 0; h < 2; h++) {
+        const int64_t k = n - 4 * h;
+        for (int i = 0; i < 4; i++) {
+            const float *a = d + i * dc + 4 * h, *b = d + (i + 4) * dc + 4 * h;
+            const __m128 lo = k >= 4 ? _mm_loadu_ps(a) : _mm_maskload_ps(a, first4(k));
+            const __m128 hi = k >= 4 ? _mm_loadu_ps(b) : _mm_maskload_ps(b, first4(k));
+            r[4 * h + i] = _mm256_insertf128_ps(_mm256_castps128_ps256(lo), hi, 1);
+        }
+    }
+    for (int h = 0; h < 2; h++) {
+        const __m256 *q = r + 4 * h;
+        const __m256 t0 = _mm256_unpacklo_ps(q[0], q[1]), t1 = _mm256_unpackhi_ps(q[0], q[1]);
+        const __m256 t2 = _mm256_unpacklo_ps(q[2], q[3]), t3 = _mm256_unpackhi_ps(q[2], q[3]);
+        v[4 * h] = _mm256_shuffle_ps(t0, t2, 0x44), v[4 * h + 1] = _mm256_shuffle_ps(t0, t2, 0xee);
+        v[4 * h + 2] = _mm256_shuffle_ps(t1, t3, 0x44);
+        v[4 * h + 3] = _mm256_shuffle_ps(t1, t3, 0xee);
+    }
+}
+
+/* lanes_in8's inverse: pixel vectors p[0..8) to eight channel rows (gc apart), their first n
+ * pixels stored. */
+static inline void lanes_out8(const __m256 *p, float *g, int64_t gc, int64_t n) {
+    for (int h = 0; h < 2 && n > 4 * h; h++) {
+        const __m256 *q = p + 4 * h;
+        const int64_t k = n - 4 * h;
+        const __m256 t0 = _mm256_unpacklo_ps(q[0], q[1]), t1 = _mm256_unpackhi_ps(q[0], q[1]);
+        const __m256 t2 = _mm256_unpacklo_ps(q[2], q[3]), t3 = _mm256_unpackhi_ps(q[2], q[3]);
+        const __m256 u[4] = {_mm256_shuffle_ps(t0, t2, 0x44), _mm256_shuffle_ps(t0, t2, 0xee),
+                             _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xee)};
+        for (int c = 0; c < 4; c++) {
+            const __m128 lo = _mm256_castps256_ps128(u[c]), hi = _mm256_extractf128_ps(u[c], 1);
+            float *a = g + c * gc + 4 * h, *b = g + (c + 4) * gc + 4 * h;
+            if (k >= 4) {
+                _mm_storeu_ps(a, lo);
+                _mm_storeu_ps(b, hi);
+            } else {
+                _mm_maskstore_ps(a, first4(k), lo);
+                _mm_maskstore_ps(b, first4(k), hi);
+            }
+        }
+    }
+}
+
+static inline __m256 lanes_fma8(__m256 acc, __m256 w, __m256 v) {
+    return _mm256_fmadd_ps(w, v, acc);
+}
+GRADREF__CBD_LANES_ROWS(__m256, 8, _mm256_setzero_ps(), _mm256_loadu_ps, lanes_fma8)
+
+unsigned gradref__cbd_f32_dw_lanes_avx2(const gradref__cbd_dw_lanes *L, const float *w,
+                                        const float *diff, int64_t dc, float *grad, int64_t gc) {
+    _Alignas(32) float s[8 * GRADREF__CBD_LANES_CELLS];
+    __m256 out[GRADREF__CBD_LANES_CELLS + 8]; /* grad's pixels, 8 channels each */
+    const __m256 zero = _mm256_setzero_ps();
+    for (int64_t i = 0; i < L->zero_cells; i++)
+        _mm256_store_ps(s + 8 * L->zero_cell[i], zero);
+    for (int64_t j0 = 0; j0 < L->in_cells; j0 += 8) {
+        __m256 v[8];
+        const int64_t n = L->in_cells - j0 < 8 ? L->in_cells - j0 : 8;
+        lanes_in8(diff + j0, dc, n, v);
+        for (int64_t k = 0; k < n; k++)
+            _mm256_store_ps(s + 8 * L->in_cell[j0 + k], v[k]);
+    }
+    for (int64_t i1 = 0; i1 < L->I1; i1++)
+        for (int64_t i2 = 0; i2 < L->I2; i2 += 8) {
+            const int64_t P = L->I2 - i2 < 8 ? L->I2 - i2 : 8;
+            lanes_rows[P - 1](w, s, L->width, i1 + L->first_row, i2 + L->first_column,
+                              out + i1 * L->I2 + i2);
+        }
+    const int64_t pixels = L->I1 * L->I2;
+    __m256 hit = zero; /* the channels holding a zero or a NaN */
+    for (int64_t j = 0; j < pixels; j++)
+        hit = _mm256_or_ps(hit, zero_or_nan8(out[j]));
+    for (int64_t j0 = 0; j0 < pixels; j0 += 8)
+        lanes_out8(out + j0, grad + j0, gc, pixels - j0 < 8 ? pixels - j0 : 8);
+    return (unsigned)_mm256_movemask_ps(hit);
+}
+
 /* ---------------------------------------------------------- depthwise planes at stride 2 */
 
 /* A stride-2 row's diff rows and their weights w[a][2 r + b] (column phase r, column tap b). */
@@ -1115,6 +1204,8 @@ const gradref__cbd_kernels gradref__cbd_kernels_avx2 = {
     .dw_plane_s2 = gradref__cbd_f32_dw_plane_s2_avx2,
     /* on Zen 3 a burst of a plane's prefetches stalls the core more than it saves */
     .dw_no_prefetch = 1,
+    .dw_lanes = gradref__cbd_f32_dw_lanes_avx2,
+    .dw_lanes_planes = 8,
     .tile_rows = GRADREF__CBD_TILE_ROWS_AVX2,
     .tile32 = gradref__cbd_f32_tile32_avx2,
     .pack_tile32 = gradref__cbd_f32_pack_tile32_avx2,

@@ -66,6 +66,17 @@ static int private_panels(const gradref__cbd_plan *p, int64_t group_floats, int 
     return threads > 1 && !p->int8_part && p->G * group_floats * 4 <= PRIVATE_PANELS_BYTES;
 }
 
+/* The blocks of channels a depthwise plan p runs by lanes (gradref__cbd_dw_lanes): its level's
+ * kernel table has dw_lanes and its planes fit; the channels past the last block go a plane at
+ * a time. LANES_BYTES: a tap's weights of a block, at most 8 channels. */
+enum { LANES_BYTES = 8 * sizeof(float) };
+static int64_t lanes_blocks(const gradref__cbd_plan *p) {
+    const gradref__cbd_kernels *k = gradref__cbd_kernels_for(p->max_isa);
+    const gradref__cbd_dw_shape dw = gradref__cbd_dw_shape_of(p);
+    if (!k->dw_lanes || !gradref__cbd_dw_lanes_of(&dw, NULL)) return 0;
+    return p->G / k->dw_lanes_planes;
+}
+
 static cbd_layout layout_of(const gradref__cbd_plan *p, int32_t precision, int threads) {
     cbd_layout L;
     memset(&L, 0, sizeof L);
@@ -93,6 +104,8 @@ static cbd_layout layout_of(const gradref__cbd_plan *p, int32_t precision, int t
     }
     if (L.path == CBD_PATH_DEPTHWISE)
         L.apack = gradref__ws_take(&at, (size_t)(p->G * p->ICpg * taps_of(p) * p->OCpg) * 4);
+    if (L.path == CBD_PATH_DEPTHWISE && lanes_blocks(p) > 0)
+        L.lanes_w = gradref__ws_take(&at, (size_t)(lanes_blocks(p) * 9) * LANES_BYTES);
     if (L.path == CBD_PATH_GEMM) { /* every tap is in one phase; panels round IC/G up by < 16 */
         L.group_floats = (p->ICpg + 15) * taps_of(p) * p->OCpg;
         L.private_panels = private_panels(p, L.group_floats, threads);
@@ -173,6 +186,11 @@ typedef struct filter_pack {
     const gradref__cbd_plan *p;
     float *a;
     int finite; /* cleared by a part that met a value that is not finite */
+    /* depthwise by lanes: the rows of its blocks copied again into lanes_w by tap (the
+     * geometry's order), then channel */
+    const gradref__cbd_dw_lanes *lanes;
+    float *lanes_w;
+    int64_t lanes_rows, planes;
 } filter_pack;
 
 /* pack_filter's rows [b, e) (g, ic). */
@@ -194,12 +212,17 @@ static void pack_filter_rows(const void *arg, int64_t b, int64_t e) {
                     }
                 }
     }
+    for (int64_t r = b; r < e && r < f->lanes_rows; r++)
+        for (int64_t t = 0; t < 9; t++)
+            f->lanes_w[(r / f->planes * 9 + t) * f->planes + r % f->planes] =
+                f->a[r * 9 + f->lanes->weight[t]];
     if (!finite) __atomic_store_n(&f->finite, 0, __ATOMIC_RELAXED);
 }
 
-static int pack_filter(const gradref__cbd_plan *p, float *a, int threads) {
+static int pack_filter(const gradref__cbd_plan *p, float *a, const cbd_run *R, int threads) {
     const int64_t rows = p->G * p->ICpg;
-    filter_pack f = {p, a, 1};
+    filter_pack f = {p, a, 1, R->dw_lanes, (float *)(uintptr_t)R->lanes_w, 0, 1};
+    if (R->dw_lanes) f.planes = R->k->dw_lanes_planes, f.lanes_rows = p->G / f.planes * f.planes;
     gradref__parallel_ranges(rows, rows * taps_of(p) * p->OCpg >= (INT64_C(1) << 15) ? threads : 1,
                              pack_filter_rows, &f); /* small: serial */
     return f.finite;
@@ -237,6 +260,24 @@ static void item_depthwise(const cbd_run *R, int64_t n, int64_t g, float *phases
     if (unit_strides(p) ? gradref__cbd_depthwise_plane(R->k, &R->dw, w, diff, plane)
                         : gradref__cbd_depthwise_strided(R->k, &R->dw, w, diff, plane, phases))
         gradref__cbd_canon(p, plane, pixels(p->I));
+}
+
+/* Depthwise item `it` by lanes (run_items): a block of channels of an image, or one channel
+ * past its blocks. */
+static void item_depthwise_lanes(const cbd_run *R, int64_t it) {
+    const gradref__cbd_plan *p = R->p;
+    const int64_t planes = R->k->dw_lanes_planes, blocks = p->G / planes;
+    const int64_t per_image = blocks + p->G % planes, n = it / per_image, b = it % per_image;
+    if (b >= blocks) {
+        item_depthwise(R, n, blocks * planes + b - blocks, NULL);
+        return;
+    }
+    float *grad = R->acc + n * R->an + b * planes * R->ac;
+    const unsigned hit =
+        R->k->dw_lanes(R->dw_lanes, R->lanes_w + b * 9 * planes,
+                       R->diff + n * R->dn + b * planes * R->dc, R->dc, grad, R->ac);
+    for (int64_t c = 0; c < planes; c++)
+        if (hit >> c & 1u) gradref__cbd_canon(p, grad + c * R->ac, pixels(p->I));
 }
 
 static void ref_part(const void *plan, int64_t begin, int64_t end) {
@@ -346,7 +387,9 @@ static void run_items_member(void *arg) {
         const int64_t g = c->blocks_outer ? it % p->G : it / c->blocks % p->G;
         const int64_t ic0 = (c->blocks_outer ? it / (p->N * p->G) : it % c->blocks) * c->icb;
         const int64_t ic1 = ic0 + c->icb < p->ICpg ? ic0 + c->icb : p->ICpg;
-        if (L->path == CBD_PATH_DEPTHWISE)
+        if (R->dw_lanes)
+            item_depthwise_lanes(R, it);
+        else if (L->path == CBD_PATH_DEPTHWISE)
             item_depthwise(R, n, g, S.dw_phases);
         else
             gradref__cbd_item_gemm(R, n, g, ic0, ic1, &S);
@@ -366,6 +409,8 @@ static int run_items(const cbd_run *R, const cbd_layout *L, char *base, int thre
     c.icb = L->path == CBD_PATH_GEMM ? channel_block(p, threads, R->pr) : p->ICpg;
     c.blocks = (p->ICpg + c.icb - 1) / c.icb;
     c.items = p->N * p->G * c.blocks;
+    if (R->dw_lanes) /* an image's blocks of channels by lanes, then its channels left over */
+        c.items = p->N * (p->G / R->k->dw_lanes_planes + p->G % R->k->dw_lanes_planes);
     c.blocks_outer = c.blocks > 1 && p->ICpg % c.icb == 0;
     c.team = gradref__team(c.items, threads);
     /* many GEMM items: each thread claims the next one, so that a slower core (a busy virtual
@@ -430,13 +475,15 @@ static int run_words(const gradref__cbd_plan *p, const cbd_layout *L, char *base
  * Returns 0 when the filter held a value that is not finite (nothing then ran). */
 static int run_plan(const gradref__cbd_plan *p, const cbd_layout *L, char *base, int threads,
                     float **acc) {
-    if (L->path == CBD_PATH_DEPTHWISE && !pack_filter(p, (float *)(base + L->apack), threads))
-        return 0;
     cbd_run R;
+    gradref__cbd_dw_lanes lanes;
     run_init(&R, p);
     if (L->path == CBD_PATH_DEPTHWISE) {
         R.dw = gradref__cbd_dw_shape_of(p);
         R.apack = (const float *)(base + L->apack);
+        if (L->lanes_w && gradref__cbd_dw_lanes_of(&R.dw, &lanes))
+            R.dw_lanes = &lanes, R.lanes_w = (const float *)(base + L->lanes_w);
+        if (!pack_filter(p, (float *)(base + L->apack), &R, threads)) return 0;
     }
     bind_data(&R, L, base, threads);
     if (L->path == CBD_PATH_GEMM) plan_panels(&R, L, base);
@@ -574,6 +621,10 @@ static const char *depthwise_skip(const void *plan, int32_t precision) {
                  "phase's first tap within the padding)";
 }
 
+static const char *depthwise_variant(const void *plan, int32_t precision, int threads) {
+    return layout_of(plan, precision, threads).lanes_w ? "depthwise_lanes" : "depthwise";
+}
+
 static const char *phases_skip(const void *plan, int32_t precision) {
     const char *why = f32_skip(plan, precision);
     if (why) return why;
@@ -645,7 +696,7 @@ static void reference_run(const void *plan, void *ws, int threads) {
 const gradref__strategy gradref__cbd_strategies[GRADREF__CBD_STRATEGIES] = {
     {"megengine_lanes", megengine_lanes_skip, NULL, NULL, megengine_lanes_run, NULL},
     {"megengine_scatter", megengine_skip, NULL, NULL, megengine_scatter_run, NULL},
-    {"depthwise", depthwise_skip, fast_workspace, fast_threads, fast_row, NULL},
+    {"depthwise", depthwise_skip, fast_workspace, fast_threads, fast_row, depthwise_variant},
     {"phases", phases_skip, fast_workspace, fast_threads, fast_row, phases_variant},
     {"direct", direct_skip, NULL, NULL, direct_run, NULL},
     {"reference", NULL, NULL, NULL, reference_run, NULL},

@@ -195,6 +195,33 @@ const gradref__cbd_kernels *gradref__cbd_kernels_for(int max_isa) {
     return gradref__isa_pick(tables, max_isa);
 }
 
+/* The padded plane of gradref__cbd_dw_lanes: cells from diff row r0 and column c0 (the first a
+ * tap reaches, or 0) to the last either diff or a tap reaches. */
+int gradref__cbd_dw_lanes_of(const gradref__cbd_dw_shape *s, gradref__cbd_dw_lanes *L) {
+    if (s->I[0] != 1 || s->O[0] != 1 || s->K[0] != 1 || s->K[1] != 3 || s->K[2] != 3 ||
+        s->dil[1] != 1 || s->dil[2] != 1 || s->stride[1] != 1 || s->stride[2] != 1)
+        return 0;
+    const int64_t pb1 = s->pad[1], pb2 = s->pad[2], O1 = s->O[1], O2 = s->O[2];
+    const int64_t r0 = pb1 < 2 ? pb1 - 2 : 0, c0 = pb2 < 2 ? pb2 - 2 : 0;
+    const int64_t r1 = O1 > s->I[1] + pb1 ? O1 : s->I[1] + pb1;
+    const int64_t c1 = O2 > s->I[2] + pb2 ? O2 : s->I[2] + pb2;
+    if ((r1 - r0) * (c1 - c0) > GRADREF__CBD_LANES_CELLS) return 0;
+    if (L == NULL) return 1;
+    L->I1 = s->I[1], L->I2 = s->I[2], L->width = c1 - c0;
+    L->first_row = pb1 - 2 - r0, L->first_column = pb2 - 2 - c0;
+    for (int64_t t = 0; t < 9; t++) /* kp1 = 2 - t / 3, kp2 = 2 - t % 3: the chain's order */
+        L->weight[t] =
+            gradref__cbd_stored(s, 1, 2 - t / 3) * 3 + gradref__cbd_stored(s, 2, 2 - t % 3);
+    L->in_cells = O1 * O2, L->zero_cells = 0;
+    for (int64_t j = 0; j < O1 * O2; j++)
+        L->in_cell[j] = (int16_t)((j / O2 - r0) * L->width + j % O2 - c0);
+    for (int64_t r = r0; r < r1; r++)
+        for (int64_t c = c0; c < c1; c++)
+            if (r < 0 || r >= O1 || c < 0 || c >= O2)
+                L->zero_cell[L->zero_cells++] = (int16_t)((r - r0) * L->width + c - c0);
+    return 1;
+}
+
 /* gradref__cbd_depthwise_plane by rows (the row kernels). */
 static int depthwise_rows(const gradref__cbd_kernels *k, const gradref__cbd_dw_shape *p,
                           const float *w, const float *diff, float *grad) {

@@ -137,6 +137,69 @@ gradref__cbd_tile32_masks_by_dims(gradref__cbd_range32_fn range32, const int32_t
     }
 }
 
+/* A small depthwise plane with its channels in the vector lanes (dw_lanes): a 2-D 3 x 3 at
+ * stride 1, dilation 1, whose diff plane with the zeros its taps reach around it (the padded
+ * plane, `cells` cells) holds at most GRADREF__CBD_LANES_CELLS cells. A call transposes `lanes`
+ * channels' diff into the padded plane, a cell a vector of their values, runs each grad pixel's
+ * chain on those vectors (the reference's order: diff rows ascending, then columns; a tap
+ * outside diff is a zero term, an exact no-op for a finite filter), and transposes grad back:
+ * no per-plane setup and no partial vectors, which a 7 x 7 plane pays in the plane kernels. */
+#define GRADREF__CBD_LANES_CELLS 169
+typedef struct gradref__cbd_dw_lanes {
+    int64_t I1, I2;                              /* grad's rows and columns */
+    int64_t width;                               /* the padded plane's row of cells */
+    int64_t first_row, first_column;             /* grad (0, 0)'s first tap's cell: row, column */
+    int64_t in_cells, zero_cells;                /* diff's cells (O1 O2), the padding's */
+    int64_t weight[9];                           /* the stored weight index of the chain's tap t */
+    int16_t in_cell[GRADREF__CBD_LANES_CELLS];   /* diff pixel j's cell */
+    int16_t zero_cell[GRADREF__CBD_LANES_CELLS]; /* the padding's cells */
+} gradref__cbd_dw_lanes;
+
+/* Whether shape s takes dw_lanes, and then its geometry into *L (NULL: only the answer). */
+int gradref__cbd_dw_lanes_of(const gradref__cbd_dw_shape *s, gradref__cbd_dw_lanes *L);
+
+/* dw_lanes' grad row: P (<= 8) pixels of a row whose first tap is at cell (row, column) of the
+ * padded plane s (LANES floats a cell), each diff row's cells loaded once and fed to the pixels
+ * they reach, so each chain takes its terms as the reference (diff rows ascending, then columns
+ * ascending); wt: the weights by tap (LANES floats each). Defines lanes_rows[P - 1], from
+ * VEC, its ZERO, LOAD(float pointer) and FMA(acc, w, v) = acc + w v fused. */
+#define GRADREF__CBD_LANES_ROWS(VEC, LANES, ZERO, LOAD, FMA)                                       \
+  __attribute__((always_inline)) static inline void lanes_row(                                     \
+      int P, const float *wt, const float *s, int64_t width, int64_t row, int64_t column,          \
+      VEC *out) {                                                                                  \
+    VEC a[8];                                                                                      \
+    _Pragma("GCC unroll 8") for (int p = 0; p < 8; p++) a[p] = ZERO;                               \
+    _Pragma("GCC unroll 3") for (int d = 0; d < 3; d++) {                                          \
+      const float *cells = s + LANES * ((row + d) * width + column);                               \
+      const VEC w0 = LOAD(wt + 3 * LANES * d), w1 = LOAD(wt + 3 * LANES * d + LANES),              \
+                w2 = LOAD(wt + 3 * LANES * d + 2 * LANES);                                         \
+      _Pragma("GCC unroll 10") for (int x = 0; x < P + 2; x++) { /* pixel p: cell p + 2 - kp2 */   \
+        const VEC v = LOAD(cells + LANES * x);                                                     \
+        if (x < P) a[x] = FMA(a[x], w0, v);                                                        \
+        if (x >= 1 && x - 1 < P) a[x - 1] = FMA(a[x - 1], w1, v);                                  \
+        if (x >= 2 && x - 2 < P) a[x - 2] = FMA(a[x - 2], w2, v);                                  \
+      }                                                                                            \
+    }                                                                                              \
+    _Pragma("GCC unroll 8") for (int p = 0; p < 8; p++) if (p < P) out[p] = a[p];                  \
+  }                                                                                                \
+  GRADREF__CBD_LANES_ROW(VEC, 1)                                                                   \
+  GRADREF__CBD_LANES_ROW(VEC, 2)                                                                   \
+  GRADREF__CBD_LANES_ROW(VEC, 3)                                                                   \
+  GRADREF__CBD_LANES_ROW(VEC, 4)                                                                   \
+  GRADREF__CBD_LANES_ROW(VEC, 5)                                                                   \
+  GRADREF__CBD_LANES_ROW(VEC, 6)                                                                   \
+  GRADREF__CBD_LANES_ROW(VEC, 7)                                                                   \
+  GRADREF__CBD_LANES_ROW(VEC, 8)                                                                   \
+  static void (*const lanes_rows[8])(const float *, const float *, int64_t, int64_t,               \
+                                     int64_t, VEC *) = {lanes_row_1, lanes_row_2, lanes_row_3,     \
+                                                        lanes_row_4, lanes_row_5, lanes_row_6,     \
+                                                        lanes_row_7, lanes_row_8};
+#define GRADREF__CBD_LANES_ROW(VEC, P)                                                             \
+  static void lanes_row_##P(const float *wt, const float *s, int64_t width, int64_t row,           \
+                            int64_t column, VEC *out) {                                            \
+    lanes_row(P, wt, s, width, row, column, out);                                                  \
+  }
+
 /* The kernels of one ISA, picked once per call. Depthwise (f32, stride 1): one grad row from
  * the nrows diff rows its row taps reach (rows, with the stored row-tap index base), never NULL;
  * four rows at once (NULL: row by row); a whole plane for K <= 3 x 3 and one depth (NULL: rows),
@@ -159,6 +222,13 @@ typedef struct gradref__cbd_kernels {
     /* 1: the depthwise items leave the next plane to the hardware prefetchers (0: they prefetch
      * it before each plane) */
     int dw_no_prefetch;
+    /* dw_lanes_planes channels of a small plane at once (gradref__cbd_dw_lanes): w holds their
+     * weights by tap (the chain's order), then channel; channel c's diff at diff + c dc, its
+     * grad at grad + c gc, both dense. Returns the channels (bits) whose grad holds a zero or a
+     * NaN. NULL: a plane at a time. */
+    unsigned (*dw_lanes)(const gradref__cbd_dw_lanes *L, const float *w, const float *diff,
+                         int64_t dc, float *grad, int64_t gc);
+    int dw_lanes_planes;
     int tile_rows; /* the GEMM panel rows the tiles take (0: no tiles) */
     unsigned (*tile32)(const float *image, int64_t channel_stride, int64_t ocpg,
                        const int64_t *offset, const uint16_t *masks, int64_t ntaps, int64_t cols,
@@ -542,6 +612,9 @@ void gradref__cbd_f32_dw_row_avx2(const gradref__cbd_dw_shape *s, const float *w
                                   float *out);
 int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *s, const float *w,
                                       const float *diff, float *grad);
+/* dw_lanes at AVX2, eight channels, the AVX-512 levels' too. */
+unsigned gradref__cbd_f32_dw_lanes_avx2(const gradref__cbd_dw_lanes *L, const float *w,
+                                        const float *diff, int64_t dc, float *grad, int64_t gc);
 /* The stride-2 plane (dw_plane_s2) at AVX2, the AVX-512 levels' too (memory-bound). */
 int gradref__cbd_f32_dw_plane_s2_avx2(const gradref__cbd_dw_shape *s, const float *w,
                                       const float *diff, float *grad);

@@ -114,6 +114,75 @@ static inline uint32x4_t nonzero_number4(float32x4_t a) {
     return vcagtq_f32(a, vdupq_n_f32(0.0f));
 }
 
+/* ---- small depthwise planes, four channels in the lanes (cbd_avx2.c's dw_lanes) ---- */
+
+/* Rows r[0..4) (channels) of four values into four vectors of the channels (pixels): a 4 x 4
+ * transpose, its own inverse. */
+static inline void transpose4(float32x4_t *r) {
+    const float32x4_t t0 = vtrn1q_f32(r[0], r[1]), t1 = vtrn2q_f32(r[0], r[1]);
+    const float32x4_t t2 = vtrn1q_f32(r[2], r[3]), t3 = vtrn2q_f32(r[2], r[3]);
+    r[0] = vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
+    r[1] = vreinterpretq_f32_f64(vtrn1q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
+    r[2] = vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t0), vreinterpretq_f64_f32(t2)));
+    r[3] = vreinterpretq_f32_f64(vtrn2q_f64(vreinterpretq_f64_f32(t1), vreinterpretq_f64_f32(t3)));
+}
+
+/* The first n (< 4) values at p, the rest 0, and their store back: a partial block. */
+static inline float32x4_t load_first4(const float *p, int64_t n) {
+    float v[4] = {0, 0, 0, 0};
+    memcpy(v, p, (size_t)n * sizeof(float));
+    return vld1q_f32(v);
+}
+static inline void store_first4(float *p, float32x4_t a, int64_t n) {
+    float v[4];
+    vst1q_f32(v, a);
+    memcpy(p, v, (size_t)n * sizeof(float));
+}
+
+GRADREF__CBD_LANES_ROWS(float32x4_t, 4, vdupq_n_f32(0.0f), vld1q_f32, vfmaq_f32)
+
+static unsigned dw_lanes_neon(const gradref__cbd_dw_lanes *L, const float *w, const float *diff,
+                              int64_t dc, float *grad, int64_t gc) {
+    float s[4 * GRADREF__CBD_LANES_CELLS];
+    float32x4_t out[GRADREF__CBD_LANES_CELLS + 4]; /* grad's pixels, 4 channels each */
+    for (int64_t i = 0; i < L->zero_cells; i++)
+        vst1q_f32(s + 4 * L->zero_cell[i], vdupq_n_f32(0.0f));
+    for (int64_t j0 = 0; j0 < L->in_cells; j0 += 4) {
+        const int64_t n = L->in_cells - j0 < 4 ? L->in_cells - j0 : 4;
+        float32x4_t v[4];
+        for (int c = 0; c < 4; c++)
+            v[c] = n == 4 ? vld1q_f32(diff + c * dc + j0) : load_first4(diff + c * dc + j0, n);
+        transpose4(v);
+        for (int64_t k = 0; k < n; k++)
+            vst1q_f32(s + 4 * L->in_cell[j0 + k], v[k]);
+    }
+    for (int64_t i1 = 0; i1 < L->I1; i1++)
+        for (int64_t i2 = 0; i2 < L->I2; i2 += 8) {
+            const int64_t P = L->I2 - i2 < 8 ? L->I2 - i2 : 8;
+            lanes_rows[P - 1](w, s, L->width, i1 + L->first_row, i2 + L->first_column,
+                              out + i1 * L->I2 + i2);
+        }
+    const int64_t pixels = L->I1 * L->I2;
+    uint32x4_t clean = vdupq_n_u32(~0u); /* the channels holding neither a zero nor a NaN */
+    for (int64_t j = 0; j < pixels; j++)
+        clean = vandq_u32(clean, nonzero_number4(out[j]));
+    for (int64_t j0 = 0; j0 < pixels; j0 += 4) {
+        const int64_t n = pixels - j0 < 4 ? pixels - j0 : 4;
+        float32x4_t v[4];
+        for (int k = 0; k < 4; k++)
+            v[k] = k < n ? out[j0 + k] : vdupq_n_f32(0.0f);
+        transpose4(v);
+        for (int c = 0; c < 4; c++) {
+            if (n == 4)
+                vst1q_f32(grad + c * gc + j0, v[c]);
+            else
+                store_first4(grad + c * gc + j0, v[c], n);
+        }
+    }
+    const uint32_t bit[4] = {1, 2, 4, 8};
+    return vaddvq_u32(vbicq_u32(vld1q_u32(bit), clean));
+}
+
 /* All ones in the lanes at or past n of 8 (two vectors): the lanes a partial store leaves. */
 static inline void lanes_past(int64_t n, uint32x4_t *dead0, uint32x4_t *dead1) {
     const uint32_t lane_index[8] = {0, 1, 2, 3, 4, 5, 6, 7};
@@ -745,7 +814,8 @@ static inline float me_f16_scalar(uint16_t h) {
 #  define NEON_KERNELS                                                                             \
     .dw_row = dw_row_neon, .dw_rows4 = dw_rows4_neon, .dw_plane3x3 = dw_plane3x3_neon,             \
     .dw_plane_s2 = dw_plane_s2_neon, .tile_rows = GRADREF__CBD_TILE_ROWS_NEON,                     \
-    .tile32 = tile32_neon, .pack_tile32 = pack_tile32_neon, .tile32_masks = tile32_masks_neon,     \
+    .dw_lanes = dw_lanes_neon, .dw_lanes_planes = 4, .tile32 = tile32_neon,                        \
+    .pack_tile32 = pack_tile32_neon, .tile32_masks = tile32_masks_neon,                            \
     .tile_columns = tile_columns_neon, .scatter2 = scatter2_neon, .interleave2 = interleave2_neon, \
     .qs8_row = qs8_row_neon, .megengine_row = megengine_row_neon, .megengine_lanes = 8
 

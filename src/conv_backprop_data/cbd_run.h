@@ -53,6 +53,7 @@ typedef struct cbd_layout {
     int64_t tile_group;          /* direct tiles: tiles whose masks are computed together */
     size_t tile_at;              /* direct tiles: packed tiles' diff (0: not packed) */
     int64_t packed_tiles;        /* the tiles tile_at holds (gradref__cbd_packed_run), or 0 */
+    size_t lanes_w; /* depthwise by lanes: their weights, past apack (0: a plane at a time) */
     size_t total;
 } cbd_layout;
 
@@ -131,6 +132,10 @@ typedef struct cbd_run {
     int max_isa;                   /* the plan's: the GEMM's level and its own */
     const gradref__cbd_kernels *k; /* the same family's own kernels */
     gradref__cbd_dw_shape dw;      /* depthwise: every channel's geometry */
+    /* depthwise by lanes (k->dw_lanes): the geometry, and the weights of block b (its
+     * k->dw_lanes_planes channels) at lanes_w + b * 9 * planes; NULL: a plane at a time */
+    const gradref__cbd_dw_lanes *dw_lanes;
+    const float *lanes_w;
     const float *panels; /* group g, cbd_phase f: panels + g * group_floats + phase_off[f] */
     const int64_t *phase_off;
     /* phase f's taps (gradref__cbd_phase_taps, once per call): tap_at[f + 1] - tap_at[f] of
