@@ -161,8 +161,9 @@ int gradref__cbd_dw_lanes_of(const gradref__cbd_dw_shape *s, gradref__cbd_dw_lan
 /* dw_lanes' grad row: P (<= 8) pixels of a row whose first tap is at cell (row, column) of the
  * padded plane s (LANES floats a cell), each diff row's cells loaded once and fed to the pixels
  * they reach, so each chain takes its terms as the reference (diff rows ascending, then columns
- * ascending); wt: the weights by tap (LANES floats each). Defines lanes_rows[P - 1], from
- * VEC, its ZERO, LOAD(float pointer) and FMA(acc, w, v) = acc + w v fused. */
+ * ascending); wt: the weights by tap (LANES floats each). Defines lanes_rows[P - 1] and
+ * lanes_plane (all rows), from VEC, its ZERO, LOAD(float pointer) and FMA(acc, w, v) = acc +
+ * w v fused. */
 #define GRADREF__CBD_LANES_ROWS(VEC, LANES, ZERO, LOAD, FMA)                                       \
   __attribute__((always_inline)) static inline void lanes_row(                                     \
       int P, const float *wt, const float *s, int64_t width, int64_t row, int64_t column,          \
@@ -193,7 +194,17 @@ int gradref__cbd_dw_lanes_of(const gradref__cbd_dw_shape *s, gradref__cbd_dw_lan
   static void (*const lanes_rows[8])(const float *, const float *, int64_t, int64_t,               \
                                      int64_t, VEC *) = {lanes_row_1, lanes_row_2, lanes_row_3,     \
                                                         lanes_row_4, lanes_row_5, lanes_row_6,     \
-                                                        lanes_row_7, lanes_row_8};
+                                                        lanes_row_7, lanes_row_8};                 \
+  /* every grad row of the padded plane s into out (a pixel a vector) */                           \
+  static void lanes_plane(const gradref__cbd_dw_lanes *L, const float *wt, const float *s,         \
+                          VEC *out) {                                                              \
+    for (int64_t i1 = 0; i1 < L->I1; i1++)                                                         \
+      for (int64_t i2 = 0; i2 < L->I2; i2 += 8) {                                                  \
+        const int64_t P = L->I2 - i2 < 8 ? L->I2 - i2 : 8;                                         \
+        lanes_rows[P - 1](wt, s, L->width, i1 + L->first_row, i2 + L->first_column,                \
+                          out + i1 * L->I2 + i2);                                                  \
+      }                                                                                            \
+  }
 #define GRADREF__CBD_LANES_ROW(VEC, P)                                                             \
   static void lanes_row_##P(const float *wt, const float *s, int64_t width, int64_t row,           \
                             int64_t column, VEC *out) {                                            \

@@ -156,12 +156,7 @@ static unsigned dw_lanes_neon(const gradref__cbd_dw_lanes *L, const float *w, co
         for (int64_t k = 0; k < n; k++)
             vst1q_f32(s + 4 * L->in_cell[j0 + k], v[k]);
     }
-    for (int64_t i1 = 0; i1 < L->I1; i1++)
-        for (int64_t i2 = 0; i2 < L->I2; i2 += 8) {
-            const int64_t P = L->I2 - i2 < 8 ? L->I2 - i2 : 8;
-            lanes_rows[P - 1](w, s, L->width, i1 + L->first_row, i2 + L->first_column,
-                              out + i1 * L->I2 + i2);
-        }
+    lanes_plane(L, w, s, out);
     const int64_t pixels = L->I1 * L->I2;
     uint32x4_t clean = vdupq_n_u32(~0u); /* the channels holding neither a zero nor a NaN */
     for (int64_t j = 0; j < pixels; j++)
