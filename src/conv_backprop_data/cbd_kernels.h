@@ -139,11 +139,12 @@ gradref__cbd_tile32_masks_by_dims(gradref__cbd_range32_fn range32, const int32_t
 
 /* A small depthwise plane with its channels in the vector lanes (dw_lanes): a 2-D 3 x 3 at
  * stride 1, dilation 1, whose diff plane with the zeros its taps reach around it (the padded
- * plane, `cells` cells) holds at most GRADREF__CBD_LANES_CELLS cells. A call transposes `lanes`
- * channels' diff into the padded plane, a cell a vector of their values, runs each grad pixel's
- * chain on those vectors (the reference's order: diff rows ascending, then columns; a tap
- * outside diff is a zero term, an exact no-op for a finite filter), and transposes grad back:
- * no per-plane setup and no partial vectors, which a 7 x 7 plane pays in the plane kernels. */
+ * plane) holds at most GRADREF__CBD_LANES_CELLS cells. A call transposes its channels' diff
+ * (the table's dw_lanes_planes) into the padded plane, a cell a vector of their values, runs
+ * each grad pixel's chain on those vectors (the reference's order: diff rows ascending, then
+ * columns; a tap outside diff is a zero term, an exact no-op for a finite filter), and
+ * transposes grad back: no per-plane setup and no partial vectors, which a 7 x 7 plane pays in
+ * the plane kernels. */
 #define GRADREF__CBD_LANES_CELLS 169
 typedef struct gradref__cbd_dw_lanes {
     int64_t I1, I2;                              /* grad's rows and columns */
