@@ -384,14 +384,9 @@ static inline void lanes_out8(const __m256 *p, float *g, int64_t gc, int64_t n) 
                              _mm256_shuffle_ps(t1, t3, 0x44), _mm256_shuffle_ps(t1, t3, 0xee)};
         for (int c = 0; c < 4; c++) {
             const __m128 lo = _mm256_castps256_ps128(u[c]), hi = _mm256_extractf128_ps(u[c], 1);
-            float *a = g + c * gc + 4 * h, *b = g + (c + 4) * gc + 4 * h;
-            if (k >= 4) {
-                _mm_storeu_ps(a, lo);
-                _mm_storeu_ps(b, hi);
-            } else {
-                _mm_maskstore_ps(a, first4(k), lo);
-                _mm_maskstore_ps(b, first4(k), hi);
-            }
+            /* plain stores where partial (AMD microcodes the masked ones) */
+            gradref__store_first4_ps(g + c * gc + 4 * h, lo, k);
+            gradref__store_first4_ps(g + (c + 4) * gc + 4 * h, hi, k);
         }
     }
 }
