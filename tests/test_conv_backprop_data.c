@@ -886,6 +886,58 @@ static void test_depthwise_lanes(void **state) {
     }
 }
 
+/* Channels-last depthwise (NHWC and NWC, F32, stride 1, a multiple of the level's dw_cl_lanes
+ * channels: "depthwise_channels_last"), against the reference at every level and thread
+ * count: planes of 1 x 1 to rows wider than the ring's budget (several chunks an image), every
+ * column group of the AVX2 and NEON rows, 1 x 3, 3 x 1, 3 x 3, 5 x 5 and 7 x 7 filters, pads of
+ * 0 to 3 (past the filter's reach: rows and columns no tap reaches), asymmetric pads,
+ * dilation 2, both modes; values uniform, with specials, or tiny (products that underflow to
+ * zeros of either sign, which the skipped taps keep). 12 channels: channels-last at the
+ * 4-lane levels, planes at AVX2. */
+static void test_depthwise_channels_last(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(59);
+    static const int64_t cases[][9] = {
+        /* rank O(h) O(w) K(h) K(w) pad dil G N */
+        {2, 7, 7, 3, 3, 1, 1, 16, 2},  {2, 28, 28, 3, 3, 1, 1, 8, 1},
+        {2, 1, 1, 3, 3, 1, 1, 8, 3},   {2, 5, 6, 5, 5, 2, 1, 24, 1},
+        {2, 9, 30, 1, 3, 1, 2, 8, 2},  {2, 13, 5, 3, 1, 1, 1, 12, 2},
+        {2, 7, 40, 7, 7, 3, 1, 8, 1},  {2, 3, 100, 3, 3, 1, 1, 64, 1},
+        {2, 10, 10, 3, 3, 3, 1, 8, 1}, {2, 6, 6, 3, 3, 0, 1, 16, 2},
+        {1, 1, 50, 1, 5, 2, 1, 8, 2},  {2, 11, 17, 3, 3, 1, 1, 40, 1}};
+    for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
+        const int64_t *a = cases[s];
+        geometry g =
+            geo2(a[8], 1, a[1], a[2], 1, a[3], a[4], 1, a[5], a[6], a[7], (int32_t)(s % 2));
+        if (a[0] == 1) { /* NWC: the width as the only dim */
+            g.rank = 1, g.O[0] = a[2], g.K[0] = a[4];
+            g.pb[1] = g.pe[1] = 0;
+        }
+        if (s == 3) g.pb[0] = 0, g.pe[0] = 4, g.pb[1] = 3, g.pe[1] = 1;
+        cbd_case c;
+        make_case(&c, &g, GRADREF_F32, GRADREF_F32, F_DENSE, D_NHWC, s % 3 == 2 ? VALUES_TINY : 0,
+                  &r);
+        if (s % 3 == 1) tu_sprinkle_specials(&c.diff, &r, 7);
+        gradref__cbd_plan plan;
+        plan_of(&c, NULL, &c.grad, &plan);
+        const gradref__strategy *dw = &gradref__cbd_fast_path.rows[2];
+        for (int kernel = 0; kernel <= GRADREF__ISA_MAX; kernel++) {
+            plan.max_isa = kernel;
+            const gradref__cbd_kernels *k = gradref__cbd_kernels_for(kernel);
+            const int last = k->dw_cl_row && a[7] % k->dw_cl_lanes == 0;
+            assert_non_null(k->dw_cl_row);
+            if (last)
+                assert_string_equal(dw->variant(&plan, GRADREF_PRECISION_DEFAULT, 2),
+                                    "depthwise_channels_last");
+            else
+                assert_string_not_equal(dw->variant(&plan, GRADREF_PRECISION_DEFAULT, 2),
+                                        "depthwise_channels_last");
+        }
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+        free_case(&c);
+    }
+}
+
 /* Whether the named strategy takes case c at the default precision. */
 static int strategy_applies(const cbd_case *c, const char *name) {
     gradref__cbd_plan plan;
@@ -2375,6 +2427,7 @@ int main(void) {
         cmocka_unit_test(test_depthwise_strips),
         cmocka_unit_test(test_depthwise_rows),
         cmocka_unit_test(test_depthwise_lanes),
+        cmocka_unit_test(test_depthwise_channels_last),
         cmocka_unit_test(test_depthwise_strided),
         cmocka_unit_test(test_stride2_columns),
         cmocka_unit_test(test_channels_past_chunk),

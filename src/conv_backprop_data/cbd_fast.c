@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cbd_channels_last.h"
 #include "cbd_direct.h"
 #include "cbd_int8.h"
 #include "cbd_phases.h"
@@ -102,9 +103,11 @@ static cbd_layout layout_of(const gradref__cbd_plan *p, int32_t precision, int t
         L.sums = gradref__ws_take(&at, out_slabs * (size_t)pixels(p->I) * 4);
         L.parts = at;
     }
+    const int channels_last = L.path == CBD_PATH_DEPTHWISE && gradref__cbd_cl_fits(p);
     if (L.path == CBD_PATH_DEPTHWISE)
         L.apack = gradref__ws_take(&at, (size_t)(p->G * p->ICpg * taps_of(p) * p->OCpg) * 4);
-    if (L.path == CBD_PATH_DEPTHWISE && lanes_blocks(p) > 0)
+    if (channels_last) L.cl_w = gradref__ws_take(&at, (size_t)(p->G * taps_of(p)) * 4);
+    if (L.path == CBD_PATH_DEPTHWISE && !channels_last && lanes_blocks(p) > 0)
         L.lanes_w = gradref__ws_take(&at, (size_t)(lanes_blocks(p) * 9) * LANES_BYTES);
     if (L.path == CBD_PATH_GEMM) { /* every tap is in one phase; panels round IC/G up by < 16 */
         L.group_floats = (p->ICpg + 15) * taps_of(p) * p->OCpg;
@@ -117,11 +120,11 @@ static cbd_layout layout_of(const gradref__cbd_plan *p, int32_t precision, int t
         L.tap_at = gradref__ws_take(&at, (size_t)(taps_of(p) + 1) * 8);
         L.residues = gradref__ws_take(&at, (size_t)(p->K[0] + p->K[1] + p->K[2]) * 8);
     }
-    L.stage_diff = p->in_dtype != GRADREF_F32 || !dense_pixels(p->ds, p->O) ||
-                   planes_alias(p, L.path, p->ds[2]);
+    L.stage_diff = !channels_last && (p->in_dtype != GRADREF_F32 || !dense_pixels(p->ds, p->O) ||
+                                      planes_alias(p, L.path, p->ds[2]));
     L.diff_plane = pixels(p->O) + (planes_alias(p, L.path, pixels(p->O)) ? STAGED_PLANE_GAP : 0);
     if (L.stage_diff) L.diff32 = gradref__ws_take(&at, in_slabs * (size_t)L.diff_plane * 4);
-    L.acc_buffer = p->out_dtype != GRADREF_F32 || !dense_pixels(p->gs, p->I);
+    L.acc_buffer = !channels_last && (p->out_dtype != GRADREF_F32 || !dense_pixels(p->gs, p->I));
     if (L.acc_buffer) L.acc = gradref__ws_take(&at, out_slabs * (size_t)pixels(p->I) * 4);
     if (L.path == CBD_PATH_GEMM) {
         size_t per = 0;
@@ -143,9 +146,11 @@ static cbd_layout layout_of(const gradref__cbd_plan *p, int32_t precision, int t
         L.thread0 = at;
         at += per * (size_t)threads;
     }
-    if (L.path == CBD_PATH_DEPTHWISE && !unit_strides(p)) { /* each thread's stride phases */
-        size_t per = 0;
-        gradref__ws_take(&per, (size_t)gradref__cbd_dw_strided_floats(&dw) * sizeof(float));
+    if (L.path == CBD_PATH_DEPTHWISE && (!unit_strides(p) || channels_last)) {
+        size_t per = 0; /* each thread's stride phases, or its ring of diff rows */
+        gradref__ws_take(&per, channels_last
+                                   ? gradref__cbd_cl_ring_bytes(p)
+                                   : (size_t)gradref__cbd_dw_strided_floats(&dw) * sizeof(float));
         L.per_thread = per;
         L.thread0 = at;
         at += per * (size_t)threads;
@@ -191,6 +196,7 @@ typedef struct filter_pack {
     const gradref__cbd_dw_lanes *lanes;
     float *lanes_w;
     int64_t lanes_rows, planes;
+    float *cl_w; /* channels-last depthwise: the rows again, dw_cl_row's order (or NULL) */
 } filter_pack;
 
 /* pack_filter's rows [b, e) (g, ic). */
@@ -216,12 +222,14 @@ static void pack_filter_rows(const void *arg, int64_t b, int64_t e) {
         for (int64_t t = 0; t < 9; t++)
             f->lanes_w[(r / f->planes * 9 + t) * f->planes + r % f->planes] =
                 f->a[r * 9 + f->lanes->weight[t]];
+    if (f->cl_w) gradref__cbd_cl_weights(p, f->a, b, e, f->cl_w);
     if (!finite) __atomic_store_n(&f->finite, 0, __ATOMIC_RELAXED);
 }
 
 static int pack_filter(const gradref__cbd_plan *p, float *a, const cbd_run *R, int threads) {
     const int64_t rows = p->G * p->ICpg;
-    filter_pack f = {p, a, 1, R->dw_lanes, (float *)(uintptr_t)R->lanes_w, 0, 1};
+    filter_pack f = {
+        p, a, 1, R->dw_lanes, (float *)(uintptr_t)R->lanes_w, 0, 1, (float *)(uintptr_t)R->cl_w};
     if (R->dw_lanes) f.planes = R->k->dw_lanes_planes, f.lanes_rows = p->G / f.planes * f.planes;
     gradref__parallel_ranges(rows, rows * taps_of(p) * p->OCpg >= (INT64_C(1) << 15) ? threads : 1,
                              pack_filter_rows, &f); /* small: serial */
@@ -387,7 +395,9 @@ static void run_items_member(void *arg) {
         const int64_t g = c->blocks_outer ? it % p->G : it / c->blocks % p->G;
         const int64_t ic0 = (c->blocks_outer ? it / (p->N * p->G) : it % c->blocks) * c->icb;
         const int64_t ic1 = ic0 + c->icb < p->ICpg ? ic0 + c->icb : p->ICpg;
-        if (R->dw_lanes)
+        if (R->cl_w)
+            gradref__cbd_cl_item(R, it, S.dw_ring);
+        else if (R->dw_lanes)
             item_depthwise_lanes(R, it);
         else if (L->path == CBD_PATH_DEPTHWISE)
             item_depthwise(R, n, g, S.dw_phases);
@@ -411,6 +421,7 @@ static int run_items(const cbd_run *R, const cbd_layout *L, char *base, int thre
     c.items = p->N * p->G * c.blocks;
     if (R->dw_lanes) /* an image's blocks of channels by lanes, then its channels left over */
         c.items = p->N * (p->G / R->k->dw_lanes_planes + p->G % R->k->dw_lanes_planes);
+    if (R->cl_w) c.items = gradref__cbd_cl_items(R);
     c.blocks_outer = c.blocks > 1 && p->ICpg % c.icb == 0;
     c.team = gradref__team(c.items, threads);
     /* many GEMM items: each thread claims the next one, so that a slower core (a busy virtual
@@ -483,6 +494,7 @@ static int run_plan(const gradref__cbd_plan *p, const cbd_layout *L, char *base,
         R.apack = (const float *)(base + L->apack);
         if (L->lanes_w && gradref__cbd_dw_lanes_of(&R.dw, &lanes))
             R.dw_lanes = &lanes, R.lanes_w = (const float *)(base + L->lanes_w);
+        if (L->cl_w) R.cl_w = (const float *)(base + L->cl_w), gradref__cbd_cl_plan(p, threads, &R);
         if (!pack_filter(p, (float *)(base + L->apack), &R, threads)) return 0;
     }
     bind_data(&R, L, base, threads);
@@ -622,7 +634,8 @@ static const char *depthwise_skip(const void *plan, int32_t precision) {
 }
 
 static const char *depthwise_variant(const void *plan, int32_t precision, int threads) {
-    return layout_of(plan, precision, threads).lanes_w ? "depthwise_lanes" : "depthwise";
+    const cbd_layout L = layout_of(plan, precision, threads);
+    return L.cl_w ? "depthwise_channels_last" : L.lanes_w ? "depthwise_lanes" : "depthwise";
 }
 
 static const char *phases_skip(const void *plan, int32_t precision) {

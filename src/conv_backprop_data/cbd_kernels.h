@@ -212,6 +212,35 @@ int gradref__cbd_dw_lanes_of(const gradref__cbd_dw_shape *s, gradref__cbd_dw_lan
     lanes_row(P, wt, s, width, row, column, out);                                                  \
   }
 
+/* A grad row of a channels-last depthwise plan (dw_cl_row): 2-D or 1-D at stride 1, diff and
+ * grad holding the channels side by side, a chunk of `blocks` blocks of the table's dw_cl_lanes
+ * channels. rows[r] is the r-th diff row the row taps reach (the chain's order) staged dense,
+ * pixel j's chunk at rows[r] + j cb; w[r] its weights, block b's column tap t (the chain's
+ * order: kp2 descending) at w[r] + b wb + t lanes; grad column i2 reads diff column i2 +
+ * shift[t] through column tap t, and its chunk is at grad + i2 gp. Columns [first, last) have
+ * every column tap inside diff; the others skip those outside, so each element is the
+ * reference's chain exactly (no zero terms, no sign of zero to mend). */
+#define GRADREF__CBD_CL_TAPS 64
+typedef struct gradref__cbd_cl_row {
+    const float *rows[GRADREF__CBD_CL_TAPS], *w[GRADREF__CBD_CL_TAPS];
+    int64_t shift[GRADREF__CBD_CL_TAPS];
+    int64_t nrows, K2, I2, O2, first, last;
+    int64_t blocks, cb, wb, gp;
+    float *grad;
+} gradref__cbd_cl_row;
+
+/* The column taps [*t0, *t1) of row a that reach inside diff from grad column i2 (shift[t]
+ * ascends with t, so they are a run). */
+static inline void gradref__cbd_cl_taps(const gradref__cbd_cl_row *a, int64_t i2, int64_t *t0,
+                                        int64_t *t1) {
+    int64_t lo = 0, hi = a->K2;
+    while (lo < hi && i2 + a->shift[lo] < 0)
+        lo++;
+    while (hi > lo && i2 + a->shift[hi - 1] >= a->O2)
+        hi--;
+    *t0 = lo, *t1 = hi;
+}
+
 /* The kernels of one ISA, picked once per call. Depthwise (f32, stride 1): one grad row from
  * the nrows diff rows its row taps reach (rows, with the stored row-tap index base), never NULL;
  * four rows at once (NULL: row by row); a whole plane for K <= 3 x 3 and one depth (NULL: rows),
@@ -241,6 +270,14 @@ typedef struct gradref__cbd_kernels {
     unsigned (*dw_lanes)(const gradref__cbd_dw_lanes *L, const float *w, const float *diff,
                          int64_t dc, float *grad, int64_t gc);
     int dw_lanes_planes;
+    /* channels-last depthwise (gradref__cbd_cl_row): a grad row of a chunk of channels, returning
+     * whether it stored a NaN; dw_cl_copy copies n pixels (sp floats apart) of parts x width
+     * channels (width a multiple of dw_cl_lanes), part s's pixel j to dst + s part_stride +
+     * j dp: a diff row into dense parts, or a grad row out. NULL: staged to planes */
+    int (*dw_cl_row)(const gradref__cbd_cl_row *a);
+    void (*dw_cl_copy)(const float *src, int64_t sp, int64_t n, int64_t width, int64_t parts,
+                       float *dst, int64_t dp, int64_t part_stride);
+    int dw_cl_lanes;
     int tile_rows; /* the GEMM panel rows the tiles take (0: no tiles) */
     unsigned (*tile32)(const float *image, int64_t channel_stride, int64_t ocpg,
                        const int64_t *offset, const uint16_t *masks, int64_t ntaps, int64_t cols,
@@ -627,6 +664,10 @@ int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *s, const floa
 /* dw_lanes at AVX2, eight channels, the AVX-512 levels' too. */
 unsigned gradref__cbd_f32_dw_lanes_avx2(const gradref__cbd_dw_lanes *L, const float *w,
                                         const float *diff, int64_t dc, float *grad, int64_t gc);
+/* dw_cl_row and dw_cl_stage at AVX2, eight channels a block, the AVX-512 levels' too. */
+int gradref__cbd_f32_dw_cl_row_avx2(const gradref__cbd_cl_row *a);
+void gradref__cbd_f32_dw_cl_copy_avx2(const float *src, int64_t sp, int64_t n, int64_t width,
+                                      int64_t parts, float *dst, int64_t dp, int64_t part_stride);
 /* The stride-2 plane (dw_plane_s2) at AVX2, the AVX-512 levels' too (memory-bound). */
 int gradref__cbd_f32_dw_plane_s2_avx2(const gradref__cbd_dw_shape *s, const float *w,
                                       const float *diff, float *grad);

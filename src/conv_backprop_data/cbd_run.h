@@ -54,6 +54,7 @@ typedef struct cbd_layout {
     size_t tile_at;              /* direct tiles: packed tiles' diff (0: not packed) */
     int64_t packed_tiles;        /* the tiles tile_at holds (gradref__cbd_packed_run), or 0 */
     size_t lanes_w; /* depthwise by lanes: their weights, past apack (0: a plane at a time) */
+    size_t cl_w;    /* channels-last depthwise: its weights, past apack (0: not channels-last) */
     size_t total;
 } cbd_layout;
 
@@ -105,6 +106,7 @@ typedef struct cbd_scratch {
     int64_t packed_tiles; /* the tiles `tile` holds */
     int64_t tile_group;   /* tiles whose masks are computed together */
     float *dw_phases;     /* strided depthwise: a row of stride phases' planes */
+    float *dw_ring;       /* channels-last depthwise: the staged diff rows (the same space) */
 } cbd_scratch;
 
 static inline cbd_scratch cbd_scratch_of(const cbd_layout *L, char *mine) {
@@ -118,6 +120,7 @@ static inline cbd_scratch cbd_scratch_of(const cbd_layout *L, char *mine) {
     S.packed_tiles = L->packed_tiles;
     S.tile_group = L->tile_group;
     S.dw_phases = L->path == CBD_PATH_DEPTHWISE ? (float *)(void *)mine : NULL;
+    S.dw_ring = S.dw_phases;
     return S;
 }
 
@@ -136,6 +139,11 @@ typedef struct cbd_run {
      * k->dw_lanes_planes channels) at lanes_w + b * 9 * planes; NULL: a plane at a time */
     const gradref__cbd_dw_lanes *dw_lanes;
     const float *lanes_w;
+    /* channels-last depthwise (cbd_channels_last.c): the weights in dw_cl_row's order (NULL:
+     * not channels-last), the channels of a row kernel's call and of an item, and the bands of
+     * grad rows an image's chunk is split into */
+    const float *cl_w;
+    int64_t cl_part, cl_chunk, cl_bands;
     const float *panels; /* group g, cbd_phase f: panels + g * group_floats + phase_off[f] */
     const int64_t *phase_off;
     /* phase f's taps (gradref__cbd_phase_taps, once per call): tap_at[f + 1] - tap_at[f] of

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Depthwise on channels-last data by the level's dw_cl_row (cbd_channels_last.c). */
+#ifndef GRADREF_CBD_CHANNELS_LAST_H
+#define GRADREF_CBD_CHANNELS_LAST_H
+
+#include "cbd_run.h"
+
+/* Whether plan p (depthwise) runs channels-last: stride 1, 2-D or 1-D, F32 diff and grad with
+ * the channels side by side, a multiple of the level's dw_cl_lanes channels. */
+int gradref__cbd_cl_fits(const gradref__cbd_plan *p);
+/* R's cl_part, cl_chunk and cl_bands for plan p on `threads` threads, and the work items. */
+void gradref__cbd_cl_plan(const gradref__cbd_plan *p, int threads, cbd_run *R);
+int64_t gradref__cbd_cl_items(const cbd_run *R);
+/* A thread's ring of staged diff rows and its grad row buffer, in bytes, for any thread count. */
+size_t gradref__cbd_cl_ring_bytes(const gradref__cbd_plan *p);
+/* The f32 filter a (packed a row of taps a channel, in stored order) of channels [r0, r1) into
+ * cl_w, dw_cl_row's order: block, row tap, column tap (the chain's), lane. */
+void gradref__cbd_cl_weights(const gradref__cbd_plan *p, const float *a, int64_t r0, int64_t r1,
+                             float *cl_w);
+/* Work item `it` (image, chunk, band of grad rows; the band fastest) with this thread's ring. */
+void gradref__cbd_cl_item(const cbd_run *R, int64_t it, float *ring);
+
+#endif
