@@ -422,66 +422,69 @@ unsigned gradref__cbd_f32_dw_lanes_avx2(const gradref__cbd_dw_lanes *L, const fl
 
 /* ------------------------------------------------ channels-last depthwise, 8 channels a block */
 
-/* P grad columns from i2 of block b through column taps [t0, t1) of every row: P chains (12
- * hide the FMA latency), a tap's weights loaded once for them. Returns nan with the lanes of
- * any NaN stored set. */
+/* P grad columns from i2 of block B through column taps [t0, t1) of every row: P chains (12
+ * hide the FMA latency), a tap's weights loaded once for them, its diff at fixed offsets from
+ * one pointer. Returns nan with the lanes of any NaN stored set. */
 __attribute__((always_inline)) static inline __m256 cl_columns8(int P, const gradref__cbd_cl_row *a,
-                                                                int64_t b, int64_t i2, int64_t t0,
+                                                                int64_t B, int64_t i2, int64_t t0,
                                                                 int64_t t1, __m256 nan) {
     __m256 acc[12];
     _Pragma("GCC unroll 12") for (int p = 0; p < P; p++) acc[p] = _mm256_setzero_ps();
     for (int64_t r = 0; r < a->nrows; r++) {
-        const float *d = a->rows[r] + i2 * a->cb + 8 * b, *w = a->w[r] + b * a->wb;
+        const float *d = a->rows[r] + B * a->bstride + 8 * i2, *w = a->w[r] + B * a->wb;
         for (int64_t t = t0; t < t1; t++) {
             const __m256 wt = _mm256_loadu_ps(w + 8 * t);
-            const float *x = d + a->shift[t] * a->cb;
+            const float *x = d + 8 * a->shift[t];
             _Pragma("GCC unroll 12") for (int p = 0; p < P; p++) acc[p] =
-                _mm256_fmadd_ps(wt, _mm256_loadu_ps(x + p * a->cb), acc[p]);
+                _mm256_fmadd_ps(wt, _mm256_loadu_ps(x + 8 * p), acc[p]);
         }
     }
-    float *g = a->grad + i2 * a->gp + 8 * b;
+    const int64_t gp = a->gp; /* read once: the stores may alias *a for all the compiler knows */
+    float *g = a->grad + i2 * gp + 8 * B;
     _Pragma("GCC unroll 12") for (int p = 0; p < P; p++) {
-        _mm256_storeu_ps(g + p * a->gp, acc[p]);
+        _mm256_storeu_ps(g + p * gp, acc[p]);
         nan = _mm256_or_ps(nan, _mm256_cmp_ps(acc[p], acc[p], _CMP_UNORD_Q));
     }
     return nan;
 }
 
-/* Grad column i2 outside the interior, every block: the column taps inside diff only. */
-static __m256 cl_edge8(const gradref__cbd_cl_row *a, int64_t i2, __m256 nan) {
-    int64_t t0, t1;
-    gradref__cbd_cl_taps(a, i2, &t0, &t1);
-    for (int64_t b = 0; b < a->blocks; b++)
-        nan = cl_columns8(1, a, b, i2, t0, t1, nan);
+/* cl_columns8 over every block of the chunk: the P grad pixels' chunks are stored whole, in
+ * address order. */
+__attribute__((always_inline)) static inline __m256
+cl_chunk8(int P, const gradref__cbd_cl_row *a, int64_t i2, int64_t t0, int64_t t1, __m256 nan) {
+    for (int64_t B = 0; B < a->blocks; B++)
+        nan = cl_columns8(P, a, B, i2, t0, t1, nan);
     return nan;
 }
 
-/* Column groups outermost: each grad pixel's chunk is stored whole, its lines at once. */
+/* Grad column i2 outside the interior: the column taps inside diff only. */
+static __m256 cl_edge8(const gradref__cbd_cl_row *a, int64_t i2, __m256 nan) {
+    int64_t t0, t1;
+    gradref__cbd_cl_taps(a, i2, &t0, &t1);
+    return cl_chunk8(1, a, i2, t0, t1, nan);
+}
+
 int gradref__cbd_f32_dw_cl_row_avx2(const gradref__cbd_cl_row *a) {
     __m256 nan = _mm256_setzero_ps();
     int64_t i2 = 0;
     for (; i2 < a->first; i2++)
         nan = cl_edge8(a, i2, nan);
     for (; i2 + 12 <= a->last; i2 += 12)
-        for (int64_t b = 0; b < a->blocks; b++)
-            nan = cl_columns8(12, a, b, i2, 0, a->K2, nan);
+        nan = cl_chunk8(12, a, i2, 0, a->K2, nan);
     for (; i2 + 4 <= a->last; i2 += 4)
-        for (int64_t b = 0; b < a->blocks; b++)
-            nan = cl_columns8(4, a, b, i2, 0, a->K2, nan);
+        nan = cl_chunk8(4, a, i2, 0, a->K2, nan);
     for (; i2 < a->last; i2++)
-        for (int64_t b = 0; b < a->blocks; b++)
-            nan = cl_columns8(1, a, b, i2, 0, a->K2, nan);
+        nan = cl_chunk8(1, a, i2, 0, a->K2, nan);
     for (; i2 < a->I2; i2++)
         nan = cl_edge8(a, i2, nan);
     return _mm256_movemask_ps(nan) != 0;
 }
 
-void gradref__cbd_f32_dw_cl_copy_avx2(const float *src, int64_t sp, int64_t n, int64_t width,
-                                      int64_t parts, float *dst, int64_t dp, int64_t part_stride) {
-    for (int64_t j = 0; j < n; j++, src += sp, dst += dp)
-        for (int64_t s = 0; s < parts; s++)
-            for (int64_t c = 0; c < width; c += 8)
-                _mm256_storeu_ps(dst + s * part_stride + c, _mm256_loadu_ps(src + s * width + c));
+void gradref__cbd_f32_dw_cl_stage_avx2(const float *src, int64_t sp, int64_t n, int64_t blocks,
+                                       float *dst) {
+    for (int64_t j = 0; j < n; j++, src += sp)
+        for (int64_t b = 0; b < blocks; b++)
+            _mm256_storeu_ps(dst + 8 * (b * n + j), _mm256_loadu_ps(src + 8 * b));
 }
 
 /* ---------------------------------------------------------- depthwise planes at stride 2 */
@@ -1261,7 +1264,7 @@ const gradref__cbd_kernels gradref__cbd_kernels_avx2 = {
     .dw_lanes = gradref__cbd_f32_dw_lanes_avx2,
     .dw_lanes_planes = 8,
     .dw_cl_row = gradref__cbd_f32_dw_cl_row_avx2,
-    .dw_cl_copy = gradref__cbd_f32_dw_cl_copy_avx2,
+    .dw_cl_stage = gradref__cbd_f32_dw_cl_stage_avx2,
     .dw_cl_lanes = 8,
     .tile_rows = GRADREF__CBD_TILE_ROWS_AVX2,
     .tile32 = gradref__cbd_f32_tile32_avx2,

@@ -574,10 +574,11 @@ GRADREF__CBD_COLUMN_KERNELS(tile_columns_avx512, 16, 8, 5, 4)
     .dw_plane3x3 = gradref__cbd_f32_dw_plane3x3_avx512,                                            \
     .dw_plane_s2 = gradref__cbd_f32_dw_plane_s2_avx2, .tile_rows = GRADREF__CBD_TILE_ROWS,         \
     .dw_lanes = gradref__cbd_f32_dw_lanes_avx2, .dw_lanes_planes = 8,                              \
-    .dw_cl_row = gradref__cbd_f32_dw_cl_row_avx2, .dw_cl_copy = gradref__cbd_f32_dw_cl_copy_avx2,  \
-    .dw_cl_lanes = 8, .tile32 = gradref__cbd_f32_tile32_avx512,                                    \
-    .pack_tile32 = gradref__cbd_f32_pack_tile32_avx512, .tile32_masks = tile32_masks_avx512,       \
-    .tile_columns = tile_columns_avx512, .scatter2 = gradref__cbd_f32_scatter2_avx512,             \
+    .dw_cl_row = gradref__cbd_f32_dw_cl_row_avx2,                                                  \
+    .dw_cl_stage = gradref__cbd_f32_dw_cl_stage_avx2, .dw_cl_lanes = 8,                            \
+    .tile32 = gradref__cbd_f32_tile32_avx512, .pack_tile32 = gradref__cbd_f32_pack_tile32_avx512,  \
+    .tile32_masks = tile32_masks_avx512, .tile_columns = tile_columns_avx512,                      \
+    .scatter2 = gradref__cbd_f32_scatter2_avx512,                                                  \
     .interleave2 = gradref__cbd_f32_interleave2_avx2, .qs8_row = gradref__cbd_qs8_row_avx2,        \
     .megengine_row = megengine_row_avx512, .megengine_lanes = 16,                                  \
     .narrow = &gradref__cbd_kernels_avx2

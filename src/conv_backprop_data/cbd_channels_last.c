@@ -1,18 +1,18 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Depthwise at stride 1 on channels-last diff and grad (NHWC, NWC), the channels in the vector
  * lanes: no transposes, no staged planes. A work item is a band of grad rows of an image's
- * chunk of channels. Each diff row its row taps reach is copied once into a ring, in parts of
- * a few blocks of channels each dense (channels-last pixels a power-of-two number of KiB apart
- * would share a few L1 sets); the level's dw_cl_row computes a grad row part by part from the
- * ring in the reference's order into a row buffer, which is then copied out whole: diff read
- * and grad written in address order, streams the hardware prefetchers follow. */
+ * chunk of channels. Each diff row its row taps reach is copied once into a ring, by blocks of
+ * the level's lanes (a block's pixels side by side: the kernels then read a tap's pixels at
+ * fixed offsets from one pointer, and channels-last pixels a power-of-two number of KiB apart
+ * no longer share a few L1 sets); the level's dw_cl_row computes a grad row from the ring in
+ * the reference's order, a few pixels at a time across the chunk, so that diff is read and
+ * grad written in address order, streams the hardware prefetchers follow. */
 #include "cbd_channels_last.h"
 
 #include "common/nan.h"
 
-/* A part's rows and its grad row stay in L1 (CL_PART_BYTES); an item's ring of whole rows in
- * L2 (CL_RING_BYTES). */
-enum { CL_PART_BYTES = 16 << 10, CL_RING_BYTES = 128 << 10 };
+/* An item's ring of diff rows stays in L2. */
+enum { CL_RING_BYTES = 128 << 10 };
 
 /* The diff rows a grad row's row taps span. */
 static int64_t ring_rows(const gradref__cbd_plan *p) {
@@ -28,25 +28,19 @@ int gradref__cbd_cl_fits(const gradref__cbd_plan *p) {
            p->gs[1] == 1;
 }
 
-/* The widest multiple of `step` that divides G (a multiple of step) and whose channels take at
- * most `budget` bytes at `per_channel` each; at least step. */
-static int64_t widest_divisor(int64_t G, int64_t step, int64_t per_channel, int64_t budget) {
-    int64_t best = step;
-    for (int64_t w = step; w <= G; w += step)
-        if (G % w == 0 && w * per_channel <= budget) best = w;
+/* The channels of an item's chunk: the widest multiple of the level's lanes that divides G
+ * and whose ring stays within CL_RING_BYTES (at least the lanes). */
+static int64_t chunk_width(const gradref__cbd_plan *p) {
+    const int64_t lanes = gradref__cbd_kernels_for(p->max_isa)->dw_cl_lanes;
+    const int64_t per_channel = ring_rows(p) * (p->O[2] > 0 ? p->O[2] : 1) * 4;
+    int64_t best = lanes;
+    for (int64_t w = lanes; w <= p->G; w += lanes)
+        if (p->G % w == 0 && w * per_channel <= CL_RING_BYTES) best = w;
     return best;
 }
 
-/* The channels of a part (parts x lanes) and of an item's chunk (parts), both dividing G. */
-static void widths(const gradref__cbd_plan *p, int64_t *part, int64_t *chunk) {
-    const int64_t lanes = gradref__cbd_kernels_for(p->max_isa)->dw_cl_lanes;
-    const int64_t O2 = p->O[2] > 0 ? p->O[2] : 1, wide = p->I[2] > O2 ? p->I[2] : O2;
-    *part = widest_divisor(p->G, lanes, (ring_rows(p) + 1) * wide * 4, CL_PART_BYTES);
-    *chunk = widest_divisor(p->G, *part, ring_rows(p) * O2 * 4, CL_RING_BYTES);
-}
-
 void gradref__cbd_cl_plan(const gradref__cbd_plan *p, int threads, cbd_run *R) {
-    widths(p, &R->cl_part, &R->cl_chunk);
+    R->cl_chunk = chunk_width(p);
     /* bands of rows where images x chunks leave a thread fewer than two items (each band
      * stages the rows above it again) */
     const int64_t items = p->N * (p->G / R->cl_chunk), want = 2 * (int64_t)threads;
@@ -60,9 +54,7 @@ int64_t gradref__cbd_cl_items(const cbd_run *R) {
 }
 
 size_t gradref__cbd_cl_ring_bytes(const gradref__cbd_plan *p) {
-    int64_t part, chunk;
-    widths(p, &part, &chunk);
-    return (size_t)((ring_rows(p) * p->O[2] + p->I[2]) * chunk) * sizeof(float);
+    return (size_t)(ring_rows(p) * p->O[2] * chunk_width(p)) * sizeof(float);
 }
 
 void gradref__cbd_cl_weights(const gradref__cbd_plan *p, const float *a, int64_t r0, int64_t r1,
@@ -80,9 +72,10 @@ void gradref__cbd_cl_weights(const gradref__cbd_plan *p, const float *a, int64_t
     }
 }
 
-/* What every grad row of plan p shares: the column taps and the interior columns. */
-static void row_template(const gradref__cbd_plan *p, int64_t cb, int64_t lanes,
-                         gradref__cbd_cl_row *a) {
+/* What every grad row of an item shares: the column taps, the interior columns, the blocks. */
+static void row_template(const cbd_run *R, gradref__cbd_cl_row *a) {
+    const gradref__cbd_plan *p = R->p;
+    const int64_t lanes = R->k->dw_cl_lanes;
     const int64_t K2 = p->K[2], I2 = p->I[2], O2 = p->O[2];
     a->K2 = K2, a->I2 = I2, a->O2 = O2;
     for (int64_t t = 0; t < K2; t++)
@@ -90,50 +83,41 @@ static void row_template(const gradref__cbd_plan *p, int64_t cb, int64_t lanes,
     const int64_t first = -a->shift[0], last = O2 - a->shift[K2 - 1];
     a->first = first < 0 ? 0 : first > I2 ? I2 : first;
     a->last = last < a->first ? a->first : last > I2 ? I2 : last;
-    a->blocks = cb / lanes, a->cb = cb, a->wb = p->K[1] * K2 * lanes, a->gp = 0;
+    a->blocks = R->cl_chunk / lanes, a->bstride = O2 * lanes, a->wb = p->K[1] * K2 * lanes;
+    a->gp = p->gs[5];
 }
 
 /* Diff rows [.., hi] of an item (chunk channels from diff) into the ring, row o1 in slot o1
- * mod span as parts of `part` channels, from the one after `staged` (the last already
- * there): returns the new last. */
+ * mod span by blocks, from the one after `staged` (the last already there): returns the new
+ * last. */
 static int64_t stage_rows(const cbd_run *R, const float *diff, int64_t staged, int64_t hi,
                           float *ring) {
     const gradref__cbd_plan *p = R->p;
     const int64_t span = ring_rows(p), O2 = p->O[2], slot = O2 * R->cl_chunk;
     int64_t o1 = staged + 1 > hi - span + 1 ? staged + 1 : hi - span + 1;
     for (o1 = o1 > 0 ? o1 : 0; o1 <= hi; o1++)
-        R->k->dw_cl_copy(diff + o1 * p->ds[4], p->ds[5], O2, R->cl_part, R->cl_chunk / R->cl_part,
-                         ring + o1 % span * slot, R->cl_part, O2 * R->cl_part);
+        R->k->dw_cl_stage(diff + o1 * p->ds[4], p->ds[5], O2, R->cl_chunk / R->k->dw_cl_lanes,
+                          ring + o1 % span * slot);
     return hi > staged ? hi : staged;
 }
 
-/* Grad row i1 of an item, part by part, from the ring (its row taps' slots) into the row
- * buffer `row`, then out to grad; w: the chunk's weights. */
+/* Grad row i1 of an item from the ring (its row taps' slots); w: the chunk's weights. */
 static void item_row(const cbd_run *R, gradref__cbd_cl_row *a, const float *ring, const float *w,
-                     int64_t i1, float *row, float *grad) {
+                     int64_t i1, float *grad) {
     const gradref__cbd_plan *p = R->p;
     const int64_t K1 = p->K[1], K2 = p->K[2], O1 = p->O[1], O2 = p->O[2];
-    const int64_t span = ring_rows(p), part = R->cl_part, top = i1 + p->pad_begin[1];
-    const float *slot[GRADREF__CBD_CL_TAPS];
-    int64_t wrow[GRADREF__CBD_CL_TAPS];
+    const int64_t span = ring_rows(p), top = i1 + p->pad_begin[1];
     a->nrows = 0;
     for (int64_t kp1 = K1 - 1; kp1 >= 0; kp1--) {
         const int64_t o1 = top - kp1 * p->dil[1];
         if (o1 < 0 || o1 >= O1) continue;
-        slot[a->nrows] = ring + o1 % span * O2 * R->cl_chunk;
-        wrow[a->nrows++] = (K1 - 1 - kp1) * K2 * R->k->dw_cl_lanes;
+        a->rows[a->nrows] = ring + o1 % span * O2 * R->cl_chunk;
+        a->w[a->nrows++] = w + (K1 - 1 - kp1) * K2 * R->k->dw_cl_lanes;
     }
-    int nan = 0;
-    a->gp = R->cl_chunk;
-    for (int64_t c = 0; c < R->cl_chunk; c += part) {
-        for (int64_t r = 0; r < a->nrows; r++)
-            a->rows[r] = slot[r] + c * O2, a->w[r] = w + c * K1 * K2 + wrow[r];
-        a->grad = row + c;
-        nan |= R->k->dw_cl_row(a);
-    }
-    if (nan) /* the NaN rule; the zeros are the reference's own */
-        gradref__canon_nans_f32(row, a->I2 * R->cl_chunk, p->max_isa);
-    R->k->dw_cl_copy(row, R->cl_chunk, a->I2, R->cl_chunk, 1, grad, p->gs[5], 0);
+    a->grad = grad;
+    if (R->k->dw_cl_row(a)) /* the NaN rule; the zeros are the reference's own */
+        for (int64_t i2 = 0; i2 < a->I2; i2++)
+            gradref__canon_nans_f32(grad + i2 * a->gp, R->cl_chunk, p->max_isa);
 }
 
 void gradref__cbd_cl_item(const cbd_run *R, int64_t it, float *ring) {
@@ -145,13 +129,12 @@ void gradref__cbd_cl_item(const cbd_run *R, int64_t it, float *ring) {
     const int64_t i1_1 = i1_0 + rows < p->I[1] ? i1_0 + rows : p->I[1];
     const float *diff = (const float *)(const void *)p->diff + n * p->ds[0] + c0;
     float *grad = (float *)(void *)p->grad + n * p->gs[0] + c0;
-    float *row = ring + ring_rows(p) * p->O[2] * R->cl_chunk; /* past the ring's slots */
     gradref__cbd_cl_row a;
-    row_template(p, R->cl_part, R->k->dw_cl_lanes, &a);
+    row_template(R, &a);
     int64_t staged = -1;
     for (int64_t i1 = i1_0; i1 < i1_1; i1++) {
         const int64_t top = i1 + p->pad_begin[1]; /* the diff row of row tap 0 */
         staged = stage_rows(R, diff, staged, top < p->O[1] ? top : p->O[1] - 1, ring);
-        item_row(R, &a, ring, R->cl_w + c0 * p->K[1] * p->K[2], i1, row, grad + i1 * p->gs[4]);
+        item_row(R, &a, ring, R->cl_w + c0 * p->K[1] * p->K[2], i1, grad + i1 * p->gs[4]);
     }
 }

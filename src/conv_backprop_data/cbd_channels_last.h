@@ -8,10 +8,10 @@
 /* Whether plan p (depthwise) runs channels-last: stride 1, 2-D or 1-D, F32 diff and grad with
  * the channels side by side, a multiple of the level's dw_cl_lanes channels. */
 int gradref__cbd_cl_fits(const gradref__cbd_plan *p);
-/* R's cl_part, cl_chunk and cl_bands for plan p on `threads` threads, and the work items. */
+/* R's cl_chunk and cl_bands for plan p on `threads` threads, and the work items. */
 void gradref__cbd_cl_plan(const gradref__cbd_plan *p, int threads, cbd_run *R);
 int64_t gradref__cbd_cl_items(const cbd_run *R);
-/* A thread's ring of staged diff rows and its grad row buffer, in bytes, for any thread count. */
+/* A thread's ring of staged diff rows, in bytes, for any thread count. */
 size_t gradref__cbd_cl_ring_bytes(const gradref__cbd_plan *p);
 /* The f32 filter a (packed a row of taps a channel, in stored order) of channels [r0, r1) into
  * cl_w, dw_cl_row's order: block, row tap, column tap (the chain's), lane. */

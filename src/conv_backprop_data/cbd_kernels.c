@@ -178,20 +178,20 @@ int gradref__cbd_depthwise_strided(const gradref__cbd_kernels *k, const gradref_
 enum { CL_LANES_PORTABLE = 4 };
 static int cl_row_portable(const gradref__cbd_cl_row *a) {
     int nan = 0;
-    for (int64_t b = 0; b < a->blocks; b++)
+    for (int64_t B = 0; B < a->blocks; B++)
         for (int64_t i2 = 0; i2 < a->I2; i2++) {
             float acc[CL_LANES_PORTABLE] = {0.0f, 0.0f, 0.0f, 0.0f};
             int64_t t0, t1;
             gradref__cbd_cl_taps(a, i2, &t0, &t1);
             for (int64_t r = 0; r < a->nrows; r++)
                 for (int64_t t = t0; t < t1; t++) {
-                    const float *w = a->w[r] + b * a->wb + t * CL_LANES_PORTABLE;
+                    const float *w = a->w[r] + B * a->wb + t * CL_LANES_PORTABLE;
                     const float *d =
-                        a->rows[r] + (i2 + a->shift[t]) * a->cb + b * CL_LANES_PORTABLE;
+                        a->rows[r] + B * a->bstride + (i2 + a->shift[t]) * CL_LANES_PORTABLE;
                     for (int l = 0; l < CL_LANES_PORTABLE; l++)
                         acc[l] = fmaf(w[l], d[l], acc[l]);
                 }
-            float *g = a->grad + i2 * a->gp + b * CL_LANES_PORTABLE;
+            float *g = a->grad + i2 * a->gp + B * CL_LANES_PORTABLE;
             for (int l = 0; l < CL_LANES_PORTABLE; l++) {
                 g[l] = acc[l];
                 nan |= acc[l] != acc[l];
@@ -200,19 +200,18 @@ static int cl_row_portable(const gradref__cbd_cl_row *a) {
     return nan;
 }
 
-static void cl_copy_portable(const float *src, int64_t sp, int64_t n, int64_t width, int64_t parts,
-                             float *dst, int64_t dp, int64_t part_stride) {
+static void cl_stage_portable(const float *src, int64_t sp, int64_t n, int64_t blocks, float *dst) {
     for (int64_t j = 0; j < n; j++)
-        for (int64_t s = 0; s < parts; s++)
-            memcpy(dst + s * part_stride + j * dp, src + j * sp + s * width,
-                   (size_t)width * sizeof *dst);
+        for (int64_t b = 0; b < blocks; b++)
+            memcpy(dst + (b * n + j) * CL_LANES_PORTABLE, src + j * sp + b * CL_LANES_PORTABLE,
+                   CL_LANES_PORTABLE * sizeof *dst);
 }
 
 static const gradref__cbd_kernels portable = {
     .isa = "portable",
     .dw_row = row_portable,
     .dw_cl_row = cl_row_portable,
-    .dw_cl_copy = cl_copy_portable,
+    .dw_cl_stage = cl_stage_portable,
     .dw_cl_lanes = CL_LANES_PORTABLE,
 };
 

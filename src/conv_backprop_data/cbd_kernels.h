@@ -213,19 +213,20 @@ int gradref__cbd_dw_lanes_of(const gradref__cbd_dw_shape *s, gradref__cbd_dw_lan
   }
 
 /* A grad row of a channels-last depthwise plan (dw_cl_row): 2-D or 1-D at stride 1, diff and
- * grad holding the channels side by side, a chunk of `blocks` blocks of the table's dw_cl_lanes
- * channels. rows[r] is the r-th diff row the row taps reach (the chain's order) staged dense,
- * pixel j's chunk at rows[r] + j cb; w[r] its weights, block b's column tap t (the chain's
- * order: kp2 descending) at w[r] + b wb + t lanes; grad column i2 reads diff column i2 +
- * shift[t] through column tap t, and its chunk is at grad + i2 gp. Columns [first, last) have
- * every column tap inside diff; the others skip those outside, so each element is the
- * reference's chain exactly (no zero terms, no sign of zero to mend). */
+ * grad holding the channels side by side, a chunk of `blocks` blocks of the table's
+ * dw_cl_lanes channels. rows[r] is the r-th diff row the row taps reach (the chain's order)
+ * staged by blocks (dw_cl_stage): block B's pixel j at rows[r] + B bstride + j lanes; w[r] its
+ * weights, block B's column tap t (the chain's order: kp2 descending) at w[r] + B wb + t
+ * lanes; grad column i2 reads diff column i2 + shift[t] through column tap t, and its chunk
+ * is at grad + i2 gp. Columns [first, last) have every column tap inside diff; the others
+ * skip those outside, so each element is the reference's chain exactly (no zero terms, no
+ * sign of zero to mend). */
 #define GRADREF__CBD_CL_TAPS 64
 typedef struct gradref__cbd_cl_row {
     const float *rows[GRADREF__CBD_CL_TAPS], *w[GRADREF__CBD_CL_TAPS];
     int64_t shift[GRADREF__CBD_CL_TAPS];
     int64_t nrows, K2, I2, O2, first, last;
-    int64_t blocks, cb, wb, gp;
+    int64_t blocks, bstride, wb, gp;
     float *grad;
 } gradref__cbd_cl_row;
 
@@ -271,12 +272,11 @@ typedef struct gradref__cbd_kernels {
                          int64_t dc, float *grad, int64_t gc);
     int dw_lanes_planes;
     /* channels-last depthwise (gradref__cbd_cl_row): a grad row of a chunk of channels, returning
-     * whether it stored a NaN; dw_cl_copy copies n pixels (sp floats apart) of parts x width
-     * channels (width a multiple of dw_cl_lanes), part s's pixel j to dst + s part_stride +
-     * j dp: a diff row into dense parts, or a grad row out. NULL: staged to planes */
+     * whether it stored a NaN; dw_cl_stage copies a diff row of n pixels (sp floats apart) and
+     * `blocks` blocks of dw_cl_lanes channels to dst by blocks, block b's pixel j at dst + (b
+     * n + j) lanes: a block's pixels side by side. NULL: staged to planes */
     int (*dw_cl_row)(const gradref__cbd_cl_row *a);
-    void (*dw_cl_copy)(const float *src, int64_t sp, int64_t n, int64_t width, int64_t parts,
-                       float *dst, int64_t dp, int64_t part_stride);
+    void (*dw_cl_stage)(const float *src, int64_t sp, int64_t n, int64_t blocks, float *dst);
     int dw_cl_lanes;
     int tile_rows; /* the GEMM panel rows the tiles take (0: no tiles) */
     unsigned (*tile32)(const float *image, int64_t channel_stride, int64_t ocpg,
@@ -666,8 +666,8 @@ unsigned gradref__cbd_f32_dw_lanes_avx2(const gradref__cbd_dw_lanes *L, const fl
                                         const float *diff, int64_t dc, float *grad, int64_t gc);
 /* dw_cl_row and dw_cl_stage at AVX2, eight channels a block, the AVX-512 levels' too. */
 int gradref__cbd_f32_dw_cl_row_avx2(const gradref__cbd_cl_row *a);
-void gradref__cbd_f32_dw_cl_copy_avx2(const float *src, int64_t sp, int64_t n, int64_t width,
-                                      int64_t parts, float *dst, int64_t dp, int64_t part_stride);
+void gradref__cbd_f32_dw_cl_stage_avx2(const float *src, int64_t sp, int64_t n, int64_t blocks,
+                                       float *dst);
 /* The stride-2 plane (dw_plane_s2) at AVX2, the AVX-512 levels' too (memory-bound). */
 int gradref__cbd_f32_dw_plane_s2_avx2(const gradref__cbd_dw_shape *s, const float *w,
                                       const float *diff, float *grad);

@@ -434,36 +434,44 @@ static void s2_layout_neon(const gradref__cbd_dw_shape *s, const gradref__cbd_s2
 
 /* ---- channels-last depthwise, four channels a block (cbd_avx2.c's dw_cl_row) ---- */
 
-/* P grad columns from i2 of block b through column taps [t0, t1) of every row: P chains (16
- * hide the FMA latency), as cl_columns8. Returns ok with the lanes of any NaN stored cleared. */
+/* P grad columns from i2 of block B through column taps [t0, t1) of every row: P chains, as
+ * cl_columns8 (12: 16 spill beside their 16 loads). Returns ok with the lanes of any NaN
+ * stored cleared. */
 __attribute__((always_inline)) static inline uint32x4_t
-cl_columns4(int P, const gradref__cbd_cl_row *a, int64_t b, int64_t i2, int64_t t0, int64_t t1,
+cl_columns4(int P, const gradref__cbd_cl_row *a, int64_t B, int64_t i2, int64_t t0, int64_t t1,
             uint32x4_t ok) {
-    float32x4_t acc[16];
-    _Pragma("GCC unroll 16") for (int p = 0; p < P; p++) acc[p] = vdupq_n_f32(0.0f);
+    float32x4_t acc[12];
+    _Pragma("GCC unroll 12") for (int p = 0; p < P; p++) acc[p] = vdupq_n_f32(0.0f);
     for (int64_t r = 0; r < a->nrows; r++) {
-        const float *d = a->rows[r] + i2 * a->cb + 4 * b, *w = a->w[r] + b * a->wb;
+        const float *d = a->rows[r] + B * a->bstride + 4 * i2, *w = a->w[r] + B * a->wb;
         for (int64_t t = t0; t < t1; t++) {
             const float32x4_t wt = vld1q_f32(w + 4 * t);
-            const float *x = d + a->shift[t] * a->cb;
-            _Pragma("GCC unroll 16") for (int p = 0; p < P; p++) acc[p] =
-                vfmaq_f32(acc[p], wt, vld1q_f32(x + p * a->cb));
+            const float *x = d + 4 * a->shift[t];
+            _Pragma("GCC unroll 12") for (int p = 0; p < P; p++) acc[p] =
+                vfmaq_f32(acc[p], wt, vld1q_f32(x + 4 * p));
         }
     }
-    float *g = a->grad + i2 * a->gp + 4 * b;
-    _Pragma("GCC unroll 16") for (int p = 0; p < P; p++) {
-        vst1q_f32(g + p * a->gp, acc[p]);
+    const int64_t gp = a->gp; /* read once: the stores may alias *a for all the compiler knows */
+    float *g = a->grad + i2 * gp + 4 * B;
+    _Pragma("GCC unroll 12") for (int p = 0; p < P; p++) {
+        vst1q_f32(g + p * gp, acc[p]);
         ok = vandq_u32(ok, vceqq_f32(acc[p], acc[p]));
     }
+    return ok;
+}
+
+/* cl_columns4 over every block of the chunk (cbd_avx2.c's cl_chunk8). */
+__attribute__((always_inline)) static inline uint32x4_t
+cl_chunk4(int P, const gradref__cbd_cl_row *a, int64_t i2, int64_t t0, int64_t t1, uint32x4_t ok) {
+    for (int64_t B = 0; B < a->blocks; B++)
+        ok = cl_columns4(P, a, B, i2, t0, t1, ok);
     return ok;
 }
 
 static uint32x4_t cl_edge4(const gradref__cbd_cl_row *a, int64_t i2, uint32x4_t ok) {
     int64_t t0, t1;
     gradref__cbd_cl_taps(a, i2, &t0, &t1);
-    for (int64_t b = 0; b < a->blocks; b++)
-        ok = cl_columns4(1, a, b, i2, t0, t1, ok);
-    return ok;
+    return cl_chunk4(1, a, i2, t0, t1, ok);
 }
 
 static int dw_cl_row_neon(const gradref__cbd_cl_row *a) {
@@ -471,26 +479,21 @@ static int dw_cl_row_neon(const gradref__cbd_cl_row *a) {
     int64_t i2 = 0;
     for (; i2 < a->first; i2++)
         ok = cl_edge4(a, i2, ok);
-    for (; i2 + 16 <= a->last; i2 += 16)
-        for (int64_t b = 0; b < a->blocks; b++)
-            ok = cl_columns4(16, a, b, i2, 0, a->K2, ok);
+    for (; i2 + 12 <= a->last; i2 += 12)
+        ok = cl_chunk4(12, a, i2, 0, a->K2, ok);
     for (; i2 + 4 <= a->last; i2 += 4)
-        for (int64_t b = 0; b < a->blocks; b++)
-            ok = cl_columns4(4, a, b, i2, 0, a->K2, ok);
+        ok = cl_chunk4(4, a, i2, 0, a->K2, ok);
     for (; i2 < a->last; i2++)
-        for (int64_t b = 0; b < a->blocks; b++)
-            ok = cl_columns4(1, a, b, i2, 0, a->K2, ok);
+        ok = cl_chunk4(1, a, i2, 0, a->K2, ok);
     for (; i2 < a->I2; i2++)
         ok = cl_edge4(a, i2, ok);
     return vminvq_u32(ok) == 0;
 }
 
-static void dw_cl_copy_neon(const float *src, int64_t sp, int64_t n, int64_t width, int64_t parts,
-                            float *dst, int64_t dp, int64_t part_stride) {
-    for (int64_t j = 0; j < n; j++, src += sp, dst += dp)
-        for (int64_t s = 0; s < parts; s++)
-            for (int64_t c = 0; c < width; c += 4)
-                vst1q_f32(dst + s * part_stride + c, vld1q_f32(src + s * width + c));
+static void dw_cl_stage_neon(const float *src, int64_t sp, int64_t n, int64_t blocks, float *dst) {
+    for (int64_t j = 0; j < n; j++, src += sp)
+        for (int64_t b = 0; b < blocks; b++)
+            vst1q_f32(dst + 4 * (b * n + j), vld1q_f32(src + 4 * b));
 }
 
 /* A stride-2 plane with NC0 / NC1 column taps (k->dw_plane_s2), as cbd_avx2.c's s2_plane: its
@@ -871,7 +874,7 @@ static inline float me_f16_scalar(uint16_t h) {
     .dw_row = dw_row_neon, .dw_rows4 = dw_rows4_neon, .dw_plane3x3 = dw_plane3x3_neon,             \
     .dw_plane_s2 = dw_plane_s2_neon, .tile_rows = GRADREF__CBD_TILE_ROWS_NEON,                     \
     .dw_lanes = dw_lanes_neon, .dw_lanes_planes = 4, .dw_cl_row = dw_cl_row_neon,                  \
-    .dw_cl_copy = dw_cl_copy_neon, .dw_cl_lanes = 4, .tile32 = tile32_neon,                        \
+    .dw_cl_stage = dw_cl_stage_neon, .dw_cl_lanes = 4, .tile32 = tile32_neon,                      \
     .pack_tile32 = pack_tile32_neon, .tile32_masks = tile32_masks_neon,                            \
     .tile_columns = tile_columns_neon, .scatter2 = scatter2_neon, .interleave2 = interleave2_neon, \
     .qs8_row = qs8_row_neon, .megengine_row = megengine_row_neon, .megengine_lanes = 8

@@ -140,10 +140,10 @@ typedef struct cbd_run {
     const gradref__cbd_dw_lanes *dw_lanes;
     const float *lanes_w;
     /* channels-last depthwise (cbd_channels_last.c): the weights in dw_cl_row's order (NULL:
-     * not channels-last), the channels of a row kernel's call and of an item, and the bands of
-     * grad rows an image's chunk is split into */
+     * not channels-last), the channels of an item, and the bands of grad rows an image's chunk
+     * is split into */
     const float *cl_w;
-    int64_t cl_part, cl_chunk, cl_bands;
+    int64_t cl_chunk, cl_bands;
     const float *panels; /* group g, cbd_phase f: panels + g * group_floats + phase_off[f] */
     const int64_t *phase_off;
     /* phase f's taps (gradref__cbd_phase_taps, once per call): tap_at[f + 1] - tap_at[f] of
