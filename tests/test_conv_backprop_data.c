@@ -886,32 +886,38 @@ static void test_depthwise_lanes(void **state) {
     }
 }
 
-/* Channels-last depthwise (NHWC and NWC, F32, stride 1, a multiple of the level's dw_cl_lanes
- * channels: "depthwise_channels_last"), against the reference at every level and thread
- * count: planes of 1 x 1 to rows wider than the ring's budget (several chunks an image), every
- * column group of the AVX2 and NEON rows, 1 x 3, 3 x 1, 3 x 3, 5 x 5 and 7 x 7 filters, pads of
- * 0 to 3 (past the filter's reach: rows and columns no tap reaches), asymmetric pads,
- * dilation 2, both modes; values uniform, with specials, or tiny (products that underflow to
- * zeros of either sign, which the skipped taps keep). 12 channels: channels-last at the
- * 4-lane levels, planes at AVX2. */
+/* Channels-last depthwise (NHWC and NWC, F32, a multiple of the level's dw_cl_lanes channels:
+ * "depthwise_channels_last"), against the reference at every level and thread count: planes
+ * of 1 x 1 to rows wider than the ring's budget (several chunks an image), every column group
+ * of the AVX2 and NEON rows, 1 x 3, 3 x 1, 3 x 3, 5 x 5 and 7 x 7 filters, pads of 0 to 3 (past
+ * the filter's reach: rows and columns no tap reaches), asymmetric pads, dilation 2, both
+ * modes; strides 2 and 3 with odd and even grad sizes (column phases with taps and, at 1 x 1
+ * stride 2, without), dilation 2 at stride 2; values uniform, with specials, or tiny
+ * (products that underflow to zeros of either sign, which the skipped taps keep). 12
+ * channels: channels-last at the 4-lane levels, planes at AVX2. */
 static void test_depthwise_channels_last(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(59);
-    static const int64_t cases[][9] = {
-        /* rank O(h) O(w) K(h) K(w) pad dil G N */
-        {2, 7, 7, 3, 3, 1, 1, 16, 2},  {2, 28, 28, 3, 3, 1, 1, 8, 1},
-        {2, 1, 1, 3, 3, 1, 1, 8, 3},   {2, 5, 6, 5, 5, 2, 1, 24, 1},
-        {2, 9, 30, 1, 3, 1, 2, 8, 2},  {2, 13, 5, 3, 1, 1, 1, 12, 2},
-        {2, 7, 40, 7, 7, 3, 1, 8, 1},  {2, 3, 100, 3, 3, 1, 1, 64, 1},
-        {2, 10, 10, 3, 3, 3, 1, 8, 1}, {2, 6, 6, 3, 3, 0, 1, 16, 2},
-        {1, 1, 50, 1, 5, 2, 1, 8, 2},  {2, 11, 17, 3, 3, 1, 1, 40, 1}};
+    static const int64_t cases[][11] = {
+        /* rank O(h) O(w) K(h) K(w) pad dil G N stride extra */
+        {2, 7, 7, 3, 3, 1, 1, 16, 2, 1, 0},  {2, 28, 28, 3, 3, 1, 1, 8, 1, 1, 0},
+        {2, 1, 1, 3, 3, 1, 1, 8, 3, 1, 0},   {2, 5, 6, 5, 5, 2, 1, 24, 1, 1, 0},
+        {2, 9, 30, 1, 3, 1, 2, 8, 2, 1, 0},  {2, 13, 5, 3, 1, 1, 1, 12, 2, 1, 0},
+        {2, 7, 40, 7, 7, 3, 1, 8, 1, 1, 0},  {2, 3, 100, 3, 3, 1, 1, 64, 1, 1, 0},
+        {2, 10, 10, 3, 3, 3, 1, 8, 1, 1, 0}, {2, 6, 6, 3, 3, 0, 1, 16, 2, 1, 0},
+        {1, 1, 50, 1, 5, 2, 1, 8, 2, 1, 0},  {2, 11, 17, 3, 3, 1, 1, 40, 1, 1, 0},
+        {2, 7, 7, 3, 3, 1, 1, 16, 2, 2, 0},  {2, 14, 14, 3, 3, 1, 1, 8, 1, 2, 1},
+        {2, 5, 6, 1, 1, 0, 1, 8, 2, 2, 1},   {2, 6, 9, 5, 5, 2, 1, 24, 1, 2, 1},
+        {2, 5, 8, 3, 3, 1, 1, 8, 1, 3, 2},   {2, 6, 30, 3, 3, 2, 2, 16, 1, 2, 0},
+        {1, 1, 40, 1, 3, 1, 1, 12, 2, 2, 1}};
     for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
         const int64_t *a = cases[s];
         geometry g =
-            geo2(a[8], 1, a[1], a[2], 1, a[3], a[4], 1, a[5], a[6], a[7], (int32_t)(s % 2));
+            geo2(a[8], 1, a[1], a[2], 1, a[3], a[4], a[9], a[5], a[6], a[7], (int32_t)(s % 2));
+        g.extra[0] = g.extra[1] = a[10];
         if (a[0] == 1) { /* NWC: the width as the only dim */
             g.rank = 1, g.O[0] = a[2], g.K[0] = a[4];
-            g.pb[1] = g.pe[1] = 0;
+            g.pb[1] = g.pe[1] = 0, g.extra[1] = 0;
         }
         if (s == 3) g.pb[0] = 0, g.pe[0] = 4, g.pb[1] = 3, g.pe[1] = 1;
         cbd_case c;

@@ -433,7 +433,7 @@ __attribute__((always_inline)) static inline __m256 cl_columns8(int P, const gra
     for (int64_t r = 0; r < a->nrows; r++) {
         const float *d = a->rows[r] + B * a->bstride + 8 * i2, *w = a->w[r] + B * a->wb;
         for (int64_t t = t0; t < t1; t++) {
-            const __m256 wt = _mm256_loadu_ps(w + 8 * t);
+            const __m256 wt = _mm256_loadu_ps(w + 8 * a->wcol[t]);
             const float *x = d + 8 * a->shift[t];
             _Pragma("GCC unroll 12") for (int p = 0; p < P; p++) acc[p] =
                 _mm256_fmadd_ps(wt, _mm256_loadu_ps(x + 8 * p), acc[p]);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Depthwise at stride 1 on channels-last diff and grad (NHWC, NWC), the channels in the vector
- * lanes: no transposes, no staged planes. A work item is a band of grad rows of an image's
+/* Depthwise on channels-last diff and grad (NHWC, NWC), the channels in the vector lanes: no
+ * transposes, no staged planes. A work item is a band of grad rows of an image's
  * chunk of channels. Each diff row its row taps reach is copied once into a ring, by blocks of
  * the level's lanes (a block's pixels side by side: the kernels then read a tap's pixels at
  * fixed offsets from one pointer, and channels-last pixels a power-of-two number of KiB apart
@@ -16,13 +16,13 @@ enum { CL_RING_BYTES = 128 << 10 };
 
 /* The diff rows a grad row's row taps span. */
 static int64_t ring_rows(const gradref__cbd_plan *p) {
-    return (p->K[1] - 1) * p->dil[1] + 1;
+    return (p->K[1] - 1) * p->dil[1] / p->stride[1] + 1;
 }
 
 int gradref__cbd_cl_fits(const gradref__cbd_plan *p) {
     const gradref__cbd_kernels *k = gradref__cbd_kernels_for(p->max_isa);
     return k->dw_cl_row && p->ICpg == 1 && p->OCpg == 1 && p->G % k->dw_cl_lanes == 0 &&
-           p->in_dtype == GRADREF_F32 && p->out_dtype == GRADREF_F32 && unit_strides(p) &&
+           p->in_dtype == GRADREF_F32 && p->out_dtype == GRADREF_F32 && p->stride[0] == 1 &&
            p->K[0] == 1 && p->I[0] == 1 && p->O[0] == 1 && p->pad_begin[0] == 0 &&
            p->K[1] <= GRADREF__CBD_CL_TAPS && p->K[2] <= GRADREF__CBD_CL_TAPS && p->ds[1] == 1 &&
            p->gs[1] == 1;
@@ -72,19 +72,22 @@ void gradref__cbd_cl_weights(const gradref__cbd_plan *p, const float *a, int64_t
     }
 }
 
-/* What every grad row of an item shares: the column taps, the interior columns, the blocks. */
-static void row_template(const cbd_run *R, gradref__cbd_cl_row *a) {
-    const gradref__cbd_plan *p = R->p;
-    const int64_t lanes = R->k->dw_cl_lanes;
-    const int64_t K2 = p->K[2], I2 = p->I[2], O2 = p->O[2];
-    a->K2 = K2, a->I2 = I2, a->O2 = O2;
-    for (int64_t t = 0; t < K2; t++)
-        a->shift[t] = p->pad_begin[2] - (K2 - 1 - t) * p->dil[2];
-    const int64_t first = -a->shift[0], last = O2 - a->shift[K2 - 1];
-    a->first = first < 0 ? 0 : first > I2 ? I2 : first;
-    a->last = last < a->first ? a->first : last > I2 ? I2 : last;
-    a->blocks = R->cl_chunk / lanes, a->bstride = O2 * lanes, a->wb = p->K[1] * K2 * lanes;
-    a->gp = p->gs[5];
+/* Column phase r of plan p's grad rows (columns r, r + s2, ...) into a: the column taps that
+ * reach it, their diff columns' shifts and weight columns, its columns and its interior. */
+static void phase_columns(const gradref__cbd_plan *p, int64_t r, gradref__cbd_cl_row *a) {
+    const int64_t K2 = p->K[2], s2 = p->stride[2], O2 = p->O[2];
+    a->K2 = 0;
+    for (int64_t t = 0; t < K2; t++) { /* grad column r + s2 q, diff column q + shift */
+        const int64_t num = r + p->pad_begin[2] - (K2 - 1 - t) * p->dil[2];
+        if (num % s2 != 0) continue;
+        a->shift[a->K2] = num / s2, a->wcol[a->K2++] = t;
+    }
+    a->I2 = (p->I[2] - r + s2 - 1) / s2, a->O2 = O2;
+    a->first = a->last = 0; /* no tap: every column an edge, its chain empty (+0) */
+    if (a->K2 == 0) return;
+    const int64_t first = -a->shift[0], last = O2 - a->shift[a->K2 - 1];
+    a->first = first < 0 ? 0 : first > a->I2 ? a->I2 : first;
+    a->last = last < a->first ? a->first : last > a->I2 ? a->I2 : last;
 }
 
 /* Diff rows [.., hi] of an item (chunk channels from diff) into the ring, row o1 in slot o1
@@ -101,28 +104,32 @@ static int64_t stage_rows(const cbd_run *R, const float *diff, int64_t staged, i
     return hi > staged ? hi : staged;
 }
 
-/* Grad row i1 of an item from the ring (its row taps' slots); w: the chunk's weights. */
+/* Grad row i1 of an item from the ring (its row taps' slots), a column phase at a time; w:
+ * the chunk's weights. */
 static void item_row(const cbd_run *R, gradref__cbd_cl_row *a, const float *ring, const float *w,
                      int64_t i1, float *grad) {
     const gradref__cbd_plan *p = R->p;
-    const int64_t K1 = p->K[1], K2 = p->K[2], O1 = p->O[1], O2 = p->O[2];
+    const int64_t K1 = p->K[1], K2 = p->K[2], O1 = p->O[1], O2 = p->O[2], s1 = p->stride[1];
     const int64_t span = ring_rows(p), top = i1 + p->pad_begin[1];
     a->nrows = 0;
     for (int64_t kp1 = K1 - 1; kp1 >= 0; kp1--) {
-        const int64_t o1 = top - kp1 * p->dil[1];
-        if (o1 < 0 || o1 >= O1) continue;
+        const int64_t num = top - kp1 * p->dil[1], o1 = num / s1;
+        if (num < 0 || num % s1 != 0 || o1 >= O1) continue;
         a->rows[a->nrows] = ring + o1 % span * O2 * R->cl_chunk;
         a->w[a->nrows++] = w + (K1 - 1 - kp1) * K2 * R->k->dw_cl_lanes;
     }
-    a->grad = grad;
-    if (R->k->dw_cl_row(a)) /* the NaN rule; the zeros are the reference's own */
-        for (int64_t i2 = 0; i2 < a->I2; i2++)
-            gradref__canon_nans_f32(grad + i2 * a->gp, R->cl_chunk, p->max_isa);
+    for (int64_t r = 0; r < p->stride[2] && r < p->I[2]; r++) {
+        if (p->stride[2] > 1) phase_columns(p, r, a); /* stride 1: set once an item */
+        a->grad = grad + r * p->gs[5];
+        if (R->k->dw_cl_row(a)) /* the NaN rule; the zeros are the reference's own */
+            for (int64_t i2 = 0; i2 < a->I2; i2++)
+                gradref__canon_nans_f32(a->grad + i2 * a->gp, R->cl_chunk, p->max_isa);
+    }
 }
 
 void gradref__cbd_cl_item(const cbd_run *R, int64_t it, float *ring) {
     const gradref__cbd_plan *p = R->p;
-    const int64_t bands = R->cl_bands, chunks = p->G / R->cl_chunk;
+    const int64_t bands = R->cl_bands, chunks = p->G / R->cl_chunk, lanes = R->k->dw_cl_lanes;
     const int64_t band = it % bands, c0 = it / bands % chunks * R->cl_chunk,
                   n = it / (bands * chunks);
     const int64_t rows = (p->I[1] + bands - 1) / bands, i1_0 = band * rows;
@@ -130,10 +137,12 @@ void gradref__cbd_cl_item(const cbd_run *R, int64_t it, float *ring) {
     const float *diff = (const float *)(const void *)p->diff + n * p->ds[0] + c0;
     float *grad = (float *)(void *)p->grad + n * p->gs[0] + c0;
     gradref__cbd_cl_row a;
-    row_template(R, &a);
+    a.blocks = R->cl_chunk / lanes, a.bstride = p->O[2] * lanes, a.wb = p->K[1] * p->K[2] * lanes;
+    a.gp = p->stride[2] * p->gs[5];
+    phase_columns(p, 0, &a);
     int64_t staged = -1;
     for (int64_t i1 = i1_0; i1 < i1_1; i1++) {
-        const int64_t top = i1 + p->pad_begin[1]; /* the diff row of row tap 0 */
+        const int64_t top = (i1 + p->pad_begin[1]) / p->stride[1]; /* the last it can reach */
         staged = stage_rows(R, diff, staged, top < p->O[1] ? top : p->O[1] - 1, ring);
         item_row(R, &a, ring, R->cl_w + c0 * p->K[1] * p->K[2], i1, grad + i1 * p->gs[4]);
     }

@@ -5,8 +5,8 @@
 
 #include "cbd_run.h"
 
-/* Whether plan p (depthwise) runs channels-last: stride 1, 2-D or 1-D, F32 diff and grad with
- * the channels side by side, a multiple of the level's dw_cl_lanes channels. */
+/* Whether plan p (depthwise) runs channels-last: 2-D or 1-D at any stride, F32 diff and grad
+ * with the channels side by side, a multiple of the level's dw_cl_lanes channels. */
 int gradref__cbd_cl_fits(const gradref__cbd_plan *p);
 /* R's cl_chunk and cl_bands for plan p on `threads` threads, and the work items. */
 void gradref__cbd_cl_plan(const gradref__cbd_plan *p, int threads, cbd_run *R);

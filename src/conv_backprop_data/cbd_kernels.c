@@ -185,7 +185,7 @@ static int cl_row_portable(const gradref__cbd_cl_row *a) {
             gradref__cbd_cl_taps(a, i2, &t0, &t1);
             for (int64_t r = 0; r < a->nrows; r++)
                 for (int64_t t = t0; t < t1; t++) {
-                    const float *w = a->w[r] + B * a->wb + t * CL_LANES_PORTABLE;
+                    const float *w = a->w[r] + B * a->wb + a->wcol[t] * CL_LANES_PORTABLE;
                     const float *d =
                         a->rows[r] + B * a->bstride + (i2 + a->shift[t]) * CL_LANES_PORTABLE;
                     for (int l = 0; l < CL_LANES_PORTABLE; l++)

@@ -445,7 +445,7 @@ cl_columns4(int P, const gradref__cbd_cl_row *a, int64_t B, int64_t i2, int64_t 
     for (int64_t r = 0; r < a->nrows; r++) {
         const float *d = a->rows[r] + B * a->bstride + 4 * i2, *w = a->w[r] + B * a->wb;
         for (int64_t t = t0; t < t1; t++) {
-            const float32x4_t wt = vld1q_f32(w + 4 * t);
+            const float32x4_t wt = vld1q_f32(w + 4 * a->wcol[t]);
             const float *x = d + 4 * a->shift[t];
             _Pragma("GCC unroll 12") for (int p = 0; p < P; p++) acc[p] =
                 vfmaq_f32(acc[p], wt, vld1q_f32(x + 4 * p));
