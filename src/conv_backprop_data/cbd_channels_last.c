@@ -1,12 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Depthwise on channels-last diff and grad (NHWC, NWC), the channels in the vector lanes: no
- * transposes, no staged planes. A work item is a band of grad rows of an image's
- * chunk of channels. Each diff row its row taps reach is copied once into a ring, by blocks of
- * the level's lanes (a block's pixels side by side: the kernels then read a tap's pixels at
- * fixed offsets from one pointer, and channels-last pixels a power-of-two number of KiB apart
- * no longer share a few L1 sets); the level's dw_cl_row computes a grad row from the ring in
- * the reference's order, a few pixels at a time across the chunk, so that diff is read and
- * grad written in address order, streams the hardware prefetchers follow. */
+ * transposes, no staged planes. A work item is a band of grad rows of an image's chunk of
+ * channels. Each diff row its row taps reach is copied once into a ring, by blocks of the
+ * level's lanes (a block's pixels side by side: the kernels then read a tap's pixels at fixed
+ * offsets from one pointer, and channels-last pixels a power-of-two number of KiB apart no
+ * longer share a few L1 sets); the level's dw_cl_row computes a grad row from the ring in the
+ * reference's order, a few pixels at a time across the chunk (by column phases at a stride),
+ * so that diff is read and grad written in address order, streams the hardware prefetchers
+ * follow. */
 #include "cbd_channels_last.h"
 
 #include "common/nan.h"
