@@ -448,37 +448,11 @@ __attribute__((always_inline)) static inline __m256 cl_columns8(int P, const gra
     return nan;
 }
 
-/* cl_columns8 over every block of the chunk: the P grad pixels' chunks are stored whole, in
- * address order. */
-__attribute__((always_inline)) static inline __m256
-cl_chunk8(int P, const gradref__cbd_cl_row *a, int64_t i2, int64_t t0, int64_t t1, __m256 nan) {
-    for (int64_t B = 0; B < a->blocks; B++)
-        nan = cl_columns8(P, a, B, i2, t0, t1, nan);
-    return nan;
-}
-
-/* Grad column i2 outside the interior: the column taps inside diff only. */
-static __m256 cl_edge8(const gradref__cbd_cl_row *a, int64_t i2, __m256 nan) {
-    int64_t t0, t1;
-    gradref__cbd_cl_taps(a, i2, &t0, &t1);
-    return cl_chunk8(1, a, i2, t0, t1, nan);
-}
-
-int gradref__cbd_f32_dw_cl_row_avx2(const gradref__cbd_cl_row *a) {
-    __m256 nan = _mm256_setzero_ps();
-    int64_t i2 = 0;
-    for (; i2 < a->first; i2++)
-        nan = cl_edge8(a, i2, nan);
-    for (; i2 + 12 <= a->last; i2 += 12)
-        nan = cl_chunk8(12, a, i2, 0, a->K2, nan);
-    for (; i2 + 4 <= a->last; i2 += 4)
-        nan = cl_chunk8(4, a, i2, 0, a->K2, nan);
-    for (; i2 < a->last; i2++)
-        nan = cl_chunk8(1, a, i2, 0, a->K2, nan);
-    for (; i2 < a->I2; i2++)
-        nan = cl_edge8(a, i2, nan);
+static inline int cl_found8(__m256 nan) {
     return _mm256_movemask_ps(nan) != 0;
 }
+GRADREF__CBD_CL_ROW(, gradref__cbd_f32_dw_cl_row_avx2, __m256, _mm256_setzero_ps(), cl_columns8,
+                    cl_found8)
 
 void gradref__cbd_f32_dw_cl_stage_avx2(const float *src, int64_t sp, int64_t n, int64_t blocks,
                                        float *dst) {

@@ -243,6 +243,39 @@ static inline void gradref__cbd_cl_taps(const gradref__cbd_cl_row *a, int64_t i2
     *t0 = lo, *t1 = hi;
 }
 
+/* Defines dw_cl_row NAME (with LINKAGE) from an ISA file's always-inline COLUMNS(P, a, B, i2,
+ * t0, t1, state): P grad columns from i2 of block B through column taps [t0, t1), returning its
+ * NaN state (of type STATE, starting at INIT; FOUND(state): whether a NaN was stored). The
+ * columns outside the interior take the column taps inside diff, the interior 12, 4 and 1 at a
+ * time, each across every block of the chunk, so that grad is written in address order. */
+#define GRADREF__CBD_CL_ROW(LINKAGE, NAME, STATE, INIT, COLUMNS, FOUND)                            \
+  __attribute__((always_inline)) static inline STATE cl_chunk(                                     \
+      int P, const gradref__cbd_cl_row *a, int64_t i2, int64_t t0, int64_t t1, STATE s) {          \
+    for (int64_t B = 0; B < a->blocks; B++)                                                        \
+      s = COLUMNS(P, a, B, i2, t0, t1, s);                                                         \
+    return s;                                                                                      \
+  }                                                                                                \
+  static STATE cl_edge(const gradref__cbd_cl_row *a, int64_t i2, STATE s) {                        \
+    int64_t t0, t1;                                                                                \
+    gradref__cbd_cl_taps(a, i2, &t0, &t1);                                                         \
+    return cl_chunk(1, a, i2, t0, t1, s);                                                          \
+  }                                                                                                \
+  LINKAGE int NAME(const gradref__cbd_cl_row *a) {                                                 \
+    STATE s = INIT;                                                                                \
+    int64_t i2 = 0;                                                                                \
+    for (; i2 < a->first; i2++)                                                                    \
+      s = cl_edge(a, i2, s);                                                                       \
+    for (; i2 + 12 <= a->last; i2 += 12)                                                           \
+      s = cl_chunk(12, a, i2, 0, a->K2, s);                                                        \
+    for (; i2 + 4 <= a->last; i2 += 4)                                                             \
+      s = cl_chunk(4, a, i2, 0, a->K2, s);                                                         \
+    for (; i2 < a->last; i2++)                                                                     \
+      s = cl_chunk(1, a, i2, 0, a->K2, s);                                                         \
+    for (; i2 < a->I2; i2++)                                                                       \
+      s = cl_edge(a, i2, s);                                                                       \
+    return FOUND(s);                                                                               \
+  }
+
 /* The kernels of one ISA, picked once per call. Depthwise (f32, stride 1): one grad row from
  * the nrows diff rows its row taps reach (rows, with the stored row-tap index base), never NULL;
  * four rows at once (NULL: row by row); a whole plane for K <= 3 x 3 and one depth (NULL: rows),

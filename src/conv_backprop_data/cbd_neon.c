@@ -435,8 +435,8 @@ static void s2_layout_neon(const gradref__cbd_dw_shape *s, const gradref__cbd_s2
 /* ---- channels-last depthwise, four channels a block (cbd_avx2.c's dw_cl_row) ---- */
 
 /* P grad columns from i2 of block B through column taps [t0, t1) of every row: P chains, as
- * cl_columns8 (12: 16 spill beside their 16 loads). Returns ok with the lanes of any NaN
- * stored cleared. */
+ * cbd_avx2.c's cl_columns8 (at most 12: 16 spill beside their 16 loads). Returns ok with the
+ * lanes of any NaN stored cleared. */
 __attribute__((always_inline)) static inline uint32x4_t
 cl_columns4(int P, const gradref__cbd_cl_row *a, int64_t B, int64_t i2, int64_t t0, int64_t t1,
             uint32x4_t ok) {
@@ -460,35 +460,10 @@ cl_columns4(int P, const gradref__cbd_cl_row *a, int64_t B, int64_t i2, int64_t 
     return ok;
 }
 
-/* cl_columns4 over every block of the chunk (cbd_avx2.c's cl_chunk8). */
-__attribute__((always_inline)) static inline uint32x4_t
-cl_chunk4(int P, const gradref__cbd_cl_row *a, int64_t i2, int64_t t0, int64_t t1, uint32x4_t ok) {
-    for (int64_t B = 0; B < a->blocks; B++)
-        ok = cl_columns4(P, a, B, i2, t0, t1, ok);
-    return ok;
-}
-
-static uint32x4_t cl_edge4(const gradref__cbd_cl_row *a, int64_t i2, uint32x4_t ok) {
-    int64_t t0, t1;
-    gradref__cbd_cl_taps(a, i2, &t0, &t1);
-    return cl_chunk4(1, a, i2, t0, t1, ok);
-}
-
-static int dw_cl_row_neon(const gradref__cbd_cl_row *a) {
-    uint32x4_t ok = vdupq_n_u32(~0u);
-    int64_t i2 = 0;
-    for (; i2 < a->first; i2++)
-        ok = cl_edge4(a, i2, ok);
-    for (; i2 + 12 <= a->last; i2 += 12)
-        ok = cl_chunk4(12, a, i2, 0, a->K2, ok);
-    for (; i2 + 4 <= a->last; i2 += 4)
-        ok = cl_chunk4(4, a, i2, 0, a->K2, ok);
-    for (; i2 < a->last; i2++)
-        ok = cl_chunk4(1, a, i2, 0, a->K2, ok);
-    for (; i2 < a->I2; i2++)
-        ok = cl_edge4(a, i2, ok);
+static inline int cl_found4(uint32x4_t ok) {
     return vminvq_u32(ok) == 0;
 }
+GRADREF__CBD_CL_ROW(static, dw_cl_row_neon, uint32x4_t, vdupq_n_u32(~0u), cl_columns4, cl_found4)
 
 static void dw_cl_stage_neon(const float *src, int64_t sp, int64_t n, int64_t blocks, float *dst) {
     for (int64_t j = 0; j < n; j++, src += sp)
