@@ -295,6 +295,34 @@ static void c3f_cases(void) {
         }
 }
 
+/* Depthwise (8 channels, 3 x 3, pad 1), F32: NCHW and NHWC, stride 1 and 2, a small plane and
+ * a larger one, specials in diff: the plane, lanes, stride-2 and channels-last kernels. */
+static void cbd_depthwise_cases(void) {
+    for (int c = 0; c < 8; c++) {
+        const int last = c % 2, S = c / 2 % 2 ? 2 : 1;
+        const int64_t O[2] = {c / 4 ? 14 : 5, c / 4 ? 15 : 6};
+        const int64_t fs[4] = {8, 1, 3, 3}, ds[4] = {2, 8, O[0], O[1]};
+        const int64_t gsz[4] = {2, 8, (O[0] - 1) * S + 1, (O[1] - 1) * S + 1};
+        buf b[3];
+        make(&b[0], GRADREF_F32, 4, fs, 0, 1, 0);
+        make(&b[1], GRADREF_F32, 4, ds, last, 1, 1);
+        make(&b[2], GRADREF_F32, 4, gsz, last, 0, 0);
+        gradref_conv_params p;
+        memset(&p, 0, sizeof p);
+        p.mode = c % 3 == 0;
+        p.groups = 8;
+        for (int j = 0; j < 2; j++) {
+            p.stride[j] = S, p.dilation[j] = 1;
+            p.pad[2 * j] = p.pad[2 * j + 1] = 1;
+        }
+        gradref_exec e = {NULL, 0, 2, 0};
+        char name[96];
+        snprintf(name, sizeof name, "cbd_dw_f32_l%d_s%d_o%lld", last, S, (long long)O[0]);
+        record(name, gradref_conv_backprop_data(&p, &b[0].t, &b[1].t, &b[2].t, &e), b + 2, 1);
+        free_bufs(b, 3);
+    }
+}
+
 static void recat_and_copy_cases(void) {
     for (int d = 0; d < 4; d++) {
         const int64_t gs[2] = {5, 9}, n = 45;
@@ -326,6 +354,7 @@ static void test_hashes(void **state) {
     gs3d_cases();
     cbd_cases();
     c3f_cases();
+    cbd_depthwise_cases(); /* last: the inputs of the cases before keep their draws */
     check_or_write();
 }
 
