@@ -889,12 +889,12 @@ static void test_depthwise_lanes(void **state) {
 /* Channels-last depthwise (NHWC and NWC, F32, a multiple of the level's dw_cl_lanes channels:
  * "depthwise_channels_last"), against the reference at every level and thread count: planes
  * of 1 x 1 to rows wider than the ring's budget (several chunks an image), every column group
- * of the AVX2 and NEON rows, 1 x 3, 3 x 1, 3 x 3, 5 x 5 and 7 x 7 filters, pads of 0 to 3 (past
- * the filter's reach: rows and columns no tap reaches), asymmetric pads, dilation 2, both
- * modes; strides 2 and 3 with odd and even grad sizes (column phases with taps and, at 1 x 1
- * stride 2, without), dilation 2 at stride 2; values uniform, with specials, or tiny
- * (products that underflow to zeros of either sign, which the skipped taps keep). 12
- * channels: channels-last at the 4-lane levels, planes at AVX2. */
+ * of the AVX2 and NEON rows with whole groups of blocks and blocks left over, 1 x 3, 3 x 1, 3 x 3,
+ * 5 x 5 and 7 x 7 filters, pads of 0 to 3 (past the filter's reach: rows and columns no tap
+ * reaches), asymmetric pads, dilation 2, both modes; strides 2 and 3 with odd and even grad sizes
+ * (column phases with taps and, at 1 x 1 stride 2, without), dilation 2 at stride 2; values
+ * uniform, with specials, or tiny (products that underflow to zeros of either sign, which the
+ * skipped taps keep). 12 channels: channels-last at the 4-lane levels, planes at AVX2. */
 static void test_depthwise_channels_last(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(59);
@@ -909,7 +909,7 @@ static void test_depthwise_channels_last(void **state) {
         {2, 7, 7, 3, 3, 1, 1, 16, 2, 2, 0},  {2, 14, 14, 3, 3, 1, 1, 8, 1, 2, 1},
         {2, 5, 6, 1, 1, 0, 1, 8, 2, 2, 1},   {2, 6, 9, 5, 5, 2, 1, 24, 1, 2, 1},
         {2, 5, 8, 3, 3, 1, 1, 8, 1, 3, 2},   {2, 6, 30, 3, 3, 2, 2, 16, 1, 2, 0},
-        {1, 1, 40, 1, 3, 1, 1, 12, 2, 2, 1}};
+        {1, 1, 40, 1, 3, 1, 1, 12, 2, 2, 1}, {2, 6, 7, 3, 3, 1, 1, 72, 1, 1, 0}};
     for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
         const int64_t *a = cases[s];
         geometry g =

@@ -243,22 +243,27 @@ static inline void gradref__cbd_cl_taps(const gradref__cbd_cl_row *a, int64_t i2
     *t0 = lo, *t1 = hi;
 }
 
-/* Defines dw_cl_row NAME (with LINKAGE) from an ISA file's always-inline COLUMNS(P, a, B, i2,
- * t0, t1, state): P grad columns from i2 of block B through column taps [t0, t1), returning its
- * NaN state (of type STATE, starting at INIT; FOUND(state): whether a NaN was stored). The
- * columns outside the interior take the column taps inside diff, the interior 12, 4 and 1 at a
- * time, each across every block of the chunk, so that grad is written in address order. */
+/* Defines dw_cl_row NAME (with LINKAGE) from an ISA file's always-inline COLUMNS(P, Q, a, B,
+ * i2, t0, t1, state): P grad columns from i2 of Q blocks from B through column taps [t0, t1),
+ * P Q <= 12 chains, returning its NaN state (of type STATE, starting at INIT; FOUND(state):
+ * whether a NaN was stored). The columns outside the interior take the column taps inside diff,
+ * the interior 12, 4 and 1 at a time, each across every block of the chunk, so that grad is
+ * written in address order. Fewer columns take more blocks at once: their chains then hide the
+ * FMA latency, and a tap's offsets serve more than one FMA. */
 #define GRADREF__CBD_CL_ROW(LINKAGE, NAME, STATE, INIT, COLUMNS, FOUND)                            \
   __attribute__((always_inline)) static inline STATE cl_chunk(                                     \
-      int P, const gradref__cbd_cl_row *a, int64_t i2, int64_t t0, int64_t t1, STATE s) {          \
-    for (int64_t B = 0; B < a->blocks; B++)                                                        \
-      s = COLUMNS(P, a, B, i2, t0, t1, s);                                                         \
+      int P, int Q, const gradref__cbd_cl_row *a, int64_t i2, int64_t t0, int64_t t1, STATE s) {   \
+    int64_t B = 0;                                                                                 \
+    for (; B + Q <= a->blocks; B += Q)                                                             \
+      s = COLUMNS(P, Q, a, B, i2, t0, t1, s);                                                      \
+    for (; B < a->blocks; B++)                                                                     \
+      s = COLUMNS(P, 1, a, B, i2, t0, t1, s);                                                      \
     return s;                                                                                      \
   }                                                                                                \
   static STATE cl_edge(const gradref__cbd_cl_row *a, int64_t i2, STATE s) {                        \
     int64_t t0, t1;                                                                                \
     gradref__cbd_cl_taps(a, i2, &t0, &t1);                                                         \
-    return cl_chunk(1, a, i2, t0, t1, s);                                                          \
+    return cl_chunk(1, 8, a, i2, t0, t1, s);                                                       \
   }                                                                                                \
   LINKAGE int NAME(const gradref__cbd_cl_row *a) {                                                 \
     STATE s = INIT;                                                                                \
@@ -266,11 +271,11 @@ static inline void gradref__cbd_cl_taps(const gradref__cbd_cl_row *a, int64_t i2
     for (; i2 < a->first; i2++)                                                                    \
       s = cl_edge(a, i2, s);                                                                       \
     for (; i2 + 12 <= a->last; i2 += 12)                                                           \
-      s = cl_chunk(12, a, i2, 0, a->K2, s);                                                        \
+      s = cl_chunk(12, 1, a, i2, 0, a->K2, s);                                                     \
     for (; i2 + 4 <= a->last; i2 += 4)                                                             \
-      s = cl_chunk(4, a, i2, 0, a->K2, s);                                                         \
+      s = cl_chunk(4, 3, a, i2, 0, a->K2, s);                                                      \
     for (; i2 < a->last; i2++)                                                                     \
-      s = cl_chunk(1, a, i2, 0, a->K2, s);                                                         \
+      s = cl_chunk(1, 8, a, i2, 0, a->K2, s);                                                      \
     for (; i2 < a->I2; i2++)                                                                       \
       s = cl_edge(a, i2, s);                                                                       \
     return FOUND(s);                                                                               \
