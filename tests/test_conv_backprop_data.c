@@ -894,7 +894,8 @@ static void test_depthwise_lanes(void **state) {
  * reaches), asymmetric pads, dilation 2, both modes; strides 2 and 3 with odd and even grad sizes
  * (column phases with taps and, at 1 x 1 stride 2, without), dilation 2 at stride 2; values
  * uniform, with specials, or tiny (products that underflow to zeros of either sign, which the
- * skipped taps keep). 12 channels: channels-last at the 4-lane levels, planes at AVX2. */
+ * skipped taps keep), filters holding specials (the fast path declines them). 12 channels:
+ * channels-last at the 4-lane levels, planes at AVX2. */
 static void test_depthwise_channels_last(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(59);
@@ -924,6 +925,7 @@ static void test_depthwise_channels_last(void **state) {
         make_case(&c, &g, GRADREF_F32, GRADREF_F32, F_DENSE, D_NHWC, s % 3 == 2 ? VALUES_TINY : 0,
                   &r);
         if (s % 3 == 1) tu_sprinkle_specials(&c.diff, &r, 7);
+        if (s % 5 == 4) tu_sprinkle_specials(&c.filter, &r, 3);
         gradref__cbd_plan plan;
         plan_of(&c, NULL, &c.grad, &plan);
         const gradref__strategy *dw = &gradref__cbd_fast_path.rows[2];

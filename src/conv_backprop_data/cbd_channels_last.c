@@ -58,19 +58,28 @@ size_t gradref__cbd_cl_ring_bytes(const gradref__cbd_plan *p) {
     return (size_t)(ring_rows(p) * p->O[2] * chunk_width(p)) * sizeof(float);
 }
 
-void gradref__cbd_cl_weights(const gradref__cbd_plan *p, const float *a, int64_t r0, int64_t r1,
-                             float *cl_w) {
+int gradref__cbd_cl_weights(const gradref__cbd_plan *p, int64_t r0, int64_t r1, float *cl_w) {
     const gradref__cbd_dw_shape s = gradref__cbd_dw_shape_of(p);
     const int64_t lanes = gradref__cbd_kernels_for(p->max_isa)->dw_cl_lanes;
     const int64_t K1 = p->K[1], K2 = p->K[2], T = K1 * K2;
+    int64_t row_at[GRADREF__CBD_CL_TAPS], col_at[GRADREF__CBD_CL_TAPS]; /* the chain's taps */
+    for (int64_t u = 0; u < K1; u++) /* row tap u: kp1 = K1 - 1 - u */
+        row_at[u] = gradref__cbd_stored(&s, 1, K1 - 1 - u) * p->fs[4];
+    for (int64_t t = 0; t < K2; t++)
+        col_at[t] = gradref__cbd_stored(&s, 2, K2 - 1 - t) * p->fs[5];
+    const float *filter = (const float *)(const void *)p->filter;
+    int finite = 1;
     for (int64_t r = r0; r < r1; r++) {
         float *block = cl_w + r / lanes * T * lanes + r % lanes;
-        for (int64_t u = 0; u < K1; u++) /* the chain's row tap u: kp1 = K1 - 1 - u */
-            for (int64_t t = 0; t < K2; t++)
-                block[(u * K2 + t) * lanes] =
-                    a[r * T + gradref__cbd_stored(&s, 1, K1 - 1 - u) * K2 +
-                      gradref__cbd_stored(&s, 2, K2 - 1 - t)];
+        const float *taps = filter + r * p->fs[0];
+        for (int64_t u = 0; u < K1; u++)
+            for (int64_t t = 0; t < K2; t++) {
+                const float w = taps[row_at[u] + col_at[t]];
+                block[(u * K2 + t) * lanes] = w;
+                finite &= w - w == 0.0f; /* not Inf or NaN */
+            }
     }
+    return finite;
 }
 
 /* Column phase r of plan p's grad rows (columns r, r + s2, ...) into a: the column taps that

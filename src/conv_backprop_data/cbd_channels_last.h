@@ -13,10 +13,9 @@ void gradref__cbd_cl_plan(const gradref__cbd_plan *p, int threads, cbd_run *R);
 int64_t gradref__cbd_cl_items(const cbd_run *R);
 /* A thread's ring of staged diff rows, in bytes, for any thread count. */
 size_t gradref__cbd_cl_ring_bytes(const gradref__cbd_plan *p);
-/* The f32 filter a (packed a row of taps a channel, in stored order) of channels [r0, r1) into
- * cl_w, dw_cl_row's order: block, row tap, column tap (the chain's), lane. */
-void gradref__cbd_cl_weights(const gradref__cbd_plan *p, const float *a, int64_t r0, int64_t r1,
-                             float *cl_w);
+/* Plan p's filter (F32) of channels [r0, r1) into cl_w, dw_cl_row's order: block, row tap,
+ * column tap (the chain's), lane. Returns 0 if a weight is not finite. */
+int gradref__cbd_cl_weights(const gradref__cbd_plan *p, int64_t r0, int64_t r1, float *cl_w);
 /* Work item `it` (image, chunk, band of grad rows; the band fastest) with this thread's ring. */
 void gradref__cbd_cl_item(const cbd_run *R, int64_t it, float *ring);
 

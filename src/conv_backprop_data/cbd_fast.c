@@ -196,7 +196,7 @@ typedef struct filter_pack {
     const gradref__cbd_dw_lanes *lanes;
     float *lanes_w;
     int64_t lanes_rows, planes;
-    float *cl_w; /* channels-last depthwise: the rows again, dw_cl_row's order (or NULL) */
+    float *cl_w; /* channels-last depthwise: the filter in dw_cl_row's order instead (or NULL) */
 } filter_pack;
 
 /* pack_filter's rows [b, e) (g, ic). */
@@ -204,6 +204,11 @@ static void pack_filter_rows(const void *arg, int64_t b, int64_t e) {
     filter_pack *f = (filter_pack *)(uintptr_t)arg; /* each part writes its own rows */
     const gradref__cbd_plan *p = f->p;
     int finite = 1;
+    if (f->cl_w) { /* its own order only */
+        if (!gradref__cbd_cl_weights(p, b, e, f->cl_w))
+            __atomic_store_n(&f->finite, 0, __ATOMIC_RELAXED);
+        return;
+    }
     for (int64_t r = b; r < e; r++) {
         const int64_t base = r / p->ICpg * p->fs[0] + r % p->ICpg * p->fs[2];
         float *row = f->a + r * taps_of(p) * p->OCpg;
@@ -222,7 +227,6 @@ static void pack_filter_rows(const void *arg, int64_t b, int64_t e) {
         for (int64_t t = 0; t < 9; t++)
             f->lanes_w[(r / f->planes * 9 + t) * f->planes + r % f->planes] =
                 f->a[r * 9 + f->lanes->weight[t]];
-    if (f->cl_w) gradref__cbd_cl_weights(p, f->a, b, e, f->cl_w);
     if (!finite) __atomic_store_n(&f->finite, 0, __ATOMIC_RELAXED);
 }
 
