@@ -295,18 +295,19 @@ static void c3f_cases(void) {
         }
 }
 
-/* Depthwise (8 channels, 3 x 3, pad 1), F32: NCHW and NHWC, stride 1 and 2, a small plane and
- * a larger one, specials in diff: the plane, lanes, stride-2 and channels-last kernels. */
-static void cbd_depthwise_cases(void) {
+/* Depthwise (8 channels, 3 x 3, pad 1) in dtype dt: NCHW and NHWC, stride 1 and 2, a small
+ * plane and a larger one, specials in diff: the plane, lanes, stride-2 and channels-last
+ * kernels. */
+static void cbd_depthwise_cases(int32_t dt) {
     for (int c = 0; c < 8; c++) {
         const int last = c % 2, S = c / 2 % 2 ? 2 : 1;
         const int64_t O[2] = {c / 4 ? 14 : 5, c / 4 ? 15 : 6};
         const int64_t fs[4] = {8, 1, 3, 3}, ds[4] = {2, 8, O[0], O[1]};
         const int64_t gsz[4] = {2, 8, (O[0] - 1) * S + 1, (O[1] - 1) * S + 1};
         buf b[3];
-        make(&b[0], GRADREF_F32, 4, fs, 0, 1, 0);
-        make(&b[1], GRADREF_F32, 4, ds, last, 1, 1);
-        make(&b[2], GRADREF_F32, 4, gsz, last, 0, 0);
+        make(&b[0], dt, 4, fs, 0, 1, 0);
+        make(&b[1], dt, 4, ds, last, 1, 1);
+        make(&b[2], dt, 4, gsz, last, 0, 0);
         gradref_conv_params p;
         memset(&p, 0, sizeof p);
         p.mode = c % 3 == 0;
@@ -317,7 +318,7 @@ static void cbd_depthwise_cases(void) {
         }
         gradref_exec e = {NULL, 0, 2, 0};
         char name[96];
-        snprintf(name, sizeof name, "cbd_dw_f32_l%d_s%d_o%lld", last, S, (long long)O[0]);
+        snprintf(name, sizeof name, "cbd_dw_%s_l%d_s%d_o%lld", DT[dt], last, S, (long long)O[0]);
         record(name, gradref_conv_backprop_data(&p, &b[0].t, &b[1].t, &b[2].t, &e), b + 2, 1);
         free_bufs(b, 3);
     }
@@ -354,7 +355,10 @@ static void test_hashes(void **state) {
     gs3d_cases();
     cbd_cases();
     c3f_cases();
-    cbd_depthwise_cases(); /* last: the inputs of the cases before keep their draws */
+    /* last, in the order they were added: the inputs of the cases before keep their draws */
+    cbd_depthwise_cases(GRADREF_F32);
+    cbd_depthwise_cases(GRADREF_F16);
+    cbd_depthwise_cases(GRADREF_BF16);
     check_or_write();
 }
 

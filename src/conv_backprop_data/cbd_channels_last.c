@@ -7,9 +7,12 @@
  * longer share a few L1 sets); the level's dw_cl_row computes a grad row from the ring in the
  * reference's order, a few pixels at a time across the chunk (by column phases at a stride),
  * so that diff is read and grad written in address order, streams the hardware prefetchers
- * follow. */
+ * follow. F16 and BF16 diff rows are widened to f32 on their way into the ring, and grad rows
+ * computed in f32 and rounded once, as the staged planes do. */
 #include "cbd_channels_last.h"
 
+#include "common/convert.h"
+#include "common/convert_array.h"
 #include "common/nan.h"
 
 /* An item's ring of diff rows stays in L2. */
@@ -23,17 +26,25 @@ static int64_t ring_rows(const gradref__cbd_plan *p) {
 int gradref__cbd_cl_fits(const gradref__cbd_plan *p) {
     const gradref__cbd_kernels *k = gradref__cbd_kernels_for(p->max_isa);
     return k->dw_cl_row && p->ICpg == 1 && p->OCpg == 1 && p->G % k->dw_cl_lanes == 0 &&
-           p->in_dtype == GRADREF_F32 && p->out_dtype == GRADREF_F32 && p->stride[0] == 1 &&
-           p->K[0] == 1 && p->I[0] == 1 && p->O[0] == 1 && p->pad_begin[0] == 0 &&
-           p->K[1] <= GRADREF__CBD_CL_TAPS && p->K[2] <= GRADREF__CBD_CL_TAPS && p->ds[1] == 1 &&
-           p->gs[1] == 1;
+           (p->in_dtype == GRADREF_F32 || p->in_dtype == GRADREF_F16 ||
+            p->in_dtype == GRADREF_BF16) &&
+           p->out_dtype == p->in_dtype && p->stride[0] == 1 && p->K[0] == 1 && p->I[0] == 1 &&
+           p->O[0] == 1 && p->pad_begin[0] == 0 && p->K[1] <= GRADREF__CBD_CL_TAPS &&
+           p->K[2] <= GRADREF__CBD_CL_TAPS && p->ds[1] == 1 && p->gs[1] == 1;
+}
+
+/* The f32 pixels of a thread's scratch per channel of its chunk: the ring's rows, then for
+ * F16 and BF16 a diff row widened and a grad row before its rounding. */
+static int64_t scratch_pixels(const gradref__cbd_plan *p) {
+    const int64_t narrow = p->in_dtype != GRADREF_F32 ? p->O[2] + p->I[2] : 0;
+    return ring_rows(p) * p->O[2] + narrow;
 }
 
 /* The channels of an item's chunk: the widest multiple of the level's lanes that divides G
- * and whose ring stays within CL_RING_BYTES (at least the lanes). */
+ * and whose scratch stays within CL_RING_BYTES (at least the lanes). */
 static int64_t chunk_width(const gradref__cbd_plan *p) {
     const int64_t lanes = gradref__cbd_kernels_for(p->max_isa)->dw_cl_lanes;
-    const int64_t per_channel = ring_rows(p) * (p->O[2] > 0 ? p->O[2] : 1) * 4;
+    const int64_t pixels = scratch_pixels(p), per_channel = (pixels > 0 ? pixels : 1) * 4;
     int64_t best = lanes;
     for (int64_t w = lanes; w <= p->G; w += lanes)
         if (p->G % w == 0 && w * per_channel <= CL_RING_BYTES) best = w;
@@ -54,8 +65,8 @@ int64_t gradref__cbd_cl_items(const cbd_run *R) {
     return p->N * (p->G / R->cl_chunk) * R->cl_bands;
 }
 
-size_t gradref__cbd_cl_ring_bytes(const gradref__cbd_plan *p) {
-    return (size_t)(ring_rows(p) * p->O[2] * chunk_width(p)) * sizeof(float);
+size_t gradref__cbd_cl_scratch_bytes(const gradref__cbd_plan *p) {
+    return (size_t)(scratch_pixels(p) * chunk_width(p)) * sizeof(float);
 }
 
 int gradref__cbd_cl_weights(const gradref__cbd_plan *p, int64_t r0, int64_t r1, float *cl_w) {
@@ -67,14 +78,16 @@ int gradref__cbd_cl_weights(const gradref__cbd_plan *p, int64_t r0, int64_t r1, 
         row_at[u] = gradref__cbd_stored(&s, 1, K1 - 1 - u) * p->fs[4];
     for (int64_t t = 0; t < K2; t++)
         col_at[t] = gradref__cbd_stored(&s, 2, K2 - 1 - t) * p->fs[5];
-    const float *filter = (const float *)(const void *)p->filter;
+    const float *filter = (const float *)(const void *)p->filter; /* when F32 */
     int finite = 1;
     for (int64_t r = r0; r < r1; r++) {
         float *block = cl_w + r / lanes * T * lanes + r % lanes;
-        const float *taps = filter + r * p->fs[0];
         for (int64_t u = 0; u < K1; u++)
             for (int64_t t = 0; t < K2; t++) {
-                const float w = taps[row_at[u] + col_at[t]];
+                const int64_t e = r * p->fs[0] + row_at[u] + col_at[t];
+                const float w = p->in_dtype == GRADREF_F32
+                                    ? filter[e]
+                                    : gradref__load_f32(p->in_dtype, p->filter, e);
                 block[(u * K2 + t) * lanes] = w;
                 finite &= w - w == 0.0f; /* not Inf or NaN */
             }
@@ -100,24 +113,65 @@ static void phase_columns(const gradref__cbd_plan *p, int64_t r, gradref__cbd_cl
     a->last = last < a->first ? a->first : last > a->I2 ? a->I2 : last;
 }
 
-/* Diff rows [.., hi] of an item (chunk channels from diff) into the ring, row o1 in slot o1
- * mod span by blocks, from the one after `staged` (the last already there): returns the new
- * last. */
-static int64_t stage_rows(const cbd_run *R, const float *diff, int64_t staged, int64_t hi,
-                          float *ring) {
+/* An item's scratch (its ring; diff_row and grad_row for F16 and BF16, else NULL) and its
+ * image's chunk of diff and grad, in the call's dtype. */
+typedef struct cl_item_data {
+    float *ring, *diff_row, *grad_row;
+    const char *diff;
+    char *grad;
+} cl_item_data;
+
+/* n F16 or BF16 values to f32, or back (rounded to nearest even, as the staged planes). */
+static void widen(const gradref__cbd_plan *p, const void *src, float *dst, int64_t n) {
+    if (p->in_dtype == GRADREF_F16)
+        gradref__f16_to_f32_array(src, dst, (size_t)n, p->max_isa);
+    else
+        gradref__bf16_to_f32_array(src, dst, (size_t)n);
+}
+static void narrow(const gradref__cbd_plan *p, const float *src, void *dst, int64_t n) {
+    if (p->out_dtype == GRADREF_F16)
+        gradref__f32_to_f16_array(src, dst, (size_t)n, p->max_isa);
+    else
+        gradref__f32_to_bf16_array(src, dst, (size_t)n);
+}
+
+/* Diff row o1 of an item as f32 pixels `*sp` floats apart: the caller's (F32) or widened into
+ * diff_row, its pixels dense. */
+static const float *diff_row_f32(const cbd_run *R, const cl_item_data *D, int64_t o1, int64_t *sp) {
+    const gradref__cbd_plan *p = R->p;
+    const int64_t chunk = R->cl_chunk, O2 = p->O[2];
+    if (!D->diff_row) {
+        *sp = p->ds[5];
+        return (const float *)(const void *)D->diff + o1 * p->ds[4];
+    }
+    const uint16_t *row = (const uint16_t *)(const void *)D->diff + o1 * p->ds[4];
+    if (p->ds[5] == chunk) /* the chunk is every channel, the pixels dense: one run */
+        widen(p, row, D->diff_row, O2 * chunk);
+    else
+        for (int64_t j = 0; j < O2; j++)
+            widen(p, row + j * p->ds[5], D->diff_row + j * chunk, chunk);
+    *sp = chunk;
+    return D->diff_row;
+}
+
+/* Diff rows [.., hi] of an item into the ring, row o1 in slot o1 mod span by blocks, from the
+ * one after `staged` (the last already there): returns the new last. */
+static int64_t stage_rows(const cbd_run *R, const cl_item_data *D, int64_t staged, int64_t hi) {
     const gradref__cbd_plan *p = R->p;
     const int64_t span = ring_rows(p), O2 = p->O[2], slot = O2 * R->cl_chunk;
     int64_t o1 = staged + 1 > hi - span + 1 ? staged + 1 : hi - span + 1;
-    for (o1 = o1 > 0 ? o1 : 0; o1 <= hi; o1++)
-        R->k->dw_cl_stage(diff + o1 * p->ds[4], p->ds[5], O2, R->cl_chunk / R->k->dw_cl_lanes,
-                          ring + o1 % span * slot);
+    for (o1 = o1 > 0 ? o1 : 0; o1 <= hi; o1++) {
+        int64_t sp;
+        const float *row = diff_row_f32(R, D, o1, &sp);
+        R->k->dw_cl_stage(row, sp, O2, R->cl_chunk / R->k->dw_cl_lanes, D->ring + o1 % span * slot);
+    }
     return hi > staged ? hi : staged;
 }
 
-/* Grad row i1 of an item from the ring (its row taps' slots), a column phase at a time; w:
- * the chunk's weights. */
+/* Grad row i1 of an item from the ring (its row taps' slots), a column phase at a time, into
+ * grad (its pixels `pixel` floats apart); w: the chunk's weights. */
 static void item_row(const cbd_run *R, gradref__cbd_cl_row *a, const float *ring, const float *w,
-                     int64_t i1, float *grad) {
+                     int64_t i1, float *grad, int64_t pixel) {
     const gradref__cbd_plan *p = R->p;
     const int64_t K1 = p->K[1], K2 = p->K[2], O1 = p->O[1], O2 = p->O[2], s1 = p->stride[1];
     const int64_t span = ring_rows(p), top = i1 + p->pad_begin[1];
@@ -128,32 +182,55 @@ static void item_row(const cbd_run *R, gradref__cbd_cl_row *a, const float *ring
         a->rows[a->nrows] = ring + o1 % span * O2 * R->cl_chunk;
         a->w[a->nrows++] = w + (K1 - 1 - kp1) * K2 * R->k->dw_cl_lanes;
     }
+    a->gp = p->stride[2] * pixel;
     for (int64_t r = 0; r < p->stride[2] && r < p->I[2]; r++) {
         if (p->stride[2] > 1) phase_columns(p, r, a); /* stride 1: set once an item */
-        a->grad = grad + r * p->gs[5];
+        a->grad = grad + r * pixel;
         if (R->k->dw_cl_row(a)) /* the NaN rule; the zeros are the reference's own */
             for (int64_t i2 = 0; i2 < a->I2; i2++)
                 gradref__canon_nans_f32(a->grad + i2 * a->gp, R->cl_chunk, p->max_isa);
     }
 }
 
-void gradref__cbd_cl_item(const cbd_run *R, int64_t it, float *ring) {
+/* Grad row i1 of an item: computed in place (F32) or in grad_row, then rounded into grad. */
+static void grad_row(const cbd_run *R, gradref__cbd_cl_row *a, const cl_item_data *D,
+                     const float *w, int64_t i1) {
+    const gradref__cbd_plan *p = R->p;
+    const int64_t chunk = R->cl_chunk, I2 = p->I[2];
+    if (!D->grad_row) {
+        item_row(R, a, D->ring, w, i1, (float *)(void *)D->grad + i1 * p->gs[4], p->gs[5]);
+        return;
+    }
+    item_row(R, a, D->ring, w, i1, D->grad_row, chunk);
+    uint16_t *row = (uint16_t *)(void *)D->grad + i1 * p->gs[4];
+    if (p->gs[5] == chunk)
+        narrow(p, D->grad_row, row, I2 * chunk);
+    else
+        for (int64_t j = 0; j < I2; j++)
+            narrow(p, D->grad_row + j * chunk, row + j * p->gs[5], chunk);
+}
+
+void gradref__cbd_cl_item(const cbd_run *R, int64_t it, float *scratch) {
     const gradref__cbd_plan *p = R->p;
     const int64_t bands = R->cl_bands, chunks = p->G / R->cl_chunk, lanes = R->k->dw_cl_lanes;
     const int64_t band = it % bands, c0 = it / bands % chunks * R->cl_chunk,
                   n = it / (bands * chunks);
     const int64_t rows = (p->I[1] + bands - 1) / bands, i1_0 = band * rows;
     const int64_t i1_1 = i1_0 + rows < p->I[1] ? i1_0 + rows : p->I[1];
-    const float *diff = (const float *)(const void *)p->diff + n * p->ds[0] + c0;
-    float *grad = (float *)(void *)p->grad + n * p->gs[0] + c0;
+    const size_t esize = p->in_dtype == GRADREF_F32 ? 4 : 2;
+    const int narrow_dtype = p->in_dtype != GRADREF_F32;
+    float *ring_end = scratch + ring_rows(p) * p->O[2] * R->cl_chunk;
+    const cl_item_data D = {scratch, narrow_dtype ? ring_end : NULL,
+                            narrow_dtype ? ring_end + p->O[2] * R->cl_chunk : NULL,
+                            p->diff + (size_t)(n * p->ds[0] + c0) * esize,
+                            p->grad + (size_t)(n * p->gs[0] + c0) * esize};
     gradref__cbd_cl_row a;
     a.blocks = R->cl_chunk / lanes, a.bstride = p->O[2] * lanes, a.wb = p->K[1] * p->K[2] * lanes;
-    a.gp = p->stride[2] * p->gs[5];
     phase_columns(p, 0, &a);
     int64_t staged = -1;
     for (int64_t i1 = i1_0; i1 < i1_1; i1++) {
         const int64_t top = (i1 + p->pad_begin[1]) / p->stride[1]; /* the last it can reach */
-        staged = stage_rows(R, diff, staged, top < p->O[1] ? top : p->O[1] - 1, ring);
-        item_row(R, &a, ring, R->cl_w + c0 * p->K[1] * p->K[2], i1, grad + i1 * p->gs[4]);
+        staged = stage_rows(R, &D, staged, top < p->O[1] ? top : p->O[1] - 1);
+        grad_row(R, &a, &D, R->cl_w + c0 * p->K[1] * p->K[2], i1);
     }
 }

@@ -5,18 +5,21 @@
 
 #include "cbd_run.h"
 
-/* Whether plan p (depthwise) runs channels-last: 2-D or 1-D at any stride, F32 diff and grad
- * with the channels side by side, a multiple of the level's dw_cl_lanes channels. */
+/* Whether plan p (depthwise) runs channels-last: 2-D or 1-D at any stride, F32, F16 or BF16
+ * diff and grad with the channels side by side, a multiple of the level's dw_cl_lanes
+ * channels. */
 int gradref__cbd_cl_fits(const gradref__cbd_plan *p);
 /* R's cl_chunk and cl_bands for plan p on `threads` threads, and the work items. */
 void gradref__cbd_cl_plan(const gradref__cbd_plan *p, int threads, cbd_run *R);
 int64_t gradref__cbd_cl_items(const cbd_run *R);
-/* A thread's ring of staged diff rows, in bytes, for any thread count. */
-size_t gradref__cbd_cl_ring_bytes(const gradref__cbd_plan *p);
-/* Plan p's filter (F32) of channels [r0, r1) into cl_w, dw_cl_row's order: block, row tap,
+/* A thread's scratch, in bytes, for any thread count: its ring of staged diff rows, and for
+ * F16 and BF16 a diff row and a grad row in f32. */
+size_t gradref__cbd_cl_scratch_bytes(const gradref__cbd_plan *p);
+/* Plan p's filter of channels [r0, r1) into cl_w, dw_cl_row's order: block, row tap,
  * column tap (the chain's), lane. Returns 0 if a weight is not finite. */
 int gradref__cbd_cl_weights(const gradref__cbd_plan *p, int64_t r0, int64_t r1, float *cl_w);
-/* Work item `it` (image, chunk, band of grad rows; the band fastest) with this thread's ring. */
-void gradref__cbd_cl_item(const cbd_run *R, int64_t it, float *ring);
+/* Work item `it` (image, chunk, band of grad rows; the band fastest) with this thread's
+ * scratch. */
+void gradref__cbd_cl_item(const cbd_run *R, int64_t it, float *scratch);
 
 #endif

@@ -149,7 +149,7 @@ static cbd_layout layout_of(const gradref__cbd_plan *p, int32_t precision, int t
     if (L.path == CBD_PATH_DEPTHWISE && (!unit_strides(p) || channels_last)) {
         size_t per = 0; /* each thread's stride phases, or its ring of diff rows */
         gradref__ws_take(&per, channels_last
-                                   ? gradref__cbd_cl_ring_bytes(p)
+                                   ? gradref__cbd_cl_scratch_bytes(p)
                                    : (size_t)gradref__cbd_dw_strided_floats(&dw) * sizeof(float));
         L.per_thread = per;
         L.thread0 = at;

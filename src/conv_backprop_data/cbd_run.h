@@ -106,7 +106,7 @@ typedef struct cbd_scratch {
     int64_t packed_tiles; /* the tiles `tile` holds */
     int64_t tile_group;   /* tiles whose masks are computed together */
     float *dw_phases;     /* strided depthwise: a row of stride phases' planes */
-    float *dw_ring;       /* channels-last depthwise: the staged diff rows (the same space) */
+    float *dw_ring;       /* channels-last depthwise: the ring and rows (the same space) */
 } cbd_scratch;
 
 static inline cbd_scratch cbd_scratch_of(const cbd_layout *L, char *mine) {
