@@ -343,9 +343,36 @@ enum { TILE = 32 };
 
 typedef struct tiles_call {
     const copy_dims *c;
-    int t, blocks, streamed;
+    int t, blocks, streamed, convert;
     int64_t ti, tj; /* tiles along dim t and the inner dim */
 } tiles_call;
+
+/* A tile with a change of dtype (rows [i0, i1) along dim t, src's unit-stride one, and len
+ * elements of the inner dim from j0, at src + so and dst + dof): src's runs along dim t
+ * converted by the array kernels into a buffer, then moved into dst's rows as bits of its
+ * dtype. Returns 0, having written nothing, for a pair convert_run does not take. */
+static int convert_tile(const copy_dims *c, int t, int64_t so, int64_t dof, int64_t i0, int64_t i1,
+                        int64_t j0, int64_t len) {
+    const int m = c->m;
+    const int64_t s_in = c->ss[m - 1], d_in = c->ds[m - 1], dt = c->ds[t], ni = i1 - i0;
+    uint32_t buf[TILE * TILE]; /* dst elements of at most 4 bytes, TILE a run */
+    for (int64_t j = 0; j < len; j++)
+        if (!convert_run(c->k, c->src + (size_t)(so + (j0 + j) * s_in + i0) * c->sz, c->sdt,
+                         (char *)buf + (size_t)(j * TILE) * c->dz, c->ddt, ni))
+            return 0; /* the first run, or none: it depends on the dtypes alone */
+    char *d = c->dst + (size_t)(dof + i0 * dt + j0 * d_in) * c->dz;
+    if (c->dz == 4) {
+        for (int64_t i = 0; i < ni; i++)
+            for (int64_t j = 0; j < len; j++)
+                ((uint32_t *)(void *)d)[i * dt + j * d_in] = buf[j * TILE + i];
+    } else {
+        const uint16_t *b16 = (const uint16_t *)buf;
+        for (int64_t i = 0; i < ni; i++)
+            for (int64_t j = 0; j < len; j++)
+                ((uint16_t *)(void *)d)[i * dt + j * d_in] = b16[j * TILE + i];
+    }
+    return 1;
+}
 
 /* Tiles [b, e) of copy_tiles, in order (dim t's tiles inside the outer dims', the inner dim's
  * inside those). */
@@ -370,6 +397,7 @@ static void copy_tile_range(const void *arg, int64_t b, int64_t e) {
                 k->transpose32x32_32(sp, s_in, dp, c->ds[t]);
             continue;
         }
+        if (T->convert && convert_tile(c, t, so, dof, i0, i1, j0, len)) continue;
         for (int64_t i = i0; i < i1; i++)
             copy_row(c->k, c->src + (size_t)(so + i * c->ss[t] + j0 * s_in) * c->sz, s_in, c->sdt,
                      c->dst + (size_t)(dof + i * c->ds[t] + j0 * d_in) * c->dz, d_in, c->ddt, len);
@@ -384,12 +412,15 @@ static void copy_tile_range(const void *arg, int64_t b, int64_t e) {
 static void copy_tiles(const copy_dims *c, int t, int64_t numel, int stream, int threads) {
     const int m = c->m;
     const int64_t inner = c->shape[m - 1], s_in = c->ss[m - 1], d_in = c->ds[m - 1];
-    tiles_call T = {c, t, 0, 0, (c->shape[t] + TILE - 1) / TILE, (inner + TILE - 1) / TILE};
+    tiles_call T = {c, t, 0, 0, 0, (c->shape[t] + TILE - 1) / TILE, (inner + TILE - 1) / TILE};
     const int64_t items = numel / (inner * c->shape[t]) * T.ti * T.tj;
     const gradref__array_kernels *k = c->k;
     T.blocks = k->transpose32x32_32 && c->sdt == c->ddt && c->sz == 4 && d_in == 1;
     T.streamed =
         T.blocks && stream && k->transpose32x32_32_stream && c->ds[t] > s_in && c->ds[t] % 8 == 0;
+    /* a change of dtype: by runs along dim t, where rows along the inner dim would convert one
+     * strided element at a time */
+    T.convert = c->sdt != c->ddt && (c->dz == 2 || c->dz == 4);
     gradref__parallel_ranges(items, threads, copy_tile_range, &T);
 }
 
