@@ -103,10 +103,10 @@ static cbd_layout layout_of(const gradref__cbd_plan *p, int32_t precision, int t
         L.sums = gradref__ws_take(&at, out_slabs * (size_t)pixels(p->I) * 4);
         L.parts = at;
     }
-    const int channels_last = L.path == CBD_PATH_DEPTHWISE && gradref__cbd_cl_fits(p);
-    if (L.path == CBD_PATH_DEPTHWISE)
+    const int channels_last = L.channels_last =
+        L.path == CBD_PATH_DEPTHWISE && gradref__cbd_cl_fits(p);
+    if (L.path == CBD_PATH_DEPTHWISE) /* channels-last: G x taps floats, its own order */
         L.apack = gradref__ws_take(&at, (size_t)(p->G * p->ICpg * taps_of(p) * p->OCpg) * 4);
-    if (channels_last) L.cl_w = gradref__ws_take(&at, (size_t)(p->G * taps_of(p)) * 4);
     if (L.path == CBD_PATH_DEPTHWISE && !channels_last && lanes_blocks(p) > 0)
         L.lanes_w = gradref__ws_take(&at, (size_t)(lanes_blocks(p) * 9) * LANES_BYTES);
     if (L.path == CBD_PATH_GEMM) { /* every tap is in one phase; panels round IC/G up by < 16 */
@@ -498,7 +498,8 @@ static int run_plan(const gradref__cbd_plan *p, const cbd_layout *L, char *base,
         R.apack = (const float *)(base + L->apack);
         if (L->lanes_w && gradref__cbd_dw_lanes_of(&R.dw, &lanes))
             R.dw_lanes = &lanes, R.lanes_w = (const float *)(base + L->lanes_w);
-        if (L->cl_w) R.cl_w = (const float *)(base + L->cl_w), gradref__cbd_cl_plan(p, threads, &R);
+        if (L->channels_last)
+            R.cl_w = (const float *)(base + L->apack), gradref__cbd_cl_plan(p, threads, &R);
         if (!pack_filter(p, (float *)(base + L->apack), &R, threads)) return 0;
     }
     bind_data(&R, L, base, threads);
@@ -639,7 +640,9 @@ static const char *depthwise_skip(const void *plan, int32_t precision) {
 
 static const char *depthwise_variant(const void *plan, int32_t precision, int threads) {
     const cbd_layout L = layout_of(plan, precision, threads);
-    return L.cl_w ? "depthwise_channels_last" : L.lanes_w ? "depthwise_lanes" : "depthwise";
+    return L.channels_last ? "depthwise_channels_last"
+           : L.lanes_w     ? "depthwise_lanes"
+                           : "depthwise";
 }
 
 static const char *phases_skip(const void *plan, int32_t precision) {

@@ -38,7 +38,8 @@ enum { CBD_PATH_REFERENCE, CBD_PATH_GEMM, CBD_PATH_DEPTHWISE };
 
 typedef struct cbd_layout {
     int path, stage_diff, acc_buffer;
-    int64_t diff_plane;          /* the staged f32 diff's channel stride, in floats */
+    int channels_last;  /* depthwise channels-last: apack holds the filter in dw_cl_row's order */
+    int64_t diff_plane; /* the staged f32 diff's channel stride, in floats */
     size_t apack, diff32, acc;   /* shared parts */
     size_t sums, parts;          /* I8: the int32 sums of its parts, first; the parts' own */
     size_t panels, phase_off;    /* the filter in GEMM panels per (group, phase), offsets */
@@ -54,7 +55,6 @@ typedef struct cbd_layout {
     size_t tile_at;              /* direct tiles: packed tiles' diff (0: not packed) */
     int64_t packed_tiles;        /* the tiles tile_at holds (gradref__cbd_packed_run), or 0 */
     size_t lanes_w; /* depthwise by lanes: their weights, past apack (0: a plane at a time) */
-    size_t cl_w;    /* channels-last depthwise: its weights, past apack (0: not channels-last) */
     size_t total;
 } cbd_layout;
 
