@@ -1241,5 +1241,5 @@ int main(void) {
         cmocka_unit_test(test_exec_and_workspace),
         cmocka_unit_test(test_null_workspace_bits),
     };
-    return cmocka_run_group_tests_name("common", tests, NULL, NULL);
+    return TU_RUN_GROUP("common", tests);
 }

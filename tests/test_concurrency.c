@@ -216,5 +216,5 @@ int main(void) {
         cmocka_unit_test(test_threads_at_once),
         cmocka_unit_test(test_inside_an_openmp_team),
     };
-    return cmocka_run_group_tests_name("concurrency", tests, NULL, NULL);
+    return TU_RUN_GROUP("concurrency", tests);
 }

@@ -1380,5 +1380,5 @@ int main(void) {
         cmocka_unit_test(test_cann_filter_size),
     };
     tu_seed();
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TU_RUN_GROUP("conv3d_backprop_filter", tests);
 }

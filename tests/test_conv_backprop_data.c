@@ -2463,5 +2463,5 @@ int main(void) {
         cmocka_unit_test(test_blocked_descriptors),
     };
     tu_seed();
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TU_RUN_GROUP("conv_backprop_data", tests);
 }

@@ -1119,5 +1119,5 @@ int main(void) {
         cmocka_unit_test(test_strict_cann),
     };
     tu_seed();
-    return cmocka_run_group_tests(tests, NULL, NULL);
+    return TU_RUN_GROUP("grid_sampler3d_grad", tests);
 }

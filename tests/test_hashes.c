@@ -364,5 +364,5 @@ static void test_hashes(void **state) {
 
 int main(void) {
     const struct CMUnitTest tests[] = {cmocka_unit_test(test_hashes)};
-    return cmocka_run_group_tests_name("hashes", tests, NULL, NULL);
+    return TU_RUN_GROUP("hashes", tests);
 }

@@ -1388,5 +1388,5 @@ int main(void) {
         cmocka_unit_test(test_gs3d_dx_plane),
         cmocka_unit_test(test_gs3d_dgrid),
     };
-    return cmocka_run_group_tests_name("kernels", tests, NULL, NULL);
+    return TU_RUN_GROUP("kernels", tests);
 }

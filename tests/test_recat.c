@@ -795,5 +795,5 @@ int main(void) {
         cmocka_unit_test(test_errors_fixed),           cmocka_unit_test(test_errors_batch),
         cmocka_unit_test(test_strict_fbgemm),
     };
-    return cmocka_run_group_tests_name("recat", tests, NULL, NULL);
+    return TU_RUN_GROUP("recat", tests);
 }

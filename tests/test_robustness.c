@@ -414,5 +414,5 @@ int main(void) {
         cmocka_unit_test(test_misaligned_data),
         cmocka_unit_test(test_device_precision_elsewhere),
     };
-    return cmocka_run_group_tests_name("robustness", tests, NULL, NULL);
+    return TU_RUN_GROUP("robustness", tests);
 }

@@ -950,5 +950,5 @@ int main(void) {
         cmocka_unit_test(test_golden_pytorch),    cmocka_unit_test(test_errors),
         cmocka_unit_test(test_term_outputs),      cmocka_unit_test(test_strict_atb),
     };
-    return cmocka_run_group_tests_name("rope_grad", tests, NULL, NULL);
+    return TU_RUN_GROUP("rope_grad", tests);
 }

@@ -272,5 +272,5 @@ int main(void) {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_no_workspace_stack),
     };
-    return cmocka_run_group_tests_name("stack", tests, NULL, NULL);
+    return TU_RUN_GROUP("stack", tests);
 }

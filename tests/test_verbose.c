@@ -231,5 +231,5 @@ int main(void) {
         cmocka_unit_test(test_conv_backprop_data_lines),
         cmocka_unit_test(test_other_lines),
     };
-    return cmocka_run_group_tests_name("verbose", tests, NULL, NULL);
+    return TU_RUN_GROUP("verbose", tests);
 }
