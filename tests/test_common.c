@@ -2,6 +2,7 @@
 /* The common core: status strings, messages, descriptors and their validation, dtype
  * conversions (against independent rounding routines), gradref_copy, the exec plumbing. */
 #define _POSIX_C_SOURCE 200809L
+#include <float.h>
 #include <math.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -16,6 +17,7 @@
 #include "common/isa.h"
 #include "common/stream.h"
 #include "common/exec.h"
+#include "common/fma.h"
 #include "common/gemm.h"
 #include "common/gemm_kernels.h"
 #include "common/tensor.h"
@@ -578,6 +580,52 @@ static void test_rounding_ties(void **state) {
     check_bf16(-1e300);
     check_f16(4.9e-324);
     check_bf16(-4.9e-324);
+}
+
+/* A float with a random `bits`-bit significand (top bit set) times 2^exp, of either sign. */
+static float random_significand(tu_rng *r, int bits, int exp) {
+    const uint64_t m = (tu_next(r) % (UINT64_C(1) << bits)) | (UINT64_C(1) << (bits - 1));
+    const float f = ldexpf((float)m, exp - bits);
+    return tu_next(r) & 1 ? -f : f;
+}
+
+/* An addend for a*b whose sum rounds hard: far below a*b's last bit (a sum just off a float
+ * midpoint, which double rounding would send to even), -a*b rounded (cancellation), a few bits
+ * below a*b, any power of two (subnormal sums among them), or a special. */
+static float hard_addend(tu_rng *r, double p) {
+    int e;
+    frexp(p, &e);
+    const float sign = tu_next(r) & 1 ? 1.0f : -1.0f;
+    switch (tu_next(r) % 6) {
+    case 0: return sign * ldexpf(1.0f, e - 25 - (int)tu_range(r, 0, 40));
+    case 1: return -(float)p;
+    case 2: return ldexpf((float)tu_range(r, -1000000, 1000000), e - 24 - (int)tu_range(r, 0, 30));
+    case 3: return sign * ldexpf(1.0f, (int)tu_range(r, -149, 127));
+    case 4: return 0.0f * sign;
+    default: {
+        static const float specials[4] = {INFINITY, -INFINITY, NAN, FLT_MAX};
+        return specials[tu_next(r) % 4];
+    }
+    }
+}
+
+/* The portable kernels' inline fused multiply-add equals the C library's fmaf bit for bit:
+ * products whose exact sums fall just off float midpoints, cancellations, subnormal and
+ * overflowing results, signed zeros, Inf and NaN (any NaN for NaN). */
+static void test_fmaf_odd(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(61);
+    for (int i = 0; i < 1000000; i++) {
+        const int bits = (int)tu_range(&r, 12, 24);
+        const int ea = (int)tu_range(&r, -80, 70), eb = (int)tu_range(&r, -80, 70);
+        const float a = random_significand(&r, bits, ea), b = random_significand(&r, bits, eb);
+        const float c = hard_addend(&r, (double)a * b);
+        const float want = fmaf(a, b, c), odd = gradref__fmaf_odd(a, b, c);
+        const float used = gradref__fmaf(a, b, c);
+        if (isnan(want) && isnan(odd) && isnan(used)) continue;
+        if (memcmp(&want, &odd, 4) != 0 || memcmp(&want, &used, 4) != 0)
+            fail_msg("fma(%a, %a, %a): fmaf %a, odd %a, used %a", a, b, c, want, odd, used);
+    }
 }
 
 static void test_rounding_random(void **state) {
@@ -1230,6 +1278,7 @@ int main(void) {
         cmocka_unit_test(test_sgemm_indirect),
         cmocka_unit_test(test_rounding_ties),
         cmocka_unit_test(test_rounding_random),
+        cmocka_unit_test(test_fmaf_odd),
         cmocka_unit_test(test_nan_stays_nan),
         cmocka_unit_test(test_integer_to_half),
         cmocka_unit_test(test_copy_layouts_and_dtypes),

@@ -7,6 +7,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "fma.h"
 #include "gemm.h"
 #include "gemm_kernels.h"
 #include "isa.h"
@@ -30,7 +31,7 @@ static void kernel_portable(int64_t k, const float *a, const float *b, float *c,
     for (int64_t p = 0; p < k; p++)
         for (int i = 0; i < MR; i++)
             for (int j = 0; j < NR; j++)
-                acc[i][j] = fmaf(a[p * MR + i], b[p * NR + j], acc[i][j]);
+                acc[i][j] = gradref__fmaf(a[p * MR + i], b[p * NR + j], acc[i][j]);
     for (int i = 0; i < MR; i++)
         for (int j = 0; j < NR; j++)
             c[i * ldc + j] = acc[i][j];

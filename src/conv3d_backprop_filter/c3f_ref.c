@@ -11,6 +11,7 @@
 
 #include "c3f_internal.h"
 #include "common/convert.h"
+#include "common/fma.h"
 #include "common/nan.h"
 
 enum { MAX_LEVELS = 64 };
@@ -104,12 +105,12 @@ void gradref__c3f_ref_elements(const gradref__c3f_plan *p, int64_t e0, int64_t e
                             else if (p->terms)
                                 b64 = fma(fabs(xv), fabs(dv), b64);
                             else if (hf32)
-                                b32 = fmaf(gradref__hf32_round((float)xv, hf32),
-                                           gradref__hf32_round((float)dv, hf32), b32);
+                                b32 = gradref__fmaf(gradref__hf32_round((float)xv, hf32),
+                                                    gradref__hf32_round((float)dv, hf32), b32);
                             else if (wide)
                                 b64 = fma(xv, dv, b64);
                             else
-                                b32 = fmaf((float)xv, (float)dv, b32);
+                                b32 = gradref__fmaf((float)xv, (float)dv, b32);
                         }
                         if ((r + 1) % GRADREF__C3F_BLOCK == 0 || r + 1 == R) {
                             cascade_push(&c, b32, b64);

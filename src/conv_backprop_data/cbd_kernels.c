@@ -6,6 +6,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "common/fma.h"
 #include "common/gemm.h"
 #include "common/isa.h"
 
@@ -37,7 +38,8 @@ static void row_portable(const gradref__cbd_dw_shape *p, const float *w, const f
             for (int64_t kp2 = p->K[2] - 1; kp2 >= 0; kp2--) {
                 const int64_t o2 = i2 + gradref__cbd_column_shift(p, kp2);
                 if (o2 >= 0 && o2 < p->O[2])
-                    acc = fmaf(w[base[r] + gradref__cbd_stored(p, 2, kp2)], rows[r][o2], acc);
+                    acc = gradref__fmaf(w[base[r] + gradref__cbd_stored(p, 2, kp2)], rows[r][o2],
+                                        acc);
             }
         out[i2] = acc;
     }
@@ -189,7 +191,7 @@ static int cl_row_portable(const gradref__cbd_cl_row *a) {
                     const float *d =
                         a->rows[r] + B * a->bstride + (i2 + a->shift[t]) * CL_LANES_PORTABLE;
                     for (int l = 0; l < CL_LANES_PORTABLE; l++)
-                        acc[l] = fmaf(w[l], d[l], acc[l]);
+                        acc[l] = gradref__fmaf(w[l], d[l], acc[l]);
                 }
             float *g = a->grad + i2 * a->gp + B * CL_LANES_PORTABLE;
             for (int l = 0; l < CL_LANES_PORTABLE; l++) {

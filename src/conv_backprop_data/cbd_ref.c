@@ -13,6 +13,7 @@
 
 #include "cbd_internal.h"
 #include "common/convert.h"
+#include "common/fma.h"
 
 /* The filter tap (stored index) acting at position index kp of dim j. */
 static int64_t stored_tap(const gradref__cbd_plan *p, int j, int64_t kp) {
@@ -74,7 +75,7 @@ static void add_tap(const gradref__cbd_plan *p, const char *fg, const char *dn, 
         else if (acc->wide)
             f64 = fma(w, d, f64);
         else
-            f32 = fmaf((float)w, (float)d, f32);
+            f32 = gradref__fmaf((float)w, (float)d, f32);
     }
     acc->f32 = f32, acc->f64 = f64, acc->u64 = u64;
 }
