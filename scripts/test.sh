@@ -34,7 +34,8 @@ suite() {
 mkdir -p $out
 suite release -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Release
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
-  suite sanitize -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Debug -DGRADREF_SANITIZE=ON
+  suite sanitize -DCMAKE_C_COMPILER=gcc -DCMAKE_BUILD_TYPE=Debug -DCMAKE_C_FLAGS_DEBUG="-O1 -g" \
+  -DGRADREF_SANITIZE=ON
 suite clang-serial -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo -DGRADREF_WITH_OPENMP=OFF
 if [ "$(uname -m)" = x86_64 ]; then # aarch64: cross-compiled, every test under qemu-user
   suite aarch64 -DCMAKE_TOOLCHAIN_FILE=cmake/aarch64-linux-gnu.cmake -DCMAKE_BUILD_TYPE=Release
