@@ -393,9 +393,10 @@ static void plan_of(const cbd_case *c, const gradref_qs8_scales *qs8, const grad
 }
 
 /* Whether level `kernel` has a conv_backprop_data table of its own on this CPU (the tests run
- * each such level once). */
+ * each such level once), checked in this run (tu_level_here). */
 static int own_level(int kernel) {
-    return kernel == 0 || gradref__cbd_kernels_for(kernel) != gradref__cbd_kernels_for(kernel - 1);
+    return tu_level_here(kernel) && (kernel == 0 || gradref__cbd_kernels_for(kernel) !=
+                                                        gradref__cbd_kernels_for(kernel - 1));
 }
 
 static void check_fast_against_reference_qs8(cbd_case *c, int32_t precision,

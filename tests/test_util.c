@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "common/fast_path.h"
+#include "common/isa.h"
 
 /* Whether `name` is one of the comma-separated names in `list`. */
 static int tu_listed(const char *list, const char *name) {
@@ -52,6 +53,11 @@ int tu_run_group(const char *group, const struct CMUnitTest *tests, size_t count
     const int failed = _cmocka_run_group_tests(group, kept, n, NULL, NULL);
     free(kept);
     return failed;
+}
+
+int tu_level_here(int level) {
+    const char *apart = getenv("GRADREF_TEST_LEVELS_APART");
+    return !apart || level >= gradref__isa_level() || !tu_listed(apart, gradref__isa_name(level));
 }
 
 uint64_t tu_seed(void) {

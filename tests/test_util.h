@@ -23,6 +23,11 @@ typedef struct tu_rng {
 int tu_run_group(const char *group, const struct CMUnitTest *tests, size_t count);
 #define TU_RUN_GROUP(group, tests) tu_run_group(group, tests, sizeof(tests) / sizeof((tests)[0]))
 
+/* Whether a test that checks every kernel level checks `level` in this run: not a level below
+ * the run's own that ctest runs apart (GRADREF_TEST_LEVELS_APART names them, comma-separated;
+ * the sanitizer build runs the widest level only, and checks every level there). */
+int tu_level_here(int level);
+
 /* The suite's seed: GRADREF_TEST_SEED if set, else a fixed default; printed once. */
 uint64_t tu_seed(void);
 tu_rng tu_rng_make(uint64_t salt);
