@@ -18,8 +18,8 @@ typedef struct tu_rng {
 } tu_rng;
 
 /* Runs cmocka's group `tests`, or the tests GRADREF_TEST_ONLY names (a comma-separated list) less
- * the ones GRADREF_TEST_SKIP names, so ctest can run one long suite as parts side by side. A
- * listed name the suite lacks fails the run: a renamed test cannot drop out of every part. */
+ * the ones GRADREF_TEST_SKIP names, so that a test can be rerun or timed alone. A listed name
+ * the suite lacks fails the run: a renamed test cannot drop out of a list silently. */
 int tu_run_group(const char *group, const struct CMUnitTest *tests, size_t count);
 #define TU_RUN_GROUP(group, tests) tu_run_group(group, tests, sizeof(tests) / sizeof((tests)[0]))
 

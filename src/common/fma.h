@@ -8,6 +8,7 @@
 #ifndef GRADREF_COMMON_FMA_H
 #define GRADREF_COMMON_FMA_H
 
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <string.h>
@@ -25,8 +26,10 @@ static inline float gradref__fmaf_odd(float a, float b, float c) {
     return (float)odd;
 }
 
+/* The instruction where the target has it; the C library's where double arithmetic may run
+ * wider than double (x87), which TwoSum's error term does not survive. */
 static inline float gradref__fmaf(float a, float b, float c) {
-#if defined(__FMA__) || defined(__aarch64__)
+#if defined(__FMA__) || defined(__aarch64__) || !defined(FLT_EVAL_METHOD) || FLT_EVAL_METHOD != 0
     return fmaf(a, b, c);
 #else
     return gradref__fmaf_odd(a, b, c);
