@@ -339,6 +339,20 @@ static void test_array_conversions(void **state) {
         for (size_t i = 0; i < n; i++)
             assert_int_equal(h2[i], gradref__f32_to_bf16(f[start + i]));
     }
+    /* the dtype's own conversions through the helpers that take the dtype */
+    const gradref__array_kernels *k = gradref__array_kernels_for(GRADREF__ISA_MAX);
+    for (int bf = 0; bf < 2; bf++) {
+        const int32_t dtype = bf ? GRADREF_BF16 : GRADREF_F16;
+        gradref__half_to_f32_array(k, dtype, h, f, 65536);
+        for (uint32_t i = 0; i < 65536; i++)
+            assert_int_equal(
+                gradref__f32_bits(f[i]),
+                gradref__f32_bits(bf ? gradref__bf16_to_f32(h[i]) : gradref__f16_to_f32(h[i])));
+        f[1] = 1.0f + 0x1p-12f; /* not a 16-bit value: rounded */
+        gradref__f32_to_half_array(k, dtype, f, h2, 65536);
+        for (uint32_t i = 0; i < 65536; i++)
+            assert_int_equal(h2[i], bf ? gradref__f32_to_bf16(f[i]) : gradref__f32_to_f16(f[i]));
+    }
     free(h);
     free(h2);
     free(f);

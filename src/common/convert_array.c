@@ -43,6 +43,22 @@ void gradref__f32_to_f16_array(const float *src, uint16_t *dst, size_t n, int ma
     gradref__array_kernels_for(max_isa)->f32_to_f16(src, dst, n);
 }
 
+void gradref__half_to_f32_array(const gradref__array_kernels *k, int32_t dtype, const uint16_t *src,
+                                float *dst, size_t n) {
+    if (dtype == GRADREF_F16)
+        k->f16_to_f32(src, dst, n);
+    else
+        gradref__bf16_to_f32_array(src, dst, n);
+}
+
+void gradref__f32_to_half_array(const gradref__array_kernels *k, int32_t dtype, const float *src,
+                                uint16_t *dst, size_t n) {
+    if (dtype == GRADREF_F16)
+        k->f32_to_f16(src, dst, n);
+    else
+        gradref__f32_to_bf16_array(src, dst, n);
+}
+
 /* Both bf16 directions are integer operations; written branch-free so they vectorize. */
 void gradref__bf16_to_f32_array(const uint16_t *src, float *dst, size_t n) {
     for (size_t i = 0; i < n; i++) {

@@ -32,6 +32,13 @@ typedef struct gradref__array_kernels {
 /* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs. */
 const gradref__array_kernels *gradref__array_kernels_for(int max_isa);
 
+/* n values of a 16-bit float dtype (GRADREF_F16 by k's kernels, else BF16) to f32, and f32 to
+ * one, as the four conversions above. */
+void gradref__half_to_f32_array(const gradref__array_kernels *k, int32_t dtype, const uint16_t *src,
+                                float *dst, size_t n);
+void gradref__f32_to_half_array(const gradref__array_kernels *k, int32_t dtype, const float *src,
+                                uint16_t *dst, size_t n);
+
 /* An ISA's conversion of n elements: block(src, dst, i) converts the 8 from i, one(src, dst, i)
  * the one at i. Blocks of 8 while they fit, the last few by the block that ends at n (its first
  * elements written again with the same values: outputs never overlap inputs), a run under 8

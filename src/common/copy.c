@@ -108,14 +108,14 @@ static void convert_one(const char *s, int32_t sdt, char *d, int32_t ddt) {
 static int convert_run(const gradref__array_kernels *k, const char *s, int32_t sdt, char *d,
                        int32_t ddt, int64_t n) {
     const size_t len = (size_t)n;
-    if (ddt == GRADREF_F32 && sdt == GRADREF_F16)
-        k->f16_to_f32((const uint16_t *)(const void *)s, (float *)(void *)d, len);
-    else if (ddt == GRADREF_F32 && sdt == GRADREF_BF16)
-        gradref__bf16_to_f32_array((const uint16_t *)(const void *)s, (float *)(void *)d, len);
-    else if (sdt == GRADREF_F32 && ddt == GRADREF_F16)
-        k->f32_to_f16((const float *)(const void *)s, (uint16_t *)(void *)d, len);
-    else if (sdt == GRADREF_F32 && ddt == GRADREF_BF16)
-        gradref__f32_to_bf16_array((const float *)(const void *)s, (uint16_t *)(void *)d, len);
+    const int half_s = sdt == GRADREF_F16 || sdt == GRADREF_BF16;
+    const int half_d = ddt == GRADREF_F16 || ddt == GRADREF_BF16;
+    if (ddt == GRADREF_F32 && half_s)
+        gradref__half_to_f32_array(k, sdt, (const uint16_t *)(const void *)s, (float *)(void *)d,
+                                   len);
+    else if (sdt == GRADREF_F32 && half_d)
+        gradref__f32_to_half_array(k, ddt, (const float *)(const void *)s, (uint16_t *)(void *)d,
+                                   len);
     else if (sdt == GRADREF_I8 && ddt == GRADREF_F32) /* exact; the compiler vectorises it */
         for (size_t i = 0; i < len; i++)
             ((float *)(void *)d)[i] = (float)((const int8_t *)(const void *)s)[i];

@@ -123,16 +123,12 @@ typedef struct cl_item_data {
 
 /* n F16 or BF16 values to f32, or back (rounded to nearest even, as the staged planes). */
 static void widen(const gradref__cbd_plan *p, const void *src, float *dst, int64_t n) {
-    if (p->in_dtype == GRADREF_F16)
-        gradref__f16_to_f32_array(src, dst, (size_t)n, p->max_isa);
-    else
-        gradref__bf16_to_f32_array(src, dst, (size_t)n);
+    gradref__half_to_f32_array(gradref__array_kernels_for(p->max_isa), p->in_dtype, src, dst,
+                               (size_t)n);
 }
 static void narrow(const gradref__cbd_plan *p, const float *src, void *dst, int64_t n) {
-    if (p->out_dtype == GRADREF_F16)
-        gradref__f32_to_f16_array(src, dst, (size_t)n, p->max_isa);
-    else
-        gradref__f32_to_bf16_array(src, dst, (size_t)n);
+    gradref__f32_to_half_array(gradref__array_kernels_for(p->max_isa), p->out_dtype, src, dst,
+                               (size_t)n);
 }
 
 /* Diff row o1 of an item as f32 pixels `*sp` floats apart: the caller's (F32) or widened into

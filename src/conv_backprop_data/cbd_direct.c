@@ -107,11 +107,8 @@ static void diff_run(const direct *d, int64_t e, int64_t n, float *out) {
         return;
     }
     if (s == 1) { /* F16 (F16C, NEON) or BF16 along the row */
-        const uint16_t *src = (const uint16_t *)(const void *)p->diff + e;
-        if (p->in_dtype == GRADREF_F16)
-            d->ak->f16_to_f32(src, out, (size_t)n);
-        else
-            gradref__bf16_to_f32_array(src, out, (size_t)n);
+        gradref__half_to_f32_array(d->ak, p->in_dtype, (const uint16_t *)(const void *)p->diff + e,
+                                   out, (size_t)n);
         return;
     }
     for (int64_t x = 0; x < n; x++)
@@ -141,10 +138,8 @@ static void pack_b_diff(const void *ctx, int64_t k0, int64_t kc, int64_t first, 
 /* n values to F16 or BF16 (grad's dtype), `step` elements apart, rounded as convert.h does. */
 static void store_16(const direct *d, const float *v, uint16_t *out, int64_t step, int64_t n) {
     const int f16 = d->p->out_dtype == GRADREF_F16;
-    if (step == 1 && f16)
-        d->ak->f32_to_f16(v, out, (size_t)n);
-    else if (step == 1)
-        gradref__f32_to_bf16_array(v, out, (size_t)n);
+    if (step == 1)
+        gradref__f32_to_half_array(d->ak, d->p->out_dtype, v, out, (size_t)n);
     else
         for (int64_t y = 0; y < n; y++)
             out[y * step] = f16 ? gradref__f32_to_f16(v[y]) : gradref__f32_to_bf16(v[y]);
