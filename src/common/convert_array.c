@@ -35,14 +35,6 @@ const gradref__array_kernels *gradref__array_kernels_for(int max_isa) {
     return gradref__isa_pick(tables, max_isa);
 }
 
-void gradref__f16_to_f32_array(const uint16_t *src, float *dst, size_t n, int max_isa) {
-    gradref__array_kernels_for(max_isa)->f16_to_f32(src, dst, n);
-}
-
-void gradref__f32_to_f16_array(const float *src, uint16_t *dst, size_t n, int max_isa) {
-    gradref__array_kernels_for(max_isa)->f32_to_f16(src, dst, n);
-}
-
 void gradref__half_to_f32_array(const gradref__array_kernels *k, int32_t dtype, const uint16_t *src,
                                 float *dst, size_t n) {
     if (dtype == GRADREF_F16)

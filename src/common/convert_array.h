@@ -7,15 +7,12 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The F16 conversions by the kernels of the highest level at or below max_isa (common/isa.h:
- * the caller's plan's cap) that the CPU runs; the BF16 ones are integer loops of one level. */
-void gradref__f16_to_f32_array(const uint16_t *src, float *dst, size_t n, int max_isa);
-void gradref__f32_to_f16_array(const float *src, uint16_t *dst, size_t n, int max_isa);
+/* The BF16 conversions: integer loops of one level (F16's are the array kernels' below). */
 void gradref__bf16_to_f32_array(const uint16_t *src, float *dst, size_t n);
 void gradref__f32_to_bf16_array(const float *src, uint16_t *dst, size_t n);
 
-/* The array kernels of one ISA (the data movers' own: the conversions above and gradref_copy's
- * 32 x 32 transpose), picked from the CPU flags. The conversions are never NULL;
+/* The array kernels of one ISA (the data movers' own: F16's conversions and gradref_copy's 32 x
+ * 32 transpose), picked from the CPU flags. The conversions are never NULL;
  * transpose32x32_32, d[i * dstride + j] = s[j * sstride + i] for 32-bit elements, is NULL where
  * the ISA has none. transpose32x32_32_stream does the same with streaming stores when d and
  * dstride keep every row of d 32-byte aligned (the caller calls gradref__stream_fence() before
@@ -32,8 +29,8 @@ typedef struct gradref__array_kernels {
 /* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs. */
 const gradref__array_kernels *gradref__array_kernels_for(int max_isa);
 
-/* n values of a 16-bit float dtype (GRADREF_F16 by k's kernels, else BF16) to f32, and f32 to
- * one, as the four conversions above. */
+/* n values of a 16-bit float dtype (GRADREF_F16 by k's kernels, else BF16 as above) to f32, and
+ * f32 to one: how every path converts F16 and BF16 arrays. */
 void gradref__half_to_f32_array(const gradref__array_kernels *k, int32_t dtype, const uint16_t *src,
                                 float *dst, size_t n);
 void gradref__f32_to_half_array(const gradref__array_kernels *k, int32_t dtype, const float *src,

@@ -21,22 +21,21 @@
 #define CHUNK                 128                /* pairs of weights built at a time */
 #define PARALLEL_MIN_ELEMENTS (INT64_C(1) << 15) /* smaller problems run on one thread */
 
+/* n values of the fast path's dtype (F32, F16 or BF16) to f32, and back. */
 static void widen(int32_t dtype, const char *src, float *dst, int64_t n, int max_isa) {
-    if (dtype == GRADREF_F16)
-        gradref__f16_to_f32_array((const uint16_t *)(const void *)src, dst, (size_t)n, max_isa);
-    else if (dtype == GRADREF_BF16)
-        gradref__bf16_to_f32_array((const uint16_t *)(const void *)src, dst, (size_t)n);
-    else
+    if (dtype == GRADREF_F32)
         memcpy(dst, src, (size_t)n * sizeof(float));
+    else
+        gradref__half_to_f32_array(gradref__array_kernels_for(max_isa), dtype,
+                                   (const uint16_t *)(const void *)src, dst, (size_t)n);
 }
 
 static void narrow(int32_t dtype, const float *src, char *dst, int64_t n, int max_isa) {
-    if (dtype == GRADREF_F16)
-        gradref__f32_to_f16_array(src, (uint16_t *)(void *)dst, (size_t)n, max_isa);
-    else if (dtype == GRADREF_BF16)
-        gradref__f32_to_bf16_array(src, (uint16_t *)(void *)dst, (size_t)n);
-    else
+    if (dtype == GRADREF_F32)
         memcpy(dst, src, (size_t)n * sizeof(float));
+    else
+        gradref__f32_to_half_array(gradref__array_kernels_for(max_isa), dtype, src,
+                                   (uint16_t *)(void *)dst, (size_t)n);
 }
 
 /* ATB: the weight w = c +/- s' rounded to the dtype, as an f32. */

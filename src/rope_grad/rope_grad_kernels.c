@@ -14,10 +14,8 @@
 
 static const float *as_f32(int32_t dt, const void *src, float *buf, int64_t n) {
     if (dt == GRADREF_F32) return (const float *)src;
-    if (dt == GRADREF_F16)
-        gradref__f16_to_f32_array((const uint16_t *)src, buf, (size_t)n, GRADREF__ISA_PORTABLE);
-    else
-        gradref__bf16_to_f32_array((const uint16_t *)src, buf, (size_t)n);
+    gradref__half_to_f32_array(gradref__array_kernels_for(GRADREF__ISA_PORTABLE), dt,
+                               (const uint16_t *)src, buf, (size_t)n);
     return buf;
 }
 
@@ -27,11 +25,9 @@ static void emit(int32_t dt, float *v, void *dst, int64_t n, int stream) {
     uint16_t half[CHUNK];
     const void *bytes = v;
     gradref__canon_nans_f32(v, n, GRADREF__ISA_PORTABLE);
-    if (dt == GRADREF_F16) {
-        gradref__f32_to_f16_array(v, half, (size_t)n, GRADREF__ISA_PORTABLE);
-        bytes = half;
-    } else if (dt == GRADREF_BF16) {
-        gradref__f32_to_bf16_array(v, half, (size_t)n);
+    if (dt != GRADREF_F32) {
+        gradref__f32_to_half_array(gradref__array_kernels_for(GRADREF__ISA_PORTABLE), dt, v, half,
+                                   (size_t)n);
         bytes = half;
     }
     const size_t size = (size_t)n * gradref__rope_esize(dt);
