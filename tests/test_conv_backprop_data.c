@@ -887,6 +887,24 @@ static void test_depthwise_lanes(void **state) {
     }
 }
 
+/* That case c (depthwise, channels-last) runs "depthwise_channels_last" at every level whose
+ * lanes divide its channels when `fits` (its taps within the rows' limits), and not otherwise. */
+static void expect_channels_last(const cbd_case *c, int fits) {
+    gradref__cbd_plan plan;
+    plan_of(c, NULL, &c->grad, &plan);
+    const gradref__strategy *dw = &gradref__cbd_fast_path.rows[2];
+    for (int kernel = 0; kernel <= GRADREF__ISA_MAX; kernel++) {
+        plan.max_isa = kernel;
+        const gradref__cbd_kernels *k = gradref__cbd_kernels_for(kernel);
+        assert_non_null(k->dw_cl_row);
+        const char *v = dw->variant(&plan, GRADREF_PRECISION_DEFAULT, 2);
+        if (fits && plan.G % k->dw_cl_lanes == 0)
+            assert_string_equal(v, "depthwise_channels_last");
+        else
+            assert_string_not_equal(v, "depthwise_channels_last");
+    }
+}
+
 /* Channels-last depthwise (NHWC and NWC, F32, a multiple of the level's dw_cl_lanes channels:
  * "depthwise_channels_last"), against the reference at every level and thread count: planes
  * of 1 x 1 to rows wider than the ring's budget (several chunks an image), every column group
@@ -928,21 +946,50 @@ static void test_depthwise_channels_last(void **state) {
         make_case(&c, &g, dt, dt, F_DENSE, D_NHWC, s % 3 == 2 ? VALUES_TINY : 0, &r);
         if (s % 3 == 1) tu_sprinkle_specials(&c.diff, &r, 7);
         if (s % 5 == 4) tu_sprinkle_specials(&c.filter, &r, 3);
-        gradref__cbd_plan plan;
-        plan_of(&c, NULL, &c.grad, &plan);
-        const gradref__strategy *dw = &gradref__cbd_fast_path.rows[2];
-        for (int kernel = 0; kernel <= GRADREF__ISA_MAX; kernel++) {
-            plan.max_isa = kernel;
-            const gradref__cbd_kernels *k = gradref__cbd_kernels_for(kernel);
-            const int last = k->dw_cl_row && a[7] % k->dw_cl_lanes == 0;
-            assert_non_null(k->dw_cl_row);
-            if (last)
-                assert_string_equal(dw->variant(&plan, GRADREF_PRECISION_DEFAULT, 2),
-                                    "depthwise_channels_last");
-            else
-                assert_string_not_equal(dw->variant(&plan, GRADREF_PRECISION_DEFAULT, 2),
-                                        "depthwise_channels_last");
+        expect_channels_last(&c, 1);
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+        free_case(&c);
+    }
+}
+
+/* Channels-last 3-D depthwise (NDHWC) against the reference at every level and thread count:
+ * a grad row's chain runs over the diff rows of its plane taps, then its row taps. 3 x 3 x 3
+ * at strides 1 and 2 with odd and even sizes, a 1-tap depth at stride 2 (planes no tap reaches:
+ * +0), strides that differ by dim, dilation 2, pads past the filter's reach and asymmetric,
+ * a 1 x 1 x 1 diff, rows wide enough for several chunks an image, one image of one chunk (bands
+ * of rows across planes), both modes, F32, F16 and BF16, values with specials or tiny; more than
+ * 64 plane x row taps (9 x 9 x 3) stage planes instead, and 12 channels at AVX2. */
+static void test_depthwise_channels_last_3d(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(61);
+    static const int64_t cases[][15] = {
+        /* O(d) O(h) O(w) K(d) K(h) K(w) stride(d) (h) (w) pad dil G N extra rows-fit */
+        {4, 7, 7, 3, 3, 3, 1, 1, 1, 1, 1, 16, 2, 0, 1},
+        {3, 5, 6, 3, 3, 3, 2, 2, 2, 1, 1, 8, 1, 1, 1},
+        {2, 4, 9, 1, 3, 3, 2, 1, 1, 0, 1, 8, 2, 1, 1},
+        {5, 3, 4, 3, 2, 3, 1, 1, 1, 2, 2, 24, 1, 0, 1},
+        {1, 1, 1, 3, 3, 3, 1, 1, 1, 1, 1, 8, 3, 0, 1},
+        {3, 6, 40, 5, 3, 3, 1, 1, 1, 2, 1, 64, 1, 0, 1},
+        {4, 4, 4, 2, 2, 2, 3, 2, 1, 1, 1, 12, 2, 2, 1},
+        {4, 5, 6, 4, 4, 4, 1, 1, 1, 3, 1, 8, 1, 0, 1},
+        {2, 2, 12, 9, 9, 3, 1, 1, 1, 4, 1, 8, 1, 0, 0},
+        {3, 4, 5, 3, 3, 3, 1, 2, 1, 1, 1, 32, 1, 1, 1}};
+    for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
+        const int64_t *a = cases[s];
+        geometry g =
+            geo2(a[12], 1, a[1], a[2], 1, a[4], a[5], 1, a[9], a[10], a[11], (int32_t)(s % 2));
+        g.rank = 3;
+        for (int j = 0; j < 3; j++) {
+            g.O[j] = a[j], g.K[j] = a[3 + j], g.stride[j] = a[6 + j];
+            g.dil[j] = a[10], g.pb[j] = g.pe[j] = a[9];
+            g.extra[j] = a[13] < g.stride[j] ? a[13] : g.stride[j] - 1;
         }
+        if (s == 3) g.pb[0] = 0, g.pe[0] = 5, g.pb[2] = 3, g.pe[2] = 1;
+        cbd_case c;
+        const gradref_dtype dt = s % 3 == 1 ? GRADREF_F16 : s % 3 == 2 ? GRADREF_BF16 : GRADREF_F32;
+        make_case(&c, &g, dt, dt, F_DENSE, D_NHWC, s % 4 == 3 ? VALUES_TINY : 0, &r);
+        if (s % 4 == 1) tu_sprinkle_specials(&c.diff, &r, 7);
+        expect_channels_last(&c, a[14]);
         check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
         free_case(&c);
     }
@@ -2438,6 +2485,7 @@ int main(void) {
         cmocka_unit_test(test_depthwise_rows),
         cmocka_unit_test(test_depthwise_lanes),
         cmocka_unit_test(test_depthwise_channels_last),
+        cmocka_unit_test(test_depthwise_channels_last_3d),
         cmocka_unit_test(test_depthwise_strided),
         cmocka_unit_test(test_stride2_columns),
         cmocka_unit_test(test_channels_past_chunk),

@@ -295,32 +295,51 @@ static void c3f_cases(void) {
         }
 }
 
-/* Depthwise (8 channels, 3 x 3, pad 1) in dtype dt: NCHW and NHWC, stride 1 and 2, a small
- * plane and a larger one, specials in diff: the plane, lanes, stride-2 and channels-last
- * kernels. */
+/* One depthwise problem (8 channels, a 3^rank filter, pad 1, stride S, diff of sizes O, with
+ * specials) in dtype dt, channels-last when `last`, recorded as `name`. */
+static void cbd_depthwise_case(const char *name, int32_t dt, int rank, const int64_t *O, int S,
+                               int last, int32_t mode) {
+    int64_t fs[5] = {8, 1}, ds[5] = {2, 8}, gsz[5] = {2, 8};
+    for (int j = 0; j < rank; j++)
+        fs[2 + j] = 3, ds[2 + j] = O[j], gsz[2 + j] = (O[j] - 1) * S + 1;
+    buf b[3];
+    make(&b[0], dt, rank + 2, fs, 0, 1, 0);
+    make(&b[1], dt, rank + 2, ds, last, 1, 1);
+    make(&b[2], dt, rank + 2, gsz, last, 0, 0);
+    gradref_conv_params p;
+    memset(&p, 0, sizeof p);
+    p.mode = mode;
+    p.groups = 8;
+    for (int j = 0; j < rank; j++) {
+        p.stride[j] = S, p.dilation[j] = 1;
+        p.pad[2 * j] = p.pad[2 * j + 1] = 1;
+    }
+    gradref_exec e = {NULL, 0, 2, 0};
+    record(name, gradref_conv_backprop_data(&p, &b[0].t, &b[1].t, &b[2].t, &e), b + 2, 1);
+    free_bufs(b, 3);
+}
+
+/* 2-D depthwise in dtype dt: NCHW and NHWC, stride 1 and 2, a small plane and a larger one:
+ * the plane, lanes, stride-2 and channels-last kernels. */
 static void cbd_depthwise_cases(int32_t dt) {
+    char name[96];
     for (int c = 0; c < 8; c++) {
         const int last = c % 2, S = c / 2 % 2 ? 2 : 1;
         const int64_t O[2] = {c / 4 ? 14 : 5, c / 4 ? 15 : 6};
-        const int64_t fs[4] = {8, 1, 3, 3}, ds[4] = {2, 8, O[0], O[1]};
-        const int64_t gsz[4] = {2, 8, (O[0] - 1) * S + 1, (O[1] - 1) * S + 1};
-        buf b[3];
-        make(&b[0], dt, 4, fs, 0, 1, 0);
-        make(&b[1], dt, 4, ds, last, 1, 1);
-        make(&b[2], dt, 4, gsz, last, 0, 0);
-        gradref_conv_params p;
-        memset(&p, 0, sizeof p);
-        p.mode = c % 3 == 0;
-        p.groups = 8;
-        for (int j = 0; j < 2; j++) {
-            p.stride[j] = S, p.dilation[j] = 1;
-            p.pad[2 * j] = p.pad[2 * j + 1] = 1;
-        }
-        gradref_exec e = {NULL, 0, 2, 0};
-        char name[96];
         snprintf(name, sizeof name, "cbd_dw_%s_l%d_s%d_o%lld", DT[dt], last, S, (long long)O[0]);
-        record(name, gradref_conv_backprop_data(&p, &b[0].t, &b[1].t, &b[2].t, &e), b + 2, 1);
-        free_bufs(b, 3);
+        cbd_depthwise_case(name, dt, 2, O, S, last, c % 3 == 0);
+    }
+}
+
+/* 3-D depthwise in dtype dt: NCDHW and NDHWC, stride 1 and 2: the planes and the channels-last
+ * rows across planes. */
+static void cbd_depthwise_3d_cases(int32_t dt) {
+    char name[96];
+    for (int c = 0; c < 4; c++) {
+        const int last = c % 2, S = c / 2 ? 2 : 1;
+        const int64_t O[3] = {4, 5, 6};
+        snprintf(name, sizeof name, "cbd_dw3_%s_l%d_s%d", DT[dt], last, S);
+        cbd_depthwise_case(name, dt, 3, O, S, last, c % 3 == 0);
     }
 }
 
@@ -359,6 +378,8 @@ static void test_hashes(void **state) {
     cbd_depthwise_cases(GRADREF_F32);
     cbd_depthwise_cases(GRADREF_F16);
     cbd_depthwise_cases(GRADREF_BF16);
+    cbd_depthwise_3d_cases(GRADREF_F32);
+    cbd_depthwise_3d_cases(GRADREF_F16);
     check_or_write();
 }
 

@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Depthwise on channels-last diff and grad (NHWC, NWC), the channels in the vector lanes: no
- * transposes, no staged planes. A work item is a band of grad rows of an image's chunk of
- * channels. Each diff row its row taps reach is copied once into a ring, by blocks of the
- * level's lanes (a block's pixels side by side: the kernels then read a tap's pixels at fixed
- * offsets from one pointer, and channels-last pixels a power-of-two number of KiB apart no
- * longer share a few L1 sets); the level's dw_cl_row computes a grad row from the ring in the
- * reference's order, a few pixels at a time across the chunk (by column phases at a stride),
- * so that diff is read and grad written in address order, streams the hardware prefetchers
+/* Depthwise on channels-last diff and grad (NDHWC, NHWC, NWC), the channels in the vector lanes:
+ * no transposes, no staged planes. A work item is a band of grad rows (of every plane, in
+ * order) of an image's chunk of channels. Each diff row its depth and row taps reach is copied
+ * into a ring, by blocks of the level's lanes (a block's pixels side by side: the kernels then read
+ * a tap's pixels at fixed offsets from one pointer, and channels-last pixels a power-of-two number
+ * of KiB apart no longer share a few L1 sets); the level's dw_cl_row computes a grad row from the
+ * ring in the reference's order, a few pixels at a time across the chunk (by column phases at a
+ * stride), so that diff is read and grad written in address order, streams the hardware prefetchers
  * follow. F16 and BF16 diff rows are widened to f32 on their way into the ring, and grad rows
  * computed in f32 and rounded once, as the staged planes do. */
 #include "cbd_channels_last.h"
@@ -18,9 +18,15 @@
 /* An item's ring of diff rows stays in L2. */
 enum { CL_RING_BYTES = 128 << 10 };
 
-/* The diff rows a grad row's row taps span. */
-static int64_t ring_rows(const gradref__cbd_plan *p) {
-    return (p->K[1] - 1) * p->dil[1] / p->stride[1] + 1;
+/* The diff indices a grad index's taps span along dim d (0: planes, 1: rows). */
+static int64_t span(const gradref__cbd_plan *p, int d) {
+    return (p->K[d] - 1) * p->dil[d] / p->stride[d] + 1;
+}
+
+/* The ring's slots: diff row (o0, o1) goes to slot (o0 mod span 0, o1 mod span 1), so that
+ * the rows of one grad row never share a slot. */
+static int64_t ring_slots(const gradref__cbd_plan *p) {
+    return span(p, 0) * span(p, 1);
 }
 
 int gradref__cbd_cl_fits(const gradref__cbd_plan *p) {
@@ -28,8 +34,7 @@ int gradref__cbd_cl_fits(const gradref__cbd_plan *p) {
     return k->dw_cl_row && p->ICpg == 1 && p->OCpg == 1 && p->G % k->dw_cl_lanes == 0 &&
            (p->in_dtype == GRADREF_F32 || p->in_dtype == GRADREF_F16 ||
             p->in_dtype == GRADREF_BF16) &&
-           p->out_dtype == p->in_dtype && p->stride[0] == 1 && p->K[0] == 1 && p->I[0] == 1 &&
-           p->O[0] == 1 && p->pad_begin[0] == 0 && p->K[1] <= GRADREF__CBD_CL_TAPS &&
+           p->out_dtype == p->in_dtype && p->K[0] * p->K[1] <= GRADREF__CBD_CL_TAPS &&
            p->K[2] <= GRADREF__CBD_CL_TAPS && p->ds[1] == 1 && p->gs[1] == 1;
 }
 
@@ -37,7 +42,7 @@ int gradref__cbd_cl_fits(const gradref__cbd_plan *p) {
  * F16 and BF16 a diff row widened and a grad row before its rounding. */
 static int64_t scratch_pixels(const gradref__cbd_plan *p) {
     const int64_t narrow = p->in_dtype != GRADREF_F32 ? p->O[2] + p->I[2] : 0;
-    return ring_rows(p) * p->O[2] + narrow;
+    return ring_slots(p) * p->O[2] + narrow;
 }
 
 /* The channels of an item's chunk: the widest multiple of the level's lanes that divides G
@@ -56,8 +61,9 @@ void gradref__cbd_cl_plan(const gradref__cbd_plan *p, int threads, cbd_run *R) {
     /* bands of rows where images x chunks leave a thread fewer than two items (each band
      * stages the rows above it again) */
     const int64_t items = p->N * (p->G / R->cl_chunk), want = 2 * (int64_t)threads;
+    const int64_t rows = p->I[0] * p->I[1];
     R->cl_bands = items >= want ? 1 : (want + items - 1) / items;
-    if (R->cl_bands > p->I[1]) R->cl_bands = p->I[1] > 0 ? p->I[1] : 1;
+    if (R->cl_bands > rows) R->cl_bands = rows > 0 ? rows : 1;
 }
 
 int64_t gradref__cbd_cl_items(const cbd_run *R) {
@@ -66,23 +72,25 @@ int64_t gradref__cbd_cl_items(const cbd_run *R) {
 }
 
 size_t gradref__cbd_cl_scratch_bytes(const gradref__cbd_plan *p) {
-    return (size_t)(scratch_pixels(p) * chunk_width(p)) * sizeof(float);
+    return (size_t)(scratch_pixels(p) * chunk_width(p)) * sizeof(float) +
+           (size_t)ring_slots(p) * sizeof(int64_t); /* the slots' tags */
 }
 
 int gradref__cbd_cl_weights(const gradref__cbd_plan *p, int64_t r0, int64_t r1, float *cl_w) {
     const gradref__cbd_dw_shape s = gradref__cbd_dw_shape_of(p);
     const int64_t lanes = gradref__cbd_kernels_for(p->max_isa)->dw_cl_lanes;
-    const int64_t K1 = p->K[1], K2 = p->K[2], T = K1 * K2;
+    const int64_t K0 = p->K[0], K1 = p->K[1], K2 = p->K[2], T = K0 * K1 * K2;
     int64_t row_at[GRADREF__CBD_CL_TAPS], col_at[GRADREF__CBD_CL_TAPS]; /* the chain's taps */
-    for (int64_t u = 0; u < K1; u++) /* row tap u: kp1 = K1 - 1 - u */
-        row_at[u] = gradref__cbd_stored(&s, 1, K1 - 1 - u) * p->fs[4];
+    for (int64_t u = 0; u < K0 * K1; u++) /* row tap u: kp0 = K0 - 1 - u / K1, kp1 likewise */
+        row_at[u] = gradref__cbd_stored(&s, 0, K0 - 1 - u / K1) * p->fs[3] +
+                    gradref__cbd_stored(&s, 1, K1 - 1 - u % K1) * p->fs[4];
     for (int64_t t = 0; t < K2; t++)
         col_at[t] = gradref__cbd_stored(&s, 2, K2 - 1 - t) * p->fs[5];
     const float *filter = (const float *)(const void *)p->filter; /* when F32 */
     int finite = 1;
     for (int64_t r = r0; r < r1; r++) {
         float *block = cl_w + r / lanes * T * lanes + r % lanes;
-        for (int64_t u = 0; u < K1; u++)
+        for (int64_t u = 0; u < K0 * K1; u++)
             for (int64_t t = 0; t < K2; t++) {
                 const int64_t e = r * p->fs[0] + row_at[u] + col_at[t];
                 const float w = p->in_dtype == GRADREF_F32
@@ -113,10 +121,12 @@ static void phase_columns(const gradref__cbd_plan *p, int64_t r, gradref__cbd_cl
     a->last = last < a->first ? a->first : last > a->I2 ? a->I2 : last;
 }
 
-/* An item's scratch (its ring; diff_row and grad_row for F16 and BF16, else NULL) and its
- * image's chunk of diff and grad, in the call's dtype. */
+/* An item's scratch (its ring; diff_row and grad_row for F16 and BF16, else NULL; the diff
+ * row each slot holds, o0 O1 + o1, or -1) and its image's chunk of diff and grad, in the call's
+ * dtype. */
 typedef struct cl_item_data {
     float *ring, *diff_row, *grad_row;
+    int64_t *tags;
     const char *diff;
     char *grad;
 } cl_item_data;
@@ -131,16 +141,16 @@ static void narrow(const gradref__cbd_plan *p, const float *src, void *dst, int6
                                (size_t)n);
 }
 
-/* Diff row o1 of an item as f32 pixels `*sp` floats apart: the caller's (F32) or widened into
- * diff_row, its pixels dense. */
-static const float *diff_row_f32(const cbd_run *R, const cl_item_data *D, int64_t o1, int64_t *sp) {
+/* The diff row `at` elements into an item's chunk as f32 pixels `*sp` floats apart: the
+ * caller's (F32) or widened into diff_row, its pixels dense. */
+static const float *diff_row_f32(const cbd_run *R, const cl_item_data *D, int64_t at, int64_t *sp) {
     const gradref__cbd_plan *p = R->p;
     const int64_t chunk = R->cl_chunk, O2 = p->O[2];
     if (!D->diff_row) {
         *sp = p->ds[5];
-        return (const float *)(const void *)D->diff + o1 * p->ds[4];
+        return (const float *)(const void *)D->diff + at;
     }
-    const uint16_t *row = (const uint16_t *)(const void *)D->diff + o1 * p->ds[4];
+    const uint16_t *row = (const uint16_t *)(const void *)D->diff + at;
     if (p->ds[5] == chunk) /* the chunk is every channel, the pixels dense: one run */
         widen(p, row, D->diff_row, O2 * chunk);
     else
@@ -150,34 +160,46 @@ static const float *diff_row_f32(const cbd_run *R, const cl_item_data *D, int64_
     return D->diff_row;
 }
 
-/* Diff rows [.., hi] of an item into the ring, row o1 in slot o1 mod span by blocks, from the
- * one after `staged` (the last already there): returns the new last. */
-static int64_t stage_rows(const cbd_run *R, const cl_item_data *D, int64_t staged, int64_t hi) {
-    const gradref__cbd_plan *p = R->p;
-    const int64_t span = ring_rows(p), O2 = p->O[2], slot = O2 * R->cl_chunk;
-    int64_t o1 = staged + 1 > hi - span + 1 ? staged + 1 : hi - span + 1;
-    for (o1 = o1 > 0 ? o1 : 0; o1 <= hi; o1++) {
-        int64_t sp;
-        const float *row = diff_row_f32(R, D, o1, &sp);
-        R->k->dw_cl_stage(row, sp, O2, R->cl_chunk / R->k->dw_cl_lanes, D->ring + o1 % span * slot);
-    }
-    return hi > staged ? hi : staged;
+/* The diff index along dim d that grad index i reaches through tap kp, or -1 (before or past
+ * diff, or between its strides). */
+static int64_t diff_index(const gradref__cbd_plan *p, int d, int64_t i, int64_t kp) {
+    const int64_t num = i + p->pad_begin[d] - kp * p->dil[d];
+    if (num < 0 || num % p->stride[d] != 0 || num / p->stride[d] >= p->O[d]) return -1;
+    return num / p->stride[d];
 }
 
-/* Grad row i1 of an item from the ring (its row taps' slots), a column phase at a time, into
- * grad (its pixels `pixel` floats apart); w: the chunk's weights. */
-static void item_row(const cbd_run *R, gradref__cbd_cl_row *a, const float *ring, const float *w,
-                     int64_t i1, float *grad, int64_t pixel) {
+/* The diff rows grad row (i0, i1) of an item reaches, in the chain's order (plane taps, then
+ * row taps, each kp descending: diff ascending), into a with their weights (w: the chunk's),
+ * each staged into its ring slot by blocks unless the slot holds it already. */
+static void row_taps(const cbd_run *R, const cl_item_data *D, gradref__cbd_cl_row *a,
+                     const float *w, int64_t i0, int64_t i1) {
     const gradref__cbd_plan *p = R->p;
-    const int64_t K1 = p->K[1], K2 = p->K[2], O1 = p->O[1], O2 = p->O[2], s1 = p->stride[1];
-    const int64_t span = ring_rows(p), top = i1 + p->pad_begin[1];
+    const int64_t K0 = p->K[0], K1 = p->K[1], span0 = span(p, 0), span1 = span(p, 1);
+    const int64_t O2 = p->O[2], slot_floats = O2 * R->cl_chunk, lanes = R->k->dw_cl_lanes;
     a->nrows = 0;
-    for (int64_t kp1 = K1 - 1; kp1 >= 0; kp1--) {
-        const int64_t num = top - kp1 * p->dil[1], o1 = num / s1;
-        if (num < 0 || num % s1 != 0 || o1 >= O1) continue;
-        a->rows[a->nrows] = ring + o1 % span * O2 * R->cl_chunk;
-        a->w[a->nrows++] = w + (K1 - 1 - kp1) * K2 * R->k->dw_cl_lanes;
+    for (int64_t kp0 = K0 - 1; kp0 >= 0; kp0--) {
+        const int64_t o0 = diff_index(p, 0, i0, kp0);
+        for (int64_t kp1 = K1 - 1; o0 >= 0 && kp1 >= 0; kp1--) {
+            const int64_t o1 = diff_index(p, 1, i1, kp1);
+            if (o1 < 0) continue;
+            const int64_t slot = o0 % span0 * span1 + o1 % span1, tag = o0 * p->O[1] + o1;
+            float *ring_row = D->ring + slot * slot_floats;
+            if (D->tags[slot] != tag) {
+                int64_t sp;
+                const float *row = diff_row_f32(R, D, o0 * p->ds[3] + o1 * p->ds[4], &sp);
+                R->k->dw_cl_stage(row, sp, O2, R->cl_chunk / lanes, ring_row);
+                D->tags[slot] = tag;
+            }
+            a->rows[a->nrows] = ring_row;
+            a->w[a->nrows++] = w + ((K0 - 1 - kp0) * K1 + K1 - 1 - kp1) * p->K[2] * lanes;
+        }
     }
+}
+
+/* The grad row of a whose row taps are set, a column phase at a time, into grad (its pixels
+ * `pixel` floats apart). */
+static void item_row(const cbd_run *R, gradref__cbd_cl_row *a, float *grad, int64_t pixel) {
+    const gradref__cbd_plan *p = R->p;
     a->gp = p->stride[2] * pixel;
     for (int64_t r = 0; r < p->stride[2] && r < p->I[2]; r++) {
         if (p->stride[2] > 1) phase_columns(p, r, a); /* stride 1: set once an item */
@@ -188,17 +210,19 @@ static void item_row(const cbd_run *R, gradref__cbd_cl_row *a, const float *ring
     }
 }
 
-/* Grad row i1 of an item: computed in place (F32) or in grad_row, then rounded into grad. */
+/* Grad row (i0, i1) of an item: computed in place (F32) or in grad_row, then rounded into
+ * grad. */
 static void grad_row(const cbd_run *R, gradref__cbd_cl_row *a, const cl_item_data *D,
-                     const float *w, int64_t i1) {
+                     const float *w, int64_t i0, int64_t i1) {
     const gradref__cbd_plan *p = R->p;
-    const int64_t chunk = R->cl_chunk, I2 = p->I[2];
+    const int64_t chunk = R->cl_chunk, I2 = p->I[2], at = i0 * p->gs[3] + i1 * p->gs[4];
+    row_taps(R, D, a, w, i0, i1);
     if (!D->grad_row) {
-        item_row(R, a, D->ring, w, i1, (float *)(void *)D->grad + i1 * p->gs[4], p->gs[5]);
+        item_row(R, a, (float *)(void *)D->grad + at, p->gs[5]);
         return;
     }
-    item_row(R, a, D->ring, w, i1, D->grad_row, chunk);
-    uint16_t *row = (uint16_t *)(void *)D->grad + i1 * p->gs[4];
+    item_row(R, a, D->grad_row, chunk);
+    uint16_t *row = (uint16_t *)(void *)D->grad + at;
     if (p->gs[5] == chunk)
         narrow(p, D->grad_row, row, I2 * chunk);
     else
@@ -211,22 +235,23 @@ void gradref__cbd_cl_item(const cbd_run *R, int64_t it, float *scratch) {
     const int64_t bands = R->cl_bands, chunks = p->G / R->cl_chunk, lanes = R->k->dw_cl_lanes;
     const int64_t band = it % bands, c0 = it / bands % chunks * R->cl_chunk,
                   n = it / (bands * chunks);
-    const int64_t rows = (p->I[1] + bands - 1) / bands, i1_0 = band * rows;
-    const int64_t i1_1 = i1_0 + rows < p->I[1] ? i1_0 + rows : p->I[1];
+    const int64_t all = p->I[0] * p->I[1], rows = (all + bands - 1) / bands, q0 = band * rows;
+    const int64_t q1 = q0 + rows < all ? q0 + rows : all, taps = p->K[0] * p->K[1] * p->K[2];
     const size_t esize = p->in_dtype == GRADREF_F32 ? 4 : 2;
     const int narrow_dtype = p->in_dtype != GRADREF_F32;
-    float *ring_end = scratch + ring_rows(p) * p->O[2] * R->cl_chunk;
-    const cl_item_data D = {scratch, narrow_dtype ? ring_end : NULL,
+    float *ring_end = scratch + ring_slots(p) * p->O[2] * R->cl_chunk;
+    float *narrow_end = ring_end + (narrow_dtype ? (p->O[2] + p->I[2]) * R->cl_chunk : 0);
+    const cl_item_data D = {scratch,
+                            narrow_dtype ? ring_end : NULL,
                             narrow_dtype ? ring_end + p->O[2] * R->cl_chunk : NULL,
+                            (int64_t *)(void *)narrow_end,
                             p->diff + (size_t)(n * p->ds[0] + c0) * esize,
                             p->grad + (size_t)(n * p->gs[0] + c0) * esize};
+    for (int64_t slot = 0; slot < ring_slots(p); slot++)
+        D.tags[slot] = -1;
     gradref__cbd_cl_row a;
-    a.blocks = R->cl_chunk / lanes, a.bstride = p->O[2] * lanes, a.wb = p->K[1] * p->K[2] * lanes;
+    a.blocks = R->cl_chunk / lanes, a.bstride = p->O[2] * lanes, a.wb = taps * lanes;
     phase_columns(p, 0, &a);
-    int64_t staged = -1;
-    for (int64_t i1 = i1_0; i1 < i1_1; i1++) {
-        const int64_t top = (i1 + p->pad_begin[1]) / p->stride[1]; /* the last it can reach */
-        staged = stage_rows(R, &D, staged, top < p->O[1] ? top : p->O[1] - 1);
-        grad_row(R, &a, &D, R->cl_w + c0 * p->K[1] * p->K[2], i1);
-    }
+    for (int64_t q = q0; q < q1; q++) /* grad rows in address order, planes then rows */
+        grad_row(R, &a, &D, R->cl_w + c0 * taps, q / p->I[1], q % p->I[1]);
 }

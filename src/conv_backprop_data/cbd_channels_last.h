@@ -5,15 +5,15 @@
 
 #include "cbd_run.h"
 
-/* Whether plan p (depthwise) runs channels-last: 2-D or 1-D at any stride, F32, F16 or BF16
- * diff and grad with the channels side by side, a multiple of the level's dw_cl_lanes
- * channels. */
+/* Whether plan p (depthwise) runs channels-last: 3-D, 2-D or 1-D at any stride, F32, F16 or
+ * BF16 diff and grad with the channels side by side, a multiple of the level's dw_cl_lanes
+ * channels, at most 64 plane x row taps and 64 column taps. */
 int gradref__cbd_cl_fits(const gradref__cbd_plan *p);
 /* R's cl_chunk and cl_bands for plan p on `threads` threads, and the work items. */
 void gradref__cbd_cl_plan(const gradref__cbd_plan *p, int threads, cbd_run *R);
 int64_t gradref__cbd_cl_items(const cbd_run *R);
-/* A thread's scratch, in bytes, for any thread count: its ring of staged diff rows, and for
- * F16 and BF16 a diff row and a grad row in f32. */
+/* A thread's scratch, in bytes, for any thread count: its ring of staged diff rows, for F16
+ * and BF16 a diff row and a grad row in f32, and the ring's tags. */
 size_t gradref__cbd_cl_scratch_bytes(const gradref__cbd_plan *p);
 /* Plan p's filter of channels [r0, r1) into cl_w, dw_cl_row's order: block, row tap,
  * column tap (the chain's), lane. Returns 0 if a weight is not finite. */

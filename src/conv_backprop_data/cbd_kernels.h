@@ -212,16 +212,16 @@ int gradref__cbd_dw_lanes_of(const gradref__cbd_dw_shape *s, gradref__cbd_dw_lan
     lanes_row(P, wt, s, width, row, column, out);                                                  \
   }
 
-/* A grad row of a channels-last depthwise plan (dw_cl_row), 2-D or 1-D, or one column phase
- * of it at a stride: diff and grad hold the channels side by side, a chunk of `blocks` blocks
- * of the table's dw_cl_lanes channels. rows[r] is the r-th diff row the row taps reach (the
- * chain's order) staged by blocks (dw_cl_stage): block B's pixel j at rows[r] + B bstride + j
- * lanes; w[r] its weights by column, block B's column c at w[r] + B wb + c lanes. The row's
- * K2 column taps (t, in the chain's order: kp2 descending) take weight column wcol[t], and
- * its grad column i2 (of I2) reads diff column i2 + shift[t] through tap t and has its chunk
- * at grad + i2 gp. Columns [first, last) have every column tap inside diff; the others skip
- * those outside, so each element is the reference's chain exactly (no zero terms, no sign of
- * zero to mend). */
+/* A grad row of a channels-last depthwise plan (dw_cl_row), 3-D, 2-D or 1-D, or one column
+ * phase of it at a stride: diff and grad hold the channels side by side, a chunk of `blocks`
+ * blocks of the table's dw_cl_lanes channels. rows[r] is the r-th diff row the plane and row
+ * taps reach (the chain's order) staged by blocks (dw_cl_stage): block B's pixel j at rows[r]
+ * + B bstride + j lanes; w[r] its weights by column, block B's column c at w[r] + B wb + c
+ * lanes. The row's K2 column taps (t, in the chain's order: kp2 descending) take weight column
+ * wcol[t], and its grad column i2 (of I2) reads diff column i2 + shift[t] through tap t and
+ * has its chunk at grad + i2 gp. Columns [first, last) have every column tap inside diff; the
+ * others skip those outside, so each element is the reference's chain exactly (no zero terms,
+ * no sign of zero to mend). */
 #define GRADREF__CBD_CL_TAPS 64
 typedef struct gradref__cbd_cl_row {
     const float *rows[GRADREF__CBD_CL_TAPS], *w[GRADREF__CBD_CL_TAPS];
