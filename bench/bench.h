@@ -12,7 +12,8 @@
 #include "peer_onednn.h"
 #include "problem.h"
 
-/* --onednn-plain: oneDNN takes the operators' layouts, its reorders timed */
+/* oneDNN's formats (0), or PEER_PLAIN_REORDERS (--onednn-plain) or PEER_PLAIN_LAYOUTS
+ * (--onednn-layouts) */
 extern int bench_onednn_plain;
 
 /* Bytes per element of a dtype. */

@@ -4,7 +4,7 @@
  * be read as a fraction of what the memory system gives.
  *
  *   gradref-bench [-t threads] [-r repeats] [-f problems.txt] [--isa level]
- *                 [--onednn-plain] [--csv] [substring]
+ *                 [--onednn-plain | --onednn-layouts] [--csv] [substring]
  *
  * level: portable, avx2, avx512 or avx512_vnni on x86; portable, neon or neon_dot on aarch64.
  * Operators with a workspace are timed twice: with a caller workspace (allocated once, as a
@@ -14,7 +14,10 @@
  * (and the CSV's peer_isa column) names the level oneDNN says it ran at. oneDNN, the
  * convolutions' peer, works in the memory formats it picks (its fastest setting); with
  * --onednn-plain it takes the operator's layouts instead and its time includes its reorders
- * to and from its own formats (what a caller holding NCHW tensors pays).
+ * to and from its own formats (what a caller holding NCHW tensors pays); with
+ * --onednn-layouts its convolution itself takes the activations in the operator's layouts (its
+ * weights still in its own format, packed once outside the timing), no reorders: the
+ * implementation oneDNN has for those layouts, or its reference loop (ONEDNN_VERBOSE names it).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -47,7 +50,7 @@ static void usage(void) {
     fprintf(stderr, "usage: gradref-bench [-t threads] [-r repeats] [-f problems.txt] [--isa ");
     for (size_t i = 0; i < ISA_CAPS; i++)
         fprintf(stderr, "%s%s", i ? "|" : "", isa_caps[i].level);
-    fprintf(stderr, "] [--onednn-plain] [--csv] [substring]\n");
+    fprintf(stderr, "] [--onednn-plain | --onednn-layouts] [--csv] [substring]\n");
 }
 
 /* --isa: runs this program again with GRADREF_MAX_ISA and oneDNN's ONEDNN_MAX_CPU_ISA set
@@ -132,7 +135,9 @@ int main(int argc, char **argv) {
         else if (strcmp(argv[i], "--csv") == 0)
             csv = 1;
         else if (strcmp(argv[i], "--onednn-plain") == 0)
-            bench_onednn_plain = 1;
+            bench_onednn_plain = PEER_PLAIN_REORDERS;
+        else if (strcmp(argv[i], "--onednn-layouts") == 0)
+            bench_onednn_plain = PEER_PLAIN_LAYOUTS;
         else if (argv[i][0] == '-') {
             usage();
             return 2;
@@ -170,7 +175,11 @@ int main(int argc, char **argv) {
                "unit", "baseline", "ratio");
         printf("(ms NULL: a NULL workspace; baseline: same-run copy GB/s for data movers, "
                "oneDNN for convolutions%s)\n",
-               bench_onednn_plain ? " on the operators' layouts, its reorders included" : "");
+               bench_onednn_plain == PEER_PLAIN_REORDERS
+                   ? " on the operators' layouts, its reorders included"
+               : bench_onednn_plain == PEER_PLAIN_LAYOUTS
+                   ? " in the operators' layouts, no reorders"
+                   : "");
     }
     int failed = 0;
     for (int i = 0; i < n; i++) {

@@ -142,8 +142,10 @@ static peer_onednn *peer_onednn_conv(const peer_conv *c, int threads, int weight
 #  else
     (void)threads;
 #  endif
-    CHECK(dnnl_memory_desc_init_by_tag(&src_md, nd, src, dnnl_f32, dnnl_format_tag_any));
-    CHECK(dnnl_memory_desc_init_by_tag(&dst_md, nd, dst, dnnl_f32, dnnl_format_tag_any));
+    const dnnl_format_tag_t data_tag =
+        plain == PEER_PLAIN_LAYOUTS ? plain_tag(nd, c->channels_last) : dnnl_format_tag_any;
+    CHECK(dnnl_memory_desc_init_by_tag(&src_md, nd, src, dnnl_f32, data_tag));
+    CHECK(dnnl_memory_desc_init_by_tag(&dst_md, nd, dst, dnnl_f32, data_tag));
     CHECK(dnnl_memory_desc_init_by_tag(&wei_md, wnd, wei, dnnl_f32, dnnl_format_tag_any));
     CHECK(dnnl_engine_create(&h->engine, dnnl_cpu, 0));
     CHECK(dnnl_stream_create(&h->stream, h->engine, dnnl_stream_default_flags));
@@ -173,11 +175,12 @@ static peer_onednn *peer_onednn_conv(const peer_conv *c, int threads, int weight
         fill_memory(h->mem[i], md);
         h->args[i].arg = arg[i];
         h->args[i].memory = h->mem[i];
-        if (plain && plain_arg(h, i, md, i == 1 ? wnd : nd,
-                               i == 0   ? src
-                               : i == 1 ? wei
-                                        : dst,
-                               i == 1 ? plain_tag(wnd, 0) : plain_tag(nd, c->channels_last))) {
+        if (plain == PEER_PLAIN_REORDERS &&
+            plain_arg(h, i, md, i == 1 ? wnd : nd,
+                      i == 0   ? src
+                      : i == 1 ? wei
+                               : dst,
+                      i == 1 ? plain_tag(wnd, 0) : plain_tag(nd, c->channels_last))) {
             fprintf(stderr, "oneDNN: the reorders of a plain peer failed\n");
             goto out;
         }

@@ -13,11 +13,17 @@ typedef struct peer_conv {
     int channels_last; /* the activations' layout for a plain peer (else NC + spatial) */
 } peer_conv;
 
+/* The peer's `plain` modes: its own formats (0), the operator's layouts through reorders, or
+ * the operator's activation layouts in the convolution itself. */
+enum { PEER_PLAIN_REORDERS = 1, PEER_PLAIN_LAYOUTS = 2 };
+
 /* oneDNN's f32 convolution backward-data, ready to run; NULL when the bench was built without
  * oneDNN (or oneDNN refused the problem). It runs in the memory formats it picks (its fastest
- * setting), or, when plain, takes and returns tensors in the operator's layouts (activations
- * row-major or channels last, weights row-major) and each run includes its reorders to and
- * from its own formats: what a caller holding those layouts pays. */
+ * setting); with PEER_PLAIN_REORDERS it takes and returns tensors in the operator's layouts
+ * (activations row-major or channels last, weights row-major) and each run includes its
+ * reorders to and from its own formats: what a caller holding those layouts pays; with
+ * PEER_PLAIN_LAYOUTS the convolution itself takes the activations in those layouts, its weights
+ * in the format it picks, and runs no reorders. */
 typedef struct peer_onednn peer_onednn;
 peer_onednn *peer_onednn_conv_bwd_data(const peer_conv *c, int threads, int plain);
 /* The same for the weight gradient (backward weights, no bias). */
