@@ -855,7 +855,8 @@ static void test_depthwise_strips(void **state) {
 /* Small depthwise 3 x 3 planes at stride 1 by lanes (the kernel table's dw_lanes): 19
  * channels (blocks of 8 or 4 and the channels left over, a plane each), every pad from 0 to 2
  * on each side, planes of 1 x 1 up to the largest padded plane the lanes take and one past
- * it, both modes and layouts, F16 and specials in diff. */
+ * it, both modes and layouts (NHWC with F16 diff into F32 grad, which is staged to planes: one
+ * dtype takes the channels-last rows), F16 and specials in diff. */
 static int strategy_applies(const cbd_case *c, const char *name);
 static void test_depthwise_lanes(void **state) {
     (void)state;
@@ -869,7 +870,7 @@ static void test_depthwise_lanes(void **state) {
         geometry g = geo2(2, 1, a[0], a[1], 1, 3, 3, 1, 0, 1, 19, (int32_t)(s % 2));
         g.pb[0] = a[2], g.pe[0] = a[3], g.pb[1] = a[4], g.pe[1] = a[5];
         cbd_case c;
-        make_case(&c, &g, s == 2 ? GRADREF_F16 : GRADREF_F32, GRADREF_F32, F_DENSE,
+        make_case(&c, &g, s % 3 ? GRADREF_F16 : GRADREF_F32, GRADREF_F32, F_DENSE,
                   s % 3 == 1 ? D_NHWC : D_NCHW, 0, &r);
         if (s % 2 == 0) tu_sprinkle_specials(&c.diff, &r, 5);
         assert_true(strategy_applies(&c, "depthwise"));
@@ -887,8 +888,8 @@ static void test_depthwise_lanes(void **state) {
     }
 }
 
-/* That case c (depthwise, channels-last) runs "depthwise_channels_last" at every level whose
- * lanes divide its channels when `fits` (its taps within the rows' limits), and not otherwise. */
+/* That case c (depthwise, channels-last) runs "depthwise_channels_last" at every level when
+ * `fits` (its taps within the rows' limits), and at none otherwise. */
 static void expect_channels_last(const cbd_case *c, int fits) {
     gradref__cbd_plan plan;
     plan_of(c, NULL, &c->grad, &plan);
@@ -898,23 +899,24 @@ static void expect_channels_last(const cbd_case *c, int fits) {
         const gradref__cbd_kernels *k = gradref__cbd_kernels_for(kernel);
         assert_non_null(k->dw_cl_row);
         const char *v = dw->variant(&plan, GRADREF_PRECISION_DEFAULT, 2);
-        if (fits && plan.G % k->dw_cl_lanes == 0)
+        if (fits)
             assert_string_equal(v, "depthwise_channels_last");
         else
             assert_string_not_equal(v, "depthwise_channels_last");
     }
 }
 
-/* Channels-last depthwise (NHWC and NWC, F32, a multiple of the level's dw_cl_lanes channels:
- * "depthwise_channels_last"), against the reference at every level and thread count: planes
+/* Channels-last depthwise (NHWC and NWC, F32, F16 and BF16: "depthwise_channels_last"),
+ * against the reference at every level and thread count: planes
  * of 1 x 1 to rows wider than the ring's budget (several chunks an image), every column group
  * of the AVX2 and NEON rows with whole groups of blocks and blocks left over, 1 x 3, 3 x 1, 3 x 3,
  * 5 x 5 and 7 x 7 filters, pads of 0 to 3 (past the filter's reach: rows and columns no tap
  * reaches), asymmetric pads, dilation 2, both modes; strides 2 and 3 with odd and even grad sizes
  * (column phases with taps and, at 1 x 1 stride 2, without), dilation 2 at stride 2; values
  * uniform, with specials, or tiny (products that underflow to zeros of either sign, which the
- * skipped taps keep), filters holding specials (the fast path declines them). 12 channels:
- * channels-last at the 4-lane levels, planes at AVX2. */
+ * skipped taps keep), filters holding specials (the fast path declines them). Channels that end
+ * in a part of a block (12, 20 and 36 at 8 lanes; 3, 5 and 58 at 4 too), alone, after whole
+ * blocks, and as the last of several chunks an image. */
 static void test_depthwise_channels_last(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(59);
@@ -930,7 +932,10 @@ static void test_depthwise_channels_last(void **state) {
         {2, 5, 6, 1, 1, 0, 1, 8, 2, 2, 1},    {2, 6, 9, 5, 5, 2, 1, 24, 1, 2, 1},
         {2, 5, 8, 3, 3, 1, 1, 8, 1, 3, 2},    {2, 6, 30, 3, 3, 2, 2, 16, 1, 2, 0},
         {1, 1, 40, 1, 3, 1, 1, 12, 2, 2, 1},  {2, 6, 7, 3, 3, 1, 1, 72, 1, 1, 0},
-        {2, 3, 300, 3, 3, 1, 1, 48, 1, 1, 0}, {2, 3, 300, 3, 3, 1, 1, 48, 2, 1, 0}};
+        {2, 3, 300, 3, 3, 1, 1, 48, 1, 1, 0}, {2, 3, 300, 3, 3, 1, 1, 48, 2, 1, 0},
+        {2, 7, 7, 3, 3, 1, 1, 58, 1, 1, 0},   {2, 14, 14, 3, 3, 1, 1, 3, 2, 1, 0},
+        {2, 9, 9, 3, 3, 1, 1, 20, 2, 2, 1},   {2, 3, 300, 3, 3, 1, 1, 100, 1, 1, 0},
+        {1, 1, 30, 1, 3, 1, 1, 5, 2, 1, 0},   {2, 4, 200, 3, 3, 1, 1, 36, 2, 1, 0}};
     for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
         const int64_t *a = cases[s];
         geometry g =
@@ -958,7 +963,8 @@ static void test_depthwise_channels_last(void **state) {
  * +0), strides that differ by dim, dilation 2, pads past the filter's reach and asymmetric,
  * a 1 x 1 x 1 diff, rows wide enough for several chunks an image, one image of one chunk (bands
  * of rows across planes), both modes, F32, F16 and BF16, values with specials or tiny; more than
- * 64 plane x row taps (9 x 9 x 3) stage planes instead, and 12 channels at AVX2. */
+ * 64 plane x row taps (9 x 9 x 3) take the GEMM phases; 12 and 10 channels (a part of a
+ * block). */
 static void test_depthwise_channels_last_3d(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(61);
@@ -973,7 +979,8 @@ static void test_depthwise_channels_last_3d(void **state) {
         {4, 4, 4, 2, 2, 2, 3, 2, 1, 1, 1, 12, 2, 2, 1},
         {4, 5, 6, 4, 4, 4, 1, 1, 1, 3, 1, 8, 1, 0, 1},
         {2, 2, 12, 9, 9, 3, 1, 1, 1, 4, 1, 8, 1, 0, 0},
-        {3, 4, 5, 3, 3, 3, 1, 2, 1, 1, 1, 32, 1, 1, 1}};
+        {3, 4, 5, 3, 3, 3, 1, 2, 1, 1, 1, 32, 1, 1, 1},
+        {3, 4, 5, 3, 3, 3, 1, 1, 1, 1, 1, 10, 2, 0, 1}};
     for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
         const int64_t *a = cases[s];
         geometry g =

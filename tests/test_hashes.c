@@ -295,11 +295,11 @@ static void c3f_cases(void) {
         }
 }
 
-/* One depthwise problem (8 channels, a 3^rank filter, pad 1, stride S, diff of sizes O, with
+/* One depthwise problem (G channels, a 3^rank filter, pad 1, stride S, diff of sizes O, with
  * specials) in dtype dt, channels-last when `last`, recorded as `name`. */
 static void cbd_depthwise_case(const char *name, int32_t dt, int rank, const int64_t *O, int S,
-                               int last, int32_t mode) {
-    int64_t fs[5] = {8, 1}, ds[5] = {2, 8}, gsz[5] = {2, 8};
+                               int last, int32_t mode, int64_t G) {
+    int64_t fs[5] = {G, 1}, ds[5] = {2, G}, gsz[5] = {2, G};
     for (int j = 0; j < rank; j++)
         fs[2 + j] = 3, ds[2 + j] = O[j], gsz[2 + j] = (O[j] - 1) * S + 1;
     buf b[3];
@@ -309,7 +309,7 @@ static void cbd_depthwise_case(const char *name, int32_t dt, int rank, const int
     gradref_conv_params p;
     memset(&p, 0, sizeof p);
     p.mode = mode;
-    p.groups = 8;
+    p.groups = (int32_t)G;
     for (int j = 0; j < rank; j++) {
         p.stride[j] = S, p.dilation[j] = 1;
         p.pad[2 * j] = p.pad[2 * j + 1] = 1;
@@ -327,7 +327,7 @@ static void cbd_depthwise_cases(int32_t dt) {
         const int last = c % 2, S = c / 2 % 2 ? 2 : 1;
         const int64_t O[2] = {c / 4 ? 14 : 5, c / 4 ? 15 : 6};
         snprintf(name, sizeof name, "cbd_dw_%s_l%d_s%d_o%lld", DT[dt], last, S, (long long)O[0]);
-        cbd_depthwise_case(name, dt, 2, O, S, last, c % 3 == 0);
+        cbd_depthwise_case(name, dt, 2, O, S, last, c % 3 == 0, 8);
     }
 }
 
@@ -339,7 +339,19 @@ static void cbd_depthwise_3d_cases(int32_t dt) {
         const int last = c % 2, S = c / 2 ? 2 : 1;
         const int64_t O[3] = {4, 5, 6};
         snprintf(name, sizeof name, "cbd_dw3_%s_l%d_s%d", DT[dt], last, S);
-        cbd_depthwise_case(name, dt, 3, O, S, last, c % 3 == 0);
+        cbd_depthwise_case(name, dt, 3, O, S, last, c % 3 == 0, 8);
+    }
+}
+
+/* Channels-last depthwise in dtype dt whose channels end in a part of a block (12: of 8 lanes,
+ * 6: of 4 and 8), stride 1 and 2. */
+static void cbd_depthwise_part_cases(int32_t dt) {
+    char name[96];
+    for (int c = 0; c < 4; c++) {
+        const int S = c % 2 ? 2 : 1, G = c / 2 ? 6 : 12;
+        const int64_t O[2] = {7, 9};
+        snprintf(name, sizeof name, "cbd_dw_%s_g%d_s%d", DT[dt], G, S);
+        cbd_depthwise_case(name, dt, 2, O, S, 1, c % 3 == 0, G);
     }
 }
 
@@ -380,6 +392,8 @@ static void test_hashes(void **state) {
     cbd_depthwise_cases(GRADREF_BF16);
     cbd_depthwise_3d_cases(GRADREF_F32);
     cbd_depthwise_3d_cases(GRADREF_F16);
+    cbd_depthwise_part_cases(GRADREF_F32);
+    cbd_depthwise_part_cases(GRADREF_BF16);
     check_or_write();
 }
 

@@ -8,8 +8,12 @@
  * ring in the reference's order, a few pixels at a time across the chunk (by column phases at a
  * stride), so that diff is read and grad written in address order, streams the hardware prefetchers
  * follow. F16 and BF16 diff rows are widened to f32 on their way into the ring, and grad rows
- * computed in f32 and rounded once, as the staged planes do. */
+ * computed in f32 and rounded once, as the staged planes do. Channels past the last whole block
+ * take a block of their own, its other lanes zeros (F32: staged from diff by a loop, computed
+ * into a row of its own and copied into grad; F16 and BF16: in their f32 rows). */
 #include "cbd_channels_last.h"
+
+#include <string.h>
 
 #include "common/convert.h"
 #include "common/convert_array.h"
@@ -31,36 +35,57 @@ static int64_t ring_slots(const gradref__cbd_plan *p) {
 
 int gradref__cbd_cl_fits(const gradref__cbd_plan *p) {
     const gradref__cbd_kernels *k = gradref__cbd_kernels_for(p->max_isa);
-    return k->dw_cl_row && p->ICpg == 1 && p->OCpg == 1 && p->G % k->dw_cl_lanes == 0 &&
+    return k->dw_cl_row && p->ICpg == 1 && p->OCpg == 1 &&
            (p->in_dtype == GRADREF_F32 || p->in_dtype == GRADREF_F16 ||
             p->in_dtype == GRADREF_BF16) &&
            p->out_dtype == p->in_dtype && p->K[0] * p->K[1] <= GRADREF__CBD_CL_TAPS &&
            p->K[2] <= GRADREF__CBD_CL_TAPS && p->ds[1] == 1 && p->gs[1] == 1;
 }
 
-/* The f32 pixels of a thread's scratch per channel of its chunk: the ring's rows, then for
- * F16 and BF16 a diff row widened and a grad row before its rounding. */
-static int64_t scratch_pixels(const gradref__cbd_plan *p) {
-    const int64_t narrow = p->in_dtype != GRADREF_F32 ? p->O[2] + p->I[2] : 0;
-    return ring_slots(p) * p->O[2] + narrow;
+static int64_t lanes_of(const gradref__cbd_plan *p) {
+    return gradref__cbd_kernels_for(p->max_isa)->dw_cl_lanes;
 }
 
-/* The channels of an item's chunk: the widest multiple of the level's lanes that divides G
- * and whose scratch stays within CL_RING_BYTES (at least the lanes). */
+/* Whether diff and grad rows go through f32 rows of whole blocks: F16 and BF16 (widened and
+ * rounded). */
+static int buffered(const gradref__cbd_plan *p) {
+    return p->in_dtype != GRADREF_F32;
+}
+
+/* The f32 pixels of a thread's scratch per channel of its chunk: the ring's rows, then for
+ * buffered rows a diff row and a grad row. */
+static int64_t scratch_pixels(const gradref__cbd_plan *p) {
+    const int64_t rows = buffered(p) ? p->O[2] + p->I[2] : 0;
+    return ring_slots(p) * p->O[2] + rows;
+}
+
+/* The floats of a thread's part row: a grad row of one block, for F32 channels that end in a
+ * part of a block. */
+static int64_t part_floats(const gradref__cbd_plan *p) {
+    return !buffered(p) && p->G % lanes_of(p) != 0 ? p->I[2] * lanes_of(p) : 0;
+}
+
+/* The channels of an item's chunk (the last chunk may hold fewer): the widest multiple of the
+ * level's lanes that divides G (or, for channels ending in a part of a block, that is at most
+ * G rounded up) and whose scratch stays within CL_RING_BYTES (at least the lanes). */
 static int64_t chunk_width(const gradref__cbd_plan *p) {
-    const int64_t lanes = gradref__cbd_kernels_for(p->max_isa)->dw_cl_lanes;
+    const int64_t lanes = lanes_of(p), ragged = p->G % lanes != 0;
     const int64_t pixels = scratch_pixels(p), per_channel = (pixels > 0 ? pixels : 1) * 4;
     int64_t best = lanes;
-    for (int64_t w = lanes; w <= p->G; w += lanes)
-        if (p->G % w == 0 && w * per_channel <= CL_RING_BYTES) best = w;
+    for (int64_t w = lanes; w < p->G + lanes; w += lanes)
+        if ((ragged || p->G % w == 0) && w * per_channel <= CL_RING_BYTES) best = w;
     return best;
+}
+
+static int64_t chunks_of(const cbd_run *R) {
+    return (R->p->G + R->cl_chunk - 1) / R->cl_chunk;
 }
 
 void gradref__cbd_cl_plan(const gradref__cbd_plan *p, int threads, cbd_run *R) {
     R->cl_chunk = chunk_width(p);
     /* bands of rows where images x chunks leave a thread fewer than two items (each band
      * stages the rows above it again) */
-    const int64_t items = p->N * (p->G / R->cl_chunk), want = 2 * (int64_t)threads;
+    const int64_t items = p->N * chunks_of(R), want = 2 * (int64_t)threads;
     const int64_t rows = p->I[0] * p->I[1];
     R->cl_bands = items >= want ? 1 : (want + items - 1) / items;
     if (R->cl_bands > rows) R->cl_bands = rows > 0 ? rows : 1;
@@ -68,11 +93,11 @@ void gradref__cbd_cl_plan(const gradref__cbd_plan *p, int threads, cbd_run *R) {
 
 int64_t gradref__cbd_cl_items(const cbd_run *R) {
     const gradref__cbd_plan *p = R->p;
-    return p->N * (p->G / R->cl_chunk) * R->cl_bands;
+    return p->N * chunks_of(R) * R->cl_bands;
 }
 
 size_t gradref__cbd_cl_scratch_bytes(const gradref__cbd_plan *p) {
-    return (size_t)(scratch_pixels(p) * chunk_width(p)) * sizeof(float) +
+    return (size_t)(scratch_pixels(p) * chunk_width(p) + part_floats(p)) * sizeof(float) +
            (size_t)ring_slots(p) * sizeof(int64_t); /* the slots' tags */
 }
 
@@ -100,7 +125,15 @@ int gradref__cbd_cl_weights(const gradref__cbd_plan *p, int64_t r0, int64_t r1, 
                 finite &= w - w == 0.0f; /* not Inf or NaN */
             }
     }
+    for (int64_t r = p->G; r1 == p->G && r % lanes != 0; r++) /* a last block's other lanes */
+        for (int64_t tap = 0; tap < T; tap++)
+            cl_w[r / lanes * T * lanes + tap * lanes + r % lanes] = 0.0f;
     return finite;
+}
+
+int64_t gradref__cbd_cl_weight_floats(const gradref__cbd_plan *p) {
+    const int64_t lanes = lanes_of(p);
+    return (p->G + lanes - 1) / lanes * lanes * p->K[0] * p->K[1] * p->K[2];
 }
 
 /* Column phase r of plan p's grad rows (columns r, r + s2, ...) into a: the column taps that
@@ -121,43 +154,65 @@ static void phase_columns(const gradref__cbd_plan *p, int64_t r, gradref__cbd_cl
     a->last = last < a->first ? a->first : last > a->I2 ? a->I2 : last;
 }
 
-/* An item's scratch (its ring; diff_row and grad_row for F16 and BF16, else NULL; the diff
- * row each slot holds, o0 O1 + o1, or -1) and its image's chunk of diff and grad, in the call's
- * dtype. */
+/* An item's scratch (its ring; diff_row and grad_row when buffered, else NULL; part_row; the
+ * diff row each slot holds, o0 O1 + o1, or -1), its channels (`width` of them from c0, `padded`
+ * to whole blocks; the rows' whole blocks and, F32, the `part` channels past them) and its
+ * image's chunk of diff and grad, in the call's dtype. */
 typedef struct cl_item_data {
-    float *ring, *diff_row, *grad_row;
+    float *ring, *diff_row, *grad_row, *part_row;
     int64_t *tags;
+    int64_t width, padded, blocks, part;
     const char *diff;
     char *grad;
 } cl_item_data;
 
-/* n F16 or BF16 values to f32, or back (rounded to nearest even, as the staged planes). */
-static void widen(const gradref__cbd_plan *p, const void *src, float *dst, int64_t n) {
-    gradref__half_to_f32_array(gradref__array_kernels_for(p->max_isa), p->in_dtype, src, dst,
-                               (size_t)n);
+/* n values of the call's dtype to f32, or back (F16 and BF16 rounded to nearest even, as the
+ * staged planes). */
+static void to_f32(const gradref__cbd_plan *p, const void *src, float *dst, int64_t n) {
+    if (p->in_dtype == GRADREF_F32)
+        memcpy(dst, src, (size_t)n * sizeof(float));
+    else
+        gradref__half_to_f32_array(gradref__array_kernels_for(p->max_isa), p->in_dtype, src, dst,
+                                   (size_t)n);
 }
-static void narrow(const gradref__cbd_plan *p, const float *src, void *dst, int64_t n) {
-    gradref__f32_to_half_array(gradref__array_kernels_for(p->max_isa), p->out_dtype, src, dst,
-                               (size_t)n);
+static void from_f32(const gradref__cbd_plan *p, const float *src, void *dst, int64_t n) {
+    if (p->out_dtype == GRADREF_F32)
+        memcpy(dst, src, (size_t)n * sizeof(float));
+    else
+        gradref__f32_to_half_array(gradref__array_kernels_for(p->max_isa), p->out_dtype, src, dst,
+                                   (size_t)n);
 }
 
 /* The diff row `at` elements into an item's chunk as f32 pixels `*sp` floats apart: the
- * caller's (F32) or widened into diff_row, its pixels dense. */
+ * caller's (F32 in whole blocks) or copied into diff_row by whole blocks (its other lanes
+ * stay zeros). */
 static const float *diff_row_f32(const cbd_run *R, const cl_item_data *D, int64_t at, int64_t *sp) {
     const gradref__cbd_plan *p = R->p;
-    const int64_t chunk = R->cl_chunk, O2 = p->O[2];
+    const int64_t O2 = p->O[2], w = D->width, esize = p->in_dtype == GRADREF_F32 ? 4 : 2;
     if (!D->diff_row) {
         *sp = p->ds[5];
         return (const float *)(const void *)D->diff + at;
     }
-    const uint16_t *row = (const uint16_t *)(const void *)D->diff + at;
-    if (p->ds[5] == chunk) /* the chunk is every channel, the pixels dense: one run */
-        widen(p, row, D->diff_row, O2 * chunk);
+    const char *row = D->diff + at * esize;
+    if (p->ds[5] == w && w == D->padded) /* the chunk is every channel, the pixels dense */
+        to_f32(p, row, D->diff_row, O2 * w);
     else
         for (int64_t j = 0; j < O2; j++)
-            widen(p, row + j * p->ds[5], D->diff_row + j * chunk, chunk);
-    *sp = chunk;
+            to_f32(p, row + j * p->ds[5] * esize, D->diff_row + j * D->padded, w);
+    *sp = D->padded;
     return D->diff_row;
+}
+
+/* A diff row (pixels sp floats apart) into a ring slot by blocks: the whole ones by the
+ * level's dw_cl_stage, the part channels past them by a loop, the block's other lanes zeros. */
+static void stage_row(const cbd_run *R, const cl_item_data *D, const float *row, int64_t sp,
+                      float *ring_row) {
+    const int64_t O2 = R->p->O[2], lanes = R->k->dw_cl_lanes;
+    R->k->dw_cl_stage(row, sp, O2, D->blocks, ring_row);
+    float *part = ring_row + D->blocks * O2 * lanes;
+    for (int64_t j = 0; D->part && j < O2; j++)
+        for (int64_t l = 0; l < lanes; l++)
+            part[j * lanes + l] = l < D->part ? row[j * sp + D->blocks * lanes + l] : 0.0f;
 }
 
 /* The diff index along dim d that grad index i reaches through tap kp, or -1 (before or past
@@ -187,7 +242,7 @@ static void row_taps(const cbd_run *R, const cl_item_data *D, gradref__cbd_cl_ro
             if (D->tags[slot] != tag) {
                 int64_t sp;
                 const float *row = diff_row_f32(R, D, o0 * p->ds[3] + o1 * p->ds[4], &sp);
-                R->k->dw_cl_stage(row, sp, O2, R->cl_chunk / lanes, ring_row);
+                stage_row(R, D, row, sp, ring_row);
                 D->tags[slot] = tag;
             }
             a->rows[a->nrows] = ring_row;
@@ -196,61 +251,93 @@ static void row_taps(const cbd_run *R, const cl_item_data *D, gradref__cbd_cl_ro
     }
 }
 
+/* dw_cl_row on a, then the NaN rule on the first n floats of each column it stored. */
+static void run_row(const cbd_run *R, gradref__cbd_cl_row *a, int64_t n) {
+    if (R->k->dw_cl_row(a)) /* the zeros are the reference's own */
+        for (int64_t i2 = 0; i2 < a->I2; i2++)
+            gradref__canon_nans_f32(a->grad + i2 * a->gp, n, R->p->max_isa);
+}
+
+/* The part block of row a (whose rows and weights start at the item's first block) into
+ * part_row, then its part channels into grad at dst, its columns `step` floats apart. */
+static void part_block(const cbd_run *R, gradref__cbd_cl_row *a, const cl_item_data *D, float *dst,
+                       int64_t step) {
+    const int64_t lanes = R->k->dw_cl_lanes, rows = D->blocks * a->bstride, w = D->blocks * a->wb;
+    for (int64_t r = 0; r < a->nrows; r++)
+        a->rows[r] += rows, a->w[r] += w;
+    a->blocks = 1, a->grad = D->part_row, a->gp = lanes;
+    run_row(R, a, lanes);
+    for (int64_t r = 0; r < a->nrows; r++)
+        a->rows[r] -= rows, a->w[r] -= w;
+    for (int64_t i2 = 0; i2 < a->I2; i2++)
+        memcpy(dst + i2 * step, D->part_row + i2 * lanes, (size_t)D->part * sizeof(float));
+}
+
 /* The grad row of a whose row taps are set, a column phase at a time, into grad (its pixels
- * `pixel` floats apart). */
-static void item_row(const cbd_run *R, gradref__cbd_cl_row *a, float *grad, int64_t pixel) {
+ * `pixel` floats apart): its whole blocks in place, then its part block. */
+static void item_row(const cbd_run *R, gradref__cbd_cl_row *a, const cl_item_data *D, float *grad,
+                     int64_t pixel) {
     const gradref__cbd_plan *p = R->p;
-    a->gp = p->stride[2] * pixel;
+    const int64_t lanes = R->k->dw_cl_lanes, step = p->stride[2] * pixel;
     for (int64_t r = 0; r < p->stride[2] && r < p->I[2]; r++) {
         if (p->stride[2] > 1) phase_columns(p, r, a); /* stride 1: set once an item */
-        a->grad = grad + r * pixel;
-        if (R->k->dw_cl_row(a)) /* the NaN rule; the zeros are the reference's own */
-            for (int64_t i2 = 0; i2 < a->I2; i2++)
-                gradref__canon_nans_f32(a->grad + i2 * a->gp, R->cl_chunk, p->max_isa);
+        a->blocks = D->blocks, a->grad = grad + r * pixel, a->gp = step;
+        if (D->blocks) run_row(R, a, D->blocks * lanes);
+        if (D->part) part_block(R, a, D, grad + r * pixel + D->blocks * lanes, step);
     }
 }
 
-/* Grad row (i0, i1) of an item: computed in place (F32) or in grad_row, then rounded into
- * grad. */
+/* Grad row (i0, i1) of an item: computed in place (F32 in whole blocks) or in grad_row, then
+ * its channels copied (or rounded) into grad. */
 static void grad_row(const cbd_run *R, gradref__cbd_cl_row *a, const cl_item_data *D,
                      const float *w, int64_t i0, int64_t i1) {
     const gradref__cbd_plan *p = R->p;
-    const int64_t chunk = R->cl_chunk, I2 = p->I[2], at = i0 * p->gs[3] + i1 * p->gs[4];
+    const int64_t I2 = p->I[2], at = i0 * p->gs[3] + i1 * p->gs[4], width = D->width;
     row_taps(R, D, a, w, i0, i1);
     if (!D->grad_row) {
-        item_row(R, a, (float *)(void *)D->grad + at, p->gs[5]);
+        item_row(R, a, D, (float *)(void *)D->grad + at, p->gs[5]);
         return;
     }
-    item_row(R, a, D->grad_row, chunk);
-    uint16_t *row = (uint16_t *)(void *)D->grad + at;
-    if (p->gs[5] == chunk)
-        narrow(p, D->grad_row, row, I2 * chunk);
+    item_row(R, a, D, D->grad_row, D->padded);
+    const int64_t esize = p->out_dtype == GRADREF_F32 ? 4 : 2;
+    char *row = D->grad + at * esize;
+    if (p->gs[5] == width && width == D->padded)
+        from_f32(p, D->grad_row, row, I2 * width);
     else
         for (int64_t j = 0; j < I2; j++)
-            narrow(p, D->grad_row + j * chunk, row + j * p->gs[5], chunk);
+            from_f32(p, D->grad_row + j * D->padded, row + j * p->gs[5] * esize, width);
 }
 
 void gradref__cbd_cl_item(const cbd_run *R, int64_t it, float *scratch) {
     const gradref__cbd_plan *p = R->p;
-    const int64_t bands = R->cl_bands, chunks = p->G / R->cl_chunk, lanes = R->k->dw_cl_lanes;
+    const int64_t bands = R->cl_bands, chunks = chunks_of(R), lanes = R->k->dw_cl_lanes;
     const int64_t band = it % bands, c0 = it / bands % chunks * R->cl_chunk,
                   n = it / (bands * chunks);
     const int64_t all = p->I[0] * p->I[1], rows = (all + bands - 1) / bands, q0 = band * rows;
     const int64_t q1 = q0 + rows < all ? q0 + rows : all, taps = p->K[0] * p->K[1] * p->K[2];
+    const int64_t width = p->G - c0 < R->cl_chunk ? p->G - c0 : R->cl_chunk;
     const size_t esize = p->in_dtype == GRADREF_F32 ? 4 : 2;
-    const int narrow_dtype = p->in_dtype != GRADREF_F32;
-    float *ring_end = scratch + ring_slots(p) * p->O[2] * R->cl_chunk;
-    float *narrow_end = ring_end + (narrow_dtype ? (p->O[2] + p->I[2]) * R->cl_chunk : 0);
+    const int64_t slots = ring_slots(p) * p->O[2] * R->cl_chunk;
+    const int64_t rows_f32 = buffered(p) ? (p->O[2] + p->I[2]) * R->cl_chunk : 0;
+    const int64_t padded = (width + lanes - 1) / lanes * lanes;
+    float *part_row = scratch + slots + rows_f32;
     const cl_item_data D = {scratch,
-                            narrow_dtype ? ring_end : NULL,
-                            narrow_dtype ? ring_end + p->O[2] * R->cl_chunk : NULL,
-                            (int64_t *)(void *)narrow_end,
+                            buffered(p) ? scratch + slots : NULL,
+                            buffered(p) ? scratch + slots + p->O[2] * R->cl_chunk : NULL,
+                            part_row,
+                            (int64_t *)(void *)(part_row + part_floats(p)),
+                            width,
+                            padded,
+                            buffered(p) ? padded / lanes : width / lanes,
+                            buffered(p) ? 0 : width % lanes,
                             p->diff + (size_t)(n * p->ds[0] + c0) * esize,
                             p->grad + (size_t)(n * p->gs[0] + c0) * esize};
     for (int64_t slot = 0; slot < ring_slots(p); slot++)
         D.tags[slot] = -1;
+    if (D.diff_row && D.padded > width) /* the last block's other lanes: zeros */
+        memset(D.diff_row, 0, (size_t)(p->O[2] * D.padded) * sizeof(float));
     gradref__cbd_cl_row a;
-    a.blocks = R->cl_chunk / lanes, a.bstride = p->O[2] * lanes, a.wb = taps * lanes;
+    a.bstride = p->O[2] * lanes, a.wb = taps * lanes;
     phase_columns(p, 0, &a);
     for (int64_t q = q0; q < q1; q++) /* grad rows in address order, planes then rows */
         grad_row(R, &a, &D, R->cl_w + c0 * taps, q / p->I[1], q % p->I[1]);

@@ -78,6 +78,12 @@ static int64_t lanes_blocks(const gradref__cbd_plan *p) {
     return p->G / k->dw_lanes_planes;
 }
 
+/* The depthwise paths' copy of the filter: G x taps floats, or the channels-last rows'. */
+static size_t depthwise_filter_bytes(const gradref__cbd_plan *p, int channels_last) {
+    const int64_t floats = channels_last ? gradref__cbd_cl_weight_floats(p) : p->G * taps_of(p);
+    return (size_t)floats * sizeof(float);
+}
+
 static cbd_layout layout_of(const gradref__cbd_plan *p, int32_t precision, int threads) {
     cbd_layout L;
     memset(&L, 0, sizeof L);
@@ -105,8 +111,8 @@ static cbd_layout layout_of(const gradref__cbd_plan *p, int32_t precision, int t
     }
     const int channels_last = L.channels_last =
         L.path == CBD_PATH_DEPTHWISE && gradref__cbd_cl_fits(p);
-    if (L.path == CBD_PATH_DEPTHWISE) /* channels-last: G x taps floats, its own order */
-        L.apack = gradref__ws_take(&at, (size_t)(p->G * p->ICpg * taps_of(p) * p->OCpg) * 4);
+    if (L.path == CBD_PATH_DEPTHWISE) /* channels-last: by whole blocks, its own order */
+        L.apack = gradref__ws_take(&at, depthwise_filter_bytes(p, channels_last));
     if (L.path == CBD_PATH_DEPTHWISE && !channels_last && lanes_blocks(p) > 0)
         L.lanes_w = gradref__ws_take(&at, (size_t)(lanes_blocks(p) * 9) * LANES_BYTES);
     if (L.path == CBD_PATH_GEMM) { /* every tap is in one phase; panels round IC/G up by < 16 */
