@@ -1,16 +1,17 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* Depthwise on channels-last diff and grad (NDHWC, NHWC, NWC), the channels in the vector lanes:
- * no transposes, no staged planes. A work item is a band of grad rows (of every plane, in
- * order) of an image's chunk of channels. Each diff row its depth and row taps reach is copied
- * into a ring, by blocks of the level's lanes (a block's pixels side by side: the kernels then read
- * a tap's pixels at fixed offsets from one pointer, and channels-last pixels a power-of-two number
- * of KiB apart no longer share a few L1 sets); the level's dw_cl_row computes a grad row from the
- * ring in the reference's order, a few pixels at a time across the chunk (by column phases at a
- * stride), so that diff is read and grad written in address order, streams the hardware prefetchers
- * follow. F16 and BF16 diff rows are widened to f32 on their way into the ring, and grad rows
- * computed in f32 and rounded once, as the staged planes do. Channels past the last whole block
- * take a block of their own, its other lanes zeros (F32: staged from diff by a loop, computed
- * into a row of its own and copied into grad; F16 and BF16: in their f32 rows). */
+/* Depthwise on channels-last diff and grad (NDHWC, NHWC, NWC), the channels in the vector
+ * lanes: no transposes, no staged planes. A work item is a band of grad rows (of every plane,
+ * in order) of an image's chunk of channels. Each diff row its plane and row taps reach is
+ * copied into a ring, by blocks of the level's lanes (a block's pixels side by side: the kernels
+ * then read a tap's pixels at fixed offsets from one pointer, and channels-last pixels a
+ * power-of-two number of KiB apart no longer share a few L1 sets); the level's dw_cl_row
+ * computes a grad row from the ring in the reference's order, a few pixels at a time across
+ * the chunk (by column phases at a stride), so that diff is read and grad written in address
+ * order, streams the hardware prefetchers follow. F16 and BF16 diff rows are widened to f32 on
+ * their way into the ring, and grad rows computed in f32 and rounded once, as the staged planes do.
+ * Channels past the last whole block take a block of their own, its other lanes zeros (F32: staged
+ * from diff by a loop, computed into a row of its own and copied into grad; F16 and BF16: in their
+ * f32 rows). */
 #include "cbd_channels_last.h"
 
 #include <string.h>
@@ -166,39 +167,32 @@ typedef struct cl_item_data {
     char *grad;
 } cl_item_data;
 
-/* n values of the call's dtype to f32, or back (F16 and BF16 rounded to nearest even, as the
- * staged planes). */
-static void to_f32(const gradref__cbd_plan *p, const void *src, float *dst, int64_t n) {
-    if (p->in_dtype == GRADREF_F32)
-        memcpy(dst, src, (size_t)n * sizeof(float));
-    else
-        gradref__half_to_f32_array(gradref__array_kernels_for(p->max_isa), p->in_dtype, src, dst,
-                                   (size_t)n);
+/* n F16 or BF16 values to f32, or back (rounded to nearest even, as the staged planes). */
+static void widen(const gradref__cbd_plan *p, const void *src, float *dst, int64_t n) {
+    gradref__half_to_f32_array(gradref__array_kernels_for(p->max_isa), p->in_dtype, src, dst,
+                               (size_t)n);
 }
-static void from_f32(const gradref__cbd_plan *p, const float *src, void *dst, int64_t n) {
-    if (p->out_dtype == GRADREF_F32)
-        memcpy(dst, src, (size_t)n * sizeof(float));
-    else
-        gradref__f32_to_half_array(gradref__array_kernels_for(p->max_isa), p->out_dtype, src, dst,
-                                   (size_t)n);
+static void narrow(const gradref__cbd_plan *p, const float *src, void *dst, int64_t n) {
+    gradref__f32_to_half_array(gradref__array_kernels_for(p->max_isa), p->out_dtype, src, dst,
+                               (size_t)n);
 }
 
 /* The diff row `at` elements into an item's chunk as f32 pixels `*sp` floats apart: the
- * caller's (F32 in whole blocks) or copied into diff_row by whole blocks (its other lanes
- * stay zeros). */
+ * caller's (F32) or widened into diff_row by whole blocks (a last block's other lanes stay
+ * zeros). */
 static const float *diff_row_f32(const cbd_run *R, const cl_item_data *D, int64_t at, int64_t *sp) {
     const gradref__cbd_plan *p = R->p;
-    const int64_t O2 = p->O[2], w = D->width, esize = p->in_dtype == GRADREF_F32 ? 4 : 2;
+    const int64_t O2 = p->O[2], w = D->width;
     if (!D->diff_row) {
         *sp = p->ds[5];
         return (const float *)(const void *)D->diff + at;
     }
-    const char *row = D->diff + at * esize;
+    const uint16_t *row = (const uint16_t *)(const void *)D->diff + at;
     if (p->ds[5] == w && w == D->padded) /* the chunk is every channel, the pixels dense */
-        to_f32(p, row, D->diff_row, O2 * w);
+        widen(p, row, D->diff_row, O2 * w);
     else
         for (int64_t j = 0; j < O2; j++)
-            to_f32(p, row + j * p->ds[5] * esize, D->diff_row + j * D->padded, w);
+            widen(p, row + j * p->ds[5], D->diff_row + j * D->padded, w);
     *sp = D->padded;
     return D->diff_row;
 }
@@ -287,8 +281,8 @@ static void item_row(const cbd_run *R, gradref__cbd_cl_row *a, const cl_item_dat
     }
 }
 
-/* Grad row (i0, i1) of an item: computed in place (F32 in whole blocks) or in grad_row, then
- * its channels copied (or rounded) into grad. */
+/* Grad row (i0, i1) of an item: computed in place (F32; a part block by part_row) or in
+ * grad_row by whole blocks, then its channels rounded into grad. */
 static void grad_row(const cbd_run *R, gradref__cbd_cl_row *a, const cl_item_data *D,
                      const float *w, int64_t i0, int64_t i1) {
     const gradref__cbd_plan *p = R->p;
@@ -299,13 +293,12 @@ static void grad_row(const cbd_run *R, gradref__cbd_cl_row *a, const cl_item_dat
         return;
     }
     item_row(R, a, D, D->grad_row, D->padded);
-    const int64_t esize = p->out_dtype == GRADREF_F32 ? 4 : 2;
-    char *row = D->grad + at * esize;
+    uint16_t *row = (uint16_t *)(void *)D->grad + at;
     if (p->gs[5] == width && width == D->padded)
-        from_f32(p, D->grad_row, row, I2 * width);
+        narrow(p, D->grad_row, row, I2 * width);
     else
         for (int64_t j = 0; j < I2; j++)
-            from_f32(p, D->grad_row + j * D->padded, row + j * p->gs[5] * esize, width);
+            narrow(p, D->grad_row + j * D->padded, row + j * p->gs[5], width);
 }
 
 void gradref__cbd_cl_item(const cbd_run *R, int64_t it, float *scratch) {
