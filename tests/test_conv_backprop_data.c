@@ -957,15 +957,16 @@ static void test_depthwise_channels_last(void **state) {
     }
 }
 
-/* Channels-last 3-D depthwise (NDHWC) against the reference at every level and thread count:
- * a grad row's chain runs over the diff rows of its plane taps, then its row taps. 3 x 3 x 3
+/* 3-D depthwise against the reference at every level and thread count, NDHWC (the
+ * channels-last rows: a grad row's chain runs over the diff rows of its plane taps, then its row
+ * taps) and NCDHW (3 x 3 planes from the diff planes of their depth taps, or rows). 3 x 3 x 3
  * at strides 1 and 2 with odd and even sizes, a 1-tap depth at stride 2 (planes no tap reaches:
  * +0), strides that differ by dim, dilation 2, pads past the filter's reach and asymmetric,
  * a 1 x 1 x 1 diff, rows wide enough for several chunks an image, one image of one chunk (bands
  * of rows across planes), both modes, F32, F16 and BF16, values with specials or tiny; more than
  * 64 plane x row taps (9 x 9 x 3) take the GEMM phases; 12 and 10 channels (a part of a
  * block). */
-static void test_depthwise_channels_last_3d(void **state) {
+static void test_depthwise_3d(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(61);
     static const int64_t cases[][15] = {
@@ -992,13 +993,15 @@ static void test_depthwise_channels_last_3d(void **state) {
             g.extra[j] = a[13] < g.stride[j] ? a[13] : g.stride[j] - 1;
         }
         if (s == 3) g.pb[0] = 0, g.pe[0] = 5, g.pb[2] = 3, g.pe[2] = 1;
-        cbd_case c;
         const gradref_dtype dt = s % 3 == 1 ? GRADREF_F16 : s % 3 == 2 ? GRADREF_BF16 : GRADREF_F32;
-        make_case(&c, &g, dt, dt, F_DENSE, D_NHWC, s % 4 == 3 ? VALUES_TINY : 0, &r);
-        if (s % 4 == 1) tu_sprinkle_specials(&c.diff, &r, 7);
-        expect_channels_last(&c, a[14]);
-        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
-        free_case(&c);
+        for (int layout = D_NCHW; layout <= D_NHWC; layout++) {
+            cbd_case c;
+            make_case(&c, &g, dt, dt, F_DENSE, layout, s % 4 == 3 ? VALUES_TINY : 0, &r);
+            if (s % 4 == 1) tu_sprinkle_specials(&c.diff, &r, 7);
+            if (layout == D_NHWC) expect_channels_last(&c, a[14]);
+            check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+            free_case(&c);
+        }
     }
 }
 
@@ -2492,7 +2495,7 @@ int main(void) {
         cmocka_unit_test(test_depthwise_rows),
         cmocka_unit_test(test_depthwise_lanes),
         cmocka_unit_test(test_depthwise_channels_last),
-        cmocka_unit_test(test_depthwise_channels_last_3d),
+        cmocka_unit_test(test_depthwise_3d),
         cmocka_unit_test(test_depthwise_strided),
         cmocka_unit_test(test_stride2_columns),
         cmocka_unit_test(test_channels_past_chunk),

@@ -618,8 +618,9 @@ static void test_cbd_masks_and_scatter(void **state) {
 }
 
 /* conv_backprop_data's depthwise planes: every level's rows (dw_row, dw_rows4) and 3 x 3
- * planes (dw_plane3x3), as gradref__cbd_depthwise_plane picks them, against the portable table
- * on random geometries: kernel sizes 1 to 5, dilations 1 and 2, pads, both modes, widths past
+ * planes (dw_plane3x3, 2-D and 3-D: a grad plane from the diff planes of one to three depth
+ * taps), as gradref__cbd_depthwise_plane picks them, against the portable table on random
+ * geometries: kernel sizes 1 to 5, dilations 1 and 2, pads, both modes, widths past
  * two vectors; finite filter values (what the fast path sends there), diff with specials in
  * every other case. A plane whose call says no scan is needed holds no zero and no NaN (the
  * caller then skips its NaN and signed-zero scan), and the plane kernels say so at times. */
@@ -634,8 +635,9 @@ static void test_cbd_depthwise(void **state) {
         sh.flip = (int)tu_range(&r, 0, 1);
         for (int d = 0; d < 3; d++) {
             const int flat = d == 0 && iter % 3 != 0; /* mostly 2-D (the 3 x 3 plane kernels) */
-            sh.K[d] = flat ? 1 : tu_range(&r, 1, d == 0 ? 2 : 5);
-            sh.dil[d] = flat || iter % 4 ? 1 : tu_range(&r, 1, 2);
+            const int strip = d > 0 && iter % 6 == 0; /* 3-D by the 3 x 3 planes' strips */
+            sh.K[d] = flat ? 1 : strip ? 3 : tu_range(&r, 1, d == 0 ? 3 : 5);
+            sh.dil[d] = flat || strip || iter % 4 ? 1 : tu_range(&r, 1, 2);
             sh.I[d] = flat ? 1 : tu_range(&r, 1, d == 2 ? 70 : 9);
             const int64_t ext = (sh.K[d] - 1) * sh.dil[d];
             sh.pad[d] = tu_range(&r, 0, ext);
@@ -851,7 +853,8 @@ static void test_cbd_plane_scan(void **state) {
         FOR_EACH_LEVEL(level) {
             const gradref__cbd_kernels *k = gradref__cbd_kernels_for(level);
             if (k == gradref__cbd_kernels_for(level - 1) || !k->dw_plane3x3) continue;
-            const int scan = k->dw_plane3x3(&sh, w, diff, got);
+            const float *slice = w, *plane = diff;
+            const int scan = k->dw_plane3x3(&sh, &slice, &plane, 1, got);
             int held = 0;
             for (int64_t i = 0; i < n; i++)
                 held |= got[i] == 0 || isnan(got[i]);

@@ -150,11 +150,19 @@ void gradref__cbd_f32_dw_rows4_avx2(const gradref__cbd_dw_shape *p, const float 
     } while (0)
 #  define DW8_ROW(d)                                                                               \
     if (o1 + (d) >= 0 && o1 + (d) < O1) {                                                          \
-      const float *row = diff + (o1 + (d)) * O2 + b0;                                              \
+      const float *row = plane + (o1 + (d)) * O2 + b0;                                             \
       DW8_WINDOW(d, 0);                                                                            \
       DW8_WINDOW(d, 1);                                                                            \
       DW8_WINDOW(d, 2);                                                                            \
     }
+
+#  define DW8_ROWS                                                                                 \
+    DW8_ROW(0)                                                                                     \
+    DW8_ROW(1)                                                                                     \
+    DW8_ROW(2)                                                                                     \
+    DW8_ROW(3)                                                                                     \
+    DW8_ROW(4)                                                                                     \
+    DW8_ROW(5)
 
 /* The four-row block at i1, its first `nrow` rows stored (a plane under 8 columns wide: the
  * rows' first I2 values). */
@@ -169,30 +177,42 @@ void gradref__cbd_f32_dw_rows4_avx2(const gradref__cbd_dw_shape *p, const float 
     do {                                                                                           \
       const int64_t o1 = i1 + pb1 - 2, nrow = (rows);                                              \
       __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;                                  \
-      DW8_ROW(0)                                                                                   \
-      DW8_ROW(1)                                                                                   \
-      DW8_ROW(2)                                                                                   \
-      DW8_ROW(3)                                                                                   \
-      DW8_ROW(4)                                                                                   \
-      DW8_ROW(5)                                                                                   \
+      if (!multi) {                                                                                \
+        const float *plane = plane0;                                                               \
+        DW8_ROWS                                                                                   \
+      } else {                                                                                     \
+        for (int64_t pl = 0; pl < planes; pl++) {                                                  \
+          const float *plane = diff[pl];                                                           \
+          DW8_WEIGHTS(pl);                                                                         \
+          DW8_ROWS                                                                                 \
+        }                                                                                          \
+      }                                                                                            \
       hit |=                                                                                       \
           zero_or_nan4x8(a0, nrow > 1 ? a1 : a0, nrow > 2 ? a2 : a0, nrow > 3 ? a3 : a0) & live;   \
       float *out = grad + i1 * I2 + b0;                                                            \
       DW8_STORE(0, a0) DW8_STORE(1, a1) DW8_STORE(2, a2) DW8_STORE(3, a3)                          \
     } while (0)
 
+/* the nine weights of diff plane pl */
+#  define DW8_WEIGHTS(pl)                                                                          \
+    (w00 = _mm256_set1_ps(weight[pl][0][0]), w01 = _mm256_set1_ps(weight[pl][0][1]),               \
+     w02 = _mm256_set1_ps(weight[pl][0][2]), w10 = _mm256_set1_ps(weight[pl][1][0]),               \
+     w11 = _mm256_set1_ps(weight[pl][1][1]), w12 = _mm256_set1_ps(weight[pl][1][2]),               \
+     w20 = _mm256_set1_ps(weight[pl][2][0]), w21 = _mm256_set1_ps(weight[pl][2][1]),               \
+     w22 = _mm256_set1_ps(weight[pl][2][2]))
+
 /* `edge` 0: every window and the grad columns lie whole inside their rows (plain loads and
  * stores, no masks held); 1: masked where they do not; 2 and 3: the grad columns whole and only
  * window 0 (2) or window 2 (3) masked, so the nine weights, four accumulators, a window and
- * one mask fit the 16 registers. */
+ * one mask fit the 16 registers. `multi`: several diff planes, whose weights a block loads as it
+ * reaches each (one plane: held for the strip). */
 __attribute__((always_inline)) static inline unsigned
-strip_body(int edge, int last, const float weight[3][3], const int64_t shift[3], const float *diff,
-           int64_t pb1, int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad) {
-    const __m256 w00 = _mm256_set1_ps(weight[0][0]), w01 = _mm256_set1_ps(weight[0][1]),
-                 w02 = _mm256_set1_ps(weight[0][2]), w10 = _mm256_set1_ps(weight[1][0]),
-                 w11 = _mm256_set1_ps(weight[1][1]), w12 = _mm256_set1_ps(weight[1][2]),
-                 w20 = _mm256_set1_ps(weight[2][0]), w21 = _mm256_set1_ps(weight[2][1]),
-                 w22 = _mm256_set1_ps(weight[2][2]);
+strip_body(int edge, int last, int multi, const float weight[][3][3], const int64_t shift[3],
+           const float *const *diff, int64_t planes, int64_t pb1, int64_t O1, int64_t O2,
+           int64_t I1, int64_t I2, int64_t b0, float *grad) {
+    __m256 w00, w01, w02, w10, w11, w12, w20, w21, w22;
+    DW8_WEIGHTS(0);
+    const float *plane0 = diff[0]; /* one plane: held for the strip */
     const __m256i none = _mm256_setzero_si256();
     const __m256i m0 = edge == 1 || edge == 2 ? valid8(b0 + shift[0], O2) : none,
                   m1 = edge == 1 ? valid8(b0 + shift[1], O2) : none,
@@ -213,32 +233,40 @@ strip_body(int edge, int last, const float weight[3][3], const int64_t shift[3],
 }
 
 /* The 8-column strip at b0: its blocks of four rows (last 0) or its last I1 % 4 rows (1). */
+#  define STRIP_BODY(edge)                                                                         \
+    strip_body(edge, last, multi, weight, shift, diff, planes, pb1, O1, O2, I1, I2, b0, grad)
 __attribute__((always_inline)) static inline unsigned
-strip_rows(int last, const float weight[3][3], const int64_t shift[3], const float *diff,
-           int64_t pb1, int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad) {
+strip_rows(int last, int multi, const float weight[][3][3], const int64_t shift[3],
+           const float *const *diff, int64_t planes, int64_t pb1, int64_t O1, int64_t O2,
+           int64_t I1, int64_t I2, int64_t b0, float *grad) {
     unsigned cut = 0; /* the windows not whole */
     for (int c = 0; c < 3; c++)
         cut |= (unsigned)!(b0 + shift[c] >= 0 && b0 + shift[c] + 8 <= O2) << c;
-    if (b0 + 8 > I2) return strip_body(1, last, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
-    if (cut == 0) return strip_body(0, last, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
+    if (b0 + 8 > I2) return STRIP_BODY(1);
+    if (cut == 0) return STRIP_BODY(0);
     /* a "same" 3 x 3's edge strips: one mask held, not three (which spill) */
-    if (cut == 1) return strip_body(2, last, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
-    if (cut == 4) return strip_body(3, last, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
-    return strip_body(1, last, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
+    if (cut == 1) return STRIP_BODY(2);
+    if (cut == 4) return STRIP_BODY(3);
+    return STRIP_BODY(1);
 }
+#  undef STRIP_BODY
 
-__attribute__((noinline)) static unsigned
-strip_3x3_8(const float weight[3][3], const int64_t shift[3], const float *diff, int64_t pb1,
-            int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad) {
-    return strip_rows(0, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
-}
-
-__attribute__((noinline)) static unsigned
-strip_3x3_8_last(const float weight[3][3], const int64_t shift[3], const float *diff, int64_t pb1,
-                 int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad) {
-    return strip_rows(1, weight, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
-}
+/* strip_rows for (last, multi) */
+#  define STRIP_3X3_8(NAME, LAST, MULTI)                                                           \
+    __attribute__((noinline)) static unsigned NAME(                                                \
+        const float weight[][3][3], const int64_t shift[3], const float *const *diff,              \
+        int64_t planes, int64_t pb1, int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0,   \
+        float *grad) {                                                                             \
+      return strip_rows(LAST, MULTI, weight, shift, diff, planes, pb1, O1, O2, I1, I2, b0, grad);  \
+    }
+STRIP_3X3_8(strip_3x3_8, 0, 0)
+STRIP_3X3_8(strip_3x3_8_last, 1, 0)
+STRIP_3X3_8(strip_3x3_8_planes, 0, 1)
+STRIP_3X3_8(strip_3x3_8_planes_last, 1, 1)
+#  undef STRIP_3X3_8
+#  undef DW8_WEIGHTS
 #  undef DW8_ROW
+#  undef DW8_ROWS
 #  undef DW8_BLOCK
 #  undef DW8_STORE
 #  undef DW8_LOAD
@@ -256,41 +284,26 @@ strip_3x3_8_last(const float weight[3][3], const int64_t shift[3], const float *
     do {                                                                                           \
       const int64_t kp1 = i1 + (r) + pb1 - o1;                                                     \
       if ((r) < nrow && kp1 >= 0 && kp1 < K1) {                                                    \
-        acc = _mm256_fmadd_ps(wr[kp1][0], v0, acc);                                                \
-        acc = _mm256_fmadd_ps(wr[kp1][1], v1, acc);                                                \
-        acc = _mm256_fmadd_ps(wr[kp1][2], v2, acc);                                                \
+        acc = _mm256_fmadd_ps(wr[pl][kp1][0], v0, acc);                                            \
+        acc = _mm256_fmadd_ps(wr[pl][kp1][1], v1, acc);                                            \
+        acc = _mm256_fmadd_ps(wr[pl][kp1][2], v2, acc);                                            \
       }                                                                                            \
     } while (0)
 
-int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const float *w,
-                                      const float *diff, float *grad) {
+/* dw_plane3x3 for a kernel narrower than 3 x 3: blocks of four rows with the taps tested at run
+ * time, the last strip moved as the strips'. */
+static unsigned plane_narrow_8(const gradref__cbd_dw_shape *p, const float weight[][3][3],
+                               const int64_t shift[3], const float *const *diff, int64_t planes,
+                               float *grad) {
     const int64_t I1 = p->I[1], I2 = p->I[2], O1 = p->O[1], O2 = p->O[2];
     const int64_t K1 = p->K[1], K2 = p->K[2], pb1 = p->pad[1];
-    int64_t shift[3];
-    float weight[3][3];
-    gradref__cbd_plane3x3_taps(p, w, shift, weight);
-    unsigned hit = 0;
-    if (K1 == 3 && K2 == 3) {
-        for (int64_t b0 = 0; b0 < I2; b0 += 8) {
-            /* a last partial strip moved left onto its neighbour's columns (same values stored
-             * twice): plain stores, where AMD microcodes the masked ones */
-            const int64_t at = b0 + 8 > I2 && I2 >= 8 ? I2 - 8 : b0;
-            if (I1 >= 4)
-                hit |= strip_3x3_8((const float(*)[3])weight, shift, diff, pb1, O1, O2, I1, I2, at,
-                                   grad);
-            if (I1 % 4)
-                hit |= strip_3x3_8_last((const float(*)[3])weight, shift, diff, pb1, O1, O2, I1, I2,
-                                        at, grad);
-        }
-        return hit != 0;
-    }
-    /* a kernel narrower than 3 x 3: blocks of four rows with the taps tested at run time, the
-     * last strip moved as the strips' */
-    __m256 wr[3][3]; /* [kp1][c], c = column taps in chain order (kp2 descending) */
-    for (int64_t kp1 = 0; kp1 < 3; kp1++)
-        for (int64_t c = 0; c < 3; c++)
-            wr[kp1][c] = _mm256_set1_ps(weight[kp1][c]);
+    __m256 wr[GRADREF__CBD_DW_PLANES][3][3]; /* [plane][kp1][c], c: column taps in chain order */
+    for (int64_t pl = 0; pl < planes; pl++)
+        for (int64_t kp1 = 0; kp1 < 3; kp1++)
+            for (int64_t c = 0; c < 3; c++)
+                wr[pl][kp1][c] = _mm256_set1_ps(weight[pl][kp1][c]);
     const __m256i none = _mm256_setzero_si256();
+    unsigned hit = 0;
     for (int64_t s0 = 0; s0 < I2; s0 += 8) {
         const int64_t b0 = s0 + 8 > I2 && I2 >= 8 ? I2 - 8 : s0;
         const __m256i m0 = K2 > 0 ? valid8(b0 + shift[0], O2) : none,
@@ -307,19 +320,20 @@ int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const floa
             if (lo < 0) lo = 0;
             if (hi > O1 - 1) hi = O1 - 1;
             __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-            for (int64_t o1 = lo; o1 <= hi; o1++) {
-                const float *row = diff + o1 * O2 + b0;
-                const __m256 v0 =
-                    f0 ? _mm256_loadu_ps(row + shift[0]) : _mm256_maskload_ps(row + shift[0], m0);
-                const __m256 v1 =
-                    f1 ? _mm256_loadu_ps(row + shift[1]) : _mm256_maskload_ps(row + shift[1], m1);
-                const __m256 v2 =
-                    f2 ? _mm256_loadu_ps(row + shift[2]) : _mm256_maskload_ps(row + shift[2], m2);
-                DW_ROW8(a0, 0);
-                DW_ROW8(a1, 1);
-                DW_ROW8(a2, 2);
-                DW_ROW8(a3, 3);
-            }
+            for (int64_t pl = 0; pl < planes; pl++)
+                for (int64_t o1 = lo; o1 <= hi; o1++) {
+                    const float *row = diff[pl] + o1 * O2 + b0;
+                    const __m256 v0 = f0 ? _mm256_loadu_ps(row + shift[0])
+                                         : _mm256_maskload_ps(row + shift[0], m0);
+                    const __m256 v1 = f1 ? _mm256_loadu_ps(row + shift[1])
+                                         : _mm256_maskload_ps(row + shift[1], m1);
+                    const __m256 v2 = f2 ? _mm256_loadu_ps(row + shift[2])
+                                         : _mm256_maskload_ps(row + shift[2], m2);
+                    DW_ROW8(a0, 0);
+                    DW_ROW8(a1, 1);
+                    DW_ROW8(a2, 2);
+                    DW_ROW8(a3, 3);
+                }
             /* rows past nrow hold +0: a zero there asks for a scan it does not need */
             hit |= zero_or_nan4x8(a0, nrow > 1 ? a1 : a0, nrow > 2 ? a2 : a0, nrow > 3 ? a3 : a0) &
                    live;
@@ -336,6 +350,30 @@ int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const floa
             if (nrow > 2) gradref__store_first8_ps(out + 2 * I2, a2, I2 - b0);
             if (nrow > 3) gradref__store_first8_ps(out + 3 * I2, a3, I2 - b0);
         }
+    }
+    return hit;
+}
+
+int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *p, const float *const *w,
+                                      const float *const *diff, int64_t planes, float *grad) {
+    const int64_t I1 = p->I[1], I2 = p->I[2], O1 = p->O[1], O2 = p->O[2], pb1 = p->pad[1];
+    int64_t shift[3] = {0, 0, 0}; /* set by the first plane's taps */
+    float weight[GRADREF__CBD_DW_PLANES][3][3];
+    for (int64_t pl = 0; pl < planes; pl++)
+        gradref__cbd_plane3x3_taps(p, w[pl], shift, weight[pl]);
+    const float(*wt)[3][3] = (const float(*)[3][3])weight;
+    if (p->K[1] != 3 || p->K[2] != 3) return plane_narrow_8(p, wt, shift, diff, planes, grad) != 0;
+    unsigned hit = 0;
+    for (int64_t b0 = 0; b0 < I2; b0 += 8) {
+        /* a last partial strip moved left onto its neighbour's columns (same values stored
+         * twice): plain stores, where AMD microcodes the masked ones */
+        const int64_t at = b0 + 8 > I2 && I2 >= 8 ? I2 - 8 : b0;
+        if (I1 >= 4)
+            hit |= (planes > 1 ? strip_3x3_8_planes : strip_3x3_8)(wt, shift, diff, planes, pb1, O1,
+                                                                   O2, I1, I2, at, grad);
+        if (I1 % 4)
+            hit |= (planes > 1 ? strip_3x3_8_planes_last : strip_3x3_8_last)(
+                wt, shift, diff, planes, pb1, O1, O2, I1, I2, at, grad);
     }
     return hit != 0;
 }

@@ -116,9 +116,9 @@ void gradref__cbd_f32_dw_rows4_avx512(const gradref__cbd_dw_shape *p, const floa
     do {                                                                                           \
       const int64_t kp1 = i1 + (r) + pb1 - o1;                                                     \
       if ((r) < nrow && kp1 >= 0 && kp1 < K1) {                                                    \
-        acc = _mm512_fmadd_ps(wr[kp1][0], v0, acc);                                                \
-        acc = _mm512_fmadd_ps(wr[kp1][1], v1, acc);                                                \
-        acc = _mm512_fmadd_ps(wr[kp1][2], v2, acc);                                                \
+        acc = _mm512_fmadd_ps(wr[pl][kp1][0], v0, acc);                                            \
+        acc = _mm512_fmadd_ps(wr[pl][kp1][1], v1, acc);                                            \
+        acc = _mm512_fmadd_ps(wr[pl][kp1][2], v2, acc);                                            \
       }                                                                                            \
     } while (0)
 
@@ -153,7 +153,7 @@ void gradref__cbd_f32_dw_rows4_avx512(const gradref__cbd_dw_shape *p, const floa
 #  define DW3_D5(A, x) DW3_TAP(A##3, 0, x)
 #  define DW3_ROW(d)                                                                               \
     if (o1 + (d) >= 0 && o1 + (d) < O1) {                                                          \
-      const float *row = diff + (o1 + (d)) * O2 + b0;                                              \
+      const float *row = plane + (o1 + (d)) * O2 + b0;                                             \
       const __m512 x0 = _mm512_maskz_loadu_ps(m00, row + shift[0]);                                \
       const __m512 x1 = _mm512_maskz_loadu_ps(m01, row + shift[1]);                                \
       const __m512 x2 = _mm512_maskz_loadu_ps(m02, row + shift[2]);                                \
@@ -166,16 +166,33 @@ void gradref__cbd_f32_dw_rows4_avx512(const gradref__cbd_dw_shape *p, const floa
       }                                                                                            \
     }
 
+#  define DW3_ROWS                                                                                 \
+    DW3_ROW(0)                                                                                     \
+    DW3_ROW(1)                                                                                     \
+    DW3_ROW(2)                                                                                     \
+    DW3_ROW(3)                                                                                     \
+    DW3_ROW(4)                                                                                     \
+    DW3_ROW(5)
+
 /* The lanes of a stored under `live` that hold a zero or a NaN (cbd_avx2.c's zero_or_nan8). */
 static inline unsigned zero_or_nan16(__m512 a, __mmask16 live) {
     return _mm512_mask_cmp_ps_mask(live, a, _mm512_setzero_ps(), _CMP_EQ_UQ);
 }
 
+/* the nine weights of diff plane pl */
+#  define DW3_WEIGHTS(pl)                                                                          \
+    (w00 = wr[pl][0][0], w01 = wr[pl][0][1], w02 = wr[pl][0][2], w10 = wr[pl][1][0],               \
+     w11 = wr[pl][1][1], w12 = wr[pl][1][2], w20 = wr[pl][2][0], w21 = wr[pl][2][1],               \
+     w22 = wr[pl][2][2])
+/* `multi`: several diff planes, whose weights a block loads as it reaches each (one plane: held
+ * for the strip) */
 __attribute__((always_inline)) static inline unsigned
-strip_3x3(int V, const __m512 wr[3][3], const int64_t shift[3], const float *diff, int64_t pb1,
-          int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad) {
-    const __m512 w00 = wr[0][0], w01 = wr[0][1], w02 = wr[0][2], w10 = wr[1][0], w11 = wr[1][1],
-                 w12 = wr[1][2], w20 = wr[2][0], w21 = wr[2][1], w22 = wr[2][2];
+strip_3x3(int V, int multi, const __m512 wr[][3][3], const int64_t shift[3],
+          const float *const *diff, int64_t planes, int64_t pb1, int64_t O1, int64_t O2, int64_t I1,
+          int64_t I2, int64_t b0, float *grad) {
+    __m512 w00, w01, w02, w10, w11, w12, w20, w21, w22;
+    DW3_WEIGHTS(0);
+    const float *plane0 = diff[0]; /* one plane: held for the strip */
     const __mmask16 m00 = (__mmask16)valid16(b0 + shift[0], O2),
                     m01 = (__mmask16)valid16(b0 + shift[1], O2),
                     m02 = (__mmask16)valid16(b0 + shift[2], O2),
@@ -192,12 +209,16 @@ strip_3x3(int V, const __m512 wr[3][3], const int64_t shift[3], const float *dif
         const int64_t o1 = i1 + pb1 - 2;
         __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
         __m512 c0 = a0, c1 = a0, c2 = a0, c3 = a0;
-        DW3_ROW(0)
-        DW3_ROW(1)
-        DW3_ROW(2)
-        DW3_ROW(3)
-        DW3_ROW(4)
-        DW3_ROW(5)
+        if (!multi) {
+            const float *plane = plane0;
+            DW3_ROWS
+        } else {
+            for (int64_t pl = 0; pl < planes; pl++) {
+                const float *plane = diff[pl];
+                DW3_WEIGHTS(pl);
+                DW3_ROWS
+            }
+        }
         float *out = grad + i1 * I2 + b0;
         _mm512_mask_storeu_ps(out, st0, a0);
         _mm512_mask_storeu_ps(out + I2, st0, a1);
@@ -217,6 +238,7 @@ strip_3x3(int V, const __m512 wr[3][3], const int64_t shift[3], const float *dif
     return hit;
 }
 #  undef DW3_ROW
+#  undef DW3_ROWS
 #  undef DW3_D0
 #  undef DW3_D1
 #  undef DW3_D2
@@ -224,37 +246,46 @@ strip_3x3(int V, const __m512 wr[3][3], const int64_t shift[3], const float *dif
 #  undef DW3_D4
 #  undef DW3_D5
 #  undef DW3_TAP
+#  undef DW3_WEIGHTS
 
-static unsigned strip_3x3_1(const __m512 wr[3][3], const int64_t shift[3], const float *diff,
-                            int64_t pb1, int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0,
-                            float *grad) {
-    return strip_3x3(1, wr, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
-}
+/* strip_3x3 for (V, multi) */
+typedef unsigned (*strip_fn)(const __m512 wr[][3][3], const int64_t shift[3],
+                             const float *const *diff, int64_t planes, int64_t pb1, int64_t O1,
+                             int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad);
+#  define STRIP_3X3(NAME, V, MULTI)                                                                \
+    static unsigned NAME(const __m512 wr[][3][3], const int64_t shift[3],                          \
+                         const float *const *diff, int64_t planes, int64_t pb1, int64_t O1,        \
+                         int64_t O2, int64_t I1, int64_t I2, int64_t b0, float *grad) {            \
+      return strip_3x3(V, MULTI, wr, shift, diff, planes, pb1, O1, O2, I1, I2, b0, grad);          \
+    }
+STRIP_3X3(strip_3x3_1, 1, 0)
+STRIP_3X3(strip_3x3_2, 2, 0)
+STRIP_3X3(strip_3x3_planes_1, 1, 1)
+STRIP_3X3(strip_3x3_planes_2, 2, 1)
+#  undef STRIP_3X3
 
-static unsigned strip_3x3_2(const __m512 wr[3][3], const int64_t shift[3], const float *diff,
-                            int64_t pb1, int64_t O1, int64_t O2, int64_t I1, int64_t I2, int64_t b0,
-                            float *grad) {
-    return strip_3x3(2, wr, shift, diff, pb1, O1, O2, I1, I2, b0, grad);
-}
-
-int gradref__cbd_f32_dw_plane3x3_avx512(const gradref__cbd_dw_shape *p, const float *w,
-                                        const float *diff, float *grad) {
-    if (p->I[2] <= 8) return gradref__cbd_f32_dw_plane3x3_avx2(p, w, diff, grad);
+int gradref__cbd_f32_dw_plane3x3_avx512(const gradref__cbd_dw_shape *p, const float *const *w,
+                                        const float *const *diff, int64_t planes, float *grad) {
+    if (p->I[2] <= 8) return gradref__cbd_f32_dw_plane3x3_avx2(p, w, diff, planes, grad);
     const int64_t I1 = p->I[1], I2 = p->I[2], O1 = p->O[1], O2 = p->O[2];
     const int64_t K1 = p->K[1], K2 = p->K[2], pb1 = p->pad[1];
-    __m512 wr[3][3]; /* [kp1][c], c = column taps in chain order (kp2 descending) */
-    int64_t shift[3];
-    float weight[3][3];
-    gradref__cbd_plane3x3_taps(p, w, shift, weight);
-    for (int64_t kp1 = 0; kp1 < 3; kp1++)
-        for (int64_t c = 0; c < 3; c++)
-            wr[kp1][c] = _mm512_set1_ps(weight[kp1][c]);
+    __m512 wr[GRADREF__CBD_DW_PLANES][3][3]; /* [plane][kp1][c], c: column taps in chain order */
+    int64_t shift[3] = {0, 0, 0};            /* set by the first plane's taps */
+    for (int64_t pl = 0; pl < planes; pl++) {
+        float weight[3][3];
+        gradref__cbd_plane3x3_taps(p, w[pl], shift, weight);
+        for (int64_t kp1 = 0; kp1 < 3; kp1++)
+            for (int64_t c = 0; c < 3; c++)
+                wr[pl][kp1][c] = _mm512_set1_ps(weight[kp1][c]);
+    }
     int64_t first = 0; /* rows before it are done */
     unsigned hit = 0;
     if (K1 == 3 && K2 == 3) {
+        const strip_fn strips[2][2] = {{strip_3x3_1, strip_3x3_2},
+                                       {strip_3x3_planes_1, strip_3x3_planes_2}};
         for (int64_t b0 = 0; b0 < I2; b0 += 32)
-            hit |= (I2 - b0 > 16 ? strip_3x3_2 : strip_3x3_1)((const __m512(*)[3])wr, shift, diff,
-                                                              pb1, O1, O2, I1, I2, b0, grad);
+            hit |= strips[planes > 1][I2 - b0 > 16]((const __m512(*)[3][3])wr, shift, diff, planes,
+                                                    pb1, O1, O2, I1, I2, b0, grad);
         first = I1 / 4 * 4;
     }
     for (int64_t i1 = first; i1 < I1; i1 += 4) {
@@ -267,16 +298,17 @@ int gradref__cbd_f32_dw_plane3x3_avx512(const gradref__cbd_dw_shape *p, const fl
                             m1 = (__mmask16)(K2 > 1 ? valid16(b0 + shift[1], O2) : 0),
                             m2 = (__mmask16)(K2 > 2 ? valid16(b0 + shift[2], O2) : 0);
             __m512 a0 = _mm512_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-            for (int64_t o1 = lo; o1 <= hi; o1++) {
-                const float *row = diff + o1 * O2 + b0;
-                const __m512 v0 = _mm512_maskz_loadu_ps(m0, row + shift[0]);
-                const __m512 v1 = _mm512_maskz_loadu_ps(m1, row + shift[1]);
-                const __m512 v2 = _mm512_maskz_loadu_ps(m2, row + shift[2]);
-                DW_ROW(a0, 0);
-                DW_ROW(a1, 1);
-                DW_ROW(a2, 2);
-                DW_ROW(a3, 3);
-            }
+            for (int64_t pl = 0; pl < planes; pl++)
+                for (int64_t o1 = lo; o1 <= hi; o1++) {
+                    const float *row = diff[pl] + o1 * O2 + b0;
+                    const __m512 v0 = _mm512_maskz_loadu_ps(m0, row + shift[0]);
+                    const __m512 v1 = _mm512_maskz_loadu_ps(m1, row + shift[1]);
+                    const __m512 v2 = _mm512_maskz_loadu_ps(m2, row + shift[2]);
+                    DW_ROW(a0, 0);
+                    DW_ROW(a1, 1);
+                    DW_ROW(a2, 2);
+                    DW_ROW(a3, 3);
+                }
             const int64_t left = I2 - b0;
             const __mmask16 st = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);
             float *out = grad + i1 * I2 + b0;

@@ -281,10 +281,13 @@ static inline void gradref__cbd_cl_taps(const gradref__cbd_cl_row *a, int64_t i2
     return FOUND(s);                                                                               \
   }
 
+/* The most depth taps dw_plane3x3 takes. */
+#define GRADREF__CBD_DW_PLANES 8
+
 /* The kernels of one ISA, picked once per call. Depthwise (f32, stride 1): one grad row from
  * the nrows diff rows its row taps reach (rows, with the stored row-tap index base), never NULL;
- * four rows at once (NULL: row by row); a whole plane for K <= 3 x 3 and one depth (NULL: rows),
- * returning whether grad holds a zero or a NaN (gradref__cbd_depthwise_plane).
+ * four rows at once (NULL: row by row); whole planes for K1, K2 <= 3 (NULL: rows), returning
+ * whether grad holds a zero or a NaN (gradref__cbd_depthwise_plane).
  * Direct tiles (NULL at the portable level, where the GEMM runs instead): see the declarations
  * below. */
 typedef struct gradref__cbd_kernels {
@@ -294,8 +297,11 @@ typedef struct gradref__cbd_kernels {
     void (*dw_rows4)(const gradref__cbd_dw_shape *s, const float *w, const float *diff,
                      const float *const rows[4][64], const int64_t base[4][64], const int64_t *nr,
                      int64_t nrow, float *out);
-    int (*dw_plane3x3)(const gradref__cbd_dw_shape *s, const float *w, const float *diff,
-                       float *grad);
+    /* whole planes (K1, K2 <= 3, dilation 1): a grad plane from `planes` diff planes (1 to
+     * GRADREF__CBD_DW_PLANES: a 3-D channel's depth taps in the chain's order), diff[j] through
+     * the filter's 2-D slice w[j], each element's chain running on across them */
+    int (*dw_plane3x3)(const gradref__cbd_dw_shape *s, const float *const *w,
+                       const float *const *diff, int64_t planes, float *grad);
     /* a plane at stride 2 (gradref__cbd_s2_plane), grad written once, its columns' two phases
      * interleaved as they are stored; the same answer (NULL: by stride phases) */
     int (*dw_plane_s2)(const gradref__cbd_dw_shape *s, const float *w, const float *diff,
@@ -698,8 +704,8 @@ static inline int64_t gradref__cbd_rows4_taps(const gradref__cbd_dw_shape *s, co
 void gradref__cbd_f32_dw_row_avx2(const gradref__cbd_dw_shape *s, const float *w,
                                   const float *const *rows, const int64_t *base, int64_t nrows,
                                   float *out);
-int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *s, const float *w,
-                                      const float *diff, float *grad);
+int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *s, const float *const *w,
+                                      const float *const *diff, int64_t planes, float *grad);
 /* dw_lanes at AVX2, eight channels, the AVX-512 levels' too. */
 unsigned gradref__cbd_f32_dw_lanes_avx2(const gradref__cbd_dw_lanes *L, const float *w,
                                         const float *diff, int64_t dc, float *grad, int64_t gc);
@@ -718,8 +724,8 @@ void gradref__cbd_f32_dw_rows4_avx2(const gradref__cbd_dw_shape *s, const float 
                                     const float *diff, const float *const rows[4][64],
                                     const int64_t base[4][64], const int64_t *nr, int64_t nrow,
                                     float *out);
-int gradref__cbd_f32_dw_plane3x3_avx512(const gradref__cbd_dw_shape *s, const float *w,
-                                        const float *diff, float *grad);
+int gradref__cbd_f32_dw_plane3x3_avx512(const gradref__cbd_dw_shape *s, const float *const *w,
+                                        const float *const *diff, int64_t planes, float *grad);
 /* Stride 1 and grad's last two sizes equal to diff's: grad[ic0 + i][j0 .. j0 + cols) for
  * i < rows (cols <= 32) straight from diff, without packing: the GEMM chain over k = (phase
  * tap, oc) with A one prepacked 14-row filter panel (k-major, K = ntaps * ocpg). Tap t reads

@@ -216,22 +216,24 @@ window_or_edge(const float *diff, int64_t plane, int64_t row, int64_t O2, int64_
     v[0] = vld1q_f32(tmp), v[1] = vld1q_f32(tmp + 4);
 }
 
-/* K1, K2 <= 3, one depth, dilation 1: strips of 8 grad columns in blocks of 4 rows, 8
- * accumulators; each diff row's three column windows (the chain's column taps, zeros past diff's
- * ends and for the columns a narrower kernel lacks, exact no-op terms) are loaded once for the
- * four grad rows they reach. Each grad element's chain: diff rows ascending, then the column
- * taps in chain order, as the reference's. */
-static int dw_plane3x3_neon(const gradref__cbd_dw_shape *p, const float *w, const float *diff,
-                            float *grad) {
+/* K1, K2 <= 3, dilation 1: strips of 8 grad columns in blocks of 4 rows, 8 accumulators;
+ * each diff row's three column windows (the chain's column taps, zeros past diff's ends and for
+ * the columns a narrower kernel lacks, exact no-op terms) are loaded once for the four grad rows
+ * they reach. Each grad element's chain: diff planes in the order given, then diff rows
+ * ascending, then the column taps in chain order, as the reference's. */
+static int dw_plane3x3_neon(const gradref__cbd_dw_shape *p, const float *const *w,
+                            const float *const *diff, int64_t planes, float *grad) {
     const int64_t I1 = p->I[1], I2 = p->I[2], O1 = p->O[1], O2 = p->O[2];
     const int64_t K1 = p->K[1], K2 = p->K[2], pb1 = p->pad[1];
-    int64_t shift[3];
-    float weight[3][3];
-    gradref__cbd_plane3x3_taps(p, w, shift, weight);
-    float32x4_t wr[3]; /* row tap kp1: its column taps in lanes 0..2 */
-    for (int kp1 = 0; kp1 < 3; kp1++) {
-        const float lanes[4] = {weight[kp1][0], weight[kp1][1], weight[kp1][2], 0.0f};
-        wr[kp1] = vld1q_f32(lanes);
+    int64_t shift[3] = {0, 0, 0};              /* set by the first plane's taps */
+    float32x4_t wr[GRADREF__CBD_DW_PLANES][3]; /* plane, row tap kp1: column taps in lanes 0..2 */
+    for (int64_t pl = 0; pl < planes; pl++) {
+        float weight[3][3];
+        gradref__cbd_plane3x3_taps(p, w[pl], shift, weight);
+        for (int kp1 = 0; kp1 < 3; kp1++) {
+            const float lanes[4] = {weight[kp1][0], weight[kp1][1], weight[kp1][2], 0.0f};
+            wr[pl][kp1] = vld1q_f32(lanes);
+        }
     }
     /* all ones while no stored lane holds a zero or a NaN (cbd_avx2.c's zero_or_nan8) */
     uint32x4_t clean = vdupq_n_u32(~0u);
@@ -253,30 +255,32 @@ static int dw_plane3x3_neon(const gradref__cbd_dw_shape *p, const float *w, cons
             float32x4_t a[4][2];
             for (int r = 0; r < 4; r++)
                 a[r][0] = a[r][1] = vdupq_n_f32(0.0f);
-            for (int64_t o1 = lo; o1 <= hi; o1++) {
-                const float *row = diff + o1 * O2;
-                float32x4_t v[3][2];
-                for (int c = 0; c < 3; c++) {
-                    if (whole[c]) {
-                        v[c][0] = vld1q_f32(row + b0 + shift[c]);
-                        v[c][1] = vld1q_f32(row + b0 + shift[c] + 4);
-                    } else if (c < K2) {
-                        window_or_edge(diff, O1 * O2, o1 * O2, O2, b0 + shift[c], inside[c], v[c]);
-                    } else {
-                        v[c][0] = v[c][1] = vdupq_n_f32(0.0f);
+            for (int64_t pl = 0; pl < planes; pl++)
+                for (int64_t o1 = lo; o1 <= hi; o1++) {
+                    const float *row = diff[pl] + o1 * O2;
+                    float32x4_t v[3][2];
+                    for (int c = 0; c < 3; c++) {
+                        if (whole[c]) {
+                            v[c][0] = vld1q_f32(row + b0 + shift[c]);
+                            v[c][1] = vld1q_f32(row + b0 + shift[c] + 4);
+                        } else if (c < K2) {
+                            window_or_edge(diff[pl], O1 * O2, o1 * O2, O2, b0 + shift[c], inside[c],
+                                           v[c]);
+                        } else {
+                            v[c][0] = v[c][1] = vdupq_n_f32(0.0f);
+                        }
                     }
-                }
 #  pragma GCC unroll 4
-                for (int r = 0; r < 4; r++) {
-                    const int64_t kp1 = i1 + r + pb1 - o1;
-                    if (r >= nrow || kp1 < 0 || kp1 >= K1) continue;
-                    for (int h = 0; h < 2; h++) {
-                        a[r][h] = vfmaq_laneq_f32(a[r][h], v[0][h], wr[kp1], 0);
-                        a[r][h] = vfmaq_laneq_f32(a[r][h], v[1][h], wr[kp1], 1);
-                        a[r][h] = vfmaq_laneq_f32(a[r][h], v[2][h], wr[kp1], 2);
+                    for (int r = 0; r < 4; r++) {
+                        const int64_t kp1 = i1 + r + pb1 - o1;
+                        if (r >= nrow || kp1 < 0 || kp1 >= K1) continue;
+                        for (int h = 0; h < 2; h++) {
+                            a[r][h] = vfmaq_laneq_f32(a[r][h], v[0][h], wr[pl][kp1], 0);
+                            a[r][h] = vfmaq_laneq_f32(a[r][h], v[1][h], wr[pl][kp1], 1);
+                            a[r][h] = vfmaq_laneq_f32(a[r][h], v[2][h], wr[pl][kp1], 2);
+                        }
                     }
                 }
-            }
             for (int r = 0; r < nrow; r++) {
                 float *out = grad + (i1 + r) * I2 + b0;
                 if (cols == 8) {
