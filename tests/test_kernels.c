@@ -827,6 +827,72 @@ static void test_cbd_depthwise_strided(void **state) {
     }
 }
 
+/* dw_plane3x3 called straight on a 3-D channel's grad planes, each from the diff planes of its
+ * depth taps (written out here: kp0 descending, the filter's 2-D slice of each), for every
+ * kernel it takes (K1 and K2 of 1 to 3, not only the 3 x 3 strips gradref__cbd_depthwise_plane
+ * sends it for 3-D), one to three depth taps, depth dilation 1 and 2, pads, both modes, against
+ * the portable rows; a plane no depth tap reaches is the caller's (+0), skipped here. */
+static void test_cbd_plane3x3_depth(void **state) {
+    (void)state;
+    const gradref__cbd_kernels *base = gradref__cbd_kernels_for(GRADREF__ISA_PORTABLE);
+    tu_rng r = tu_rng_make(10);
+    for (int iter = 0; iter < 200; iter++) {
+        gradref__cbd_dw_shape sh, flat;
+        memset(&sh, 0, sizeof sh);
+        sh.flip = (int)tu_range(&r, 0, 1);
+        for (int d = 0; d < 3; d++) {
+            sh.K[d] = tu_range(&r, 1, 3);
+            sh.dil[d] = d == 0 ? tu_range(&r, 1, 2) : 1;
+            sh.I[d] = tu_range(&r, 1, d == 2 ? 40 : d == 1 ? 9 : 4);
+            const int64_t ext = (sh.K[d] - 1) * sh.dil[d], pad_end = tu_range(&r, 0, ext);
+            sh.pad[d] = tu_range(&r, 0, ext);
+            sh.O[d] = sh.I[d] + sh.pad[d] + pad_end - ext;
+            if (sh.O[d] < 1) sh.O[d] = 1;
+        }
+        flat = sh, flat.I[0] = flat.O[0] = flat.K[0] = 1, flat.pad[0] = 0;
+        const int64_t taps = sh.K[0] * sh.K[1] * sh.K[2], slice = sh.K[1] * sh.K[2];
+        const int64_t in = sh.O[1] * sh.O[2], out = sh.I[1] * sh.I[2];
+        float *w = malloc(sizeof(float) * (size_t)taps);
+        float *diff = malloc(sizeof(float) * (size_t)(sh.O[0] * in));
+        float *want = malloc(sizeof(float) * (size_t)(sh.I[0] * out));
+        float *got = malloc(sizeof(float) * (size_t)out);
+        fill_weights(w, taps, &r);
+        if (iter % 2)
+            fill_weights(diff, sh.O[0] * in, &r);
+        else
+            fill_specials(diff, GRADREF_F32, sh.O[0] * in, &r);
+        gradref__cbd_depthwise_plane(base, &sh, w, diff, want);
+        gradref__canon_nans_f32(want, sh.I[0] * out, GRADREF__ISA_MAX);
+        for (int64_t i0 = 0; i0 < sh.I[0]; i0++) {
+            const float *ws[3], *ds[3];
+            int64_t n = 0;
+            for (int64_t kp0 = sh.K[0] - 1; kp0 >= 0; kp0--) {
+                const int64_t o0 = i0 + sh.pad[0] - kp0 * sh.dil[0];
+                if (o0 < 0 || o0 >= sh.O[0]) continue;
+                ws[n] = w + (sh.flip ? sh.K[0] - 1 - kp0 : kp0) * slice, ds[n++] = diff + o0 * in;
+            }
+            FOR_EACH_LEVEL(level) {
+                const gradref__cbd_kernels *k = gradref__cbd_kernels_for(level);
+                if (n == 0 || k == gradref__cbd_kernels_for(level - 1) || !k->dw_plane3x3) continue;
+                memset(got, 0x5a, sizeof(float) * (size_t)out);
+                k->dw_plane3x3(&flat, ws, ds, n, got);
+                gradref__canon_nans_f32(got, out, GRADREF__ISA_MAX);
+                const float *w0 = want + i0 * out;
+                /* a +0 where the rows end at -0: a zero term the plane kernel adds for a tap it
+                 * lacks; the call mends those signs (cbd_signed_zeros.c) */
+                for (int64_t i = 0; i < out; i++)
+                    if (got[i] == 0 && w0[i] == 0 && signbit(w0[i])) got[i] = -0.0f;
+                expect_bytes(got, w0, sizeof(float) * (size_t)out, "cbd plane3x3 depth", k->isa,
+                             out, iter);
+            }
+        }
+        free(w);
+        free(diff);
+        free(want);
+        free(got);
+    }
+}
+
 /* The 3 x 3 plane kernels' answer to whether the caller must scan: a filter of one nonzero tap
  * and diff uniform but for one +0 or NaN make grad's zeros and NaNs few and known (a NaN
  * reaches every tap, a zero only its one), in any row of a four-row block and any column of a
@@ -1383,6 +1449,7 @@ int main(void) {
         cmocka_unit_test(test_cbd_depthwise),
         cmocka_unit_test(test_cbd_depthwise_lanes),
         cmocka_unit_test(test_cbd_depthwise_strided),
+        cmocka_unit_test(test_cbd_plane3x3_depth),
         cmocka_unit_test(test_cbd_plane_scan),
         cmocka_unit_test(test_cbd_tiles),
         cmocka_unit_test(test_cbd_tile_columns),
