@@ -104,7 +104,7 @@ size_t gradref__cbd_cl_scratch_bytes(const gradref__cbd_plan *p) {
 
 int gradref__cbd_cl_weights(const gradref__cbd_plan *p, int64_t r0, int64_t r1, float *cl_w) {
     const gradref__cbd_dw_shape s = gradref__cbd_dw_shape_of(p);
-    const int64_t lanes = gradref__cbd_kernels_for(p->max_isa)->dw_cl_lanes;
+    const int64_t lanes = lanes_of(p);
     const int64_t K0 = p->K[0], K1 = p->K[1], K2 = p->K[2], T = K0 * K1 * K2;
     int64_t row_at[GRADREF__CBD_CL_TAPS], col_at[GRADREF__CBD_CL_TAPS]; /* the chain's taps */
     for (int64_t u = 0; u < K0 * K1; u++) /* row tap u: kp0 = K0 - 1 - u / K1, kp1 likewise */
