@@ -30,10 +30,11 @@ static gradref_status cbd_once(void *arg, int threads) {
     return gradref_conv_backprop_data(&c->params, &c->filter, &c->diff, &c->grad, &exec);
 }
 
-/* conv_backprop_data N IC OC [G] [D] H W K S P [dil] [prec] [qs8] [tinyws1] dtype nchw|nhwc (qs8:
- * the QuantizedS8 call on i8; tinyws1: a 1-byte workspace): a 2-D convolution (3-D
- * with a D key) with a K^rank kernel, stride S, pads P on both sides, of an (N, IC, [D,] H, W)
- * input; diff is its output's gradient. Work: 2 N IC (OC/G) K^rank O flops. */
+/* conv_backprop_data N IC OC [G] [D] H W K S [SD] P [dil] [prec] [qs8] [tinyws1] dtype nchw|nhwc
+ * (qs8: the QuantizedS8 call on i8; tinyws1: a 1-byte workspace): a 2-D convolution (3-D
+ * with a D key) with a K^rank kernel, stride S (depth SD when given), pads P on both sides, of
+ * an (N, IC, [D,] H, W) input; diff is its output's gradient. Work: 2 N IC (OC/G) K^rank O
+ * flops. */
 int bench_cbd(const problem *p, int threads, int repeats, timing *t) {
     peer_conv pc;
     memset(&pc, 0, sizeof pc);
@@ -49,6 +50,7 @@ int bench_cbd(const problem *p, int threads, int repeats, timing *t) {
         pc.I[j] = sizes[3 - pc.rank + j];
         pc.K[j] = problem_get(p, "K", 1);
         pc.stride[j] = problem_get(p, "S", 1);
+        if (pc.rank == 3 && j == 0) pc.stride[j] = problem_get(p, "SD", pc.stride[j]);
         pc.dil[j] = problem_get(p, "dil", 1);
         pc.pad_begin[j] = pc.pad_end[j] = problem_get(p, "P", 0);
         pc.O[j] =
