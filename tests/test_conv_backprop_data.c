@@ -1016,12 +1016,44 @@ static int strategy_applies(const cbd_case *c, const char *name) {
     return 0;
 }
 
+/* 3-D depthwise at stride 2 along h and w (dw_plane_s2 over the diff planes of a grad plane's
+ * depth taps): depth strides 1 (X3D's (1, 2, 2)) and 2, depth dilation 2, a 1-deep filter at
+ * depth stride 2 (every other grad plane reached by no tap), odd widths past one block, both
+ * modes, NCDHW and NDHWC, F32 and F16. */
+static void depthwise_strided_3d(tu_rng *r) {
+    static const int64_t cases[][8] = {/* stride(d) K(d) dil(d) pad(d) O(d) O(h) O(w) K(h, w) */
+                                       {1, 3, 1, 1, 4, 5, 14, 3}, {2, 3, 1, 1, 3, 4, 23, 3},
+                                       {1, 3, 2, 2, 5, 3, 9, 2},  {2, 1, 1, 1, 4, 6, 17, 3},
+                                       {1, 1, 1, 0, 3, 4, 30, 1}, {2, 3, 2, 2, 3, 3, 12, 3}};
+    for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
+        const int64_t *a = cases[s];
+        geometry g;
+        memset(&g, 0, sizeof g);
+        g.rank = 3, g.N = 2, g.G = 3, g.ICpg = g.OCpg = 1, g.mode = (int32_t)(s % 2);
+        for (int j = 0; j < 3; j++) {
+            g.K[j] = j ? a[7] : a[1], g.stride[j] = j ? 2 : a[0], g.dil[j] = j ? 1 : a[2];
+            g.pb[j] = g.pe[j] = j ? a[7] / 2 : a[3], g.O[j] = a[4 + j],
+            g.extra[j] = (s % 3 == 1) % g.stride[j];
+        }
+        for (int layout = 0; layout < 2; layout++) {
+            cbd_case c;
+            make_case(&c, &g, s % 3 == 2 ? GRADREF_F16 : GRADREF_F32, GRADREF_F32, F_DENSE,
+                      layout ? D_NHWC : D_NCHW, 0, r);
+            if (s % 2 == 0) tu_sprinkle_specials(&c.diff, r, 4);
+            assert_true(strategy_applies(&c, "depthwise"));
+            check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+            free_case(&c);
+        }
+    }
+}
+
 /* Strided depthwise channels, against the reference at every level and thread count. Stride 2
  * along h and w with K <= 3 (the kernel table's dw_plane_s2, both column phases interleaved as
  * they are stored): even and odd grad widths, rows of under one block to several, every pad
  * of a 3 x 3, 2 x 2 and 1 x 3, specials in diff. Then other strides, dilations and 3-D by
  * stride phases (each a stride-1 channel); a dilation past the stride that puts a phase's
- * first tap beyond the padding runs the GEMM phases instead. */
+ * first tap beyond the padding runs the GEMM phases instead. Then 3-D at stride 2 along h and
+ * w (depthwise_strided_3d). */
 static void test_depthwise_strided(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(41);
@@ -1064,6 +1096,7 @@ static void test_depthwise_strided(void **state) {
         check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
         free_case(&c);
     }
+    depthwise_strided_3d(&r);
 }
 
 /* Depthwise kernels the 3 x 3 planes do not take (wider, taller, dilated): the row kernels,

@@ -295,13 +295,13 @@ static void c3f_cases(void) {
         }
 }
 
-/* One depthwise problem (G channels, a 3^rank filter, pad 1, stride S, diff of sizes O, with
- * specials) in dtype dt, channels-last when `last`, recorded as `name`. */
-static void cbd_depthwise_case(const char *name, int32_t dt, int rank, const int64_t *O, int S,
-                               int last, int32_t mode, int64_t G) {
+/* One depthwise problem (G channels, a 3^rank filter, pad 1, stride S (S0 along the first dim),
+ * diff of sizes O, with specials) in dtype dt, channels-last when `last`, recorded as `name`. */
+static void cbd_depthwise_case(const char *name, int32_t dt, int rank, const int64_t *O, int S0,
+                               int S, int last, int32_t mode, int64_t G) {
     int64_t fs[5] = {G, 1}, ds[5] = {2, G}, gsz[5] = {2, G};
     for (int j = 0; j < rank; j++)
-        fs[2 + j] = 3, ds[2 + j] = O[j], gsz[2 + j] = (O[j] - 1) * S + 1;
+        fs[2 + j] = 3, ds[2 + j] = O[j], gsz[2 + j] = (O[j] - 1) * (j ? S : S0) + 1;
     buf b[3];
     make(&b[0], dt, rank + 2, fs, 0, 1, 0);
     make(&b[1], dt, rank + 2, ds, last, 1, 1);
@@ -311,7 +311,7 @@ static void cbd_depthwise_case(const char *name, int32_t dt, int rank, const int
     p.mode = mode;
     p.groups = (int32_t)G;
     for (int j = 0; j < rank; j++) {
-        p.stride[j] = S, p.dilation[j] = 1;
+        p.stride[j] = j ? S : S0, p.dilation[j] = 1;
         p.pad[2 * j] = p.pad[2 * j + 1] = 1;
     }
     gradref_exec e = {NULL, 0, 2, 0};
@@ -327,7 +327,7 @@ static void cbd_depthwise_cases(int32_t dt) {
         const int last = c % 2, S = c / 2 % 2 ? 2 : 1;
         const int64_t O[2] = {c / 4 ? 14 : 5, c / 4 ? 15 : 6};
         snprintf(name, sizeof name, "cbd_dw_%s_l%d_s%d_o%lld", DT[dt], last, S, (long long)O[0]);
-        cbd_depthwise_case(name, dt, 2, O, S, last, c % 3 == 0, 8);
+        cbd_depthwise_case(name, dt, 2, O, S, S, last, c % 3 == 0, 8);
     }
 }
 
@@ -339,7 +339,7 @@ static void cbd_depthwise_3d_cases(int32_t dt) {
         const int last = c % 2, S = c / 2 ? 2 : 1;
         const int64_t O[3] = {4, 5, 6};
         snprintf(name, sizeof name, "cbd_dw3_%s_l%d_s%d", DT[dt], last, S);
-        cbd_depthwise_case(name, dt, 3, O, S, last, c % 3 == 0, 8);
+        cbd_depthwise_case(name, dt, 3, O, S, S, last, c % 3 == 0, 8);
     }
 }
 
@@ -351,7 +351,19 @@ static void cbd_depthwise_part_cases(int32_t dt) {
         const int S = c % 2 ? 2 : 1, G = c / 2 ? 6 : 12;
         const int64_t O[2] = {7, 9};
         snprintf(name, sizeof name, "cbd_dw_%s_g%d_s%d", DT[dt], G, S);
-        cbd_depthwise_case(name, dt, 2, O, S, 1, c % 3 == 0, G);
+        cbd_depthwise_case(name, dt, 2, O, S, S, 1, c % 3 == 0, G);
+    }
+}
+
+/* 3-D depthwise at stride 2 along h and w, the depth at stride 1 (X3D's) and 2, in dtype dt,
+ * NCDHW and NDHWC, rows past two blocks of 16 columns: the stride-2 planes over depth taps. */
+static void cbd_depthwise_3d_s2_cases(int32_t dt) {
+    char name[96];
+    for (int c = 0; c < 4; c++) {
+        const int last = c % 2, S0 = c / 2 ? 2 : 1;
+        const int64_t O[3] = {3, 6, 21};
+        snprintf(name, sizeof name, "cbd_dw3_%s_l%d_s%d22", DT[dt], last, S0);
+        cbd_depthwise_case(name, dt, 3, O, S0, 2, last, c % 3 == 0, 8);
     }
 }
 
@@ -394,6 +406,8 @@ static void test_hashes(void **state) {
     cbd_depthwise_3d_cases(GRADREF_F16);
     cbd_depthwise_part_cases(GRADREF_F32);
     cbd_depthwise_part_cases(GRADREF_BF16);
+    cbd_depthwise_3d_s2_cases(GRADREF_F32);
+    cbd_depthwise_3d_s2_cases(GRADREF_F16);
     check_or_write();
 }
 

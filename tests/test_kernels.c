@@ -638,6 +638,7 @@ static void test_cbd_depthwise(void **state) {
             const int strip = d > 0 && iter % 6 == 0; /* 3-D by the 3 x 3 planes' strips */
             sh.K[d] = flat ? 1 : strip ? 3 : tu_range(&r, 1, d == 0 ? 3 : 5);
             sh.dil[d] = flat || strip || iter % 4 ? 1 : tu_range(&r, 1, 2);
+            sh.stride[d] = 1;
             sh.I[d] = flat ? 1 : tu_range(&r, 1, d == 2 ? 70 : 9);
             const int64_t ext = (sh.K[d] - 1) * sh.dil[d];
             sh.pad[d] = tu_range(&r, 0, ext);
@@ -767,8 +768,9 @@ static void test_cbd_depthwise_lanes(void **state) {
 
 /* Strided depthwise planes (gradref__cbd_depthwise_strided): at every level that has the
  * stride-2 plane kernel (dw_plane_s2), K <= 3 and any pad (every fifth case up to 12), widths of 1
- * to 80; then other strides and dilations by stride phases. The portable table's stride phases (its
- * scalar rows, no plane kernel) are the chains written out. */
+ * to 80; then other strides and dilations by stride phases. A third are 3-D, their depth at
+ * stride 1 or 2 and dilation 1 or 2 (dw_plane_s2 over one to three diff planes). The portable
+ * table's stride phases (its scalar rows, no plane kernel) are the chains written out. */
 static void test_cbd_depthwise_strided(void **state) {
     (void)state;
     const gradref__cbd_kernels *base = gradref__cbd_kernels_for(GRADREF__ISA_PORTABLE);
@@ -777,12 +779,15 @@ static void test_cbd_depthwise_strided(void **state) {
         gradref__cbd_dw_shape sh;
         memset(&sh, 0, sizeof sh);
         sh.flip = (int)tu_range(&r, 0, 1);
-        sh.I[0] = sh.O[0] = sh.K[0] = sh.dil[0] = sh.stride[0] = 1;
-        for (int d = 1; d < 3; d++) {
-            sh.stride[d] = iter % 4 == 3 ? tu_range(&r, 1, 3) : 2;
+        for (int d = 0; d < 3; d++) {
+            if (d == 0 && iter % 3 != 1) {
+                sh.I[0] = sh.O[0] = sh.K[0] = sh.dil[0] = sh.stride[0] = 1;
+                continue;
+            }
+            sh.stride[d] = d == 0 ? tu_range(&r, 1, 2) : iter % 4 == 3 ? tu_range(&r, 1, 3) : 2;
             sh.K[d] = tu_range(&r, 1, 3);
-            sh.dil[d] = iter % 4 == 3 ? tu_range(&r, 1, 2) : 1;
-            sh.I[d] = tu_range(&r, 1, d == 2 ? 80 : 9);
+            sh.dil[d] = d == 0 || iter % 4 == 3 ? tu_range(&r, 1, 2) : 1;
+            sh.I[d] = tu_range(&r, 1, d == 2 ? 80 : d == 1 ? 9 : 5);
             /* every fifth case pads past the kernel: the edge blocks of dw_plane_s2 */
             const int64_t most_pad = iter % 5 == 4 ? 12 : (sh.K[d] - 1) * sh.dil[d];
             sh.pad[d] = tu_range(&r, 0, most_pad);
@@ -792,7 +797,8 @@ static void test_cbd_depthwise_strided(void **state) {
             sh.O[d] = span < 0 ? 1 : span / sh.stride[d] + 1;
         }
         if (!gradref__cbd_dw_strided_fits(&sh)) continue;
-        const int64_t taps = sh.K[1] * sh.K[2], in = sh.O[1] * sh.O[2], out = sh.I[1] * sh.I[2];
+        const int64_t taps = sh.K[0] * sh.K[1] * sh.K[2], in = sh.O[0] * sh.O[1] * sh.O[2];
+        const int64_t out = sh.I[0] * sh.I[1] * sh.I[2];
         float *w = malloc(sizeof(float) * (size_t)taps), *diff = malloc(sizeof(float) * (size_t)in);
         float *want = malloc(sizeof(float) * (size_t)out),
               *got = malloc(sizeof(float) * (size_t)out);
@@ -843,6 +849,7 @@ static void test_cbd_plane3x3_depth(void **state) {
         for (int d = 0; d < 3; d++) {
             sh.K[d] = tu_range(&r, 1, 3);
             sh.dil[d] = d == 0 ? tu_range(&r, 1, 2) : 1;
+            sh.stride[d] = 1;
             sh.I[d] = tu_range(&r, 1, d == 2 ? 40 : d == 1 ? 9 : 4);
             const int64_t ext = (sh.K[d] - 1) * sh.dil[d], pad_end = tu_range(&r, 0, ext);
             sh.pad[d] = tu_range(&r, 0, ext);
@@ -906,6 +913,7 @@ static void test_cbd_plane_scan(void **state) {
         memset(&sh, 0, sizeof sh);
         sh.flip = iter % 2;
         sh.K[0] = sh.I[0] = sh.O[0] = sh.dil[0] = sh.dil[1] = sh.dil[2] = 1;
+        sh.stride[0] = sh.stride[1] = sh.stride[2] = 1;
         sh.K[1] = sh.K[2] = 3;
         sh.I[1] = tu_range(&r, 4, 12), sh.I[2] = tu_range(&r, 1, 40);
         sh.pad[1] = sh.pad[2] = 1; /* O = I */

@@ -506,10 +506,12 @@ void gradref__cbd_f32_dw_cl_stage_avx2(const float *src, int64_t sp, int64_t n, 
 
 /* ---------------------------------------------------------- depthwise planes at stride 2 */
 
-/* A stride-2 row's diff rows and their weights w[a][2 r + b] (column phase r, column tap b). */
+/* A stride-2 row's diff rows and their weights w[a][2 r + b] (column phase r, column tap b), in
+ * the chain's order: two a plane at most. */
 typedef struct s2_row_taps {
-    const float *row[2];
-    const __m256 *w[2];
+    const float *const *row;
+    const __m256 *const *w;
+    int nrows;
 } s2_row_taps;
 
 /* A stride-2 plane's row layout, the same for every row: its blocks, the column shifts, and
@@ -520,44 +522,55 @@ typedef struct s2_layout {
     __m256i edge_masks[3][4];
 } s2_layout;
 
-/* Grad columns 2 x .. 2 x + 15 of a stride-2 row: 8 of each column phase, each the
- * reference's chain over NR diff rows and NC0 / NC1 column taps, the two phases interleaved
- * into *first and *second. mask (an edge block's, NULL inside): diff columns outside the row
- * read as +0 (masked loads), which leaves a chain as it is (a finite filter, a chain that is
- * never -0). */
-__attribute__((always_inline)) static inline void s2_block(int NR, int NC0, int NC1,
-                                                           const s2_row_taps *T, const s2_layout *L,
-                                                           int64_t x, const __m256i *mask,
-                                                           __m256 *first, __m256 *second) {
-    __m256 even = _mm256_setzero_ps(), odd = even;
-    for (int a = 0; a < NR; a++) {
-        for (int b = 0; b < NC0; b++) {
-            const float *at = T->row[a] + x + L->shift[0][b];
-            even = _mm256_fmadd_ps(
-                T->w[a][b], mask ? _mm256_maskload_ps(at, mask[b]) : _mm256_loadu_ps(at), even);
-        }
-        for (int b = 0; b < NC1; b++) {
-            const float *at = T->row[a] + x + L->shift[1][b];
-            odd = _mm256_fmadd_ps(T->w[a][2 + b],
-                                  mask ? _mm256_maskload_ps(at, mask[2 + b]) : _mm256_loadu_ps(at),
-                                  odd);
-        }
+/* NB blocks of grad columns 2 x .. 2 x + 16 NB - 1 of a stride-2 row: 8 of each column phase a
+ * block, each the reference's chain over NR diff rows (0: T->nrows, not unrolled) and NC0 / NC1
+ * column taps, the two phases interleaved into first[] and second[]. mask (an edge block's,
+ * NULL inside; NB 1): diff columns outside the row read as +0 (masked loads), which leaves a
+ * chain as it is (a finite filter, a chain that is never -0). */
+__attribute__((always_inline)) static inline void
+s2_blocks(int NB, int NR, int NC0, int NC1, const s2_row_taps *T, const s2_layout *L, int64_t x,
+          const __m256i *mask, __m256 *first, __m256 *second) {
+    __m256 even[2], odd[2];
+    for (int v = 0; v < NB; v++)
+        even[v] = odd[v] = _mm256_setzero_ps();
+    const int nr = NR ? NR : T->nrows;
+    for (int a = 0; a < nr; a++) {
+        for (int b = 0; b < NC0; b++)
+            for (int v = 0; v < NB; v++) {
+                const float *at = T->row[a] + x + 8 * v + L->shift[0][b];
+                even[v] = _mm256_fmadd_ps(
+                    T->w[a][b], mask ? _mm256_maskload_ps(at, mask[b]) : _mm256_loadu_ps(at),
+                    even[v]);
+            }
+        for (int b = 0; b < NC1; b++)
+            for (int v = 0; v < NB; v++) {
+                const float *at = T->row[a] + x + 8 * v + L->shift[1][b];
+                odd[v] = _mm256_fmadd_ps(
+                    T->w[a][2 + b],
+                    mask ? _mm256_maskload_ps(at, mask[2 + b]) : _mm256_loadu_ps(at), odd[v]);
+            }
     }
-    const __m256 lo = _mm256_unpacklo_ps(even, odd), hi = _mm256_unpackhi_ps(even, odd);
-    *first = _mm256_permute2f128_ps(lo, hi, 0x20);
-    *second = _mm256_permute2f128_ps(lo, hi, 0x31);
+    for (int v = 0; v < NB; v++) {
+        const __m256 lo = _mm256_unpacklo_ps(even[v], odd[v]);
+        const __m256 hi = _mm256_unpackhi_ps(even[v], odd[v]);
+        first[v] = _mm256_permute2f128_ps(lo, hi, 0x20);
+        second[v] = _mm256_permute2f128_ps(lo, hi, 0x31);
+    }
 }
 
-/* s2_block's 16 columns stored whole; returns its zero-or-NaN lanes (a vector). */
-__attribute__((always_inline)) static inline __m256 s2_whole(int NR, int NC0, int NC1,
+/* s2_blocks' 16 NB columns stored whole; returns their zero-or-NaN lanes (a vector). */
+__attribute__((always_inline)) static inline __m256 s2_whole(int NB, int NR, int NC0, int NC1,
                                                              const s2_row_taps *T,
                                                              const s2_layout *L, int64_t x,
                                                              const __m256i *mask, float *out) {
-    __m256 first, second;
-    s2_block(NR, NC0, NC1, T, L, x, mask, &first, &second);
-    _mm256_storeu_ps(out + 2 * x, first);
-    _mm256_storeu_ps(out + 2 * x + 8, second);
-    return _mm256_or_ps(zero_or_nan8(first), zero_or_nan8(second));
+    __m256 first[2], second[2], hit = _mm256_setzero_ps();
+    s2_blocks(NB, NR, NC0, NC1, T, L, x, mask, first, second);
+    for (int v = 0; v < NB; v++) {
+        _mm256_storeu_ps(out + 2 * x + 16 * v, first[v]);
+        _mm256_storeu_ps(out + 2 * x + 16 * v + 8, second[v]);
+        hit = _mm256_or_ps(hit, _mm256_or_ps(zero_or_nan8(first[v]), zero_or_nan8(second[v])));
+    }
+    return hit;
 }
 
 /* A stride-2 row by L's blocks, two inside blocks at a time (four chains); returns whether a
@@ -567,21 +580,20 @@ s2_row(int NR, int NC0, int NC1, const s2_row_taps *T, const s2_layout *L, float
     __m256 hit = _mm256_setzero_ps();
     int64_t x = 0, edge = 0;
     for (; x < L->B.inside_lo; x += 8)
-        hit = _mm256_or_ps(hit, s2_whole(NR, NC0, NC1, T, L, x, L->edge_masks[edge++], out));
+        hit = _mm256_or_ps(hit, s2_whole(1, NR, NC0, NC1, T, L, x, L->edge_masks[edge++], out));
     for (; x + 16 <= L->B.inside_hi; x += 16)
-        hit = _mm256_or_ps(hit, _mm256_or_ps(s2_whole(NR, NC0, NC1, T, L, x, NULL, out),
-                                             s2_whole(NR, NC0, NC1, T, L, x + 8, NULL, out)));
+        hit = _mm256_or_ps(hit, s2_whole(2, NR, NC0, NC1, T, L, x, NULL, out));
     if (x < L->B.inside_hi) {
-        hit = _mm256_or_ps(hit, s2_whole(NR, NC0, NC1, T, L, x, NULL, out));
+        hit = _mm256_or_ps(hit, s2_whole(1, NR, NC0, NC1, T, L, x, NULL, out));
         x += 8;
     }
     for (; x < 8 * L->B.whole; x += 8)
-        hit = _mm256_or_ps(hit, s2_whole(NR, NC0, NC1, T, L, x, L->edge_masks[edge++], out));
+        hit = _mm256_or_ps(hit, s2_whole(1, NR, NC0, NC1, T, L, x, L->edge_masks[edge++], out));
     unsigned part = 0;
     const int64_t n = L->B.part;
     if (n) {
         __m256 first, second;
-        s2_block(NR, NC0, NC1, T, L, x, L->edge_masks[edge], &first, &second);
+        s2_blocks(1, NR, NC0, NC1, T, L, x, L->edge_masks[edge], &first, &second);
         gradref__store_first8_ps(out + 2 * x, first, n);
         if (n > 8) gradref__store_first8_ps(out + 2 * x + 8, second, n - 8);
         part = ((unsigned)_mm256_movemask_ps(zero_or_nan8(first)) |
@@ -608,24 +620,11 @@ static void s2_layout_of(const gradref__cbd_dw_shape *s, const gradref__cbd_s2_t
         }
 }
 
-/* A stride-2 plane with NC0 / NC1 column taps: its rows by their diff rows' count, L and the
- * weights held for the whole plane (a row's setup was most of a 56-column row's time). */
-__attribute__((always_inline)) static inline unsigned s2_plane(int NC0, int NC1,
-                                                               const gradref__cbd_dw_shape *s,
-                                                               const float *w, const float *diff,
-                                                               float *grad) {
-    gradref__cbd_s2_taps t;
-    gradref__cbd_s2_columns(s, &t);
-    s2_layout L;
-    s2_layout_of(s, &t, &L);
-    __m256 wv[3][4]; /* [kp1][2 r + b]: row tap position kp1, column phase r, column tap b */
-    for (int64_t kp1 = 0; kp1 < s->K[1]; kp1++)
-        for (int k = 0; k < 4; k++)
-            wv[kp1][k] =
-                k % 2 < t.ncols[k / 2]
-                    ? _mm256_set1_ps(
-                          w[gradref__cbd_stored(s, 1, kp1) * s->K[2] + t.col_tap[k / 2][k % 2]])
-                    : _mm256_setzero_ps();
+/* s2_plane's rows from one diff plane, two row taps or one unrolled (set up once a row: its
+ * taps in registers). */
+__attribute__((always_inline)) static inline unsigned
+s2_plane_one(int NC0, int NC1, const gradref__cbd_dw_shape *s, const s2_layout *L,
+             const __m256 wv[3][4], const float *diff, float *grad) {
     unsigned hit = 0;
     for (int64_t i1 = 0; i1 < s->I[1]; i1++) {
         float *out = grad + i1 * s->I[2];
@@ -637,8 +636,52 @@ __attribute__((always_inline)) static inline unsigned s2_plane(int NC0, int NC1,
             hit = 1;
             continue;
         }
-        const s2_row_taps T = {{rows[0], rows[1]}, {wv[kp[0]], wv[kp[1]]}};
-        hit |= nrows == 2 ? s2_row(2, NC0, NC1, &T, &L, out) : s2_row(1, NC0, NC1, &T, &L, out);
+        const __m256 *const weights[2] = {wv[kp[0]], wv[kp[1]]};
+        const s2_row_taps T = {rows, weights, nrows};
+        hit |= nrows == 2 ? s2_row(2, NC0, NC1, &T, L, out) : s2_row(1, NC0, NC1, &T, L, out);
+    }
+    return hit;
+}
+
+/* A stride-2 plane with NC0 / NC1 column taps from `planes` diff planes: its rows by their diff
+ * rows' count, L and the weights held for the whole plane (a row's setup was most of a
+ * 56-column row's time). */
+__attribute__((always_inline)) static inline unsigned
+s2_plane(int NC0, int NC1, const gradref__cbd_dw_shape *s, const float *const *w,
+         const float *const *diff, int64_t planes, float *grad) {
+    gradref__cbd_s2_taps t;
+    gradref__cbd_s2_columns(s, &t);
+    s2_layout L;
+    s2_layout_of(s, &t, &L);
+    /* [plane][kp1][2 r + b]: row tap position kp1, column phase r, column tap b */
+    __m256 wv[GRADREF__CBD_DW_PLANES][3][4];
+    for (int64_t p = 0; p < planes; p++)
+        for (int64_t kp1 = 0; kp1 < s->K[1]; kp1++)
+            for (int k = 0; k < 4; k++)
+                wv[p][kp1][k] = k % 2 < t.ncols[k / 2]
+                                    ? _mm256_set1_ps(w[p][gradref__cbd_stored(s, 1, kp1) * s->K[2] +
+                                                          t.col_tap[k / 2][k % 2]])
+                                    : _mm256_setzero_ps();
+    if (planes == 1) return s2_plane_one(NC0, NC1, s, &L, wv[0], diff[0], grad);
+    unsigned hit = 0;
+    for (int64_t i1 = 0; i1 < s->I[1]; i1++) {
+        float *out = grad + i1 * s->I[2];
+        const float *rows[2 * GRADREF__CBD_DW_PLANES];
+        const __m256 *weights[2 * GRADREF__CBD_DW_PLANES];
+        s2_row_taps T = {rows, weights, 0};
+        for (int64_t p = 0; p < planes; p++) {
+            int64_t kp[2];
+            const int n = gradref__cbd_s2_row_taps(s, diff[p], i1, rows + T.nrows, kp);
+            for (int a = 0; a < n; a++)
+                weights[T.nrows + a] = wv[p][kp[a]];
+            T.nrows += n;
+        }
+        if (T.nrows) {
+            hit |= s2_row(0, NC0, NC1, &T, &L, out);
+            continue;
+        }
+        memset(out, 0, (size_t)s->I[2] * sizeof *out); /* no tap: the empty chain, +0 */
+        hit = 1;
     }
     return hit;
 }

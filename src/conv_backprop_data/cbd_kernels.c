@@ -147,9 +147,45 @@ static void phase_rows_out(const gradref__cbd_kernels *k, const gradref__cbd_dw_
     }
 }
 
+/* A depthwise channel by whole planes: each grad plane from the diff planes its depth taps
+ * reach (at any depth stride and dilation), in the chain's order (kp0 descending), each with
+ * its slice of the filter, by `kernel` (dw_plane3x3 or dw_plane_s2) on one plane's shape. */
+typedef int (*plane_kernel)(const gradref__cbd_dw_shape *s, const float *const *w,
+                            const float *const *diff, int64_t planes, float *grad);
+static int depthwise_planes(plane_kernel kernel, const gradref__cbd_dw_shape *p, const float *w,
+                            const float *diff, float *grad) {
+    const int64_t O_plane = p->O[1] * p->O[2], I_plane = p->I[1] * p->I[2];
+    gradref__cbd_dw_shape flat = *p; /* one plane */
+    flat.I[0] = flat.O[0] = flat.K[0] = flat.stride[0] = flat.dil[0] = 1, flat.pad[0] = 0;
+    int hit = 0;
+    for (int64_t i0 = 0; i0 < p->I[0]; i0++) {
+        const float *slice[GRADREF__CBD_DW_PLANES], *plane[GRADREF__CBD_DW_PLANES];
+        int64_t n = 0;
+        for (int64_t kp0 = p->K[0] - 1; kp0 >= 0; kp0--) {
+            const int64_t at = i0 + p->pad[0] - kp0 * p->dil[0], st = p->stride[0];
+            if (at < 0 || (st > 1 && at % st != 0)) continue; /* no division at stride 1 */
+            const int64_t o0 = st > 1 ? at / st : at;
+            if (o0 >= p->O[0]) continue;
+            slice[n] = w + gradref__cbd_stored(p, 0, kp0) * p->K[1] * p->K[2];
+            plane[n++] = diff + o0 * O_plane;
+        }
+        float *out = grad + i0 * I_plane;
+        if (n == 0) { /* no depth tap: the reference's empty chains */
+            memset(out, 0, (size_t)I_plane * sizeof(float));
+            hit = 1;
+            continue;
+        }
+        hit |= kernel(&flat, slice, plane, n, out);
+    }
+    return hit;
+}
+
 int gradref__cbd_depthwise_strided(const gradref__cbd_kernels *k, const gradref__cbd_dw_shape *s,
                                    const float *w, const float *diff, float *grad, float *scratch) {
-    if (k->dw_plane_s2 && gradref__cbd_s2_plane(s)) return k->dw_plane_s2(s, w, diff, grad);
+    if (k->dw_plane_s2 && gradref__cbd_s2_plane(s)) /* a 2-D plane straight to the kernel */
+        return s->I[0] == 1 && s->O[0] == 1 && s->K[0] == 1
+                   ? k->dw_plane_s2(s, &w, &diff, 1, grad)
+                   : depthwise_planes(k->dw_plane_s2, s, w, diff, grad);
     float v_w[GRADREF__CBD_DW_STRIDED_TAPS];
     int hit = 0;
     int64_t r[3];
@@ -284,34 +320,6 @@ static int depthwise_rows(const gradref__cbd_kernels *k, const gradref__cbd_dw_s
     return 1;
 }
 
-/* gradref__cbd_depthwise_plane by whole planes: each grad plane from the diff planes its depth
- * taps reach, in the chain's order (kp0 descending), each with its slice of the filter. */
-static int depthwise_planes(const gradref__cbd_kernels *k, const gradref__cbd_dw_shape *p,
-                            const float *w, const float *diff, float *grad) {
-    const int64_t O_plane = p->O[1] * p->O[2], I_plane = p->I[1] * p->I[2];
-    gradref__cbd_dw_shape flat = *p; /* one plane */
-    flat.I[0] = flat.O[0] = flat.K[0] = 1, flat.pad[0] = 0;
-    int hit = 0;
-    for (int64_t i0 = 0; i0 < p->I[0]; i0++) {
-        const float *slice[GRADREF__CBD_DW_PLANES], *plane[GRADREF__CBD_DW_PLANES];
-        int64_t n = 0;
-        for (int64_t kp0 = p->K[0] - 1; kp0 >= 0; kp0--) {
-            const int64_t o0 = i0 + p->pad[0] - kp0 * p->dil[0];
-            if (o0 < 0 || o0 >= p->O[0]) continue;
-            slice[n] = w + gradref__cbd_stored(p, 0, kp0) * p->K[1] * p->K[2];
-            plane[n++] = diff + o0 * O_plane;
-        }
-        float *out = grad + i0 * I_plane;
-        if (n == 0) { /* no depth tap: the reference's empty chains */
-            memset(out, 0, (size_t)I_plane * sizeof(float));
-            hit = 1;
-            continue;
-        }
-        hit |= k->dw_plane3x3(&flat, slice, plane, n, out);
-    }
-    return hit;
-}
-
 int gradref__cbd_depthwise_plane(const gradref__cbd_kernels *k, const gradref__cbd_dw_shape *p,
                                  const float *w, const float *diff, float *grad) {
     /* 3-D: the whole 3 x 3 strips only (narrower kernels test each tap's rows, and over several
@@ -319,7 +327,7 @@ int gradref__cbd_depthwise_plane(const gradref__cbd_kernels *k, const gradref__c
     const int many = (p->K[0] > 1 || p->I[0] > 1) && (p->K[1] != 3 || p->K[2] != 3);
     if (k->dw_plane3x3 && p->K[0] <= GRADREF__CBD_DW_PLANES && p->K[1] <= 3 && p->K[2] <= 3 &&
         p->dil[1] == 1 && p->dil[2] == 1 && !many)
-        return depthwise_planes(k, p, w, diff, grad);
+        return depthwise_planes(k->dw_plane3x3, p, w, diff, grad);
     return depthwise_rows(k, p, w, diff, grad);
 }
 

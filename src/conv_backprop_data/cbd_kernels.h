@@ -303,9 +303,10 @@ typedef struct gradref__cbd_kernels {
     int (*dw_plane3x3)(const gradref__cbd_dw_shape *s, const float *const *w,
                        const float *const *diff, int64_t planes, float *grad);
     /* a plane at stride 2 (gradref__cbd_s2_plane), grad written once, its columns' two phases
-     * interleaved as they are stored; the same answer (NULL: by stride phases) */
-    int (*dw_plane_s2)(const gradref__cbd_dw_shape *s, const float *w, const float *diff,
-                       float *grad);
+     * interleaved as they are stored; the same answer (NULL: by stride phases). s is one
+     * plane's shape; its diff planes and their filter slices as dw_plane3x3's */
+    int (*dw_plane_s2)(const gradref__cbd_dw_shape *s, const float *const *w,
+                       const float *const *diff, int64_t planes, float *grad);
     /* 1: the depthwise items leave the next plane to the hardware prefetchers (0: they prefetch
      * it before each plane) */
     int dw_no_prefetch;
@@ -572,7 +573,7 @@ static inline int64_t gradref__cbd_stored(const gradref__cbd_dw_shape *s, int j,
     return s->flip ? s->K[j] - 1 - kp : kp;
 }
 
-/* A stride-2 depthwise plane (2-D, stride 2 along both dims, dilation 1, K1 and K2 <= 3),
+/* A stride-2 depthwise plane (stride 2 along the last two dims, dilation 1, K1 and K2 <= 3),
  * grad column j = 2 x + r (r the column phase): each column phase's diff column shifts (x +
  * shift) and stored column taps in the chain's order, at most two. Blocks of 8 x from x in
  * [lo, hi - 8] read only inside a diff row. */
@@ -581,10 +582,11 @@ typedef struct gradref__cbd_s2_taps {
     int64_t lo, hi;
 } gradref__cbd_s2_taps;
 
-/* Whether the stride-2 plane kernel (k->dw_plane_s2) takes shape s. */
+/* Whether the stride-2 plane kernel (k->dw_plane_s2) takes shape s: any depth (a grad plane
+ * from the diff planes its depth taps reach, at any stride and dilation). */
 static inline int gradref__cbd_s2_plane(const gradref__cbd_dw_shape *s) {
-    return s->I[0] == 1 && s->O[0] == 1 && s->K[0] == 1 && s->stride[0] == 1 && s->stride[1] == 2 &&
-           s->stride[2] == 2 && s->dil[1] == 1 && s->dil[2] == 1 && s->K[1] <= 3 && s->K[2] <= 3;
+    return s->K[0] <= GRADREF__CBD_DW_PLANES && s->stride[1] == 2 && s->stride[2] == 2 &&
+           s->dil[1] == 1 && s->dil[2] == 1 && s->K[1] <= 3 && s->K[2] <= 3;
 }
 
 /* The column phases' taps of a stride-2 plane (t's shift, col_tap, ncols, lo, hi). */
@@ -624,13 +626,13 @@ static inline gradref__cbd_s2_blocks gradref__cbd_s2_blocks_of(const gradref__cb
 }
 
 /* Defines NAME, a dw_plane_s2 kernel (gradref__cbd_kernels): the file's
- * FN(NC0, NC1, s, w, diff, grad) instanced once per column tap counts NC0, NC1 (0 to 2), so its
- * tap loops unroll, and NAME calls the instance of the plane's counts. LINKAGE: static, or
- * empty for a kernel other tables take too. */
+ * FN(NC0, NC1, s, w, diff, planes, grad) instanced once per column tap counts NC0, NC1 (0 to 2),
+ * so its tap loops unroll, and NAME calls the instance of the plane's counts. LINKAGE: static,
+ * or empty for a kernel other tables take too. */
 #define GRADREF__CBD_S2_INSTANCE(FN, NC0, NC1)                                                     \
-  static int FN##_##NC0##NC1(const gradref__cbd_dw_shape *s, const float *w, const float *diff,    \
-                             float *grad) {                                                        \
-    return FN(NC0, NC1, s, w, diff, grad) != 0;                                                    \
+  static int FN##_##NC0##NC1(const gradref__cbd_dw_shape *s, const float *const *w,                \
+                             const float *const *diff, int64_t planes, float *grad) {              \
+    return FN(NC0, NC1, s, w, diff, planes, grad) != 0;                                            \
   }
 #define GRADREF__CBD_S2_PLANE_KERNEL(LINKAGE, NAME, FN)                                            \
   GRADREF__CBD_S2_INSTANCE(FN, 0, 0)                                                               \
@@ -642,14 +644,15 @@ static inline gradref__cbd_s2_blocks gradref__cbd_s2_blocks_of(const gradref__cb
   GRADREF__CBD_S2_INSTANCE(FN, 2, 0)                                                               \
   GRADREF__CBD_S2_INSTANCE(FN, 2, 1)                                                               \
   GRADREF__CBD_S2_INSTANCE(FN, 2, 2)                                                               \
-  LINKAGE int NAME(const gradref__cbd_dw_shape *s, const float *w, const float *diff,              \
-                   float *grad) {                                                                  \
-    static int (*const by_taps[3][3])(const gradref__cbd_dw_shape *, const float *, const float *, \
-                                      float *) = {                                                 \
+  LINKAGE int NAME(const gradref__cbd_dw_shape *s, const float *const *w,                          \
+                   const float *const *diff, int64_t planes, float *grad) {                        \
+    typedef int (*instance)(const gradref__cbd_dw_shape *, const float *const *,                   \
+                            const float *const *, int64_t, float *);                               \
+    static const instance by_taps[3][3] = {                                                        \
         {FN##_00, FN##_01, FN##_02}, {FN##_10, FN##_11, FN##_12}, {FN##_20, FN##_21, FN##_22}};    \
     gradref__cbd_s2_taps t;                                                                        \
     gradref__cbd_s2_columns(s, &t);                                                                \
-    return by_taps[t.ncols[0]][t.ncols[1]](s, w, diff, grad);                                      \
+    return by_taps[t.ncols[0]][t.ncols[1]](s, w, diff, planes, grad);                              \
   }
 
 /* Grad row i1's diff rows at stride 2 (K1 <= 3), at most two: the row taps of its parity in the
@@ -714,8 +717,8 @@ int gradref__cbd_f32_dw_cl_row_avx2(const gradref__cbd_cl_row *a);
 void gradref__cbd_f32_dw_cl_stage_avx2(const float *src, int64_t sp, int64_t n, int64_t blocks,
                                        float *dst);
 /* The stride-2 plane (dw_plane_s2) at AVX2, the AVX-512 levels' too (memory-bound). */
-int gradref__cbd_f32_dw_plane_s2_avx2(const gradref__cbd_dw_shape *s, const float *w,
-                                      const float *diff, float *grad);
+int gradref__cbd_f32_dw_plane_s2_avx2(const gradref__cbd_dw_shape *s, const float *const *w,
+                                      const float *const *diff, int64_t planes, float *grad);
 void gradref__cbd_f32_dw_rows4_avx512(const gradref__cbd_dw_shape *s, const float *w,
                                       const float *diff, const float *const rows[4][64],
                                       const int64_t base[4][64], const int64_t *nr, int64_t nrow,

@@ -302,44 +302,46 @@ static int dw_plane3x3_neon(const gradref__cbd_dw_shape *p, const float *const *
     return vminvq_u32(clean) == 0;
 }
 
-/* A stride-2 row's diff rows and their weights w[a][2 r + b] (column phase r, column tap b). */
+/* A stride-2 row's diff rows, the diff planes they lie in, and their weights w[a][2 r + b]
+ * (column phase r, column tap b), in the chain's order: two a plane at most. */
 typedef struct s2_row_taps {
-    const float *row[2];
-    const float *w[2];
+    const float *const *row, *const *plane;
+    const float *const *w;
+    int nrows;
 } s2_row_taps;
 
 /* A stride-2 plane's row layout, the same for every row (cbd_avx2.c's): its blocks, the column
- * shifts, diff's row length and its plane (`plane` floats from diff), and the edge blocks' lane
- * masks (all ones inside the row), four taps a block in x order. */
+ * shifts, diff's row length and plane size, and the edge blocks' lane masks (all ones inside
+ * the row), four taps a block in x order. */
 typedef struct s2_layout {
     gradref__cbd_s2_blocks B;
     int64_t shift[2][2], O2, plane;
-    const float *diff;
     uint32x4_t edge_masks[3][4][2];
 } s2_layout;
 
-/* cbd_avx2.c's s2_block at NEON for edge block `edge` (at x): grad columns 2 x .. 2 x + 15 of a
- * stride-2 row (the first n stored), 8 of each column phase in two vectors, ST2 interleaving the
- * phases as it stores; diff columns outside the row read as +0 (window_or_edge, by the block's
- * masks). Returns 1 when a stored value is a zero or a NaN. */
+/* cbd_avx2.c's s2_blocks at NEON for edge block `edge` (at x): grad columns 2 x .. 2 x + 15 of
+ * a stride-2 row (the first n stored), 8 of each column phase in two vectors, ST2 interleaving
+ * the phases as it stores; diff columns outside the row read as +0 (window_or_edge, by the
+ * block's masks). NR as s2_blocks'. Returns 1 when a stored value is a zero or a NaN. */
 __attribute__((always_inline)) static inline int s2_edge_neon(int NR, int NC0, int NC1,
                                                               const s2_row_taps *T,
                                                               const s2_layout *L, int64_t x,
                                                               int64_t edge, int64_t n, float *out) {
     float32x4_t acc[2][2] = {{vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)},
                              {vdupq_n_f32(0.0f), vdupq_n_f32(0.0f)}};
-    for (int a = 0; a < NR; a++)
+    const int nr = NR ? NR : T->nrows;
+    for (int a = 0; a < nr; a++)
         for (int r = 0; r < 2; r++)
             for (int b = 0; b < (r ? NC1 : NC0); b++) {
                 /* window_or_edge's test and loads written out: gcc then unrolls these loops */
-                const int64_t at = x + L->shift[r][b], from = T->row[a] - L->diff + at;
+                const int64_t at = x + L->shift[r][b], from = T->row[a] - T->plane[a] + at;
                 float32x4_t v0, v1;
                 if (from >= 0 && from + 8 <= L->plane) {
                     const uint32x4_t *mask = L->edge_masks[edge][2 * r + b];
                     v0 = vreinterpretq_f32_u32(
-                        vandq_u32(vreinterpretq_u32_f32(vld1q_f32(L->diff + from)), mask[0]));
-                    v1 = vreinterpretq_f32_u32(
-                        vandq_u32(vreinterpretq_u32_f32(vld1q_f32(L->diff + from + 4)), mask[1]));
+                        vandq_u32(vreinterpretq_u32_f32(vld1q_f32(T->plane[a] + from)), mask[0]));
+                    v1 = vreinterpretq_f32_u32(vandq_u32(
+                        vreinterpretq_u32_f32(vld1q_f32(T->plane[a] + from + 4)), mask[1]));
                 } else {
                     float tmp[8];
                     edge_window(T->row[a], at, L->O2, tmp, 8);
@@ -369,9 +371,9 @@ __attribute__((always_inline)) static inline int s2_edge_neon(int NR, int NC0, i
 }
 
 /* NB blocks of 16 grad columns from 2 x, every tap's diff columns inside the row: s2_edge_neon's
- * chains for NR diff rows and NC0 / NC1 column taps, the tap loops unrolled (4 NB chains), stored
- * whole. *least becomes the lanes' least |value| (NaN when a value is: FMIN propagates it), two
- * operations a vector where a compare and a mask take three. */
+ * chains for NR diff rows (0: T->nrows) and NC0 / NC1 column taps, the tap loops unrolled (4 NB
+ * chains), stored whole. *least becomes the lanes' least |value| (NaN when a value is: FMIN
+ * propagates it), two operations a vector where a compare and a mask take three. */
 __attribute__((always_inline)) static inline void s2_blocks_neon(int NB, int NR, int NC0, int NC1,
                                                                  const s2_row_taps *T,
                                                                  const s2_layout *L, int64_t x,
@@ -379,7 +381,8 @@ __attribute__((always_inline)) static inline void s2_blocks_neon(int NB, int NR,
     float32x4x2_t acc[4]; /* val[r]: column phase r, the pair ST2 stores */
     for (int v = 0; v < 2 * NB; v++)
         acc[v].val[0] = acc[v].val[1] = vdupq_n_f32(0.0f);
-    for (int a = 0; a < NR; a++) {
+    const int nr = NR ? NR : T->nrows;
+    for (int a = 0; a < nr; a++) {
         for (int b = 0; b < NC0; b++) {
             const float *from = T->row[a] + x + L->shift[0][b];
             for (int v = 0; v < 2 * NB; v++)
@@ -418,12 +421,12 @@ s2_row_neon(int NR, int NC0, int NC1, const s2_row_taps *T, const s2_layout *L, 
     return hit | (vminvq_u32(nonzero_number4(least)) == 0);
 }
 
-/* The row layout of plane s (diff at diff) with column taps t. */
+/* The row layout of plane s with column taps t. */
 static void s2_layout_neon(const gradref__cbd_dw_shape *s, const gradref__cbd_s2_taps *t,
-                           const float *diff, s2_layout *L) {
+                           s2_layout *L) {
     L->B = gradref__cbd_s2_blocks_of(s, t);
     L->O2 = s->O[2];
-    L->diff = diff, L->plane = s->O[1] * s->O[2];
+    L->plane = s->O[1] * s->O[2];
     for (int r = 0; r < 2; r++)
         for (int b = 0; b < 2; b++)
             L->shift[r][b] = b < t->ncols[r] ? t->shift[r][b] : 0;
@@ -479,23 +482,12 @@ static void dw_cl_stage_neon(const float *src, int64_t sp, int64_t n, int64_t bl
             vst1q_f32(dst + 4 * (b * n + j), vld1q_f32(src + 4 * b));
 }
 
-/* A stride-2 plane with NC0 / NC1 column taps (k->dw_plane_s2), as cbd_avx2.c's s2_plane: its
- * rows by their diff rows' count, the layout and the weights set once a plane. */
-__attribute__((always_inline)) static inline int s2_plane_neon(int NC0, int NC1,
-                                                               const gradref__cbd_dw_shape *s,
-                                                               const float *w, const float *diff,
-                                                               float *grad) {
-    gradref__cbd_s2_taps t;
-    gradref__cbd_s2_columns(s, &t);
-    s2_layout L;
-    s2_layout_neon(s, &t, diff, &L);
-    float wf[3][4]; /* [kp1][2 r + b]: row tap position kp1, column phase r, column tap b */
-    for (int64_t kp1 = 0; kp1 < s->K[1]; kp1++)
-        for (int k = 0; k < 4; k++)
-            wf[kp1][k] = k % 2 < t.ncols[k / 2]
-                             ? w[gradref__cbd_stored(s, 1, kp1) * s->K[2] + t.col_tap[k / 2][k % 2]]
-                             : 0.0f;
+/* s2_plane_neon's rows from one diff plane, two row taps or one unrolled. */
+__attribute__((always_inline)) static inline int
+s2_plane_one_neon(int NC0, int NC1, const gradref__cbd_dw_shape *s, const s2_layout *L,
+                  const float wf[3][4], const float *diff, float *grad) {
     int hit = 0;
+    const float *const planes[2] = {diff, diff};
     for (int64_t i1 = 0; i1 < s->I[1]; i1++) {
         float *out = grad + i1 * s->I[2];
         const float *rows[2];
@@ -506,9 +498,53 @@ __attribute__((always_inline)) static inline int s2_plane_neon(int NC0, int NC1,
             hit = 1;
             continue;
         }
-        const s2_row_taps T = {{rows[0], rows[1]}, {wf[kp[0]], wf[kp[1]]}};
-        hit |= nrows == 2 ? s2_row_neon(2, NC0, NC1, &T, &L, out)
-                          : s2_row_neon(1, NC0, NC1, &T, &L, out);
+        const float *const weights[2] = {wf[kp[0]], wf[kp[1]]};
+        const s2_row_taps T = {rows, planes, weights, nrows};
+        hit |= nrows == 2 ? s2_row_neon(2, NC0, NC1, &T, L, out)
+                          : s2_row_neon(1, NC0, NC1, &T, L, out);
+    }
+    return hit;
+}
+
+/* A stride-2 plane with NC0 / NC1 column taps from `planes` diff planes (k->dw_plane_s2), as
+ * cbd_avx2.c's s2_plane: its rows by their diff rows' count, the layout and the weights set once
+ * a plane. */
+__attribute__((always_inline)) static inline int
+s2_plane_neon(int NC0, int NC1, const gradref__cbd_dw_shape *s, const float *const *w,
+              const float *const *diff, int64_t planes, float *grad) {
+    gradref__cbd_s2_taps t;
+    gradref__cbd_s2_columns(s, &t);
+    s2_layout L;
+    s2_layout_neon(s, &t, &L);
+    /* [plane][kp1][2 r + b]: row tap position kp1, column phase r, column tap b */
+    float wf[GRADREF__CBD_DW_PLANES][3][4];
+    for (int64_t p = 0; p < planes; p++)
+        for (int64_t kp1 = 0; kp1 < s->K[1]; kp1++)
+            for (int k = 0; k < 4; k++)
+                wf[p][kp1][k] =
+                    k % 2 < t.ncols[k / 2]
+                        ? w[p][gradref__cbd_stored(s, 1, kp1) * s->K[2] + t.col_tap[k / 2][k % 2]]
+                        : 0.0f;
+    if (planes == 1) return s2_plane_one_neon(NC0, NC1, s, &L, wf[0], diff[0], grad);
+    int hit = 0;
+    for (int64_t i1 = 0; i1 < s->I[1]; i1++) {
+        float *out = grad + i1 * s->I[2];
+        const float *rows[2 * GRADREF__CBD_DW_PLANES], *in[2 * GRADREF__CBD_DW_PLANES];
+        const float *weights[2 * GRADREF__CBD_DW_PLANES];
+        s2_row_taps T = {rows, in, weights, 0};
+        for (int64_t p = 0; p < planes; p++) {
+            int64_t kp[2];
+            const int n = gradref__cbd_s2_row_taps(s, diff[p], i1, rows + T.nrows, kp);
+            for (int a = 0; a < n; a++)
+                weights[T.nrows + a] = wf[p][kp[a]], in[T.nrows + a] = diff[p];
+            T.nrows += n;
+        }
+        if (T.nrows) {
+            hit |= s2_row_neon(0, NC0, NC1, &T, &L, out);
+            continue;
+        }
+        memset(out, 0, (size_t)s->I[2] * sizeof *out); /* no tap: the empty chain, +0 */
+        hit = 1;
     }
     return hit;
 }
