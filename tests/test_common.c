@@ -15,6 +15,7 @@
 #include "common/convert_array.h"
 #include "common/copy.h"
 #include "common/isa.h"
+#include "common/magnitude.h"
 #include "common/stream.h"
 #include "common/exec.h"
 #include "common/fma.h"
@@ -1244,6 +1245,78 @@ static void test_null_workspace_bits(void **state) {
 /* The kernel levels' ladder: this architecture's names in order (what GRADREF_MAX_ISA takes),
  * "?" past its top, the CPU's level on it, and the picker's table: the highest present at or
  * below both the cap and the CPU's level. */
+/* A 16-bit or 32-bit element of random bits, a third of them zeros, infinities, NaNs or the
+ * least subnormals of either sign. */
+static uint32_t magnitude_test_bits(tu_rng *r, int wide) {
+    static const uint32_t f32[] = {0u,          0x80000000u, 0x7f800000u, 0xff800000u,
+                                   0x7fc00000u, 0xffa00001u, 0x00000001u, 0x80000002u};
+    static const uint16_t half[] = {0u, 0x8000u, 0x7f80u, 0xfc00u, 0x7fc0u, 0x7e00u, 1u, 0x8001u};
+    const uint64_t u = tu_next(r);
+    if (u % 3) return wide ? (uint32_t)(u >> 32) : (uint32_t)(u >> 48);
+    return wide ? f32[u >> 61] : half[u >> 61];
+}
+
+/* The least nonzero magnitude of the elements at e[0 .. n) (offsets in elements), by the
+ * definition: +Inf's bits when none is nonzero and finite. */
+static uint32_t least_by_definition(int32_t dt, const void *base, const int64_t *e, int64_t n) {
+    float least = INFINITY;
+    for (int64_t i = 0; i < n; i++) {
+        const float v = fabsf(gradref__load_f32(dt, base, e[i]));
+        if (v > 0 && v < least) least = v;
+    }
+    return gradref__f32_bits(least);
+}
+
+/* gradref__least_magnitude_bits and _view against the definition: F32, BF16 and F16, rows of 0
+ * to 70 at strides 1 to 3 (the vector loops' tails), and views of 1 to 4 dims (some empty)
+ * whose strides are dense in a rotated order or padded, dims of 1 at stride 0 among them. */
+static void test_least_magnitude(void **state) {
+    (void)state;
+    static const int32_t dts[3] = {GRADREF_F32, GRADREF_BF16, GRADREF_F16};
+    tu_rng r = tu_rng_make(61);
+    uint32_t *buf = malloc(4 * 2048);
+    int64_t e[512];
+    for (int iter = 0; iter < 3000; iter++) {
+        const int32_t dt = dts[iter % 3];
+        for (int i = 0; i < 2048; i++) {
+            const uint32_t b = magnitude_test_bits(&r, dt == GRADREF_F32);
+            if (dt == GRADREF_F32)
+                buf[i] = b;
+            else
+                ((uint16_t *)(void *)buf)[i] = (uint16_t)b;
+        }
+        const int64_t n = tu_range(&r, 0, 70), stride = tu_range(&r, 1, 3);
+        for (int64_t i = 0; i < n; i++)
+            e[i] = i * stride;
+        assert_int_equal(gradref__least_magnitude_bits(dt, buf, n, stride),
+                         least_by_definition(dt, buf, e, n));
+        int64_t size[4], st[4], count = 1, span = 1;
+        const int rank = (int)tu_range(&r, 1, 4);
+        for (int j = 0; j < rank; j++)
+            size[j] = tu_range(&r, iter % 50 == 0 ? 0 : 1, 4);
+        for (int k = 0; k < rank; k++) { /* dims in a random order, each past the last's span */
+            const int j = (int)((k + iter) % rank);
+            st[j] = span;
+            span *= size[j] + (iter % 4 == 1);
+        }
+        for (int j = 0; j < rank; j++) {
+            count *= size[j];
+            if (size[j] == 1 && iter % 3 == 0) st[j] = 0; /* any stride: the call's are often 0 */
+        }
+        for (int64_t i = 0; i < count; i++) {
+            int64_t at = 0, rest = i;
+            for (int j = rank - 1; j >= 0; j--) {
+                at += rest % size[j] * st[j];
+                rest /= size[j];
+            }
+            e[i] = at;
+        }
+        assert_int_equal(gradref__least_magnitude_view(dt, buf, rank, size, st),
+                         least_by_definition(dt, buf, e, count));
+    }
+    free(buf);
+}
+
 static void test_isa_ladder(void **state) {
     (void)state;
 #if defined(GRADREF__X86)
@@ -1288,6 +1361,7 @@ int main(void) {
         cmocka_unit_test(test_f16_all_patterns),
         cmocka_unit_test(test_bf16_all_patterns),
         cmocka_unit_test(test_array_conversions),
+        cmocka_unit_test(test_least_magnitude),
         cmocka_unit_test(test_sgemm),
         cmocka_unit_test(test_sgemm_indirect),
         cmocka_unit_test(test_rounding_ties),

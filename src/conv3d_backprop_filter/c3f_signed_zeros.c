@@ -10,6 +10,8 @@
 #include "c3f_internal.h"
 #include "common/convert.h"
 #include "common/exec.h"
+#include "common/magnitude.h"
+#include "common/tensor.h"
 
 static int watched(const gradref__c3f_plan *p) {
     return p->precision != GRADREF_PRECISION_HIGH &&
@@ -32,21 +34,38 @@ static int zero_bits(const char *e, size_t bytes) {
     return 1;
 }
 
+/* The least nonzero |v| of a 5-D operand (sizes n, C, then three spatial: sp), by images over
+ * the threads: its f32 bits in `least`. */
+typedef struct least_scan {
+    const gradref__c3f_plan *p;
+    const char *base;
+    const int64_t *s, *sp;
+    int64_t C;
+    uint32_t least;
+} least_scan;
+
+static void least_images(const void *arg, int64_t n0, int64_t n1) {
+    least_scan *a = (least_scan *)(uintptr_t)arg; /* only `least`, by atomics */
+    const int64_t elem = (int64_t)gradref__dtype_size(a->p->in_dtype);
+    const int64_t size[4] = {a->C, a->sp[0], a->sp[1], a->sp[2]};
+    uint32_t least = GRADREF__NO_MAGNITUDE;
+    for (int64_t n = n0; n < n1; n++) {
+        const uint32_t image = gradref__least_magnitude_view(
+            a->p->in_dtype, a->base + n * a->s[0] * elem, 4, size, a->s + 1);
+        least = image < least ? image : least;
+    }
+    uint32_t seen = __atomic_load_n(&a->least, __ATOMIC_RELAXED);
+    while (least < seen && !__atomic_compare_exchange_n(&a->least, &seen, least, 0,
+                                                        __ATOMIC_RELAXED, __ATOMIC_RELAXED)) {
+    }
+}
+
 /* The smallest nonzero |v| of a 5-D operand (sizes n, c, then three spatial), +Inf if none. */
 static double smallest(const gradref__c3f_plan *p, const char *base, const int64_t *s, int64_t C,
-                       const int64_t *sp) {
-    double least = INFINITY;
-    for (int64_t n = 0; n < p->N; n++)
-        for (int64_t c = 0; c < C; c++)
-            for (int64_t a = 0; a < sp[0]; a++)
-                for (int64_t b = 0; b < sp[1]; b++)
-                    for (int64_t w = 0; w < sp[2]; w++) {
-                        const double v = fabs((double)gradref__load_f32(
-                            p->in_dtype, base,
-                            n * s[0] + c * s[1] + a * s[2] + b * s[3] + w * s[4]));
-                        least = v > 0 && v < least ? v : least;
-                    }
-    return least;
+                       const int64_t *sp, int threads) {
+    least_scan a = {p, base, s, sp, C, GRADREF__NO_MAGNITUDE};
+    gradref__parallel_ranges(p->N, threads, least_images, &a);
+    return (double)gradref__f32_from_bits(a.least);
 }
 
 /* Whether dw holds a +0 (all bits zero): a linear scan when its elements fill their span. */
@@ -83,9 +102,9 @@ void gradref__c3f_mend_signed_zeros(const gradref__c3f_plan *p, int threads) {
     if (!watched(p) || p->zero_only) return;
     const int64_t elements = p->G * p->Cout_g * p->Cin_g * p->K[0] * p->K[1] * p->K[2];
     if (!holds_zero(p, elements)) return; /* no +0: nothing can differ */
-    const double x = smallest(p, p->x, p->xs, p->G * p->Cin_g, p->I);
+    const double x = smallest(p, p->x, p->xs, p->G * p->Cin_g, p->I, threads);
     if (!(x < INFINITY)) return;
-    const double dy = smallest(p, p->dy, p->ys, p->G * p->Cout_g, p->O);
+    const double dy = smallest(p, p->dy, p->ys, p->G * p->Cout_g, p->O, threads);
     if (!(x * dy < 0x1p-102)) return; /* with no nonzero dy the product is +Inf */
     gradref__parallel_ranges(elements, threads, reference_zeros, p);
 }

@@ -12,6 +12,8 @@
 #include "cbd_internal.h"
 #include "common/convert.h"
 #include "common/exec.h"
+#include "common/magnitude.h"
+#include "common/tensor.h"
 
 static int watched(const gradref__cbd_plan *p) {
     return p->precision == GRADREF_PRECISION_DEFAULT &&
@@ -20,20 +22,9 @@ static int watched(const gradref__cbd_plan *p) {
 
 /* The smallest nonzero |w| of the filter, or +Inf when every element is zero (or NaN). */
 static float smallest_weight(const gradref__cbd_plan *p) {
-    float least = INFINITY;
-    for (int64_t g = 0; g < p->G; g++)
-        for (int64_t oc = 0; oc < p->OCpg; oc++)
-            for (int64_t ic = 0; ic < p->ICpg; ic++)
-                for (int64_t k = 0; k < p->K[0] * p->K[1] * p->K[2]; k++) {
-                    const int64_t k0 = k / (p->K[1] * p->K[2]), k1 = k / p->K[2] % p->K[1],
-                                  k2 = k % p->K[2];
-                    const float w =
-                        fabsf(gradref__load_f32(p->in_dtype, p->filter,
-                                                g * p->fs[0] + oc * p->fs[1] + ic * p->fs[2] +
-                                                    k0 * p->fs[3] + k1 * p->fs[4] + k2 * p->fs[5]));
-                    if (w > 0 && w < least) least = w;
-                }
-    return least;
+    const int64_t size[6] = {p->G, p->OCpg, p->ICpg, p->K[0], p->K[1], p->K[2]};
+    return gradref__f32_from_bits(
+        gradref__least_magnitude_view(p->in_dtype, p->filter, 6, size, p->fs));
 }
 
 typedef struct diff_scan {
@@ -42,24 +33,18 @@ typedef struct diff_scan {
     int found;
 } diff_scan;
 
-/* Channels [c0, c1) of the N * G * OCpg diff channels: any nonzero |d| below the limit. */
-static void scan_channels(const void *arg, int64_t c0, int64_t c1) {
+/* Images [n0, n1) of diff: any nonzero |d| below the limit. */
+static void scan_images(const void *arg, int64_t n0, int64_t n1) {
     diff_scan *s = (diff_scan *)(uintptr_t)arg;
     const gradref__cbd_plan *p = s->p;
-    const int64_t per_image = p->G * p->OCpg;
+    const int64_t elem = (int64_t)gradref__dtype_size(p->in_dtype);
+    const int64_t size[5] = {p->G, p->OCpg, p->O[0], p->O[1], p->O[2]};
     int found = 0;
-    for (int64_t c = c0; c < c1 && !found; c++) {
-        const int64_t base =
-            c / per_image * p->ds[0] + c % per_image / p->OCpg * p->ds[1] + c % p->OCpg * p->ds[2];
-        for (int64_t o0 = 0; o0 < p->O[0]; o0++)
-            for (int64_t o1 = 0; o1 < p->O[1]; o1++) {
-                const int64_t row = base + o0 * p->ds[3] + o1 * p->ds[4];
-                for (int64_t o2 = 0; o2 < p->O[2]; o2++) {
-                    const double d =
-                        fabs((double)gradref__load_f32(p->in_dtype, p->diff, row + o2 * p->ds[5]));
-                    found |= d > 0 && d < s->limit;
-                }
-            }
+    for (int64_t n = n0; n < n1 && !found; n++) {
+        const char *image = (const char *)p->diff + n * p->ds[0] * elem;
+        const uint32_t least =
+            gradref__least_magnitude_view(p->in_dtype, image, 5, size, p->ds + 1);
+        found = (double)gradref__f32_from_bits(least) < s->limit;
     }
     if (found) __atomic_store_n(&s->found, 1, __ATOMIC_RELAXED);
 }
@@ -69,7 +54,7 @@ static int products_may_underflow(const gradref__cbd_plan *p, int threads) {
     const float w = smallest_weight(p);
     if (!(w < INFINITY)) return 0; /* every product is a zero (or NaN) */
     diff_scan s = {p, 0x1p-102 / (double)w, 0};
-    gradref__parallel_ranges(p->N * p->G * p->OCpg, threads, scan_channels, &s);
+    gradref__parallel_ranges(p->N, threads, scan_images, &s);
     return s.found;
 }
 
