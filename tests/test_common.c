@@ -307,9 +307,10 @@ static void test_f16_all_patterns(void **state) {
     }
 }
 
-/* The array kernels (F16C where the CPU has it) give the scalar routines' bits, NaN payloads
- * included: every 16-bit pattern up, and f32 patterns (signalling NaNs, ties, subnormals,
- * overflow) down, at every alignment of the 8-lane blocks. */
+/* The array kernels (F16C where the CPU has it; BF16 by integer lanes) and the portable BF16
+ * loops give the scalar routines' bits, NaN payloads included: every 16-bit pattern up, and f32
+ * patterns (signalling NaNs, ties, subnormals, overflow) down, at every alignment of the 8-lane
+ * blocks. */
 static void test_array_conversions(void **state) {
     (void)state;
     uint16_t *h = malloc(65536 * sizeof *h), *h2 = malloc(65536 * sizeof *h2);
@@ -322,6 +323,10 @@ static void test_array_conversions(void **state) {
     gradref__bf16_to_f32_array(h, f, 65536);
     for (uint32_t i = 0; i < 65536; i++)
         assert_int_equal(gradref__f32_bits(f[i]), gradref__f32_bits(gradref__bf16_to_f32(h[i])));
+    gradref__array_kernels_for(GRADREF__ISA_MAX)->bf16_to_f32(h + 3, f, 65533);
+    for (uint32_t i = 0; i < 65533; i++)
+        assert_int_equal(gradref__f32_bits(f[i]),
+                         gradref__f32_bits(gradref__bf16_to_f32(h[i + 3])));
     tu_rng r = tu_rng_make(44);
     static const uint32_t specials[] = {
         0x7f800001u, 0xffa00000u, 0x7fc00001u, 0x7f800000u, 0x477ff000u, 0x477fefffu, 0x33000000u,
@@ -337,6 +342,9 @@ static void test_array_conversions(void **state) {
         for (size_t i = 0; i < n; i++)
             assert_int_equal(h2[i], gradref__f32_to_f16(f[start + i]));
         gradref__f32_to_bf16_array(f + start, h2, n);
+        for (size_t i = 0; i < n; i++)
+            assert_int_equal(h2[i], gradref__f32_to_bf16(f[start + i]));
+        gradref__array_kernels_for(GRADREF__ISA_MAX)->f32_to_bf16(f + start, h2, n);
         for (size_t i = 0; i < n; i++)
             assert_int_equal(h2[i], gradref__f32_to_bf16(f[start + i]));
     }

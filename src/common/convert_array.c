@@ -20,6 +20,8 @@ static const gradref__array_kernels portable = {
     .isa = "portable",
     .f16_to_f32 = f16_to_f32_portable,
     .f32_to_f16 = f32_to_f16_portable,
+    .bf16_to_f32 = gradref__bf16_to_f32_array,
+    .f32_to_bf16 = gradref__f32_to_bf16_array,
 };
 
 const gradref__array_kernels *gradref__array_kernels_for(int max_isa) {
@@ -40,7 +42,7 @@ void gradref__half_to_f32_array(const gradref__array_kernels *k, int32_t dtype, 
     if (dtype == GRADREF_F16)
         k->f16_to_f32(src, dst, n);
     else
-        gradref__bf16_to_f32_array(src, dst, n);
+        k->bf16_to_f32(src, dst, n);
 }
 
 void gradref__f32_to_half_array(const gradref__array_kernels *k, int32_t dtype, const float *src,
@@ -48,7 +50,7 @@ void gradref__f32_to_half_array(const gradref__array_kernels *k, int32_t dtype, 
     if (dtype == GRADREF_F16)
         k->f32_to_f16(src, dst, n);
     else
-        gradref__f32_to_bf16_array(src, dst, n);
+        k->f32_to_bf16(src, dst, n);
 }
 
 /* Both bf16 directions are integer operations; written branch-free so they vectorize. */

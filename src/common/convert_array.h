@@ -7,12 +7,13 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* The BF16 conversions: integer loops of one level (F16's are the array kernels' below). */
+/* The portable BF16 conversions: branch-free integer loops (the array kernels' below at the
+ * portable level). */
 void gradref__bf16_to_f32_array(const uint16_t *src, float *dst, size_t n);
 void gradref__f32_to_bf16_array(const float *src, uint16_t *dst, size_t n);
 
-/* The array kernels of one ISA (the data movers' own: F16's conversions and gradref_copy's 32 x
- * 32 transpose), picked from the CPU flags. The conversions are never NULL;
+/* The array kernels of one ISA (the data movers' own: F16's and BF16's conversions and
+ * gradref_copy's 32 x 32 transpose), picked from the CPU flags. The conversions are never NULL;
  * transpose32x32_32, d[i * dstride + j] = s[j * sstride + i] for 32-bit elements, is NULL where
  * the ISA has none. transpose32x32_32_stream does the same with streaming stores when d and
  * dstride keep every row of d 32-byte aligned (the caller calls gradref__stream_fence() before
@@ -21,6 +22,8 @@ typedef struct gradref__array_kernels {
     const char *isa;
     void (*f16_to_f32)(const uint16_t *src, float *dst, size_t n);
     void (*f32_to_f16)(const float *src, uint16_t *dst, size_t n);
+    void (*bf16_to_f32)(const uint16_t *src, float *dst, size_t n);
+    void (*f32_to_bf16)(const float *src, uint16_t *dst, size_t n);
     void (*transpose32x32_32)(const uint32_t *s, int64_t sstride, uint32_t *d, int64_t dstride);
     void (*transpose32x32_32_stream)(const uint32_t *s, int64_t sstride, uint32_t *d,
                                      int64_t dstride);
@@ -29,8 +32,8 @@ typedef struct gradref__array_kernels {
 /* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs. */
 const gradref__array_kernels *gradref__array_kernels_for(int max_isa);
 
-/* n values of a 16-bit float dtype (GRADREF_F16 by k's kernels, else BF16 as above) to f32, and
- * f32 to one: how every path converts F16 and BF16 arrays. */
+/* n values of a 16-bit float dtype (GRADREF_F16, else BF16) to f32 by k's kernels, and f32 to
+ * one: how every path converts F16 and BF16 arrays. */
 void gradref__half_to_f32_array(const gradref__array_kernels *k, int32_t dtype, const uint16_t *src,
                                 float *dst, size_t n);
 void gradref__f32_to_half_array(const gradref__array_kernels *k, int32_t dtype, const float *src,

@@ -83,10 +83,54 @@ static void transpose32x32_32_neon(const uint32_t *s, int64_t sstride, uint32_t 
         }
 }
 
+/* BF16 by integer lanes, as convert_array_avx2.c's: widening is a shift (SHLL), narrowing
+ * rounds to nearest even by the carry, NaNs as gradref__f32_to_bf16. */
+static inline void bf16_to_f32_block8(const void *from, void *to, size_t i) {
+    const uint16x8_t h = vld1q_u16((const uint16_t *)from + i);
+    float *dst = (float *)to + i;
+    vst1q_f32(dst, vreinterpretq_f32_u32(vshll_n_u16(vget_low_u16(h), 16)));
+    vst1q_f32(dst + 4, vreinterpretq_f32_u32(vshll_n_u16(vget_high_u16(h), 16)));
+}
+
+static inline void bf16_to_f32_one(const void *from, void *to, size_t i) {
+    ((float *)to)[i] = gradref__bf16_to_f32(((const uint16_t *)from)[i]);
+}
+
+static void bf16_to_f32_neon(const uint16_t *src, float *dst, size_t n) {
+    gradref__convert_by_8(src, dst, n, bf16_to_f32_block8, bf16_to_f32_one);
+}
+
+static inline uint16x4_t f32_to_bf16_4(uint32x4_t x) {
+    const uint32x4_t top = vshrq_n_u32(x, 16);
+    const uint32x4_t rounded = vshrq_n_u32(
+        vaddq_u32(vaddq_u32(x, vdupq_n_u32(0x7fff)), vandq_u32(top, vdupq_n_u32(1))), 16);
+    const uint32x4_t quiet =
+        vandq_u32(vceqq_u32(vandq_u32(top, vdupq_n_u32(0x7f)), vdupq_n_u32(0)), vdupq_n_u32(0x40));
+    const uint32x4_t nan =
+        vcgtq_u32(vandq_u32(x, vdupq_n_u32(0x7fffffff)), vdupq_n_u32(0x7f800000));
+    return vmovn_u32(vbslq_u32(nan, vorrq_u32(top, quiet), rounded));
+}
+
+static inline void f32_to_bf16_block8(const void *from, void *to, size_t i) {
+    const uint32_t *src = (const uint32_t *)from + i;
+    vst1q_u16((uint16_t *)to + i,
+              vcombine_u16(f32_to_bf16_4(vld1q_u32(src)), f32_to_bf16_4(vld1q_u32(src + 4))));
+}
+
+static inline void f32_to_bf16_one(const void *from, void *to, size_t i) {
+    ((uint16_t *)to)[i] = gradref__f32_to_bf16(((const float *)from)[i]);
+}
+
+static void f32_to_bf16_neon(const float *src, uint16_t *dst, size_t n) {
+    gradref__convert_by_8(src, dst, n, f32_to_bf16_block8, f32_to_bf16_one);
+}
+
 const gradref__array_kernels gradref__array_kernels_neon = {
     .isa = "neon",
     .f16_to_f32 = f16_to_f32_neon,
     .f32_to_f16 = f32_to_f16_neon,
+    .bf16_to_f32 = bf16_to_f32_neon,
+    .f32_to_bf16 = f32_to_bf16_neon,
     .transpose32x32_32 = transpose32x32_32_neon,
 };
 
