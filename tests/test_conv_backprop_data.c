@@ -856,7 +856,8 @@ static void test_depthwise_strips(void **state) {
  * channels (blocks of 8 or 4 and the channels left over, a plane each), every pad from 0 to 2
  * on each side, planes of 1 x 1 up to the largest padded plane the lanes take and one past
  * it, both modes and layouts (NHWC with F16 diff into F32 grad, which is staged to planes: one
- * dtype takes the channels-last rows), F16 and specials in diff. */
+ * dtype takes the channels-last rows), F16 and BF16 diff and grad (NCHW: converted a block of
+ * channels at a time by each item) and specials in diff. */
 static int strategy_applies(const cbd_case *c, const char *name);
 static void test_depthwise_lanes(void **state) {
     (void)state;
@@ -870,7 +871,8 @@ static void test_depthwise_lanes(void **state) {
         geometry g = geo2(2, 1, a[0], a[1], 1, 3, 3, 1, 0, 1, 19, (int32_t)(s % 2));
         g.pb[0] = a[2], g.pe[0] = a[3], g.pb[1] = a[4], g.pe[1] = a[5];
         cbd_case c;
-        make_case(&c, &g, s % 3 ? GRADREF_F16 : GRADREF_F32, GRADREF_F32, F_DENSE,
+        const int32_t in = s % 4 == 3 ? GRADREF_BF16 : s % 3 ? GRADREF_F16 : GRADREF_F32;
+        make_case(&c, &g, in, s % 4 >= 2 && s % 3 != 1 ? in : GRADREF_F32, F_DENSE,
                   s % 3 == 1 ? D_NHWC : D_NCHW, 0, &r);
         if (s % 2 == 0) tu_sprinkle_specials(&c.diff, &r, 5);
         assert_true(strategy_applies(&c, "depthwise"));

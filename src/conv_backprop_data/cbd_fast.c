@@ -84,6 +84,44 @@ static size_t depthwise_filter_bytes(const gradref__cbd_plan *p, int channels_la
     return (size_t)floats * sizeof(float);
 }
 
+static int64_t dw_lanes_planes(const gradref__cbd_plan *p) {
+    return gradref__cbd_kernels_for(p->max_isa)->dw_lanes_planes;
+}
+
+/* How L's path reads diff and writes grad: in place, or through whole f32 tensors (a dtype
+ * other than F32, pixels not dense, or diff planes sharing L1's sets), or, for planar depthwise
+ * of F32, F16 and BF16 whose rows are dense, through each item's f32 planes. */
+static void staging_of(const gradref__cbd_plan *p, cbd_layout *L) {
+    const int stage_diff =
+        !L->channels_last && (p->in_dtype != GRADREF_F32 || !dense_pixels(p->ds, p->O) ||
+                              planes_alias(p, L->path, p->ds[2]));
+    const int acc_buffer =
+        !L->channels_last && (p->out_dtype != GRADREF_F32 || !dense_pixels(p->gs, p->I));
+    const int halves =
+        (p->in_dtype == GRADREF_F32 || p->in_dtype == GRADREF_F16 || p->in_dtype == GRADREF_BF16) &&
+        (p->out_dtype == GRADREF_F32 || p->out_dtype == GRADREF_F16 ||
+         p->out_dtype == GRADREF_BF16);
+    const int items = L->path == CBD_PATH_DEPTHWISE && !L->channels_last && halves &&
+                      (p->O[2] == 1 || p->ds[5] == 1) && (p->I[2] == 1 || p->gs[5] == 1);
+    L->stage_diff = stage_diff && !items, L->dw_item_diff = stage_diff && items;
+    L->acc_buffer = acc_buffer && !items, L->dw_item_grad = acc_buffer && items;
+}
+
+/* A depthwise plan's part of each thread: its stride phases or its ring of diff rows, then its
+ * items' planes (L's offsets set). */
+static size_t depthwise_per_thread(const gradref__cbd_plan *p, cbd_layout *L) {
+    const gradref__cbd_dw_shape dw = gradref__cbd_dw_shape_of(p);
+    size_t per = 0;
+    if (L->channels_last || !unit_strides(p))
+        gradref__ws_take(&per, L->channels_last
+                                   ? gradref__cbd_cl_scratch_bytes(p)
+                                   : (size_t)gradref__cbd_dw_strided_floats(&dw) * sizeof(float));
+    const size_t item = (size_t)(lanes_blocks(p) > 0 ? dw_lanes_planes(p) : 1) * sizeof(float);
+    if (L->dw_item_diff) L->dw_diff_at = gradref__ws_take(&per, item * (size_t)pixels(p->O));
+    if (L->dw_item_grad) L->dw_grad_at = gradref__ws_take(&per, item * (size_t)pixels(p->I));
+    return per;
+}
+
 static cbd_layout layout_of(const gradref__cbd_plan *p, int32_t precision, int threads) {
     cbd_layout L;
     memset(&L, 0, sizeof L);
@@ -126,11 +164,9 @@ static cbd_layout layout_of(const gradref__cbd_plan *p, int32_t precision, int t
         L.tap_at = gradref__ws_take(&at, (size_t)(taps_of(p) + 1) * 8);
         L.residues = gradref__ws_take(&at, (size_t)(p->K[0] + p->K[1] + p->K[2]) * 8);
     }
-    L.stage_diff = !channels_last && (p->in_dtype != GRADREF_F32 || !dense_pixels(p->ds, p->O) ||
-                                      planes_alias(p, L.path, p->ds[2]));
+    staging_of(p, &L);
     L.diff_plane = pixels(p->O) + (planes_alias(p, L.path, pixels(p->O)) ? STAGED_PLANE_GAP : 0);
     if (L.stage_diff) L.diff32 = gradref__ws_take(&at, in_slabs * (size_t)L.diff_plane * 4);
-    L.acc_buffer = !channels_last && (p->out_dtype != GRADREF_F32 || !dense_pixels(p->gs, p->I));
     if (L.acc_buffer) L.acc = gradref__ws_take(&at, out_slabs * (size_t)pixels(p->I) * 4);
     if (L.path == CBD_PATH_GEMM) {
         size_t per = 0;
@@ -152,14 +188,10 @@ static cbd_layout layout_of(const gradref__cbd_plan *p, int32_t precision, int t
         L.thread0 = at;
         at += per * (size_t)threads;
     }
-    if (L.path == CBD_PATH_DEPTHWISE && (!unit_strides(p) || channels_last)) {
-        size_t per = 0; /* each thread's stride phases, or its ring of diff rows */
-        gradref__ws_take(&per, channels_last
-                                   ? gradref__cbd_cl_scratch_bytes(p)
-                                   : (size_t)gradref__cbd_dw_strided_floats(&dw) * sizeof(float));
-        L.per_thread = per;
+    if (L.path == CBD_PATH_DEPTHWISE) {
+        L.per_thread = depthwise_per_thread(p, &L);
         L.thread0 = at;
-        at += per * (size_t)threads;
+        at += L.per_thread * (size_t)threads;
     }
     L.total = at;
     return L;
@@ -254,12 +286,46 @@ static void dense5(int64_t c, const int64_t *sp, int64_t *st) {
     st[0] = c * st[1];
 }
 
-/* One channel of one image. The next channel's diff and grad planes are prefetched first when
- * together they are at most PREFETCH_PLANES_BYTES, unless the kernel table says otherwise: such
- * planes follow one another too quickly for the hardware prefetchers to ramp up, while larger
- * ones are streams they follow, and a burst of prefetches for them waits on the fill buffers. */
+/* Channels [g, g + c) of image n's diff as dense f32 planes at `to` (an item's own). */
+static void planes_in(const cbd_run *R, int64_t n, int64_t g, int64_t c, float *to) {
+    const gradref__cbd_plan *p = R->p;
+    const int dense = dense_pixels(p->ds, p->O);
+    const int64_t len = dense ? pixels(p->O) : p->O[2], rows = dense ? 1 : p->O[0] * p->O[1];
+    for (int64_t ch = 0; ch < c; ch++)
+        for (int64_t r = 0; r < rows; r++, to += len) {
+            const int64_t at = n * p->ds[0] + (g + ch) * p->ds[1] + r / p->O[1] * p->ds[3] +
+                               r % p->O[1] * p->ds[4];
+            const void *row = p->diff + (size_t)at * p->in_size;
+            if (p->in_dtype == GRADREF_F32)
+                memcpy(to, row, (size_t)len * sizeof(float));
+            else
+                gradref__half_to_f32_array(R->arrays, p->in_dtype, row, to, (size_t)len);
+        }
+}
+
+/* Dense f32 planes at `from` out to channels [g, g + c) of image n's grad. */
+static void planes_out(const cbd_run *R, int64_t n, int64_t g, int64_t c, const float *from) {
+    const gradref__cbd_plan *p = R->p;
+    const int dense = dense_pixels(p->gs, p->I);
+    const int64_t len = dense ? pixels(p->I) : p->I[2], rows = dense ? 1 : p->I[0] * p->I[1];
+    for (int64_t ch = 0; ch < c; ch++)
+        for (int64_t r = 0; r < rows; r++, from += len) {
+            const int64_t at = n * p->gs[0] + (g + ch) * p->gs[1] + r / p->I[1] * p->gs[3] +
+                               r % p->I[1] * p->gs[4];
+            void *row = p->grad + (size_t)at * p->out_size;
+            if (p->out_dtype == GRADREF_F32)
+                memcpy(row, from, (size_t)len * sizeof(float));
+            else
+                gradref__f32_to_half_array(R->arrays, p->out_dtype, from, row, (size_t)len);
+        }
+}
+
+/* The next channel's diff and grad planes prefetched when together they are at most
+ * PREFETCH_PLANES_BYTES, unless the kernel table says otherwise: such planes follow one another
+ * too quickly for the hardware prefetchers to ramp up, while larger ones are streams they
+ * follow, and a burst of prefetches for them waits on the fill buffers. */
 #define PREFETCH_PLANES_BYTES (INT64_C(16) << 10)
-static void item_depthwise(const cbd_run *R, int64_t n, int64_t g, float *phases) {
+static void prefetch_next_planes(const cbd_run *R, int64_t n, int64_t g) {
     const gradref__cbd_plan *p = R->p;
     const int64_t next_g = g + 1 < p->G ? g + 1 : 0, next_n = g + 1 < p->G ? n : n + 1;
     const int64_t diff_bytes = R->dw.O[0] * R->dw.O[1] * R->dw.O[2] * 4,
@@ -273,29 +339,44 @@ static void item_depthwise(const cbd_run *R, int64_t n, int64_t g, float *phases
         for (int64_t o = 0; o < grad_bytes; o += 64)
             __builtin_prefetch(grad + o, 1, 3);
     }
-    float *plane = R->acc + n * R->an + g * R->ac;
-    const float *w = R->apack + g * taps_of(p), *diff = R->diff + n * R->dn + g * R->dc;
-    if (unit_strides(p) ? gradref__cbd_depthwise_plane(R->k, &R->dw, w, diff, plane)
-                        : gradref__cbd_depthwise_strided(R->k, &R->dw, w, diff, plane, phases))
+}
+
+/* One channel of one image, its diff and grad in place or through the item's planes (S). */
+static void item_depthwise(const cbd_run *R, int64_t n, int64_t g, const cbd_scratch *S) {
+    const gradref__cbd_plan *p = R->p;
+    if (!S->dw_diff && !S->dw_grad) prefetch_next_planes(R, n, g);
+    if (S->dw_diff) planes_in(R, n, g, 1, S->dw_diff);
+    float *plane = S->dw_grad ? S->dw_grad : R->acc + n * R->an + g * R->ac;
+    const float *w = R->apack + g * taps_of(p);
+    const float *diff = S->dw_diff ? S->dw_diff : R->diff + n * R->dn + g * R->dc;
+    if (unit_strides(p)
+            ? gradref__cbd_depthwise_plane(R->k, &R->dw, w, diff, plane)
+            : gradref__cbd_depthwise_strided(R->k, &R->dw, w, diff, plane, S->dw_phases))
         gradref__cbd_canon(p, plane, pixels(p->I));
+    if (S->dw_grad) planes_out(R, n, g, 1, plane);
 }
 
 /* Depthwise item `it` by lanes (run_items): a block of channels of an image, or one channel
- * past its blocks. */
-static void item_depthwise_lanes(const cbd_run *R, int64_t it) {
+ * past its blocks; diff and grad as item_depthwise's. */
+static void item_depthwise_lanes(const cbd_run *R, int64_t it, const cbd_scratch *S) {
     const gradref__cbd_plan *p = R->p;
     const int64_t planes = R->k->dw_lanes_planes, blocks = p->G / planes;
     const int64_t per_image = blocks + p->G % planes, n = it / per_image, b = it % per_image;
     if (b >= blocks) {
-        item_depthwise(R, n, blocks * planes + b - blocks, NULL);
+        item_depthwise(R, n, blocks * planes + b - blocks, S);
         return;
     }
-    float *grad = R->acc + n * R->an + b * planes * R->ac;
+    const int64_t g = b * planes;
+    const float *diff = R->diff + n * R->dn + g * R->dc;
+    float *grad = R->acc + n * R->an + g * R->ac;
+    int64_t dc = R->dc, gc = R->ac;
+    if (S->dw_diff) planes_in(R, n, g, planes, S->dw_diff), diff = S->dw_diff, dc = pixels(p->O);
+    if (S->dw_grad) grad = S->dw_grad, gc = pixels(p->I);
     const unsigned hit =
-        R->k->dw_lanes(R->dw_lanes, R->lanes_w + b * 9 * planes,
-                       R->diff + n * R->dn + b * planes * R->dc, R->dc, grad, R->ac);
+        R->k->dw_lanes(R->dw_lanes, R->lanes_w + b * 9 * planes, diff, dc, grad, gc);
     for (int64_t c = 0; c < planes; c++)
-        if (hit >> c & 1u) gradref__cbd_canon(p, grad + c * R->ac, pixels(p->I));
+        if (hit >> c & 1u) gradref__cbd_canon(p, grad + c * gc, pixels(p->I));
+    if (S->dw_grad) planes_out(R, n, g, planes, grad);
 }
 
 static void ref_part(const void *plan, int64_t begin, int64_t end) {
@@ -325,6 +406,9 @@ static void bind_data(cbd_run *R, const cbd_layout *L, char *base, int threads) 
         R->diff = (const float *)(base + L->diff32);
         R->dn = dst5[0];
         R->dc = dst5[1];
+    } else if (L->dw_item_diff) { /* each item's own planes */
+        R->diff = NULL;
+        R->dn = R->dc = 0;
     } else {
         R->diff = (const float *)p->diff;
         R->dn = p->ds[0];
@@ -337,6 +421,9 @@ static void bind_data(cbd_run *R, const cbd_layout *L, char *base, int threads) 
         R->acc = (float *)(base + L->acc);
         R->an = ast5[0];
         R->ac = ast5[1];
+    } else if (L->dw_item_grad) {
+        R->acc = NULL;
+        R->an = R->ac = 0;
     } else {
         R->acc = (float *)p->grad;
         R->an = p->gs[0];
@@ -408,9 +495,9 @@ static void run_items_member(void *arg) {
         if (R->cl_w)
             gradref__cbd_cl_item(R, it, S.dw_ring);
         else if (R->dw_lanes)
-            item_depthwise_lanes(R, it);
+            item_depthwise_lanes(R, it, &S);
         else if (L->path == CBD_PATH_DEPTHWISE)
-            item_depthwise(R, n, g, S.dw_phases);
+            item_depthwise(R, n, g, &S);
         else
             gradref__cbd_item_gemm(R, n, g, ic0, ic1, &S);
     }
@@ -461,6 +548,7 @@ static void run_init(cbd_run *R, const gradref__cbd_plan *p) {
     R->p = p;
     R->max_isa = p->max_isa;
     R->k = gradref__cbd_kernels_for(p->max_isa);
+    R->arrays = gradref__array_kernels_for(p->max_isa);
     R->ocpg = p->OCpg;
 }
 

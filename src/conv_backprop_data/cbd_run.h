@@ -14,6 +14,7 @@
 #include "cbd_internal.h"
 #include "cbd_kernels.h"
 #include "common/convert.h"
+#include "common/convert_array.h"
 
 /* tiles of 32 pixels whose masks are computed together (direct tiles) */
 #define GRADREF__CBD_TILE_GROUP 64
@@ -55,6 +56,11 @@ typedef struct cbd_layout {
     size_t tile_at;              /* direct tiles: packed tiles' diff (0: not packed) */
     int64_t packed_tiles;        /* the tiles tile_at holds (gradref__cbd_packed_run), or 0 */
     size_t lanes_w; /* depthwise by lanes: their weights, past apack (0: a plane at a time) */
+    /* planar depthwise of F16 or BF16 (or strided rows): each item converts its channels' diff
+     * into, and its grad out of, f32 planes of its thread (offsets in a thread's part), instead
+     * of whole staged tensors */
+    int dw_item_diff, dw_item_grad;
+    size_t dw_diff_at, dw_grad_at;
     size_t total;
 } cbd_layout;
 
@@ -107,6 +113,7 @@ typedef struct cbd_scratch {
     int64_t tile_group;   /* tiles whose masks are computed together */
     float *dw_phases;     /* strided depthwise: a row of stride phases' planes */
     float *dw_ring;       /* channels-last depthwise: the ring and rows (the same space) */
+    float *dw_diff, *dw_grad; /* planar depthwise: an item's f32 planes (NULL: in place) */
 } cbd_scratch;
 
 static inline cbd_scratch cbd_scratch_of(const cbd_layout *L, char *mine) {
@@ -121,6 +128,8 @@ static inline cbd_scratch cbd_scratch_of(const cbd_layout *L, char *mine) {
     S.tile_group = L->tile_group;
     S.dw_phases = L->path == CBD_PATH_DEPTHWISE ? (float *)(void *)mine : NULL;
     S.dw_ring = S.dw_phases;
+    S.dw_diff = L->dw_item_diff ? (float *)(void *)(mine + L->dw_diff_at) : NULL;
+    S.dw_grad = L->dw_item_grad ? (float *)(void *)(mine + L->dw_grad_at) : NULL;
     return S;
 }
 
@@ -132,9 +141,10 @@ typedef struct cbd_run {
     int64_t span_lo, span_hi; /* diff's elements lie in [diff + span_lo, diff + span_hi) */
     float *acc;               /* f32 grad, likewise */
     int64_t an, ac;
-    int max_isa;                   /* the plan's: the GEMM's level and its own */
-    const gradref__cbd_kernels *k; /* the same family's own kernels */
-    gradref__cbd_dw_shape dw;      /* depthwise: every channel's geometry */
+    int max_isa;                          /* the plan's: the GEMM's level and its own */
+    const gradref__cbd_kernels *k;        /* the same family's own kernels */
+    const gradref__array_kernels *arrays; /* the level's F16 and BF16 conversions */
+    gradref__cbd_dw_shape dw;             /* depthwise: every channel's geometry */
     /* depthwise by lanes (k->dw_lanes): the geometry, and the weights of block b (its
      * k->dw_lanes_planes channels) at lanes_w + b * 9 * planes; NULL: a plane at a time */
     const gradref__cbd_dw_lanes *dw_lanes;
