@@ -658,10 +658,7 @@ s2_plane(int NC0, int NC1, const gradref__cbd_dw_shape *s, const float *const *w
     for (int64_t p = 0; p < planes; p++)
         for (int64_t kp1 = 0; kp1 < s->K[1]; kp1++)
             for (int k = 0; k < 4; k++)
-                wv[p][kp1][k] = k % 2 < t.ncols[k / 2]
-                                    ? _mm256_set1_ps(w[p][gradref__cbd_stored(s, 1, kp1) * s->K[2] +
-                                                          t.col_tap[k / 2][k % 2]])
-                                    : _mm256_setzero_ps();
+                wv[p][kp1][k] = _mm256_set1_ps(gradref__cbd_s2_weight(s, &t, w[p], kp1, k));
     if (planes == 1) return s2_plane_one(NC0, NC1, s, &L, wv[0], diff[0], grad);
     unsigned hit = 0;
     for (int64_t i1 = 0; i1 < s->I[1]; i1++) {

@@ -670,6 +670,16 @@ static inline int gradref__cbd_s2_row_taps(const gradref__cbd_dw_shape *s, const
     return first + second;
 }
 
+/* A stride-2 plane kernel's weight from a filter slice w: row tap position kp1, column phase
+ * k / 2 and its column tap k % 2 (t's), or 0 past the phase's taps. */
+static inline float gradref__cbd_s2_weight(const gradref__cbd_dw_shape *s,
+                                           const gradref__cbd_s2_taps *t, const float *w,
+                                           int64_t kp1, int k) {
+    return k % 2 < t->ncols[k / 2]
+               ? w[gradref__cbd_stored(s, 1, kp1) * s->K[2] + t->col_tap[k / 2][k % 2]]
+               : 0.0f;
+}
+
 /* A plane kernel's taps for K1, K2 <= 3: the diff column shift of chain column c (kp2 =
  * K2 - 1 - c, the chain's order) and the weight of row tap kp1 at column c, zero where the
  * kernel is narrower than 3 (an exact no-op for a finite filter). */

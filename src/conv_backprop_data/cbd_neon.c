@@ -521,10 +521,7 @@ s2_plane_neon(int NC0, int NC1, const gradref__cbd_dw_shape *s, const float *con
     for (int64_t p = 0; p < planes; p++)
         for (int64_t kp1 = 0; kp1 < s->K[1]; kp1++)
             for (int k = 0; k < 4; k++)
-                wf[p][kp1][k] =
-                    k % 2 < t.ncols[k / 2]
-                        ? w[p][gradref__cbd_stored(s, 1, kp1) * s->K[2] + t.col_tap[k / 2][k % 2]]
-                        : 0.0f;
+                wf[p][kp1][k] = gradref__cbd_s2_weight(s, &t, w[p], kp1, k);
     if (planes == 1) return s2_plane_one_neon(NC0, NC1, s, &L, wf[0], diff[0], grad);
     int hit = 0;
     for (int64_t i1 = 0; i1 < s->I[1]; i1++) {
