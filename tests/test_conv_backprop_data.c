@@ -1049,6 +1049,37 @@ static void depthwise_strided_3d(tu_rng *r) {
     }
 }
 
+/* 3-D depthwise whose depth is one grad and one diff plane joined by a 1-deep filter, at depth
+ * stride 2 with a front pad of 1: the tap reaches no grad plane, and grad is +0 (the one-plane
+ * shortcuts of the lanes and of the stride-2 planes once took it for a 2-D plane). Small 3 x 3
+ * planes (the lanes), stride 2 with 3 x 3 and 1 x 1 (the stride-2 planes), NCDHW and NDHWC, F32
+ * and F16, both modes. */
+static void test_depthwise_depth_past_pad(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(71);
+    static const int64_t cases[][4] = {/* stride(h, w) K(h, w) O(h) O(w) */
+                                       {1, 3, 8, 8},
+                                       {2, 3, 4, 14},
+                                       {2, 1, 5, 9},
+                                       {1, 3, 30, 30}};
+    for (size_t s = 0; s < 2 * sizeof cases / sizeof cases[0]; s++) {
+        const int64_t *a = cases[s / 2];
+        geometry g;
+        memset(&g, 0, sizeof g);
+        g.rank = 3, g.N = 2, g.G = 9, g.ICpg = g.OCpg = 1, g.mode = (int32_t)((s + s / 2) % 2);
+        g.K[0] = 1, g.stride[0] = 2, g.dil[0] = 1, g.pb[0] = 1, g.O[0] = 1, g.extra[0] = 1;
+        for (int j = 1; j < 3; j++)
+            g.K[j] = a[1], g.stride[j] = a[0], g.dil[j] = 1, g.pb[j] = g.pe[j] = a[1] / 2,
+            g.O[j] = a[1 + j];
+        cbd_case c;
+        make_case(&c, &g, s % 3 == 2 ? GRADREF_F16 : GRADREF_F32, GRADREF_F32, F_DENSE,
+                  s % 2 ? D_NHWC : D_NCHW, 0, &r);
+        assert_true(strategy_applies(&c, "depthwise"));
+        check_fast_against_reference(&c, GRADREF_PRECISION_DEFAULT);
+        free_case(&c);
+    }
+}
+
 /* Strided depthwise channels, against the reference at every level and thread count. Stride 2
  * along h and w with K <= 3 (the kernel table's dw_plane_s2, both column phases interleaved as
  * they are stored): even and odd grad widths, rows of under one block to several, every pad
@@ -2532,6 +2563,7 @@ int main(void) {
         cmocka_unit_test(test_depthwise_channels_last),
         cmocka_unit_test(test_depthwise_3d),
         cmocka_unit_test(test_depthwise_strided),
+        cmocka_unit_test(test_depthwise_depth_past_pad),
         cmocka_unit_test(test_stride2_columns),
         cmocka_unit_test(test_channels_past_chunk),
         cmocka_unit_test(test_tile_columns),

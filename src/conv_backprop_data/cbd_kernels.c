@@ -183,9 +183,8 @@ static int depthwise_planes(plane_kernel kernel, const gradref__cbd_dw_shape *p,
 int gradref__cbd_depthwise_strided(const gradref__cbd_kernels *k, const gradref__cbd_dw_shape *s,
                                    const float *w, const float *diff, float *grad, float *scratch) {
     if (k->dw_plane_s2 && gradref__cbd_s2_plane(s)) /* a 2-D plane straight to the kernel */
-        return s->I[0] == 1 && s->O[0] == 1 && s->K[0] == 1
-                   ? k->dw_plane_s2(s, &w, &diff, 1, grad)
-                   : depthwise_planes(k->dw_plane_s2, s, w, diff, grad);
+        return gradref__cbd_one_plane(s) ? k->dw_plane_s2(s, &w, &diff, 1, grad)
+                                         : depthwise_planes(k->dw_plane_s2, s, w, diff, grad);
     float v_w[GRADREF__CBD_DW_STRIDED_TAPS];
     int hit = 0;
     int64_t r[3];
@@ -272,8 +271,8 @@ const gradref__cbd_kernels *gradref__cbd_kernels_for(int max_isa) {
 /* The padded plane of gradref__cbd_dw_lanes: cells from diff row r0 and column c0 (the first a
  * tap reaches, or 0) to the last either diff or a tap reaches. */
 int gradref__cbd_dw_lanes_of(const gradref__cbd_dw_shape *s, gradref__cbd_dw_lanes *L) {
-    if (s->I[0] != 1 || s->O[0] != 1 || s->K[0] != 1 || s->K[1] != 3 || s->K[2] != 3 ||
-        s->dil[1] != 1 || s->dil[2] != 1 || s->stride[1] != 1 || s->stride[2] != 1)
+    if (!gradref__cbd_one_plane(s) || s->K[1] != 3 || s->K[2] != 3 || s->dil[1] != 1 ||
+        s->dil[2] != 1 || s->stride[1] != 1 || s->stride[2] != 1)
         return 0;
     const int64_t pb1 = s->pad[1], pb2 = s->pad[2], O1 = s->O[1], O2 = s->O[2];
     const int64_t r0 = pb1 < 2 ? pb1 - 2 : 0, c0 = pb2 < 2 ? pb2 - 2 : 0;

@@ -568,6 +568,12 @@ static inline int64_t gradref__cbd_column_shift(const gradref__cbd_dw_shape *s, 
     return s->pad[2] - kp2 * s->dil[2];
 }
 
+/* Whether depthwise shape s is one plane: one grad and one diff plane along its first dim,
+ * which its one tap joins (a pad before that tap would leave grad +0 instead). */
+static inline int gradref__cbd_one_plane(const gradref__cbd_dw_shape *s) {
+    return s->I[0] == 1 && s->O[0] == 1 && s->K[0] == 1 && s->pad[0] == 0;
+}
+
 /* The stored index of tap position kp along dim j (flipped in CONVOLUTION mode). */
 static inline int64_t gradref__cbd_stored(const gradref__cbd_dw_shape *s, int j, int64_t kp) {
     return s->flip ? s->K[j] - 1 - kp : kp;
