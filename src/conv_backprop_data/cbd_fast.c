@@ -366,12 +366,11 @@ static void item_depthwise_lanes(const cbd_run *R, int64_t it, const cbd_scratch
         item_depthwise(R, n, blocks * planes + b - blocks, S);
         return;
     }
-    const int64_t g = b * planes;
-    const float *diff = R->diff + n * R->dn + g * R->dc;
-    float *grad = R->acc + n * R->an + g * R->ac;
-    int64_t dc = R->dc, gc = R->ac;
-    if (S->dw_diff) planes_in(R, n, g, planes, S->dw_diff), diff = S->dw_diff, dc = pixels(p->O);
-    if (S->dw_grad) grad = S->dw_grad, gc = pixels(p->I);
+    const int64_t g = b * planes; /* R->diff and R->acc are NULL where the item has planes */
+    const float *diff = S->dw_diff ? S->dw_diff : R->diff + n * R->dn + g * R->dc;
+    float *grad = S->dw_grad ? S->dw_grad : R->acc + n * R->an + g * R->ac;
+    const int64_t dc = S->dw_diff ? pixels(p->O) : R->dc, gc = S->dw_grad ? pixels(p->I) : R->ac;
+    if (S->dw_diff) planes_in(R, n, g, planes, S->dw_diff);
     const unsigned hit =
         R->k->dw_lanes(R->dw_lanes, R->lanes_w + b * 9 * planes, diff, dc, grad, gc);
     for (int64_t c = 0; c < planes; c++)
