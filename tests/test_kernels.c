@@ -617,6 +617,14 @@ static void test_cbd_masks_and_scatter(void **state) {
     }
 }
 
+/* got's +0 made -0 where want holds -0: the plane and lane kernels add a zero term for a tap
+ * outside diff (masked loads, narrower taps), which turns a -0 chain into +0; the call mends
+ * those signs (cbd_signed_zeros.c), so the kernels are held to the rest of the bits. */
+static void zero_signs_as(float *got, const float *want, int64_t n) {
+    for (int64_t i = 0; i < n; i++)
+        if (got[i] == 0 && want[i] == 0 && signbit(want[i])) got[i] = -0.0f;
+}
+
 /* conv_backprop_data's depthwise planes: every level's rows (dw_row, dw_rows4) and 3 x 3
  * planes (dw_plane3x3, 2-D and 3-D: a grad plane from the diff planes of one to three depth
  * taps), as gradref__cbd_depthwise_plane picks them, against the portable table on random
@@ -670,10 +678,7 @@ static void test_cbd_depthwise(void **state) {
             gradref__canon_nans_f32(
                 got, out, GRADREF__ISA_MAX); /* NaN payloads follow the rule at the call */
             gradref__canon_nans_f32(want, out, GRADREF__ISA_MAX);
-            /* a +0 where the portable rows end at -0: a zero term for a tap the plane kernel
-             * lacks (a narrower kernel); the call mends those signs (cbd_signed_zeros.c) */
-            for (int64_t i = 0; i < out; i++)
-                if (got[i] == 0 && want[i] == 0 && signbit(want[i])) got[i] = -0.0f;
+            zero_signs_as(got, want, out);
             expect_bytes(got, want, sizeof(float) * (size_t)out, "cbd depthwise plane", k->isa, out,
                          iter);
         }
@@ -711,9 +716,7 @@ static void lanes_case(const gradref__cbd_kernels *k, const gradref__cbd_dw_shap
             fail_msg("cbd dw_lanes at %s: channel %lld's bit (case %d)", k->isa, (long long)c,
                      iter);
         gradref__canon_nans_f32(plane, out, GRADREF__ISA_MAX);
-        for (int64_t i = 0; i < out; i++) /* a zero term turns a -0 sum into +0 (mended) */
-            if (plane[i] == 0 && want[c * gc + i] == 0 && signbit(want[c * gc + i]))
-                plane[i] = -0.0f;
+        zero_signs_as(plane, want + c * gc, out);
     }
     expect_bytes(got, want, sizeof(float) * (size_t)(planes * gc), "cbd dw_lanes", k->isa, out,
                  iter);
@@ -818,10 +821,7 @@ static void test_cbd_depthwise_strided(void **state) {
                 for (int64_t i = 0; i < out; i++)
                     assert_false(got[i] == 0 || isnan(got[i]));
             gradref__canon_nans_f32(got, out, GRADREF__ISA_MAX);
-            /* a +0 where the chain ends at -0: a +0 term for a tap outside diff (masked loads,
-             * the plane kernels' narrower taps); the call mends those signs */
-            for (int64_t i = 0; i < out; i++)
-                if (got[i] == 0 && want[i] == 0 && signbit(want[i])) got[i] = -0.0f;
+            zero_signs_as(got, want, out);
             expect_bytes(got, want, sizeof(float) * (size_t)out, "cbd strided depthwise", k->isa,
                          out, iter);
         }
@@ -885,10 +885,7 @@ static void test_cbd_plane3x3_depth(void **state) {
                 k->dw_plane3x3(&flat, ws, ds, n, got);
                 gradref__canon_nans_f32(got, out, GRADREF__ISA_MAX);
                 const float *w0 = want + i0 * out;
-                /* a +0 where the rows end at -0: a zero term the plane kernel adds for a tap it
-                 * lacks; the call mends those signs (cbd_signed_zeros.c) */
-                for (int64_t i = 0; i < out; i++)
-                    if (got[i] == 0 && w0[i] == 0 && signbit(w0[i])) got[i] = -0.0f;
+                zero_signs_as(got, w0, out);
                 expect_bytes(got, w0, sizeof(float) * (size_t)out, "cbd plane3x3 depth", k->isa,
                              out, iter);
             }
