@@ -182,9 +182,8 @@ static int depthwise_planes(plane_kernel kernel, const gradref__cbd_dw_shape *p,
 
 int gradref__cbd_depthwise_strided(const gradref__cbd_kernels *k, const gradref__cbd_dw_shape *s,
                                    const float *w, const float *diff, float *grad, float *scratch) {
-    if (k->dw_plane_s2 && gradref__cbd_s2_plane(s)) /* a 2-D plane straight to the kernel */
-        return gradref__cbd_one_plane(s) ? k->dw_plane_s2(s, &w, &diff, 1, grad)
-                                         : depthwise_planes(k->dw_plane_s2, s, w, diff, grad);
+    if (k->dw_plane_s2 && gradref__cbd_s2_plane(s))
+        return depthwise_planes(k->dw_plane_s2, s, w, diff, grad);
     float v_w[GRADREF__CBD_DW_STRIDED_TAPS];
     int hit = 0;
     int64_t r[3];
