@@ -308,6 +308,46 @@ static void test_all_finite(void **state) {
     }
 }
 
+/* Every level's rows widening (f16_rows_to_f32, bf16_rows_to_f32, and the dtype's through
+ * gradref__half_rows_to_f32) against the element conversions: runs of 0 to 40 values, 0 to 5
+ * rows, source rows ascending or descending, and nothing between or past the runs written. */
+static void test_array_rows(void **state) {
+    (void)state;
+    enum { RUNS = 5, PITCH = 50 };
+    uint16_t *h = malloc(65536 * 2);
+    for (uint32_t i = 0; i < 65536; i++) /* every pattern: NaNs, infinities, subnormals */
+        h[i] = (uint16_t)i;
+    float got[RUNS * PITCH], want[RUNS * PITCH];
+    for (int level = 0; level <= gradref__isa_level(); level++) { /* portable too */
+        const gradref__array_kernels *k = gradref__array_kernels_for(level);
+        if (level > 0 && k == gradref__array_kernels_for(level - 1)) continue;
+        for (int bf = 0; bf < 2; bf++)
+            for (int64_t n = 0; n <= 40; n++)
+                for (int64_t rows = 0; rows <= RUNS; rows++)
+                    for (int64_t sstride = -1003; sstride <= 1003; sstride += 2006) {
+                        /* starts around F16's largest finite, its Inf and NaNs (BF16: 0x7f80) */
+                        const uint16_t *src = h + (bf ? 0x7f70 : 0x7bf0) + 7 * n +
+                                              (sstride < 0 ? (RUNS - 1) * 1003 : 0);
+                        memset(got, 0xa5, sizeof got), memset(want, 0xa5, sizeof want);
+                        for (int64_t r = 0; r < rows; r++)
+                            for (int64_t i = 0; i < n; i++) {
+                                const uint16_t v = src[r * sstride + i];
+                                want[r * PITCH + i] =
+                                    bf ? gradref__bf16_to_f32(v) : gradref__f16_to_f32(v);
+                            }
+                        (bf ? k->bf16_rows_to_f32 : k->f16_rows_to_f32)(src, sstride, got, PITCH,
+                                                                        (size_t)n, (size_t)rows);
+                        expect_bytes(got, want, sizeof got, bf ? "bf16_rows" : "f16_rows", k->isa,
+                                     n, (int)(rows * sstride));
+                        memset(got, 0xa5, sizeof got);
+                        gradref__half_rows_to_f32(k, bf ? GRADREF_BF16 : GRADREF_F16, src, sstride,
+                                                  got, PITCH, (size_t)n, (size_t)rows);
+                        expect_bytes(got, want, sizeof got, "half_rows", k->isa, n, bf);
+                    }
+    }
+    free(h);
+}
+
 static void test_array_kernels(void **state) {
     (void)state;
     const gradref__array_kernels *base = gradref__array_kernels_for(GRADREF__ISA_PORTABLE);
@@ -1448,6 +1488,7 @@ int main(void) {
         cmocka_unit_test(test_canon_nans),
         cmocka_unit_test(test_all_finite),
         cmocka_unit_test(test_array_kernels),
+        cmocka_unit_test(test_array_rows),
         cmocka_unit_test(test_c3f_add),
         cmocka_unit_test(test_c3f_panels),
         cmocka_unit_test(test_cbd_masks_and_scatter),

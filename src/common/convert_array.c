@@ -16,12 +16,26 @@ static void f32_to_f16_portable(const float *src, uint16_t *dst, size_t n) {
         dst[i] = gradref__f32_to_f16(src[i]);
 }
 
+static void f16_rows_to_f32_portable(const uint16_t *src, int64_t sstride, float *dst,
+                                     int64_t dstride, size_t n, size_t rows) {
+    for (size_t r = 0; r < rows; r++)
+        f16_to_f32_portable(src + (ptrdiff_t)r * sstride, dst + (ptrdiff_t)r * dstride, n);
+}
+
+static void bf16_rows_to_f32_portable(const uint16_t *src, int64_t sstride, float *dst,
+                                      int64_t dstride, size_t n, size_t rows) {
+    for (size_t r = 0; r < rows; r++)
+        gradref__bf16_to_f32_array(src + (ptrdiff_t)r * sstride, dst + (ptrdiff_t)r * dstride, n);
+}
+
 static const gradref__array_kernels portable = {
     .isa = "portable",
     .f16_to_f32 = f16_to_f32_portable,
     .f32_to_f16 = f32_to_f16_portable,
     .bf16_to_f32 = gradref__bf16_to_f32_array,
     .f32_to_bf16 = gradref__f32_to_bf16_array,
+    .f16_rows_to_f32 = f16_rows_to_f32_portable,
+    .bf16_rows_to_f32 = bf16_rows_to_f32_portable,
 };
 
 const gradref__array_kernels *gradref__array_kernels_for(int max_isa) {
@@ -43,6 +57,15 @@ void gradref__half_to_f32_array(const gradref__array_kernels *k, int32_t dtype, 
         k->f16_to_f32(src, dst, n);
     else
         k->bf16_to_f32(src, dst, n);
+}
+
+void gradref__half_rows_to_f32(const gradref__array_kernels *k, int32_t dtype, const uint16_t *src,
+                               int64_t sstride, float *dst, int64_t dstride, size_t n,
+                               size_t rows) {
+    if (dtype == GRADREF_F16)
+        k->f16_rows_to_f32(src, sstride, dst, dstride, n, rows);
+    else
+        k->bf16_rows_to_f32(src, sstride, dst, dstride, n, rows);
 }
 
 void gradref__f32_to_half_array(const gradref__array_kernels *k, int32_t dtype, const float *src,

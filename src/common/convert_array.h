@@ -14,6 +14,9 @@ void gradref__f32_to_bf16_array(const float *src, uint16_t *dst, size_t n);
 
 /* The array kernels of one ISA (the data movers' own: F16's and BF16's conversions and
  * gradref_copy's 32 x 32 transpose), picked from the CPU flags. The conversions are never NULL;
+ * f16_rows_to_f32 and bf16_rows_to_f32 widen `rows` runs of n values, run r from src + r *
+ * sstride to dst + r * dstride (strides in elements, of either sign): one call for a window of
+ * many short channel rows, where a call a row cost more than its conversions.
  * transpose32x32_32, d[i * dstride + j] = s[j * sstride + i] for 32-bit elements, is NULL where
  * the ISA has none. transpose32x32_32_stream does the same with streaming stores when d and
  * dstride keep every row of d 32-byte aligned (the caller calls gradref__stream_fence() before
@@ -24,6 +27,10 @@ typedef struct gradref__array_kernels {
     void (*f32_to_f16)(const float *src, uint16_t *dst, size_t n);
     void (*bf16_to_f32)(const uint16_t *src, float *dst, size_t n);
     void (*f32_to_bf16)(const float *src, uint16_t *dst, size_t n);
+    void (*f16_rows_to_f32)(const uint16_t *src, int64_t sstride, float *dst, int64_t dstride,
+                            size_t n, size_t rows);
+    void (*bf16_rows_to_f32)(const uint16_t *src, int64_t sstride, float *dst, int64_t dstride,
+                             size_t n, size_t rows);
     void (*transpose32x32_32)(const uint32_t *s, int64_t sstride, uint32_t *d, int64_t dstride);
     void (*transpose32x32_32_stream)(const uint32_t *s, int64_t sstride, uint32_t *d,
                                      int64_t dstride);
@@ -38,6 +45,9 @@ void gradref__half_to_f32_array(const gradref__array_kernels *k, int32_t dtype, 
                                 float *dst, size_t n);
 void gradref__f32_to_half_array(const gradref__array_kernels *k, int32_t dtype, const float *src,
                                 uint16_t *dst, size_t n);
+/* The rows form of gradref__half_to_f32_array (the table's f16_rows_to_f32 or bf16_rows_to_f32). */
+void gradref__half_rows_to_f32(const gradref__array_kernels *k, int32_t dtype, const uint16_t *src,
+                               int64_t sstride, float *dst, int64_t dstride, size_t n, size_t rows);
 
 /* An ISA's conversion of n elements: block(src, dst, i) converts the 8 from i, one(src, dst, i)
  * the one at i. Blocks of 8 while they fit, the last few by the block that ends at n (its first
@@ -56,6 +66,17 @@ static inline __attribute__((always_inline)) void gradref__convert_by_8(const vo
     else
         for (; i < n; i++)
             one(src, dst, i);
+}
+
+/* gradref__convert_by_8 on each of `rows` runs of 16-bit values widened to f32 (the tables'
+ * *_rows_to_f32), run r at src + r * sstride and dst + r * dstride. */
+static inline __attribute__((always_inline)) void
+gradref__widen_rows_by_8(const uint16_t *src, int64_t sstride, float *dst, int64_t dstride,
+                         size_t n, size_t rows, gradref__convert_step block,
+                         gradref__convert_step one) {
+    for (size_t r = 0; r < rows; r++)
+        gradref__convert_by_8(src + (ptrdiff_t)r * sstride, dst + (ptrdiff_t)r * dstride, n, block,
+                              one);
 }
 
 /* The AVX2 and NEON tables (convert_array_avx2.c, convert_array_neon.c). */

@@ -65,6 +65,18 @@ static void bf16_to_f32_avx2(const uint16_t *src, float *dst, size_t n) {
     gradref__convert_by_8(src, dst, n, bf16_to_f32_block8, bf16_to_f32_one);
 }
 
+static void f16_rows_to_f32_avx2(const uint16_t *src, int64_t sstride, float *dst, int64_t dstride,
+                                 size_t n, size_t rows) {
+    gradref__widen_rows_by_8(src, sstride, dst, dstride, n, rows, f16_to_f32_block8,
+                             f16_to_f32_one);
+}
+
+static void bf16_rows_to_f32_avx2(const uint16_t *src, int64_t sstride, float *dst, int64_t dstride,
+                                  size_t n, size_t rows) {
+    gradref__widen_rows_by_8(src, sstride, dst, dstride, n, rows, bf16_to_f32_block8,
+                             bf16_to_f32_one);
+}
+
 static inline void f32_to_bf16_block8(const void *from, void *to, size_t i) {
     const __m256i x = _mm256_loadu_si256((const __m256i *)((const float *)from + i));
     const __m256i top = _mm256_srli_epi32(x, 16), one = _mm256_set1_epi32(1);
@@ -96,6 +108,8 @@ const gradref__array_kernels gradref__array_kernels_avx2 = {
     .f32_to_f16 = gradref__f32_to_f16_f16c,
     .bf16_to_f32 = bf16_to_f32_avx2,
     .f32_to_bf16 = f32_to_bf16_avx2,
+    .f16_rows_to_f32 = f16_rows_to_f32_avx2,
+    .bf16_rows_to_f32 = bf16_rows_to_f32_avx2,
     .transpose32x32_32 = gradref__transpose32x32_u32_avx2,
     .transpose32x32_32_stream = gradref__transpose32x32_u32_stream_avx2,
 };

@@ -346,6 +346,12 @@ typedef struct tiles_stack {
     uint16_t masks[(STACK_TILE_GROUP + 1) * 2 * TILE_TAPS];
 } tiles_stack;
 
+/* Whether fill_window widens a run of every channel at once: F16 or BF16 runs of unit stride. */
+static int half_rows(const direct *d) {
+    const int32_t dt = d->p->in_dtype;
+    return !d->wc && (dt == GRADREF_F16 || dt == GRADREF_BF16) && d->p->ds[5] == 1;
+}
+
 /* Diff's flat positions [start, start + span) of every channel of the item's image and group,
  * as f32 (+0 outside diff), channel oc at window + oc * span; or, by words, word j's at
  * window + j * span. A run along diff's last dim at a time, for every channel. */
@@ -353,6 +359,8 @@ static void fill_window(const direct *d, int64_t start, int64_t span, float *win
     const gradref__cbd_plan *p = d->p;
     const int64_t P = pixels(p->O), img = d->n * p->ds[0] + d->g * p->ds[1];
     const int step = d->wc ? d->wc : 1;
+    /* dense pixels of unit stride: a run goes on past a row's end, as long as diff */
+    const int flat = dense_pixels(p->ds, p->O) && p->ds[5] == 1;
     for (int64_t x = 0; x < span;) {
         const int64_t pos = start + x;
         int64_t run = pos < 0 ? -pos : span - x;
@@ -365,8 +373,16 @@ static void fill_window(const direct *d, int64_t start, int64_t span, float *win
         }
         const int64_t o2 = pos % p->O[2], o1 = pos / p->O[2] % p->O[1],
                       o0 = pos / (p->O[2] * p->O[1]);
-        run = p->O[2] - o2 < run ? p->O[2] - o2 : run;
+        const int64_t room = flat ? P - pos : p->O[2] - o2;
+        run = room < run ? room : run;
         const int64_t e = img + o0 * p->ds[3] + o1 * p->ds[4] + o2 * p->ds[5];
+        if (half_rows(d)) { /* every channel's run in one call */
+            gradref__half_rows_to_f32(d->ak, p->in_dtype,
+                                      (const uint16_t *)(const void *)p->diff + e, p->ds[2],
+                                      window + x, span, (size_t)run, (size_t)p->OCpg);
+            x += run;
+            continue;
+        }
         for (int64_t oc = 0; oc < p->OCpg; oc += step) {
             float *out = window + oc / step * span + x;
             if (d->wc)
