@@ -918,8 +918,9 @@ static void expect_channels_last(const cbd_case *c, int fits) {
  * (column phases with taps and, at 1 x 1 stride 2, without), dilation 2 at stride 2; values
  * uniform, with specials, or tiny (products that underflow to zeros of either sign, which the
  * skipped taps keep), filters holding specials (the fast path declines them). Channels that end
- * in a part of a block (12, 20 and 36 at 8 lanes; 3, 5 and 58 at 4 too), alone, after whole
- * blocks, and as the last of several chunks an image. */
+ * in a part of a block (12, 20 and 36 at 8 lanes; 3, 5 and 58 at 4 too; at AVX-512's 16, every
+ * count not a multiple of 16, 8 and 12 a part alone), alone, after whole blocks, and as the last
+ * of several chunks an image; 136 and 264 channels for whole groups of 16-lane blocks. */
 static void test_depthwise_channels_last(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(59);
@@ -938,7 +939,9 @@ static void test_depthwise_channels_last(void **state) {
         {2, 3, 300, 3, 3, 1, 1, 48, 1, 1, 0}, {2, 3, 300, 3, 3, 1, 1, 48, 2, 1, 0},
         {2, 7, 7, 3, 3, 1, 1, 58, 1, 1, 0},   {2, 14, 14, 3, 3, 1, 1, 3, 2, 1, 0},
         {2, 9, 9, 3, 3, 1, 1, 20, 2, 2, 1},   {2, 3, 300, 3, 3, 1, 1, 100, 1, 1, 0},
-        {1, 1, 30, 1, 3, 1, 1, 5, 2, 1, 0},   {2, 4, 200, 3, 3, 1, 1, 36, 2, 1, 0}};
+        {1, 1, 30, 1, 3, 1, 1, 5, 2, 1, 0},   {2, 4, 200, 3, 3, 1, 1, 36, 2, 1, 0},
+        {2, 7, 14, 3, 3, 1, 1, 136, 1, 1, 0}, {2, 5, 9, 3, 3, 1, 1, 264, 1, 1, 0},
+        {2, 6, 7, 3, 3, 1, 1, 136, 1, 2, 1}};
     for (size_t s = 0; s < sizeof cases / sizeof cases[0]; s++) {
         const int64_t *a = cases[s];
         geometry g =

@@ -343,12 +343,13 @@ static void cbd_depthwise_3d_cases(int32_t dt) {
     }
 }
 
-/* Channels-last depthwise in dtype dt whose channels end in a part of a block (12: of 8 lanes,
- * 6: of 4 and 8), stride 1 and 2. */
-static void cbd_depthwise_part_cases(int32_t dt) {
+/* Channels-last depthwise in dtype dt of G0 and then G1 channels, stride 1 and 2: channels that
+ * end in a part of a block (12: of 8 and 16 lanes, 6: of 4, 8 and 16), and groups of whole
+ * blocks (136: 17 blocks of 8, 8 of 16 and a part; 40: 5 of 8, 2 of 16 and a part). */
+static void cbd_depthwise_part_cases(int32_t dt, int G0, int G1) {
     char name[96];
     for (int c = 0; c < 4; c++) {
-        const int S = c % 2 ? 2 : 1, G = c / 2 ? 6 : 12;
+        const int S = c % 2 ? 2 : 1, G = c / 2 ? G1 : G0;
         const int64_t O[2] = {7, 9};
         snprintf(name, sizeof name, "cbd_dw_%s_g%d_s%d", DT[dt], G, S);
         cbd_depthwise_case(name, dt, 2, O, S, S, 1, c % 3 == 0, G);
@@ -404,10 +405,12 @@ static void test_hashes(void **state) {
     cbd_depthwise_cases(GRADREF_BF16);
     cbd_depthwise_3d_cases(GRADREF_F32);
     cbd_depthwise_3d_cases(GRADREF_F16);
-    cbd_depthwise_part_cases(GRADREF_F32);
-    cbd_depthwise_part_cases(GRADREF_BF16);
+    cbd_depthwise_part_cases(GRADREF_F32, 12, 6);
+    cbd_depthwise_part_cases(GRADREF_BF16, 12, 6);
     cbd_depthwise_3d_s2_cases(GRADREF_F32);
     cbd_depthwise_3d_s2_cases(GRADREF_F16);
+    cbd_depthwise_part_cases(GRADREF_F32, 136, 40);
+    cbd_depthwise_part_cases(GRADREF_F16, 136, 40);
     check_or_write();
 }
 

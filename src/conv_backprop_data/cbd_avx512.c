@@ -585,6 +585,49 @@ columns_body(int P, int G, const float *image, int64_t channel_stride, int64_t o
  * accumulators, which with the broadcasts or the panel vectors fit in 32 registers. */
 GRADREF__CBD_COLUMN_KERNELS(tile_columns_avx512, 16, 8, 5, 4)
 
+/* ---- channels-last depthwise, 16 channels a block (cbd_avx2.c's dw_cl_row at 8) ---- */
+
+/* P grad columns from i2 of Q blocks from B through column taps [t0, t1) of every row, as
+ * cbd_avx2.c's cl_columns8 with 16 lanes; returns nan with the lanes of any NaN stored set. */
+__attribute__((always_inline)) static inline __mmask16
+cl_columns16(int P, int Q, const gradref__cbd_cl_row *a, int64_t B, int64_t i2, int64_t t0,
+             int64_t t1, __mmask16 nan) {
+    __m512 acc[12];
+    const int64_t bs = a->bstride, wb = a->wb;
+    _Pragma("GCC unroll 12") for (int c = 0; c < P * Q; c++) acc[c] = _mm512_setzero_ps();
+    for (int64_t r = 0; r < a->nrows; r++) {
+        const float *d = a->rows[r] + B * bs + 16 * i2, *w = a->w[r] + B * wb;
+        for (int64_t t = t0; t < t1; t++) {
+            const float *x = d + 16 * a->shift[t], *wq = w + 16 * a->wcol[t];
+            _Pragma("GCC unroll 12") for (int q = 0; q < Q; q++) {
+                const __m512 wt = _mm512_loadu_ps(wq + q * wb);
+                _Pragma("GCC unroll 12") for (int p = 0; p < P; p++) acc[q * P + p] =
+                    _mm512_fmadd_ps(wt, _mm512_loadu_ps(x + q * bs + 16 * p), acc[q * P + p]);
+            }
+        }
+    }
+    const int64_t gp = a->gp; /* read once: the stores may alias *a for all the compiler knows */
+    float *g = a->grad + i2 * gp + 16 * B;
+    _Pragma("GCC unroll 12") for (int p = 0; p < P; p++)
+        _Pragma("GCC unroll 12") for (int q = 0; q < Q; q++) {
+        _mm512_storeu_ps(g + p * gp + 16 * q, acc[q * P + p]);
+        nan |= _mm512_cmp_ps_mask(acc[q * P + p], acc[q * P + p], _CMP_UNORD_Q);
+    }
+    return nan;
+}
+
+static inline int cl_found16(__mmask16 nan) {
+    return nan != 0;
+}
+GRADREF__CBD_CL_ROW(static, dw_cl_row_avx512, __mmask16, 0, cl_columns16, cl_found16)
+
+static void dw_cl_stage_avx512(const float *src, int64_t sp, int64_t n, int64_t blocks,
+                               float *dst) {
+    for (int64_t j = 0; j < n; j++, src += sp)
+        for (int64_t b = 0; b < blocks; b++)
+            _mm512_storeu_ps(dst + 16 * (b * n + j), _mm512_loadu_ps(src + 16 * b));
+}
+
 /* MegEngine DEFAULT, 16 lanes (cbd_megengine_lanes.h) */
 #  define LANES 16
 #  define ME_LOAD_F16(p)                                                                           \
@@ -606,8 +649,7 @@ GRADREF__CBD_COLUMN_KERNELS(tile_columns_avx512, 16, 8, 5, 4)
     .dw_plane3x3 = gradref__cbd_f32_dw_plane3x3_avx512,                                            \
     .dw_plane_s2 = gradref__cbd_f32_dw_plane_s2_avx2, .tile_rows = GRADREF__CBD_TILE_ROWS,         \
     .dw_lanes = gradref__cbd_f32_dw_lanes_avx2, .dw_lanes_planes = 8,                              \
-    .dw_cl_row = gradref__cbd_f32_dw_cl_row_avx2,                                                  \
-    .dw_cl_stage = gradref__cbd_f32_dw_cl_stage_avx2, .dw_cl_lanes = 8,                            \
+    .dw_cl_row = dw_cl_row_avx512, .dw_cl_stage = dw_cl_stage_avx512, .dw_cl_lanes = 16,           \
     .tile32 = gradref__cbd_f32_tile32_avx512, .pack_tile32 = gradref__cbd_f32_pack_tile32_avx512,  \
     .tile32_masks = tile32_masks_avx512, .tile_columns = tile_columns_avx512,                      \
     .scatter2 = gradref__cbd_f32_scatter2_avx512,                                                  \
