@@ -460,36 +460,12 @@ unsigned gradref__cbd_f32_dw_lanes_avx2(const gradref__cbd_dw_lanes *L, const fl
 
 /* ------------------------------------------------ channels-last depthwise, 8 channels a block */
 
-/* P grad columns from i2 of Q blocks from B through column taps [t0, t1) of every row: P Q
- * chains (12 hide the FMA latency), a tap's weights loaded once a block for its P columns, its
- * diff at fixed offsets from one pointer. Returns nan with the lanes of any NaN stored set. */
-__attribute__((always_inline)) static inline __m256 cl_columns8(int P, int Q,
-                                                                const gradref__cbd_cl_row *a,
-                                                                int64_t B, int64_t i2, int64_t t0,
-                                                                int64_t t1, __m256 nan) {
-    __m256 acc[12];
-    const int64_t bs = a->bstride, wb = a->wb;
-    _Pragma("GCC unroll 12") for (int c = 0; c < P * Q; c++) acc[c] = _mm256_setzero_ps();
-    for (int64_t r = 0; r < a->nrows; r++) {
-        const float *d = a->rows[r] + B * bs + 8 * i2, *w = a->w[r] + B * wb;
-        for (int64_t t = t0; t < t1; t++) {
-            const float *x = d + 8 * a->shift[t], *wq = w + 8 * a->wcol[t];
-            _Pragma("GCC unroll 12") for (int q = 0; q < Q; q++) {
-                const __m256 wt = _mm256_loadu_ps(wq + q * wb);
-                _Pragma("GCC unroll 12") for (int p = 0; p < P; p++) acc[q * P + p] =
-                    _mm256_fmadd_ps(wt, _mm256_loadu_ps(x + q * bs + 8 * p), acc[q * P + p]);
-            }
-        }
-    }
-    const int64_t gp = a->gp; /* read once: the stores may alias *a for all the compiler knows */
-    float *g = a->grad + i2 * gp + 8 * B;
-    _Pragma("GCC unroll 12") for (int p = 0; p < P; p++)
-        _Pragma("GCC unroll 12") for (int q = 0; q < Q; q++) {
-        _mm256_storeu_ps(g + p * gp + 8 * q, acc[q * P + p]);
-        nan = _mm256_or_ps(nan, _mm256_cmp_ps(acc[q * P + p], acc[q * P + p], _CMP_UNORD_Q));
-    }
-    return nan;
+/* The NaN lanes of v added to nan. */
+static inline __m256 cl_nan8(__m256 nan, __m256 v) {
+    return _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
 }
+GRADREF__CBD_CL_COLUMNS(cl_columns8, __m256, __m256, 8, _mm256_setzero_ps(), _mm256_loadu_ps,
+                        lanes_fma8, _mm256_storeu_ps, cl_nan8)
 
 static inline int cl_found8(__m256 nan) {
     return _mm256_movemask_ps(nan) != 0;

@@ -587,34 +587,15 @@ GRADREF__CBD_COLUMN_KERNELS(tile_columns_avx512, 16, 8, 5, 4)
 
 /* ---- channels-last depthwise, 16 channels a block (cbd_avx2.c's dw_cl_row at 8) ---- */
 
-/* P grad columns from i2 of Q blocks from B through column taps [t0, t1) of every row, as
- * cbd_avx2.c's cl_columns8 with 16 lanes; returns nan with the lanes of any NaN stored set. */
-__attribute__((always_inline)) static inline __mmask16
-cl_columns16(int P, int Q, const gradref__cbd_cl_row *a, int64_t B, int64_t i2, int64_t t0,
-             int64_t t1, __mmask16 nan) {
-    __m512 acc[12];
-    const int64_t bs = a->bstride, wb = a->wb;
-    _Pragma("GCC unroll 12") for (int c = 0; c < P * Q; c++) acc[c] = _mm512_setzero_ps();
-    for (int64_t r = 0; r < a->nrows; r++) {
-        const float *d = a->rows[r] + B * bs + 16 * i2, *w = a->w[r] + B * wb;
-        for (int64_t t = t0; t < t1; t++) {
-            const float *x = d + 16 * a->shift[t], *wq = w + 16 * a->wcol[t];
-            _Pragma("GCC unroll 12") for (int q = 0; q < Q; q++) {
-                const __m512 wt = _mm512_loadu_ps(wq + q * wb);
-                _Pragma("GCC unroll 12") for (int p = 0; p < P; p++) acc[q * P + p] =
-                    _mm512_fmadd_ps(wt, _mm512_loadu_ps(x + q * bs + 16 * p), acc[q * P + p]);
-            }
-        }
-    }
-    const int64_t gp = a->gp; /* read once: the stores may alias *a for all the compiler knows */
-    float *g = a->grad + i2 * gp + 16 * B;
-    _Pragma("GCC unroll 12") for (int p = 0; p < P; p++)
-        _Pragma("GCC unroll 12") for (int q = 0; q < Q; q++) {
-        _mm512_storeu_ps(g + p * gp + 16 * q, acc[q * P + p]);
-        nan |= _mm512_cmp_ps_mask(acc[q * P + p], acc[q * P + p], _CMP_UNORD_Q);
-    }
-    return nan;
+static inline __m512 cl_fma16(__m512 acc, __m512 w, __m512 x) {
+    return _mm512_fmadd_ps(w, x, acc);
 }
+/* The NaN lanes of v added to nan. */
+static inline __mmask16 cl_nan16(__mmask16 nan, __m512 v) {
+    return nan | _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);
+}
+GRADREF__CBD_CL_COLUMNS(cl_columns16, __m512, __mmask16, 16, _mm512_setzero_ps(), _mm512_loadu_ps,
+                        cl_fma16, _mm512_storeu_ps, cl_nan16)
 
 static inline int cl_found16(__mmask16 nan) {
     return nan != 0;

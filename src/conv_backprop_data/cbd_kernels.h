@@ -243,6 +243,40 @@ static inline void gradref__cbd_cl_taps(const gradref__cbd_cl_row *a, int64_t i2
     *t0 = lo, *t1 = hi;
 }
 
+/* Defines an ISA's always-inline COLUMNS NAME for GRADREF__CBD_CL_ROW from its vector type VEC
+ * of LANES floats and operations: ZERO, LOAD(p), FMA(acc, w, x) (acc + w x, rounded once),
+ * STORE(p, v) and NAN_STEP(state, v) (the state with v's NaN lanes noted). P grad columns from
+ * i2 of Q blocks from B through column taps [t0, t1) of every row: P Q chains (at most 12, which
+ * hide the FMA latency), a tap's weights loaded once a block for its P columns, its diff at
+ * fixed offsets from one pointer. */
+#define GRADREF__CBD_CL_COLUMNS(NAME, VEC, STATE, LANES, ZERO, LOAD, FMA, STORE, NAN_STEP)         \
+  __attribute__((always_inline)) static inline STATE NAME(                                         \
+      int P, int Q, const gradref__cbd_cl_row *a, int64_t B, int64_t i2, int64_t t0, int64_t t1,   \
+      STATE state) {                                                                               \
+    VEC acc[12];                                                                                   \
+    const int64_t bs = a->bstride, wb = a->wb;                                                     \
+    _Pragma("GCC unroll 12") for (int c = 0; c < P * Q; c++) acc[c] = ZERO;                        \
+    for (int64_t r = 0; r < a->nrows; r++) {                                                       \
+      const float *d = a->rows[r] + B * bs + (LANES)*i2, *w = a->w[r] + B * wb;                    \
+      for (int64_t t = t0; t < t1; t++) {                                                          \
+        const float *x = d + (LANES)*a->shift[t], *wq = w + (LANES)*a->wcol[t];                    \
+        _Pragma("GCC unroll 12") for (int q = 0; q < Q; q++) {                                     \
+          const VEC wt = LOAD(wq + q * wb);                                                        \
+          _Pragma("GCC unroll 12") for (int p = 0; p < P; p++) acc[q * P + p] =                    \
+              FMA(acc[q * P + p], wt, LOAD(x + q * bs + (LANES)*p));                               \
+        }                                                                                          \
+      }                                                                                            \
+    }                                                                                              \
+    const int64_t gp = a->gp; /* read once: the stores may alias *a for all the compiler knows */  \
+    float *g = a->grad + i2 * gp + (LANES)*B;                                                      \
+    _Pragma("GCC unroll 12") for (int p = 0; p < P; p++)                                           \
+        _Pragma("GCC unroll 12") for (int q = 0; q < Q; q++) {                                     \
+      STORE(g + p * gp + (LANES)*q, acc[q * P + p]);                                               \
+      state = NAN_STEP(state, acc[q * P + p]);                                                     \
+    }                                                                                              \
+    return state;                                                                                  \
+  }
+
 /* Defines dw_cl_row NAME (with LINKAGE) from an ISA file's always-inline COLUMNS(P, Q, a, B,
  * i2, t0, t1, state): P grad columns from i2 of Q blocks from B through column taps [t0, t1),
  * P Q <= 12 chains, returning its NaN state (of type STATE, starting at INIT; FOUND(state):

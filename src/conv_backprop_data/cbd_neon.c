@@ -441,35 +441,12 @@ static void s2_layout_neon(const gradref__cbd_dw_shape *s, const gradref__cbd_s2
 
 /* ---- channels-last depthwise, four channels a block (cbd_avx2.c's dw_cl_row) ---- */
 
-/* P grad columns from i2 of Q blocks from B through column taps [t0, t1) of every row: P Q
- * chains, as cbd_avx2.c's cl_columns8 (at most 12: 16 spill beside their 16 loads). Returns ok
- * with the lanes of any NaN stored cleared. */
-__attribute__((always_inline)) static inline uint32x4_t
-cl_columns4(int P, int Q, const gradref__cbd_cl_row *a, int64_t B, int64_t i2, int64_t t0,
-            int64_t t1, uint32x4_t ok) {
-    float32x4_t acc[12];
-    const int64_t bs = a->bstride, wb = a->wb;
-    _Pragma("GCC unroll 12") for (int c = 0; c < P * Q; c++) acc[c] = vdupq_n_f32(0.0f);
-    for (int64_t r = 0; r < a->nrows; r++) {
-        const float *d = a->rows[r] + B * bs + 4 * i2, *w = a->w[r] + B * wb;
-        for (int64_t t = t0; t < t1; t++) {
-            const float *x = d + 4 * a->shift[t], *wq = w + 4 * a->wcol[t];
-            _Pragma("GCC unroll 12") for (int q = 0; q < Q; q++) {
-                const float32x4_t wt = vld1q_f32(wq + q * wb);
-                _Pragma("GCC unroll 12") for (int p = 0; p < P; p++) acc[q * P + p] =
-                    vfmaq_f32(acc[q * P + p], wt, vld1q_f32(x + q * bs + 4 * p));
-            }
-        }
-    }
-    const int64_t gp = a->gp; /* read once: the stores may alias *a for all the compiler knows */
-    float *g = a->grad + i2 * gp + 4 * B;
-    _Pragma("GCC unroll 12") for (int p = 0; p < P; p++)
-        _Pragma("GCC unroll 12") for (int q = 0; q < Q; q++) {
-        vst1q_f32(g + p * gp + 4 * q, acc[q * P + p]);
-        ok = vandq_u32(ok, vceqq_f32(acc[q * P + p], acc[q * P + p]));
-    }
-    return ok;
+/* ok with the NaN lanes of v cleared (at most 12 chains: 16 spill beside their 16 loads). */
+static inline uint32x4_t cl_ok4(uint32x4_t ok, float32x4_t v) {
+    return vandq_u32(ok, vceqq_f32(v, v));
 }
+GRADREF__CBD_CL_COLUMNS(cl_columns4, float32x4_t, uint32x4_t, 4, vdupq_n_f32(0.0f), vld1q_f32,
+                        vfmaq_f32, vst1q_f32, cl_ok4)
 
 static inline int cl_found4(uint32x4_t ok) {
     return vminvq_u32(ok) == 0;
