@@ -79,6 +79,18 @@ gradref__widen_rows_by_8(const uint16_t *src, int64_t sstride, float *dst, int64
                               one);
 }
 
+/* Defines an ISA file's f16_rows_to_f32_SUFFIX and bf16_rows_to_f32_SUFFIX (the tables'
+ * rows fields) from its steps: F16's block and one, BF16's block and one. */
+#define GRADREF__WIDEN_ROWS_KERNELS(SUFFIX, F16_BLOCK, F16_ONE, BF16_BLOCK, BF16_ONE)              \
+  static void f16_rows_to_f32_##SUFFIX(const uint16_t *src, int64_t sstride, float *dst,           \
+                                       int64_t dstride, size_t n, size_t rows) {                   \
+    gradref__widen_rows_by_8(src, sstride, dst, dstride, n, rows, F16_BLOCK, F16_ONE);             \
+  }                                                                                                \
+  static void bf16_rows_to_f32_##SUFFIX(const uint16_t *src, int64_t sstride, float *dst,          \
+                                        int64_t dstride, size_t n, size_t rows) {                  \
+    gradref__widen_rows_by_8(src, sstride, dst, dstride, n, rows, BF16_BLOCK, BF16_ONE);           \
+  }
+
 /* The AVX2 and NEON tables (convert_array_avx2.c, convert_array_neon.c). */
 extern const gradref__array_kernels gradref__array_kernels_avx2;
 extern const gradref__array_kernels gradref__array_kernels_neon;

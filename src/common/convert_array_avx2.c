@@ -65,17 +65,8 @@ static void bf16_to_f32_avx2(const uint16_t *src, float *dst, size_t n) {
     gradref__convert_by_8(src, dst, n, bf16_to_f32_block8, bf16_to_f32_one);
 }
 
-static void f16_rows_to_f32_avx2(const uint16_t *src, int64_t sstride, float *dst, int64_t dstride,
-                                 size_t n, size_t rows) {
-    gradref__widen_rows_by_8(src, sstride, dst, dstride, n, rows, f16_to_f32_block8,
-                             f16_to_f32_one);
-}
-
-static void bf16_rows_to_f32_avx2(const uint16_t *src, int64_t sstride, float *dst, int64_t dstride,
-                                  size_t n, size_t rows) {
-    gradref__widen_rows_by_8(src, sstride, dst, dstride, n, rows, bf16_to_f32_block8,
-                             bf16_to_f32_one);
-}
+GRADREF__WIDEN_ROWS_KERNELS(avx2, f16_to_f32_block8, f16_to_f32_one, bf16_to_f32_block8,
+                            bf16_to_f32_one)
 
 static inline void f32_to_bf16_block8(const void *from, void *to, size_t i) {
     const __m256i x = _mm256_loadu_si256((const __m256i *)((const float *)from + i));

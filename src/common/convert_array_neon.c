@@ -100,17 +100,8 @@ static void bf16_to_f32_neon(const uint16_t *src, float *dst, size_t n) {
     gradref__convert_by_8(src, dst, n, bf16_to_f32_block8, bf16_to_f32_one);
 }
 
-static void f16_rows_to_f32_neon(const uint16_t *src, int64_t sstride, float *dst, int64_t dstride,
-                                 size_t n, size_t rows) {
-    gradref__widen_rows_by_8(src, sstride, dst, dstride, n, rows, f16_to_f32_block8,
-                             f16_to_f32_one);
-}
-
-static void bf16_rows_to_f32_neon(const uint16_t *src, int64_t sstride, float *dst, int64_t dstride,
-                                  size_t n, size_t rows) {
-    gradref__widen_rows_by_8(src, sstride, dst, dstride, n, rows, bf16_to_f32_block8,
-                             bf16_to_f32_one);
-}
+GRADREF__WIDEN_ROWS_KERNELS(neon, f16_to_f32_block8, f16_to_f32_one, bf16_to_f32_block8,
+                            bf16_to_f32_one)
 
 static inline uint16x4_t f32_to_bf16_4(uint32x4_t x) {
     const uint32x4_t top = vshrq_n_u32(x, 16);
