@@ -164,7 +164,7 @@ static void movers(op_case *c, tu_rng *r) {
     make(&c[1], 1, GRADREF_F32, 3, cf, NULL, r);
 }
 
-enum { CASES = 20 };
+enum { CASES = 21 };
 
 static int build_cases(op_case *c, tu_rng *r) {
     int n = 0;
@@ -186,6 +186,7 @@ static int build_cases(op_case *c, tu_rng *r) {
     c3f_case(&c[n++], "c3f NDHWC", GRADREF_F32, 16, 32, 1, GRADREF_PRECISION_DEFAULT, r);
     c3f_case(&c[n++], "c3f first layer", GRADREF_F32, 3, 32, 0, GRADREF_PRECISION_DEFAULT, r);
     c3f_case(&c[n++], "c3f F16", GRADREF_F16, 16, 32, 0, GRADREF_PRECISION_DEFAULT, r);
+    c3f_case(&c[n++], "c3f BF16 NDHWC", GRADREF_BF16, 16, 32, 1, GRADREF_PRECISION_DEFAULT, r);
     gs3d_case(&c[n++], "gs3d bilinear", GRADREF_INTERP_BILINEAR, r);
     gs3d_case(&c[n++], "gs3d nearest", GRADREF_INTERP_NEAREST, r);
     rope_case(&c[n++], "rope half F32", GRADREF_ROPE_HALF, GRADREF_F32, r);

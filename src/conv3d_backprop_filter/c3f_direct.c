@@ -15,6 +15,7 @@
 #include "c3f_internal.h"
 #include "c3f_kernels.h"
 #include "common/convert.h"
+#include "common/convert_array.h"
 #include "common/exec.h"
 #include "common/gemm.h"
 #include "common/gemm_kernels.h"
@@ -34,18 +35,51 @@ enum {
      * transposes that would run mostly empty (AVX2's 6-row panels above all) */
     FEW_LANES = 8,
     GEMM_KC = 48,                /* a block's GEMM in K slices of 48 */
+    WIDE_KC = GEMM_KC / 2,       /* F16 and BF16 dy widened for B this many rows at a time */
     GEMM_NC = GRADREF__AVX512_NR /* a tile's columns: at most one panel */
 };
 
 typedef struct direct {
     const gradref__c3f_plan *p;
     int64_t g, j0, co0, r0;
-    int hf32; /* kept bits at an HF32 precision, else 0 */
+    int hf32;                         /* kept bits at an HF32 precision, else 0 */
+    const gradref__array_kernels *ak; /* F16 and BF16 runs widened (widen_run) */
 } direct;
 
 static float value(const gradref__c3f_plan *p, const char *base, int64_t e, int hf32) {
     const float v = gradref__load_f32(p->in_dtype, base, e);
     return hf32 ? gradref__hf32_round(v, hf32) : v;
+}
+
+/* Whether the call's x and dy are F16 or BF16, whose runs the array kernels widen. */
+static int half(const direct *d) {
+    return d->p->in_dtype == GRADREF_F16 || d->p->in_dtype == GRADREF_BF16;
+}
+
+/* `rows` runs of n elements of x or dy (base) from element e, run r at e + r * stride, as f32:
+ * F32 in place (*cs = stride), F16 and BF16 widened into tmp, runs `pitch` floats apart (*cs =
+ * pitch); each element's scalar conversion took most of the call. */
+static const float *runs_f32(const direct *d, const char *base, int64_t e, int64_t stride,
+                             int64_t rows, int64_t n, float *tmp, int64_t pitch, int64_t *cs) {
+    if (!half(d)) {
+        *cs = stride;
+        return (const float *)(const void *)base + e;
+    }
+    gradref__half_rows_to_f32(d->ak, d->p->in_dtype, (const uint16_t *)(const void *)base + e,
+                              stride, tmp, pitch, (size_t)n, (size_t)rows);
+    *cs = pitch;
+    return tmp;
+}
+
+/* n consecutive F16 or BF16 elements of base from e on (n <= GEMM_KC), as value() reads them,
+ * into dst[i * step]. */
+static void widen_run(const direct *d, const char *base, int64_t e, int64_t n, float *dst,
+                      int64_t step) {
+    float tmp[GEMM_KC];
+    int64_t cs;
+    const float *v = runs_f32(d, base, e, 0, 1, n, tmp, GEMM_KC, &cs);
+    for (int64_t i = 0; i < n; i++)
+        dst[i * step] = d->hf32 ? gradref__hf32_round(v[i], d->hf32) : v[i];
 }
 
 /* The reduction index r as (n, od, oh, ow). */
@@ -110,8 +144,11 @@ static void x_run(const direct *d, int64_t channel, const int64_t *shift, const 
     const int64_t base = x_bounds(p, shift, o, len, &lo, &hi, &s) + channel;
     for (int64_t i = 0; i < lo; i++)
         dst[i * step] = 0.0f;
-    for (int64_t i = lo; i < hi; i++)
-        dst[i * step] = value(p, p->x, base + (i - lo) * s, d->hf32);
+    if (half(d) && (s == 1 || hi - lo == 1))
+        widen_run(d, p->x, base, hi - lo, dst + lo * step, step);
+    else
+        for (int64_t i = lo; i < hi; i++)
+            dst[i * step] = value(p, p->x, base + (i - lo) * s, d->hf32);
     for (int64_t i = hi; i < len; i++)
         dst[i * step] = 0.0f;
 }
@@ -132,14 +169,19 @@ static void run_lanes(const gradref__c3f_kernels *k, float *dst, int width, cons
  * only in AVX-512's and NEON's panels, whose panel_lanes take 16 lanes and any). */
 static void x_lanes_transposed(const direct *d, const gradref__c3f_kernels *k, const int64_t *shift,
                                int64_t ci, int64_t n, int64_t r_first, int64_t kc, float *dst,
-                               int width, int64_t la) {
+                               int width, int64_t la, float *wide) {
     const gradref__c3f_plan *p = d->p;
     __attribute__((aligned(64))) float tmp[GEMM_KC * 16];
-    const float *x = (const float *)(const void *)p->x + (d->g * p->Cin_g + ci) * p->xs[1];
+    const int64_t channel = (d->g * p->Cin_g + ci) * p->xs[1];
     FOR_EACH_RUN(p, r_first, kc, q, len, o) {
-        int64_t lo, hi, step; /* step 1: unit stride along w */
+        int64_t lo, hi, step, cs; /* step 1: unit stride along w */
         const int64_t base = x_bounds(p, shift, o, len, &lo, &hi, &step);
-        if (hi > lo) k->gather_panel(tmp, 16, x + base, p->xs[1], hi - lo, n);
+        for (int64_t h = 0, m; h < hi - lo; h += m) { /* F16 and BF16 in pieces of WIDE_KC */
+            m = half(d) && hi - lo - h > WIDE_KC ? WIDE_KC : hi - lo - h;
+            const float *src =
+                runs_f32(d, p->x, channel + base + h, p->xs[1], n, m, wide, WIDE_KC, &cs);
+            k->gather_panel(tmp + h * 16, 16, src, cs, m, n);
+        }
         if (hi > lo && d->hf32) k->round_hf32(tmp, tmp, (hi - lo) * 16, d->hf32);
         run_lanes(k, dst + q * width, width, tmp, 16, lo, hi, len, la, n);
     }
@@ -150,60 +192,75 @@ static void x_lanes_transposed(const direct *d, const gradref__c3f_kernels *k, c
  * rounding at HF32). */
 static void x_lanes_few(const direct *d, const gradref__c3f_kernels *k, const int64_t *shift,
                         int64_t ci, int64_t n, int64_t r_first, int64_t kc, float *dst, int width,
-                        int64_t la) {
+                        int64_t la, float *wide) {
     const gradref__c3f_plan *p = d->p;
-    const float *x = (const float *)(const void *)p->x + (d->g * p->Cin_g + ci) * p->xs[1];
+    const int64_t channel = (d->g * p->Cin_g + ci) * p->xs[1];
     FOR_EACH_RUN(p, r_first, kc, q, len, o) {
-        int64_t lo, hi, step; /* step 1: unit stride along w */
+        int64_t lo, hi, step, cs; /* step 1: unit stride along w */
         const int64_t base = x_bounds(p, shift, o, len, &lo, &hi, &step);
-        k->few_lanes(dst + q * width + la, width, x + base, p->xs[1], lo, hi, len, n, d->hf32);
+        const float *src =
+            runs_f32(d, p->x, channel + base, p->xs[1], n, hi - lo, wide, GEMM_KC, &cs);
+        k->few_lanes(dst + q * width + la, width, src, cs, lo, hi, len, n, d->hf32);
+    }
+}
+
+/* Lanes [la, la + n) of len panel rows from dst (width floats a row): rows [lo, hi) from x (row
+ * lo's first channel, rows step floats apart), by panel_lanes where the level has it and no
+ * rounding is due, else inline (a few lanes: the kernel's call would cost more); zeros else. */
+static void lanes_of_rows(const direct *d, const gradref__c3f_kernels *k, float *dst, int width,
+                          const float *x, int64_t step, int64_t lo, int64_t hi, int64_t len,
+                          int64_t la, int64_t n) {
+    if (k->panel_lanes && !d->hf32) {
+        run_lanes(k, dst, width, x, step, lo, hi, len, la, n);
+        return;
+    }
+    for (int64_t i = 0; i < len; i++) {
+        float *row = dst + i * width + la;
+        if (i < lo || i >= hi) {
+            for (int64_t l = 0; l < n; l++)
+                row[l] = 0.0f;
+            continue;
+        }
+        const float *from = x + (i - lo) * step;
+        for (int64_t l = 0; l < n; l++)
+            row[l] = d->hf32 ? gradref__hf32_round(from[l], d->hf32) : from[l];
     }
 }
 
 /* The same where x's channels are contiguous (NDHWC): each row of a run is n consecutive
- * floats (any n), by the level's panel_lanes kernel where it has one and F32 is copied as it
- * is (its rows' lanes are [la, la + n) of width <= the level's mr). */
+ * floats (any n; its rows' lanes are [la, la + n) of width <= the level's mr), F16 and BF16
+ * widened WIDE_KC rows at a time. */
 static void x_lanes_contiguous(const direct *d, const gradref__c3f_kernels *k, const int64_t *shift,
                                int64_t ci, int64_t n, int64_t r_first, int64_t kc, float *dst,
-                               int width, int64_t la) {
+                               int width, int64_t la, float *wide) {
     const gradref__c3f_plan *p = d->p;
-    const float *x = (const float *)(const void *)p->x + d->g * p->Cin_g + ci;
     FOR_EACH_RUN(p, r_first, kc, q, len, o) {
         int64_t lo, hi, step;
         const int64_t base = x_bounds(p, shift, o, len, &lo, &hi, &step);
-        if (k->panel_lanes && !d->hf32) {
-            run_lanes(k, dst + q * width, width, x + base, step, lo, hi, len, la, n);
-            continue;
-        }
-        for (int64_t i = 0; i < len; i++) {
-            float *row = dst + (q + i) * width + la;
-            if (i < lo || i >= hi) {
-                for (int64_t l = 0; l < n; l++)
-                    row[l] = 0.0f;
-                continue;
-            }
-            const float *from = x + (base + (i - lo) * step);
-            if (d->hf32) /* a few lanes: inline (the kernel's call would cost more) */
-                for (int64_t l = 0; l < n; l++)
-                    row[l] = gradref__hf32_round(from[l], d->hf32);
-            else
-                for (int64_t l = 0; l < n; l++)
-                    row[l] = from[l];
+        for (int64_t a = 0, m; a < len; a += m) { /* F16 and BF16 in pieces of WIDE_KC rows */
+            m = half(d) && len - a > WIDE_KC ? WIDE_KC : len - a;
+            const int64_t plo = lo < a ? 0 : lo - a < m ? lo - a : m;
+            const int64_t phi = hi < a ? 0 : hi - a < m ? hi - a : m;
+            int64_t cs; /* x's row a + plo (row lo when none is inside), rows cs floats apart */
+            const float *x = runs_f32(
+                d, p->x, d->g * p->Cin_g + ci + base + (phi > plo ? a + plo - lo : 0) * step, step,
+                phi - plo, n, wide, 16, &cs);
+            lanes_of_rows(d, k, dst + (q + a) * width, width, x, cs, plo, phi, m, la, n);
         }
     }
 }
 
 /* A (rows j = (tap, ci) from j0 + first, k = the block's r from r0 + k0): x at the tap, 0
  * outside x; rows past the last are 0. Lanes of one tap go together where they can: by
- * transposes (NCDHW) or as contiguous channels (NDHWC). */
-static void pack_a_x(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
-                     int width, float *dst) {
-    const direct *d = ctx;
+ * transposes (NCDHW) or as contiguous channels (NDHWC); F16 and BF16 runs through `wide`
+ * (16 x WIDE_KC floats). */
+static void pack_a_rows(const direct *d, int64_t k0, int64_t kc, int64_t first, int64_t count,
+                        int width, float *dst, float *wide) {
     const gradref__c3f_plan *p = d->p;
     const gradref__c3f_kernels *k = gradref__c3f_kernels_for(p->max_isa);
-    const int f32 = p->in_dtype == GRADREF_F32, contiguous = f32 && p->xs[1] == 1;
+    const int floats = p->in_dtype == GRADREF_F32 || half(d), contiguous = floats && p->xs[1] == 1;
     const int transposed = k->gather_panel != NULL && k->panel_lanes != NULL &&
-                           k->few_lanes != NULL && f32 && p->xs[4] == 1 && p->stride[2] == 1 &&
+                           k->few_lanes != NULL && floats && p->xs[4] == 1 && p->stride[2] == 1 &&
                            kc <= GEMM_KC;
     const int64_t T = p->K[0] * p->K[1] * p->K[2];
     for (int64_t i0 = 0; i0 < count; i0 += width, dst += kc * width)
@@ -222,14 +279,14 @@ static void pack_a_x(const void *ctx, int64_t k0, int64_t kc, int64_t first, int
                 n = n < count - i0 - i ? n : count - i0 - i;
                 n = n < p->Cin_g - ci ? n : p->Cin_g - ci;
                 if (contiguous) {
-                    x_lanes_contiguous(d, k, shift, ci, n, d->r0 + k0, kc, dst, width, i);
+                    x_lanes_contiguous(d, k, shift, ci, n, d->r0 + k0, kc, dst, width, i, wide);
                     continue;
                 }
                 n = n < 16 ? n : 16;
                 if (n < FEW_LANES)
-                    x_lanes_few(d, k, shift, ci, n, d->r0 + k0, kc, dst, width, i);
+                    x_lanes_few(d, k, shift, ci, n, d->r0 + k0, kc, dst, width, i, wide);
                 else
-                    x_lanes_transposed(d, k, shift, ci, n, d->r0 + k0, kc, dst, width, i);
+                    x_lanes_transposed(d, k, shift, ci, n, d->r0 + k0, kc, dst, width, i, wide);
                 continue;
             }
             const int64_t channel = (d->g * p->Cin_g + ci) * p->xs[1];
@@ -238,52 +295,46 @@ static void pack_a_x(const void *ctx, int64_t k0, int64_t kc, int64_t first, int
         }
 }
 
-/* B by the kernels' register transposes: F32 dy with unit stride along ow; HF32 rounds the
- * panel after, in L1. */
+/* pack_a_rows for F16 and BF16 with its buffer (noinline: off the F32 calls' stack). */
+__attribute__((noinline)) static void pack_a_half(const direct *d, int64_t k0, int64_t kc,
+                                                  int64_t first, int64_t count, int width,
+                                                  float *dst) {
+    /* x_lanes_few's fewer than 8 channels take GEMM_KC floats each: 7 x 48 < 16 x 24 */
+    __attribute__((aligned(64))) float wide[16 * WIDE_KC];
+    pack_a_rows(d, k0, kc, first, count, width, dst, wide);
+}
+
+/* The GEMM's A packer (pack_a_rows). */
+static void pack_a_x(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
+                     int width, float *dst) {
+    const direct *d = ctx;
+    if (half(d))
+        pack_a_half(d, k0, kc, first, count, width, dst);
+    else
+        pack_a_rows(d, k0, kc, first, count, width, dst, NULL);
+}
+
+/* B by the kernels' register transposes: dy with unit stride along ow (F16 and BF16 runs widened
+ * first); HF32 rounds the panel after, in L1. */
 static int pack_b_transposed(const direct *d, int64_t k0, int64_t kc, int64_t first, int64_t count,
-                             int width, float *dst) {
+                             int width, float *dst, float *wide) {
     const gradref__c3f_plan *p = d->p;
     const gradref__c3f_kernels *k = gradref__c3f_kernels_for(p->max_isa);
     /* the gather takes its own GEMM's panel width (the table's kernels are the GEMM's level) */
-    if (k->gather_panel == NULL || p->in_dtype != GRADREF_F32 || p->ys[4] != 1 ||
-        width != k->gemm->nr)
+    if (k->gather_panel == NULL || (p->in_dtype != GRADREF_F32 && !half(d)) || p->ys[4] != 1 ||
+        width != k->gemm->nr || kc > GEMM_KC)
         return 0;
     for (int64_t c0 = 0; c0 < count; c0 += width, dst += kc * width) {
         const int64_t cols = count - c0 < width ? count - c0 : width;
-        const float *channel = (const float *)(const void *)p->dy +
-                               (d->g * p->Cout_g + d->co0 + first + c0) * p->ys[1];
-        FOR_EACH_RUN(p, d->r0 + k0, kc, q, len, o)
-        k->gather_panel(dst + q * width, width,
-                        channel + o[0] * p->ys[0] + o[1] * p->ys[2] + o[2] * p->ys[3] + o[3],
-                        p->ys[1], len, cols);
-        if (d->hf32) k->round_hf32(dst, dst, kc * width, d->hf32);
-    }
-    return 1;
-}
-
-/* B from F32 NDHWC dy, whose k's columns are contiguous: each panel row copied (the level's
- * copy_panel kernel, else row by row); HF32 rounds the panel after, in L1. */
-static int pack_b_rows(const direct *d, int64_t k0, int64_t kc, int64_t first, int64_t count,
-                       int width, float *dst) {
-    const gradref__c3f_plan *p = d->p;
-    const gradref__c3f_kernels *k = gradref__c3f_kernels_for(p->max_isa);
-    if (p->in_dtype != GRADREF_F32 || p->ys[1] != 1) return 0;
-    for (int64_t c0 = 0; c0 < count; c0 += width, dst += kc * width) {
-        const int64_t cols = count - c0 < width ? count - c0 : width;
-        const float *channel =
-            (const float *)(const void *)p->dy + d->g * p->Cout_g + d->co0 + first + c0;
+        const int64_t channel = (d->g * p->Cout_g + d->co0 + first + c0) * p->ys[1];
         FOR_EACH_RUN(p, d->r0 + k0, kc, q, len, o) {
-            const float *from =
-                channel + o[0] * p->ys[0] + o[1] * p->ys[2] + o[2] * p->ys[3] + o[3] * p->ys[4];
-            if (k->copy_panel && width % 8 == 0) {
-                k->copy_panel(dst + q * width, width, from, p->ys[4], len, cols);
-                continue;
-            }
-            for (int64_t i = 0; i < len; i++, from += p->ys[4]) {
-                float *row = dst + (q + i) * width;
-                memcpy(row, from, (size_t)cols * sizeof *row);
-                for (int64_t c = cols; c < width; c++)
-                    row[c] = 0.0f;
+            const int64_t at = channel + o[0] * p->ys[0] + o[1] * p->ys[2] + o[2] * p->ys[3] + o[3];
+            for (int64_t h = 0, m; h < len; h += m) { /* F16 and BF16 in pieces of WIDE_KC */
+                m = half(d) && len - h > WIDE_KC ? WIDE_KC : len - h;
+                int64_t cs;
+                const float *src =
+                    runs_f32(d, p->dy, at + h, p->ys[1], cols, m, wide, WIDE_KC, &cs);
+                k->gather_panel(dst + (q + h) * width, width, src, cs, m, cols);
             }
         }
         if (d->hf32) k->round_hf32(dst, dst, kc * width, d->hf32);
@@ -291,13 +342,58 @@ static int pack_b_rows(const direct *d, int64_t k0, int64_t kc, int64_t first, i
     return 1;
 }
 
-/* B (k = the block's r from r0 + k0, columns co from co0 + first): dy, read along its rows. */
-static void pack_b_dy(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
-                      int width, float *dst) {
-    const direct *d = ctx;
+/* Rows [0, len) of a B panel (width floats a row): lanes [0, cols) from src's rows (step
+ * floats apart), zeros past them (the level's copy_panel, else row by row). */
+static void rows_into_panel(const gradref__c3f_kernels *k, float *dst, int width, const float *src,
+                            int64_t step, int64_t len, int64_t cols) {
+    if (k->copy_panel && width % 8 == 0) {
+        k->copy_panel(dst, width, src, step, len, cols);
+        return;
+    }
+    for (int64_t i = 0; i < len; i++, src += step) {
+        float *row = dst + i * width;
+        memcpy(row, src, (size_t)cols * sizeof *row);
+        for (int64_t c = cols; c < width; c++)
+            row[c] = 0.0f;
+    }
+}
+
+/* B from NDHWC dy, whose k's columns are contiguous: each panel row copied (the level's
+ * copy_panel kernel, else row by row; F16 and BF16 runs widened first); HF32 rounds the panel
+ * after, in L1. */
+static int pack_b_rows(const direct *d, int64_t k0, int64_t kc, int64_t first, int64_t count,
+                       int width, float *dst, float *wide) {
     const gradref__c3f_plan *p = d->p;
-    if (pack_b_transposed(d, k0, kc, first, count, width, dst)) return;
-    if (pack_b_rows(d, k0, kc, first, count, width, dst)) return;
+    const gradref__c3f_kernels *k = gradref__c3f_kernels_for(p->max_isa);
+    if ((p->in_dtype != GRADREF_F32 && !half(d)) || p->ys[1] != 1 || width > GEMM_NC ||
+        kc > GEMM_KC)
+        return 0;
+    for (int64_t c0 = 0; c0 < count; c0 += width, dst += kc * width) {
+        const int64_t cols = count - c0 < width ? count - c0 : width;
+        const int64_t channel = d->g * p->Cout_g + d->co0 + first + c0;
+        FOR_EACH_RUN(p, d->r0 + k0, kc, q, len, o) {
+            const int64_t at =
+                channel + o[0] * p->ys[0] + o[1] * p->ys[2] + o[2] * p->ys[3] + o[3] * p->ys[4];
+            for (int64_t h = 0, m; h < len; h += m) { /* F16 and BF16 in pieces of WIDE_KC */
+                m = half(d) && len - h > WIDE_KC ? WIDE_KC : len - h;
+                int64_t step;
+                const float *from =
+                    runs_f32(d, p->dy, at + h * p->ys[4], p->ys[4], m, cols, wide, GEMM_NC, &step);
+                rows_into_panel(k, dst + (q + h) * width, width, from, step, m, cols);
+            }
+        }
+        if (d->hf32) k->round_hf32(dst, dst, kc * width, d->hf32);
+    }
+    return 1;
+}
+
+/* B (k = the block's r from r0 + k0, columns co from co0 + first): dy, read along its rows; F16
+ * and BF16 runs through `wide` (GEMM_NC x WIDE_KC floats). */
+static void pack_b_columns(const direct *d, int64_t k0, int64_t kc, int64_t first, int64_t count,
+                           int width, float *dst, float *wide) {
+    const gradref__c3f_plan *p = d->p;
+    if (pack_b_transposed(d, k0, kc, first, count, width, dst, wide)) return;
+    if (pack_b_rows(d, k0, kc, first, count, width, dst, wide)) return;
     for (int64_t c0 = 0; c0 < count; c0 += width, dst += kc * width)
         for (int64_t c = 0; c < width; c++) {
             if (c0 + c >= count) {
@@ -310,10 +406,32 @@ static void pack_b_dy(const void *ctx, int64_t k0, int64_t kc, int64_t first, in
                 const int64_t base =
                     o[0] * p->ys[0] + channel + o[1] * p->ys[2] + o[2] * p->ys[3] + o[3] * p->ys[4];
                 float *out = dst + k * width + c;
+                if (half(d) && (p->ys[4] == 1 || len == 1)) {
+                    widen_run(d, p->dy, base, len, out, width);
+                    continue;
+                }
                 for (int64_t i = 0; i < len; i++)
                     out[i * width] = value(p, p->dy, base + i * p->ys[4], d->hf32);
             }
         }
+}
+
+/* pack_b_columns for F16 and BF16 with its buffer (noinline: off the F32 calls' stack). */
+__attribute__((noinline)) static void pack_b_half(const direct *d, int64_t k0, int64_t kc,
+                                                  int64_t first, int64_t count, int width,
+                                                  float *dst) {
+    __attribute__((aligned(64))) float wide[GEMM_NC * WIDE_KC];
+    pack_b_columns(d, k0, kc, first, count, width, dst, wide);
+}
+
+/* The GEMM's B packer (pack_b_columns). */
+static void pack_b_dy(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
+                      int width, float *dst) {
+    const direct *d = ctx;
+    if (half(d))
+        pack_b_half(d, k0, kc, first, count, width, dst);
+    else
+        pack_b_columns(d, k0, kc, first, count, width, dst, NULL);
 }
 
 static int64_t reductions(const gradref__c3f_plan *p) {
@@ -333,7 +451,8 @@ static void tile(const gradref__c3f_plan *p, int64_t g, int64_t j0, int64_t M, i
     __attribute__((aligned(64))) float work[GRADREF__SGEMM_SMALL_FLOATS(GEMM_KC, GEMM_NC)];
     __attribute__((aligned(64))) float level[COUNTER_FLOATS];
     const int64_t R = reductions(p), blocks = (R + GRADREF__C3F_BLOCK - 1) / GRADREF__C3F_BLOCK;
-    direct d = {p, g, j0, co0, 0, gradref__hf32_kept_bits(p->precision)};
+    direct d = {p, g, j0, co0, 0, gradref__hf32_kept_bits(p->precision), NULL};
+    d.ak = gradref__array_kernels_for(p->max_isa);
     gradref__c3f_counter c = gradref__c3f_counter_make(gradref__c3f_kernels_for(p->max_isa), level,
                                                        M * N, levels_for(blocks));
     gradref__sgemm_args a;
@@ -405,22 +524,35 @@ static int row_below(const gradref__nan_kernels *k, const float *row, int64_t n,
     return worst < limit;
 }
 
-/* F32 dy with a unit-stride dim (ow, or the channels), row by row along it: whether every value
+/* Whether dy's n elements from e on (unit stride) all stay below `limit` in magnitude bits:
+ * F32 by row_below; F16 and BF16, which HF32 leaves as they are, finite by their exponents (a
+ * loop the compiler vectorises). */
+static int row_finite(const gradref__c3f_plan *p, const gradref__nan_kernels *k, int64_t e,
+                      int64_t n, uint32_t limit) {
+    if (p->in_dtype == GRADREF_F32)
+        return row_below(k, (const float *)(const void *)p->dy + e, n, limit);
+    const uint16_t *row = (const uint16_t *)(const void *)p->dy + e;
+    const uint16_t exponent = p->in_dtype == GRADREF_F16 ? 0x7c00 : 0x7f80;
+    int bad = 0;
+    for (int64_t i = 0; i < n; i++)
+        bad |= (row[i] & exponent) == exponent;
+    return !bad;
+}
+
+/* dy with a unit-stride dim (ow, or the channels), row by row along it: whether every value
  * stays finite once HF32-rounded (hf32 0: as it is). A NaN whose rounding wraps to zero counts
  * as not finite here, which only sends such a call to the reference loop. */
-static int f32_rows_finite(const gradref__c3f_plan *p, const gradref__nan_kernels *k, int hf32) {
+static int rows_finite(const gradref__c3f_plan *p, const gradref__nan_kernels *k, int hf32) {
     const uint32_t limit = nonfinite_from(hf32);
-    const float *dy = (const float *)(const void *)p->dy;
     const int64_t C = p->G * p->Cout_g, *ys = p->ys;
     for (int64_t n = 0; n < p->N; n++)
         for (int64_t a = 0; a < (ys[4] == 1 ? C : p->O[0]); a++)
             for (int64_t b = 0; b < (ys[4] == 1 ? p->O[0] : p->O[1]); b++)
                 for (int64_t c = 0; c < (ys[4] == 1 ? p->O[1] : p->O[2]); c++) {
                     /* NCDHW-like (n, co, od, oh) rows along ow; else (n, od, oh, ow) channels */
-                    const float *row = ys[4] == 1
-                                           ? dy + n * ys[0] + a * ys[1] + b * ys[2] + c * ys[3]
-                                           : dy + n * ys[0] + a * ys[2] + b * ys[3] + c * ys[4];
-                    if (!row_below(k, row, ys[4] == 1 ? p->O[2] : C, limit)) return 0;
+                    const int64_t e = ys[4] == 1 ? n * ys[0] + a * ys[1] + b * ys[2] + c * ys[3]
+                                                 : n * ys[0] + a * ys[2] + b * ys[3] + c * ys[4];
+                    if (!row_finite(p, k, e, ys[4] == 1 ? p->O[2] : C, limit)) return 0;
                 }
     return 1;
 }
@@ -432,8 +564,8 @@ int gradref__c3f_direct_fits(const gradref__c3f_plan *p) {
     const int64_t blocks = (reductions(p) + GRADREF__C3F_BLOCK - 1) / GRADREF__C3F_BLOCK;
     if (levels_for(blocks) > MAX_LEVELS || kernel_level(p) < 0) return 0;
     const int hf32 = gradref__hf32_kept_bits(p->precision);
-    if (p->in_dtype == GRADREF_F32 && (p->ys[4] == 1 || p->ys[1] == 1))
-        return f32_rows_finite(p, gradref__nan_kernels_for(p->max_isa), hf32);
+    if (p->ys[4] == 1 || p->ys[1] == 1) /* F32, F16 or BF16 */
+        return rows_finite(p, gradref__nan_kernels_for(p->max_isa), hf32);
     for (int64_t n = 0; n < p->N; n++)
         for (int64_t co = 0; co < p->G * p->Cout_g; co++)
             for (int64_t od = 0; od < p->O[0]; od++)
