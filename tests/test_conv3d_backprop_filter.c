@@ -700,7 +700,7 @@ static void test_workspace_for_fewer_threads(void **state) {
 /* Wide channel counts (the AVX-512 indirect kernel's tiles of up to 14 channels inside one
  * tap, items cutting taps; the packed panels straddling taps; Cout/G below, at and above one
  * 32-column panel) over several reduction blocks: still the reference's bits in every
- * layout. */
+ * layout; then F16 and BF16 rows of 45. */
 static void test_wide_channels(void **state) {
     (void)state;
     static const int64_t cin[] = {8, 13, 29, 40, 16}, cout[] = {5, 32, 17, 40, 33};
@@ -715,6 +715,15 @@ static void test_wide_channels(void **state) {
         g.I[1] += 8, g.I[2] += 13; /* several blocks of 256, a partial last one */
         c3f_case c;
         make_case(&c, &g, in[iter % 5], GRADREF_F32, iter % 2, iter % 3, &r);
+        check_fast_against_reference(&c, 0);
+        free_case(&c);
+    }
+    /* F16 and BF16 runs along ow past the no-workspace path's pieces (24 rows of x, 12 of dy) */
+    const int64_t I[3] = {2, 3, 45}, K[3] = {1, 3, 3}, S[3] = {1, 1, 1}, P[6] = {0, 0, 1, 1, 1, 1};
+    for (int layout = 0; layout < 2; layout++) {
+        geometry g = geo(2, 16, 40, 1, I, K, S, P);
+        c3f_case c;
+        make_case(&c, &g, layout ? GRADREF_BF16 : GRADREF_F16, GRADREF_F32, layout, 0, &r);
         check_fast_against_reference(&c, 0);
         free_case(&c);
     }

@@ -34,9 +34,13 @@ enum {
     /* a tap's channels go by the 8 x 8 few_lanes kernel below this, not by 16-wide
      * transposes that would run mostly empty (AVX2's 6-row panels above all) */
     FEW_LANES = 8,
-    GEMM_KC = 48,                /* a block's GEMM in K slices of 48 */
-    WIDE_KC = GEMM_KC / 2,       /* F16 and BF16 dy widened for B this many rows at a time */
-    GEMM_NC = GRADREF__AVX512_NR /* a tile's columns: at most one panel */
+    GEMM_KC = 48,                 /* a block's GEMM in K slices of 48 */
+    GEMM_NC = GRADREF__AVX512_NR, /* a tile's columns: at most one panel */
+    /* F16 and BF16 runs are widened into a buffer of this many floats, a piece at a time: x's
+     * 16 channels x 24 rows, or fewer than 8 channels x GEMM_KC; dy's 32 channels x 12 rows */
+    WIDE_FLOATS = 16 * 24,
+    WIDE_X = WIDE_FLOATS / 16,      /* x's rows a piece */
+    WIDE_DY = WIDE_FLOATS / GEMM_NC /* dy's rows a piece */
 };
 
 typedef struct direct {
@@ -176,10 +180,10 @@ static void x_lanes_transposed(const direct *d, const gradref__c3f_kernels *k, c
     FOR_EACH_RUN(p, r_first, kc, q, len, o) {
         int64_t lo, hi, step, cs; /* step 1: unit stride along w */
         const int64_t base = x_bounds(p, shift, o, len, &lo, &hi, &step);
-        for (int64_t h = 0, m; h < hi - lo; h += m) { /* F16 and BF16 in pieces of WIDE_KC */
-            m = half(d) && hi - lo - h > WIDE_KC ? WIDE_KC : hi - lo - h;
+        for (int64_t h = 0, m; h < hi - lo; h += m) { /* F16 and BF16 in pieces of WIDE_X */
+            m = half(d) && hi - lo - h > WIDE_X ? WIDE_X : hi - lo - h;
             const float *src =
-                runs_f32(d, p->x, channel + base + h, p->xs[1], n, m, wide, WIDE_KC, &cs);
+                runs_f32(d, p->x, channel + base + h, p->xs[1], n, m, wide, WIDE_X, &cs);
             k->gather_panel(tmp + h * 16, 16, src, cs, m, n);
         }
         if (hi > lo && d->hf32) k->round_hf32(tmp, tmp, (hi - lo) * 16, d->hf32);
@@ -229,7 +233,7 @@ static void lanes_of_rows(const direct *d, const gradref__c3f_kernels *k, float 
 
 /* The same where x's channels are contiguous (NDHWC): each row of a run is n consecutive
  * floats (any n; its rows' lanes are [la, la + n) of width <= the level's mr), F16 and BF16
- * widened WIDE_KC rows at a time. */
+ * widened WIDE_X rows at a time. */
 static void x_lanes_contiguous(const direct *d, const gradref__c3f_kernels *k, const int64_t *shift,
                                int64_t ci, int64_t n, int64_t r_first, int64_t kc, float *dst,
                                int width, int64_t la, float *wide) {
@@ -237,8 +241,8 @@ static void x_lanes_contiguous(const direct *d, const gradref__c3f_kernels *k, c
     FOR_EACH_RUN(p, r_first, kc, q, len, o) {
         int64_t lo, hi, step;
         const int64_t base = x_bounds(p, shift, o, len, &lo, &hi, &step);
-        for (int64_t a = 0, m; a < len; a += m) { /* F16 and BF16 in pieces of WIDE_KC rows */
-            m = half(d) && len - a > WIDE_KC ? WIDE_KC : len - a;
+        for (int64_t a = 0, m; a < len; a += m) { /* F16 and BF16 in pieces of WIDE_X rows */
+            m = half(d) && len - a > WIDE_X ? WIDE_X : len - a;
             const int64_t plo = lo < a ? 0 : lo - a < m ? lo - a : m;
             const int64_t phi = hi < a ? 0 : hi - a < m ? hi - a : m;
             int64_t cs; /* x's row a + plo (row lo when none is inside), rows cs floats apart */
@@ -252,8 +256,7 @@ static void x_lanes_contiguous(const direct *d, const gradref__c3f_kernels *k, c
 
 /* A (rows j = (tap, ci) from j0 + first, k = the block's r from r0 + k0): x at the tap, 0
  * outside x; rows past the last are 0. Lanes of one tap go together where they can: by
- * transposes (NCDHW) or as contiguous channels (NDHWC); F16 and BF16 runs through `wide`
- * (16 x WIDE_KC floats). */
+ * transposes (NCDHW) or as contiguous channels (NDHWC); F16 and BF16 runs through `wide`. */
 static void pack_a_rows(const direct *d, int64_t k0, int64_t kc, int64_t first, int64_t count,
                         int width, float *dst, float *wide) {
     const gradref__c3f_plan *p = d->p;
@@ -295,25 +298,6 @@ static void pack_a_rows(const direct *d, int64_t k0, int64_t kc, int64_t first, 
         }
 }
 
-/* pack_a_rows for F16 and BF16 with its buffer (noinline: off the F32 calls' stack). */
-__attribute__((noinline)) static void pack_a_half(const direct *d, int64_t k0, int64_t kc,
-                                                  int64_t first, int64_t count, int width,
-                                                  float *dst) {
-    /* x_lanes_few's fewer than 8 channels take GEMM_KC floats each: 7 x 48 < 16 x 24 */
-    __attribute__((aligned(64))) float wide[16 * WIDE_KC];
-    pack_a_rows(d, k0, kc, first, count, width, dst, wide);
-}
-
-/* The GEMM's A packer (pack_a_rows). */
-static void pack_a_x(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
-                     int width, float *dst) {
-    const direct *d = ctx;
-    if (half(d))
-        pack_a_half(d, k0, kc, first, count, width, dst);
-    else
-        pack_a_rows(d, k0, kc, first, count, width, dst, NULL);
-}
-
 /* B by the kernels' register transposes: dy with unit stride along ow (F16 and BF16 runs widened
  * first); HF32 rounds the panel after, in L1. */
 static int pack_b_transposed(const direct *d, int64_t k0, int64_t kc, int64_t first, int64_t count,
@@ -329,11 +313,11 @@ static int pack_b_transposed(const direct *d, int64_t k0, int64_t kc, int64_t fi
         const int64_t channel = (d->g * p->Cout_g + d->co0 + first + c0) * p->ys[1];
         FOR_EACH_RUN(p, d->r0 + k0, kc, q, len, o) {
             const int64_t at = channel + o[0] * p->ys[0] + o[1] * p->ys[2] + o[2] * p->ys[3] + o[3];
-            for (int64_t h = 0, m; h < len; h += m) { /* F16 and BF16 in pieces of WIDE_KC */
-                m = half(d) && len - h > WIDE_KC ? WIDE_KC : len - h;
+            for (int64_t h = 0, m; h < len; h += m) { /* F16 and BF16 in pieces of WIDE_DY */
+                m = half(d) && len - h > WIDE_DY ? WIDE_DY : len - h;
                 int64_t cs;
                 const float *src =
-                    runs_f32(d, p->dy, at + h, p->ys[1], cols, m, wide, WIDE_KC, &cs);
+                    runs_f32(d, p->dy, at + h, p->ys[1], cols, m, wide, WIDE_DY, &cs);
                 k->gather_panel(dst + (q + h) * width, width, src, cs, m, cols);
             }
         }
@@ -374,8 +358,8 @@ static int pack_b_rows(const direct *d, int64_t k0, int64_t kc, int64_t first, i
         FOR_EACH_RUN(p, d->r0 + k0, kc, q, len, o) {
             const int64_t at =
                 channel + o[0] * p->ys[0] + o[1] * p->ys[2] + o[2] * p->ys[3] + o[3] * p->ys[4];
-            for (int64_t h = 0, m; h < len; h += m) { /* F16 and BF16 in pieces of WIDE_KC */
-                m = half(d) && len - h > WIDE_KC ? WIDE_KC : len - h;
+            for (int64_t h = 0, m; h < len; h += m) { /* F16 and BF16 in pieces of WIDE_DY */
+                m = half(d) && len - h > WIDE_DY ? WIDE_DY : len - h;
                 int64_t step;
                 const float *from =
                     runs_f32(d, p->dy, at + h * p->ys[4], p->ys[4], m, cols, wide, GEMM_NC, &step);
@@ -388,7 +372,7 @@ static int pack_b_rows(const direct *d, int64_t k0, int64_t kc, int64_t first, i
 }
 
 /* B (k = the block's r from r0 + k0, columns co from co0 + first): dy, read along its rows; F16
- * and BF16 runs through `wide` (GEMM_NC x WIDE_KC floats). */
+ * and BF16 runs through `wide`. */
 static void pack_b_columns(const direct *d, int64_t k0, int64_t kc, int64_t first, int64_t count,
                            int width, float *dst, float *wide) {
     const gradref__c3f_plan *p = d->p;
@@ -416,22 +400,36 @@ static void pack_b_columns(const direct *d, int64_t k0, int64_t kc, int64_t firs
         }
 }
 
-/* pack_b_columns for F16 and BF16 with its buffer (noinline: off the F32 calls' stack). */
-__attribute__((noinline)) static void pack_b_half(const direct *d, int64_t k0, int64_t kc,
-                                                  int64_t first, int64_t count, int width,
-                                                  float *dst) {
-    __attribute__((aligned(64))) float wide[GEMM_NC * WIDE_KC];
-    pack_b_columns(d, k0, kc, first, count, width, dst, wide);
+/* A packer's body: wide holds WIDE_FLOATS for F16 and BF16 runs (NULL for F32). */
+typedef void (*packer_body)(const direct *d, int64_t k0, int64_t kc, int64_t first, int64_t count,
+                            int width, float *dst, float *wide);
+
+/* body with the buffer of F16 and BF16 runs (noinline: off the F32 calls' stack). */
+__attribute__((noinline)) static void with_widening(packer_body body, const direct *d, int64_t k0,
+                                                    int64_t kc, int64_t first, int64_t count,
+                                                    int width, float *dst) {
+    __attribute__((aligned(64))) float wide[WIDE_FLOATS];
+    body(d, k0, kc, first, count, width, dst, wide);
 }
 
-/* The GEMM's B packer (pack_b_columns). */
-static void pack_b_dy(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
-                      int width, float *dst) {
+/* The GEMM's packers: pack_a_rows and pack_b_columns, F16 and BF16 with_widening. */
+static inline void pack_by(packer_body body, const void *ctx, int64_t k0, int64_t kc, int64_t first,
+                           int64_t count, int width, float *dst) {
     const direct *d = ctx;
     if (half(d))
-        pack_b_half(d, k0, kc, first, count, width, dst);
+        with_widening(body, d, k0, kc, first, count, width, dst);
     else
-        pack_b_columns(d, k0, kc, first, count, width, dst, NULL);
+        body(d, k0, kc, first, count, width, dst, NULL);
+}
+
+static void pack_a_x(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
+                     int width, float *dst) {
+    pack_by(pack_a_rows, ctx, k0, kc, first, count, width, dst);
+}
+
+static void pack_b_dy(const void *ctx, int64_t k0, int64_t kc, int64_t first, int64_t count,
+                      int width, float *dst) {
+    pack_by(pack_b_columns, ctx, k0, kc, first, count, width, dst);
 }
 
 static int64_t reductions(const gradref__c3f_plan *p) {
