@@ -47,7 +47,7 @@ typedef struct direct {
     const gradref__c3f_plan *p;
     int64_t g, j0, co0, r0;
     int hf32;                         /* kept bits at an HF32 precision, else 0 */
-    const gradref__array_kernels *ak; /* F16 and BF16 runs widened (widen_run) */
+    const gradref__array_kernels *ak; /* F16 and BF16 runs widened (runs_f32) */
 } direct;
 
 static float value(const gradref__c3f_plan *p, const char *base, int64_t e, int hf32) {
@@ -226,8 +226,12 @@ static void lanes_of_rows(const direct *d, const gradref__c3f_kernels *k, float 
             continue;
         }
         const float *from = x + (i - lo) * step;
-        for (int64_t l = 0; l < n; l++)
-            row[l] = d->hf32 ? gradref__hf32_round(from[l], d->hf32) : from[l];
+        if (d->hf32)
+            for (int64_t l = 0; l < n; l++)
+                row[l] = gradref__hf32_round(from[l], d->hf32);
+        else
+            for (int64_t l = 0; l < n; l++)
+                row[l] = from[l];
     }
 }
 

@@ -346,10 +346,10 @@ typedef struct tiles_stack {
     uint16_t masks[(STACK_TILE_GROUP + 1) * 2 * TILE_TAPS];
 } tiles_stack;
 
-/* Whether fill_window widens a run of every channel at once: F16 or BF16 runs of unit stride. */
-static int half_rows(const direct *d) {
+/* Whether fill_window widens F16 or BF16 diff by the array kernels (not by words). */
+static int half_window(const direct *d) {
     const int32_t dt = d->p->in_dtype;
-    return !d->wc && (dt == GRADREF_F16 || dt == GRADREF_BF16) && d->p->ds[5] == 1;
+    return !d->wc && (dt == GRADREF_F16 || dt == GRADREF_BF16);
 }
 
 /* A run of n pixels from e of F16 or BF16 diff whose channels are contiguous (NHWC) into the
@@ -394,15 +394,14 @@ static void fill_window(const direct *d, int64_t start, int64_t span, float *win
         const int64_t room = flat ? P - pos : p->O[2] - o2;
         run = room < run ? room : run;
         const int64_t e = img + o0 * p->ds[3] + o1 * p->ds[4] + o2 * p->ds[5];
-        if (half_rows(d)) { /* every channel's run in one call */
+        if (half_window(d) && p->ds[5] == 1) { /* every channel's run in one call */
             gradref__half_rows_to_f32(d->ak, p->in_dtype,
                                       (const uint16_t *)(const void *)p->diff + e, p->ds[2],
                                       window + x, span, (size_t)run, (size_t)p->OCpg);
             x += run;
             continue;
         }
-        if (!d->wc && p->ds[2] == 1 &&
-            (p->in_dtype == GRADREF_F16 || p->in_dtype == GRADREF_BF16)) {
+        if (half_window(d) && p->ds[2] == 1) { /* channels-last: a pixel at a time */
             half_pixels(d, e, run, span, window + x);
             x += run;
             continue;
