@@ -470,11 +470,9 @@ GRADREF__CBD_CL_COLUMNS(cl_columns8, __m256, __m256, 8, _mm256_setzero_ps(), _mm
 static inline int cl_found8(__m256 nan) {
     return _mm256_movemask_ps(nan) != 0;
 }
-GRADREF__CBD_CL_ROW(, gradref__cbd_f32_dw_cl_row_avx2, __m256, _mm256_setzero_ps(), cl_columns8,
-                    cl_found8)
+GRADREF__CBD_CL_ROW(static, dw_cl_row_avx2, __m256, _mm256_setzero_ps(), cl_columns8, cl_found8)
 
-void gradref__cbd_f32_dw_cl_stage_avx2(const float *src, int64_t sp, int64_t n, int64_t blocks,
-                                       float *dst) {
+static void dw_cl_stage_avx2(const float *src, int64_t sp, int64_t n, int64_t blocks, float *dst) {
     for (int64_t j = 0; j < n; j++, src += sp)
         for (int64_t b = 0; b < blocks; b++)
             _mm256_storeu_ps(dst + 8 * (b * n + j), _mm256_loadu_ps(src + 8 * b));
@@ -1296,8 +1294,8 @@ const gradref__cbd_kernels gradref__cbd_kernels_avx2 = {
     .dw_no_prefetch = 1,
     .dw_lanes = gradref__cbd_f32_dw_lanes_avx2,
     .dw_lanes_planes = 8,
-    .dw_cl_row = gradref__cbd_f32_dw_cl_row_avx2,
-    .dw_cl_stage = gradref__cbd_f32_dw_cl_stage_avx2,
+    .dw_cl_row = dw_cl_row_avx2,
+    .dw_cl_stage = dw_cl_stage_avx2,
     .dw_cl_lanes = 8,
     .tile_rows = GRADREF__CBD_TILE_ROWS_AVX2,
     .tile32 = gradref__cbd_f32_tile32_avx2,

@@ -762,10 +762,6 @@ int gradref__cbd_f32_dw_plane3x3_avx2(const gradref__cbd_dw_shape *s, const floa
 /* dw_lanes at AVX2, eight channels, the AVX-512 levels' too. */
 unsigned gradref__cbd_f32_dw_lanes_avx2(const gradref__cbd_dw_lanes *L, const float *w,
                                         const float *diff, int64_t dc, float *grad, int64_t gc);
-/* dw_cl_row and dw_cl_stage at AVX2, eight channels a block, the AVX-512 levels' too. */
-int gradref__cbd_f32_dw_cl_row_avx2(const gradref__cbd_cl_row *a);
-void gradref__cbd_f32_dw_cl_stage_avx2(const float *src, int64_t sp, int64_t n, int64_t blocks,
-                                       float *dst);
 /* The stride-2 plane (dw_plane_s2) at AVX2, the AVX-512 levels' too (memory-bound). */
 int gradref__cbd_f32_dw_plane_s2_avx2(const gradref__cbd_dw_shape *s, const float *const *w,
                                       const float *const *diff, int64_t planes, float *grad);
