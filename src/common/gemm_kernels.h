@@ -36,10 +36,13 @@ typedef struct gradref__sgemm_kernels {
     const char *isa;
     int mr, nr;
     gradref__sgemm_micro micro;
-    /* NULL where the level has none: the portable one, and NEON, whose packed kernel (lane-
-     * indexed FMLA, 13 loads per 96 FMAs) outruns an indirect one (a load into every lane per A
-     * element: llvm-mca on tsv110, 20 cycles per 24 FMAs against 48 per 96) */
+    /* NULL where the level has none (the portable one) */
     gradref__sgemm_indirect indirect;
+    /* 1: the indirect kernel pays only where a tile's rows are adjacent floats (a_cs 1), loaded
+     * as vectors; strided rows take a load into every lane (NEON: llvm-mca on tsv110, 20 cycles
+     * per 24 FMAs, where the packed kernel's lane-indexed FMLA takes 48 per 96), and the packed
+     * panels run instead */
+    int indirect_unit_rows;
 } gradref__sgemm_kernels;
 
 /* The table of the highest level at or below max_isa (common/isa.h) that the CPU runs. */

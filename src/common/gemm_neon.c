@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: Apache-2.0 */
-/* The packed SGEMM's NEON micro-kernel (12 x 8): 24 accumulators of 4 lanes, three A vectors and
- * two B vectors, 29 of the 32 vector registers. Every element is a chain of vfmaq_laneq_f32 (FMLA,
- * one rounding) in ascending p, so it equals the portable kernel (fmaf) bit for bit. */
+/* The packed SGEMM's NEON micro-kernel (12 x 8) and the indirect NEON kernel whose A rows are
+ * pointers: 24 accumulators of 4 lanes, three A vectors and two B vectors, 29 of the 32 vector
+ * registers. Every element is a chain of vfmaq_laneq_f32 (FMLA, one rounding) in ascending p, so
+ * it equals the portable kernel (fmaf) bit for bit. */
 #include "gemm_kernels.h"
+
+#include <stddef.h>
 
 #ifdef GRADREF__ARM64
 #  include <arm_neon.h>
@@ -68,11 +71,137 @@ static void kernel_neon(int64_t k, const float *a, const float *b, float *c, int
     ACC_STORE(11);
 }
 
+/* ---- the indirect kernel (A's rows through pointers) ---- */
+
+#  define IND_STEP(i, v, l)                                                                        \
+    do {                                                                                           \
+      if (R > i) {                                                                                 \
+        c##i##a = vfmaq_laneq_f32(c##i##a, b0, a##v, l);                                           \
+        if (V == 2) c##i##b = vfmaq_laneq_f32(c##i##b, b1, a##v, l);                               \
+      }                                                                                            \
+    } while (0)
+#  define IND_STORE(i)                                                                             \
+    do {                                                                                           \
+      if (R > i) {                                                                                 \
+        store_first4(c + i * ldc, c##i##a, cols);                                                  \
+        if (V == 2) store_first4(c + i * ldc + 4, c##i##b, cols - 4);                              \
+      }                                                                                            \
+    } while (0)
+
+/* Vector v of a tile's R rows at a (rows 4 v .. 4 v + 3, a_cs floats apart): one load where all
+ * four are rows and they are adjacent (UNIT), else lane by lane (lanes past R +0). */
+__attribute__((always_inline)) static inline float32x4_t a_vector(int R, int UNIT, int v,
+                                                                  const float *a, int64_t a_cs) {
+    if (UNIT && R >= 4 * v + 4) return vld1q_f32(a + 4 * v);
+    float32x4_t x = vdupq_n_f32(0.0f);
+    if (R > 4 * v) x = vld1q_lane_f32(a + (4 * v) * a_cs, x, 0);
+    if (R > 4 * v + 1) x = vld1q_lane_f32(a + (4 * v + 1) * a_cs, x, 1);
+    if (R > 4 * v + 2) x = vld1q_lane_f32(a + (4 * v + 2) * a_cs, x, 2);
+    if (R > 4 * v + 3) x = vld1q_lane_f32(a + (4 * v + 3) * a_cs, x, 3);
+    return x;
+}
+
+/* The first n (1 or more) of v's lanes to p. */
+static inline void store_first4(float *p, float32x4_t v, int n) {
+    if (n >= 4) {
+        vst1q_f32(p, v);
+        return;
+    }
+    vst1q_lane_f32(p, v, 0);
+    if (n > 1) vst1q_lane_f32(p + 1, v, 1);
+    if (n > 2) vst1q_lane_f32(p + 2, v, 2);
+}
+
+/* The indirect kernel's body for R rows, V vectors of 4 columns and UNIT (a_cs 1), inlined with
+ * constants: each element the chain over the non-NULL rows p ascending, one FMLA a step (the
+ * packed kernel's order and lanes). */
+__attribute__((always_inline)) static inline void
+indirect_body(int R, int V, int UNIT, int64_t k, const float *const *a_rows, int64_t a_off,
+              int64_t a_cs, const float *b, float *c, int64_t ldc, int cols) {
+    const float32x4_t z = vdupq_n_f32(0.0f);
+    float32x4_t c0a = z, c0b = z, c1a = z, c1b = z, c2a = z, c2b = z, c3a = z, c3b = z;
+    float32x4_t c4a = z, c4b = z, c5a = z, c5b = z, c6a = z, c6b = z, c7a = z, c7b = z;
+    float32x4_t c8a = z, c8b = z, c9a = z, c9b = z, c10a = z, c10b = z, c11a = z, c11b = z;
+    for (int64_t p = 0; p < k; p++) {
+        if (a_rows[p] == NULL) continue;
+        const float *a = a_rows[p] + a_off;
+        const float32x4_t b0 = vld1q_f32(b + p * 8), b1 = V == 2 ? vld1q_f32(b + p * 8 + 4) : b0;
+        const float32x4_t a0 = a_vector(R, UNIT, 0, a, a_cs), a1 = a_vector(R, UNIT, 1, a, a_cs),
+                          a2 = a_vector(R, UNIT, 2, a, a_cs);
+        IND_STEP(0, 0, 0);
+        IND_STEP(1, 0, 1);
+        IND_STEP(2, 0, 2);
+        IND_STEP(3, 0, 3);
+        IND_STEP(4, 1, 0);
+        IND_STEP(5, 1, 1);
+        IND_STEP(6, 1, 2);
+        IND_STEP(7, 1, 3);
+        IND_STEP(8, 2, 0);
+        IND_STEP(9, 2, 1);
+        IND_STEP(10, 2, 2);
+        IND_STEP(11, 2, 3);
+    }
+    IND_STORE(0);
+    IND_STORE(1);
+    IND_STORE(2);
+    IND_STORE(3);
+    IND_STORE(4);
+    IND_STORE(5);
+    IND_STORE(6);
+    IND_STORE(7);
+    IND_STORE(8);
+    IND_STORE(9);
+    IND_STORE(10);
+    IND_STORE(11);
+}
+
+typedef void (*indirect_kernel)(int64_t k, const float *const *a_rows, int64_t a_off, int64_t a_cs,
+                                const float *b, float *c, int64_t ldc, int cols);
+
+#  define INDIRECT(R, V, UNIT)                                                                     \
+    static void indirect_##R##_##V##_##UNIT(int64_t k, const float *const *a_rows, int64_t a_off,  \
+                                            int64_t a_cs, const float *b, float *c, int64_t ldc,   \
+                                            int cols) {                                            \
+      indirect_body(R, V, UNIT, k, a_rows, a_off, a_cs, b, c, ldc, cols);                          \
+    }
+#  define INDIRECT_ROWS(R) INDIRECT(R, 1, 0) INDIRECT(R, 2, 0) INDIRECT(R, 1, 1) INDIRECT(R, 2, 1)
+INDIRECT_ROWS(1)
+INDIRECT_ROWS(2)
+INDIRECT_ROWS(3)
+INDIRECT_ROWS(4)
+INDIRECT_ROWS(5)
+INDIRECT_ROWS(6)
+INDIRECT_ROWS(7)
+INDIRECT_ROWS(8)
+INDIRECT_ROWS(9)
+INDIRECT_ROWS(10)
+INDIRECT_ROWS(11)
+INDIRECT_ROWS(12)
+
+#  define INDIRECT_TABLE_ROW(R)                                                                    \
+    {                                                                                              \
+      {indirect_##R##_1_0, indirect_##R##_2_0}, {                                                  \
+        indirect_##R##_1_1, indirect_##R##_2_1                                                     \
+      }                                                                                            \
+    }
+static const indirect_kernel indirect_kernels[GRADREF__NEON_MR][2][2] = {
+    INDIRECT_TABLE_ROW(1), INDIRECT_TABLE_ROW(2),  INDIRECT_TABLE_ROW(3),  INDIRECT_TABLE_ROW(4),
+    INDIRECT_TABLE_ROW(5), INDIRECT_TABLE_ROW(6),  INDIRECT_TABLE_ROW(7),  INDIRECT_TABLE_ROW(8),
+    INDIRECT_TABLE_ROW(9), INDIRECT_TABLE_ROW(10), INDIRECT_TABLE_ROW(11), INDIRECT_TABLE_ROW(12),
+};
+
+static void indirect_neon(int rows, int cols, int64_t k, const float *const *a_rows, int64_t a_off,
+                          int64_t a_cs, const float *b, float *c, int64_t ldc) {
+    indirect_kernels[rows - 1][a_cs == 1][cols > 4](k, a_rows, a_off, a_cs, b, c, ldc, cols);
+}
+
 const gradref__sgemm_kernels gradref__sgemm_kernels_neon = {
     .isa = "neon",
     .mr = GRADREF__NEON_MR,
     .nr = GRADREF__NEON_NR,
     .micro = kernel_neon,
+    .indirect = indirect_neon,
+    .indirect_unit_rows = 1,
 };
 
 #else

@@ -117,6 +117,22 @@ static void x_staging(const gradref__c3f_plan *p, int hf32, layout *L) {
     L->stage_x |= hf32 && !L->round_x;
 }
 
+/* Whether the GEMM reads x by the indirect kernel (and by row tiles), and how x is staged. The
+ * indirect kernel reads x in place (at AVX-512 and AVX2 faster even for 1 to 7 channels per tap,
+ * where its tiles are short, than packing panels that straddle taps, a packing that costs most
+ * at AVX2's narrow panels); NEON's only where a tile's channels are adjacent floats (x
+ * channels-last, staged, or in row tiles). */
+static void x_access(const gradref__c3f_plan *p, int hf32, layout *L) {
+    const gradref__sgemm_kernels *gk = gradref__sgemm_kernels_for(p->max_isa);
+    L->indirect = gk->indirect != NULL;
+    L->row_tiles = L->indirect && row_tiles_fit(p, L->mr);
+    x_staging(p, hf32, L);
+    if (L->indirect && gk->indirect_unit_rows && !L->row_tiles && !L->stage_x && p->xs[1] != 1) {
+        L->indirect = 0;
+        x_staging(p, hf32, L);
+    }
+}
+
 static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threads) {
     layout L;
     memset(&L, 0, sizeof L);
@@ -129,11 +145,7 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
     size_t at = 0;
     L.mr = gradref__sgemm_mr(p->max_isa);
     L.nr = gradref__sgemm_nr(p->max_isa);
-    /* AVX-512 and AVX2: the indirect kernel reads x in place (faster even for 1 to 7 channels
-     * per tap, where its tiles are short, than packing panels that straddle taps, a packing
-     * that costs most at AVX2's narrow panels) */
-    L.indirect = gradref__sgemm_kernels_for(p->max_isa)->indirect != NULL;
-    L.row_tiles = L.indirect && row_tiles_fit(p, L.mr);
+    x_access(p, hf32, &L);
     /* packed panels straddle taps, tiles need not (but row tiles keep a tap row whole) */
     L.unit = L.row_tiles ? p->Cin_g * p->K[2] : L.indirect ? 1 : p->Cin_g;
     int64_t units = LEVEL_FLOATS / (L.unit * p->Cout_g);
@@ -148,12 +160,10 @@ static layout layout_of(const gradref__c3f_plan *p, int32_t precision, int threa
     L.split = p->G == 1 && L.jb == J && blocks > 1;
     L.chunk_blocks = L.split ? chunk_blocks(p, blocks, threads) : blocks;
     L.chunks = (blocks + L.chunk_blocks - 1) / L.chunk_blocks;
-    /* f32 x (channels-last for the packed panels, whose rows are runs of channels) and f32
-     * channels-last dy (a B panel row is a run of channels). Channel-major F32 dy is packed
+    /* f32 channels-last dy (a B panel row is a run of channels). Channel-major F32 dy is packed
      * straight from dy (each block's B panels gathered across the channels) when each block is
      * read once (split) or by few row blocks: one pass over dy per reader rather than a whole
      * copy first */
-    x_staging(p, hf32, &L);
     /* (with at least 512 rows per block to share the gather; fewer rows, as a first layer's
      * 3 x 27, spend more on gathering than the copy costs) */
     const int few_blocks = p->G * ((J + L.jb - 1) / L.jb) <= 2 && L.jb >= 512;
