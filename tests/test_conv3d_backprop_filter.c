@@ -10,6 +10,7 @@
 
 #include "conv3d_backprop_filter/c3f_counter.h"
 #include "common/convert.h"
+#include "common/gemm_kernels.h"
 #include "conv3d_backprop_filter/c3f_internal.h"
 #include "conv3d_backprop_filter/c3f_kernels.h"
 #include "test_util.h"
@@ -816,6 +817,37 @@ static void test_row_tiles_and_split(void **state) {
     }
 }
 
+/* The GEMM's variant (GRADREF_VERBOSE's strategy) at every level: a two-channel layer of one
+ * block runs by row tiles where the level has an indirect kernel, by the packed panels at the
+ * portable level; with 16 channels NCDHW x takes the indirect kernel where it reads strided
+ * rows (x86), the packed panels where it does not (NEON), and NDHWC x the indirect kernel. */
+static void test_gemm_variants(void **state) {
+    (void)state;
+    tu_rng r = tu_rng_make(84);
+    const int64_t I[3] = {1, 8, 8}, K[3] = {1, 3, 3}, S[3] = {1, 1, 1}, P[6] = {0, 0, 1, 1, 1, 1};
+    for (int wide = 0; wide < 2; wide++)
+        for (int last = 0; last < 2; last++) {
+            geometry g = geo(1, wide ? 16 : 2, 16, 1, I, K, S, P);
+            c3f_case c;
+            make_case(&c, &g, GRADREF_F32, GRADREF_F32, last, 0, &r);
+            gradref__c3f_plan plan;
+            assert_int_equal(gradref__c3f_validate(&c.params, &c.x, &c.dy, &c.dw, &plan),
+                             GRADREF_OK);
+            for (int level = 0; level <= gradref__isa_level(); level++) {
+                const gradref__sgemm_kernels *k = gradref__sgemm_kernels_for(level);
+                plan.max_isa = level;
+                const char *v = gradref__c3f_strategies[0].variant(&plan, 0, 2);
+                const char *want = !k->indirect                     ? "gemm"
+                                   : !wide                          ? "gemm_row_tiles"
+                                   : last || !k->indirect_unit_rows ? "gemm_indirect"
+                                                                    : "gemm";
+                if (strcmp(v, want) != 0)
+                    fail_msg("%s, %s x: %s, want %s", k->isa, last ? "NDHWC" : "NCDHW", v, want);
+            }
+            free_case(&c);
+        }
+}
+
 /* The split reduction over 63 blocks of 256: chunks of 2 blocks and a last chunk of one at one
  * thread, 32 chunks over two threads, 63 over three (whose ranges do not start on a power of
  * two): the reference's bits every time. */
@@ -1373,6 +1405,7 @@ int main(void) {
         cmocka_unit_test(test_first_layer_tiles),
         cmocka_unit_test(test_dy_gathered),
         cmocka_unit_test(test_row_tiles_and_split),
+        cmocka_unit_test(test_gemm_variants),
         cmocka_unit_test(test_workspace_for_fewer_threads),
         cmocka_unit_test(test_split_chunks),
         cmocka_unit_test(test_blocked_sum_accuracy),

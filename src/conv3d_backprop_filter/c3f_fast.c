@@ -794,8 +794,8 @@ static const char *gemm_skip(const void *plan, int32_t precision) {
 static const char *gemm_variant(const void *plan, int32_t precision, int threads) {
     const layout L = layout_of(plan, precision, threads);
     if (L.split) return "gemm_split_reduction";
-    if (L.indirect) return "gemm_indirect";
-    return L.row_tiles ? "gemm_row_tiles" : "gemm";
+    if (L.row_tiles) return "gemm_row_tiles"; /* (by the indirect kernel) */
+    return L.indirect ? "gemm_indirect" : "gemm";
 }
 
 static size_t gemm_workspace(const void *plan, int32_t precision, int threads) {
