@@ -79,12 +79,7 @@ typedef void (*indirect_kernel)(int64_t k, const float *const *a_rows, int64_t a
       indirect_body(R, V, k, a_rows, a_off, a_cs, b, c, ldc, cols);                                \
     }
 #  define INDIRECT_ROWS(R) INDIRECT(R, 1) INDIRECT(R, 2)
-INDIRECT_ROWS(1)
-INDIRECT_ROWS(2)
-INDIRECT_ROWS(3)
-INDIRECT_ROWS(4)
-INDIRECT_ROWS(5)
-INDIRECT_ROWS(6)
+GRADREF__FOR_ROWS_1_TO_6(INDIRECT_ROWS)
 
 static const indirect_kernel indirect_kernels[GRADREF__AVX2_MR][2] = {
     {indirect_1_1, indirect_1_2}, {indirect_2_1, indirect_2_2}, {indirect_3_1, indirect_3_2},

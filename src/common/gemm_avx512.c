@@ -65,18 +65,7 @@ typedef void (*indirect_kernel)(int64_t k, const float *const *a_rows, int64_t a
       indirect_body(R, V, k, a_rows, a_off, a_cs, b, c, ldc, m0, m1);                              \
     }
 #  define INDIRECT_ROWS(R) INDIRECT(R, 1) INDIRECT(R, 2)
-INDIRECT_ROWS(1)
-INDIRECT_ROWS(2)
-INDIRECT_ROWS(3)
-INDIRECT_ROWS(4)
-INDIRECT_ROWS(5)
-INDIRECT_ROWS(6)
-INDIRECT_ROWS(7)
-INDIRECT_ROWS(8)
-INDIRECT_ROWS(9)
-INDIRECT_ROWS(10)
-INDIRECT_ROWS(11)
-INDIRECT_ROWS(12)
+GRADREF__FOR_ROWS_1_TO_12(INDIRECT_ROWS)
 INDIRECT_ROWS(13)
 INDIRECT_ROWS(14)
 

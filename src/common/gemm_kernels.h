@@ -18,6 +18,10 @@
 #define GRADREF__NEON_NR       8
 #define GRADREF__GEMM_MAX_TILE (GRADREF__AVX512_MR * GRADREF__AVX512_NR)
 
+/* M(1) M(2) ... M(n): the indirect kernels' instances, one per tile row count. */
+#define GRADREF__FOR_ROWS_1_TO_6(M)  M(1) M(2) M(3) M(4) M(5) M(6)
+#define GRADREF__FOR_ROWS_1_TO_12(M) GRADREF__FOR_ROWS_1_TO_6(M) M(7) M(8) M(9) M(10) M(11) M(12)
+
 /* One MR x NR tile over a k-slice (see the top of this file). */
 typedef void (*gradref__sgemm_micro)(int64_t k, const float *a, const float *b, float *c,
                                      int64_t ldc, int load);

@@ -13,7 +13,34 @@
 #  if GRADREF__NEON_MR != 12 || GRADREF__NEON_NR != 8
 #    error "kernel_neon spells out 12 x 8"
 #  endif
-/* Row i takes lane l of A vector v (i = 4 v + l). Named accumulators, as in gemm_avx2.c. */
+/* Row i takes lane l of A vector v (i = 4 v + l). Named accumulators, as in gemm_avx2.c.
+ * FOR_ROW_LANES(M) is M(i, v, l) for the 12 rows, FOR_ROWS(M) M(i). */
+#  define FOR_ROW_LANES(M)                                                                         \
+    M(0, 0, 0);                                                                                    \
+    M(1, 0, 1);                                                                                    \
+    M(2, 0, 2);                                                                                    \
+    M(3, 0, 3);                                                                                    \
+    M(4, 1, 0);                                                                                    \
+    M(5, 1, 1);                                                                                    \
+    M(6, 1, 2);                                                                                    \
+    M(7, 1, 3);                                                                                    \
+    M(8, 2, 0);                                                                                    \
+    M(9, 2, 1);                                                                                    \
+    M(10, 2, 2);                                                                                   \
+    M(11, 2, 3)
+#  define FOR_ROWS(M)                                                                              \
+    M(0);                                                                                          \
+    M(1);                                                                                          \
+    M(2);                                                                                          \
+    M(3);                                                                                          \
+    M(4);                                                                                          \
+    M(5);                                                                                          \
+    M(6);                                                                                          \
+    M(7);                                                                                          \
+    M(8);                                                                                          \
+    M(9);                                                                                          \
+    M(10);                                                                                         \
+    M(11)
 #  define ACC_INIT(i)                                                                              \
     float32x4_t c##i##a = load ? vld1q_f32(c + i * ldc) : vdupq_n_f32(0.0f),                       \
                 c##i##b = load ? vld1q_f32(c + i * ldc + 4) : vdupq_n_f32(0.0f)
@@ -26,49 +53,16 @@
 
 static void kernel_neon(int64_t k, const float *a, const float *b, float *c, int64_t ldc,
                         int load) {
-    ACC_INIT(0);
-    ACC_INIT(1);
-    ACC_INIT(2);
-    ACC_INIT(3);
-    ACC_INIT(4);
-    ACC_INIT(5);
-    ACC_INIT(6);
-    ACC_INIT(7);
-    ACC_INIT(8);
-    ACC_INIT(9);
-    ACC_INIT(10);
-    ACC_INIT(11);
+    FOR_ROWS(ACC_INIT);
     /* four steps an iteration: the loop's own instructions are then a tenth of it */
 #  pragma GCC unroll 4
     for (int64_t p = 0; p < k; p++) {
         const float32x4_t a0 = vld1q_f32(a + p * 12), a1 = vld1q_f32(a + p * 12 + 4),
                           a2 = vld1q_f32(a + p * 12 + 8);
         const float32x4_t b0 = vld1q_f32(b + p * 8), b1 = vld1q_f32(b + p * 8 + 4);
-        ACC_STEP(0, 0, 0);
-        ACC_STEP(1, 0, 1);
-        ACC_STEP(2, 0, 2);
-        ACC_STEP(3, 0, 3);
-        ACC_STEP(4, 1, 0);
-        ACC_STEP(5, 1, 1);
-        ACC_STEP(6, 1, 2);
-        ACC_STEP(7, 1, 3);
-        ACC_STEP(8, 2, 0);
-        ACC_STEP(9, 2, 1);
-        ACC_STEP(10, 2, 2);
-        ACC_STEP(11, 2, 3);
+        FOR_ROW_LANES(ACC_STEP);
     }
-    ACC_STORE(0);
-    ACC_STORE(1);
-    ACC_STORE(2);
-    ACC_STORE(3);
-    ACC_STORE(4);
-    ACC_STORE(5);
-    ACC_STORE(6);
-    ACC_STORE(7);
-    ACC_STORE(8);
-    ACC_STORE(9);
-    ACC_STORE(10);
-    ACC_STORE(11);
+    FOR_ROWS(ACC_STORE);
 }
 
 /* ---- the indirect kernel (A's rows through pointers) ---- */
@@ -128,31 +122,9 @@ indirect_body(int R, int V, int UNIT, int64_t k, const float *const *a_rows, int
         const float32x4_t b0 = vld1q_f32(b + p * 8), b1 = V == 2 ? vld1q_f32(b + p * 8 + 4) : b0;
         const float32x4_t a0 = a_vector(R, UNIT, 0, a, a_cs), a1 = a_vector(R, UNIT, 1, a, a_cs),
                           a2 = a_vector(R, UNIT, 2, a, a_cs);
-        IND_STEP(0, 0, 0);
-        IND_STEP(1, 0, 1);
-        IND_STEP(2, 0, 2);
-        IND_STEP(3, 0, 3);
-        IND_STEP(4, 1, 0);
-        IND_STEP(5, 1, 1);
-        IND_STEP(6, 1, 2);
-        IND_STEP(7, 1, 3);
-        IND_STEP(8, 2, 0);
-        IND_STEP(9, 2, 1);
-        IND_STEP(10, 2, 2);
-        IND_STEP(11, 2, 3);
+        FOR_ROW_LANES(IND_STEP);
     }
-    IND_STORE(0);
-    IND_STORE(1);
-    IND_STORE(2);
-    IND_STORE(3);
-    IND_STORE(4);
-    IND_STORE(5);
-    IND_STORE(6);
-    IND_STORE(7);
-    IND_STORE(8);
-    IND_STORE(9);
-    IND_STORE(10);
-    IND_STORE(11);
+    FOR_ROWS(IND_STORE);
 }
 
 typedef void (*indirect_kernel)(int64_t k, const float *const *a_rows, int64_t a_off, int64_t a_cs,
@@ -165,30 +137,13 @@ typedef void (*indirect_kernel)(int64_t k, const float *const *a_rows, int64_t a
       indirect_body(R, V, UNIT, k, a_rows, a_off, a_cs, b, c, ldc, cols);                          \
     }
 #  define INDIRECT_ROWS(R) INDIRECT(R, 1, 0) INDIRECT(R, 2, 0) INDIRECT(R, 1, 1) INDIRECT(R, 2, 1)
-INDIRECT_ROWS(1)
-INDIRECT_ROWS(2)
-INDIRECT_ROWS(3)
-INDIRECT_ROWS(4)
-INDIRECT_ROWS(5)
-INDIRECT_ROWS(6)
-INDIRECT_ROWS(7)
-INDIRECT_ROWS(8)
-INDIRECT_ROWS(9)
-INDIRECT_ROWS(10)
-INDIRECT_ROWS(11)
-INDIRECT_ROWS(12)
+GRADREF__FOR_ROWS_1_TO_12(INDIRECT_ROWS)
 
+/* [rows - 1][unit][cols > 4] */
 #  define INDIRECT_TABLE_ROW(R)                                                                    \
-    {                                                                                              \
-      {indirect_##R##_1_0, indirect_##R##_2_0}, {                                                  \
-        indirect_##R##_1_1, indirect_##R##_2_1                                                     \
-      }                                                                                            \
-    }
+    {{indirect_##R##_1_0, indirect_##R##_2_0}, {indirect_##R##_1_1, indirect_##R##_2_1}},
 static const indirect_kernel indirect_kernels[GRADREF__NEON_MR][2][2] = {
-    INDIRECT_TABLE_ROW(1), INDIRECT_TABLE_ROW(2),  INDIRECT_TABLE_ROW(3),  INDIRECT_TABLE_ROW(4),
-    INDIRECT_TABLE_ROW(5), INDIRECT_TABLE_ROW(6),  INDIRECT_TABLE_ROW(7),  INDIRECT_TABLE_ROW(8),
-    INDIRECT_TABLE_ROW(9), INDIRECT_TABLE_ROW(10), INDIRECT_TABLE_ROW(11), INDIRECT_TABLE_ROW(12),
-};
+    GRADREF__FOR_ROWS_1_TO_12(INDIRECT_TABLE_ROW)};
 
 static void indirect_neon(int rows, int cols, int64_t k, const float *const *a_rows, int64_t a_off,
                           int64_t a_cs, const float *b, float *c, int64_t ldc) {
