@@ -43,9 +43,8 @@ typedef struct gradref__sgemm_kernels {
     /* NULL where the level has none (the portable one) */
     gradref__sgemm_indirect indirect;
     /* 1: the indirect kernel pays only where a tile's rows are adjacent floats (a_cs 1), loaded
-     * as vectors; strided rows take a load into every lane (NEON: llvm-mca on tsv110, 20 cycles
-     * per 24 FMAs, where the packed kernel's lane-indexed FMLA takes 48 per 96), and the packed
-     * panels run instead */
+     * as vectors; strided rows take a load into every lane (NEON: about twice the packed
+     * kernel's cycles, performance.md's aarch64 table), and the packed panels run instead */
     int indirect_unit_rows;
 } gradref__sgemm_kernels;
 
