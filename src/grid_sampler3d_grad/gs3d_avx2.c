@@ -275,19 +275,33 @@ static void trilinear8(const gs3d_kargs *r, int64_t i, const __m256 coord[3], co
     gradref__gs3d_store_corners(r, i, 8, v[0], v[1], v[2], bits);
 }
 
-/* Nearest geometry of points i..i+7: the rounded voxel (to nearest even, as nearbyint): the
- * mask and offsets, and the voxel index when there is one (all the portable pass writes). */
+/* Nearest geometry of points i..i+7: the rounded voxel (to nearest even, as nearbyint). With a
+ * voxel index only each point's voxel is stored (as AVX-512's nearest16), else the mask and
+ * offsets (all the portable pass writes). */
 static void nearest8(const gs3d_kargs *r, int64_t i, const __m256 coord[3], const int64_t size[3]) {
     __m256 in = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
-    int32_t v[3][8];
+    __m256i v[3];
     for (int k = 0; k < 3; k++) {
         const __m256 f = _mm256_round_ps(coord[k], _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
         in = _mm256_and_ps(in, inside8(f, size[k]));
-        _mm256_storeu_si256((__m256i *)v[k], _mm256_cvttps_epi32(f));
+        v[k] = _mm256_cvttps_epi32(f);
     }
+    if (r->v.vox) { /* (z H + y) W + x: below 2^31 (layout_of) */
+        const __m256i zy = _mm256_add_epi32(
+            _mm256_mullo_epi32(v[2], _mm256_set1_epi32((int32_t)r->shape.H)), v[1]);
+        const __m256i vox =
+            _mm256_add_epi32(_mm256_mullo_epi32(zy, _mm256_set1_epi32((int32_t)r->shape.W)), v[0]);
+        _mm256_storeu_si256(
+            (__m256i *)(void *)(r->v.vox + i),
+            _mm256_blendv_epi8(_mm256_set1_epi32(-1), vox, _mm256_castps_si256(in)));
+        return;
+    }
+    int32_t xyz[3][8];
+    for (int k = 0; k < 3; k++)
+        _mm256_storeu_si256((__m256i *)(void *)xyz[k], v[k]);
     uint32_t hit[8];
     _mm256_storeu_si256((__m256i *)(void *)hit, _mm256_castps_si256(in));
-    gradref__gs3d_store_voxels(r, i, 8, v[0], v[1], v[2], hit);
+    gradref__gs3d_store_voxels(r, i, 8, xyz[0], xyz[1], xyz[2], hit);
 }
 
 /* Geometry of points [q0, q1) of image n, 16 a step (two octets); the conditions of
@@ -295,6 +309,7 @@ static void nearest8(const gs3d_kargs *r, int64_t i, const __m256 coord[3], cons
 static int64_t geometry16_avx2(const gs3d_kargs *r, int64_t n, int64_t q0, int64_t q1) {
     const gs3d_shape *p = &r->shape;
     const int border = p->padding == GRADREF_PAD_BORDER, nearest = p->interp != 0;
+    const int grad_offsets = !(nearest && r->v.vox); /* the voxel index reads grad by point */
     const int64_t size[3] = {p->W, p->H, p->D};
     const float *grid0 = (const float *)(const void *)p->grid.data + n * p->grid.s[0];
     int64_t q = q0;
@@ -305,7 +320,7 @@ static int64_t geometry16_avx2(const gs3d_kargs *r, int64_t n, int64_t q0, int64
             grid8(r, grid0, u, raw);
             for (int k = 0; k < 3; k++)
                 coord[k] = source8(raw[k], size[k], p->align_corners, border, &m[k]);
-            for (int l = 0; l < 8; l++)
+            for (int l = 0; grad_offsets && l < 8; l++)
                 r->g.offg[i + l] = (u + l) * r->gs[4];
             if (nearest)
                 nearest8(r, i, coord, size);

@@ -147,6 +147,28 @@ static int points_dense(const gradref__gs3d_plan *p, const int64_t *s) {
     return s[4] == 1 && s[3] == p->Wo && s[2] == p->Ho * p->Wo;
 }
 
+/* The per-point geometry arrays and dx's buckets. A voxel index (nearest into dense planes)
+ * reads only each point's voxel, and the scatter paths no bucket. */
+static void take_geometry(ws_layout *L, size_t *at, const gradref__gs3d_plan *p, int threads) {
+    const size_t np = (size_t)(p->N * p->Do * p->Ho * p->Wo), t = L->pair == PAIR_DD ? 8 : 4;
+    if (L->voxels) return;
+    L->w = gradref__ws_take(at, np * 8 * t);
+    L->dist = gradref__ws_take(at, np * 6 * t);
+    L->mult = gradref__ws_take(at, np * 3 * t);
+    L->offx = gradref__ws_take(at, np * 8);
+    L->offa = gradref__ws_take(at, np * 8);
+    L->zplane = gradref__ws_take(at, np * 8);
+    L->offg = gradref__ws_take(at, np * 8);
+    L->mask = gradref__ws_take(at, np + 8); /* the AVX2 kernel reads 8 masks at a time */
+    if (p->dx.data != NULL && !L->scatter) {
+        size_t rec = L->pair == PAIR_DD ? sizeof(gs3d_record_d) : sizeof(gs3d_record_f);
+        L->records = gradref__ws_take(at, 2 * np * rec);
+        L->start = gradref__ws_take(at, (size_t)(p->N * (p->D + 1)) * 8);
+        L->counts =
+            gradref__ws_take(at, (size_t)(threads > 1 ? threads : 1) * 3 * (size_t)p->D * 8);
+    }
+}
+
 /* threads: how many per-thread parts to count in total (at least one). */
 static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision, int threads) {
     ws_layout L;
@@ -154,24 +176,16 @@ static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision, int t
     const int wide = p->dtype == GRADREF_F64 || precision == GRADREF_PRECISION_HIGH;
     L.pair = p->dtype == GRADREF_F64 ? PAIR_DD : wide ? PAIR_FD : PAIR_FF;
     if ((p->dx.data == NULL && p->dgrid.data == NULL) || no_points(p) || p->C == 0) return L;
-    const int64_t NP = p->N * p->Do * p->Ho * p->Wo;
-    const size_t t = L.pair == PAIR_DD ? 8 : 4, a = wide ? 8 : 4, np = (size_t)NP;
+    const size_t a = wide ? 8 : 4;
+    L.scatter = nearest_scatter_fits(p, precision);
+    /* nearest into dense dx planes: points grouped by voxel once per image, shared by the
+     * channels (gs3d_voxels) */
+    const int64_t V = p->D * p->H * p->W, P = p->Do * p->Ho * p->Wo;
+    L.voxels = L.scatter && p->dx.s[4] == 1 && p->dx.s[3] == p->W && p->dx.s[2] == p->H * p->W &&
+               V < INT64_C(0x7fffffff) &&
+               GS3D_STAGE_CHANNELS * gs3d_zero_row(P) < INT64_C(0x7fffffff);
     size_t at = 0;
-    L.w = gradref__ws_take(&at, np * 8 * t);
-    L.dist = gradref__ws_take(&at, np * 6 * t);
-    L.mult = gradref__ws_take(&at, np * 3 * t);
-    L.offx = gradref__ws_take(&at, np * 8);
-    L.offa = gradref__ws_take(&at, np * 8);
-    L.zplane = gradref__ws_take(&at, np * 8);
-    L.offg = gradref__ws_take(&at, np * 8);
-    L.mask = gradref__ws_take(&at, np + 8); /* the AVX2 kernel reads 8 masks at a time */
-    if (p->dx.data != NULL) {
-        size_t rec = L.pair == PAIR_DD ? sizeof(gs3d_record_d) : sizeof(gs3d_record_f);
-        L.records = gradref__ws_take(&at, 2 * np * rec);
-        L.start = gradref__ws_take(&at, (size_t)(p->N * (p->D + 1)) * 8);
-        L.counts =
-            gradref__ws_take(&at, (size_t)(threads > 1 ? threads : 1) * 3 * (size_t)p->D * 8);
-    }
+    take_geometry(&L, &at, p, threads);
     int64_t xs[5], gs[5];
     x_shape(p, xs);
     grad_shape(p, gs);
@@ -183,13 +197,6 @@ static ws_layout layout_of(const gradref__gs3d_plan *p, int32_t precision, int t
         L.stage_x = narrow || (p->dtype == GRADREF_F32 && p->C > 1 && p->x.s[1] != 1);
         if (L.stage_x) L.x32 = gradref__ws_take(&at, (size_t)numel5(xs) * 4);
     }
-    L.scatter = nearest_scatter_fits(p, precision);
-    /* nearest into dense dx planes: points grouped by voxel once per image, shared by the
-     * channels (gs3d_voxels) */
-    const int64_t V = p->D * p->H * p->W, P = p->Do * p->Ho * p->Wo;
-    L.voxels = L.scatter && p->dx.s[4] == 1 && p->dx.s[3] == p->W && p->dx.s[2] == p->H * p->W &&
-               V < INT64_C(0x7fffffff) &&
-               GS3D_STAGE_CHANNELS * gs3d_zero_row(P) < INT64_C(0x7fffffff);
     if (L.voxels) {
         const size_t n = (size_t)p->N;
         L.vox = gradref__ws_take(&at, n * (size_t)P * 4);
@@ -407,8 +414,10 @@ static void bind_workspace(gs3d_run *r, const ws_layout *L, char *base) {
     r->b.counts = (int64_t *)(base + L->counts);
     r->a.g.offg = (int64_t *)(base + L->offg);
     r->a.g.mask = (uint8_t *)(base + L->mask);
-    memset(r->a.g.mask + p->N * r->a.P, 0, 8);
-    if (!L->voxels) return;
+    if (!L->voxels) {
+        memset(r->a.g.mask + p->N * r->a.P, 0, 8);
+        return;
+    }
     r->a.v.vox = (int32_t *)(base + L->vox);
     r->a.v.slots = (int32_t *)(base + L->slots);
     r->a.v.later = (int32_t *)(base + L->later);

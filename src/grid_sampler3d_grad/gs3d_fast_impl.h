@@ -90,8 +90,10 @@ static void GS_FN(geometry)(const gs3d_run *r, int64_t begin, int64_t end) {
     /* (n, od, oh, ow) of `begin`, then stepped without divisions */
     int64_t n = begin / r->a.P, q = begin % r->a.P;
     int64_t od = q / (p->Ho * p->Wo), oh = q / p->Wo % p->Ho, ow = q % p->Wo;
+    /* a voxel index (gs3d_voxels) needs only each point's voxel: the layout has no other array */
+    const int voxels_only = r->a.v.vox != NULL;
     for (int64_t i = begin; i < end; i++) {
-        r->a.g.offg[i] = od * r->a.gs[2] + oh * r->a.gs[3] + ow * r->a.gs[4];
+        if (!voxels_only) r->a.g.offg[i] = od * r->a.gs[2] + oh * r->a.gs[3] + ow * r->a.gs[4];
         const char *pt =
             gv->data +
             (size_t)(n * gv->s[0] + od * gv->s[1] + oh * gv->s[2] + ow * gv->s[3]) * p->elem_size;
@@ -136,10 +138,12 @@ static void GS_FN(geometry)(const gs3d_run *r, int64_t begin, int64_t end) {
                 zplane = z0;
             }
         }
-        r->a.g.mask[i] = mask;
-        r->a.g.offx[i] = offx;
-        r->a.g.offa[i] = offa;
-        r->a.g.zplane[i] = zplane;
+        if (!voxels_only) {
+            r->a.g.mask[i] = mask;
+            r->a.g.offx[i] = offx;
+            r->a.g.offa[i] = offa;
+            r->a.g.zplane[i] = zplane;
+        }
         if (++ow == p->Wo) {
             ow = 0;
             if (++oh == p->Ho) {

@@ -50,10 +50,8 @@ void gradref__gs3d_store_corners(const gs3d_kargs *r, int64_t i, int lanes, cons
 
 void gradref__gs3d_store_voxels(const gs3d_kargs *r, int64_t i, int lanes, const int32_t *x,
                                 const int32_t *y, const int32_t *z, const uint32_t *hit) {
-    const gs3d_shape *p = &r->shape;
     for (int l = 0; l < lanes; l++) {
         const int64_t xl = x[l], yl = y[l], zl = z[l];
-        if (r->v.vox) r->v.vox[i + l] = hit[l] ? (int32_t)((zl * p->H + yl) * p->W + xl) : -1;
         r->g.mask[i + l] = hit[l] ? 1 : 0;
         r->g.offx[i + l] = 0;
         r->g.offa[i + l] = hit[l] ? yl * r->as[3] + xl * r->as[4] : 0;

@@ -163,8 +163,8 @@ static inline int64_t gradref__gs3d_slot_point(int32_t *slots, int32_t *later, i
 
 /* The geometry pass's per-point stores for `lanes` points from i, as the portable pass makes
  * them (gs3d_kernels.c, for the vector bodies): trilinear, lane l's corner mask bits[l] and its
- * corner tnw (x[l], y[l], z[l]) as offsets (0 without a corner); nearest, the rounded voxel,
- * inside where hit[l] is nonzero (and its index when r->v.vox is there). */
+ * corner tnw (x[l], y[l], z[l]) as offsets (0 without a corner); nearest without a voxel
+ * index, the rounded voxel, inside where hit[l] is nonzero. */
 void gradref__gs3d_store_corners(const gs3d_kargs *r, int64_t i, int lanes, const int32_t *x,
                                  const int32_t *y, const int32_t *z, const uint32_t *bits);
 void gradref__gs3d_store_voxels(const gs3d_kargs *r, int64_t i, int lanes, const int32_t *x,

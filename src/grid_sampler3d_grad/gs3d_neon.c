@@ -220,21 +220,31 @@ static void trilinear4(const gs3d_kargs *r, int64_t i, const float32x4_t coord[3
     gradref__gs3d_store_corners(r, i, 4, v[0], v[1], v[2], bits);
 }
 
-/* Nearest geometry of points i..i+3: the rounded voxel (to nearest even, as nearbyint): the
- * mask and offsets, and the voxel index when there is one (all the portable pass writes). */
+/* Nearest geometry of points i..i+3: the rounded voxel (to nearest even, as nearbyint). With a
+ * voxel index only each point's voxel is stored (as AVX-512's nearest16), else the mask and
+ * offsets (all the portable pass writes). */
 static void nearest4(const gs3d_kargs *r, int64_t i, const float32x4_t coord[3],
                      const int64_t size[3]) {
     uint32x4_t in = vdupq_n_u32(~0u);
-    int32_t v[3][4];
+    int32x4_t v[3];
     for (int k = 0; k < 3; k++) {
         const float32x4_t f = vrndnq_f32(coord[k]);
         in = vandq_u32(in, vandq_u32(vcgeq_f32(f, vdupq_n_f32(0.0f)),
                                      vcltq_f32(f, vdupq_n_f32((float)size[k]))));
-        vst1q_s32(v[k], vcvtq_s32_f32(f));
+        v[k] = vcvtq_s32_f32(f);
     }
+    if (r->v.vox) { /* (z H + y) W + x: below 2^31 (layout_of) */
+        const int32x4_t zy = vmlaq_n_s32(v[1], v[2], (int32_t)r->shape.H);
+        const int32x4_t vox = vmlaq_n_s32(v[0], zy, (int32_t)r->shape.W);
+        vst1q_s32(r->v.vox + i, vbslq_s32(in, vox, vdupq_n_s32(-1)));
+        return;
+    }
+    int32_t xyz[3][4];
+    for (int k = 0; k < 3; k++)
+        vst1q_s32(xyz[k], v[k]);
     uint32_t on[4];
     vst1q_u32(on, in);
-    gradref__gs3d_store_voxels(r, i, 4, v[0], v[1], v[2], on);
+    gradref__gs3d_store_voxels(r, i, 4, xyz[0], xyz[1], xyz[2], on);
 }
 
 /* Geometry of points [q0, q1) of image n, 16 a step (four quads); the conditions of
@@ -242,6 +252,7 @@ static void nearest4(const gs3d_kargs *r, int64_t i, const float32x4_t coord[3],
 static int64_t geometry16_neon(const gs3d_kargs *r, int64_t n, int64_t q0, int64_t q1) {
     const gs3d_shape *p = &r->shape;
     const int border = p->padding == GRADREF_PAD_BORDER, nearest = p->interp != 0;
+    const int grad_offsets = !(nearest && r->v.vox); /* the voxel index reads grad by point */
     const int64_t size[3] = {p->W, p->H, p->D};
     const float *grid0 = (const float *)(const void *)p->grid.data + n * p->grid.s[0];
     int64_t q = q0;
@@ -252,7 +263,7 @@ static int64_t geometry16_neon(const gs3d_kargs *r, int64_t n, int64_t q0, int64
             grid4(r, grid0, u, raw);
             for (int k = 0; k < 3; k++)
                 coord[k] = source4(raw[k], size[k], p->align_corners, border, &m[k]);
-            for (int l = 0; l < 4; l++)
+            for (int l = 0; grad_offsets && l < 4; l++)
                 r->g.offg[i + l] = (u + l) * r->gs[4];
             if (nearest)
                 nearest4(r, i, coord, size);
