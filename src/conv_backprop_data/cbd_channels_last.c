@@ -9,9 +9,11 @@
  * the chunk (by column phases at a stride), so that diff is read and grad written in address
  * order, streams the hardware prefetchers follow. F16 and BF16 diff rows are widened to f32 on
  * their way into the ring, and grad rows computed in f32 and rounded once, as the staged planes do.
- * Channels past the last whole block take a block of their own, its other lanes zeros (F32: staged
- * from diff by a loop, computed into a row of its own and copied into grad; F16 and BF16: in their
- * f32 rows). */
+ * Channels past the last whole block go as the whole block that ends at the chunk's last channel
+ * (F32: staged, computed and stored as any block; the channels it shares with the block before
+ * get the same values again, from the same chains), or, in a chunk narrower than a block, as a
+ * block of their own, its other lanes zeros (F32: staged from diff by a loop, computed into a row
+ * of its own and copied into grad); F16 and BF16 in their f32 rows, zero-padded. */
 #include "cbd_channels_last.h"
 
 #include <string.h>
@@ -60,12 +62,6 @@ static int64_t scratch_pixels(const gradref__cbd_plan *p) {
     return ring_slots(p) * p->O[2] + rows;
 }
 
-/* The floats of a thread's part row: a grad row of one block, for F32 channels that end in a
- * part of a block. */
-static int64_t part_floats(const gradref__cbd_plan *p) {
-    return !buffered(p) && p->G % lanes_of(p) != 0 ? p->I[2] * lanes_of(p) : 0;
-}
-
 /* The channels of an item's chunk (the last chunk may hold fewer): the widest multiple of the
  * level's lanes that divides G (or, for channels ending in a part of a block, that is at most
  * G rounded up) and whose scratch stays within CL_RING_BYTES (at least the lanes). */
@@ -76,6 +72,19 @@ static int64_t chunk_width(const gradref__cbd_plan *p) {
     for (int64_t w = lanes; w < p->G + lanes; w += lanes)
         if ((ragged || p->G % w == 0) && w * per_channel <= CL_RING_BYTES) best = w;
     return best;
+}
+
+/* Whether F32 channels that end in a part of a block take the whole block ending at the last
+ * channel: they do when the last chunk holds a block's lanes (chunks start on blocks). */
+static int overlap_block(const gradref__cbd_plan *p) {
+    const int64_t lanes = lanes_of(p), w = chunk_width(p);
+    return !buffered(p) && p->G % lanes != 0 && p->G - (p->G - 1) / w * w >= lanes;
+}
+
+/* The floats of a thread's part row: a grad row of one block, for the other F32 channels that
+ * end in a part of a block. */
+static int64_t part_floats(const gradref__cbd_plan *p) {
+    return !buffered(p) && p->G % lanes_of(p) != 0 && !overlap_block(p) ? p->I[2] * lanes_of(p) : 0;
 }
 
 static int64_t chunks_of(const cbd_run *R) {
@@ -102,31 +111,51 @@ size_t gradref__cbd_cl_scratch_bytes(const gradref__cbd_plan *p) {
            (size_t)ring_slots(p) * sizeof(int64_t); /* the slots' tags */
 }
 
+/* The filter's offsets of a channel's taps in the chain's order: row taps u (kp0 = K0 - 1 - u /
+ * K1, kp1 likewise), column taps t (kp2 = K2 - 1 - t). */
+typedef struct cl_taps {
+    int64_t row_at[GRADREF__CBD_CL_TAPS], col_at[GRADREF__CBD_CL_TAPS];
+} cl_taps;
+
+/* Channel c's weights in the chain's tap order into `at`, `lanes` floats apart; returns whether
+ * they are all finite. */
+static int put_channel(const gradref__cbd_plan *p, const cl_taps *tp, int64_t c, float *at,
+                       int64_t lanes) {
+    const int64_t K2 = p->K[2];
+    const float *filter = (const float *)(const void *)p->filter; /* when F32 */
+    int finite = 1;
+    for (int64_t u = 0; u < p->K[0] * p->K[1]; u++)
+        for (int64_t t = 0; t < K2; t++) {
+            const int64_t e = c * p->fs[0] + tp->row_at[u] + tp->col_at[t];
+            const float w = p->in_dtype == GRADREF_F32
+                                ? filter[e]
+                                : gradref__load_f32(p->in_dtype, p->filter, e);
+            at[(u * K2 + t) * lanes] = w;
+            finite &= w - w == 0.0f; /* not Inf or NaN */
+        }
+    return finite;
+}
+
 int gradref__cbd_cl_weights(const gradref__cbd_plan *p, int64_t r0, int64_t r1, float *cl_w) {
     const gradref__cbd_dw_shape s = gradref__cbd_dw_shape_of(p);
     const int64_t lanes = lanes_of(p);
     const int64_t K0 = p->K[0], K1 = p->K[1], K2 = p->K[2], T = K0 * K1 * K2;
-    int64_t row_at[GRADREF__CBD_CL_TAPS], col_at[GRADREF__CBD_CL_TAPS]; /* the chain's taps */
-    for (int64_t u = 0; u < K0 * K1; u++) /* row tap u: kp0 = K0 - 1 - u / K1, kp1 likewise */
-        row_at[u] = gradref__cbd_stored(&s, 0, K0 - 1 - u / K1) * p->fs[3] +
-                    gradref__cbd_stored(&s, 1, K1 - 1 - u % K1) * p->fs[4];
+    cl_taps tp;
+    for (int64_t u = 0; u < K0 * K1; u++)
+        tp.row_at[u] = gradref__cbd_stored(&s, 0, K0 - 1 - u / K1) * p->fs[3] +
+                       gradref__cbd_stored(&s, 1, K1 - 1 - u % K1) * p->fs[4];
     for (int64_t t = 0; t < K2; t++)
-        col_at[t] = gradref__cbd_stored(&s, 2, K2 - 1 - t) * p->fs[5];
-    const float *filter = (const float *)(const void *)p->filter; /* when F32 */
+        tp.col_at[t] = gradref__cbd_stored(&s, 2, K2 - 1 - t) * p->fs[5];
+    /* with the overlapping block, the part's channels are in it alone: the range holding the
+     * last channel writes it */
+    const int overlap = overlap_block(p);
+    const int64_t last = p->G / lanes * lanes; /* the last block, whole or a part */
     int finite = 1;
-    for (int64_t r = r0; r < r1; r++) {
-        float *block = cl_w + r / lanes * T * lanes + r % lanes;
-        for (int64_t u = 0; u < K0 * K1; u++)
-            for (int64_t t = 0; t < K2; t++) {
-                const int64_t e = r * p->fs[0] + row_at[u] + col_at[t];
-                const float w = p->in_dtype == GRADREF_F32
-                                    ? filter[e]
-                                    : gradref__load_f32(p->in_dtype, p->filter, e);
-                block[(u * K2 + t) * lanes] = w;
-                finite &= w - w == 0.0f; /* not Inf or NaN */
-            }
-    }
-    for (int64_t r = p->G; r1 == p->G && r % lanes != 0; r++) /* a last block's other lanes */
+    for (int64_t r = r0; r < r1 && !(overlap && r >= last); r++)
+        finite &= put_channel(p, &tp, r, cl_w + r / lanes * T * lanes + r % lanes, lanes);
+    for (int64_t l = 0; overlap && r1 == p->G && l < lanes; l++)
+        finite &= put_channel(p, &tp, p->G - lanes + l, cl_w + last * T + l, lanes);
+    for (int64_t r = p->G; !overlap && r1 == p->G && r % lanes != 0; r++) /* its other lanes */
         for (int64_t tap = 0; tap < T; tap++)
             cl_w[r / lanes * T * lanes + tap * lanes + r % lanes] = 0.0f;
     return finite;
@@ -163,6 +192,7 @@ typedef struct cl_item_data {
     float *ring, *diff_row, *grad_row, *part_row;
     int64_t *tags;
     int64_t width, padded, blocks, part;
+    int overlap; /* the part goes as the whole block ending at the chunk's last channel */
     const char *diff;
     char *grad;
 } cl_item_data;
@@ -204,6 +234,10 @@ static void stage_row(const cbd_run *R, const cl_item_data *D, const float *row,
     const int64_t O2 = R->p->O[2], lanes = R->k->dw_cl_lanes;
     R->k->dw_cl_stage(row, sp, O2, D->blocks, ring_row);
     float *part = ring_row + D->blocks * O2 * lanes;
+    if (D->overlap) {
+        R->k->dw_cl_stage(row + D->width - lanes, sp, O2, 1, part);
+        return;
+    }
     for (int64_t j = 0; D->part && j < O2; j++)
         for (int64_t l = 0; l < lanes; l++)
             part[j * lanes + l] = l < D->part ? row[j * sp + D->blocks * lanes + l] : 0.0f;
@@ -252,18 +286,21 @@ static void run_row(const cbd_run *R, gradref__cbd_cl_row *a, int64_t n) {
             gradref__canon_nans_f32(a->grad + i2 * a->gp, n, R->p->max_isa);
 }
 
-/* The part block of row a (whose rows and weights start at the item's first block) into
- * part_row, then its part channels into grad at dst, its columns `step` floats apart. */
+/* The part block of row a (whose rows and weights start at the item's first block): overlapping,
+ * into grad at dst less the lanes it shares; else into part_row, then its part channels into
+ * grad at dst. Its columns are `step` floats apart. */
 static void part_block(const cbd_run *R, gradref__cbd_cl_row *a, const cl_item_data *D, float *dst,
                        int64_t step) {
     const int64_t lanes = R->k->dw_cl_lanes, rows = D->blocks * a->bstride, w = D->blocks * a->wb;
     for (int64_t r = 0; r < a->nrows; r++)
         a->rows[r] += rows, a->w[r] += w;
-    a->blocks = 1, a->grad = D->part_row, a->gp = lanes;
+    a->blocks = 1;
+    a->grad = D->overlap ? dst - (lanes - D->part) : D->part_row;
+    a->gp = D->overlap ? step : lanes;
     run_row(R, a, lanes);
     for (int64_t r = 0; r < a->nrows; r++)
         a->rows[r] -= rows, a->w[r] -= w;
-    for (int64_t i2 = 0; i2 < a->I2; i2++)
+    for (int64_t i2 = 0; !D->overlap && i2 < a->I2; i2++)
         memcpy(dst + i2 * step, D->part_row + i2 * lanes, (size_t)D->part * sizeof(float));
 }
 
@@ -323,6 +360,7 @@ void gradref__cbd_cl_item(const cbd_run *R, int64_t it, float *scratch) {
                             padded,
                             buffered(p) ? padded / lanes : width / lanes,
                             buffered(p) ? 0 : width % lanes,
+                            !buffered(p) && width % lanes != 0 && overlap_block(p),
                             p->diff + (size_t)(n * p->ds[0] + c0) * esize,
                             p->grad + (size_t)(n * p->gs[0] + c0) * esize};
     for (int64_t slot = 0; slot < ring_slots(p); slot++)
