@@ -56,7 +56,7 @@ typedef struct ws_layout {
     size_t vox, slots, later, over, block_start; /* nearest: the voxel index */
     size_t stage, stage_bytes;                   /* nearest: per thread, last */
     size_t total;
-    int pair, acc_buffer, stage_x, stage_grad, scatter, voxels;
+    int pair, acc_buffer, stage_x, stage_grad, scatter, voxels, buckets;
 } ws_layout;
 
 static int64_t numel5(const int64_t *shape) {
@@ -160,7 +160,8 @@ static void take_geometry(ws_layout *L, size_t *at, const gradref__gs3d_plan *p,
     L->zplane = gradref__ws_take(at, np * 8);
     L->offg = gradref__ws_take(at, np * 8);
     L->mask = gradref__ws_take(at, np + 8); /* the AVX2 kernel reads 8 masks at a time */
-    if (p->dx.data != NULL && !L->scatter) {
+    L->buckets = p->dx.data != NULL && !L->scatter;
+    if (L->buckets) {
         size_t rec = L->pair == PAIR_DD ? sizeof(gs3d_record_d) : sizeof(gs3d_record_f);
         L->records = gradref__ws_take(at, 2 * np * rec);
         L->start = gradref__ws_take(at, (size_t)(p->N * (p->D + 1)) * 8);
@@ -403,18 +404,21 @@ static void run_dx(const gs3d_run *r, int pair, int64_t n, int64_t z) {
 /* The geometry, bucket and voxel arrays of the run, carved from the workspace. */
 static void bind_workspace(gs3d_run *r, const ws_layout *L, char *base) {
     const gradref__gs3d_plan *p = r->p;
-    r->a.g.w = base + L->w;
-    r->a.g.dist = base + L->dist;
-    r->a.g.mult = base + L->mult;
-    r->a.g.offx = (int64_t *)(base + L->offx);
-    r->a.g.offa = (int64_t *)(base + L->offa);
-    r->a.g.zplane = (int64_t *)(base + L->zplane);
-    r->b.records = base + L->records;
-    r->b.start = (int64_t *)(base + L->start);
-    r->b.counts = (int64_t *)(base + L->counts);
-    r->a.g.offg = (int64_t *)(base + L->offg);
-    r->a.g.mask = (uint8_t *)(base + L->mask);
+    if (L->buckets) {
+        r->b.records = base + L->records;
+        r->b.start = (int64_t *)(base + L->start);
+        r->b.counts = (int64_t *)(base + L->counts);
+    }
+    /* the parts a layout has not are left NULL (r was zeroed): their offsets would alias others */
     if (!L->voxels) {
+        r->a.g.w = base + L->w;
+        r->a.g.dist = base + L->dist;
+        r->a.g.mult = base + L->mult;
+        r->a.g.offx = (int64_t *)(base + L->offx);
+        r->a.g.offa = (int64_t *)(base + L->offa);
+        r->a.g.zplane = (int64_t *)(base + L->zplane);
+        r->a.g.offg = (int64_t *)(base + L->offg);
+        r->a.g.mask = (uint8_t *)(base + L->mask);
         memset(r->a.g.mask + p->N * r->a.P, 0, 8);
         return;
     }
