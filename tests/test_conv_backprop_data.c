@@ -915,7 +915,8 @@ static void expect_channels_last(const cbd_case *c, int fits) {
 /* Channels-last depthwise (NHWC and NWC, F32, F16 and BF16: "depthwise_channels_last"),
  * against the reference at every level and thread count: planes
  * of 1 x 1 to rows wider than the ring's budget (several chunks an image), every column group
- * of the AVX2 and NEON rows with whole groups of blocks and blocks left over, 1 x 3, 3 x 1, 3 x 3,
+ * of the AVX2 and NEON rows with whole groups of blocks and blocks left over (their 12 columns
+ * unrolled for two and three rows of three taps, by the tap loop for others), 1 x 3, 3 x 1, 3 x 3,
  * 5 x 5 and 7 x 7 filters, pads of 0 to 3 (past the filter's reach: rows and columns no tap
  * reaches), asymmetric pads, dilation 2, both modes; strides 2 and 3 with odd and even grad sizes
  * (column phases with taps and, at 1 x 1 stride 2, without), dilation 2 at stride 2; values

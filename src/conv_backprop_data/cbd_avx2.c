@@ -470,7 +470,7 @@ GRADREF__CBD_CL_COLUMNS(cl_columns8, __m256, __m256, 8, _mm256_setzero_ps(), _mm
 static inline int cl_found8(__m256 nan) {
     return _mm256_movemask_ps(nan) != 0;
 }
-GRADREF__CBD_CL_ROW(static, dw_cl_row_avx2, __m256, _mm256_setzero_ps(), cl_columns8, cl_found8)
+GRADREF__CBD_CL_ROW(static, dw_cl_row_avx2, __m256, _mm256_setzero_ps(), cl_columns8, 1, cl_found8)
 
 static void dw_cl_stage_avx2(const float *src, int64_t sp, int64_t n, int64_t blocks, float *dst) {
     for (int64_t j = 0; j < n; j++, src += sp)

@@ -600,7 +600,7 @@ GRADREF__CBD_CL_COLUMNS(cl_columns16, __m512, __mmask16, 16, _mm512_setzero_ps()
 static inline int cl_found16(__mmask16 nan) {
     return nan != 0;
 }
-GRADREF__CBD_CL_ROW(static, dw_cl_row_avx512, __mmask16, 0, cl_columns16, cl_found16)
+GRADREF__CBD_CL_ROW(static, dw_cl_row_avx512, __mmask16, 0, cl_columns16, 0, cl_found16)
 
 static void dw_cl_stage_avx512(const float *src, int64_t sp, int64_t n, int64_t blocks,
                                float *dst) {

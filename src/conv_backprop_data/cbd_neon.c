@@ -451,7 +451,7 @@ GRADREF__CBD_CL_COLUMNS(cl_columns4, float32x4_t, uint32x4_t, 4, vdupq_n_f32(0.0
 static inline int cl_found4(uint32x4_t ok) {
     return vminvq_u32(ok) == 0;
 }
-GRADREF__CBD_CL_ROW(static, dw_cl_row_neon, uint32x4_t, vdupq_n_u32(~0u), cl_columns4, cl_found4)
+GRADREF__CBD_CL_ROW(static, dw_cl_row_neon, uint32x4_t, vdupq_n_u32(~0u), cl_columns4, 1, cl_found4)
 
 static void dw_cl_stage_neon(const float *src, int64_t sp, int64_t n, int64_t blocks, float *dst) {
     for (int64_t j = 0; j < n; j++, src += sp)
