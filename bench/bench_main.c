@@ -70,8 +70,10 @@ static int rerun_with_isa(const char *isa, char **argv) {
         fputc('\n', stderr);
         return 2;
     }
-    const char *set = getenv("GRADREF_MAX_ISA");
-    if (set && strcmp(set, isa) == 0) return 0; /* already the child */
+    /* the child has both caps; a caller's GRADREF_MAX_ISA alone still needs oneDNN's set */
+    const char *set = getenv("GRADREF_MAX_ISA"), *peer = getenv("ONEDNN_MAX_CPU_ISA");
+    if (set && strcmp(set, isa) == 0 && (!cap->onednn || (peer && strcmp(peer, cap->onednn) == 0)))
+        return 0;
     setenv("GRADREF_MAX_ISA", isa, 1);
     if (cap->onednn) setenv("ONEDNN_MAX_CPU_ISA", cap->onednn, 1);
     execv("/proc/self/exe", argv);
