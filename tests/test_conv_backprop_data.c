@@ -916,18 +916,18 @@ static void expect_channels_last(const cbd_case *c, int fits) {
  * against the reference at every level and thread count: planes
  * of 1 x 1 to rows wider than the ring's budget (several chunks an image), every column group
  * of the AVX2 and NEON rows with whole groups of blocks and blocks left over (their 12 columns
- * unrolled for two and three rows of three taps, by the tap loop for others), 1 x 3, 3 x 1, 3 x 3,
- * 5 x 5 and 7 x 7 filters, pads of 0 to 3 (past the filter's reach: rows and columns no tap
- * reaches), asymmetric pads, dilation 2, both modes; strides 2 and 3 with odd and even grad sizes
- * (column phases with taps and, at 1 x 1 stride 2, without), dilation 2 at stride 2; values
- * uniform, with specials, or tiny (products that underflow to zeros of either sign, which the
- * skipped taps keep), filters holding specials (the fast path declines them). Channels that end
- * in a part of a block (12, 20 and 36 at 8 lanes; 3, 5 and 58 at 4 too; at AVX-512's 16, every
- * count not a multiple of 16, 8 and 12 a part alone), alone, after whole blocks, and as the last
- * of several chunks an image: F32's part as the whole block ending at the last channel where the
- * last chunk holds a block (116-like 20, 44 over two chunks at 8 lanes) and by its own row where
- * it does not (100 over four chunks, 44 at 16 lanes); 136 and 264 channels for whole groups of
- * 16-lane blocks. */
+ * unrolled for three taps, and the rows where there are two or three; by the tap loop for
+ * others), 1 x 3, 3 x 1, 3 x 3, 5 x 5 and 7 x 7 filters, pads of 0 to 3 (past the filter's reach:
+ * rows and columns no tap reaches), asymmetric pads, dilation 2, both modes; strides 2 and 3 with
+ * odd and even grad sizes (column phases with taps and, at 1 x 1 stride 2, without), dilation 2 at
+ * stride 2; values uniform, with specials, or tiny (products that underflow to zeros of either
+ * sign, which the skipped taps keep), filters holding specials (the fast path declines them).
+ * Channels that end in a part of a block (12, 20 and 36 at 8 lanes; 3, 5 and 58 at 4 too; at
+ * AVX-512's 16, every count not a multiple of 16, 8 and 12 a part alone), alone, after whole
+ * blocks, and as the last of several chunks an image: F32's part as the whole block ending at the
+ * last channel where the last chunk holds a block (116-like 20, 44 over two chunks at 8 lanes) and
+ * by its own row where it does not (100 over four chunks, 44 at 16 lanes); 136 and 264 channels for
+ * whole groups of 16-lane blocks. */
 static void test_depthwise_channels_last(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(59);
@@ -974,7 +974,8 @@ static void test_depthwise_channels_last(void **state) {
 
 /* 3-D depthwise against the reference at every level and thread count, NDHWC (the
  * channels-last rows: a grad row's chain runs over the diff rows of its plane taps, then its row
- * taps) and NCDHW (3 x 3 planes from the diff planes of their depth taps, or rows). 3 x 3 x 3
+ * taps, 12 columns of it unrolled by taps at AVX2 and NEON) and NCDHW (3 x 3 planes from the diff
+ * planes of their depth taps, or rows). 3 x 3 x 3
  * at strides 1 and 2 with odd and even sizes, a 1-tap depth at stride 2 (planes no tap reaches:
  * +0), strides that differ by dim, dilation 2, pads past the filter's reach and asymmetric,
  * a 1 x 1 x 1 diff, rows wide enough for several chunks an image, one image of one chunk (bands

@@ -276,42 +276,60 @@ static inline void gradref__cbd_cl_taps(const gradref__cbd_cl_row *a, int64_t i2
     }                                                                                              \
     return state;                                                                                  \
   }                                                                                                \
-  /* NAME(12, 1, ...) across every block for the rows gradref__cbd_cl_unrolled takes, their R      \
-   * rows and three taps unrolled, a block's diff, weights and grad reached by pointers stepped    \
-   * a block at a time: each load at a fixed offset from one register (an indexed FMA operand      \
-   * takes two issue slots on Intel cores). The chains are NAME's. */                              \
+  /* One row's three taps into NAME##_unrolled's 12 chains, the diff and weights at fixed          \
+   * offsets from d and w. */                                                                      \
+  __attribute__((always_inline)) static inline void NAME##_taps(VEC *acc, const float *d,          \
+                                                                const float *w) {                  \
+    _Pragma("GCC unroll 3") for (int t = 0; t < 3; t++) {                                          \
+      const VEC wt = LOAD(w + (LANES)*t);                                                          \
+      _Pragma("GCC unroll 12") for (int p = 0; p < 12; p++) acc[p] =                               \
+          FMA(acc[p], wt, LOAD(d + (LANES) * (p + t)));                                            \
+    }                                                                                              \
+  }                                                                                                \
+  /* NAME(12, 1, ...) across every block for the rows gradref__cbd_cl_unrolled takes, the three    \
+   * taps unrolled and each row's diff and weights reached by pointers stepped a block at a time   \
+   * (each load at a fixed offset from one register: an indexed FMA operand takes two issue        \
+   * slots on Intel cores). R 2 or 3: that many rows, unrolled; 0: a->nrows rows, their pointers   \
+   * in arrays. The chains are NAME's. */                                                          \
   __attribute__((always_inline)) static inline STATE NAME##_unrolled(                              \
       int R, const gradref__cbd_cl_row *a, int64_t i2, STATE state) {                              \
     const int64_t bs = a->bstride, wb = a->wb, gp = a->gp, at = (LANES) * (i2 + a->shift[0]);      \
-    const float *d0 = a->rows[0] + at, *d1 = a->rows[1] + at, *d2 = a->rows[R - 1] + at;           \
-    const float *w0 = a->w[0] + (LANES)*a->wcol[0], *w1 = a->w[1] + (LANES)*a->wcol[0];            \
-    const float *w2 = a->w[R - 1] + (LANES)*a->wcol[0];                                            \
+    const int64_t wat = (LANES)*a->wcol[0], nrows = R ? R : a->nrows;                              \
+    const float *d0 = NULL, *d1 = NULL, *d2 = NULL, *w0 = NULL, *w1 = NULL, *w2 = NULL;            \
+    const float *dp[GRADREF__CBD_CL_TAPS], *wp[GRADREF__CBD_CL_TAPS];                              \
+    if (R)                                                                                         \
+      d0 = a->rows[0] + at, d1 = a->rows[1] + at, d2 = a->rows[R - 1] + at, w0 = a->w[0] + wat,    \
+      w1 = a->w[1] + wat, w2 = a->w[R - 1] + wat;                                                  \
+    for (int64_t r = 0; !R && r < nrows; r++)                                                      \
+      dp[r] = a->rows[r] + at, wp[r] = a->w[r] + wat;                                              \
     float *g = a->grad + i2 * gp;                                                                  \
     for (int64_t B = 0; B < a->blocks; B++) {                                                      \
-      const float *d[3] = {d0, d1, d2}, *w[3] = {w0, w1, w2};                                      \
       VEC acc[12];                                                                                 \
       _Pragma("GCC unroll 12") for (int p = 0; p < 12; p++) acc[p] = ZERO;                         \
-      _Pragma("GCC unroll 3") for (int r = 0; r < R; r++)                                          \
-          _Pragma("GCC unroll 3") for (int t = 0; t < 3; t++) {                                    \
-        const VEC wt = LOAD(w[r] + (LANES)*t);                                                     \
-        _Pragma("GCC unroll 12") for (int p = 0; p < 12; p++) acc[p] =                             \
-            FMA(acc[p], wt, LOAD(d[r] + (LANES) * (p + t)));                                       \
+      if (R) {                                                                                     \
+        const float *d[3] = {d0, d1, d2}, *w[3] = {w0, w1, w2};                                    \
+        _Pragma("GCC unroll 3") for (int r = 0; r < R; r++) NAME##_taps(acc, d[r], w[r]);          \
+        d0 += bs, d1 += bs, d2 += bs, w0 += wb, w1 += wb, w2 += wb;                                \
+      } else {                                                                                     \
+        for (int64_t r = 0; r < nrows; r++) {                                                      \
+          NAME##_taps(acc, dp[r], wp[r]);                                                          \
+          dp[r] += bs, wp[r] += wb;                                                                \
+        }                                                                                          \
       }                                                                                            \
       _Pragma("GCC unroll 12") for (int p = 0; p < 12; p++) {                                      \
         STORE(g + p * gp, acc[p]);                                                                 \
         state = NAN_STEP(state, acc[p]);                                                           \
       }                                                                                            \
-      d0 += bs, d1 += bs, d2 += bs, w0 += wb, w1 += wb, w2 += wb, g += (LANES);                    \
+      g += (LANES);                                                                                \
     }                                                                                              \
     return state;                                                                                  \
   }
 
-/* Whether the interior of row a takes COLUMNS' unrolled body: 2 or 3 rows of three column taps
- * on consecutive diff and weight columns (stride and dilation 1 along the row). */
+/* Whether the interior of row a takes COLUMNS' unrolled body: three column taps on consecutive
+ * diff and weight columns (stride and dilation 1 along the row). */
 static inline int gradref__cbd_cl_unrolled(const gradref__cbd_cl_row *a) {
-    return (a->nrows == 2 || a->nrows == 3) && a->K2 == 3 && a->shift[1] == a->shift[0] + 1 &&
-           a->shift[2] == a->shift[0] + 2 && a->wcol[1] == a->wcol[0] + 1 &&
-           a->wcol[2] == a->wcol[0] + 2;
+    return a->K2 == 3 && a->shift[1] == a->shift[0] + 1 && a->shift[2] == a->shift[0] + 2 &&
+           a->wcol[1] == a->wcol[0] + 1 && a->wcol[2] == a->wcol[0] + 2;
 }
 
 /* Defines dw_cl_row NAME (with LINKAGE) from an ISA file's always-inline COLUMNS(P, Q, a, B,
@@ -343,11 +361,12 @@ static inline int gradref__cbd_cl_unrolled(const gradref__cbd_cl_row *a) {
     int64_t i2 = 0;                                                                                \
     for (; i2 < a->first; i2++)                                                                    \
       s = cl_edge(a, i2, s);                                                                       \
-    const int unrolled = UNROLLED && gradref__cbd_cl_unrolled(a) ? (int)a->nrows : 0;              \
+    const int unrolled = UNROLLED && gradref__cbd_cl_unrolled(a);                                  \
     for (; i2 + 12 <= a->last; i2 += 12)                                                           \
-      s = unrolled == 3   ? COLUMNS##_unrolled(3, a, i2, s)                                        \
-          : unrolled == 2 ? COLUMNS##_unrolled(2, a, i2, s)                                        \
-                          : cl_chunk(12, 1, a, i2, 0, a->K2, s);                                   \
+      s = !unrolled       ? cl_chunk(12, 1, a, i2, 0, a->K2, s)                                    \
+          : a->nrows == 3 ? COLUMNS##_unrolled(3, a, i2, s)                                        \
+          : a->nrows == 2 ? COLUMNS##_unrolled(2, a, i2, s)                                        \
+                          : COLUMNS##_unrolled(0, a, i2, s);                                       \
     for (; i2 + 4 <= a->last; i2 += 4)                                                             \
       s = cl_chunk(4, 3, a, i2, 0, a->K2, s);                                                      \
     for (; i2 < a->last; i2++)                                                                     \
