@@ -1400,7 +1400,9 @@ static void gs3d_dgrid_point(const gs3d_kargs *a, int64_t n, int64_t q, float ou
 
 /* dgrid16 and dgrid8: the points they say they did, each as gs3d_dgrid_point, into a strided
  * dgrid view; the points after them untouched. Grad dense over the points or read through the
- * point offsets; x with random corner masks (0 included). */
+ * point offsets; x and grad channel-major or channels-last (grad then by the point offsets);
+ * random corner masks (0 included), or every corner inside (the unblended chains); x with
+ * specials, or finite. */
 static void test_gs3d_dgrid(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(10);
@@ -1420,34 +1422,46 @@ static void test_gs3d_dgrid(void **state) {
                 s->interp = GRADREF_INTERP_BILINEAR, s->dtype = GRADREF_F32, s->elem_size = 4;
                 a.P = s->Ho * s->Wo;
                 const int64_t V = s->D * s->H * s->W, NP = s->N * a.P, C = s->C;
+                const int last = iter / 2 % 2, full = iter / 4 % 2; /* channels-last */
+                const int64_t cstep = last ? C : 1; /* a voxel's or a point's step */
                 for (int c = 0; c < 8; c++)
-                    a.dx_corner[c] = (c >> 2) * s->H * s->W + ((c >> 1) & 1) * s->W + (c & 1);
+                    a.dx_corner[c] =
+                        ((c >> 2) * s->H * s->W + ((c >> 1) & 1) * s->W + (c & 1)) * cstep;
                 float *x = malloc(sizeof(float) * (size_t)(s->N * C * V));
                 float *grad = malloc(sizeof(float) * (size_t)(NP * C));
                 float *dist = malloc(sizeof(float) * (size_t)(6 * NP));
                 float *mult = malloc(sizeof(float) * (size_t)(3 * NP));
                 int64_t *offx = malloc(sizeof(int64_t) * (size_t)NP);
                 int64_t *offg = malloc(sizeof(int64_t) * (size_t)NP);
+                int64_t *zplane = malloc(sizeof(int64_t) * (size_t)NP);
                 uint8_t *mask = malloc((size_t)NP);
                 const size_t out_floats = (size_t)(NP * 3 * 2); /* points 2 x 3 floats apart */
                 float *want = malloc(sizeof(float) * out_floats);
                 float *got = malloc(sizeof(float) * out_floats);
-                fill_specials(x, GRADREF_F32, s->N * C * V, &r);
+                if (iter / 8 % 2) /* finite: a NaN at any corner would hide the rest */
+                    fill_weights(x, s->N * C * V, &r);
+                else
+                    fill_specials(x, GRADREF_F32, s->N * C * V, &r);
                 fill_weights(grad, NP * C, &r);
                 fill_weights(dist, 6 * NP, &r);
                 fill_weights(mult, 3 * NP, &r);
                 for (int64_t i = 0; i < NP; i++) {
-                    offx[i] =
-                        (tu_range(&r, 0, s->D - 2) * s->H + tu_range(&r, 0, s->H - 2)) * s->W +
-                        tu_range(&r, 0, s->W - 2);
-                    offg[i] = tu_range(&r, 0, a.P - 1);
-                    mask[i] = (uint8_t)(tu_range(&r, 0, 3) == 0 ? 0 : tu_range(&r, 0, 255));
+                    zplane[i] = tu_range(&r, 0, s->D - 2);
+                    offx[i] = ((zplane[i] * s->H + tu_range(&r, 0, s->H - 2)) * s->W +
+                               tu_range(&r, 0, s->W - 2)) *
+                              cstep;
+                    offg[i] = tu_range(&r, 0, a.P - 1) * cstep;
+                    mask[i] = (uint8_t)(full                      ? 255
+                                        : tu_range(&r, 0, 3) == 0 ? 0
+                                                                  : tu_range(&r, 0, 255));
                 }
                 a.x = x, a.grad = grad;
-                a.xs[0] = C * V, a.xs[1] = V;
+                a.xs[0] = C * V, a.xs[1] = last ? 1 : V, a.xs[2] = s->H * s->W * cstep;
+                a.xs[3] = s->W * cstep, a.xs[4] = cstep;
                 a.grad_points_dense = iter % 2;
-                a.gs[0] = C * a.P, a.gs[1] = a.P;
+                a.gs[0] = C * a.P, a.gs[1] = last && !a.grad_points_dense ? 1 : a.P;
                 a.g.dist = dist, a.g.mult = mult, a.g.offx = offx, a.g.offg = offg, a.g.mask = mask;
+                a.g.zplane = zplane;
                 s->dgrid.data = (char *)got;
                 const int64_t dv[5] = {a.P * 6, a.P * 6, s->Wo * 6, 6, 1}; /* (n, d, h, w, k) */
                 memcpy(s->dgrid.s, dv, sizeof dv);
@@ -1470,6 +1484,7 @@ static void test_gs3d_dgrid(void **state) {
                 free(mult);
                 free(offx);
                 free(offg);
+                free(zplane);
                 free(mask);
                 free(want);
                 free(got);
