@@ -2,7 +2,8 @@
 /* grid_sampler3d_grad's NEON kernels: dgrid 8 points per step in two 4-lane halves, the
  * geometry 16 points a step (four quads) and dx planes 8 channels a step, the portable passes'
  * operations in the same order (no FMA), so the reference's bits. NEON has no gather: dgrid's
- * corner values are read lane by lane, and only its arithmetic is in vectors. */
+ * corner values are read lane by lane, or four channels of a point at once when they are
+ * adjacent, and transposed. */
 #include "gs3d_kernels.h"
 
 #include "common/nan.h"
@@ -14,6 +15,52 @@
 /* gix +/- t on the lanes `on`, as the reference adds or subtracts per corner */
 static inline float32x4_t step(float32x4_t gi, float32x4_t t, uint32x4_t on, int plus) {
     return vbslq_f32(on, plus ? vaddq_f32(gi, t) : vsubq_f32(gi, t), gi);
+}
+
+/* The 4x4 transpose: out[i] lane k = in[k] lane i. */
+static inline void transpose4x4(const float32x4_t in[4], float32x4_t out[4]) {
+    const float32x4_t t0 = vtrn1q_f32(in[0], in[1]), t1 = vtrn2q_f32(in[0], in[1]);
+    const float32x4_t t2 = vtrn1q_f32(in[2], in[3]), t3 = vtrn2q_f32(in[2], in[3]);
+    const float64x2_t u0 = vreinterpretq_f64_f32(t0), u1 = vreinterpretq_f64_f32(t1);
+    const float64x2_t u2 = vreinterpretq_f64_f32(t2), u3 = vreinterpretq_f64_f32(t3);
+    out[0] = vreinterpretq_f32_f64(vtrn1q_f64(u0, u2));
+    out[1] = vreinterpretq_f32_f64(vtrn1q_f64(u1, u3));
+    out[2] = vreinterpretq_f32_f64(vtrn2q_f64(u0, u2));
+    out[3] = vreinterpretq_f32_f64(vtrn2q_f64(u1, u3));
+}
+
+/* Corner k's terms of value v on 4 points (weights w, hy, d by the corner's sides) into gx,
+ * gy, gz: the reference's products in its order; with `blend`, only the lanes `on`. */
+static inline __attribute__((always_inline)) void
+corner_terms4(int k, float32x4_t v, float32x4_t w, float32x4_t hy, float32x4_t d, float32x4_t g,
+              uint32x4_t on, int blend, float32x4_t *gx, float32x4_t *gy, float32x4_t *gz) {
+    const int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
+    const float32x4_t vw = vmulq_f32(v, w);
+    const float32x4_t tx = vmulq_f32(vmulq_f32(vmulq_f32(v, hy), d), g);
+    const float32x4_t ty = vmulq_f32(vmulq_f32(vw, d), g);
+    const float32x4_t tz = vmulq_f32(vmulq_f32(vw, hy), g);
+    if (blend) {
+        *gx = step(*gx, tx, on, dx), *gy = step(*gy, ty, on, dy), *gz = step(*gz, tz, on, dz);
+    } else {
+        *gx = dx ? vaddq_f32(*gx, tx) : vsubq_f32(*gx, tx);
+        *gy = dy ? vaddq_f32(*gy, ty) : vsubq_f32(*gy, ty);
+        *gz = dz ? vaddq_f32(*gz, tz) : vsubq_f32(*gz, tz);
+    }
+}
+
+/* Channels c .. c + 3 at 4 points whose channels are adjacent (at base + off[l]): each point's
+ * four by one load, transposed into a vector per channel. */
+static inline void channel_quads4(const float *base, const int64_t *off, float32x4_t v[4]) {
+    const float32x4_t rows[4] = {vld1q_f32(base + off[0]), vld1q_f32(base + off[1]),
+                                 vld1q_f32(base + off[2]), vld1q_f32(base + off[3])};
+    transpose4x4(rows, v);
+}
+
+/* grad's channel at 4 points (gc: the channel's base): dense, or through the point offsets. */
+static inline float32x4_t grad4(const gs3d_kargs *r, const float *gc, int64_t q, const int64_t *o) {
+    if (r->grad_points_dense) return vld1q_f32(gc + q);
+    const float v[4] = {gc[o[0]], gc[o[1]], gc[o[2]], gc[o[3]]};
+    return vld1q_f32(v);
 }
 
 /* The 8 points' terms of channel c: gi[k][h] is component k of points 4h .. 4h + 3. `blend` 0:
@@ -33,19 +80,8 @@ channel_terms(const gs3d_kargs *r, const float *xc, const float32x4_t g[2], cons
                 lanes[l] = !blend || (mask[4 * h + l] >> k) & 1u
                                ? xc[offx[4 * h + l] + r->dx_corner[k]]
                                : 0.0f;
-            const float32x4_t v = vld1q_f32(lanes), vw = vmulq_f32(v, w[dx][h]);
-            const float32x4_t tx = vmulq_f32(vmulq_f32(vmulq_f32(v, hy[dy][h]), d[dz][h]), g[h]);
-            const float32x4_t ty = vmulq_f32(vmulq_f32(vw, d[dz][h]), g[h]);
-            const float32x4_t tz = vmulq_f32(vmulq_f32(vw, hy[dy][h]), g[h]);
-            if (blend) {
-                gi[0][h] = step(gi[0][h], tx, lane[k][h], dx);
-                gi[1][h] = step(gi[1][h], ty, lane[k][h], dy);
-                gi[2][h] = step(gi[2][h], tz, lane[k][h], dz);
-            } else {
-                gi[0][h] = dx ? vaddq_f32(gi[0][h], tx) : vsubq_f32(gi[0][h], tx);
-                gi[1][h] = dy ? vaddq_f32(gi[1][h], ty) : vsubq_f32(gi[1][h], ty);
-                gi[2][h] = dz ? vaddq_f32(gi[2][h], tz) : vsubq_f32(gi[2][h], tz);
-            }
+            corner_terms4(k, vld1q_f32(lanes), w[dx][h], hy[dy][h], d[dz][h], g[h], lane[k][h],
+                          blend, &gi[0][h], &gi[1][h], &gi[2][h]);
         }
     }
 }
@@ -60,6 +96,37 @@ static void channel_terms_any(const gs3d_kargs *r, const float *xc, const float3
         channel_terms(r, xc, g, offx, mask, live, w, hy, d, lane, 0, gi);
     else
         channel_terms(r, xc, g, offx, mask, live, w, hy, d, lane, 1, gi);
+}
+
+/* dgrid8_neon's channels below the last multiple of 4 when every corner of the 8 points is
+ * inside and x's channels are adjacent (channels-last): a corner's four channels at a point by
+ * one load, transposed into a vector per channel, where a lane load each took four times the
+ * loads; grad's likewise when its channels are adjacent. Each half's points take their terms
+ * in the reference's order (channel, then corner). Returns the channels done. */
+static int64_t dgrid8_quads(const gs3d_kargs *r, const float *xn, const float *gn, int64_t q,
+                            int64_t i, const float32x4_t w[2][2], const float32x4_t hy[2][2],
+                            const float32x4_t d[2][2], float32x4_t gi[3][2]) {
+    const int64_t C4 = r->shape.C & ~(int64_t)3;
+    const int grad_quads = !r->grad_points_dense && r->gs[1] == 1;
+    const uint32x4_t all = vdupq_n_u32(~0u);
+    for (int h = 0; h < 2; h++) {
+        const int64_t *ox = r->g.offx + i + 4 * h, *og = r->g.offg + i + 4 * h;
+        for (int64_t c = 0; c < C4; c += 4) {
+            float32x4_t v[8][4], g[4];
+            for (int k = 0; k < 8; k++)
+                channel_quads4(xn + r->dx_corner[k] + c, ox, v[k]);
+            if (grad_quads)
+                channel_quads4(gn + c, og, g);
+            else
+                for (int j = 0; j < 4; j++)
+                    g[j] = grad4(r, gn + (c + j) * r->gs[1], q + 4 * h, og);
+            for (int j = 0; j < 4; j++)
+                for (int k = 0; k < 8; k++)
+                    corner_terms4(k, v[k][j], w[k & 1][h], hy[(k >> 1) & 1][h], d[k >> 2][h], g[j],
+                                  all, 0, &gi[0][h], &gi[1][h], &gi[2][h]);
+        }
+    }
+    return C4;
 }
 
 static int64_t dgrid8_neon(const gs3d_kargs *r, int64_t n, int64_t q0, int64_t q1) {
@@ -92,18 +159,12 @@ static int64_t dgrid8_neon(const gs3d_kargs *r, int64_t n, int64_t q0, int64_t q
                 for (int k = 0; k < 8; k++)
                     lane[k][h] = vtstq_u32(m, vdupq_n_u32(1u << k));
             }
-            for (int64_t c = 0; c < p->C; c++) {
+            int64_t c = 0;
+            if (full == 0xff && r->xs[1] == 1) c = dgrid8_quads(r, xn, gn, q, i, w, hy, d, gi);
+            for (; c < p->C; c++) {
                 const float *gc = gn + c * r->gs[1];
-                float32x4_t g[2];
-                for (int h = 0; h < 2; h++) {
-                    if (r->grad_points_dense) {
-                        g[h] = vld1q_f32(gc + q + 4 * h);
-                    } else {
-                        const int64_t *o = r->g.offg + i + 4 * h;
-                        const float v[4] = {gc[o[0]], gc[o[1]], gc[o[2]], gc[o[3]]};
-                        g[h] = vld1q_f32(v);
-                    }
-                }
+                const float32x4_t g[2] = {grad4(r, gc, q, r->g.offg + i),
+                                          grad4(r, gc, q + 4, r->g.offg + i + 4)};
                 channel_terms_any(r, xn + c * r->xs[1], g, r->g.offx + i, mask, live, w, hy, d,
                                   lane, full == 0xff, gi);
             }
@@ -274,18 +335,6 @@ static int64_t geometry16_neon(const gs3d_kargs *r, int64_t n, int64_t q0, int64
 }
 
 /* ---- nearest by the voxel index (gs3d_voxels), 4 lanes ---- */
-
-/* The 4x4 transpose: out[i] lane k = in[k] lane i. */
-static inline void transpose4x4(const float32x4_t in[4], float32x4_t out[4]) {
-    const float32x4_t t0 = vtrn1q_f32(in[0], in[1]), t1 = vtrn2q_f32(in[0], in[1]);
-    const float32x4_t t2 = vtrn1q_f32(in[2], in[3]), t3 = vtrn2q_f32(in[2], in[3]);
-    const float64x2_t u0 = vreinterpretq_f64_f32(t0), u1 = vreinterpretq_f64_f32(t1);
-    const float64x2_t u2 = vreinterpretq_f64_f32(t2), u3 = vreinterpretq_f64_f32(t3);
-    out[0] = vreinterpretq_f32_f64(vtrn1q_f64(u0, u2));
-    out[1] = vreinterpretq_f32_f64(vtrn1q_f64(u1, u3));
-    out[2] = vreinterpretq_f32_f64(vtrn2q_f64(u0, u2));
-    out[3] = vreinterpretq_f32_f64(vtrn2q_f64(u1, u3));
-}
 
 /* Whole blocks of 16 voxels from v (block b) while they fit in V, as four quarters of 4
  * lanes; returns where they stop. */
