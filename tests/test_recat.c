@@ -356,12 +356,13 @@ static void test_threads_bitwise_equal(void **state) {
         }
 }
 
-/* Outputs past the streaming threshold, at out offsets of 0-60 bytes from a line: segments of
- * 12 to 400 bytes, whose lines shared between rows are assembled for the streaming stores, on
- * 1, 2 and 3 threads (thread ends fall inside rows' shared lines). */
-static void test_streaming_unaligned(void **state) {
-    (void)state;
-    const int64_t ranks[6] = {17, 0, 40, 3, 100, 16}, B = 15001, G = 176;
+/* One streamed recat of B rows over the ranks (floats each) at out offsets of 0-60 bytes from a
+ * line, on 1, 2 and 3 threads (thread ends fall inside rows' shared lines), against the
+ * split+cat formula. */
+static void check_streamed(const int64_t *ranks, int num_ranks, int64_t B) {
+    int64_t G = 0;
+    for (int r = 0; r < num_ranks; r++)
+        G += ranks[r];
     const size_t bytes = (size_t)(B * G) * sizeof(float);
     float *go = malloc(bytes), *want = malloc(bytes);
     char *out_buf = malloc(bytes + 128);
@@ -371,7 +372,7 @@ static void test_streaming_unaligned(void **state) {
     for (int64_t i = 0; i < B * G; i++)
         go[i] = (float)i;
     size_t o = 0;
-    for (int64_t r = 0, first = 0; r < 6; first += ranks[r++])
+    for (int64_t r = 0, first = 0; r < num_ranks; first += ranks[r++])
         for (int64_t b = 0; b < B; b++)
             for (int64_t c = 0; c < ranks[r]; c++)
                 want[o++] = go[b * G + first + c];
@@ -386,15 +387,29 @@ static void test_streaming_unaligned(void **state) {
         for (size_t t = 0; t < sizeof counts / sizeof counts[0]; t++) {
             gradref_exec exec = {NULL, 0, counts[t], GRADREF_PRECISION_DEFAULT};
             memset(out, 0xa5, bytes);
-            assert_int_equal(gradref_recat_embedding_grad_output_mixed_d(&tg, ranks, 6, &to, &exec),
-                             GRADREF_OK);
+            assert_int_equal(
+                gradref_recat_embedding_grad_output_mixed_d(&tg, ranks, num_ranks, &to, &exec),
+                GRADREF_OK);
             if (memcmp(out, want, bytes) != 0)
-                fail_msg("offset %d at %d threads differs", offsets[k], counts[t]);
+                fail_msg("B %lld, offset %d at %d threads differs", (long long)B, offsets[k],
+                         counts[t]);
         }
     }
     free(go);
     free(want);
     free(out_buf);
+}
+
+/* Outputs past the streaming threshold: segments of 12 to 400 bytes, whose lines shared between
+ * rows are assembled for the streaming stores; and narrow ranks of 4 to 60 bytes, staged a
+ * block of rows at a time and streamed as whole lines, over row blocks that make out's runs
+ * whole lines (B a multiple of 64) and that do not. */
+static void test_streaming_unaligned(void **state) {
+    (void)state;
+    const int64_t wide[6] = {17, 0, 40, 3, 100, 16}, narrow[7] = {1, 4, 7, 15, 2, 0, 3};
+    check_streamed(wide, 6, 15001);
+    check_streamed(narrow, 7, 65536);
+    check_streamed(narrow, 7, 65599);
 }
 
 static void test_bench_problems(void **state) {

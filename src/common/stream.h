@@ -11,6 +11,13 @@
 /* Outputs at least this large are written with streaming stores by the copy-shaped kernels. */
 #define GRADREF__STREAM_MIN_BYTES ((size_t)8 << 20)
 
+/* Whether gradref__copy_stream streams (1: SSE2, every x86-64) or is a memcpy (0). */
+#if defined(__SSE2__)
+#  define GRADREF__COPY_STREAMS 1
+#else
+#  define GRADREF__COPY_STREAMS 0
+#endif
+
 /* memcpy with streaming stores for the whole 64-byte lines of dst (ordinary stores at its
  * ends). Call gradref__stream_fence() before the data is read by another thread. */
 void gradref__copy_stream(void *dst, const void *src, size_t bytes);

@@ -4,7 +4,8 @@
  * contiguous run of out (rows b0..b1 of rank r are adjacent there). Threads take contiguous
  * ranges of items; a copy has no reduction, so the result never depends on the split.
  * Segments (one rank, one row) are a memcpy when grad_output's row is dense, overlapping moves
- * up to 64 bytes, and streaming stores of whole lines when out is too large for the cache. */
+ * up to 64 bytes, and streaming stores of whole lines when out is too large for the cache (the
+ * short ones staged by blocks of rows first). */
 #include <string.h>
 
 #include "common/exec.h"
@@ -20,6 +21,24 @@
 #define PREFETCH_BYTES 1024
 /* Problems below this many bytes run on one thread: starting a team costs more. */
 #define PARALLEL_MIN_BYTES (INT64_C(1) << 18)
+/* Small segments of a streamed out are staged this many rows at a time; row blocks are a
+ * multiple of it, so that each item's run of out is whole 64-byte lines where out's rank
+ * regions start on one (64 rows of any width are). */
+#define STAGE_ROWS 64
+
+/* Rows of segments shorter than GRADREF__RECAT_STREAM_BYTES into a streamed out: gathered
+ * STAGE_ROWS at a time into a buffer in L1 by the level's small_rows, then streamed, so that
+ * out's lines are written whole and never read for ownership, as the small moves' ordinary
+ * stores read each (most of the time of many narrow ranks, out being cold). */
+static void stream_small_rows(const gradref__recat_kernels *k, char *dst, const char *src,
+                              size_t pitch, size_t bytes, int64_t rows) {
+    char stage[STAGE_ROWS * GRADREF__RECAT_STREAM_BYTES];
+    for (int64_t b = 0; b < rows; b += STAGE_ROWS) {
+        const int64_t n = rows - b < STAGE_ROWS ? rows - b : STAGE_ROWS;
+        k->small_rows(stage, src + (size_t)b * pitch, pitch, bytes, n, 0);
+        gradref__copy_stream(dst + (size_t)b * bytes, stage, (size_t)n * bytes);
+    }
+}
 
 /* Rows [b0, b1) of the rank owning features [first, first + n). stream: out is written with
  * streaming stores; then prev_rows (next_rows): this thread writes (wrote) the rows before
@@ -37,6 +56,8 @@ static void copy_item(const gradref__recat_plan *p, const gradref__recat_kernels
     if (dense) { /* out's rows of this item are adjacent: dst advances by one segment */
         if (stream && bytes >= GRADREF__RECAT_STREAM_BYTES) {
             k->stream_rows(dst, src, src_pitch, bytes, b1 - b0, prev_rows, next_rows);
+        } else if (stream && GRADREF__COPY_STREAMS) {
+            stream_small_rows(k, dst, src, src_pitch, bytes, b1 - b0);
         } else if (bytes <= GRADREF__RECAT_SMALL_BYTES) {
             k->small_rows(dst, src, src_pitch, bytes, b1 - b0, PREFETCH_BYTES);
         } else {
@@ -99,6 +120,7 @@ void gradref__recat_fast(const gradref__recat_plan *p, int threads) {
     const int64_t row_bytes = G * (int64_t)p->elem_size, total_bytes = B * row_bytes;
     const int stream = p->dst_stride == 1 && (size_t)total_bytes >= GRADREF__STREAM_MIN_BYTES;
     int64_t block = BLOCK_BYTES / row_bytes;
+    if (block >= STAGE_ROWS) block -= block % STAGE_ROWS;
     if (block < 1) block = 1;
     if (block > B) block = B;
     const int64_t blocks = (B + block - 1) / block;
