@@ -1401,8 +1401,8 @@ static void gs3d_dgrid_point(const gs3d_kargs *a, int64_t n, int64_t q, float ou
 /* dgrid16 and dgrid8: the points they say they did, each as gs3d_dgrid_point, into a strided
  * dgrid view; the points after them untouched. Grad dense over the points or read through the
  * point offsets; x and grad channel-major or channels-last (grad then by the point offsets);
- * random corner masks (0 included), or every corner inside (the unblended chains); x with
- * specials, or finite. */
+ * random corner masks (0 included), every corner inside (the unblended chains), or runs of six
+ * points inside among random ones (NEON's half steps inside); x with specials, or finite. */
 static void test_gs3d_dgrid(void **state) {
     (void)state;
     tu_rng r = tu_rng_make(10);
@@ -1422,7 +1422,7 @@ static void test_gs3d_dgrid(void **state) {
                 s->interp = GRADREF_INTERP_BILINEAR, s->dtype = GRADREF_F32, s->elem_size = 4;
                 a.P = s->Ho * s->Wo;
                 const int64_t V = s->D * s->H * s->W, NP = s->N * a.P, C = s->C;
-                const int last = iter / 2 % 2, full = iter / 4 % 2; /* channels-last */
+                const int last = iter / 2 % 2, inside = iter / 4 % 3; /* last: channels-last */
                 const int64_t cstep = last ? C : 1; /* a voxel's or a point's step */
                 for (int c = 0; c < 8; c++)
                     a.dx_corner[c] =
@@ -1438,7 +1438,7 @@ static void test_gs3d_dgrid(void **state) {
                 const size_t out_floats = (size_t)(NP * 3 * 2); /* points 2 x 3 floats apart */
                 float *want = malloc(sizeof(float) * out_floats);
                 float *got = malloc(sizeof(float) * out_floats);
-                if (iter / 8 % 2) /* finite: a NaN at any corner would hide the rest */
+                if (iter / 12 % 2) /* finite: a NaN at any corner would hide the rest */
                     fill_weights(x, s->N * C * V, &r);
                 else
                     fill_specials(x, GRADREF_F32, s->N * C * V, &r);
@@ -1451,7 +1451,8 @@ static void test_gs3d_dgrid(void **state) {
                                tu_range(&r, 0, s->W - 2)) *
                               cstep;
                     offg[i] = tu_range(&r, 0, a.P - 1) * cstep;
-                    mask[i] = (uint8_t)(full                      ? 255
+                    const int all_in = inside == 1 || (inside == 2 && i / 6 % 2 == 0);
+                    mask[i] = (uint8_t)(all_in                    ? 255
                                         : tu_range(&r, 0, 3) == 0 ? 0
                                                                   : tu_range(&r, 0, 255));
                 }

@@ -63,18 +63,20 @@ static inline float32x4_t grad4(const gs3d_kargs *r, const float *gc, int64_t q,
     return vld1q_f32(v);
 }
 
-/* The 8 points' terms of channel c: gi[k][h] is component k of points 4h .. 4h + 3. `blend` 0:
- * every corner of every lane is inside (a smooth grid's interior), so the corners are read
- * and the terms added without the lane tests; the sums are the same. */
+/* The 8 points' terms of channel c, of the halves in `halves` (bit h: points 4h .. 4h + 3):
+ * gi[k][h] is component k of half h. `blend` 0: every corner of every lane is inside (a
+ * smooth grid's interior), so the corners are read and the terms added without the lane
+ * tests; the sums are the same. */
 static inline __attribute__((always_inline)) void
 channel_terms(const gs3d_kargs *r, const float *xc, const float32x4_t g[2], const int64_t *offx,
               const uint8_t *mask, int live, const float32x4_t w[2][2], const float32x4_t hy[2][2],
-              const float32x4_t d[2][2], const uint32x4_t lane[8][2], int blend,
+              const float32x4_t d[2][2], const uint32x4_t lane[8][2], int blend, int halves,
               float32x4_t gi[3][2]) {
     for (int k = 0; k < 8; k++) {
         if (!((live >> k) & 1)) continue;
         const int dz = k >> 2, dy = (k >> 1) & 1, dx = k & 1;
         for (int h = 0; h < 2; h++) {
+            if (!((halves >> h) & 1)) continue;
             float lanes[4];
             for (int l = 0; l < 4; l++)
                 lanes[l] = !blend || (mask[4 * h + l] >> k) & 1u
@@ -93,23 +95,42 @@ static void channel_terms_any(const gs3d_kargs *r, const float *xc, const float3
                               const float32x4_t d[2][2], const uint32x4_t lane[8][2], int full,
                               float32x4_t gi[3][2]) {
     if (full)
-        channel_terms(r, xc, g, offx, mask, live, w, hy, d, lane, 0, gi);
+        channel_terms(r, xc, g, offx, mask, live, w, hy, d, lane, 0, 3, gi);
     else
-        channel_terms(r, xc, g, offx, mask, live, w, hy, d, lane, 1, gi);
+        channel_terms(r, xc, g, offx, mask, live, w, hy, d, lane, 1, 3, gi);
 }
 
-/* dgrid8_neon's channels below the last multiple of 4 when every corner of the 8 points is
- * inside and x's channels are adjacent (channels-last): a corner's four channels at a point by
- * one load, transposed into a vector per channel, where a lane load each took four times the
- * loads; grad's likewise when its channels are adjacent. Each half's points take their terms
- * in the reference's order (channel, then corner). Returns the channels done. */
+/* Channels [0, c_end) of one half of dgrid8_neon's step by the corner values' lanes, where the
+ * other half took them by quads. */
+static void half_lanes(const gs3d_kargs *r, const float *xn, const float *gn, int64_t c_end,
+                       int64_t q, int64_t i, const uint8_t *mask, int live,
+                       const float32x4_t w[2][2], const float32x4_t hy[2][2],
+                       const float32x4_t d[2][2], const uint32x4_t lane[8][2], int half,
+                       float32x4_t gi[3][2]) {
+    for (int64_t c = 0; c < c_end; c++) {
+        const float *gc = gn + c * r->gs[1];
+        const float32x4_t g[2] = {grad4(r, gc, q, r->g.offg + i),
+                                  grad4(r, gc, q + 4, r->g.offg + i + 4)};
+        channel_terms(r, xn + c * r->xs[1], g, r->g.offx + i, mask, live, w, hy, d, lane, 1,
+                      1 << half, gi);
+    }
+}
+
+/* dgrid8_neon's channels below the last multiple of 4 for the halves in `halves` (bit h:
+ * points 4h .. 4h + 3), whose points have every corner inside, x's channels adjacent
+ * (channels-last): a corner's four channels at a point by one load, transposed into a vector
+ * per channel, where a lane load each took four times the loads; grad's likewise when its
+ * channels are adjacent. Each half's points take their terms in the reference's order
+ * (channel, then corner). Returns the channels done. */
 static int64_t dgrid8_quads(const gs3d_kargs *r, const float *xn, const float *gn, int64_t q,
-                            int64_t i, const float32x4_t w[2][2], const float32x4_t hy[2][2],
-                            const float32x4_t d[2][2], float32x4_t gi[3][2]) {
+                            int64_t i, int halves, const float32x4_t w[2][2],
+                            const float32x4_t hy[2][2], const float32x4_t d[2][2],
+                            float32x4_t gi[3][2]) {
     const int64_t C4 = r->shape.C & ~(int64_t)3;
     const int grad_quads = !r->grad_points_dense && r->gs[1] == 1;
     const uint32x4_t all = vdupq_n_u32(~0u);
     for (int h = 0; h < 2; h++) {
+        if (!((halves >> h) & 1)) continue;
         const int64_t *ox = r->g.offx + i + 4 * h, *og = r->g.offg + i + 4 * h;
         for (int64_t c = 0; c < C4; c += 4) {
             float32x4_t v[8][4], g[4];
@@ -142,9 +163,12 @@ static int64_t dgrid8_neon(const gs3d_kargs *r, int64_t n, int64_t q0, int64_t q
         float32x4_t gi[3][2];
         for (int k = 0; k < 3; k++)
             gi[k][0] = gi[k][1] = vdupq_n_f32(0.0f);
-        int live = 0, full = 0xff;
+        int live = 0, full = 0xff, full_halves = 0; /* bit h: half h's every corner inside */
         for (int l = 0; l < 8; l++)
             live |= mask[l], full &= mask[l];
+        for (int h = 0; h < 2; h++)
+            full_halves |=
+                ((mask[4 * h] & mask[4 * h + 1] & mask[4 * h + 2] & mask[4 * h + 3]) == 0xff) << h;
         if (live) {
             float32x4_t w[2][2], hy[2][2], d[2][2];
             uint32x4_t lane[8][2];
@@ -159,8 +183,12 @@ static int64_t dgrid8_neon(const gs3d_kargs *r, int64_t n, int64_t q0, int64_t q
                 for (int k = 0; k < 8; k++)
                     lane[k][h] = vtstq_u32(m, vdupq_n_u32(1u << k));
             }
-            int64_t c = 0;
-            if (full == 0xff && r->xs[1] == 1) c = dgrid8_quads(r, xn, gn, q, i, w, hy, d, gi);
+            /* the halves whose corners are all inside take the quads (on a random grid more
+             * often than whole steps); the other half its channels up to there first */
+            const int quads = r->xs[1] == 1 ? full_halves : 0;
+            int64_t c = quads ? dgrid8_quads(r, xn, gn, q, i, quads, w, hy, d, gi) : 0;
+            if (quads == 1 || quads == 2)
+                half_lanes(r, xn, gn, c, q, i, mask, live, w, hy, d, lane, quads == 1, gi);
             for (; c < p->C; c++) {
                 const float *gc = gn + c * r->gs[1];
                 const float32x4_t g[2] = {grad4(r, gc, q, r->g.offg + i),
