@@ -56,7 +56,7 @@ static void copy_item(const gradref__recat_plan *p, const gradref__recat_kernels
     if (dense) { /* out's rows of this item are adjacent: dst advances by one segment */
         if (stream && bytes >= GRADREF__RECAT_STREAM_BYTES) {
             k->stream_rows(dst, src, src_pitch, bytes, b1 - b0, prev_rows, next_rows);
-        } else if (stream && GRADREF__COPY_STREAMS) {
+        } else if (stream && GRADREF__COPY_STREAMS && bytes <= GRADREF__RECAT_SMALL_BYTES) {
             stream_small_rows(k, dst, src, src_pitch, bytes, b1 - b0);
         } else if (bytes <= GRADREF__RECAT_SMALL_BYTES) {
             k->small_rows(dst, src, src_pitch, bytes, b1 - b0, PREFETCH_BYTES);
